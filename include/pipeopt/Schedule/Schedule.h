@@ -1,0 +1,274 @@
+//===- Schedule.h - Pipeline schedule tables and checks ---------*- C++ -*-===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Pure-C++ pipeline schedules (no MLIR IR types). A schedule is a table:
+/// for every rank (device) an ordered list of actions. Compute actions are
+/// F (forward), B (input gradient; or full backward when the schedule does
+/// not split backward, see Phase::BW), W (weight gradient). After
+/// insertCommunication() the table also holds Send / Recv actions.
+///
+/// Terminology (DESIGN.md): a *stage* is a model stage (a virtual stage /
+/// chunk when a rank holds several); stages are numbered in model order
+/// 0..numStages-1. A *pipeline* maps every stage to a rank; bidirectional
+/// schedules (Chimera) have two pipelines and every microbatch is assigned
+/// to exactly one of them.
+///
+/// Time in this header is *unit time*: every compute action takes one slot,
+/// communication is free. Real durations belong to the simulator.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_SCHEDULE_SCHEDULE_H
+#define PIPEOPT_SCHEDULE_SCHEDULE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+namespace schedule {
+
+//===----------------------------------------------------------------------===//
+// Core types (fixed by docs/HELPERS-CONTRACT.md)
+//===----------------------------------------------------------------------===//
+
+/// Kind of an action. BW is a full backward (B + W fused); schedules with
+/// splitBackward use B (input gradient) and W (weight gradient) instead.
+enum class Phase : uint8_t { F, B, W, BW /*full backward = B+W*/, Send, Recv };
+
+/// One entry of a rank's ordered action list.
+struct Action {
+  Phase phase = Phase::F;
+  /// Compute: the stage computed. Send/Recv: the *local* stage (the stage
+  /// on this rank that produces the sent value / consumes the received one).
+  int stage = 0;
+  int microbatch = 0;
+  int peerRank = -1;  ///< Send/Recv: the other rank.
+  /// Send/Recv: stage on the other side (receiver's stage for a Send,
+  /// sender's stage for a Recv).
+  int peerStage = -1;
+  bool backward = false;  ///< Send/Recv: carries a gradient (true) or an
+                          ///< activation (false).
+  /// Async PipeDream schedules: the weight version used by this F / B / BW
+  /// (version k = weights after k optimizer updates of that stage); -1 when
+  /// the schedule is synchronous.
+  int weightVersion = -1;
+
+  /// A compute action (F, B, W or BW).
+  static Action compute(Phase phase, int stage, int microbatch,
+                        int weightVersion = -1);
+  /// A Send of the value of `stage` (local) for `microbatch` to `peerStage`
+  /// on `peerRank`; `backward` selects gradient vs activation.
+  static Action send(int stage, int microbatch, int peerRank, int peerStage,
+                     bool backward);
+  /// A Recv into `stage` (local) from `peerStage` on `peerRank`.
+  static Action recv(int stage, int microbatch, int peerRank, int peerStage,
+                     bool backward);
+
+  bool isCompute() const { return phase != Phase::Send && phase != Phase::Recv; }
+  bool isComm() const { return !isCompute(); }
+  bool operator==(const Action &o) const;
+  bool operator!=(const Action &o) const { return !(*this == o); }
+};
+
+/// A schedule table.
+struct Schedule {
+  std::string name;
+  int numRanks = 0;
+  int numStages = 0;  ///< Model (virtual) stages per pipeline.
+  int numMicrobatches = 0;
+  /// [pipeline][stage] -> rank. One pipeline for all unidirectional
+  /// schedules; two for Chimera.
+  std::vector<std::vector<int>> stageRank;
+  /// [microbatch] -> pipeline index into stageRank.
+  std::vector<int> microbatchPipeline;
+  /// [rank] -> ordered actions.
+  std::vector<std::vector<Action>> actions;
+  bool splitBackward = false;  ///< B and W separate (zero-bubble family).
+  bool async = false;          ///< PipeDream async: no flush.
+  bool forwardOnly = false;    ///< Inference: only F actions.
+
+  /// Rank that runs `stage` for `microbatch` (through its pipeline);
+  /// -1 when out of range.
+  int rankOf(int stage, int microbatch) const;
+  /// Pipeline of `microbatch` (0 when microbatchPipeline is empty).
+  int pipelineOf(int microbatch) const;
+  int numPipelines() const { return static_cast<int>(stageRank.size()); }
+  /// True if any Send / Recv action is present.
+  bool hasCommunication() const;
+  /// Number of stages a rank holds in pipeline 0 (chunks per rank, "v").
+  int stagesOnRank(int rank) const;
+};
+
+/// Value(s) flowing from stage `from` to stage `to` (from < to), `bytes`
+/// bytes per microbatch. Gradients flow the reverse way in backward.
+struct StageEdge {
+  int from = 0, to = 0;
+  double bytes = 0;
+};
+
+/// The stage-level dataflow graph: a chain plus any skip connections.
+struct StageGraph {
+  int numStages = 0;
+  std::vector<StageEdge> edges;
+  /// n stages, edges s -> s+1 of `bytes` bytes each.
+  static StageGraph chain(int n, double bytes = 0);
+  /// Predecessor stages of `stage` (sources of edges into it), ascending.
+  std::vector<int> preds(int stage) const;
+  /// Successor stages of `stage`, ascending.
+  std::vector<int> succs(int stage) const;
+};
+
+//===----------------------------------------------------------------------===//
+// Generators
+//===----------------------------------------------------------------------===//
+
+/// Parameters of a generator. Give either `numStages` (model stages; for
+/// single-chunk schedules this is also the number of ranks) or `numRanks`
+/// plus `virtualStages` (chunks per rank; numStages = numRanks * chunks).
+/// When both are given they must agree. ZB-V and DualPipeV always use two
+/// chunks per rank; Hanayo uses 2 * waves chunks per rank; Chimera uses one
+/// stage per rank and two pipelines.
+struct ScheduleParams {
+  int numStages = 0;
+  int numRanks = 0;
+  int virtualStages = 0;  ///< Chunks per rank (0: schedule default).
+  int numMicrobatches = 0;
+  int waves = 1;  ///< Hanayo waves.
+};
+
+/// Build the schedule called `name` (see listSchedules()). Impossible
+/// parameters give an llvm::Error that names the constraint, e.g.
+/// "1f1b needs num-microbatches >= num-stages (4), got 2".
+llvm::Expected<Schedule> makeSchedule(llvm::StringRef name,
+                                      const ScheduleParams &p);
+
+/// One registry entry.
+struct ScheduleInfo {
+  llvm::StringRef name;
+  llvm::StringRef summary;  ///< One line, including the source.
+};
+/// All registered schedules, in a stable order.
+const std::vector<ScheduleInfo> &listSchedules();
+
+/// Individual generators (same semantics as makeSchedule(name, p)).
+llvm::Expected<Schedule> makeGPipe(const ScheduleParams &p);
+llvm::Expected<Schedule> make1F1B(const ScheduleParams &p);
+llvm::Expected<Schedule> makeInterleaved1F1B(const ScheduleParams &p);
+llvm::Expected<Schedule> makeLoopedBFS(const ScheduleParams &p);
+llvm::Expected<Schedule> makeZBH1(const ScheduleParams &p);
+llvm::Expected<Schedule> makeZBV(const ScheduleParams &p);
+llvm::Expected<Schedule> makeChimera(const ScheduleParams &p);
+llvm::Expected<Schedule> makeHanayo(const ScheduleParams &p);
+llvm::Expected<Schedule> makeDualPipeV(const ScheduleParams &p);
+llvm::Expected<Schedule> makePipeDream(const ScheduleParams &p);
+llvm::Expected<Schedule> makePipeDream2BW(const ScheduleParams &p);
+llvm::Expected<Schedule> makeForwardOnly(const ScheduleParams &p);
+
+//===----------------------------------------------------------------------===//
+// Checks and lowering
+//===----------------------------------------------------------------------===//
+
+/// Check a schedule against its stage graph: every (stage, microbatch,
+/// phase) exactly once (F; B+W or BW for training; F only for forward-only),
+/// every compute action on the rank its pipeline assigns, F before B before
+/// W of the same (stage, microbatch), cross-stage dependencies (F of s needs
+/// F of every predecessor, B of s needs B of every successor), and that one
+/// consistent global execution order exists. Send/Recv actions, if present,
+/// are checked for matching peers. The error names the first violation,
+/// e.g. "rank 2: B(stage 2, mb 3) appears before F(stage 2, mb 3)".
+llvm::Error validate(const Schedule &s, const StageGraph &g);
+/// validate() against StageGraph::chain(s.numStages).
+llvm::Error validate(const Schedule &s);
+
+/// Insert Send/Recv actions for every value crossing ranks (activations
+/// forward along every graph edge, gradients backward), skipping edges whose
+/// two stages share a rank. Sends are placed right after the producing
+/// compute; Recvs right before the consuming compute. The result is checked
+/// with checkDeadlockFree(); an error is returned if blocking execution
+/// would deadlock (see Schedule.cpp for why the placement is safe for every
+/// valid schedule under unit-time, rendezvous semantics).
+llvm::Expected<Schedule> insertCommunication(const Schedule &s,
+                                             const StageGraph &g);
+
+/// Execute the table under blocking rendezvous semantics (a Send completes
+/// only when the matching Recv is posted and vice versa; compute is
+/// instantaneous once reached). Fails with the cycle of waiting ranks
+/// ("deadlock: rank 0 waits on send to rank 1 (F stage 0 mb 2) -> rank 1
+/// waits on ...") or with an unmatched Send/Recv.
+llvm::Error checkDeadlockFree(const Schedule &s);
+
+//===----------------------------------------------------------------------===//
+// torch.distributed.pipelining action / CSV format
+//===----------------------------------------------------------------------===//
+
+/// torch `_Action` string form: "<stage><type><microbatch>" with type F, B
+/// (full backward), I (input gradient = our B when splitBackward), W,
+/// SEND_F, RECV_F, SEND_B, RECV_B. Comm peers are implicit in torch (the
+/// adjacent stage); a non-adjacent peer is written as an extension suffix
+/// "@<peerStage>", e.g. "0SEND_F1@3". `splitBackward` selects "I" vs "B".
+std::string formatAction(const Action &a, bool splitBackward);
+
+/// One row per rank, comma-separated actions, '\n' after every row.
+std::string exportCSV(const Schedule &s);
+
+/// Options for importCSV: everything the torch CSV does not carry.
+struct CSVImportOptions {
+  std::string name = "csv";
+  /// Number of stages; 0: 1 + the largest stage index seen.
+  int numStages = 0;
+  /// Number of microbatches; 0: 1 + the largest microbatch index seen.
+  int numMicrobatches = 0;
+};
+
+/// Parse a CSV written by exportCSV() or torch `_dump_csv`. Placement is
+/// inferred from where compute actions appear (one pipeline per distinct
+/// stage->rank map); peers of comm actions are resolved from the placement.
+/// The result is validated and, if it contains comm actions, checked with
+/// checkDeadlockFree(); a deadlocking table is rejected with the cycle.
+llvm::Expected<Schedule> importCSV(llvm::StringRef csv,
+                                   const CSVImportOptions &opts = {});
+
+//===----------------------------------------------------------------------===//
+// Views and helpers for people and the simulator
+//===----------------------------------------------------------------------===//
+
+/// Unit-time start slot of every action: result[rank][i] is the slot of
+/// actions[rank][i] (compute takes 1 slot, comm 0 and waits for its
+/// compute dependency). Fails if the table has no consistent order.
+llvm::Expected<std::vector<std::vector<int>>> unitTimeSlots(const Schedule &s);
+
+/// Text grid: one row per rank, one column per unit-time slot, cells like
+/// "F3" / "B3" / "W3" / "BW3" (microbatch) with the stage shown as "s2:F3"
+/// when a rank holds more than one stage; "." marks idle slots.
+std::string renderGrid(const Schedule &s);
+
+/// Number of F actions on `rank` before its first backward (B or BW).
+int warmupCount(const Schedule &s, int rank);
+std::vector<int> warmupCounts(const Schedule &s);
+
+/// Max number of microbatches whose activations `stage` holds at once
+/// (F done, backward not yet done: B for split schedules, BW otherwise;
+/// walking the rank's list in order). Forward-only: F frees immediately.
+int maxInFlight(const Schedule &s, int stage);
+/// Per rank: max over time of the sum of in-flight microbatches over the
+/// stages it holds.
+std::vector<int> peakInFlightPerRank(const Schedule &s);
+
+/// Number of compute actions on `rank`.
+int numComputeActions(const Schedule &s, int rank);
+
+/// Human-readable form "F(stage 2, mb 3)", "SEND_F(stage 0 -> 1, mb 2)".
+std::string describe(const Action &a);
+
+} // namespace schedule
+} // namespace pipeopt
+
+#endif // PIPEOPT_SCHEDULE_SCHEDULE_H
