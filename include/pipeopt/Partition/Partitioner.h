@@ -110,8 +110,10 @@ struct Node {
   /// Cheap value computed only from constants/arguments/other remat nodes:
   /// duplicated into every stage using it, never placed, never sent.
   bool rematerializable = false;
-  /// Stage pinned by the user (manual strategy, or a constraint for the
-  /// other strategies); -1 when free.
+  /// Stage pinned by the user; -1 when free. Required on every placed node by
+  /// the manual strategy; a constraint for the balanced strategy (pinned
+  /// nodes must then be non-decreasing along the order); ignored by the
+  /// uniform and params strategies; ignored on rematerializable nodes.
   int fixedStage = -1;
   /// Ids (indices into Graph::weightNames/weightBytes) of the weight
   /// arguments this node reads; used to report tied weights.
@@ -152,9 +154,10 @@ struct Graph {
 struct Link {
   /// α: per-message latency in seconds.
   double latencySeconds = 0;
-  /// β⁻¹: bandwidth in bytes/second; 0 means infinite (free transfers).
+  /// β⁻¹: bandwidth in bytes/second; 0 means infinite bandwidth.
   double bytesPerSecond = 0;
-  /// Transfer time in seconds of one message of `bytes`; 0 for 0 bytes.
+  /// Transfer time in seconds of one message of `bytes`; 0 for 0 bytes (no
+  /// message is sent, so no latency either).
   double seconds(double bytes) const;
 };
 

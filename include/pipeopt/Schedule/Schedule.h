@@ -177,7 +177,8 @@ llvm::Expected<Schedule> makeForwardOnly(const ScheduleParams &p);
 //===----------------------------------------------------------------------===//
 
 /// Check a schedule against its stage graph: every (stage, microbatch,
-/// phase) exactly once (F; B+W or BW for training; F only for forward-only),
+/// phase) exactly once (F; for training either BW or B+W -- split schedules
+/// may mix both, as DualPipeV does; F only for forward-only),
 /// every compute action on the rank its pipeline assigns, F before B before
 /// W of the same (stage, microbatch), cross-stage dependencies (F of s needs
 /// F of every predecessor, B of s needs B of every successor), and that one
@@ -209,12 +210,16 @@ llvm::Error checkDeadlockFree(const Schedule &s);
 // torch.distributed.pipelining action / CSV format
 //===----------------------------------------------------------------------===//
 
-/// torch `_Action` string form: "<stage><type><microbatch>" with type F, B
-/// (full backward), I (input gradient = our B when splitBackward), W,
-/// SEND_F, RECV_F, SEND_B, RECV_B. Comm peers are implicit in torch (the
-/// adjacent stage); a non-adjacent peer is written as an extension suffix
-/// "@<peerStage>", e.g. "0SEND_F1@3". `splitBackward` selects "I" vs "B".
-std::string formatAction(const Action &a, bool splitBackward);
+/// torch `_Action` string form (torch/distributed/pipelining/schedules.py,
+/// `_Action.__repr__`): "<stage><type><microbatch>" with type F, I (input
+/// gradient = Phase::B), W, B (full backward = Phase::BW), SEND_F, RECV_F,
+/// SEND_B, RECV_B. The stage of a comm action is the local stage. Comm peers
+/// are implicit in torch (the adjacent stage: s+1 for SEND_F / RECV_B, s-1
+/// for RECV_F / SEND_B); any other peer stage (skip connection) is written
+/// with the extension suffix "@<peerStage>", e.g. "0SEND_F1@3".
+std::string formatAction(const Action &a);
+/// Inverse of formatAction(); peerRank is left -1 (resolved by importCSV).
+llvm::Expected<Action> parseAction(llvm::StringRef text);
 
 /// One row per rank, comma-separated actions, '\n' after every row.
 std::string exportCSV(const Schedule &s);

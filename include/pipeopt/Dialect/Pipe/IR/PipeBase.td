@@ -1,0 +1,57 @@
+//===- PipeBase.td - pipe dialect definition ---------------*- tablegen -*-===//
+//
+// Part of pipeopt. The `pipe` dialect describes pipeline-parallel programs:
+// stages, the values flowing between them, and the per-device (per-rank)
+// programs that a schedule produces.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_DIALECT_PIPE_IR_PIPEBASE_TD
+#define PIPEOPT_DIALECT_PIPE_IR_PIPEBASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Pipe_Dialect : Dialect {
+  let name = "pipe";
+  let cppNamespace = "::pipeopt::pipe";
+  let summary = "Pipeline-parallel stages, schedules and point-to-point transfers.";
+  let description = [{
+    The `pipe` dialect is the IR of pipeopt. A model function (func + tosa or
+    linalg on tensors) goes through three forms:
+
+    1. **Partitioned.** Every op carries a discardable `pipe.stage` integer
+       attribute (its pipeline stage) and optionally a `pipe.cost`
+       (`#pipe.cost<...>`) attribute with its estimated cost.
+    2. **Outlined.** Each stage is a `func.func @<f>_stage<k>` carrying
+       `pipe.stage = k`; the original function becomes the *stage graph*: a
+       sequence of `pipe.stage_call` ops whose SSA edges say which values flow
+       from which stage to which (skip connections included).
+    3. **Scheduled.** One `pipe.program` per rank (device) holds that rank's
+       ordered actions for one iteration: `pipe.input`, `pipe.forward`,
+       `pipe.backward`, `pipe.send`, `pipe.recv`, `pipe.output`. Program order
+       is execution order; `pipe.send` / `pipe.recv` are blocking
+       point-to-point transfers identified by a `#pipe.tag`.
+
+    Terms follow the pipeline-parallelism literature: stage, rank, microbatch,
+    F / B / W (forward, input-gradient, weight-gradient).
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Name of the discardable attribute holding an op's stage index.
+    static constexpr ::llvm::StringLiteral getStageAttrName() { return "pipe.stage"; }
+    /// Name of the discardable attribute holding an op's `#pipe.cost`.
+    static constexpr ::llvm::StringLiteral getCostAttrName() { return "pipe.cost"; }
+  }];
+}
+
+class Pipe_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Pipe_Dialect, mnemonic, traits>;
+
+class Pipe_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Pipe_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+#endif // PIPEOPT_DIALECT_PIPE_IR_PIPEBASE_TD

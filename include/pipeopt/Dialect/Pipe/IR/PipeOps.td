@@ -1,0 +1,220 @@
+//===- PipeOps.td - pipe dialect operations ----------------*- tablegen -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_DIALECT_PIPE_IR_PIPEOPS_TD
+#define PIPEOPT_DIALECT_PIPE_IR_PIPEOPS_TD
+
+include "pipeopt/Dialect/Pipe/IR/PipeBase.td"
+include "pipeopt/Dialect/Pipe/IR/PipeAttributes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+def NonNegI64Attr : ConfinedAttr<I64Attr, [IntNonNegative]>;
+def PositiveI64Attr : ConfinedAttr<I64Attr, [IntPositive]>;
+
+//===----------------------------------------------------------------------===//
+// Stage graph
+//===----------------------------------------------------------------------===//
+
+def Pipe_StageCallOp : Pipe_Op<"stage_call",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Invokes one outlined pipeline stage in the stage graph.";
+  let description = [{
+    After `pipe-outline-stages`, the original model function is the stage
+    graph: a sequence of `pipe.stage_call`s, one per stage in stage order.
+    Each calls the outlined `func.func` of stage `stage`; its operands are the
+    model arguments (weights, inputs) and the results of earlier stages that
+    this stage consumes. An SSA edge from the results of stage i to stage j is
+    a value flowing from i to j; j > i + 1 is a skip connection.
+
+    The callee must be a `func.func` carrying `pipe.stage = <stage>` whose
+    function type matches the operand and result types.
+
+    ```mlir
+    %h = pipe.stage_call @mlp_stage0(%x, %w0) stage 0
+        : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, NonNegI64Attr:$stage,
+                       Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` `stage` $stage attr-dict `:`
+    functional-type($args, $results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Per-device programs
+//===----------------------------------------------------------------------===//
+
+def Pipe_ProgramOp : Pipe_Op<"program", [
+    Symbol, IsolatedFromAbove, SingleBlock, NoTerminator]> {
+  let summary = "The ordered actions one rank executes in one iteration.";
+  let description = [{
+    A `pipe.program` holds what rank `rank` (of `num_ranks`) executes for one
+    iteration of a pipeline schedule over `num_microbatches` microbatches.
+    Its body is a single block executed top to bottom: program order is the
+    schedule's action order on that rank. The `schedule` attribute names the
+    schedule that produced it (informational).
+
+    Every microbatch is one invocation of the model function: `pipe.input`
+    reads model argument `i` for microbatch `m` (weights are the same for
+    every microbatch, activations differ) and `pipe.output` writes model
+    result `i` of microbatch `m`.
+
+    ```mlir
+    pipe.program @mlp_rank1 rank 1 of 2 microbatches 2 {
+      %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4x8xf32>
+      %w = pipe.input 2 microbatch 0 : tensor<8x8xf32>
+      %y = pipe.forward @mlp_stage1(%x, %w) stage 1 microbatch 0
+          : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      pipe.output %y result 0 microbatch 0 : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, NonNegI64Attr:$rank,
+                       PositiveI64Attr:$num_ranks,
+                       PositiveI64Attr:$num_microbatches,
+                       OptionalAttr<StrAttr>:$schedule);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `rank` $rank `of` $num_ranks `microbatches` $num_microbatches
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::llvm::StringRef":$name, "int64_t":$rank,
+      "int64_t":$numRanks, "int64_t":$numMicrobatches)>];
+}
+
+class Pipe_ProgramBodyOp<string mnemonic, list<Trait> traits = []>
+    : Pipe_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
+
+def Pipe_InputOp : Pipe_ProgramBodyOp<"input"> {
+  let summary = "Reads one model argument for one microbatch.";
+  let description = [{
+    Produces model argument `argument` as seen by microbatch `microbatch`.
+    For a weight this is the same tensor for every microbatch; for an input
+    activation it is that microbatch's slice. The runtime decides which
+    arguments are per-microbatch.
+
+    ```mlir
+    %x = pipe.input 0 microbatch 3 : tensor<1x784xf32>
+    ```
+  }];
+  let arguments = (ins NonNegI64Attr:$argument, NonNegI64Attr:$microbatch);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $argument `microbatch` $microbatch attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pipe_OutputOp : Pipe_ProgramBodyOp<"output"> {
+  let summary = "Writes one model result of one microbatch.";
+  let description = [{
+    ```mlir
+    pipe.output %y result 0 microbatch 3 : tensor<1x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, NonNegI64Attr:$result,
+                       NonNegI64Attr:$microbatch);
+  let assemblyFormat = [{
+    $value `result` $result `microbatch` $microbatch attr-dict `:` type($value)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pipe_ForwardOp : Pipe_ProgramBodyOp<"forward",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Runs the forward pass (F) of one stage on one microbatch.";
+  let description = [{
+    Calls the outlined stage function `callee` (a `func.func` with
+    `pipe.stage = <stage>`) on `args` for microbatch `microbatch`. Operand
+    and result types must match the callee's function type.
+
+    ```mlir
+    %y = pipe.forward @mlp_stage1(%x, %w) stage 1 microbatch 0
+        : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$callee, NonNegI64Attr:$stage,
+                       NonNegI64Attr:$microbatch, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $callee `(` $args `)` `stage` $stage `microbatch` $microbatch attr-dict
+    `:` functional-type($args, $results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Pipe_BackwardOp : Pipe_ProgramBodyOp<"backward"> {
+  let summary = "Runs (part of) the backward pass of one stage on one microbatch.";
+  let description = [{
+    `kind` is `full` (input and weight gradients, "B+W"), `input` (B: the
+    gradient with respect to the stage's inputs, on the critical path) or
+    `weight` (W: the gradient with respect to its weights, deferrable as in
+    zero-bubble schedules). Operands are the incoming gradients (and any
+    stashed values); results are the outgoing gradients.
+
+    Executing backward actions is not implemented by the runtime yet;
+    `convert-pipe-to-runtime` rejects programs that contain them.
+
+    ```mlir
+    %gx = pipe.backward input stage 1 microbatch 0 ins(%gy : tensor<4x8xf32>)
+        -> tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Pipe_BackwardKindAttr:$kind, NonNegI64Attr:$stage,
+                       NonNegI64Attr:$microbatch, Variadic<AnyType>:$args);
+  let results = (outs Variadic<AnyType>:$results);
+  let assemblyFormat = [{
+    $kind `stage` $stage `microbatch` $microbatch
+    (`ins` `(` $args^ `:` type($args) `)`)? attr-dict (`->` type($results)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Pipe_SendOp : Pipe_ProgramBodyOp<"send", [
+    MemoryEffects<[MemWrite<DefaultResource>]>]> {
+  let summary = "Blocking send of a tensor to another rank.";
+  let description = [{
+    Sends `value` to rank `peer`. The matching `pipe.recv` on `peer` carries
+    an equal `tag` and the same tensor type. The peer must be another rank of
+    the same pipeline (`0 <= peer < num_ranks`, `peer != rank`).
+
+    ```mlir
+    pipe.send %y to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, NonNegI64Attr:$peer,
+                       Pipe_TagAttr:$tag);
+  let assemblyFormat = "$value `to` $peer $tag attr-dict `:` type($value)";
+  let hasVerifier = 1;
+}
+
+def Pipe_RecvOp : Pipe_ProgramBodyOp<"recv", [
+    MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+  let summary = "Blocking receive of a tensor from another rank.";
+  let description = [{
+    Receives the tensor that rank `peer` sends with an equal `tag`. The
+    result type is the expected type; the runtime checks the arriving
+    message's element type and shape against it.
+
+    ```mlir
+    %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins NonNegI64Attr:$peer, Pipe_TagAttr:$tag);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "`from` $peer $tag attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+#endif // PIPEOPT_DIALECT_PIPE_IR_PIPEOPS_TD

@@ -1,0 +1,150 @@
+//===- PipeDialect.cpp - pipe dialect and attributes --------------*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace pipeopt::pipe;
+
+#include "pipeopt/Dialect/Pipe/IR/PipeEnums.cpp.inc"
+#include "pipeopt/Dialect/Pipe/IR/PipeOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.cpp.inc"
+
+void PipeDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.cpp.inc"
+      >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// TagAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult TagAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              Direction direction, int64_t srcStage,
+                              int64_t dstStage, int64_t microbatch,
+                              int64_t valueIndex) {
+  if (srcStage < 0 || dstStage < 0)
+    return emitError() << "tag stages must be non-negative, got " << srcStage
+                       << " -> " << dstStage;
+  if (srcStage == dstStage)
+    return emitError() << "tag source and destination stage must differ, got "
+                       << srcStage << " -> " << dstStage;
+  // Activations flow to later stages, gradients to earlier ones.
+  if (direction == Direction::Forward && dstStage < srcStage)
+    return emitError() << "forward tag must flow to a later stage, got "
+                       << srcStage << " -> " << dstStage;
+  if (direction == Direction::Backward && dstStage > srcStage)
+    return emitError() << "backward tag must flow to an earlier stage, got "
+                       << srcStage << " -> " << dstStage;
+  if (microbatch < 0)
+    return emitError() << "tag microbatch must be non-negative, got "
+                       << microbatch;
+  if (valueIndex < 0)
+    return emitError() << "tag value index must be non-negative, got "
+                       << valueIndex;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CostAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               llvm::APFloat flopsAP, llvm::APFloat bytesAP,
+                               llvm::APFloat timeAP) {
+  double flops = flopsAP.convertToDouble(), bytes = bytesAP.convertToDouble(),
+         time = timeAP.convertToDouble();
+  auto check = [&](double v, StringRef name) -> LogicalResult {
+    if (std::isfinite(v) && v >= 0.0)
+      return success();
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::format("%g", v);
+    return emitError() << "cost " << name
+                       << " must be finite and non-negative, got " << text;
+  };
+  return success(succeeded(check(flops, "flops")) &&
+                 succeeded(check(bytes, "bytes")) &&
+                 succeeded(check(time, "time")));
+}
+
+/// Parses `<flops = F, bytes = B, time = T>`.
+Attribute CostAttr::parse(AsmParser &parser, Type) {
+  double values[3] = {0.0, 0.0, 0.0};
+  const char *names[3] = {"flops", "bytes", "time"};
+  if (parser.parseLess())
+    return {};
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0 && parser.parseComma())
+      return {};
+    if (parser.parseKeyword(names[i]) || parser.parseEqual() ||
+        parser.parseFloat(values[i]))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return CostAttr::getChecked(
+      [&] { return parser.emitError(parser.getNameLoc()); },
+      parser.getContext(), llvm::APFloat(values[0]), llvm::APFloat(values[1]),
+      llvm::APFloat(values[2]));
+}
+
+void CostAttr::print(AsmPrinter &printer) const {
+  printer << "<flops = ";
+  printer.printFloat(getFlops());
+  printer << ", bytes = ";
+  printer.printFloat(getBytes());
+  printer << ", time = ";
+  printer.printFloat(getTime());
+  printer << ">";
+}
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes on other dialects' ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == getStageAttrName()) {
+    auto intAttr = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!intAttr || !intAttr.getType().isSignlessInteger(64))
+      return op->emitOpError()
+             << "attribute '" << getStageAttrName()
+             << "' must be a 64-bit integer stage index";
+    if (intAttr.getInt() < 0)
+      return op->emitOpError() << "attribute '" << getStageAttrName()
+                               << "' must be non-negative, got "
+                               << intAttr.getInt();
+    return success();
+  }
+  if (attr.getName() == getCostAttrName()) {
+    if (!isa<CostAttr>(attr.getValue()))
+      return op->emitOpError() << "attribute '" << getCostAttrName()
+                               << "' must be a #pipe.cost";
+    return success();
+  }
+  // Other pipe.* attributes (e.g. pipe.num_stages on the stage graph) are
+  // documented by the passes that set them; accept them.
+  return success();
+}

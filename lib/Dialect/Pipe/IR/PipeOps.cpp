@@ -1,0 +1,149 @@
+//===- PipeOps.cpp - pipe dialect operations ----------------------*- C++ -*-===//
+//
+// Part of pipeopt. Verifiers of the pipe dialect. Every message here has a
+// negative test in test/Dialect/Pipe/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace pipeopt::pipe;
+
+/// Checks that `callee` names a func.func of stage `stage` whose type matches
+/// `operands` -> `results`. Shared by pipe.stage_call and pipe.forward.
+static LogicalResult verifyStageCallee(Operation *op,
+                                       SymbolTableCollection &symbolTable,
+                                       FlatSymbolRefAttr callee, int64_t stage,
+                                       TypeRange operands, TypeRange results) {
+  auto fn =
+      symbolTable.lookupNearestSymbolFrom<func::FuncOp>(op, callee.getAttr());
+  if (!fn)
+    return op->emitOpError() << "callee " << callee
+                             << " does not name a func.func";
+  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::getStageAttrName());
+  if (!stageAttr)
+    return op->emitOpError() << "callee " << callee << " is not a stage function (no '"
+                             << PipeDialect::getStageAttrName() << "' attribute)";
+  if (stageAttr.getInt() != stage)
+    return op->emitOpError() << "calls " << callee << " of stage "
+                             << stageAttr.getInt() << " as stage " << stage;
+  FunctionType type = fn.getFunctionType();
+  if (!llvm::equal(type.getInputs(), operands))
+    return op->emitOpError() << "operand types do not match callee " << callee
+                             << " of type " << type;
+  if (!llvm::equal(type.getResults(), results))
+    return op->emitOpError() << "result types do not match callee " << callee
+                             << " of type " << type;
+  return success();
+}
+
+/// The program enclosing a program-body op (guaranteed by HasParent).
+static ProgramOp programOf(Operation *op) {
+  return cast<ProgramOp>(op->getParentOp());
+}
+
+/// Checks that `microbatch` is in range for the enclosing program.
+static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
+                                      int64_t microbatch) {
+  if (microbatch >= static_cast<int64_t>(program.getNumMicrobatches()))
+    return op->emitOpError() << "microbatch " << microbatch
+                             << " out of range for a program of "
+                             << program.getNumMicrobatches() << " microbatches";
+  return success();
+}
+
+/// Checks a send/recv peer and tag against the enclosing program.
+static LogicalResult verifyTransfer(Operation *op, ProgramOp program,
+                                    int64_t peer, TagAttr tag) {
+  if (peer >= static_cast<int64_t>(program.getNumRanks()))
+    return op->emitOpError() << "peer rank " << peer << " out of range for "
+                             << program.getNumRanks() << " ranks";
+  if (peer == static_cast<int64_t>(program.getRank()))
+    return op->emitOpError() << "peer rank " << peer
+                             << " is the program's own rank";
+  return verifyMicrobatch(op, program, tag.getMicrobatch());
+}
+
+//===----------------------------------------------------------------------===//
+// StageCallOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+StageCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyStageCallee(*this, symbolTable, getCalleeAttr(), getStage(),
+                           getArgs().getTypes(), getResultTypes());
+}
+
+//===----------------------------------------------------------------------===//
+// ProgramOp
+//===----------------------------------------------------------------------===//
+
+void ProgramOp::build(OpBuilder &builder, OperationState &state,
+                      StringRef name, int64_t rank, int64_t numRanks,
+                      int64_t numMicrobatches) {
+  state.addAttribute(getSymNameAttrName(state.name),
+                     builder.getStringAttr(name));
+  state.addAttribute(getRankAttrName(state.name),
+                     builder.getI64IntegerAttr(rank));
+  state.addAttribute(getNumRanksAttrName(state.name),
+                     builder.getI64IntegerAttr(numRanks));
+  state.addAttribute(getNumMicrobatchesAttrName(state.name),
+                     builder.getI64IntegerAttr(numMicrobatches));
+  Region *body = state.addRegion();
+  body->push_back(new Block());
+}
+
+LogicalResult ProgramOp::verify() {
+  if (getRank() >= getNumRanks())
+    return emitOpError() << "rank " << getRank() << " out of range for "
+                         << getNumRanks() << " ranks";
+  if (getBody().front().getNumArguments() != 0)
+    return emitOpError() << "body must not have block arguments; read model "
+                            "arguments with pipe.input";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Program body ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult InputOp::verify() {
+  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+}
+
+LogicalResult OutputOp::verify() {
+  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+}
+
+LogicalResult ForwardOp::verify() {
+  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+}
+
+LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyStageCallee(*this, symbolTable, getCalleeAttr(), getStage(),
+                           getArgs().getTypes(), getResultTypes());
+}
+
+LogicalResult BackwardOp::verify() {
+  if (getKind() == BackwardKind::Weight && getNumResults() != 0)
+    return emitOpError() << "a weight-gradient (W) action produces no "
+                            "gradients for other stages, but has "
+                         << getNumResults() << " results";
+  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+}
+
+LogicalResult SendOp::verify() {
+  return verifyTransfer(*this, programOf(*this), getPeer(), getTag());
+}
+
+LogicalResult RecvOp::verify() {
+  return verifyTransfer(*this, programOf(*this), getPeer(), getTag());
+}
+
+#define GET_OP_CLASSES
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.cpp.inc"

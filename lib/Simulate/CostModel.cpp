@@ -1,0 +1,372 @@
+//===- CostModel.cpp - Cost tables and system configs ---------------------===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Simulate/CostModel.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace pipeopt;
+using namespace pipeopt::sim;
+
+static llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+//===----------------------------------------------------------------------===//
+// CostTable
+//===----------------------------------------------------------------------===//
+
+CostTable CostTable::uniform(int n, double stageSec, double activationBytes,
+                             double weightBytes, double boundaryBytes) {
+  CostTable t;
+  t.name = llvm::formatv("uniform-{0}s", stageSec).str();
+  StageCost c;
+  c.forwardSec = stageSec;
+  c.backwardInputSec = stageSec;
+  c.backwardWeightSec = stageSec;
+  c.activationBytes = activationBytes;
+  c.weightBytes = weightBytes;
+  c.boundaryBytes = boundaryBytes;
+  t.stages.assign(std::max(n, 0), c);
+  return t;
+}
+
+CostTable CostTable::resample(int n) const {
+  if (n == size() || n <= 0 || stages.empty())
+    return *this;
+  CostTable out;
+  out.name = name;
+  out.stages.resize(n);
+  const int L = size();
+  // Stage s covers entries [s*L/n, (s+1)*L/n) in fractional units; use
+  // exact integer arithmetic on the scaled axis [s*L, (s+1)*L) with entry e
+  // covering [e*n, (e+1)*n).
+  for (int s = 0; s < n; ++s) {
+    long lo = static_cast<long>(s) * L, hi = static_cast<long>(s + 1) * L;
+    StageCost &c = out.stages[s];
+    for (int e = 0; e < L; ++e) {
+      long elo = static_cast<long>(e) * n, ehi = static_cast<long>(e + 1) * n;
+      long overlap = std::min(hi, ehi) - std::max(lo, elo);
+      if (overlap <= 0)
+        continue;
+      double f = static_cast<double>(overlap) / n;  // fraction of entry e
+      const StageCost &x = stages[e];
+      c.forwardSec += f * x.forwardSec;
+      c.backwardInputSec += f * x.backwardInputSec;
+      c.backwardWeightSec += f * x.backwardWeightSec;
+      c.activationBytes += f * x.activationBytes;
+      c.weightGradHoldBytes += f * x.weightGradHoldBytes;
+      c.weightBytes += f * x.weightBytes;
+    }
+    // Boundary of the entry containing the right cut (position hi - 1 on
+    // the scaled axis).
+    int cutEntry = static_cast<int>((hi - 1) / n);
+    c.boundaryBytes = stages[std::min(cutEntry, L - 1)].boundaryBytes;
+  }
+  return out;
+}
+
+static llvm::Expected<double> getNumber(const llvm::json::Object &o,
+                                        llvm::StringRef key, double dflt,
+                                        bool required, llvm::StringRef where) {
+  const llvm::json::Value *v = o.get(key);
+  if (!v) {
+    if (required)
+      return makeError(llvm::formatv("{0}: missing \"{1}\"", where, key));
+    return dflt;
+  }
+  std::optional<double> d = v->getAsNumber();
+  if (!d)
+    return makeError(llvm::formatv("{0}: \"{1}\" must be a number", where, key));
+  if (!std::isfinite(*d) || *d < 0)
+    return makeError(llvm::formatv(
+        "{0}: \"{1}\" must be finite and >= 0, got {2}", where, key, *d));
+  return *d;
+}
+
+llvm::Expected<CostTable> sim::parseCostTable(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
+  if (!root)
+    return makeError("cost table: invalid JSON: " +
+                     llvm::toString(root.takeError()));
+  CostTable t;
+  const llvm::json::Array *arr = root->getAsArray();
+  if (const llvm::json::Object *o = root->getAsObject()) {
+    if (std::optional<llvm::StringRef> n = o->getString("name"))
+      t.name = n->str();
+    arr = o->getArray("stages");
+    if (!arr)
+      return makeError("cost table: missing \"stages\" array");
+  }
+  if (!arr)
+    return makeError("cost table: expected an object or an array");
+  if (arr->empty())
+    return makeError("cost table: \"stages\" is empty");
+  int idx = 0;
+  for (const llvm::json::Value &v : *arr) {
+    std::string where = llvm::formatv("cost table: stages[{0}]", idx++).str();
+    const llvm::json::Object *o = v.getAsObject();
+    if (!o)
+      return makeError(where + ": expected an object");
+    StageCost c;
+    auto get = [&](llvm::StringRef key, double &out, bool required) -> llvm::Error {
+      llvm::Expected<double> d = getNumber(*o, key, out, required, where);
+      if (!d)
+        return d.takeError();
+      out = *d;
+      return llvm::Error::success();
+    };
+    if (llvm::Error e = get("forward_s", c.forwardSec, true))
+      return std::move(e);
+    bool hasSplit = o->get("backward_input_s") || o->get("backward_weight_s");
+    if (o->get("backward_s")) {
+      if (hasSplit)
+        return makeError(where + ": give either \"backward_s\" or "
+                                 "\"backward_input_s\"/\"backward_weight_s\"");
+      double bw = 0;
+      if (llvm::Error e = get("backward_s", bw, true))
+        return std::move(e);
+      c.backwardInputSec = c.backwardWeightSec = bw / 2;
+    } else {
+      if (llvm::Error e = get("backward_input_s", c.backwardInputSec, false))
+        return std::move(e);
+      if (llvm::Error e = get("backward_weight_s", c.backwardWeightSec, false))
+        return std::move(e);
+    }
+    if (llvm::Error e = get("activation_bytes", c.activationBytes, false))
+      return std::move(e);
+    if (llvm::Error e =
+            get("weight_grad_hold_bytes", c.weightGradHoldBytes, false))
+      return std::move(e);
+    if (c.weightGradHoldBytes > c.activationBytes)
+      return makeError(where + ": \"weight_grad_hold_bytes\" exceeds "
+                               "\"activation_bytes\"");
+    if (llvm::Error e = get("weight_bytes", c.weightBytes, false))
+      return std::move(e);
+    if (llvm::Error e = get("boundary_bytes", c.boundaryBytes, false))
+      return std::move(e);
+    t.stages.push_back(c);
+  }
+  return t;
+}
+
+static llvm::Expected<std::string> readFile(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buf =
+      llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  if (!buf)
+    return makeError(llvm::formatv("cannot read '{0}': {1}", path,
+                                   buf.getError().message()));
+  return (*buf)->getBuffer().str();
+}
+
+llvm::Expected<CostTable> sim::loadCostTable(llvm::StringRef path) {
+  llvm::Expected<std::string> text = readFile(path);
+  if (!text)
+    return text.takeError();
+  llvm::Expected<CostTable> t = parseCostTable(*text);
+  if (!t)
+    return makeError(path + ": " + llvm::toString(t.takeError()));
+  if (t->name.empty())
+    t->name = path.str();
+  return t;
+}
+
+std::string sim::costTableToJSON(const CostTable &t) {
+  llvm::json::Array stages;
+  for (const StageCost &c : t.stages)
+    stages.push_back(llvm::json::Object{
+        {"forward_s", c.forwardSec},
+        {"backward_input_s", c.backwardInputSec},
+        {"backward_weight_s", c.backwardWeightSec},
+        {"activation_bytes", c.activationBytes},
+        {"weight_grad_hold_bytes", c.weightGradHoldBytes},
+        {"weight_bytes", c.weightBytes},
+        {"boundary_bytes", c.boundaryBytes}});
+  llvm::json::Object root{{"name", t.name}, {"stages", std::move(stages)}};
+  return llvm::formatv("{0:2}", llvm::json::Value(std::move(root))).str();
+}
+
+//===----------------------------------------------------------------------===//
+// SystemConfig
+//===----------------------------------------------------------------------===//
+
+int SystemConfig::nicOf(int rank) const {
+  int perNode = std::max(gpusPerNode, 1);
+  int nics = std::max(nicsPerNode, 1);
+  return nodeOf(rank) * nics + (rank % perNode) % nics;
+}
+
+SystemConfig sim::idealSystem() {
+  SystemConfig s;
+  s.name = "ideal";
+  s.computeSpeed = 1.0;
+  s.gpusPerNode = 1 << 20;
+  s.nicsPerNode = 1;
+  s.intraNode = {0, 0};
+  s.interNode = {0, 0};
+  s.overlap = true;
+  return s;
+}
+
+std::vector<SystemConfig> sim::presetGrid() {
+  struct Compute { const char *name; double speed; };
+  struct Net {
+    const char *name;
+    LinkParams intra, inter;
+    int nicsPerNode;
+  };
+  const Compute computes[] = {{"slow", 0.5}, {"medium", 1.0}, {"fast", 2.0}};
+  const Net nets[] = {
+      {"slow", {10e-6, 64e9}, {30e-6, 12.5e9}, 1},
+      {"medium", {5e-6, 300e9}, {10e-6, 25e9}, 1},
+      {"fast", {2e-6, 450e9}, {5e-6, 50e9}, 2},
+  };
+  std::vector<SystemConfig> out;
+  for (const Compute &c : computes)
+    for (const Net &n : nets) {
+      SystemConfig s;
+      s.name = llvm::formatv("compute-{0}/net-{1}", c.name, n.name).str();
+      s.computeSpeed = c.speed;
+      s.gpusPerNode = 2;
+      s.nicsPerNode = n.nicsPerNode;
+      s.intraNode = n.intra;
+      s.interNode = n.inter;
+      s.overlap = true;
+      out.push_back(s);
+    }
+  return out;
+}
+
+llvm::Expected<SystemConfig> sim::presetByName(llvm::StringRef name) {
+  if (name == "ideal")
+    return idealSystem();
+  for (const SystemConfig &s : presetGrid())
+    if (s.name == name)
+      return s;
+  std::string known = "ideal";
+  for (const SystemConfig &s : presetGrid())
+    known += ", " + s.name;
+  return makeError(llvm::formatv("unknown system preset '{0}' (known: {1})",
+                                 name, known));
+}
+
+static llvm::Error parseLink(const llvm::json::Object &o, llvm::StringRef key,
+                             LinkParams &link, llvm::StringRef where) {
+  const llvm::json::Value *v = o.get(key);
+  if (!v)
+    return llvm::Error::success();
+  const llvm::json::Object *lo = v->getAsObject();
+  if (!lo)
+    return makeError(llvm::formatv("{0}: \"{1}\" must be an object", where, key));
+  std::string w = (where + "." + key).str();
+  llvm::Expected<double> lat = getNumber(*lo, "latency_s", link.latencySec, false, w);
+  if (!lat)
+    return lat.takeError();
+  llvm::Expected<double> bw =
+      getNumber(*lo, "bandwidth_Bps", link.bandwidthBytesPerSec, false, w);
+  if (!bw)
+    return bw.takeError();
+  link.latencySec = *lat;
+  link.bandwidthBytesPerSec = *bw;
+  return llvm::Error::success();
+}
+
+static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
+                                                llvm::StringRef where) {
+  SystemConfig s;
+  s.gpusPerNode = 2;
+  if (std::optional<llvm::StringRef> p = o.getString("preset")) {
+    llvm::Expected<SystemConfig> base = presetByName(*p);
+    if (!base)
+      return makeError(where + ": " + llvm::toString(base.takeError()));
+    s = *base;
+  }
+  if (std::optional<llvm::StringRef> n = o.getString("name"))
+    s.name = n->str();
+  if (s.name.empty())
+    return makeError(where + ": missing \"name\"");
+  llvm::Expected<double> speed =
+      getNumber(o, "compute_speed", s.computeSpeed, false, where);
+  if (!speed)
+    return speed.takeError();
+  if (*speed <= 0)
+    return makeError(where + ": \"compute_speed\" must be > 0");
+  s.computeSpeed = *speed;
+  for (auto [key, field] : {std::pair<const char *, int *>{"gpus_per_node", &s.gpusPerNode},
+                            {"nics_per_node", &s.nicsPerNode}}) {
+    if (const llvm::json::Value *v = o.get(key)) {
+      std::optional<int64_t> i = v->getAsInteger();
+      if (!i || *i < 1 || *i > (1 << 20))
+        return makeError(llvm::formatv("{0}: \"{1}\" must be an integer >= 1",
+                                       where, key));
+      *field = static_cast<int>(*i);
+    }
+  }
+  if (const llvm::json::Value *v = o.get("overlap")) {
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      return makeError(where + ": \"overlap\" must be true or false");
+    s.overlap = *b;
+  }
+  if (llvm::Error e = parseLink(o, "intra_node", s.intraNode, where))
+    return std::move(e);
+  if (llvm::Error e = parseLink(o, "inter_node", s.interNode, where))
+    return std::move(e);
+  return s;
+}
+
+llvm::Expected<std::vector<SystemConfig>>
+sim::parseSystems(llvm::StringRef json) {
+  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
+  if (!root)
+    return makeError("system config: invalid JSON: " +
+                     llvm::toString(root.takeError()));
+  std::vector<SystemConfig> out;
+  const llvm::json::Array *arr = root->getAsArray();
+  if (const llvm::json::Object *o = root->getAsObject()) {
+    arr = o->getArray("systems");
+    if (!arr) {
+      llvm::Expected<SystemConfig> s = parseSystem(*o, "system config");
+      if (!s)
+        return s.takeError();
+      out.push_back(*s);
+      return out;
+    }
+  }
+  if (!arr)
+    return makeError("system config: expected an object or an array");
+  int idx = 0;
+  for (const llvm::json::Value &v : *arr) {
+    std::string where = llvm::formatv("system config [{0}]", idx++).str();
+    const llvm::json::Object *o = v.getAsObject();
+    if (!o)
+      return makeError(where + ": expected an object");
+    llvm::Expected<SystemConfig> s = parseSystem(*o, where);
+    if (!s)
+      return s.takeError();
+    out.push_back(*s);
+  }
+  if (out.empty())
+    return makeError("system config: no systems");
+  return out;
+}
+
+llvm::Expected<std::vector<SystemConfig>>
+sim::loadSystems(llvm::StringRef path) {
+  llvm::Expected<std::string> text = readFile(path);
+  if (!text)
+    return text.takeError();
+  llvm::Expected<std::vector<SystemConfig>> s = parseSystems(*text);
+  if (!s)
+    return makeError(path + ": " + llvm::toString(s.takeError()));
+  return s;
+}

@@ -1,0 +1,158 @@
+//===- Communicator.h - Message transport behind one interface -*- C++ -*-===//
+//
+// A Communicator moves self-describing messages (a fixed-size MessageHeader
+// plus a byte payload) between the ranks of one run. Implementations:
+//   * loopback: ranks are threads of one process (per (src,dst) queues);
+//   * MPI: one rank per process (OpenMPI), header+payload in one message;
+//   * NCCL: one rank per GPU, CUDA/NCCL loaded with dlopen; header then
+//     payload via ncclSend/ncclRecv, staged host<->device.
+// Every blocking operation takes a timeout and throws TimeoutError when it
+// expires, so a stalled or dead peer never hangs the others.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_RUNTIME_COMMUNICATOR_H
+#define PIPEOPT_RUNTIME_COMMUNICATOR_H
+
+#include "pipeopt/runtime/Types.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+namespace rt {
+
+/// Wire header of every message (128 bytes, little-endian host layout; all
+/// ranks of one run are assumed to share endianness).
+struct MessageHeader {
+  static constexpr uint32_t kMagic = 0x54525050; // "PPRT"
+  static constexpr uint16_t kVersion = 1;
+  /// Message kinds: a tensor between stages, or launcher traffic.
+  enum Kind : uint16_t { Tensor = 0, Control = 1 };
+
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t kind = Tensor;
+  uint8_t dtype = 0;   ///< DType code
+  uint8_t ndims = 0;   ///< memref rank, <= PIPEOPT_RT_MAX_RANK
+  uint8_t backward = 0; ///< 1 for a gradient, 0 for an activation
+  uint8_t reserved0 = 0;
+  int32_t srcRank = -1;
+  int32_t dstRank = -1;
+  int32_t srcStage = -1;
+  int32_t dstStage = -1;
+  int32_t microbatch = -1;
+  int32_t valueIndex = -1;
+  int32_t tag = 0;      ///< Control messages: what this is (launcher-defined)
+  int64_t bytes = 0;    ///< payload size in bytes
+  int64_t shape[PIPEOPT_RT_MAX_RANK] = {0, 0, 0, 0, 0, 0, 0, 0};
+  uint64_t checksum = 0; ///< FNV-1a of all preceding bytes of the header
+  uint8_t reserved1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+
+  /// Shape as a vector of the first `ndims` sizes.
+  Shape getShape() const { return Shape(shape, shape + ndims); }
+  /// Sets ndims/shape; throws if more than PIPEOPT_RT_MAX_RANK dims.
+  void setShape(const Shape &s);
+  /// Computes the checksum field over the rest of the header.
+  void seal();
+  /// Returns an empty string if magic, version, checksum, dtype and ndims
+  /// are sane, otherwise a description of what is wrong.
+  std::string validate() const;
+  /// "f32[4x8] (128 bytes)".
+  std::string describeType() const;
+};
+static_assert(sizeof(MessageHeader) == 128, "wire header must be 128 bytes");
+
+/// A received message.
+struct Message {
+  MessageHeader header;
+  std::vector<uint8_t> payload;
+};
+
+/// Abstract transport between the ranks of one run.
+class Communicator {
+public:
+  virtual ~Communicator();
+  /// This rank (0-based).
+  virtual int rank() const = 0;
+  /// Number of ranks.
+  virtual int size() const = 0;
+  /// Backend name: "loopback", "mpi", "nccl".
+  virtual std::string name() const = 0;
+  /// Sends `header` (bytes must equal `bytes`) and `bytes` bytes of `data` to
+  /// rank `dst`. May return before the peer receives (loopback, MPI) or wait
+  /// for it up to `timeoutS` seconds (NCCL). Throws RuntimeError/TimeoutError.
+  virtual void send(int dst, const MessageHeader &header, const void *data,
+                    size_t bytes, double timeoutS) = 0;
+  /// Receives the next message from rank `src` (FIFO per source), waiting at
+  /// most `timeoutS` seconds. Throws TimeoutError on timeout and RuntimeError
+  /// on transport errors or a corrupt header.
+  virtual Message recv(int src, double timeoutS) = 0;
+  /// Completes all outstanding sends of this rank within `timeoutS` seconds.
+  virtual void flush(double timeoutS) { (void)timeoutS; }
+  /// Tells the others this rank is done (or died); loopback peers waiting on
+  /// it fail immediately instead of waiting for the timeout.
+  virtual void close() {}
+};
+
+/// The shared state of a loopback run: `numRanks` ranks in one process.
+class LoopbackWorld {
+public:
+  explicit LoopbackWorld(int numRanks);
+  ~LoopbackWorld();
+  LoopbackWorld(const LoopbackWorld &) = delete;
+  LoopbackWorld &operator=(const LoopbackWorld &) = delete;
+  /// Communicator for rank `rank`; the world must outlive it.
+  std::unique_ptr<Communicator> communicator(int rank);
+  int size() const;
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+/// True if the runtime was built with MPI support.
+bool haveMpi();
+/// Initializes MPI (MPI_Init_thread) if not yet initialized; throws if the
+/// runtime was built without MPI.
+void mpiInitialize(int *argc, char ***argv);
+/// Finalizes MPI if initialized and not yet finalized.
+void mpiFinalize();
+/// MPI_Abort(MPI_COMM_WORLD, code) if MPI is initialized (does not return);
+/// otherwise returns.
+void mpiAbort(int code);
+/// MPI_COMM_WORLD rank / size (MPI must be initialized).
+int mpiWorldRank();
+int mpiWorldSize();
+/// A communicator over MPI_COMM_WORLD (MPI must be initialized).
+std::unique_ptr<Communicator> createMpiCommunicator();
+
+/// Opaque NCCL unique id (ncclUniqueId is 128 bytes).
+using NcclId = std::array<char, 128>;
+/// Tries to load libcudart and libnccl (dlopen) and check their versions.
+/// Returns an empty string on success, else why not.
+std::string ncclAvailability();
+/// Number of visible CUDA devices (0 if CUDA cannot be loaded).
+int cudaDeviceCount();
+/// ncclGetUniqueId; throws if NCCL is unavailable.
+NcclId ncclCreateId();
+/// Creates the NCCL communicator of `rank` in a world of `size` ranks using
+/// CUDA device `device`. Collective: every rank must call it (concurrently,
+/// from its own thread or process). Throws RuntimeError.
+std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
+                                                     const NcclId &id,
+                                                     int device);
+/// Environment rendezvous for NCCL without MPI (like torchrun): rank 0
+/// creates the id and writes it to `path` (atomically); other ranks poll the
+/// file for up to `timeoutS` seconds. Returns the id.
+NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
+                             double timeoutS);
+
+} // namespace rt
+} // namespace pipeopt
+
+#endif // PIPEOPT_RUNTIME_COMMUNICATOR_H

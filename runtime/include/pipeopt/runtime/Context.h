@@ -1,0 +1,131 @@
+//===- Context.h - Per-rank state behind the C ABI --------------*- C++ -*-===//
+//
+// A RankContext is what the C ABI functions in pipeopt_runtime.h operate on:
+// the rank's communicator, the model inputs, the outputs it produced, the
+// measured actions, and the first error (after which the context is
+// poisoned). It is installed per thread (ScopedContext) by the launcher.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_RUNTIME_CONTEXT_H
+#define PIPEOPT_RUNTIME_CONTEXT_H
+
+#include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Manifest.h"
+#include "pipeopt/runtime/Npy.h"
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pipeopt {
+namespace rt {
+
+/// Model inputs shared (read-only) by all ranks of a process.
+class InputStore {
+public:
+  /// Sets input `meta.index`. For a microbatched input `tensor` must have
+  /// shape [M, ...meta.shape]; otherwise exactly meta.shape. Throws
+  /// RuntimeError on a dtype or shape mismatch.
+  void set(const ManifestInput &meta, int numMicrobatches, HostTensor tensor);
+  /// Input `index` or nullptr.
+  const std::pair<ManifestInput, HostTensor> *find(int index) const;
+  /// Number of inputs set.
+  size_t size() const { return entries.size(); }
+
+private:
+  std::map<int, std::pair<ManifestInput, HostTensor>> entries;
+};
+
+/// One measured action (times in seconds since the context's origin).
+struct TraceEvent {
+  int kind = 0;
+  int stage = 0;
+  int microbatch = 0;
+  int iteration = 0;
+  double beginS = 0;
+  double endS = 0;
+};
+
+/// State of one rank.
+class RankContext {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  /// `manifest` and `inputs` may be null (pure communication tests); the
+  /// referenced objects must outlive the context.
+  RankContext(int rank, Communicator *comm, const Manifest *manifest,
+              const InputStore *inputs, double timeoutS);
+
+  int rank;
+  Communicator *comm;
+  const Manifest *manifest;
+  const InputStore *inputs;
+  double timeoutS; ///< per blocking communication call, seconds
+
+  /// Iteration number stamped on trace events.
+  int iteration = 0;
+  /// Time origin of trace events.
+  Clock::time_point origin = Clock::now();
+  /// Measured actions, in order.
+  std::vector<TraceEvent> events;
+  /// Outputs produced by this rank: (resultIndex, microbatch or -1) ->
+  /// tensor. Later iterations overwrite earlier ones.
+  std::map<std::pair<int, int>, HostTensor> outputs;
+
+  /// Records the first error ("rank R: " is prepended) and poisons.
+  void fail(const std::string &message);
+  bool isPoisoned() const { return poisoned; }
+  const std::string &errorMessage() const { return error; }
+  /// Seconds since origin.
+  double now() const;
+
+  /// Open action (begin without end), kind < 0 if none.
+  int openKind = -1, openStage = -1, openMicrobatch = -1;
+  double openBeginS = 0;
+
+private:
+  bool poisoned = false;
+  std::string error;
+};
+
+/// The calling thread's current context (nullptr if none).
+RankContext *currentContext();
+/// Installs `ctx` as the calling thread's context for the scope's lifetime.
+class ScopedContext {
+public:
+  explicit ScopedContext(RankContext *ctx);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext &) = delete;
+  ScopedContext &operator=(const ScopedContext &) = delete;
+
+private:
+  RankContext *previous;
+};
+
+/// A view of a memref passed through the C ABI.
+struct MemRefView {
+  DType dtype = DType::F32;
+  uint8_t *base = nullptr;      ///< aligned + offset, in bytes
+  Shape sizes;                  ///< elements
+  std::vector<int64_t> strides; ///< elements
+  /// Bytes of the dense (packed) form.
+  size_t byteSize() const;
+  /// True if row-major contiguous (size-1 dimensions ignored).
+  bool isContiguous() const;
+};
+
+/// Decodes an unranked memref descriptor; throws RuntimeError if it is
+/// null, has a negative or too large rank, or negative sizes.
+MemRefView decodeMemRef(const pipeopt_rt_unranked_memref *memref, DType dtype);
+/// Copies the view's elements into `dst` (byteSize() bytes, row-major).
+void packMemRef(const MemRefView &view, void *dst);
+/// Copies byteSize() row-major bytes from `src` into the view's elements.
+void unpackMemRef(const MemRefView &view, const void *src);
+
+} // namespace rt
+} // namespace pipeopt
+
+#endif // PIPEOPT_RUNTIME_CONTEXT_H

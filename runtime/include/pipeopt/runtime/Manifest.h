@@ -1,0 +1,79 @@
+//===- Manifest.h - The <model>.manifest.json written by pipeopt -*- C++ -*-===//
+//
+// Describes a compiled model shared object: ranks, stages, microbatches, its
+// entry points, inputs and outputs. The format is documented in
+// runtime/docs/Runtime.md ("Manifest"). Loading is tolerant of missing
+// optional fields and unknown fields, strict (clear error) on wrong types or
+// values.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_RUNTIME_MANIFEST_H
+#define PIPEOPT_RUNTIME_MANIFEST_H
+
+#include "pipeopt/runtime/Types.h"
+
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+namespace rt {
+
+/// One model input (a function argument of the original model).
+struct ManifestInput {
+  int index = 0;             ///< argument index used by pipeopt_rt_input_*
+  Shape shape;               ///< per-microbatch shape if microbatched
+  DType dtype = DType::F32;
+  bool microbatched = false; ///< one slice per microbatch vs. shared
+  std::string name;          ///< optional, for messages
+};
+
+/// One model output.
+struct ManifestOutput {
+  int index = 0;            ///< result index used by pipeopt_rt_output_*
+  Shape shape;              ///< per-microbatch shape if microbatched
+  DType dtype = DType::F32;
+  bool microbatched = true; ///< one value per microbatch vs. one in total
+  std::string name;
+};
+
+/// One scheduled action of a rank (optional in the manifest).
+struct ManifestAction {
+  int kind = 0; ///< pipeopt_rt_action_kind
+  int stage = 0;
+  int microbatch = 0;
+};
+
+/// Parsed manifest.
+struct Manifest {
+  int formatVersion = 1;
+  int numRanks = 0;
+  int numStages = 0;
+  int numMicrobatches = 0;
+  std::string schedule;                 ///< e.g. "1f1b" ("" if absent)
+  std::vector<std::string> entryPoints; ///< defaults to pipeopt_rank_<k>
+  std::vector<ManifestInput> inputs;    ///< sorted by index
+  std::vector<ManifestOutput> outputs;  ///< sorted by index
+  std::vector<int> stageRank;           ///< [stage] -> rank, or empty
+  std::vector<std::vector<ManifestAction>> actions; ///< [rank], or empty
+
+  const ManifestInput *findInput(int index) const;
+  const ManifestOutput *findOutput(int index) const;
+};
+
+/// Parses manifest JSON text; `what` prefixes error messages. Throws
+/// RuntimeError.
+Manifest parseManifest(const std::string &jsonText, const std::string &what);
+/// Reads and parses a manifest file.
+Manifest readManifest(const std::string &path);
+/// "<dir>/<stem>.manifest.json" for "<dir>/<stem>.so".
+std::string defaultManifestPath(const std::string &modelPath);
+/// Parses an action kind name ("F", "B", "W", "BW") or returns -1.
+int parseActionKind(const std::string &name);
+/// "F", "B", "W", "BW" (or "?").
+const char *actionKindName(int kind);
+
+} // namespace rt
+} // namespace pipeopt
+
+#endif // PIPEOPT_RUNTIME_MANIFEST_H

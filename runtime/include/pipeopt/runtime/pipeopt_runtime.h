@@ -1,0 +1,220 @@
+/*===- pipeopt_runtime.h - C ABI called by compiled per-rank programs -----===*\
+|*                                                                            *|
+|* The MLIR-free pipeopt runtime (C++ namespace pipeopt::rt, C prefix          *|
+|* pipeopt_rt_). This header is plain C99 and C++ compatible; it is what the   *|
+|* compiler's convert-pipe-to-runtime lowering targets. The function list      *|
+|* itself lives in RuntimeFunctions.def (single source of truth).              *|
+|*                                                                            *|
+\*===----------------------------------------------------------------------===*/
+/*
+ * OVERVIEW
+ * ========
+ * A compiled model is one shared object `<model>.so` with one entry point per
+ * rank,
+ *
+ *     int32_t pipeopt_rank_<k>(void);      // k = 0 .. num_ranks-1
+ *
+ * plus a JSON manifest `<model>.manifest.json` next to it (format in
+ * runtime/docs/Runtime.md). A launcher (pipeopt-run) loads both, creates one
+ * communicator per rank, installs the rank's *context* as the calling thread's
+ * current context, and calls the rank's entry point once per iteration of the
+ * schedule. The entry point returns 0 on success, nonzero on error.
+ *
+ * Inside an entry point the generated code calls the functions below. There is
+ * no context pointer in the ABI: the rank's context is thread-local (loopback
+ * runs ranks as threads of one process; MPI and NCCL run one rank per process).
+ *
+ * CALLING CONVENTION
+ * ==================
+ * The typed functions are declared in MLIR with `llvm.emit_c_interface`, so
+ * generated code calls `_mlir_ciface_<name>_<dtype>` with each memref argument
+ * passed as a pointer to an *unranked* memref descriptor:
+ *
+ *     struct { int64_t rank; void *descriptor; }
+ *
+ * where `descriptor` points at the ranked descriptor
+ *
+ *     struct { T *allocated; T *aligned; int64_t offset;
+ *              int64_t sizes[rank]; int64_t strides[rank]; }
+ *
+ * Element (i0, ..., i{r-1}) lives at aligned + offset + sum_k i_k*strides[k]
+ * (units: elements). Strides are honoured: non-contiguous buffers are packed
+ * and unpacked element by element. At most PIPEOPT_RT_MAX_RANK dimensions.
+ *
+ * Element types (suffix: C storage type): f32: float, f64: double,
+ * f16: uint16_t (IEEE half bits), bf16: uint16_t (bfloat16 bits),
+ * i64: int64_t, i32: int32_t, i8: int8_t, i1: int8_t (one byte, 0 or 1).
+ *
+ * ERRORS
+ * ======
+ * Every function returns 0 on success and nonzero on error. The first error
+ * is recorded in the rank's context with a message naming the rank, stage and
+ * microbatch (e.g. "rank 1: recv for stage 1 microbatch 2 value 0 expected
+ * f32[4x8] (128 bytes) but rank 0 sent f32[4x16] (256 bytes)"); from then on
+ * the context is *poisoned* and every later call returns nonzero immediately.
+ * Generated code is expected to return early (propagating the nonzero value)
+ * when any call fails. Calling any function on a thread with no current
+ * context is an error too (the message goes to stderr). No C++ exception ever
+ * crosses this ABI.
+ *
+ * Communication never hangs forever: a recv waits at most the configured
+ * timeout (pipeopt-run --timeout-s, default 60 s) and a peer that exits makes
+ * a waiting recv fail (immediately on loopback, after the timeout elsewhere).
+ */
+#ifndef PIPEOPT_RUNTIME_PIPEOPT_RUNTIME_H
+#define PIPEOPT_RUNTIME_PIPEOPT_RUNTIME_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define PIPEOPT_RT_EXPORT __declspec(dllexport)
+#else
+#define PIPEOPT_RT_EXPORT __attribute__((visibility("default")))
+#endif
+
+/** Maximum memref rank (number of dimensions) a message can carry. */
+#define PIPEOPT_RT_MAX_RANK 8
+
+/** Version of this ABI; bumped on any incompatible change. */
+#define PIPEOPT_RT_ABI_VERSION 1
+
+/** Element type codes (stable; also used on the wire and in manifests). */
+enum pipeopt_rt_dtype {
+  PIPEOPT_RT_DTYPE_F32 = 1,
+  PIPEOPT_RT_DTYPE_F64 = 2,
+  PIPEOPT_RT_DTYPE_F16 = 3,
+  PIPEOPT_RT_DTYPE_BF16 = 4,
+  PIPEOPT_RT_DTYPE_I64 = 5,
+  PIPEOPT_RT_DTYPE_I32 = 6,
+  PIPEOPT_RT_DTYPE_I8 = 7,
+  PIPEOPT_RT_DTYPE_I1 = 8
+};
+
+/** Action kinds for pipeopt_rt_action_begin/end. */
+enum pipeopt_rt_action_kind {
+  PIPEOPT_RT_ACTION_F = 0,  /**< forward */
+  PIPEOPT_RT_ACTION_B = 1,  /**< backward, input gradient only */
+  PIPEOPT_RT_ACTION_W = 2,  /**< backward, weight gradient only */
+  PIPEOPT_RT_ACTION_BW = 3  /**< full backward (B + W) */
+};
+
+/** Unranked memref descriptor as passed by `llvm.emit_c_interface`. */
+typedef struct pipeopt_rt_unranked_memref {
+  int64_t rank;     /**< number of dimensions of *descriptor */
+  void *descriptor; /**< points at a pipeopt_rt_memref_head + sizes/strides */
+} pipeopt_rt_unranked_memref;
+
+/**
+ * Leading part of a ranked memref descriptor. It is immediately followed in
+ * memory by `int64_t sizes[rank]` and then `int64_t strides[rank]` (elements).
+ */
+typedef struct pipeopt_rt_memref_head {
+  void *allocated; /**< pointer returned by the allocator (unused here) */
+  void *aligned;   /**< base of the data */
+  int64_t offset;  /**< offset of element 0 from aligned, in elements */
+} pipeopt_rt_memref_head;
+
+/* Parameter kinds of RuntimeFunctions.def -> C types. */
+#define PIPEOPT_RT_KIND_I32 int32_t
+#define PIPEOPT_RT_KIND_I64 int64_t
+#define PIPEOPT_RT_KIND_MemRef pipeopt_rt_unranked_memref *
+
+#define PIPEOPT_RT_CAT_(A, B) A##B
+#define PIPEOPT_RT_CAT(A, B) PIPEOPT_RT_CAT_(A, B)
+#define PIPEOPT_RT_CALL(M, ...) M(__VA_ARGS__)
+#define PIPEOPT_RT_UNPACK(...) __VA_ARGS__
+#define PIPEOPT_RT_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
+#define PIPEOPT_RT_NARGS(...) PIPEOPT_RT_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PIPEOPT_RT_P1(a) PIPEOPT_RT_KIND_##a
+#define PIPEOPT_RT_P2(a, b) PIPEOPT_RT_P1(a), PIPEOPT_RT_KIND_##b
+#define PIPEOPT_RT_P3(a, b, c) PIPEOPT_RT_P2(a, b), PIPEOPT_RT_KIND_##c
+#define PIPEOPT_RT_P4(a, b, c, d) PIPEOPT_RT_P3(a, b, c), PIPEOPT_RT_KIND_##d
+#define PIPEOPT_RT_P5(a, b, c, d, e) PIPEOPT_RT_P4(a, b, c, d), PIPEOPT_RT_KIND_##e
+#define PIPEOPT_RT_P6(a, b, c, d, e, f)                                        \
+  PIPEOPT_RT_P5(a, b, c, d, e), PIPEOPT_RT_KIND_##f
+#define PIPEOPT_RT_P7(a, b, c, d, e, f, g)                                     \
+  PIPEOPT_RT_P6(a, b, c, d, e, f), PIPEOPT_RT_KIND_##g
+/** Maps a parenthesised kind list (I64, MemRef) to a C parameter list. */
+#define PIPEOPT_RT_PARAMS(...)                                                 \
+  (PIPEOPT_RT_CAT(PIPEOPT_RT_P, PIPEOPT_RT_NARGS(__VA_ARGS__))(__VA_ARGS__))
+
+/* Declarations generated from RuntimeFunctions.def. */
+#define PIPEOPT_RT_DECL_TYPED2_(Suffix, Name, Ret, Params)                     \
+  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix      \
+      PIPEOPT_RT_PARAMS Params;
+#define PIPEOPT_RT_DECL_TYPED_(Suffix, CType, DTypeEnum, Bytes, Ctx)           \
+  PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_TYPED2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
+#define PIPEOPT_RT_TYPED_FN(Name, Ret, Params)                                 \
+  PIPEOPT_RT_DTYPE_LIST(PIPEOPT_RT_DECL_TYPED_, (Name, Ret, Params))
+#define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
+  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret Name PIPEOPT_RT_PARAMS Params;       \
+  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name PIPEOPT_RT_PARAMS Params;
+#include "pipeopt/runtime/RuntimeFunctions.def"
+
+/*
+ * What the declarations above are, per element type T (suffix shown as <T>):
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_send_<T>(int64_t peerRank,
+ *     int64_t srcStage, int64_t dstStage, int64_t microbatch,
+ *     int64_t valueIndex, int64_t backward, pipeopt_rt_unranked_memref *buf);
+ *   Sends the contents of buf to rank peerRank, tagged with its metadata
+ *   (dtype, shape, byte size, this rank, srcStage -> dstStage, microbatch,
+ *   valueIndex = which value of the stage boundary, backward = 0 for an
+ *   activation, 1 for a gradient). Loopback and MPI sends are eager (buffered;
+ *   they return before the matching recv); NCCL sends complete when the peer
+ *   receives. buf may be reused as soon as the call returns.
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_recv_<T>(same arguments,
+ *     pipeopt_rt_unranked_memref *buf);
+ *   Receives the next message from peerRank into buf, which the caller
+ *   preallocated with the expected shape. The arriving metadata must match
+ *   exactly (dtype, rank, shape, bytes, stages, microbatch, valueIndex,
+ *   direction); messages from one peer arrive in send order. Errors name the
+ *   rank, stage (dstStage) and microbatch and show both sides.
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_input_<T>(int64_t argIndex,
+ *     int64_t microbatch, pipeopt_rt_unranked_memref *buf);
+ *   Fills buf with model input argIndex. Inputs marked "microbatched" in the
+ *   manifest give microbatch `microbatch`'s slice (shape = the manifest shape);
+ *   other inputs are shared by all microbatches (microbatch is ignored). dtype
+ *   and shape are checked against the manifest.
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_output_<T>(int64_t resultIndex,
+ *     int64_t microbatch, pipeopt_rt_unranked_memref *buf);
+ *   Copies model output resultIndex out of buf. Microbatched outputs (the
+ *   default) are stored per microbatch and written stacked [M, ...shape];
+ *   outputs with "microbatched": false are stored once (microbatch ignored).
+ *
+ * int32_t pipeopt_rt_action_begin(int64_t kind, int64_t stage,
+ *     int64_t microbatch);
+ * int32_t pipeopt_rt_action_end(int64_t kind, int64_t stage,
+ *     int64_t microbatch);
+ *   Bracket one schedule action (kind: pipeopt_rt_action_kind) for the
+ *   measured Chrome trace and the per-stage profile. Nesting is not allowed;
+ *   an end that does not match the open begin is an error.
+ */
+
+#undef PIPEOPT_RT_DECL_TYPED2_
+#undef PIPEOPT_RT_DECL_TYPED_
+#undef PIPEOPT_RT_TYPED_FN
+#undef PIPEOPT_RT_FN
+
+/**
+ * Returns the first error message recorded in the calling thread's rank
+ * context, or NULL when there is no context or no error. The pointer stays
+ * valid until the context is destroyed. For launchers and tests.
+ */
+PIPEOPT_RT_EXPORT const char *pipeopt_rt_last_error(void);
+
+/** Returns PIPEOPT_RT_ABI_VERSION of the loaded runtime. */
+PIPEOPT_RT_EXPORT int32_t pipeopt_rt_abi_version(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PIPEOPT_RUNTIME_PIPEOPT_RUNTIME_H */

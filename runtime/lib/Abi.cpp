@@ -1,0 +1,350 @@
+//===- Abi.cpp - The C ABI of pipeopt_runtime.h -----------------*- C++ -*-===//
+//
+// Thin extern "C" wrappers (generated from RuntimeFunctions.def) around the
+// C++ implementation. Every wrapper catches all exceptions: nothing crosses
+// the C ABI; the first error poisons the rank's context.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/pipeopt_runtime.h"
+
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+/// Runs `f(ctx)` with the calling thread's context; converts exceptions into
+/// a poisoned context and a nonzero return.
+template <typename F>
+int32_t guarded(const char *fn, F &&f) {
+  RankContext *ctx = currentContext();
+  if (!ctx) {
+    std::fprintf(stderr,
+                 "pipeopt runtime: %s called on a thread with no rank context "
+                 "(the program must be run by pipeopt-run)\n",
+                 fn);
+    return 2;
+  }
+  if (ctx->isPoisoned())
+    return 1;
+  try {
+    f(*ctx);
+    return 0;
+  } catch (const std::exception &e) {
+    ctx->fail(e.what());
+  } catch (...) {
+    ctx->fail(std::string(fn) + ": unknown error");
+  }
+  return 1;
+}
+
+std::string direction(int64_t backward) {
+  return backward ? "gradient" : "activation";
+}
+
+void checkPeer(const RankContext &ctx, int64_t peer, const std::string &what) {
+  if (!ctx.comm)
+    throw RuntimeError(what + ": no communicator");
+  if (peer < 0 || peer >= ctx.comm->size())
+    throw RuntimeError(what + ": peer rank " + std::to_string(peer) +
+                       " is out of range (world size " +
+                       std::to_string(ctx.comm->size()) + ")");
+}
+
+int32_t sendImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
+                 int64_t mb, int64_t value, int64_t backward,
+                 pipeopt_rt_unranked_memref *buf) {
+  return guarded("pipeopt_rt_send", [&](RankContext &ctx) {
+    std::string what = "send for stage " + std::to_string(srcStage) +
+                       " microbatch " + std::to_string(mb) + " value " +
+                       std::to_string(value) + " (" + direction(backward) +
+                       " to rank " + std::to_string(peer) + " stage " +
+                       std::to_string(dstStage) + ")";
+    checkPeer(ctx, peer, what);
+    MemRefView v;
+    try {
+      v = decodeMemRef(buf, dtype);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + ": " + e.what());
+    }
+    MessageHeader h;
+    h.kind = MessageHeader::Tensor;
+    h.dtype = static_cast<uint8_t>(dtype);
+    h.setShape(v.sizes);
+    h.bytes = int64_t(v.byteSize());
+    h.srcRank = ctx.rank;
+    h.dstRank = int32_t(peer);
+    h.srcStage = int32_t(srcStage);
+    h.dstStage = int32_t(dstStage);
+    h.microbatch = int32_t(mb);
+    h.valueIndex = int32_t(value);
+    h.backward = backward ? 1 : 0;
+    h.seal();
+    try {
+      if (v.isContiguous()) {
+        ctx.comm->send(int(peer), h, v.base, v.byteSize(), ctx.timeoutS);
+      } else {
+        std::vector<uint8_t> packed(v.byteSize());
+        packMemRef(v, packed.data());
+        ctx.comm->send(int(peer), h, packed.data(), packed.size(),
+                       ctx.timeoutS);
+      }
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + ": " + e.what());
+    }
+  });
+}
+
+int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
+                 int64_t mb, int64_t value, int64_t backward,
+                 pipeopt_rt_unranked_memref *buf) {
+  return guarded("pipeopt_rt_recv", [&](RankContext &ctx) {
+    std::string what = "recv for stage " + std::to_string(dstStage) +
+                       " microbatch " + std::to_string(mb) + " value " +
+                       std::to_string(value);
+    std::string from = direction(backward) + " from rank " +
+                       std::to_string(peer) + " stage " +
+                       std::to_string(srcStage);
+    checkPeer(ctx, peer, what + " (" + from + ")");
+    MemRefView v;
+    try {
+      v = decodeMemRef(buf, dtype);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + " (" + from + "): " + e.what());
+    }
+    Message m;
+    try {
+      m = ctx.comm->recv(int(peer), ctx.timeoutS);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + " (" + from + "): " + e.what());
+    }
+    const MessageHeader &h = m.header;
+    std::string bad = h.validate();
+    if (!bad.empty())
+      throw RuntimeError(what + " (" + from + "): received a bad message from rank " +
+                         std::to_string(peer) + ": " + bad);
+    if (h.kind != MessageHeader::Tensor)
+      throw RuntimeError(what + " (" + from + "): rank " +
+                         std::to_string(peer) +
+                         " sent a launcher control message instead of a "
+                         "tensor: the programs disagree on the message order");
+    if (h.srcStage != srcStage || h.dstStage != dstStage ||
+        h.microbatch != mb || h.valueIndex != value ||
+        h.backward != (backward ? 1 : 0) || h.dstRank != ctx.rank) {
+      std::ostringstream os;
+      os << what << " (" << from << ") but rank " << h.srcRank << " sent stage "
+         << h.srcStage << " -> " << h.dstStage << " microbatch "
+         << h.microbatch << " value " << h.valueIndex << " ("
+         << direction(h.backward) << ", " << h.describeType()
+         << "): the two programs disagree on the message order";
+      throw RuntimeError(os.str());
+    }
+    MessageHeader want;
+    want.dtype = static_cast<uint8_t>(dtype);
+    want.setShape(v.sizes);
+    want.bytes = int64_t(v.byteSize());
+    if (h.dtype != want.dtype || h.getShape() != v.sizes ||
+        h.bytes != want.bytes)
+      throw RuntimeError(what + " expected " + want.describeType() +
+                         " but rank " + std::to_string(h.srcRank) + " sent " +
+                         h.describeType());
+    if (m.payload.size() != size_t(h.bytes))
+      throw RuntimeError(what + " (" + from + "): payload of " +
+                         std::to_string(m.payload.size()) +
+                         " bytes does not match its header (" +
+                         std::to_string(h.bytes) + " bytes)");
+    unpackMemRef(v, m.payload.data());
+  });
+}
+
+std::string inputName(const ManifestInput &in) {
+  std::string s = "input " + std::to_string(in.index);
+  if (!in.name.empty())
+    s += " ('" + in.name + "')";
+  return s;
+}
+
+int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
+                  pipeopt_rt_unranked_memref *buf) {
+  return guarded("pipeopt_rt_input", [&](RankContext &ctx) {
+    std::string what = "input " + std::to_string(argIndex) +
+                       " for microbatch " + std::to_string(mb);
+    const auto *entry = ctx.inputs ? ctx.inputs->find(int(argIndex)) : nullptr;
+    if (!entry)
+      throw RuntimeError(what + ": no such model input was loaded (check the "
+                                "manifest's \"inputs\")");
+    const ManifestInput &meta = entry->first;
+    const HostTensor &t = entry->second;
+    what = inputName(meta) + " for microbatch " + std::to_string(mb);
+    MemRefView v = decodeMemRef(buf, dtype);
+    if (dtype != meta.dtype || v.sizes != meta.shape)
+      throw RuntimeError(what + ": the program reads " +
+                         typeString(dtype, v.sizes) +
+                         " but the manifest declares " +
+                         typeString(meta.dtype, meta.shape));
+    size_t slice = v.byteSize();
+    size_t offset = 0;
+    if (meta.microbatched) {
+      int64_t m = t.shape.empty() ? 0 : t.shape[0];
+      if (mb < 0 || mb >= m)
+        throw RuntimeError(what + ": microbatch out of range [0, " +
+                           std::to_string(m) + ")");
+      offset = size_t(mb) * slice;
+    }
+    if (offset + slice > t.data.size())
+      throw RuntimeError(what + ": loaded data is too small");
+    unpackMemRef(v, t.data.data() + offset);
+  });
+}
+
+int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
+                   pipeopt_rt_unranked_memref *buf) {
+  return guarded("pipeopt_rt_output", [&](RankContext &ctx) {
+    std::string what = "output " + std::to_string(resultIndex) +
+                       " for microbatch " + std::to_string(mb);
+    MemRefView v = decodeMemRef(buf, dtype);
+    int key = int(mb);
+    if (ctx.manifest) {
+      const ManifestOutput *meta = ctx.manifest->findOutput(int(resultIndex));
+      if (!meta)
+        throw RuntimeError(what + ": the manifest lists no such output");
+      if (dtype != meta->dtype || v.sizes != meta->shape)
+        throw RuntimeError(what + ": the program writes " +
+                           typeString(dtype, v.sizes) +
+                           " but the manifest declares " +
+                           typeString(meta->dtype, meta->shape));
+      if (meta->microbatched) {
+        if (mb < 0 || mb >= ctx.manifest->numMicrobatches)
+          throw RuntimeError(what + ": microbatch out of range [0, " +
+                             std::to_string(ctx.manifest->numMicrobatches) +
+                             ")");
+      } else {
+        key = -1;
+      }
+    }
+    HostTensor t;
+    t.dtype = dtype;
+    t.shape = v.sizes;
+    t.data.resize(v.byteSize());
+    packMemRef(v, t.data.data());
+    ctx.outputs[{int(resultIndex), key}] = std::move(t);
+  });
+}
+
+void checkAction(const RankContext &ctx, int64_t kind, int64_t stage,
+                 int64_t mb, const char *fn) {
+  std::string what = std::string(fn) + " for stage " + std::to_string(stage) +
+                     " microbatch " + std::to_string(mb);
+  if (kind < 0 || kind > 3)
+    throw RuntimeError(what + ": invalid action kind " + std::to_string(kind) +
+                       " (0=F, 1=B, 2=W, 3=BW)");
+  if (ctx.manifest && (stage < 0 || stage >= ctx.manifest->numStages))
+    throw RuntimeError(what + ": stage out of range [0, " +
+                       std::to_string(ctx.manifest->numStages) + ")");
+  if (ctx.manifest && (mb < 0 || mb >= ctx.manifest->numMicrobatches))
+    throw RuntimeError(what + ": microbatch out of range [0, " +
+                       std::to_string(ctx.manifest->numMicrobatches) + ")");
+}
+
+int32_t actionBegin(int64_t kind, int64_t stage, int64_t mb) {
+  return guarded("pipeopt_rt_action_begin", [&](RankContext &ctx) {
+    checkAction(ctx, kind, stage, mb, "action begin");
+    if (ctx.openKind >= 0)
+      throw RuntimeError(
+          std::string("action begin ") + actionKindName(int(kind)) +
+          " for stage " + std::to_string(stage) + " microbatch " +
+          std::to_string(mb) + " while " + actionKindName(ctx.openKind) +
+          " for stage " + std::to_string(ctx.openStage) + " microbatch " +
+          std::to_string(ctx.openMicrobatch) + " is still open");
+    ctx.openKind = int(kind);
+    ctx.openStage = int(stage);
+    ctx.openMicrobatch = int(mb);
+    ctx.openBeginS = ctx.now();
+  });
+}
+
+int32_t actionEnd(int64_t kind, int64_t stage, int64_t mb) {
+  return guarded("pipeopt_rt_action_end", [&](RankContext &ctx) {
+    checkAction(ctx, kind, stage, mb, "action end");
+    if (ctx.openKind != kind || ctx.openStage != stage ||
+        ctx.openMicrobatch != mb)
+      throw RuntimeError(std::string("action end ") +
+                         actionKindName(int(kind)) + " for stage " +
+                         std::to_string(stage) + " microbatch " +
+                         std::to_string(mb) + " does not match the open action" +
+                         (ctx.openKind < 0
+                              ? std::string(" (none)")
+                              : std::string(" ") +
+                                    actionKindName(ctx.openKind) +
+                                    " for stage " +
+                                    std::to_string(ctx.openStage) +
+                                    " microbatch " +
+                                    std::to_string(ctx.openMicrobatch)));
+    TraceEvent e;
+    e.kind = int(kind);
+    e.stage = int(stage);
+    e.microbatch = int(mb);
+    e.iteration = ctx.iteration;
+    e.beginS = ctx.openBeginS;
+    e.endS = ctx.now();
+    ctx.events.push_back(e);
+    ctx.openKind = ctx.openStage = ctx.openMicrobatch = -1;
+  });
+}
+
+} // namespace
+
+extern "C" {
+
+#define PIPEOPT_RT_DTYPE(Suffix, CType, DTypeEnum, Bytes)                      \
+  int32_t _mlir_ciface_pipeopt_rt_send_##Suffix(                               \
+      int64_t peer, int64_t srcStage, int64_t dstStage, int64_t mb,            \
+      int64_t value, int64_t backward, pipeopt_rt_unranked_memref *buf) {      \
+    return sendImpl(DType::DTypeEnum, peer, srcStage, dstStage, mb, value,     \
+                    backward, buf);                                            \
+  }                                                                            \
+  int32_t _mlir_ciface_pipeopt_rt_recv_##Suffix(                               \
+      int64_t peer, int64_t srcStage, int64_t dstStage, int64_t mb,            \
+      int64_t value, int64_t backward, pipeopt_rt_unranked_memref *buf) {      \
+    return recvImpl(DType::DTypeEnum, peer, srcStage, dstStage, mb, value,     \
+                    backward, buf);                                            \
+  }                                                                            \
+  int32_t _mlir_ciface_pipeopt_rt_input_##Suffix(                              \
+      int64_t argIndex, int64_t mb, pipeopt_rt_unranked_memref *buf) {         \
+    return inputImpl(DType::DTypeEnum, argIndex, mb, buf);                     \
+  }                                                                            \
+  int32_t _mlir_ciface_pipeopt_rt_output_##Suffix(                             \
+      int64_t resultIndex, int64_t mb, pipeopt_rt_unranked_memref *buf) {      \
+    return outputImpl(DType::DTypeEnum, resultIndex, mb, buf);                 \
+  }
+#include "pipeopt/runtime/RuntimeFunctions.def"
+
+int32_t pipeopt_rt_action_begin(int64_t kind, int64_t stage, int64_t mb) {
+  return actionBegin(kind, stage, mb);
+}
+int32_t _mlir_ciface_pipeopt_rt_action_begin(int64_t kind, int64_t stage,
+                                             int64_t mb) {
+  return actionBegin(kind, stage, mb);
+}
+int32_t pipeopt_rt_action_end(int64_t kind, int64_t stage, int64_t mb) {
+  return actionEnd(kind, stage, mb);
+}
+int32_t _mlir_ciface_pipeopt_rt_action_end(int64_t kind, int64_t stage,
+                                           int64_t mb) {
+  return actionEnd(kind, stage, mb);
+}
+
+const char *pipeopt_rt_last_error(void) {
+  RankContext *ctx = currentContext();
+  if (!ctx || !ctx->isPoisoned())
+    return nullptr;
+  return ctx->errorMessage().c_str();
+}
+
+int32_t pipeopt_rt_abi_version(void) { return PIPEOPT_RT_ABI_VERSION; }
+
+} // extern "C"

@@ -1,0 +1,310 @@
+//===- Manifest.cpp - Loading <model>.manifest.json -------------*- C++ -*-===//
+
+#include "pipeopt/runtime/Manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace pipeopt {
+namespace rt {
+
+using Json = nlohmann::json;
+
+namespace {
+/// Field accessors that throw RuntimeError naming the JSON path.
+class Reader {
+public:
+  explicit Reader(std::string what) : what(std::move(what)) {}
+
+  [[noreturn]] void fail(const std::string &path, const std::string &msg) const {
+    throw RuntimeError(what + ": field '" + path + "' " + msg);
+  }
+  const Json *get(const Json &obj, const std::string &key) const {
+    auto it = obj.find(key);
+    if (it == obj.end() || it->is_null())
+      return nullptr;
+    return &*it;
+  }
+  int64_t integer(const Json &v, const std::string &path, int64_t lo,
+                  int64_t hi) const {
+    if (!v.is_number_integer())
+      fail(path, "must be an integer, got " + std::string(v.type_name()) +
+                     " " + v.dump());
+    int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+      fail(path, "must be in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], got " + std::to_string(x));
+    return x;
+  }
+  int64_t requiredInt(const Json &obj, const std::string &key,
+                      const std::string &path, int64_t lo, int64_t hi) const {
+    const Json *v = get(obj, key);
+    if (!v)
+      fail(path, "is required but missing");
+    return integer(*v, path, lo, hi);
+  }
+  std::string string(const Json &v, const std::string &path) const {
+    if (!v.is_string())
+      fail(path, "must be a string, got " + std::string(v.type_name()));
+    return v.get<std::string>();
+  }
+  bool boolean(const Json &v, const std::string &path) const {
+    if (!v.is_boolean())
+      fail(path, "must be true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+  const Json &array(const Json &v, const std::string &path) const {
+    if (!v.is_array())
+      fail(path, "must be an array, got " + std::string(v.type_name()));
+    return v;
+  }
+  const Json &object(const Json &v, const std::string &path) const {
+    if (!v.is_object())
+      fail(path, "must be an object, got " + std::string(v.type_name()));
+    return v;
+  }
+  Shape shape(const Json &obj, const std::string &path) const {
+    const Json *v = get(obj, "shape");
+    if (!v)
+      fail(path + ".shape", "is required but missing");
+    array(*v, path + ".shape");
+    Shape s;
+    for (size_t i = 0; i < v->size(); ++i)
+      s.push_back(integer((*v)[i], path + ".shape[" + std::to_string(i) + "]",
+                          0, int64_t(1) << 48));
+    if (s.size() > PIPEOPT_RT_MAX_RANK)
+      fail(path + ".shape", "has more than " +
+                                std::to_string(PIPEOPT_RT_MAX_RANK) +
+                                " dimensions");
+    return s;
+  }
+  DType dtype(const Json &obj, const std::string &path) const {
+    const Json *v = get(obj, "dtype");
+    if (!v)
+      fail(path + ".dtype", "is required but missing");
+    std::string name = string(*v, path + ".dtype");
+    DType t;
+    if (!parseDType(name, t))
+      fail(path + ".dtype",
+           "must be one of f32, f64, f16, bf16, i64, i32, i8, i1; got '" +
+               name + "'");
+    return t;
+  }
+
+private:
+  std::string what;
+};
+} // namespace
+
+int parseActionKind(const std::string &name) {
+  if (name == "F")
+    return PIPEOPT_RT_ACTION_F;
+  if (name == "B")
+    return PIPEOPT_RT_ACTION_B;
+  if (name == "W")
+    return PIPEOPT_RT_ACTION_W;
+  if (name == "BW")
+    return PIPEOPT_RT_ACTION_BW;
+  return -1;
+}
+
+const char *actionKindName(int kind) {
+  switch (kind) {
+  case PIPEOPT_RT_ACTION_F:
+    return "F";
+  case PIPEOPT_RT_ACTION_B:
+    return "B";
+  case PIPEOPT_RT_ACTION_W:
+    return "W";
+  case PIPEOPT_RT_ACTION_BW:
+    return "BW";
+  }
+  return "?";
+}
+
+const ManifestInput *Manifest::findInput(int index) const {
+  for (const auto &i : inputs)
+    if (i.index == index)
+      return &i;
+  return nullptr;
+}
+
+const ManifestOutput *Manifest::findOutput(int index) const {
+  for (const auto &o : outputs)
+    if (o.index == index)
+      return &o;
+  return nullptr;
+}
+
+Manifest parseManifest(const std::string &text, const std::string &what) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::exception &e) {
+    throw RuntimeError(what + ": invalid JSON: " + e.what());
+  }
+  Reader r(what);
+  if (!root.is_object())
+    throw RuntimeError(what + ": manifest must be a JSON object");
+  Manifest m;
+  if (const Json *v = r.get(root, "format_version"))
+    m.formatVersion = int(r.integer(*v, "format_version", 1, 1));
+  m.numRanks = int(r.requiredInt(root, "num_ranks", "num_ranks", 1, 1 << 20));
+  m.numStages =
+      int(r.requiredInt(root, "num_stages", "num_stages", 1, 1 << 20));
+  m.numMicrobatches = int(
+      r.requiredInt(root, "num_microbatches", "num_microbatches", 1, 1 << 24));
+  if (const Json *v = r.get(root, "schedule"))
+    m.schedule = r.string(*v, "schedule");
+
+  if (const Json *v = r.get(root, "entry_points")) {
+    r.array(*v, "entry_points");
+    if (v->size() != size_t(m.numRanks))
+      r.fail("entry_points", "must list num_ranks = " +
+                                 std::to_string(m.numRanks) +
+                                 " names, got " + std::to_string(v->size()));
+    for (size_t i = 0; i < v->size(); ++i)
+      m.entryPoints.push_back(
+          r.string((*v)[i], "entry_points[" + std::to_string(i) + "]"));
+  } else {
+    for (int k = 0; k < m.numRanks; ++k)
+      m.entryPoints.push_back("pipeopt_rank_" + std::to_string(k));
+  }
+
+  std::set<int> seen;
+  if (const Json *v = r.get(root, "inputs")) {
+    r.array(*v, "inputs");
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::string p = "inputs[" + std::to_string(i) + "]";
+      const Json &o = r.object((*v)[i], p);
+      ManifestInput in;
+      in.index = int(r.requiredInt(o, "index", p + ".index", 0, 1 << 20));
+      in.shape = r.shape(o, p);
+      in.dtype = r.dtype(o, p);
+      if (const Json *mb = r.get(o, "microbatched"))
+        in.microbatched = r.boolean(*mb, p + ".microbatched");
+      if (const Json *n = r.get(o, "name"))
+        in.name = r.string(*n, p + ".name");
+      if (!seen.insert(in.index).second)
+        r.fail(p + ".index", "duplicates input index " +
+                                 std::to_string(in.index));
+      m.inputs.push_back(in);
+    }
+  }
+  seen.clear();
+  if (const Json *v = r.get(root, "outputs")) {
+    r.array(*v, "outputs");
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::string p = "outputs[" + std::to_string(i) + "]";
+      const Json &o = r.object((*v)[i], p);
+      ManifestOutput out;
+      out.index = int(r.requiredInt(o, "index", p + ".index", 0, 1 << 20));
+      out.shape = r.shape(o, p);
+      out.dtype = r.dtype(o, p);
+      if (const Json *mb = r.get(o, "microbatched"))
+        out.microbatched = r.boolean(*mb, p + ".microbatched");
+      if (const Json *n = r.get(o, "name"))
+        out.name = r.string(*n, p + ".name");
+      if (!seen.insert(out.index).second)
+        r.fail(p + ".index", "duplicates output index " +
+                                 std::to_string(out.index));
+      m.outputs.push_back(out);
+    }
+  }
+  std::sort(m.inputs.begin(), m.inputs.end(),
+            [](const auto &a, const auto &b) { return a.index < b.index; });
+  std::sort(m.outputs.begin(), m.outputs.end(),
+            [](const auto &a, const auto &b) { return a.index < b.index; });
+
+  if (const Json *v = r.get(root, "stage_rank")) {
+    r.array(*v, "stage_rank");
+    // Either [stage] -> rank or [pipeline][stage] -> rank (first pipeline
+    // is used for the profile's stage -> rank column).
+    if (!v->empty() && (*v)[0].is_array()) {
+      for (size_t p = 0; p < v->size(); ++p) {
+        std::string path = "stage_rank[" + std::to_string(p) + "]";
+        r.array((*v)[p], path);
+        for (size_t s = 0; s < (*v)[p].size(); ++s) {
+          int rank = int(r.integer((*v)[p][s],
+                                   path + "[" + std::to_string(s) + "]", 0,
+                                   m.numRanks - 1));
+          if (p == 0)
+            m.stageRank.push_back(rank);
+        }
+      }
+    } else {
+      for (size_t s = 0; s < v->size(); ++s)
+        m.stageRank.push_back(int(r.integer(
+            (*v)[s], "stage_rank[" + std::to_string(s) + "]", 0,
+            m.numRanks - 1)));
+    }
+    if (m.stageRank.size() != size_t(m.numStages))
+      r.fail("stage_rank", "must have num_stages = " +
+                               std::to_string(m.numStages) + " entries, got " +
+                               std::to_string(m.stageRank.size()));
+  }
+
+  if (const Json *v = r.get(root, "actions")) {
+    r.array(*v, "actions");
+    if (v->size() != size_t(m.numRanks))
+      r.fail("actions", "must have one list per rank (" +
+                            std::to_string(m.numRanks) + "), got " +
+                            std::to_string(v->size()));
+    for (size_t k = 0; k < v->size(); ++k) {
+      std::string pk = "actions[" + std::to_string(k) + "]";
+      r.array((*v)[k], pk);
+      std::vector<ManifestAction> list;
+      for (size_t i = 0; i < (*v)[k].size(); ++i) {
+        std::string p = pk + "[" + std::to_string(i) + "]";
+        const Json &o = r.object((*v)[k][i], p);
+        ManifestAction a;
+        const Json *kind = r.get(o, "kind");
+        if (!kind)
+          r.fail(p + ".kind", "is required but missing");
+        if (kind->is_string()) {
+          a.kind = parseActionKind(kind->get<std::string>());
+          if (a.kind < 0)
+            r.fail(p + ".kind", "must be F, B, W or BW (or 0-3), got " +
+                                    kind->dump());
+        } else {
+          a.kind = int(r.integer(*kind, p + ".kind", 0, 3));
+        }
+        a.stage = int(r.requiredInt(o, "stage", p + ".stage", 0,
+                                    m.numStages - 1));
+        a.microbatch = int(r.requiredInt(o, "microbatch", p + ".microbatch",
+                                         0, m.numMicrobatches - 1));
+        list.push_back(a);
+      }
+      m.actions.push_back(std::move(list));
+    }
+  }
+  return m;
+}
+
+Manifest readManifest(const std::string &path) {
+  std::ifstream in(path);
+  if (!in)
+    throw RuntimeError(path + ": cannot open manifest: " +
+                       std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseManifest(ss.str(), path);
+}
+
+std::string defaultManifestPath(const std::string &modelPath) {
+  std::string stem = modelPath;
+  size_t slash = stem.find_last_of('/');
+  size_t dot = stem.rfind('.');
+  if (dot != std::string::npos && (slash == std::string::npos || dot > slash))
+    stem = stem.substr(0, dot);
+  return stem + ".manifest.json";
+}
+
+} // namespace rt
+} // namespace pipeopt

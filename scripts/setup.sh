@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+#===- scripts/setup.sh - install what pipeopt needs on Debian 12 ----------===#
+#
+# Installs the toolchain (LLVM/MLIR 22 from Debian's bookworm(-security)
+# suites), build tools, GoogleTest, Google Benchmark, OpenMPI and
+# nlohmann-json. Idempotent: does nothing when everything is present.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+PKGS=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
+      cmake ninja-build g++ python3
+      libgtest-dev libgmock-dev libbenchmark-dev
+      libopenmpi-dev openmpi-bin nlohmann-json3-dev)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,251 @@
+// RUN: pipeopt %s -split-input-file -verify-diagnostics --allow-unregistered-dialect
+
+// One case per verifier message of the pipe dialect.
+
+// expected-error @+1 {{tag stages must be non-negative, got -1 -> 1}}
+"test.op"() {t = #pipe.tag<forward, stage -1 -> 1, microbatch 0, value 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{tag source and destination stage must differ, got 1 -> 1}}
+"test.op"() {t = #pipe.tag<forward, stage 1 -> 1, microbatch 0, value 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{forward tag must flow to a later stage, got 2 -> 1}}
+"test.op"() {t = #pipe.tag<forward, stage 2 -> 1, microbatch 0, value 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{backward tag must flow to an earlier stage, got 1 -> 2}}
+"test.op"() {t = #pipe.tag<backward, stage 1 -> 2, microbatch 0, value 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{tag microbatch must be non-negative, got -3}}
+"test.op"() {t = #pipe.tag<forward, stage 0 -> 1, microbatch -3, value 0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{tag value index must be non-negative, got -1}}
+"test.op"() {t = #pipe.tag<forward, stage 0 -> 1, microbatch 0, value -1>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{cost flops must be finite and non-negative, got -1}}
+"test.op"() {c = #pipe.cost<flops = -1.0, bytes = 0.0, time = 0.0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{cost bytes must be finite and non-negative, got -2}}
+"test.op"() {c = #pipe.cost<flops = 1.0, bytes = -2.0, time = 0.0>} : () -> ()
+
+// -----
+
+// expected-error @+1 {{cost time must be finite and non-negative, got -0.5}}
+"test.op"() {c = #pipe.cost<flops = 1.0, bytes = 2.0, time = -0.5>} : () -> ()
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.stage' must be a 64-bit integer stage index}}
+  %e = tensor.empty() {pipe.stage = "zero"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.stage' must be non-negative, got -2}}
+  %e = tensor.empty() {pipe.stage = -2 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.cost' must be a #pipe.cost}}
+  %e = tensor.empty() {pipe.cost = 3.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'pipe.stage_call' op callee @missing does not name a func.func}}
+  %y = pipe.stage_call @missing(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'pipe.stage_call' op callee @plain is not a stage function (no 'pipe.stage' attribute)}}
+  %y = pipe.stage_call @plain(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @s1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'pipe.stage_call' op calls @s1 of stage 1 as stage 0}}
+  %y = pipe.stage_call @s1(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @g(%x: tensor<8xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'pipe.stage_call' op operand types do not match callee @s0 of type '(tensor<4xf32>) -> tensor<4xf32>'}}
+  %y = pipe.stage_call @s0(%x) stage 0 : (tensor<8xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @g(%x: tensor<4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'pipe.stage_call' op result types do not match callee @s0 of type '(tensor<4xf32>) -> tensor<4xf32>'}}
+  %y = pipe.stage_call @s0(%x) stage 0 : (tensor<4xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'pipe.stage_call' op attribute 'stage' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+%y = "pipe.stage_call"() {callee = @s0, stage = -1 : i64} : () -> ()
+
+// -----
+
+// expected-error @+1 {{'pipe.program' op rank 2 out of range for 2 ranks}}
+pipe.program @p rank 2 of 2 microbatches 1 {
+}
+
+// -----
+
+// expected-error @+1 {{'pipe.program' op attribute 'num_ranks' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+pipe.program @p rank 0 of 0 microbatches 1 {
+}
+
+// -----
+
+// expected-error @+1 {{'pipe.program' op body must not have block arguments; read model arguments with pipe.input}}
+"pipe.program"() ({
+^bb0(%a: tensor<4xf32>):
+}) {sym_name = "p", rank = 0 : i64, num_ranks = 1 : i64, num_microbatches = 1 : i64} : () -> ()
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  // expected-error @+1 {{'pipe.input' op microbatch 2 out of range for a program of 2 microbatches}}
+  %x = pipe.input 0 microbatch 2 : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op microbatch 5 out of range for a program of 2 microbatches}}
+  pipe.output %x result 0 microbatch 5 : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.forward' op microbatch 7 out of range for a program of 2 microbatches}}
+  %y = pipe.forward @s0(%x) stage 0 microbatch 7 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.forward' op calls @s0 of stage 0 as stage 1}}
+  %y = pipe.forward @s0(%x) stage 1 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %g = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.backward' op a weight-gradient (W) action produces no gradients for other stages, but has 1 results}}
+  %h = pipe.backward weight stage 0 microbatch 1 ins(%g : tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  // expected-error @+1 {{'pipe.backward' op microbatch 3 out of range for a program of 2 microbatches}}
+  pipe.backward full stage 0 microbatch 3
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.send' op peer rank 2 out of range for 2 ranks}}
+  pipe.send %x to 2 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.send' op peer rank 0 is the program's own rank}}
+  pipe.send %x to 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.send' op microbatch 4 out of range for a program of 2 microbatches}}
+  pipe.send %x to 1 <forward, stage 0 -> 1, microbatch 4, value 0> : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 1 of 2 microbatches 2 {
+  // expected-error @+1 {{'pipe.recv' op peer rank 1 is the program's own rank}}
+  %x = pipe.recv from 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 1 of 2 microbatches 2 {
+  // expected-error @+1 {{'pipe.recv' op peer rank 3 out of range for 2 ranks}}
+  %x = pipe.recv from 3 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'pipe.send' op expects parent op 'pipe.program'}}
+  pipe.send %x to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  return
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  // expected-error @+1 {{'pipe.recv' op result #0 must be ranked tensor of any type values, but got 'f32'}}
+  %x = "pipe.recv"() {peer = 1 : i64, tag = #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0>} : () -> f32
+}

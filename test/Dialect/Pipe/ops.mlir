@@ -1,0 +1,59 @@
+// RUN: pipeopt %s | pipeopt | FileCheck %s
+// RUN: pipeopt %s --mlir-print-op-generic | pipeopt | FileCheck %s
+// RUN: pipeopt %s --verify-roundtrip
+
+// Round-trips every pipe op and attribute.
+
+// CHECK-LABEL: func.func @mlp_stage0
+// CHECK-SAME: pipe.stage = 0
+func.func @mlp_stage0(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32>
+    attributes {pipe.stage = 0 : i64} {
+  %e = tensor.empty() {pipe.stage = 0 : i64} : tensor<4x8xf32>
+  // CHECK: linalg.matmul
+  // CHECK-SAME: pipe.cost = #pipe.cost<flops = 5.120000e+02, bytes = 4.000000e+02, time = 9.9999999999999995E-7>
+  %y = linalg.matmul {pipe.stage = 0 : i64, pipe.cost = #pipe.cost<flops = 512.0, bytes = 400.0, time = 1.0e-6>}
+      ins(%x, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%e : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+func.func @mlp_stage1(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32>
+    attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: func.func @mlp
+// CHECK: %[[H:.*]] = pipe.stage_call @mlp_stage0(%{{.*}}, %{{.*}}) stage 0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+// CHECK: pipe.stage_call @mlp_stage1(%[[H]], %{{.*}}) stage 1
+func.func @mlp(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  %h = pipe.stage_call @mlp_stage0(%x, %w0) stage 0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = pipe.stage_call @mlp_stage1(%h, %w1) stage 1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// CHECK-LABEL: pipe.program @mlp_rank0 rank 0 of 2 microbatches 2 attributes {schedule = "gpipe"}
+pipe.program @mlp_rank0 rank 0 of 2 microbatches 2 attributes {schedule = "gpipe"} {
+  // CHECK: %[[X:.*]] = pipe.input 0 microbatch 1 : tensor<4x8xf32>
+  %x = pipe.input 0 microbatch 1 : tensor<4x8xf32>
+  %w = pipe.input 1 microbatch 1 : tensor<8x8xf32>
+  // CHECK: %[[Y:.*]] = pipe.forward @mlp_stage0(%[[X]], %{{.*}}) stage 0 microbatch 1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %y = pipe.forward @mlp_stage0(%x, %w) stage 0 microbatch 1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // CHECK: pipe.send %[[Y]] to 1 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4x8xf32>
+  pipe.send %y to 1 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4x8xf32>
+  // CHECK: %[[G:.*]] = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 1, value 0> : tensor<4x8xf32>
+  %g = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 1, value 0> : tensor<4x8xf32>
+  // CHECK: pipe.backward input stage 0 microbatch 1 ins(%[[G]] : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %gx = pipe.backward input stage 0 microbatch 1 ins(%g : tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: pipe.backward weight stage 0 microbatch 1
+  pipe.backward weight stage 0 microbatch 1
+  // CHECK: pipe.backward full stage 0 microbatch 0 ins(%[[G]] : tensor<4x8xf32>)
+  pipe.backward full stage 0 microbatch 0 ins(%g : tensor<4x8xf32>)
+}
+
+// CHECK-LABEL: pipe.program @mlp_rank1 rank 1 of 2 microbatches 2
+pipe.program @mlp_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4x8xf32>
+  %w = pipe.input 2 microbatch 0 : tensor<8x8xf32>
+  %y = pipe.forward @mlp_stage1(%x, %w) stage 1 microbatch 0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // CHECK: pipe.output %{{.*}} result 0 microbatch 0 : tensor<4x8xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<4x8xf32>
+}

@@ -1,0 +1,42 @@
+# -*- Python -*-
+# lit configuration for the pipeopt regression tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "pipeopt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.pipeopt_obj_root, "test")
+# Inputs used by RUN lines, not tests themselves.
+config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%models", config.models_dir))
+config.substitutions.append(("%pipeopt_src", config.pipeopt_src_root))
+config.substitutions.append(("%pipeopt_lib", config.pipeopt_lib_dir))
+config.substitutions.append(("%llvm_lib", config.llvm_lib_dir))
+
+tool_dirs = [config.pipeopt_tools_dir, config.llvm_tools_dir]
+tools = [
+    "pipeopt",
+    ToolSubst("pipeopt-explore", unresolved="ignore"),
+    ToolSubst("pipeopt-run", unresolved="ignore"),
+    ToolSubst("pipeopt-compile", unresolved="ignore"),
+    "mlir-opt",
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.pipeopt_tools_dir, append_path=True)
+
+if getattr(config, "have_mpi", False):
+    config.available_features.add("mpi")
+if os.path.isdir(config.models_dir):
+    config.available_features.add("models")
