@@ -1,0 +1,694 @@
+//===- Generators.cpp - Pipeline schedule generators ------------*- C++ -*-===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Generators for the schedules of DESIGN.md and the name registry.
+///
+/// Notation: S ranks, v chunks (virtual stages) per rank, M microbatches,
+/// numStages = S * v. Every generator documents its source and the rule it
+/// implements; tables are compute-only (see insertCommunication()).
+///
+/// Two construction styles are used:
+///  - *explicit*: the per-rank order is written down from the paper's rule
+///    (GPipe, 1F1B, interleaved 1F1B, looped BFS, DualPipeV, PipeDream,
+///    PipeDream-2BW, forward-only);
+///  - *greedy*: a deterministic unit-time list scheduler with a per-schedule
+///    priority and activation cap (ZB-H1, ZB-V, Chimera, Hanayo). These
+///    schedules are defined in their papers by pictures and placement rules,
+///    not by a closed-form order; the greedy realisation keeps the
+///    placement, the split of work and the memory bound, and always yields a
+///    dependency-consistent table.
+///
+//===----------------------------------------------------------------------===//
+
+#include "ScheduleInternal.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+
+using namespace pipeopt::schedule;
+using namespace pipeopt::schedule::detail;
+
+namespace {
+
+/// Resolved shape: S ranks, v chunks per rank.
+struct Shape {
+  int S = 0, v = 1, M = 0;
+  int numStages() const { return S * v; }
+};
+
+/// Resolve ScheduleParams. `fixedChunks` > 0 forces the chunks per rank
+/// (single-chunk schedules pass 1); otherwise `defaultChunks` applies when
+/// virtualStages is 0.
+llvm::Expected<Shape> resolve(llvm::StringRef name, const ScheduleParams &p,
+                              int fixedChunks, int defaultChunks = 1) {
+  Shape sh;
+  if (p.numMicrobatches < 1)
+    return err("{0} needs num-microbatches >= 1, got {1}", name,
+               p.numMicrobatches);
+  sh.M = p.numMicrobatches;
+  if (p.virtualStages < 0 || p.numStages < 0 || p.numRanks < 0)
+    return err("{0}: num-stages, num-ranks and virtual-stages must not be "
+               "negative",
+               name);
+  if (fixedChunks > 0) {
+    if (p.virtualStages != 0 && p.virtualStages != fixedChunks)
+      return err("{0} uses {1} chunk(s) per rank; virtual-stages must be {1}, "
+                 "got {2}",
+                 name, fixedChunks, p.virtualStages);
+    sh.v = fixedChunks;
+  } else {
+    sh.v = p.virtualStages > 0 ? p.virtualStages : defaultChunks;
+  }
+  if (p.numRanks > 0) {
+    sh.S = p.numRanks;
+    if (p.numStages > 0 && p.numStages != sh.S * sh.v)
+      return err("{0}: num-stages ({1}) must equal num-ranks ({2}) x chunks "
+                 "per rank ({3})",
+                 name, p.numStages, sh.S, sh.v);
+  } else if (p.numStages > 0) {
+    if (p.numStages % sh.v != 0)
+      return err("{0}: num-stages ({1}) must be a multiple of the chunks per "
+                 "rank ({2})",
+                 name, p.numStages, sh.v);
+    sh.S = p.numStages / sh.v;
+  } else {
+    return err("{0} needs num-stages or num-ranks", name);
+  }
+  return sh;
+}
+
+llvm::Error needAtLeastStages(llvm::StringRef name, const Shape &sh) {
+  if (sh.M < sh.S)
+    return err("{0} needs num-microbatches >= num-stages ({1}), got {2}", name,
+               sh.S, sh.M);
+  return llvm::Error::success();
+}
+
+/// Empty schedule with one pipeline, `placement[stage]` -> rank.
+Schedule skeleton(llvm::StringRef name, const Shape &sh,
+                  std::vector<int> placement) {
+  Schedule s;
+  s.name = name.str();
+  s.numRanks = sh.S;
+  s.numStages = static_cast<int>(placement.size());
+  s.numMicrobatches = sh.M;
+  s.stageRank = {std::move(placement)};
+  s.microbatchPipeline.assign(sh.M, 0);
+  s.actions.resize(sh.S);
+  return s;
+}
+
+/// Looped placement: stage k on rank k % S (Megatron interleaving).
+std::vector<int> loopedPlacement(int S, int v) {
+  std::vector<int> p(S * v);
+  for (int k = 0; k < S * v; ++k)
+    p[k] = k % S;
+  return p;
+}
+
+/// V / wave placement: position k % (2S) goes down ranks 0..S-1 then back
+/// up S-1..0 (ZB-V, DualPipeV, Hanayo waves).
+std::vector<int> wavePlacement(int S, int numStages) {
+  std::vector<int> p(numStages);
+  for (int k = 0; k < numStages; ++k) {
+    int pos = k % (2 * S);
+    p[k] = pos < S ? pos : 2 * S - 1 - pos;
+  }
+  return p;
+}
+
+Action F(int st, int m) { return Action::compute(Phase::F, st, m); }
+Action BW(int st, int m) { return Action::compute(Phase::BW, st, m); }
+Action Bi(int st, int m) { return Action::compute(Phase::B, st, m); }
+Action Wg(int st, int m) { return Action::compute(Phase::W, st, m); }
+
+//===----------------------------------------------------------------------===//
+// Greedy unit-time list scheduler
+//===----------------------------------------------------------------------===//
+
+/// Configuration of the greedy scheduler. At every unit-time slot each idle
+/// rank runs the ready action of highest priority: backward (B or BW) of the
+/// smallest microbatch (ties: the later stage), else a forward of the
+/// smallest microbatch (ties: the later stage) whose stage is below its
+/// activation cap, else (split backward) the oldest pending W. With
+/// `deferW`, W runs only when nothing else is ready; otherwise W is preferred
+/// to a new forward.
+struct GreedyConfig {
+  bool split = false;  ///< B and W separate.
+  bool deferW = true;
+  /// Activation cap of (pipeline, stage): max microbatches with F done and
+  /// the activation not yet freed (freed by W when split, by BW otherwise).
+  std::function<int(int pipeline, int stage)> cap;
+};
+
+llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
+  int R = s.numRanks, NS = s.numStages, M = s.numMicrobatches;
+  int P = s.numPipelines();
+  ComputeIndex idx(NS, M);
+  std::vector<int> finish(idx.size(), -1);
+  std::vector<std::vector<int>> inflight(P, std::vector<int>(NS, 0));
+  // Candidate (stage, mb) pairs per rank.
+  std::vector<std::vector<std::pair<int, int>>> owned(R);
+  for (int m = 0; m < M; ++m)
+    for (int st = 0; st < NS; ++st)
+      owned[s.rankOf(st, m)].push_back({st, m});
+  // Order: smallest mb first, then later stage first.
+  for (auto &o : owned)
+    llvm::sort(o, [](auto a, auto b) {
+      return a.second != b.second ? a.second < b.second : a.first > b.first;
+    });
+  Phase bwd = cfg.split ? Phase::B : Phase::BW;
+  auto done = [&](Phase p, int st, int m, int t) {
+    int f = finish[idx.key(p, st, m)];
+    return f >= 0 && f <= t;
+  };
+  std::vector<std::deque<std::pair<int, int>>> pendingW(R);
+  long remaining = static_cast<long>(NS) * M * (cfg.split ? 3 : 2);
+  for (int t = 0; remaining > 0; ++t) {
+    bool any = false;
+    for (int r = 0; r < R; ++r) {
+      int chosenSt = -1, chosenM = -1;
+      Phase chosen = Phase::F;
+      // Backward.
+      for (auto [st, m] : owned[r]) {
+        if (finish[idx.key(bwd, st, m)] >= 0 || !done(Phase::F, st, m, t))
+          continue;
+        if (st + 1 < NS && !done(bwd, st + 1, m, t))
+          continue;
+        chosen = bwd, chosenSt = st, chosenM = m;
+        break;
+      }
+      auto tryW = [&]() {
+        for (auto [st, m] : pendingW[r])
+          if (done(Phase::B, st, m, t)) {
+            chosen = Phase::W, chosenSt = st, chosenM = m;
+            return;
+          }
+      };
+      if (chosenSt < 0 && cfg.split && !cfg.deferW)
+        tryW();
+      if (chosenSt < 0)
+        for (auto [st, m] : owned[r]) {
+          if (finish[idx.key(Phase::F, st, m)] >= 0)
+            continue;
+          if (st > 0 && !done(Phase::F, st - 1, m, t))
+            continue;
+          int p = s.pipelineOf(m);
+          if (inflight[p][st] >= cfg.cap(p, st))
+            continue;
+          chosen = Phase::F, chosenSt = st, chosenM = m;
+          break;
+        }
+      if (chosenSt < 0 && cfg.split)
+        tryW();
+      if (chosenSt < 0)
+        continue;
+      any = true;
+      --remaining;
+      finish[idx.key(chosen, chosenSt, chosenM)] = t + 1;
+      s.actions[r].push_back(Action::compute(chosen, chosenSt, chosenM));
+      int p = s.pipelineOf(chosenM);
+      if (chosen == Phase::F)
+        ++inflight[p][chosenSt];
+      else if (chosen == Phase::B)
+        pendingW[r].push_back({chosenSt, chosenM});
+      if (chosen == Phase::BW || chosen == Phase::W)
+        --inflight[p][chosenSt];
+      if (chosen == Phase::W)
+        pendingW[r].erase(llvm::find(pendingW[r],
+                                     std::make_pair(chosenSt, chosenM)));
+    }
+    // Nothing ran and nothing is in progress past t: no later slot differs.
+    if (!any) {
+      bool inProgress = llvm::any_of(finish, [&](int f) { return f > t; });
+      if (!inProgress)
+        return err("{0}: internal error: greedy scheduler stalled at slot {1} "
+                   "with {2} actions left",
+                   s.name, t, remaining);
+    }
+  }
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// PipeDream weight versions
+//===----------------------------------------------------------------------===//
+
+/// Assign weightVersion to every F / BW: a stage's version counts the weight
+/// updates applied on that stage before the F runs (walking the rank's
+/// order); BW uses the version its F used (weight stashing). An update
+/// happens after every `updateEvery` completed backward passes of the stage.
+void assignVersions(Schedule &s, int updateEvery) {
+  std::vector<int> backwardDone(s.numStages, 0);
+  ComputeIndex idx(s.numStages, s.numMicrobatches);
+  std::vector<int> fVersion(idx.size(), 0);
+  for (auto &row : s.actions)
+    for (Action &a : row) {
+      if (a.phase == Phase::F) {
+        a.weightVersion = backwardDone[a.stage] / updateEvery;
+        fVersion[idx.key(Phase::F, a.stage, a.microbatch)] = a.weightVersion;
+      } else if (a.phase == Phase::BW) {
+        a.weightVersion = fVersion[idx.key(Phase::F, a.stage, a.microbatch)];
+        ++backwardDone[a.stage];
+      }
+    }
+}
+
+/// Shared 1F1B order on one rank: `warm` forwards, then F/BW pairs, then
+/// the remaining backwards.
+void oneFOneB(std::vector<Action> &row, int stage, int M, int warm) {
+  for (int m = 0; m < warm; ++m)
+    row.push_back(F(stage, m));
+  for (int i = 0; i + warm < M; ++i) {
+    row.push_back(F(stage, warm + i));
+    row.push_back(BW(stage, i));
+  }
+  for (int m = M - warm; m < M; ++m)
+    row.push_back(BW(stage, m));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Generators
+//===----------------------------------------------------------------------===//
+
+/// GPipe (Huang et al., NeurIPS 2019, §2.2): every rank runs all M
+/// forwards, then all M full backwards (microbatch order 0..M-1, as in
+/// PyTorch's ScheduleGPipe). Any M >= 1.
+llvm::Expected<Schedule> pipeopt::schedule::makeGPipe(const ScheduleParams &p) {
+  auto sh = resolve("gpipe", p, 1);
+  if (!sh)
+    return sh.takeError();
+  Schedule s = skeleton("gpipe", *sh, loopedPlacement(sh->S, 1));
+  for (int r = 0; r < sh->S; ++r) {
+    for (int m = 0; m < sh->M; ++m)
+      s.actions[r].push_back(F(r, m));
+    for (int m = 0; m < sh->M; ++m)
+      s.actions[r].push_back(BW(r, m));
+  }
+  return s;
+}
+
+/// Forward-only (inference): GPipe's forward order, no backward.
+llvm::Expected<Schedule>
+pipeopt::schedule::makeForwardOnly(const ScheduleParams &p) {
+  auto sh = resolve("forward-only", p, 1);
+  if (!sh)
+    return sh.takeError();
+  Schedule s = skeleton("forward-only", *sh, loopedPlacement(sh->S, 1));
+  s.forwardOnly = true;
+  for (int r = 0; r < sh->S; ++r)
+    for (int m = 0; m < sh->M; ++m)
+      s.actions[r].push_back(F(r, m));
+  return s;
+}
+
+/// 1F1B = PipeDream-Flush (Narayanan et al., ICML 2021 "Memory-Efficient
+/// Pipeline-Parallel DNN Training", §3; also Megatron-LM SC'21 §2.2.1):
+/// rank r runs S-1-r warm-up forwards, then alternates one forward and one
+/// full backward, then drains the remaining backwards; a flush ends the
+/// batch. Needs M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::make1F1B(const ScheduleParams &p) {
+  auto sh = resolve("1f1b", p, 1);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages("1f1b", *sh))
+    return std::move(e);
+  Schedule s = skeleton("1f1b", *sh, loopedPlacement(sh->S, 1));
+  for (int r = 0; r < sh->S; ++r)
+    oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
+  return s;
+}
+
+/// Interleaved 1F1B (Narayanan et al., SC'21 "Efficient Large-Scale Language
+/// Model Training on GPU Clusters Using Megatron-LM", §2.2.2): v chunks per
+/// rank, virtual stage k on rank k % S. Order of work on a rank follows
+/// Megatron-core's schedule table: microbatches are taken in groups of S;
+/// within a group all chunks 0..v-1 run for every microbatch of the group.
+/// M not a multiple of S: the last group holds the remaining M mod S (<S)
+/// microbatches, as in Megatron-core's get_schedule_table. Backwards use the
+/// same table with chunk order reversed. Warm-up on rank r (Megatron):
+/// min(2 (S-1-r) + (v-1) S, M v) forwards, then 1F1B steady state, then
+/// cool-down. Needs M >= S.
+llvm::Expected<Schedule>
+pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
+  auto sh = resolve("interleaved-1f1b", p, 0, 2);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages("interleaved-1f1b", *sh))
+    return std::move(e);
+  int S = sh->S, v = sh->v, M = sh->M;
+  Schedule s = skeleton("interleaved-1f1b", *sh, loopedPlacement(S, v));
+  // (microbatch, chunk) table.
+  std::vector<std::pair<int, int>> table;
+  for (int g0 = 0; g0 < M; g0 += S) {
+    int g1 = g0 + S >= M ? M : g0 + S;
+    if (g0 + S >= M)
+      g1 = M;
+    for (int c = 0; c < v; ++c)
+      for (int m = g0; m < g1; ++m)
+        table.push_back({m, c});
+    if (g1 == M)
+      break;
+  }
+  int total = M * v;
+  for (int r = 0; r < S; ++r) {
+    auto &row = s.actions[r];
+    auto fwd = [&](int i) {
+      row.push_back(F(table[i].second * S + r, table[i].first));
+    };
+    auto bwd = [&](int i) {
+      row.push_back(BW((v - 1 - table[i].second) * S + r, table[i].first));
+    };
+    int warm = std::min(2 * (S - 1 - r) + (v - 1) * S, total);
+    for (int i = 0; i < warm; ++i)
+      fwd(i);
+    for (int i = 0; warm + i < total; ++i) {
+      fwd(warm + i);
+      bwd(i);
+    }
+    for (int i = total - warm; i < total; ++i)
+      bwd(i);
+  }
+  return s;
+}
+
+/// Looped BFS (Lamy-Poirier, "Breadth-First Pipeline Parallelism", MLSys
+/// 2023, §3): looped placement (stage k on rank k % S); each rank runs the
+/// forward of all M microbatches on chunk 0, then chunk 1, ..., then the
+/// backwards chunk v-1 down to 0, each over all microbatches in reverse
+/// order. Any M >= 1.
+llvm::Expected<Schedule>
+pipeopt::schedule::makeLoopedBFS(const ScheduleParams &p) {
+  auto sh = resolve("looped-bfs", p, 0, 2);
+  if (!sh)
+    return sh.takeError();
+  int S = sh->S, v = sh->v, M = sh->M;
+  Schedule s = skeleton("looped-bfs", *sh, loopedPlacement(S, v));
+  for (int r = 0; r < S; ++r) {
+    for (int c = 0; c < v; ++c)
+      for (int m = 0; m < M; ++m)
+        s.actions[r].push_back(F(c * S + r, m));
+    for (int c = v - 1; c >= 0; --c)
+      for (int m = M - 1; m >= 0; --m)
+        s.actions[r].push_back(BW(c * S + r, m));
+  }
+  return s;
+}
+
+/// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §3.1):
+/// one stage per rank, backward split into B (input gradient) and W (weight
+/// gradient). B runs as early as possible, W is deferred to fill slots where
+/// the rank would otherwise idle, and each stage keeps at most S-s
+/// microbatches' activations (F..W) -- 1F1B's peak. Greedy realisation (see
+/// file comment); warm-up comes out as 1F1B's S-1-r. Needs M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
+  auto sh = resolve("zb-h1", p, 1);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages("zb-h1", *sh))
+    return std::move(e);
+  Schedule s = skeleton("zb-h1", *sh, loopedPlacement(sh->S, 1));
+  s.splitBackward = true;
+  int S = sh->S;
+  GreedyConfig cfg;
+  cfg.split = true;
+  cfg.deferW = true;
+  cfg.cap = [S](int, int st) { return S - st; };
+  return greedy(std::move(s), cfg);
+}
+
+/// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", 2024,
+/// §4; the zero-bubble repository's ZB-V): two chunks per rank in a V:
+/// stage s on rank s and stage 2S-1-s on rank s, B/W split, W deferred to
+/// fill idle slots. Per-stage activation cap 2S-k (k = stage), which bounds a
+/// rank's activations to about 1F1B's peak of S stage-equivalents. Greedy
+/// realisation. Needs M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
+  auto sh = resolve("zb-v", p, 2);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages("zb-v", *sh))
+    return std::move(e);
+  int S = sh->S;
+  Schedule s = skeleton("zb-v", *sh, wavePlacement(S, 2 * S));
+  s.splitBackward = true;
+  GreedyConfig cfg;
+  cfg.split = true;
+  cfg.deferW = true;
+  cfg.cap = [S](int, int st) { return 2 * S - st; };
+  return greedy(std::move(s), cfg);
+}
+
+/// Chimera (Li & Hoefler, SC'21, §3): two pipelines over the same S ranks
+/// (S even): the down pipeline places stage s on rank s, the up pipeline on
+/// rank S-1-s, so every rank holds two model replicas' stages. Microbatches
+/// are split in basic units of S (§3.5, "direct concatenation"): in each
+/// unit the first S/2 go down, the last S/2 go up. Per (pipeline, stage)
+/// activation cap S-s (1F1B per pipeline). Greedy realisation; full
+/// backward. Needs S even and M a multiple of S.
+llvm::Expected<Schedule>
+pipeopt::schedule::makeChimera(const ScheduleParams &p) {
+  auto sh = resolve("chimera", p, 1);
+  if (!sh)
+    return sh.takeError();
+  int S = sh->S, M = sh->M;
+  if (S % 2 != 0)
+    return err("chimera needs an even num-stages (two bidirectional "
+               "pipelines), got {0}",
+               S);
+  if (M % S != 0)
+    return err("chimera needs num-microbatches to be a multiple of "
+               "num-stages ({0}) (basic units of {0} microbatches), got {1}",
+               S, M);
+  Schedule s = skeleton("chimera", *sh, loopedPlacement(S, 1));
+  std::vector<int> up(S);
+  for (int st = 0; st < S; ++st)
+    up[st] = S - 1 - st;
+  s.stageRank.push_back(up);
+  for (int m = 0; m < M; ++m)
+    s.microbatchPipeline[m] = (m % S) < S / 2 ? 0 : 1;
+  GreedyConfig cfg;
+  cfg.split = false;
+  cfg.cap = [S](int, int st) { return S - st; };
+  return greedy(std::move(s), cfg);
+}
+
+/// Hanayo (Liu et al., SC'23 "Hanayo: Harnessing Wave-like Pipeline
+/// Parallelism", §3): the model is cut into 2 W S stages that sweep the ranks
+/// in W waves (down 0..S-1, then up S-1..0), so each rank holds 2W chunks.
+/// Full backward; per-stage activation cap numStages-k. Greedy realisation.
+/// Needs waves >= 1 and M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::makeHanayo(const ScheduleParams &p) {
+  if (p.waves < 1)
+    return err("hanayo needs waves >= 1, got {0}", p.waves);
+  auto sh = resolve("hanayo", p, 2 * p.waves);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages("hanayo", *sh))
+    return std::move(e);
+  int S = sh->S, NS = sh->numStages();
+  Schedule s = skeleton("hanayo", *sh, wavePlacement(S, NS));
+  GreedyConfig cfg;
+  cfg.split = false;
+  cfg.cap = [NS](int, int st) { return NS - st; };
+  return greedy(std::move(s), cfg);
+}
+
+/// DualPipeV (DeepSeek-V3 technical report, §3.2.1, and the "V" variant of
+/// github.com/deepseek-ai/DualPipe): V placement (rank r holds stage r,
+/// "chunk 0", and stage 2S-1-r, "chunk 1"), eight phases per rank:
+///  1. 2(S-1-r) x F0;  2. (r+1) x {F0, F1};  3. (S-1-r) x {B1 (input grad),
+///  W (oldest deferred), F1};  4. (M-2S+r+1) x {F0, BW1, F1, BW0};
+///  5. (S-1-r) x {BW1, F1, BW0};  6. (r+1) x {B1, B0}, switching from full
+///  backward to input-grad-only halfway (at i = (r+1)/2, chunk 1 first on
+///  odd ranks, chunk 0 first on even ranks);  7. (S-1-r) x {W, B0 (input
+///  grad)};  8. all remaining deferred W.
+/// The F&B overlap of a step is a runtime optimisation; the table lists the
+/// two actions in sequence. Needs M >= 2S (as DualPipe asserts).
+llvm::Expected<Schedule>
+pipeopt::schedule::makeDualPipeV(const ScheduleParams &p) {
+  auto sh = resolve("dualpipev", p, 2);
+  if (!sh)
+    return sh.takeError();
+  int S = sh->S, M = sh->M;
+  if (M < 2 * S)
+    return err("dualpipev needs num-microbatches >= 2 x num-ranks ({0}), got "
+               "{1}",
+               2 * S, M);
+  Schedule s = skeleton("dualpipev", *sh, wavePlacement(S, 2 * S));
+  s.splitBackward = true;
+  for (int r = 0; r < S; ++r) {
+    auto &row = s.actions[r];
+    int st[2] = {r, 2 * S - 1 - r};
+    int fIdx[2] = {0, 0}, bIdx[2] = {0, 0};
+    std::deque<std::pair<int, int>> wq;
+    auto f = [&](int c) { row.push_back(F(st[c], fIdx[c]++)); };
+    auto bFull = [&](int c) { row.push_back(BW(st[c], bIdx[c]++)); };
+    auto bInput = [&](int c) {
+      wq.push_back({st[c], bIdx[c]});
+      row.push_back(Bi(st[c], bIdx[c]++));
+    };
+    auto popW = [&]() {
+      if (wq.empty())
+        return;
+      row.push_back(Wg(wq.front().first, wq.front().second));
+      wq.pop_front();
+    };
+    for (int i = 0; i < 2 * (S - 1 - r); ++i)
+      f(0);
+    for (int i = 0; i < r + 1; ++i) {
+      f(0);
+      f(1);
+    }
+    for (int i = 0; i < S - 1 - r; ++i) {
+      bInput(1);
+      popW();
+      f(1);
+    }
+    for (int i = 0; i < M - 2 * S + r + 1; ++i) {
+      f(0);
+      bFull(1);
+      f(1);
+      bFull(0);
+    }
+    for (int i = 0; i < S - 1 - r; ++i) {
+      bFull(1);
+      f(1);
+      bFull(0);
+    }
+    bool zb = false;
+    for (int i = 0; i < r + 1; ++i) {
+      if (i == (r + 1) / 2 && r % 2 == 1)
+        zb = true;
+      zb ? bInput(1) : bFull(1);
+      if (i == (r + 1) / 2 && r % 2 == 0)
+        zb = true;
+      zb ? bInput(0) : bFull(0);
+    }
+    for (int i = 0; i < S - 1 - r; ++i) {
+      popW();
+      bInput(0);
+    }
+    while (!wq.empty())
+      popW();
+  }
+  return s;
+}
+
+/// PipeDream (Narayanan et al., SOSP 2019, §3.2-3.3): asynchronous 1F1B
+/// without flush; the input stage admits S microbatches (NOAM) and every
+/// rank alternates F and full backward after its warm-up, which gives the
+/// same per-rank order as 1F1B over the M microbatches of the table. Weight
+/// stashing: a stage updates its weights after every backward; each F uses
+/// the newest version on its stage, its BW uses the stashed version of that
+/// F (Action::weightVersion). Any M >= 1.
+llvm::Expected<Schedule>
+pipeopt::schedule::makePipeDream(const ScheduleParams &p) {
+  auto sh = resolve("pipedream", p, 1);
+  if (!sh)
+    return sh.takeError();
+  Schedule s = skeleton("pipedream", *sh, loopedPlacement(sh->S, 1));
+  s.async = true;
+  for (int r = 0; r < sh->S; ++r)
+    oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
+  assignVersions(s, 1);
+  return s;
+}
+
+/// PipeDream-2BW (Narayanan et al., ICML 2021 "Memory-Efficient
+/// Pipeline-Parallel DNN Training", §3.1): 1F1B order without flush and
+/// double-buffered weights: a new weight version is produced once per batch
+/// of S microbatches (the paper's m = d), so a stage's F uses version
+/// floor(backwards done on the stage / S) and its backward uses the same
+/// (stashed) version; at most two versions are live. Any M >= 1.
+llvm::Expected<Schedule>
+pipeopt::schedule::makePipeDream2BW(const ScheduleParams &p) {
+  auto sh = resolve("pipedream-2bw", p, 1);
+  if (!sh)
+    return sh.takeError();
+  Schedule s = skeleton("pipedream-2bw", *sh, loopedPlacement(sh->S, 1));
+  s.async = true;
+  for (int r = 0; r < sh->S; ++r)
+    oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
+  assignVersions(s, sh->S);
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// Registry
+//===----------------------------------------------------------------------===//
+
+namespace {
+using Generator = llvm::Expected<Schedule> (*)(const ScheduleParams &);
+struct Entry {
+  ScheduleInfo info;
+  Generator gen;
+};
+const std::vector<Entry> &registry() {
+  static const std::vector<Entry> entries = {
+      {{"gpipe", "GPipe: all forwards then all backwards (Huang et al. 2019)"},
+       makeGPipe},
+      {{"1f1b", "1F1B / PipeDream-Flush: S-1-r warm-up forwards, then one "
+                "forward one backward (Narayanan et al. 2021)"},
+       make1F1B},
+      {{"interleaved-1f1b", "interleaved 1F1B, v chunks per rank "
+                            "(Megatron-LM, Narayanan et al. SC'21)"},
+       makeInterleaved1F1B},
+      {{"looped-bfs", "looped breadth-first: all microbatches per chunk "
+                      "(Lamy-Poirier 2023)"},
+       makeLoopedBFS},
+      {{"zb-h1", "zero bubble H1: B/W split, W deferred, 1F1B memory (Qi et "
+                 "al. ICLR 2024)"},
+       makeZBH1},
+      {{"zb-v", "zero bubble V: two chunks per rank in a V, B/W split (Qi et "
+                "al. 2024)"},
+       makeZBV},
+      {{"chimera", "Chimera: two bidirectional pipelines, even S (Li & "
+                   "Hoefler SC'21)"},
+       makeChimera},
+      {{"hanayo", "Hanayo: W waves of 2S stages (Liu et al. SC'23)"},
+       makeHanayo},
+      {{"dualpipev", "DualPipeV: V-shaped DualPipe (DeepSeek-V3)"},
+       makeDualPipeV},
+      {{"pipedream", "PipeDream: async 1F1B with weight stashing (Narayanan "
+                     "et al. SOSP'19)"},
+       makePipeDream},
+      {{"pipedream-2bw", "PipeDream-2BW: async, double-buffered weights "
+                         "(Narayanan et al. ICML'21)"},
+       makePipeDream2BW},
+      {{"forward-only", "inference: forwards only, GPipe order"},
+       makeForwardOnly},
+  };
+  return entries;
+}
+} // namespace
+
+const std::vector<ScheduleInfo> &pipeopt::schedule::listSchedules() {
+  static const std::vector<ScheduleInfo> infos = [] {
+    std::vector<ScheduleInfo> out;
+    for (const Entry &e : registry())
+      out.push_back(e.info);
+    return out;
+  }();
+  return infos;
+}
+
+llvm::Expected<Schedule> pipeopt::schedule::makeSchedule(llvm::StringRef name,
+                                                         const ScheduleParams &p) {
+  for (const Entry &e : registry())
+    if (e.info.name == name)
+      return e.gen(p);
+  std::string known;
+  for (const Entry &e : registry())
+    known += (known.empty() ? "" : ", ") + e.info.name.str();
+  return err("unknown schedule '{0}' (known: {1})", name, known);
+}
