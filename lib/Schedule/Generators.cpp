@@ -333,11 +333,14 @@ llvm::Expected<Schedule> pipeopt::schedule::make1F1B(const ScheduleParams &p) {
 /// rank, virtual stage k on rank k % S. Order of work on a rank follows
 /// Megatron-core's schedule table: microbatches are taken in groups of S;
 /// within a group all chunks 0..v-1 run for every microbatch of the group.
-/// M not a multiple of S: the last group holds the remaining M mod S (<S)
-/// microbatches, as in Megatron-core's get_schedule_table. Backwards use the
-/// same table with chunk order reversed. Warm-up on rank r (Megatron):
-/// min(2 (S-1-r) + (v-1) S, M v) forwards, then 1F1B steady state, then
-/// cool-down. Needs M >= S.
+/// Backwards use the same table with chunk order reversed. Warm-up on rank r
+/// (Megatron): min(2 (S-1-r) + (v-1) G, M v) forwards with G the group size,
+/// then 1F1B steady state, then cool-down. Needs M >= S.
+/// M not a multiple of S (our rule): the *first* group takes S + M mod S
+/// microbatches (G = that size in the warm-up formula), all later groups S.
+/// Megatron-core instead leaves a short last group, which with the warm-up
+/// above gives a dependency cycle for e.g. S=4, v=3, M=5; a group never
+/// shorter than S avoids that (the sweep test covers S<=8, v<=3, M<=17).
 llvm::Expected<Schedule>
 pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
   auto sh = resolve("interleaved-1f1b", p, 0, 2);
@@ -347,17 +350,18 @@ pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
     return std::move(e);
   int S = sh->S, v = sh->v, M = sh->M;
   Schedule s = skeleton("interleaved-1f1b", *sh, loopedPlacement(S, v));
-  // (microbatch, chunk) table.
+  // (microbatch, chunk) table: groups of microbatches, every chunk of a
+  // group before the next group. The first group absorbs M mod S.
+  int first = S + M % S;
+  if (M % S == 0)
+    first = S;
   std::vector<std::pair<int, int>> table;
-  for (int g0 = 0; g0 < M; g0 += S) {
-    int g1 = g0 + S >= M ? M : g0 + S;
-    if (g0 + S >= M)
-      g1 = M;
+  for (int g0 = 0; g0 < M;) {
+    int g1 = g0 == 0 ? first : g0 + S;
     for (int c = 0; c < v; ++c)
       for (int m = g0; m < g1; ++m)
         table.push_back({m, c});
-    if (g1 == M)
-      break;
+    g0 = g1;
   }
   int total = M * v;
   for (int r = 0; r < S; ++r) {
@@ -368,7 +372,7 @@ pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
     auto bwd = [&](int i) {
       row.push_back(BW((v - 1 - table[i].second) * S + r, table[i].first));
     };
-    int warm = std::min(2 * (S - 1 - r) + (v - 1) * S, total);
+    int warm = std::min(2 * (S - 1 - r) + (v - 1) * first, total);
     for (int i = 0; i < warm; ++i)
       fwd(i);
     for (int i = 0; warm + i < total; ++i) {
