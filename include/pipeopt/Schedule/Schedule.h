@@ -255,7 +255,11 @@ llvm::Expected<std::vector<std::vector<int>>> unitTimeSlots(const Schedule &s);
 /// when a rank holds more than one stage; "." marks idle slots.
 std::string renderGrid(const Schedule &s);
 
-/// Number of F actions on `rank` before its first backward (B or BW).
+/// Warm-up forwards of `rank` in Megatron's sense: forwards before the
+/// steady state, whose steps are "one F, then one backward". Computed as the
+/// number of F before the first backward (B or BW) minus one (that F is the
+/// first steady F), or all of them when no F follows the first backward
+/// (GPipe-like; also when the warm-up is total-1, which looks the same).
 int warmupCount(const Schedule &s, int rank);
 std::vector<int> warmupCounts(const Schedule &s);
 
