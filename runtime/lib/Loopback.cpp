@@ -25,15 +25,13 @@ struct LoopbackWorld::Impl {
     std::condition_variable cv;
     std::vector<std::deque<Message>> fromRank; // [src]
   };
-  explicit Impl(int n) : inbox(n), closed(n) {
+  explicit Impl(int n) : inbox(n), closed(size_t(n), false) {
     for (auto &i : inbox)
       i.fromRank.resize(n);
-    for (auto &c : closed)
-      c = false;
   }
   std::vector<Inbox> inbox; // [dst]
   std::mutex closedMu;
-  std::vector<bool> closed; // [rank], guarded by each inbox's mutex reads
+  std::vector<bool> closed; // [rank], guarded by closedMu
 
   bool isClosed(int r) {
     std::lock_guard<std::mutex> lock(closedMu);

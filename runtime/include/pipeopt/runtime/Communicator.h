@@ -128,6 +128,8 @@ void mpiAbort(int code);
 /// MPI_COMM_WORLD rank / size (MPI must be initialized).
 int mpiWorldRank();
 int mpiWorldSize();
+/// MPI_Bcast of `bytes` bytes from `root` over MPI_COMM_WORLD.
+void mpiBroadcast(void *data, size_t bytes, int root);
 /// A communicator over MPI_COMM_WORLD (MPI must be initialized).
 std::unique_ptr<Communicator> createMpiCommunicator();
 

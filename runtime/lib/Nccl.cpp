@@ -1,0 +1,414 @@
+//===- Nccl.cpp - NCCL communicator (CUDA/NCCL loaded via dlopen) -*- C++ -*-===//
+//
+// One rank per GPU. libcudart and libnccl are resolved at run time through
+// the symbol table in cuda/NcclSymbols.def (STYLE.md §4.5), so this file
+// always compiles and the runtime has no link-time CUDA dependency.
+//
+// Protocol per message: ncclSend of the 128-byte MessageHeader, completed,
+// then ncclSend of the payload (if any), completed. The receiver receives
+// the header first, validates it, then receives exactly header.bytes. Host
+// buffers are staged through a device buffer with cudaMemcpy (the compiled
+// programs are CPU code for now). Completion is polled with cudaStreamQuery
+// against a deadline; on timeout the communicator is aborted (ncclCommAbort)
+// and a TimeoutError is thrown. NCCL sends therefore complete only when the
+// peer receives (rendezvous), unlike loopback/MPI sends.
+//
+// NCCL does not allow two ranks of one communicator on the same GPU
+// ("Duplicate GPU detected", ncclInvalidUsage); a rank may however send to
+// itself: a self-send is queued on the host and executed together with the
+// matching self-recv as one ncclGroupStart/End of ncclSend + ncclRecv.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Communicator.h"
+
+#include <dlfcn.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace pipeopt {
+namespace rt {
+
+namespace {
+
+struct NcclUniqueIdRaw {
+  char internal[128];
+};
+
+constexpr int kCudaSuccess = 0;
+constexpr int kCudaErrorNotReady = 600;
+constexpr int kCudaMemcpyHostToDevice = 1;
+constexpr int kCudaMemcpyDeviceToHost = 2;
+constexpr int kNcclSuccess = 0;
+constexpr int kNcclInProgress = 7;
+constexpr int kNcclUint8 = 1;
+/// ncclSend/ncclRecv appeared in NCCL 2.7.0.
+constexpr int kMinNcclVersion = 2700;
+
+struct Symbols {
+#define PIPEOPT_CUDA_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
+#define PIPEOPT_NCCL_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
+#include "cuda/NcclSymbols.def"
+  std::string error; ///< empty if everything loaded
+  int ncclVersion = 0;
+  int cudaVersion = 0;
+};
+
+void *openFirst(const std::vector<std::string> &names, std::string &tried) {
+  for (const auto &n : names) {
+    if (n.empty())
+      continue;
+    if (void *h = dlopen(n.c_str(), RTLD_NOW | RTLD_GLOBAL))
+      return h;
+    const char *e = dlerror();
+    tried += "\n  " + n + ": " + (e ? e : "not found");
+  }
+  return nullptr;
+}
+
+Symbols loadSymbols() {
+  Symbols s;
+  auto env = [](const char *v) {
+    const char *p = std::getenv(v);
+    return std::string(p ? p : "");
+  };
+  std::string tried;
+  void *cudart = openFirst({env("PIPEOPT_CUDART_LIBRARY"), "libcudart.so.13",
+                            "libcudart.so.12", "libcudart.so",
+                            "/usr/local/cuda/lib64/libcudart.so"},
+                           tried);
+  if (!cudart) {
+    s.error = "cannot load the CUDA runtime (set PIPEOPT_CUDART_LIBRARY):" +
+              tried;
+    return s;
+  }
+  void *nccl = openFirst({env("PIPEOPT_NCCL_LIBRARY"), "libnccl.so.2",
+                          "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2"},
+                         tried);
+  if (!nccl) {
+    s.error = "cannot load NCCL (set PIPEOPT_NCCL_LIBRARY):" + tried;
+    return s;
+  }
+#define PIPEOPT_CUDA_SYM(Name, Ret, Params)                                    \
+  s.Name = reinterpret_cast<Ret(*) Params>(dlsym(cudart, #Name));              \
+  if (!s.Name) {                                                               \
+    s.error = "libcudart lacks " #Name;                                        \
+    return s;                                                                  \
+  }
+#define PIPEOPT_NCCL_SYM(Name, Ret, Params)                                    \
+  s.Name = reinterpret_cast<Ret(*) Params>(dlsym(nccl, #Name));                \
+  if (!s.Name) {                                                               \
+    s.error = "libnccl lacks " #Name;                                          \
+    return s;                                                                  \
+  }
+#include "cuda/NcclSymbols.def"
+  if (s.ncclGetVersion(&s.ncclVersion) != kNcclSuccess ||
+      s.ncclVersion < kMinNcclVersion) {
+    s.error = "NCCL version " + std::to_string(s.ncclVersion) +
+              " is too old (point-to-point send/recv needs >= 2.7.0)";
+    return s;
+  }
+  s.cudaRuntimeGetVersion(&s.cudaVersion);
+  return s;
+}
+
+const Symbols &symbols() {
+  static const Symbols s = loadSymbols();
+  return s;
+}
+
+const Symbols &requireSymbols() {
+  const Symbols &s = symbols();
+  if (!s.error.empty())
+    throw RuntimeError("NCCL backend unavailable: " + s.error);
+  return s;
+}
+
+void checkCuda(int rc, const char *what) {
+  if (rc != kCudaSuccess) {
+    const char *msg = symbols().cudaGetErrorString
+                          ? symbols().cudaGetErrorString(rc)
+                          : "?";
+    throw RuntimeError(std::string("CUDA: ") + what + " failed: " +
+                       (msg ? msg : "?") + " (" + std::to_string(rc) + ")");
+  }
+}
+
+void checkNccl(int rc, const char *what) {
+  if (rc != kNcclSuccess && rc != kNcclInProgress) {
+    const char *msg = symbols().ncclGetErrorString
+                          ? symbols().ncclGetErrorString(rc)
+                          : "?";
+    throw RuntimeError(std::string("NCCL: ") + what + " failed: " +
+                       (msg ? msg : "?") + " (" + std::to_string(rc) + ")");
+  }
+}
+
+class NcclCommunicator : public Communicator {
+public:
+  NcclCommunicator(int rank, int size, const NcclId &id, int device)
+      : s(requireSymbols()), myRank(rank), mySize(size), device(device) {
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    NcclUniqueIdRaw raw;
+    std::memcpy(raw.internal, id.data(), sizeof(raw.internal));
+    checkNccl(s.ncclCommInitRank(&comm, size, raw, rank), "ncclCommInitRank");
+    checkCuda(s.cudaStreamCreate(&stream), "cudaStreamCreate");
+  }
+  ~NcclCommunicator() override {
+    s.cudaSetDevice(device);
+    if (comm)
+      aborted ? s.ncclCommAbort(comm) : s.ncclCommDestroy(comm);
+    if (stream)
+      s.cudaStreamDestroy(stream);
+    for (void *p : devBuf)
+      if (p)
+        s.cudaFree(p);
+  }
+
+  int rank() const override { return myRank; }
+  int size() const override { return mySize; }
+  std::string name() const override { return "nccl"; }
+
+  void send(int dst, const MessageHeader &header, const void *data,
+            size_t bytes, double timeoutS) override {
+    checkUsable();
+    if (dst < 0 || dst >= mySize)
+      throw RuntimeError("NCCL: destination rank " + std::to_string(dst) +
+                         " out of range");
+    if (dst == myRank) {
+      Message m;
+      m.header = header;
+      m.payload.assign(static_cast<const uint8_t *>(data),
+                       static_cast<const uint8_t *>(data) + bytes);
+      selfQueue.push_back(std::move(m));
+      return;
+    }
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    auto deadline = deadlineAfter(timeoutS);
+    stage(0, &header, sizeof(header));
+    checkNccl(s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm,
+                         stream),
+              "ncclSend(header)");
+    wait(deadline, timeoutS, dst, "to receive the header");
+    if (bytes) {
+      stage(0, data, bytes);
+      checkNccl(s.ncclSend(devBuf[0], bytes, kNcclUint8, dst, comm, stream),
+                "ncclSend(payload)");
+      wait(deadline, timeoutS, dst, "to receive the payload");
+    }
+  }
+
+  Message recv(int src, double timeoutS) override {
+    checkUsable();
+    if (src < 0 || src >= mySize)
+      throw RuntimeError("NCCL: source rank " + std::to_string(src) +
+                         " out of range");
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    auto deadline = deadlineAfter(timeoutS);
+    Message m;
+    if (src == myRank) {
+      if (selfQueue.empty())
+        throw RuntimeError("NCCL: recv from this rank itself, but nothing "
+                           "was sent to itself (a self-recv would deadlock)");
+      Message sent = std::move(selfQueue.front());
+      selfQueue.pop_front();
+      selfExchange(&sent.header, &m.header, sizeof(MessageHeader), deadline,
+                   timeoutS);
+      m.payload.resize(sent.payload.size());
+      if (!sent.payload.empty())
+        selfExchange(sent.payload.data(), m.payload.data(),
+                     sent.payload.size(), deadline, timeoutS);
+      return m;
+    }
+    ensure(1, sizeof(MessageHeader));
+    checkNccl(s.ncclRecv(devBuf[1], sizeof(MessageHeader), kNcclUint8, src,
+                         comm, stream),
+              "ncclRecv(header)");
+    wait(deadline, timeoutS, src, "to send the header");
+    checkCuda(s.cudaMemcpy(&m.header, devBuf[1], sizeof(MessageHeader),
+                           kCudaMemcpyDeviceToHost),
+              "cudaMemcpy(D2H)");
+    std::string bad = m.header.validate();
+    if (!bad.empty())
+      throw RuntimeError("NCCL: bad message header from rank " +
+                         std::to_string(src) + ": " + bad);
+    if (m.header.bytes) {
+      ensure(1, size_t(m.header.bytes));
+      checkNccl(s.ncclRecv(devBuf[1], size_t(m.header.bytes), kNcclUint8, src,
+                           comm, stream),
+                "ncclRecv(payload)");
+      wait(deadline, timeoutS, src, "to send the payload");
+      m.payload.resize(size_t(m.header.bytes));
+      checkCuda(s.cudaMemcpy(m.payload.data(), devBuf[1], m.payload.size(),
+                             kCudaMemcpyDeviceToHost),
+                "cudaMemcpy(D2H)");
+    }
+    return m;
+  }
+
+private:
+  using Clock = std::chrono::steady_clock;
+
+  static Clock::time_point deadlineAfter(double s) {
+    return Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(s));
+  }
+
+  void checkUsable() const {
+    if (aborted)
+      throw RuntimeError("NCCL: communicator was aborted after an earlier "
+                         "timeout or error");
+  }
+
+  /// Makes device buffer `which` at least `bytes` large.
+  void ensure(int which, size_t bytes) {
+    if (devSize[which] >= bytes && devBuf[which])
+      return;
+    if (devBuf[which])
+      checkCuda(s.cudaFree(devBuf[which]), "cudaFree");
+    devBuf[which] = nullptr;
+    size_t n = bytes < 4096 ? 4096 : bytes;
+    checkCuda(s.cudaMalloc(&devBuf[which], n), "cudaMalloc");
+    devSize[which] = n;
+  }
+
+  /// Copies host bytes into device buffer `which`.
+  void stage(int which, const void *src, size_t bytes) {
+    ensure(which, bytes);
+    checkCuda(s.cudaMemcpy(devBuf[which], src, bytes, kCudaMemcpyHostToDevice),
+              "cudaMemcpy(H2D)");
+  }
+
+  /// Send to self + recv from self in one group.
+  void selfExchange(const void *src, void *dst, size_t bytes,
+                    Clock::time_point deadline, double timeoutS) {
+    stage(0, src, bytes);
+    ensure(1, bytes);
+    checkNccl(s.ncclGroupStart(), "ncclGroupStart");
+    int rc1 = s.ncclSend(devBuf[0], bytes, kNcclUint8, myRank, comm, stream);
+    int rc2 = s.ncclRecv(devBuf[1], bytes, kNcclUint8, myRank, comm, stream);
+    checkNccl(s.ncclGroupEnd(), "ncclGroupEnd");
+    checkNccl(rc1, "ncclSend(self)");
+    checkNccl(rc2, "ncclRecv(self)");
+    wait(deadline, timeoutS, myRank, "(itself)");
+    checkCuda(s.cudaMemcpy(dst, devBuf[1], bytes, kCudaMemcpyDeviceToHost),
+              "cudaMemcpy(D2H)");
+  }
+
+  /// Polls the stream until idle; aborts the communicator on timeout.
+  void wait(Clock::time_point deadline, double timeoutS, int peer,
+            const char *what) {
+    for (int spin = 0;; ++spin) {
+      int rc = s.cudaStreamQuery(stream);
+      if (rc == kCudaSuccess)
+        return;
+      if (rc != kCudaErrorNotReady)
+        checkCuda(rc, "cudaStreamQuery");
+      int async = kNcclSuccess;
+      s.ncclCommGetAsyncError(comm, &async);
+      if (async != kNcclSuccess && async != kNcclInProgress) {
+        aborted = true;
+        checkNccl(async, "asynchronous NCCL operation");
+      }
+      if (Clock::now() > deadline) {
+        aborted = true;
+        std::ostringstream os;
+        os << "timed out after " << timeoutS << " s waiting for rank " << peer
+           << " " << what << " (it stalled, died or never sends this "
+           << "message); NCCL communicator aborted";
+        throw TimeoutError(os.str());
+      }
+      if (spin > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  const Symbols &s;
+  int myRank, mySize, device;
+  void *comm = nullptr;
+  void *stream = nullptr;
+  void *devBuf[2] = {nullptr, nullptr}; ///< [0] send staging, [1] recv
+  size_t devSize[2] = {0, 0};
+  bool aborted = false;
+  std::deque<Message> selfQueue;
+};
+
+} // namespace
+
+std::string ncclAvailability() { return symbols().error; }
+
+int cudaDeviceCount() {
+  const Symbols &s = symbols();
+  if (!s.error.empty())
+    return 0;
+  int n = 0;
+  if (s.cudaGetDeviceCount(&n) != kCudaSuccess)
+    return 0;
+  return n;
+}
+
+NcclId ncclCreateId() {
+  const Symbols &s = requireSymbols();
+  NcclUniqueIdRaw raw;
+  checkNccl(s.ncclGetUniqueId(&raw), "ncclGetUniqueId");
+  NcclId id;
+  std::memcpy(id.data(), raw.internal, id.size());
+  return id;
+}
+
+std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
+                                                     const NcclId &id,
+                                                     int device) {
+  if (rank < 0 || rank >= size)
+    throw RuntimeError("NCCL: rank " + std::to_string(rank) +
+                       " out of range for world size " + std::to_string(size));
+  return std::make_unique<NcclCommunicator>(rank, size, id, device);
+}
+
+NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
+                             double timeoutS) {
+  NcclId id;
+  if (rank == 0) {
+    id = ncclCreateId();
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out.write(id.data(), std::streamsize(id.size()));
+      if (!out)
+        throw RuntimeError("NCCL rendezvous: cannot write " + tmp + ": " +
+                           std::strerror(errno));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      throw RuntimeError("NCCL rendezvous: cannot rename " + tmp + " to " +
+                         path + ": " + std::strerror(errno));
+    return id;
+  }
+  auto start = std::chrono::steady_clock::now();
+  while (true) {
+    std::ifstream in(path, std::ios::binary);
+    if (in) {
+      in.read(id.data(), std::streamsize(id.size()));
+      if (in.gcount() == std::streamsize(id.size()))
+        return id;
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count() > timeoutS)
+      throw TimeoutError("NCCL rendezvous: timed out after " +
+                         std::to_string(timeoutS) + " s waiting for rank 0 "
+                         "to write the NCCL id to " + path);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+} // namespace rt
+} // namespace pipeopt

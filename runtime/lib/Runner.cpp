@@ -1,0 +1,946 @@
+//===- Runner.cpp - pipeopt-run launcher logic ------------------*- C++ -*-===//
+//
+// Per local rank: start barrier, then (warmup + iterations) times: barrier,
+// call pipeopt_rank_<k>(), record the wall time, complete outstanding sends.
+// Afterwards every rank sends its iteration times, measured actions and
+// outputs to rank 0 as control messages over the same communicator; rank 0
+// writes the outputs, the Chrome trace and the profile, and prints the
+// throughput. Any error is reported with the rank (and the runtime's message
+// names stage and microbatch); the exit code is then nonzero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Runner.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+namespace pipeopt {
+namespace rt {
+
+using Json = nlohmann::json;
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+std::string runUsage() {
+  return R"(usage: pipeopt-run <model.so> [options]
+
+  --manifest FILE        manifest (default: <model>.manifest.json)
+  --comm KIND            loopback (default; ranks as threads) | mpi (one rank
+                         per process under mpirun) | nccl (one rank per GPU)
+  --iterations N         measured iterations of the schedule (default 1)
+  --warmup N             unmeasured iterations first (default 0)
+  --timeout-s S          max wait of any send/recv, seconds (default 60)
+  --input I=FILE.npy     data of model input I; for a microbatched input either
+                         one file [M, ...shape] or [M*d0, d1, ...] (split along
+                         the leading dim), or a comma list of M files of shape
+  --seed N               seed of the random data of inputs without --input
+  --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape])
+  --trace FILE.json      Chrome trace of the measured actions (one track/rank)
+  --profile FILE.json    measured per-stage times for the partitioner
+  --quiet                print only errors
+)";
+}
+
+static int parseInt(const std::string &opt, const std::string &v, int lo) {
+  char *end = nullptr;
+  errno = 0;
+  long x = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno || x < lo || x > (1 << 30))
+    throw RuntimeError(opt + " expects an integer >= " + std::to_string(lo) +
+                       ", got '" + v + "'");
+  return int(x);
+}
+
+RunOptions parseRunOptions(int argc, char **argv) {
+  RunOptions o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], value;
+    bool hasValue = false;
+    if (a.rfind("--", 0) == 0) {
+      size_t eq = a.find('=');
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+        a = a.substr(0, eq);
+        hasValue = true;
+      }
+    }
+    auto next = [&]() -> std::string {
+      if (hasValue)
+        return value;
+      if (i + 1 >= args.size())
+        throw RuntimeError(a + " needs a value");
+      return args[++i];
+    };
+    if (a == "--help" || a == "-h") {
+      throw RuntimeError("help");
+    } else if (a == "--manifest") {
+      o.manifestPath = next();
+    } else if (a == "--comm") {
+      std::string k = next();
+      if (k == "loopback")
+        o.comm = CommKind::Loopback;
+      else if (k == "mpi")
+        o.comm = CommKind::Mpi;
+      else if (k == "nccl")
+        o.comm = CommKind::Nccl;
+      else
+        throw RuntimeError("--comm must be loopback, mpi or nccl, got '" + k +
+                           "'");
+    } else if (a == "--iterations") {
+      o.iterations = parseInt(a, next(), 1);
+    } else if (a == "--warmup") {
+      o.warmup = parseInt(a, next(), 0);
+    } else if (a == "--timeout-s") {
+      std::string v = next();
+      char *end = nullptr;
+      double t = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(t > 0) || !std::isfinite(t))
+        throw RuntimeError("--timeout-s expects a positive number of "
+                           "seconds, got '" + v + "'");
+      o.timeoutS = t;
+    } else if (a == "--seed") {
+      std::string v = next();
+      char *end = nullptr;
+      o.seed = std::strtoull(v.c_str(), &end, 10);
+      if (v.empty() || *end)
+        throw RuntimeError("--seed expects a non-negative integer, got '" + v +
+                           "'");
+    } else if (a == "--input") {
+      std::string v = next();
+      size_t eq = v.find('=');
+      if (eq == std::string::npos)
+        throw RuntimeError("--input expects INDEX=FILE.npy[,FILE2.npy...], "
+                           "got '" + v + "'");
+      int idx = parseInt("--input index", v.substr(0, eq), 0);
+      std::vector<std::string> files;
+      std::stringstream ss(v.substr(eq + 1));
+      std::string f;
+      while (std::getline(ss, f, ','))
+        if (!f.empty())
+          files.push_back(f);
+      if (files.empty())
+        throw RuntimeError("--input " + std::to_string(idx) + ": no file");
+      if (o.inputFiles.count(idx))
+        throw RuntimeError("--input " + std::to_string(idx) +
+                           " given twice");
+      o.inputFiles[idx] = files;
+    } else if (a == "--output-dir") {
+      o.outputDir = next();
+    } else if (a == "--trace") {
+      o.tracePath = next();
+    } else if (a == "--profile") {
+      o.profilePath = next();
+    } else if (a == "--quiet" || a == "-q") {
+      o.quiet = true;
+    } else if (a.rfind("-", 0) == 0) {
+      throw RuntimeError("unknown option '" + a + "'");
+    } else if (o.modelPath.empty()) {
+      o.modelPath = a;
+    } else {
+      throw RuntimeError("unexpected argument '" + a + "'");
+    }
+  }
+  if (o.modelPath.empty())
+    throw RuntimeError("no model .so given");
+  if (o.manifestPath.empty())
+    o.manifestPath = defaultManifestPath(o.modelPath);
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Inputs
+//===----------------------------------------------------------------------===//
+
+static uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffff;
+  if (exp <= 0) {
+    if (exp < -10)
+      return uint16_t(sign);
+    mant |= 0x800000;
+    return uint16_t(sign | (mant >> (14 - exp)));
+  }
+  if (exp >= 31)
+    return uint16_t(sign | 0x7c00);
+  return uint16_t(sign | (uint32_t(exp) << 10) | (mant >> 13));
+}
+
+static uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  x += 0x7fff + ((x >> 16) & 1); // round to nearest even
+  return uint16_t(x >> 16);
+}
+
+HostTensor randomTensor(DType dtype, const Shape &shape, uint64_t seed) {
+  HostTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  int64_t n = numElements(shape);
+  t.data.resize(size_t(n) * dtypeSize(dtype));
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t *p = t.data.data() + size_t(i) * dtypeSize(dtype);
+    switch (dtype) {
+    case DType::F32: {
+      float v = float(real(gen));
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case DType::F64: {
+      double v = real(gen);
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case DType::F16: {
+      uint16_t v = floatToHalf(float(real(gen)));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t v = floatToBf16(float(real(gen)));
+      std::memcpy(p, &v, 2);
+      break;
+    }
+    case DType::I64: {
+      int64_t v = small(gen);
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    case DType::I32: {
+      int32_t v = small(gen);
+      std::memcpy(p, &v, 4);
+      break;
+    }
+    case DType::I8:
+      *p = uint8_t(small(gen));
+      break;
+    case DType::I1:
+      *p = uint8_t(bit(gen));
+      break;
+    }
+  }
+  return t;
+}
+
+InputStore loadInputs(const Manifest &m, const RunOptions &o) {
+  for (const auto &kv : o.inputFiles)
+    if (!m.findInput(kv.first))
+      throw RuntimeError("--input " + std::to_string(kv.first) +
+                         ": the manifest lists no input with that index");
+  InputStore store;
+  for (const ManifestInput &in : m.inputs) {
+    std::string what = "input " + std::to_string(in.index);
+    Shape full = in.shape;
+    if (in.microbatched)
+      full.insert(full.begin(), m.numMicrobatches);
+    auto it = o.inputFiles.find(in.index);
+    if (it == o.inputFiles.end()) {
+      store.set(in, m.numMicrobatches,
+                randomTensor(in.dtype, full,
+                             o.seed * 1000003ull + uint64_t(in.index) + 1));
+      continue;
+    }
+    const auto &files = it->second;
+    HostTensor t;
+    if (files.size() == 1) {
+      t = readNpy(files[0]);
+      if (t.dtype != in.dtype)
+        throw RuntimeError(files[0] + ": " + what + " has dtype " +
+                           dtypeName(t.dtype) + " but the manifest says " +
+                           dtypeName(in.dtype));
+      if (in.microbatched && t.shape != full) {
+        // Accept [M*d0, d1, ...]: the whole batch, split along dim 0.
+        Shape split = in.shape;
+        if (!split.empty())
+          split[0] *= m.numMicrobatches;
+        if (split.empty() || t.shape != split)
+          throw RuntimeError(
+              files[0] + ": " + what + " is microbatched with per-microbatch "
+              "shape " + typeString(in.dtype, in.shape) + " and " +
+              std::to_string(m.numMicrobatches) + " microbatches, so the file "
+              "must be " + typeString(in.dtype, full) +
+              (split.empty() ? "" : " or " + typeString(in.dtype, split)) +
+              " (or a comma list of " + std::to_string(m.numMicrobatches) +
+              " files), but it is " + typeString(t.dtype, t.shape));
+        t.shape = full; // same bytes in C order
+      } else if (!in.microbatched && t.shape != full) {
+        throw RuntimeError(files[0] + ": " + what + " must be " +
+                           typeString(in.dtype, full) + " but the file is " +
+                           typeString(t.dtype, t.shape));
+      }
+    } else {
+      if (!in.microbatched || files.size() != size_t(m.numMicrobatches))
+        throw RuntimeError(
+            "--input " + std::to_string(in.index) + ": got " +
+            std::to_string(files.size()) + " files; a list must have one "
+            "file per microbatch (" + std::to_string(m.numMicrobatches) +
+            ") and the input must be microbatched");
+      t.dtype = in.dtype;
+      t.shape = full;
+      for (const auto &f : files) {
+        HostTensor part = readNpy(f);
+        if (part.dtype != in.dtype || part.shape != in.shape)
+          throw RuntimeError(f + ": " + what + " needs one microbatch of " +
+                             typeString(in.dtype, in.shape) +
+                             " per file, but the file is " +
+                             typeString(part.dtype, part.shape));
+        t.data.insert(t.data.end(), part.data.begin(), part.data.end());
+      }
+    }
+    store.set(in, m.numMicrobatches, std::move(t));
+  }
+  return store;
+}
+
+//===----------------------------------------------------------------------===//
+// Running ranks
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+using EntryFn = int32_t (*)();
+
+enum ControlTag : int32_t {
+  TagBarrier = 1,
+  TagStats = 2,
+  TagEvents = 3,
+  TagOutputCount = 4,
+  TagOutput = 5,
+};
+
+/// What rank 0 collects from every rank.
+struct RankReport {
+  std::vector<double> iterationS;
+  std::vector<TraceEvent> events;
+  std::map<std::pair<int, int>, HostTensor> outputs;
+};
+
+void sendControl(Communicator &c, int dst, int32_t tag, const void *data,
+                 size_t bytes, double timeoutS, DType dtype = DType::I8,
+                 Shape shape = {}, int index = -1, int mb = -1) {
+  MessageHeader h;
+  h.kind = MessageHeader::Control;
+  h.tag = tag;
+  h.dtype = uint8_t(dtype);
+  if (shape.empty() && dtype == DType::I8)
+    shape = {int64_t(bytes)};
+  h.setShape(shape);
+  h.bytes = int64_t(bytes);
+  h.srcRank = c.rank();
+  h.dstRank = dst;
+  h.valueIndex = index;
+  h.microbatch = mb;
+  h.seal();
+  c.send(dst, h, data, bytes, timeoutS);
+}
+
+Message recvControl(Communicator &c, int src, int32_t tag, double timeoutS) {
+  Message m = c.recv(src, timeoutS);
+  std::string bad = m.header.validate();
+  if (!bad.empty())
+    throw RuntimeError("bad launcher message from rank " +
+                       std::to_string(src) + ": " + bad);
+  if (m.header.kind != MessageHeader::Control || m.header.tag != tag) {
+    std::ostringstream os;
+    os << "expected launcher message " << tag << " from rank " << src
+       << " but got ";
+    if (m.header.kind == MessageHeader::Tensor)
+      os << "a tensor for stage " << m.header.dstStage << " microbatch "
+         << m.header.microbatch << " value " << m.header.valueIndex
+         << " (rank " << src << " sent more messages than were received)";
+    else
+      os << "launcher message " << m.header.tag;
+    throw RuntimeError(os.str());
+  }
+  if (m.payload.size() != size_t(m.header.bytes))
+    throw RuntimeError("launcher message from rank " + std::to_string(src) +
+                       " has a wrong payload size");
+  return m;
+}
+
+/// All ranks meet; hub is rank 0.
+void barrier(Communicator &c, double timeoutS) {
+  if (c.size() == 1)
+    return;
+  if (c.rank() == 0) {
+    for (int r = 1; r < c.size(); ++r)
+      recvControl(c, r, TagBarrier, timeoutS);
+    for (int r = 1; r < c.size(); ++r)
+      sendControl(c, r, TagBarrier, nullptr, 0, timeoutS);
+  } else {
+    sendControl(c, 0, TagBarrier, nullptr, 0, timeoutS);
+    recvControl(c, 0, TagBarrier, timeoutS);
+  }
+}
+
+struct PackedEvent {
+  int32_t kind, stage, microbatch, iteration;
+  double beginS, endS;
+};
+
+/// Sends this rank's report to rank 0 (rank != 0).
+void sendReport(Communicator &c, const RankContext &ctx,
+                const std::vector<double> &iterS, bool withOutputs,
+                double timeoutS) {
+  sendControl(c, 0, TagStats, iterS.data(), iterS.size() * sizeof(double),
+              timeoutS, DType::F64, {int64_t(iterS.size())});
+  std::vector<PackedEvent> ev;
+  for (const auto &e : ctx.events)
+    ev.push_back({e.kind, e.stage, e.microbatch, e.iteration, e.beginS,
+                  e.endS});
+  sendControl(c, 0, TagEvents, ev.data(), ev.size() * sizeof(PackedEvent),
+              timeoutS);
+  int64_t count = withOutputs ? int64_t(ctx.outputs.size()) : 0;
+  sendControl(c, 0, TagOutputCount, &count, sizeof(count), timeoutS,
+              DType::I64, {1});
+  if (!withOutputs)
+    return;
+  for (const auto &kv : ctx.outputs)
+    sendControl(c, 0, TagOutput, kv.second.data.data(), kv.second.data.size(),
+                timeoutS, kv.second.dtype,
+                kv.second.shape.empty() ? Shape{} : kv.second.shape,
+                kv.first.first, kv.first.second);
+}
+
+RankReport recvReport(Communicator &c, int src, double timeoutS) {
+  RankReport r;
+  Message m = recvControl(c, src, TagStats, timeoutS);
+  r.iterationS.resize(m.payload.size() / sizeof(double));
+  std::memcpy(r.iterationS.data(), m.payload.data(),
+              r.iterationS.size() * sizeof(double));
+  m = recvControl(c, src, TagEvents, timeoutS);
+  std::vector<PackedEvent> ev(m.payload.size() / sizeof(PackedEvent));
+  std::memcpy(ev.data(), m.payload.data(), ev.size() * sizeof(PackedEvent));
+  for (const auto &e : ev)
+    r.events.push_back(
+        {e.kind, e.stage, e.microbatch, e.iteration, e.beginS, e.endS});
+  m = recvControl(c, src, TagOutputCount, timeoutS);
+  int64_t count = 0;
+  std::memcpy(&count, m.payload.data(), sizeof(count));
+  for (int64_t i = 0; i < count; ++i) {
+    m = recvControl(c, src, TagOutput, timeoutS);
+    HostTensor t;
+    t.dtype = DType(m.header.dtype);
+    t.shape = m.header.getShape();
+    t.data = std::move(m.payload);
+    r.outputs[{m.header.valueIndex, m.header.microbatch}] = std::move(t);
+  }
+  return r;
+}
+
+/// Result of one local rank.
+struct RankResult {
+  bool ok = true;
+  std::string error;
+  std::vector<RankReport> reports; ///< rank 0 only: [rank]
+};
+
+/// Runs one rank to completion (in the calling thread).
+void runRank(int rank, Communicator &comm, const Manifest &m,
+             const InputStore &inputs, EntryFn entry, const RunOptions &o,
+             RankResult &result) {
+  RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
+  ScopedContext scope(&ctx);
+  std::vector<double> iterS;
+  try {
+    barrier(comm, o.timeoutS);
+    ctx.origin = RankContext::Clock::now();
+    for (int it = 0; it < o.warmup + o.iterations; ++it) {
+      bool measured = it >= o.warmup;
+      barrier(comm, o.timeoutS);
+      if (!measured)
+        ctx.iteration = -1;
+      else
+        ctx.iteration = it - o.warmup;
+      double t0 = ctx.now();
+      int32_t rc = entry();
+      double t1 = ctx.now();
+      if (rc != 0 || ctx.isPoisoned()) {
+        if (!ctx.isPoisoned())
+          ctx.fail(m.entryPoints[rank] + " returned " + std::to_string(rc) +
+                   " without a runtime error (iteration " +
+                   std::to_string(it) + ")");
+        break;
+      }
+      if (ctx.openKind >= 0) {
+        ctx.fail(std::string("action ") + actionKindName(ctx.openKind) +
+                 " for stage " + std::to_string(ctx.openStage) +
+                 " microbatch " + std::to_string(ctx.openMicrobatch) +
+                 " was begun but never ended");
+        break;
+      }
+      comm.flush(o.timeoutS);
+      if (measured)
+        iterS.push_back(t1 - t0);
+    }
+    if (!ctx.isPoisoned()) {
+      // Drop warm-up events.
+      ctx.events.erase(std::remove_if(ctx.events.begin(), ctx.events.end(),
+                                      [](const TraceEvent &e) {
+                                        return e.iteration < 0;
+                                      }),
+                       ctx.events.end());
+      bool withOutputs = !o.outputDir.empty();
+      if (rank != 0) {
+        sendReport(comm, ctx, iterS, withOutputs, o.timeoutS);
+        comm.flush(o.timeoutS);
+      } else {
+        result.reports.resize(comm.size());
+        result.reports[0].iterationS = iterS;
+        result.reports[0].events = ctx.events;
+        if (withOutputs)
+          result.reports[0].outputs = ctx.outputs;
+        for (int r = 1; r < comm.size(); ++r)
+          result.reports[r] = recvReport(comm, r, o.timeoutS);
+      }
+    }
+  } catch (const std::exception &e) {
+    ctx.fail(std::string("launcher: ") + e.what());
+  }
+  if (ctx.isPoisoned()) {
+    result.ok = false;
+    result.error = ctx.errorMessage();
+  }
+  comm.close();
+}
+
+double median(std::vector<double> v) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void ensureDir(const std::string &dir) {
+  if (dir.empty())
+    return;
+  std::string cur;
+  std::stringstream ss(dir);
+  std::string part;
+  if (dir[0] == '/')
+    cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty())
+      continue;
+    cur += part + "/";
+    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+      throw RuntimeError("cannot create directory " + cur + ": " +
+                         std::strerror(errno));
+  }
+}
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out)
+    throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
+}
+
+/// Writes outputs, trace and profile and prints the summary (rank 0).
+void finish(const Manifest &m, const RunOptions &o,
+            const std::vector<RankReport> &reports, const std::string &commName,
+            std::ostream &out) {
+  int R = int(reports.size());
+  std::vector<double> iterMax(size_t(o.iterations), 0.0);
+  for (const auto &r : reports)
+    for (size_t i = 0; i < r.iterationS.size() && i < iterMax.size(); ++i)
+      iterMax[i] = std::max(iterMax[i], r.iterationS[i]);
+  double med = median(iterMax);
+  double mbPerS = med > 0 ? m.numMicrobatches / med : 0;
+
+  if (!o.outputDir.empty()) {
+    ensureDir(o.outputDir);
+    std::map<std::pair<int, int>, const HostTensor *> all;
+    for (const auto &r : reports)
+      for (const auto &kv : r.outputs)
+        all[kv.first] = &kv.second;
+    for (const ManifestOutput &mo : m.outputs) {
+      HostTensor t;
+      t.dtype = mo.dtype;
+      t.shape = mo.shape;
+      if (mo.microbatched) {
+        t.shape.insert(t.shape.begin(), m.numMicrobatches);
+        for (int mb = 0; mb < m.numMicrobatches; ++mb) {
+          auto it = all.find({mo.index, mb});
+          if (it == all.end())
+            throw RuntimeError("output " + std::to_string(mo.index) +
+                               " for microbatch " + std::to_string(mb) +
+                               " was never written by any rank");
+          t.data.insert(t.data.end(), it->second->data.begin(),
+                        it->second->data.end());
+        }
+      } else {
+        auto it = all.find({mo.index, -1});
+        if (it == all.end())
+          throw RuntimeError("output " + std::to_string(mo.index) +
+                             " was never written by any rank");
+        t.data = it->second->data;
+      }
+      writeNpy(o.outputDir + "/output_" + std::to_string(mo.index) + ".npy",
+               t);
+    }
+  }
+
+  if (!o.tracePath.empty()) {
+    Json events = Json::array();
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+                      {"args", {{"name", "pipeopt-run " + m.schedule}}}});
+    for (int r = 0; r < R; ++r) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0},
+                        {"tid", r},
+                        {"args", {{"name", "rank " + std::to_string(r)}}}});
+      events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0},
+                        {"tid", r}, {"args", {{"sort_index", r}}}});
+      for (const auto &e : reports[r].events) {
+        std::string name = std::string(actionKindName(e.kind)) + " s" +
+                           std::to_string(e.stage) + " mb" +
+                           std::to_string(e.microbatch);
+        events.push_back({{"name", name},
+                          {"cat", actionKindName(e.kind)},
+                          {"ph", "X"},
+                          {"pid", 0},
+                          {"tid", r},
+                          {"ts", e.beginS * 1e6},
+                          {"dur", (e.endS - e.beginS) * 1e6},
+                          {"args",
+                           {{"stage", e.stage},
+                            {"microbatch", e.microbatch},
+                            {"iteration", e.iteration}}}});
+      }
+    }
+    Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+    writeText(o.tracePath, trace.dump(1) + "\n");
+  }
+
+  if (!o.profilePath.empty()) {
+    // [stage][kind] -> durations; stage -> ranks that ran it.
+    std::vector<std::array<std::vector<double>, 4>> dur(size_t(m.numStages));
+    std::vector<std::vector<int>> stageRanks(size_t(m.numStages));
+    Json ranks = Json::array();
+    for (int r = 0; r < R; ++r) {
+      double busy = 0;
+      for (const auto &e : reports[r].events) {
+        if (e.stage < 0 || e.stage >= m.numStages || e.kind < 0 || e.kind > 3)
+          continue;
+        dur[e.stage][e.kind].push_back(e.endS - e.beginS);
+        busy += e.endS - e.beginS;
+        auto &sr = stageRanks[e.stage];
+        if (std::find(sr.begin(), sr.end(), r) == sr.end())
+          sr.push_back(r);
+      }
+      double perIter = o.iterations ? busy / o.iterations : 0;
+      ranks.push_back({{"rank", r},
+                       {"busy_s", perIter},
+                       {"iteration_s", median(reports[r].iterationS)},
+                       {"bubble_ratio",
+                        med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});
+    }
+    auto medOrNull = [](const std::vector<double> &v) -> Json {
+      return v.empty() ? Json(nullptr) : Json(median(v));
+    };
+    Json stages = Json::array();
+    for (int s = 0; s < m.numStages; ++s) {
+      const auto &d = dur[s];
+      Json backward = nullptr;
+      if (!d[PIPEOPT_RT_ACTION_BW].empty())
+        backward = median(d[PIPEOPT_RT_ACTION_BW]);
+      else if (!d[PIPEOPT_RT_ACTION_B].empty() ||
+               !d[PIPEOPT_RT_ACTION_W].empty())
+        backward = median(d[PIPEOPT_RT_ACTION_B]) +
+                   median(d[PIPEOPT_RT_ACTION_W]);
+      stages.push_back(
+          {{"stage", s},
+           {"ranks", stageRanks[s]},
+           {"forward_s", medOrNull(d[PIPEOPT_RT_ACTION_F])},
+           {"backward_s", backward},
+           {"backward_input_s", medOrNull(d[PIPEOPT_RT_ACTION_B])},
+           {"backward_weight_s", medOrNull(d[PIPEOPT_RT_ACTION_W])},
+           {"backward_full_s", medOrNull(d[PIPEOPT_RT_ACTION_BW])},
+           {"count",
+            {{"F", d[0].size()}, {"B", d[1].size()}, {"W", d[2].size()},
+             {"BW", d[3].size()}}}});
+    }
+    Json profile = {{"format", "pipeopt-profile"},
+                    {"version", 1},
+                    {"schedule", m.schedule},
+                    {"communicator", commName},
+                    {"num_ranks", m.numRanks},
+                    {"num_stages", m.numStages},
+                    {"num_microbatches", m.numMicrobatches},
+                    {"iterations", o.iterations},
+                    {"iteration_s", iterMax},
+                    {"iteration_median_s", med},
+                    {"microbatches_per_s", mbPerS},
+                    {"stages", stages},
+                    {"ranks", ranks}};
+    writeText(o.profilePath, profile.dump(2) + "\n");
+  }
+
+  if (!o.quiet) {
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
+                  "microbatch(es), %d iteration(s)\n",
+                  m.numRanks, commName.c_str(), m.numStages,
+                  m.numMicrobatches, o.iterations);
+    out << line;
+    std::snprintf(line, sizeof(line),
+                  "pipeopt-run: median iteration %.6f s, throughput %.2f "
+                  "microbatches/s\n",
+                  med, mbPerS);
+    out << line;
+  }
+}
+
+void reportErrors(const std::vector<RankResult> &results) {
+  for (const auto &r : results)
+    if (!r.ok)
+      std::cerr << "pipeopt-run: error: " << r.error << "\n";
+  std::cerr.flush();
+}
+
+std::string envOr(const char *name, const std::string &dflt) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// main
+//===----------------------------------------------------------------------===//
+
+int pipeoptRunMain(int argc, char **argv) {
+  RunOptions o;
+  try {
+    o = parseRunOptions(argc, argv);
+  } catch (const RuntimeError &e) {
+    if (std::string(e.what()) == "help") {
+      std::cout << runUsage();
+      return 0;
+    }
+    std::cerr << "pipeopt-run: error: " << e.what() << "\n" << runUsage();
+    return 2;
+  }
+
+  // Decide the world: which ranks this process runs.
+  bool useMpi = o.comm == CommKind::Mpi;
+  bool ncclOverMpi = false, ncclOverEnv = false;
+  if (o.comm == CommKind::Nccl) {
+    if (haveMpi() && (std::getenv("OMPI_COMM_WORLD_SIZE") ||
+                      std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK")))
+      ncclOverMpi = useMpi = true;
+    else if (std::getenv("RANK") && std::getenv("WORLD_SIZE"))
+      ncclOverEnv = true;
+  }
+  struct MpiGuard {
+    bool active = false;
+    ~MpiGuard() {
+      if (active)
+        mpiFinalize();
+    }
+  } mpiGuard;
+
+  Manifest m;
+  int procRank = 0, procSize = 1;
+  std::vector<int> localRanks;
+  try {
+    if (useMpi) {
+      mpiInitialize(&argc, &argv);
+      mpiGuard.active = true;
+      procRank = mpiWorldRank();
+      procSize = mpiWorldSize();
+    } else if (ncclOverEnv) {
+      procRank = std::atoi(std::getenv("RANK"));
+      procSize = std::atoi(std::getenv("WORLD_SIZE"));
+    }
+    m = readManifest(o.manifestPath);
+    bool distributed = useMpi || ncclOverEnv;
+    if (distributed) {
+      if (procSize != m.numRanks)
+        throw RuntimeError("the model has " + std::to_string(m.numRanks) +
+                           " ranks but " + std::to_string(procSize) +
+                           " processes were started (use mpirun -np " +
+                           std::to_string(m.numRanks) + ")");
+      localRanks = {procRank};
+    } else {
+      for (int r = 0; r < m.numRanks; ++r)
+        localRanks.push_back(r);
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    if (useMpi)
+      mpiAbort(2);
+    return 2;
+  }
+
+  // Load the model and its entry points.
+  std::vector<EntryFn> entries(size_t(m.numRanks), nullptr);
+  InputStore inputs;
+  try {
+    void *handle = dlopen(o.modelPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *e = dlerror();
+      throw RuntimeError("cannot load model " + o.modelPath + ": " +
+                         (e ? e : "?"));
+    }
+    for (int r : localRanks) {
+      void *sym = dlsym(handle, m.entryPoints[r].c_str());
+      if (!sym)
+        throw RuntimeError(o.modelPath + " has no entry point '" +
+                           m.entryPoints[r] + "' for rank " +
+                           std::to_string(r));
+      entries[r] = reinterpret_cast<EntryFn>(sym);
+    }
+    inputs = loadInputs(m, o);
+  } catch (const std::exception &e) {
+    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    if (useMpi)
+      mpiAbort(2);
+    return 2;
+  }
+
+  // Communicators.
+  std::unique_ptr<LoopbackWorld> world;
+  std::vector<std::unique_ptr<Communicator>> comms(localRanks.size());
+  std::vector<RankResult> results(localRanks.size());
+  std::string commName;
+  try {
+    if (o.comm == CommKind::Loopback) {
+      world = std::make_unique<LoopbackWorld>(m.numRanks);
+      for (size_t i = 0; i < localRanks.size(); ++i)
+        comms[i] = world->communicator(localRanks[i]);
+      commName = "loopback";
+    } else if (o.comm == CommKind::Mpi) {
+      comms[0] = createMpiCommunicator();
+      commName = "mpi";
+    } else {
+      std::string why = ncclAvailability();
+      if (!why.empty())
+        throw RuntimeError("--comm=nccl: " + why);
+      int ndev = cudaDeviceCount();
+      if (ndev < 1)
+        throw RuntimeError("--comm=nccl: no CUDA device is visible");
+      commName = "nccl";
+      if (ncclOverMpi || ncclOverEnv) {
+        NcclId id{};
+        if (ncclOverMpi) {
+          if (procRank == 0)
+            id = ncclCreateId();
+          mpiBroadcast(id.data(), id.size(), 0);
+        } else {
+          std::string path = envOr("PIPEOPT_NCCL_ID_FILE", "");
+          if (path.empty())
+            throw RuntimeError("--comm=nccl with RANK/WORLD_SIZE needs "
+                               "PIPEOPT_NCCL_ID_FILE (a path on a shared "
+                               "file system, fresh for each run)");
+          id = ncclExchangeIdViaFile(procRank, path, o.timeoutS);
+        }
+        int local = std::atoi(
+            envOr("OMPI_COMM_WORLD_LOCAL_RANK",
+                  envOr("LOCAL_RANK", std::to_string(procRank)))
+                .c_str());
+        comms[0] = createNcclCommunicator(procRank, procSize, id, local % ndev);
+      } else {
+        if (ndev < m.numRanks)
+          throw RuntimeError(
+              "--comm=nccl in one process needs one GPU per rank (" +
+              std::to_string(m.numRanks) + "), but " + std::to_string(ndev) +
+              " are visible; NCCL rejects two ranks on one GPU");
+        NcclId id = ncclCreateId();
+        std::vector<std::thread> init;
+        std::vector<std::string> errs(localRanks.size());
+        for (size_t i = 0; i < localRanks.size(); ++i)
+          init.emplace_back([&, i] {
+            try {
+              comms[i] = createNcclCommunicator(localRanks[i], m.numRanks, id,
+                                                localRanks[i]);
+            } catch (const std::exception &e) {
+              errs[i] = e.what();
+            }
+          });
+        for (auto &t : init)
+          t.join();
+        for (auto &e : errs)
+          if (!e.empty())
+            throw RuntimeError(e);
+      }
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    comms.clear();
+    if (useMpi)
+      mpiAbort(2);
+    return 2;
+  }
+
+  // Run.
+  if (localRanks.size() == 1) {
+    runRank(localRanks[0], *comms[0], m, inputs, entries[localRanks[0]], o,
+            results[0]);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < localRanks.size(); ++i)
+      threads.emplace_back([&, i] {
+        runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
+                results[i]);
+      });
+    for (auto &t : threads)
+      t.join();
+  }
+
+  bool ok = std::all_of(results.begin(), results.end(),
+                        [](const RankResult &r) { return r.ok; });
+  if (!ok) {
+    reportErrors(results);
+    if (useMpi) {
+      // Peers may be blocked on this rank; MPI_Abort ends them promptly.
+      comms.clear();
+      mpiAbort(1);
+    }
+    return 1;
+  }
+  int exitCode = 0;
+  for (size_t i = 0; i < localRanks.size(); ++i) {
+    if (localRanks[i] != 0)
+      continue;
+    try {
+      finish(m, o, results[i].reports, commName, std::cout);
+    } catch (const std::exception &e) {
+      std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+      exitCode = 1;
+    }
+  }
+  comms.clear();
+  world.reset();
+  return exitCode;
+}
+
+} // namespace rt
+} // namespace pipeopt
