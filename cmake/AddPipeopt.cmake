@@ -21,5 +21,10 @@ endfunction()
 # It may use LLVM Support (Error/Expected, json, FormatVariadic).
 function(pipeopt_add_core_library name)
   cmake_parse_arguments(ARG "" "" "LINK" ${ARGN})
+  # Debian's LLVM is linked as one dylib (LLVM_LINK_LLVM_DYLIB); the static
+  # LLVMSupport target also drags in a missing zstd target. Use the dylib.
+  if(LLVM_LINK_LLVM_DYLIB)
+    list(TRANSFORM ARG_LINK REPLACE "^LLVMSupport$" "LLVM")
+  endif()
   add_llvm_library(${name} ${ARG_UNPARSED_ARGUMENTS} LINK_LIBS PUBLIC ${ARG_LINK})
 endfunction()
