@@ -27,10 +27,6 @@ std::string errorOf(llvm::Expected<T> e) {
   return llvm::toString(e.takeError());
 }
 
-std::string messageOrEmpty(llvm::Error e) {
-  return e ? llvm::toString(std::move(e)) : "";
-}
-
 Node op(const std::string &name, double t, double params = 0,
         double acts = 0) {
   Node n;
@@ -314,10 +310,12 @@ TEST(Partitioner, MatchesExhaustiveSearchOnRandomDAGs) {
       pinned |= nd.fixedStage >= 0;
     if (pinned)
       continue;
-    if (r->report.uniform.fitsMemory)
+    if (r->report.uniform.fitsMemory) {
       EXPECT_GE(r->report.uniform.bottleneckSeconds * (1 + 1e-9), expected);
-    if (r->report.params.fitsMemory)
+    }
+    if (r->report.params.fitsMemory) {
       EXPECT_GE(r->report.params.bottleneckSeconds * (1 + 1e-9), expected);
+    }
     EXPECT_LE(r->report.lowerBoundSeconds, expected * (1 + 1e-9));
   }
   // The generator must exercise both outcomes.
