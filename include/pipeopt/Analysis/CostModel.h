@@ -1,0 +1,294 @@
+//===- CostModel.h - Per-op cost model and device specs -----*- C++ -*-===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// The cost model: for every op of a model function, its floating-point
+/// operations (FLOP), bytes read and written, and an estimated time on a
+/// device spec; for training, the input-gradient (B) and weight-gradient (W)
+/// times; parameter and saved-activation bytes. docs/CostModel.md gives every
+/// formula with its source, the preset numbers with their datasheets and the
+/// JSON formats (device, topology, profile).
+///
+/// Time of one op (roofline, Williams et al., CACM 2009):
+///
+///   time = max(flops / peak(dtype), bytes / memoryBandwidth) + opOverhead
+///
+/// where `peak` is the matrix (tensor-core) peak for contractions and the
+/// vector peak for everything else, and `bytes = bytesRead + bytesWritten`.
+///
+/// Units everywhere: seconds, bytes, FLOP, FLOP/s, bytes/s.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_ANALYSIS_COSTMODEL_H
+#define PIPEOPT_ANALYSIS_COSTMODEL_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/IR/Types.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+namespace cost {
+
+//===----------------------------------------------------------------------===//
+// Device and link specs
+//===----------------------------------------------------------------------===//
+
+/// Peak throughput and memory system of one accelerator (or CPU socket).
+struct DeviceSpec {
+  std::string name;
+  /// Matrix (tensor-core) peak in FLOP/s per element type key ("f64", "f32",
+  /// "tf32", "bf16", "f16", "f8", "i8", "i32"); used by contractions
+  /// (matmul, convolution). Dense, without structured sparsity.
+  std::map<std::string, double> matrixFlops;
+  /// Vector (SIMT / SIMD) peak in FLOP/s per element type key; used by every
+  /// other op. Missing keys fall back to "f32".
+  std::map<std::string, double> vectorFlops;
+  /// Main-memory (HBM / DRAM) bandwidth in bytes/s.
+  double memoryBandwidth = 0;
+  /// Main-memory capacity in bytes.
+  double memoryCapacity = 0;
+  /// Fixed cost added to every op that launches work (kernel launch /
+  /// dispatch), in seconds.
+  double opOverhead = 0;
+
+  /// Peak FLOP/s for `typeKey` (see typeKey()): the matrix table when
+  /// `matrix`, else the vector table; missing keys fall back to the same
+  /// table's "f32", then to the other table's entry. Never 0 for a valid spec.
+  double peakFlops(llvm::StringRef typeKey, bool matrix) const;
+
+  /// Checks that every number is finite and positive (bandwidth, capacity,
+  /// an "f32" peak) or non-negative (overhead).
+  llvm::Error validate() const;
+};
+
+/// An alpha-beta link (Hockney): seconds(bytes) = latency + bytes/bandwidth.
+struct LinkSpec {
+  double latency = 0;   ///< seconds per message
+  double bandwidth = 0; ///< bytes/s per direction; 0 = infinite
+  /// Seconds to move `bytes` (0 for 0 bytes).
+  double seconds(double bytes) const;
+};
+
+/// Ranks packed onto nodes of `ranksPerNode` devices; ranks on the same node
+/// use `intraNode`, others `interNode`.
+struct Topology {
+  int ranksPerNode = 8;
+  LinkSpec intraNode;
+  LinkSpec interNode;
+  /// Link from rank `a` to rank `b` (intraNode for a == b as well).
+  LinkSpec between(int a, int b) const;
+  llvm::Error validate() const;
+};
+
+/// A device and the links between devices of that kind.
+struct Hardware {
+  DeviceSpec device;
+  Topology topology;
+};
+
+/// Names of the presets: "h100", "h200", "a100", "cpu".
+llvm::ArrayRef<llvm::StringRef> presetNames();
+
+/// The preset `name` (case-insensitive; "h100-sxm" etc. aliases accepted,
+/// see docs/CostModel.md). Error naming the accepted presets otherwise.
+llvm::Expected<Hardware> getPreset(llvm::StringRef name);
+
+/// Parses a hardware JSON object (docs/CostModel.md "Device JSON"). Keys not
+/// given keep the values of `base` (or of the preset named by the "base"
+/// key). Errors name the offending key.
+llvm::Expected<Hardware> parseHardware(const llvm::json::Value &value,
+                                       const Hardware *base = nullptr);
+
+/// Reads and parses a hardware JSON file; errors name the file.
+llvm::Expected<Hardware> loadHardware(llvm::StringRef path,
+                                      const Hardware *base = nullptr);
+
+/// Parses "80GB", "80 GiB", "1.5e9", "512MB", "1024" (bytes). Decimal SI
+/// suffixes (kB, MB, GB, TB = 1e3..1e12) and binary ones (KiB..TiB); a bare
+/// number is bytes. Negative, non-finite or malformed strings are errors.
+llvm::Expected<double> parseByteSize(llvm::StringRef text);
+
+//===----------------------------------------------------------------------===//
+// Per-op cost
+//===----------------------------------------------------------------------===//
+
+/// How the cost of an op was derived.
+enum class OpKind {
+  /// No work: constants, tensor.empty, const_shape (rematerializable).
+  Constant,
+  /// Metadata-only: reshapes, expand/collapse_shape, casts of views,
+  /// identity; also layout ops on parameters (folded, see docs).
+  View,
+  /// Fills / splats: writes its result only.
+  Fill,
+  /// Matmul, batch matmul, convolutions (matrix peak).
+  Contraction,
+  /// Pooling windows.
+  Pooling,
+  /// Elementwise arithmetic / math (incl. broadcasting).
+  Elementwise,
+  /// Reductions (sum, max, ...).
+  Reduction,
+  /// Copies: transpose, slice, insert_slice, concat, pad, gather, tile.
+  DataMovement,
+  /// Not recognized: conservative estimate (and a remark).
+  Unknown,
+};
+
+/// "constant", "view", "fill", "contraction", "pooling", "elementwise",
+/// "reduction", "data-movement", "unknown".
+llvm::StringRef toString(OpKind kind);
+
+/// The cost of one op, per microbatch (the op's tensor shapes).
+struct OpCost {
+  OpKind kind = OpKind::Unknown;
+  /// Element type key used for the peak ("f32", "bf16", ...).
+  std::string typeKey = "f32";
+  /// Forward floating-point (or integer) operations.
+  double flops = 0;
+  /// Bytes read from and written to main memory.
+  double bytesRead = 0, bytesWritten = 0;
+  /// Forward time F (seconds), roofline + overhead, or measured.
+  double forwardSeconds = 0;
+  /// Backward input-gradient time B (seconds).
+  double backwardInputSeconds = 0;
+  /// Backward weight-gradient time W (seconds).
+  double backwardWeightSeconds = 0;
+  /// Bytes of the parameters this op reads (function arguments or constants
+  /// in weight positions, see isParameter()); shared weights are counted by
+  /// every reader here, the partition pass attributes them once.
+  double paramBytes = 0;
+  /// Bytes this op stashes for backward per microbatch (its results; 0 for
+  /// views, constants and fills).
+  double savedActivationBytes = 0;
+  /// True when a profile provided forwardSeconds.
+  bool measured = false;
+
+  double bytes() const { return bytesRead + bytesWritten; }
+};
+
+/// Options of the estimator.
+struct CostOptions {
+  /// Treat layout ops (transpose/reshape/cast/broadcast/slice) whose input is
+  /// a parameter as free: GEMM libraries take transposed operands, and the
+  /// rest can be done once per iteration instead of once per microbatch.
+  bool foldParameterLayout = true;
+};
+
+/// Bytes of a ranked tensor / memref / vector / scalar type (elements ×
+/// element bits / 8, rounded up per element to whole bytes for i1); dynamic
+/// dimensions count as 1. 0 for other types (e.g. !tosa.shape).
+double typeBytes(mlir::Type type);
+/// Elements of a shaped type (dynamic dims count 1); 1 for scalars.
+double numElements(mlir::Type type);
+/// The peak-table key of an element type: f64, f32, bf16, f16, f8, i8
+/// (integers <= 8 bits), i32 (wider integers, index); others "f32".
+std::string typeKey(mlir::Type elementType);
+
+/// True if `value` is a function argument or a constant, possibly seen
+/// through layout ops (reshape, transpose, cast, broadcast, slice, identity).
+/// Returns the root (the block argument or the constant's result) in `root`.
+bool tracesToParameterSource(mlir::Value value, mlir::Value *root = nullptr);
+
+/// Indices of the operands of `op` that hold weights in the cost model's
+/// rule: the right-hand side / filter (and bias) of contractions, the table
+/// of a gather, and rank <= 1 arguments (scales, biases) of elementwise ops,
+/// when they trace to a function argument or constant.
+llvm::SmallVector<unsigned> parameterOperands(mlir::Operation *op);
+
+/// Estimates the cost of `op` on `device` (no profile). `remark`, when
+/// non-null, receives a note for unknown ops ("unknown op ...") instead of
+/// the caller having to detect them.
+OpCost estimateOp(mlir::Operation *op, const DeviceSpec &device,
+                  const CostOptions &options = {},
+                  std::string *remark = nullptr);
+
+/// Roofline time (s) of `flops` and `bytes` on `device`.
+double rooflineSeconds(const DeviceSpec &device, double flops, double bytes,
+                       llvm::StringRef typeKey, bool matrix);
+
+//===----------------------------------------------------------------------===//
+// Measured profiles
+//===----------------------------------------------------------------------===//
+
+/// Measured times; see docs/CostModel.md "Profile JSON".
+struct Profile {
+  struct Times {
+    double forward = -1, backwardInput = -1, backwardWeight = -1; ///< s; <0 unset
+  };
+  /// Per stage k: measured times of the whole stage (the partition the
+  /// profile was measured with must be present as pipe.stage attributes).
+  std::map<int, Times> stages;
+  /// Per op index (position among the function's top-level ops).
+  std::map<int, Times> ops;
+  bool empty() const { return stages.empty() && ops.empty(); }
+};
+
+/// Parses {"stages":[{"stage":k,"forward_s":t,...}], "ops":[{"index":i,
+/// "forward_s":t,...}]} (both arrays optional). Errors name the entry.
+llvm::Expected<Profile> parseProfile(const llvm::json::Value &value);
+/// Reads and parses a profile file; errors name the file.
+llvm::Expected<Profile> loadProfile(llvm::StringRef path);
+
+//===----------------------------------------------------------------------===//
+// MLIR analysis
+//===----------------------------------------------------------------------===//
+
+/// Costs of every op nested under a root op (usually a func.func or a
+/// module), computed lazily and cached. Usable as an MLIR analysis
+/// (`getAnalysis<cost::CostAnalysis>()`, then H100 defaults) or constructed
+/// with an explicit device.
+class CostAnalysis {
+public:
+  explicit CostAnalysis(mlir::Operation *root);
+  CostAnalysis(mlir::Operation *root, Hardware hardware,
+               CostOptions options = {});
+
+  const Hardware &getHardware() const { return hardware; }
+  /// The (cached) cost of `op`; unknown ops get a remark on first query
+  /// (once per op name) when `emitRemarks` is set.
+  const OpCost &get(mlir::Operation *op);
+  /// Overrides the forward (and, where given, backward) time of `op` with a
+  /// measurement; unspecified backward times are scaled with forward.
+  void setMeasured(mlir::Operation *op, const Profile::Times &times);
+  /// Scales forward, B and W times of `op` by `factor`, marking it measured.
+  void scale(mlir::Operation *op, double factor);
+
+  /// Emit a remark on the first unknown op of each name.
+  bool emitRemarks = true;
+
+private:
+  mlir::Operation *root;
+  Hardware hardware;
+  CostOptions options;
+  llvm::DenseMap<mlir::Operation *, OpCost> cache;
+  llvm::StringMap<bool> remarked;
+};
+
+/// Applies `profile` to the top-level ops of `body` (a func body block):
+/// per-op entries set that op's times; per-stage entries scale the estimates
+/// of the ops whose pipe.stage is k so that they sum to the measured stage
+/// time. Errors for per-stage profiles on ops without pipe.stage, for stage
+/// entries that match no op, and for op indices out of range.
+llvm::Error applyProfile(CostAnalysis &analysis, mlir::Block &body,
+                         const Profile &profile);
+
+} // namespace cost
+} // namespace pipeopt
+
+#endif // PIPEOPT_ANALYSIS_COSTMODEL_H
