@@ -255,8 +255,9 @@ std::vector<uint8_t> serializeNpy(const HostTensor &t) {
   dict += '\n';
   std::vector<uint8_t> out;
   out.reserve(padded + t.data.size());
-  const char magic[] = "\x93NUMPY";
-  out.insert(out.end(), magic, magic + 6);
+  static const uint8_t magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  for (uint8_t b : magic)
+    out.push_back(b);
   out.push_back(v2 ? 2 : 1);
   out.push_back(0);
   uint32_t len = static_cast<uint32_t>(dict.size());

@@ -1,0 +1,133 @@
+//===- FakeModel.cpp - A hand-written "compiled model" for tests -*- C++ -*-===//
+//
+// Stands in for a model .so produced by the compiler: exports
+// pipeopt_rank_0/1 (two stages, one per rank, GPipe order: all forwards, then
+// all full backwards) and pipeopt_single_0 (both stages on one rank, sending
+// to itself), calling only the C ABI. Inputs: 0 = x f32[2x3] microbatched,
+// 1 = w f32[3] shared. Outputs: 0 = y = x*w + 1 per microbatch, 1 = sum over
+// microbatches of g = 2*y (not microbatched). Rank 1 sends g from a
+// transposed (non-contiguous) buffer.
+//
+// PIPEOPT_FAKE_MODEL_BUG selects a fault: "shape" (rank 1 expects f32[2x4]),
+// "stall" (rank 0 returns without sending), "fail" (rank 0 returns 1),
+// "exit" (rank 0 process exits immediately).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestMemRef.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <unistd.h>
+
+using pipeopt_test::MemRef;
+
+namespace {
+
+constexpr int kM = 4;
+
+const char *bug() {
+  const char *b = std::getenv("PIPEOPT_FAKE_MODEL_BUG");
+  return b ? b : "";
+}
+
+#define CHECK(call)                                                            \
+  do {                                                                         \
+    int32_t rc_ = (call);                                                      \
+    if (rc_)                                                                   \
+      return rc_;                                                              \
+  } while (0)
+
+/// Stage 0 forward of microbatch mb: h = x * w, sent to `peer`.
+int32_t stage0Forward(int mb, int peer) {
+  float x[6], w[3], h[6];
+  MemRef<2> mx(x, {2, 3}), mh(h, {2, 3});
+  MemRef<1> mw(w, {3});
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 0, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(0, mb, mx.get()));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(1, mb, mw.get()));
+  for (int i = 0; i < 6; ++i)
+    h[i] = x[i] * w[i % 3];
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 0, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_send_f32(peer, 0, 1, mb, 0, 0, mh.get()));
+  return 0;
+}
+
+/// Stage 1 forward + backward of microbatch mb.
+int32_t stage1(int mb, int peer) {
+  float h[6], y[6], gt[6];
+  MemRef<2> mh(h, {2, 3}), my(y, {2, 3});
+  if (std::strcmp(bug(), "shape") == 0) {
+    float h2[8];
+    MemRef<2> mh2(h2, {2, 4});
+    CHECK(_mlir_ciface_pipeopt_rt_recv_f32(peer, 0, 1, mb, 0, 0, mh2.get()));
+  }
+  CHECK(_mlir_ciface_pipeopt_rt_recv_f32(peer, 0, 1, mb, 0, 0, mh.get()));
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 1, mb));
+  for (int i = 0; i < 6; ++i)
+    y[i] = h[i] + 1.0f;
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 1, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(0, mb, my.get()));
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_BW, 1, mb));
+  // g stored transposed: gt[j*2 + i] = g[i][j]; the view {2,3} strides {1,2}.
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      gt[j * 2 + i] = 2.0f * y[i * 3 + j];
+  MemRef<2> mg(gt, {2, 3}, {1, 2});
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_BW, 1, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_send_f32(peer, 1, 0, mb, 0, 1, mg.get()));
+  return 0;
+}
+
+/// Stage 0 backward of microbatch mb: acc += g.
+int32_t stage0Backward(int mb, int peer, float *acc) {
+  float g[6];
+  MemRef<2> mg(g, {2, 3});
+  CHECK(_mlir_ciface_pipeopt_rt_recv_f32(peer, 1, 0, mb, 0, 1, mg.get()));
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_BW, 0, mb));
+  for (int i = 0; i < 6; ++i)
+    acc[i] += g[i];
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_BW, 0, mb));
+  return 0;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_rank_0(void) {
+  if (std::strcmp(bug(), "stall") == 0)
+    return 0;
+  if (std::strcmp(bug(), "fail") == 0)
+    return 1;
+  if (std::strcmp(bug(), "exit") == 0)
+    _exit(3);
+  float acc[6] = {0};
+  for (int mb = 0; mb < kM; ++mb)
+    CHECK(stage0Forward(mb, 1));
+  for (int mb = 0; mb < kM; ++mb)
+    CHECK(stage0Backward(mb, 1, acc));
+  MemRef<2> ma(acc, {2, 3});
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(1, -1, ma.get()));
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_rank_1(void) {
+  for (int mb = 0; mb < kM; ++mb)
+    CHECK(stage1(mb, 0));
+  return 0;
+}
+
+/// Both stages on rank 0 (self send/recv), for 1-rank manifests.
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_single_0(void) {
+  float acc[6] = {0};
+  for (int mb = 0; mb < kM; ++mb) {
+    CHECK(stage0Forward(mb, 0));
+    CHECK(stage1(mb, 0));
+    CHECK(stage0Backward(mb, 0, acc));
+  }
+  MemRef<2> ma(acc, {2, 3});
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(1, -1, ma.get()));
+  return 0;
+}

@@ -1,0 +1,107 @@
+//===- ManifestTest.cpp - Manifest loader tests -----------------*- C++ -*-===//
+
+#include "pipeopt/runtime/Manifest.h"
+
+#include <gtest/gtest.h>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+void expectError(const std::string &json, const std::string &needle) {
+  try {
+    parseManifest(json, "m.json");
+    FAIL() << "expected error containing '" << needle << "'";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Manifest, Minimal) {
+  Manifest m = parseManifest(
+      R"({"num_ranks": 2, "num_stages": 2, "num_microbatches": 4})", "m");
+  EXPECT_EQ(m.numRanks, 2);
+  ASSERT_EQ(m.entryPoints.size(), 2u);
+  EXPECT_EQ(m.entryPoints[1], "pipeopt_rank_1");
+  EXPECT_TRUE(m.inputs.empty());
+  EXPECT_TRUE(m.actions.empty());
+}
+
+TEST(Manifest, Full) {
+  Manifest m = parseManifest(R"({
+    "format_version": 1, "num_ranks": 2, "num_stages": 2,
+    "num_microbatches": 2, "schedule": "1f1b",
+    "entry_points": ["a", "b"],
+    "inputs": [{"index": 1, "shape": [3], "dtype": "f32"},
+               {"index": 0, "shape": [2, 3], "dtype": "bf16",
+                "microbatched": true, "name": "x"}],
+    "outputs": [{"index": 0, "shape": [], "dtype": "i1",
+                 "microbatched": false}],
+    "stage_rank": [0, 1],
+    "actions": [[{"kind": "F", "stage": 0, "microbatch": 0},
+                 {"kind": 3, "stage": 0, "microbatch": 1}], []],
+    "something_new": {"ignored": true}
+  })",
+                             "m");
+  EXPECT_EQ(m.schedule, "1f1b");
+  EXPECT_EQ(m.entryPoints[0], "a");
+  ASSERT_EQ(m.inputs.size(), 2u);
+  EXPECT_EQ(m.inputs[0].index, 0); // sorted
+  EXPECT_EQ(m.inputs[0].dtype, DType::BF16);
+  EXPECT_TRUE(m.inputs[0].microbatched);
+  EXPECT_FALSE(m.inputs[1].microbatched);
+  EXPECT_FALSE(m.outputs[0].microbatched);
+  EXPECT_EQ(m.outputs[0].shape, Shape{});
+  EXPECT_EQ(m.stageRank, (std::vector<int>{0, 1}));
+  ASSERT_EQ(m.actions.size(), 2u);
+  EXPECT_EQ(m.actions[0][1].kind, PIPEOPT_RT_ACTION_BW);
+}
+
+TEST(Manifest, StrictOnWrongFields) {
+  expectError("[1,2]", "must be a JSON object");
+  expectError("{", "invalid JSON");
+  expectError(R"({"num_stages": 2, "num_microbatches": 4})",
+              "'num_ranks' is required but missing");
+  expectError(R"({"num_ranks": "2", "num_stages": 2, "num_microbatches": 4})",
+              "'num_ranks' must be an integer");
+  expectError(R"({"num_ranks": 0, "num_stages": 2, "num_microbatches": 4})",
+              "'num_ranks' must be in [1,");
+  expectError(R"({"num_ranks": 2, "num_stages": 2, "num_microbatches": 4,
+                  "entry_points": ["a"]})",
+              "'entry_points' must list num_ranks = 2 names");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "inputs": [{"index": 0, "shape": [2], "dtype": "float"}]})",
+              "'inputs[0].dtype' must be one of");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "inputs": [{"index": 0, "shape": [-1], "dtype": "f32"}]})",
+              "'inputs[0].shape[0]' must be in");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "inputs": [{"index": 0, "dtype": "f32"}]})",
+              "'inputs[0].shape' is required");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "inputs": [{"index": 0, "shape": [1], "dtype": "f32",
+                              "microbatched": 1}]})",
+              "'inputs[0].microbatched' must be true or false");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "inputs": [{"index": 0, "shape": [1], "dtype": "f32"},
+                             {"index": 0, "shape": [1], "dtype": "f32"}]})",
+              "duplicates input index 0");
+  expectError(R"({"num_ranks": 2, "num_stages": 2, "num_microbatches": 1,
+                  "stage_rank": [0, 2]})",
+              "'stage_rank[1]' must be in [0, 1]");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "actions": [[{"kind": "X", "stage": 0, "microbatch": 0}]]})",
+              "'actions[0][0].kind' must be F, B, W or BW");
+  expectError(R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1,
+                  "actions": [[{"kind": "F", "stage": 0, "microbatch": 5}]]})",
+              "'actions[0][0].microbatch' must be in [0, 0]");
+}
+
+TEST(Manifest, DefaultPath) {
+  EXPECT_EQ(defaultManifestPath("/a/b/model.so"), "/a/b/model.manifest.json");
+  EXPECT_EQ(defaultManifestPath("model"), "model.manifest.json");
+  EXPECT_EQ(defaultManifestPath("./x.y/model.so"), "./x.y/model.manifest.json");
+}
+
+} // namespace

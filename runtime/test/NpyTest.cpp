@@ -1,0 +1,161 @@
+//===- NpyTest.cpp - .npy reader/writer tests -------------------*- C++ -*-===//
+
+#include "pipeopt/runtime/Npy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+std::vector<uint8_t> bytesOf(const std::string &s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+/// Builds a v1.0 .npy file with a hand-written header dict.
+std::vector<uint8_t> makeNpy(const std::string &dict, size_t dataBytes,
+                             int major = 1) {
+  std::string header = dict;
+  size_t prefix = major == 1 ? 10 : 12;
+  while ((prefix + header.size() + 1) % 64)
+    header += ' ';
+  header += '\n';
+  std::string out = std::string("\x93NUMPY", 6);
+  out += char(major);
+  out += char(0);
+  out += char(header.size() & 0xff);
+  out += char((header.size() >> 8) & 0xff);
+  if (major != 1) {
+    out += char(0);
+    out += char(0);
+  }
+  out += header;
+  out += std::string(dataBytes, '\x01');
+  return bytesOf(out);
+}
+
+void expectError(const std::vector<uint8_t> &bytes, const std::string &needle) {
+  try {
+    parseNpy(bytes, "in.npy");
+    FAIL() << "expected an error containing '" << needle << "'";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+        << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("in.npy", 0), 0u) << e.what();
+  }
+}
+
+TEST(Npy, RoundTripAllDTypes) {
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64,
+                  DType::I32, DType::I8, DType::I1}) {
+    for (Shape shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 0, 4},
+                        Shape{1, 2, 3, 4}}) {
+      HostTensor a;
+      a.dtype = t;
+      a.shape = shape;
+      a.data.resize(size_t(numElements(shape)) * dtypeSize(t));
+      for (size_t i = 0; i < a.data.size(); ++i)
+        a.data[i] = uint8_t(t == DType::I1 ? i % 2 : i * 7 + 3);
+      std::vector<uint8_t> bytes = serializeNpy(a);
+      EXPECT_EQ((bytes.size() - a.data.size()) % 64, 0u);
+      HostTensor b = parseNpy(bytes, "rt");
+      EXPECT_EQ(b.dtype, a.dtype) << dtypeName(t);
+      EXPECT_EQ(b.shape, a.shape) << dtypeName(t);
+      EXPECT_EQ(b.data, a.data) << dtypeName(t);
+    }
+  }
+}
+
+TEST(Npy, FileRoundTrip) {
+  HostTensor a;
+  a.dtype = DType::F32;
+  a.shape = {2, 2};
+  float v[4] = {1.5f, -2, 3, 4};
+  a.data.resize(16);
+  std::memcpy(a.data.data(), v, 16);
+  std::string path = ::testing::TempDir() + "/npy_roundtrip.npy";
+  writeNpy(path, a);
+  HostTensor b = readNpy(path);
+  EXPECT_EQ(b.shape, a.shape);
+  EXPECT_EQ(b.data, a.data);
+}
+
+TEST(Npy, ReadsNumPyStyleHeaders) {
+  // As written by numpy.save (1-d tuple with trailing comma).
+  HostTensor t = parseNpy(
+      makeNpy("{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", 24),
+      "x");
+  EXPECT_EQ(t.dtype, DType::F64);
+  EXPECT_EQ(t.shape, Shape{3});
+  t = parseNpy(makeNpy("{'descr': '|b1', 'fortran_order': False, 'shape': "
+                       "(2, 2), }",
+                       4, 2),
+               "x");
+  EXPECT_EQ(t.dtype, DType::I1);
+  t = parseNpy(
+      makeNpy("{'descr': '<i8', 'fortran_order': False, 'shape': (), }", 8),
+      "x");
+  EXPECT_EQ(t.shape, Shape{});
+  t = parseNpy(
+      makeNpy("{\"shape\": (1, 2), \"fortran_order\": False, \"descr\": "
+              "\"<i4\"}",
+              8),
+      "x");
+  EXPECT_EQ(t.dtype, DType::I32);
+}
+
+TEST(Npy, MalformedFiles) {
+  expectError(bytesOf("not an npy file at all"), "bad magic");
+  expectError(bytesOf(std::string("\x93NUMPY", 6)), "bad magic");
+  expectError(
+      makeNpy("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", 16),
+      "Fortran-order");
+  expectError(
+      makeNpy("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }", 8),
+      "unsupported dtype '>f4'");
+  expectError(
+      makeNpy("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16),
+      "unsupported dtype '<c8'");
+  expectError(makeNpy("{'descr': [('a', '<f4')], 'fortran_order': False, "
+                      "'shape': (2,), }",
+                      8),
+              "unsupported dtype");
+  expectError(
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
+              20),
+      "truncated .npy data");
+  expectError(
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 12),
+      "trailing bytes");
+  expectError(makeNpy("{'descr': '<f4', 'shape': (2,), }", 8),
+              "malformed .npy header");
+  expectError(
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", 8),
+      "malformed .npy header");
+  expectError(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)",
+                      8),
+              "malformed .npy header");
+  std::vector<uint8_t> v9 =
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
+  v9[6] = 9;
+  expectError(v9, "unsupported .npy format version 9.0");
+  std::vector<uint8_t> cut =
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
+  cut.resize(30);
+  expectError(cut, "truncated .npy header");
+}
+
+TEST(Npy, MissingFile) {
+  try {
+    readNpy("/nonexistent/dir/x.npy");
+    FAIL();
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/x.npy: cannot open"),
+              std::string::npos);
+  }
+}
+
+} // namespace

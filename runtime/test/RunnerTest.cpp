@@ -1,0 +1,304 @@
+//===- RunnerTest.cpp - pipeopt-run end to end on the fake model -*- C++ -*-===//
+//
+// Runs the pipeopt-run executable on FakeModel.so (see FakeModel.cpp) under
+// loopback and, when MPI was found, under `mpirun -np 2 ... --comm=mpi`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Npy.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+struct CmdResult {
+  int code = -1;
+  std::string output;
+  double seconds = 0;
+};
+
+CmdResult runCommand(const std::string &cmd) {
+  CmdResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p)
+    return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    r.output.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            t0)
+                  .count();
+  return r;
+}
+
+std::string tmpDir(const std::string &name) {
+  std::string d = ::testing::TempDir() + "/pipeopt_rt_" + name + "_" +
+                  std::to_string(::getpid());
+  std::string cmd = "rm -rf '" + d + "' && mkdir -p '" + d + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  return d;
+}
+
+HostTensor f32(Shape shape, const std::vector<float> &v) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = shape;
+  t.data.resize(v.size() * 4);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+std::vector<float> values(const HostTensor &t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), t.data.size());
+  return v;
+}
+
+/// x: 4 microbatches of 2x3; w: 3.
+struct Data {
+  std::vector<float> x, w;
+  Data() {
+    for (int i = 0; i < 24; ++i)
+      x.push_back(float(i) * 0.5f - 3.0f);
+    w = {1.0f, -2.0f, 0.5f};
+  }
+  std::vector<float> y() const {
+    std::vector<float> r;
+    for (int i = 0; i < 24; ++i)
+      r.push_back(x[i] * w[i % 3] + 1.0f);
+    return r;
+  }
+  std::vector<float> gsum() const {
+    std::vector<float> yy = y(), g(6, 0.0f);
+    for (int i = 0; i < 24; ++i)
+      g[i % 6] += 2.0f * yy[i];
+    return g;
+  }
+};
+
+std::string base() {
+  return std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+         "' --manifest '" + FAKE_MANIFEST + "'";
+}
+
+void checkOutputs(const std::string &dir, const Data &d) {
+  HostTensor y = readNpy(dir + "/output_0.npy");
+  EXPECT_EQ(y.shape, (Shape{4, 2, 3}));
+  EXPECT_EQ(values(y), d.y());
+  HostTensor g = readNpy(dir + "/output_1.npy");
+  EXPECT_EQ(g.shape, (Shape{2, 3}));
+  std::vector<float> gv = values(g), want = d.gsum();
+  ASSERT_EQ(gv.size(), want.size());
+  for (size_t i = 0; i < gv.size(); ++i)
+    EXPECT_FLOAT_EQ(gv[i], want[i]);
+}
+
+nlohmann::json readJson(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+TEST(Runner, LoopbackEndToEnd) {
+  std::string dir = tmpDir("loopback");
+  Data d;
+  writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
+  writeNpy(dir + "/w.npy", f32({3}, d.w));
+  CmdResult r = runCommand(base() + " --input 0=" + dir + "/x.npy --input 1=" + dir +
+                     "/w.npy --output-dir " + dir + "/out --iterations 3 "
+                     "--warmup 1 --trace " + dir + "/trace.json --profile " +
+                     dir + "/profile.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("microbatches/s"), std::string::npos) << r.output;
+  checkOutputs(dir + "/out", d);
+
+  nlohmann::json trace = readJson(dir + "/trace.json");
+  int f1 = 0;
+  for (const auto &e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["name"] == "F s1 mb3") {
+      EXPECT_EQ(e["tid"], 1);
+      ++f1;
+    }
+  EXPECT_EQ(f1, 3); // once per measured iteration
+  nlohmann::json prof = readJson(dir + "/profile.json");
+  EXPECT_EQ(prof["format"], "pipeopt-profile");
+  ASSERT_EQ(prof["stages"].size(), 2u);
+  EXPECT_TRUE(prof["stages"][0]["forward_s"].is_number());
+  EXPECT_TRUE(prof["stages"][1]["backward_s"].is_number());
+  EXPECT_EQ(prof["stages"][1]["count"]["F"], 12);
+  EXPECT_EQ(prof["iteration_s"].size(), 3u);
+  EXPECT_GT(prof["microbatches_per_s"].get<double>(), 0.0);
+}
+
+TEST(Runner, InputLayouts) {
+  std::string dir = tmpDir("layouts");
+  Data d;
+  // Whole batch split along dim 0: [8, 3].
+  writeNpy(dir + "/xb.npy", f32({8, 3}, d.x));
+  writeNpy(dir + "/w.npy", f32({3}, d.w));
+  std::string list;
+  for (int mb = 0; mb < 4; ++mb) {
+    std::vector<float> part(d.x.begin() + mb * 6, d.x.begin() + mb * 6 + 6);
+    std::string f = dir + "/x" + std::to_string(mb) + ".npy";
+    writeNpy(f, f32({2, 3}, part));
+    list += (mb ? "," : "") + f;
+  }
+  CmdResult r = runCommand(base() + " --input 0=" + dir + "/xb.npy --input 1=" +
+                     dir + "/w.npy --output-dir " + dir + "/o1 --quiet");
+  ASSERT_EQ(r.code, 0) << r.output;
+  checkOutputs(dir + "/o1", d);
+  r = runCommand(base() + " --input=0=" + list + " --input 1=" + dir +
+                 "/w.npy --output-dir=" + dir + "/o2 --quiet");
+  ASSERT_EQ(r.code, 0) << r.output;
+  checkOutputs(dir + "/o2", d);
+}
+
+TEST(Runner, SeededRandomInputsAndSingleRankSelfSend) {
+  std::string dir = tmpDir("random");
+  CmdResult a = runCommand(base() + " --seed 7 --output-dir " + dir + "/a");
+  ASSERT_EQ(a.code, 0) << a.output;
+  CmdResult b = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
+                     FAKE_MODEL_SO + "' --manifest '" + FAKE_SINGLE_MANIFEST +
+                     "' --seed 7 --output-dir " + dir + "/b");
+  ASSERT_EQ(b.code, 0) << b.output;
+  EXPECT_EQ(readNpy(dir + "/a/output_0.npy").data,
+            readNpy(dir + "/b/output_0.npy").data);
+  EXPECT_EQ(readNpy(dir + "/a/output_1.npy").data,
+            readNpy(dir + "/b/output_1.npy").data);
+  CmdResult c = runCommand(base() + " --seed 8 --output-dir " + dir + "/c");
+  ASSERT_EQ(c.code, 0) << c.output;
+  EXPECT_NE(readNpy(dir + "/a/output_0.npy").data,
+            readNpy(dir + "/c/output_0.npy").data);
+}
+
+TEST(Runner, MismatchIsReportedWithRankStageMicrobatch) {
+  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=shape " + base() +
+                     " --timeout-s 5");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: rank 1: recv for stage 1 "
+                          "microbatch 0 value 0 expected f32[2x4] (32 bytes) "
+                          "but rank 0 sent f32[2x3] (24 bytes)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, StalledPeerTimesOut) {
+  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=stall " + base() +
+                     " --timeout-s 0.5");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0 "
+                          "(activation from rank 0 stage 0)"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, FailingRankIsReported) {
+  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=fail " + base() +
+                     " --timeout-s 20");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_LT(r.seconds, 15.0);
+  EXPECT_NE(r.output.find("rank 0: pipeopt_rank_0 returned 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0 "
+                          "(activation from rank 0 stage 0): rank 0 exited"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, BadInputsAndOptions) {
+  std::string dir = tmpDir("bad");
+  {
+    std::ofstream(dir + "/junk.npy") << "hello";
+  }
+  CmdResult r = runCommand(base() + " --input 0=" + dir + "/junk.npy");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(dir + "/junk.npy: not a .npy file"),
+            std::string::npos)
+      << r.output;
+  writeNpy(dir + "/x.npy", f32({5, 3}, std::vector<float>(15, 1.0f)));
+  r = runCommand(base() + " --input 0=" + dir + "/x.npy");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("input 0 is microbatched with per-microbatch shape "
+                          "f32[2x3] and 4 microbatches, so the file must be "
+                          "f32[4x2x3] or f32[8x3]"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(base() + " --input 5=" + dir + "/x.npy");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("manifest lists no input with that index"),
+            std::string::npos);
+  r = runCommand(base() + " --comm=carrier-pigeon");
+  EXPECT_EQ(r.code, 2);
+  r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+                 "' --manifest /nonexistent.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("/nonexistent.json: cannot open manifest"),
+            std::string::npos);
+}
+
+#ifdef MPIEXEC
+std::string mpiBase(const char *bug = nullptr) {
+  std::string env = bug ? std::string("-x PIPEOPT_FAKE_MODEL_BUG=") + bug : "";
+  return std::string("'") + MPIEXEC + "' " + MPIEXEC_FLAGS + " " + env +
+         " -np 2 " + base() + " --comm=mpi";
+}
+
+TEST(RunnerMpi, EndToEnd) {
+  std::string dir = tmpDir("mpi");
+  Data d;
+  writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
+  writeNpy(dir + "/w.npy", f32({3}, d.w));
+  CmdResult r = runCommand(mpiBase() + " --input 0=" + dir + "/x.npy --input 1=" +
+                     dir + "/w.npy --output-dir " + dir + "/out --iterations 2" +
+                     " --trace " + dir + "/trace.json --profile " + dir +
+                     "/profile.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("over mpi"), std::string::npos) << r.output;
+  checkOutputs(dir + "/out", d);
+  nlohmann::json prof = readJson(dir + "/profile.json");
+  EXPECT_EQ(prof["communicator"], "mpi");
+  EXPECT_EQ(prof["stages"][1]["count"]["BW"], 8);
+}
+
+TEST(RunnerMpi, MismatchAndTimeout) {
+  CmdResult r = runCommand(mpiBase("shape") + " --timeout-s 5");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0 "
+                          "expected f32[2x4] (32 bytes) but rank 0 sent "
+                          "f32[2x3] (24 bytes)"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(mpiBase("stall") + " --timeout-s 1");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_LT(r.seconds, 30.0);
+  EXPECT_NE(r.output.find("timed out after 1 s waiting for rank"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(RunnerMpi, KilledRankEndsTheJob) {
+  // Rank 0's process exits without MPI_Finalize; the job must end (mpirun
+  // tears it down, or rank 1 times out) with a nonzero status, never hang.
+  CmdResult r = runCommand(mpiBase("exit") + " --timeout-s 2");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_LT(r.seconds, 60.0);
+}
+#endif
+
+} // namespace
