@@ -659,8 +659,104 @@ struct DPResult {
   std::vector<int> cuts;
 };
 
-DPResult solveUnderThreshold(const OrderIndex &x, const Options &opts,
-                             const PinBounds &pins, double threshold) {
+/// Points for the offline initialisation of segment quantities: each is
+/// (x = position, y = threshold position, channel weights). A segment
+/// [i, j) counts the points with x in [i, j) and y >= j.
+enum Channel { UseB, UseM, FirstB, FirstM, LastB, LastM, RemT, NumChannels };
+
+struct Point {
+  int x, y, channel;
+  double w;
+};
+
+std::vector<Point> segmentPoints(const OrderIndex &x) {
+  std::vector<Point> pts;
+  for (int p = 0; p < x.n; ++p) {
+    for (int k = x.useBegin[p]; k < x.useBegin[p + 1]; ++k) {
+      double b = x.vBytes[x.useVal[k]];
+      pts.push_back({p, x.useNext[k], UseB, b});
+      pts.push_back({p, x.useNext[k], UseM, b > 0 ? 1.0 : 0.0});
+    }
+    for (int k = x.prodBegin[p]; k < x.prodBegin[p + 1]; ++k) {
+      int v = x.prodVal[k];
+      double b = x.vBytes[v];
+      pts.push_back({p, x.firstUse[v], FirstB, b});
+      pts.push_back({p, x.firstUse[v], FirstM, b > 0 ? 1.0 : 0.0});
+      pts.push_back({p, x.lastUse[v], LastB, b});
+      pts.push_back({p, x.lastUse[v], LastM, b > 0 ? 1.0 : 0.0});
+    }
+    for (int k = x.remBegin[p]; k < x.remBegin[p + 1]; ++k)
+      pts.push_back({p, x.remNext[k], RemT, x.remT[x.remId[k]]});
+  }
+  llvm::sort(pts, [](const Point &a, const Point &b) { return a.y > b.y; });
+  return pts;
+}
+
+/// Communication and remat quantities of a segment [i, j).
+struct SegComm {
+  double recvB = 0, recvM = 0, sendB = 0, sendM = 0, remT = 0;
+};
+
+/// For each j with top[j] >= 0: the quantities of segment [top[j], j),
+/// computed offline with a Fenwick tree over x while j decreases.
+std::vector<SegComm> initialSegments(const OrderIndex &x,
+                                     llvm::ArrayRef<Point> pts,
+                                     llvm::ArrayRef<int> top) {
+  int n = x.n;
+  std::vector<SegComm> out(n + 1);
+  std::vector<double> tree((n + 1) * NumChannels, 0.0);
+  auto add = [&](int pos, int ch, double w) {
+    for (int k = pos + 1; k <= n; k += k & -k)
+      tree[k * NumChannels + ch] += w;
+  };
+  auto prefix = [&](int pos, double *acc) { // sums over x < pos
+    for (int c = 0; c < NumChannels; ++c)
+      acc[c] = 0;
+    for (int k = pos; k > 0; k -= k & -k)
+      for (int c = 0; c < NumChannels; ++c)
+        acc[c] += tree[k * NumChannels + c];
+  };
+  // Prefix sums of all produced bytes/messages (y ignored).
+  std::vector<double> prodB(n + 1, 0), prodM(n + 1, 0);
+  for (int p = 0; p < n; ++p) {
+    prodB[p + 1] = prodB[p];
+    prodM[p + 1] = prodM[p];
+    for (int k = x.prodBegin[p]; k < x.prodBegin[p + 1]; ++k) {
+      double b = x.vBytes[x.prodVal[k]];
+      prodB[p + 1] += b;
+      prodM[p + 1] += b > 0;
+    }
+  }
+  size_t next = 0;
+  double hi[NumChannels], lo[NumChannels];
+  for (int j = n; j >= 1; --j) {
+    while (next < pts.size() && pts[next].y >= j) {
+      add(pts[next].x, pts[next].channel, pts[next].w);
+      ++next;
+    }
+    int i = top[j];
+    if (i < 0)
+      continue;
+    prefix(j, hi);
+    prefix(i, lo);
+    double h[NumChannels];
+    for (int c = 0; c < NumChannels; ++c)
+      h[c] = hi[c] - lo[c];
+    SegComm &s = out[j];
+    // Received: uses whose next use is past the segment, minus values
+    // produced inside the segment and first used before j.
+    s.recvB = h[UseB] - ((prodB[j] - prodB[i]) - h[FirstB]);
+    s.recvM = h[UseM] - ((prodM[j] - prodM[i]) - h[FirstM]);
+    s.sendB = h[LastB];
+    s.sendM = h[LastM];
+    s.remT = h[RemT];
+  }
+  return out;
+}
+
+DPResult solveUnderThreshold(const OrderIndex &x, llvm::ArrayRef<Point> pts,
+                             const Options &opts, const PinBounds &pins,
+                             double threshold) {
   int n = x.n, numStages = opts.numStages;
   DPResult res;
   double slackT = threshold == kInf ? kInf : threshold * (1 + 1e-9) + 1e-300;
@@ -671,7 +767,7 @@ DPResult solveUnderThreshold(const OrderIndex &x, const Options &opts,
   std::vector<int> bstart = backwardStart(x, opts, lim, pins, numStages);
   if (reach[numStages] != n || bstart[0] != 0)
     return res;
-  // J_s = allowed ends of stage s.
+  // J_s = allowed ends of stage s; both bounds are non-decreasing in s.
   std::vector<int> jLo(numStages), jHi(numStages);
   for (int s = 0; s < numStages; ++s) {
     jLo[s] = std::max({s + 1, pins.minEnd[s], bstart[s + 1]});
@@ -679,6 +775,47 @@ DPResult solveUnderThreshold(const OrderIndex &x, const Options &opts,
     if (jLo[s] > jHi[s])
       return res;
   }
+  // For each end j: the stages that may end there and the starts to try.
+  std::vector<int> sFirst(n + 1, 0), sLast(n + 1, -1), top(n + 1, -1),
+      bottom(n + 1, 0);
+  {
+    int sLo = 0, sHi = -1;
+    for (int j = 1; j <= n; ++j) {
+      while (sHi + 1 < numStages && jLo[sHi + 1] <= j)
+        ++sHi;
+      while (sLo <= sHi && jHi[sLo] < j)
+        ++sLo;
+      if (sLo > sHi)
+        continue;
+      sFirst[j] = sLo;
+      sLast[j] = sHi;
+      int iTop = sLo == 0 ? 0 : -1, iBot = j;
+      for (int s = sLo; s <= sHi; ++s) {
+        iTop = std::max(iTop, s == 0 ? 0 : jHi[s - 1]);
+        iBot = std::min(iBot, s == 0 ? 0 : jLo[s - 1]);
+      }
+      iTop = std::min(iTop, j - 1);
+      if (slackT != kInf) { // placed compute of [i, j) must fit
+        double need = x.prefT[j] - slackT;
+        int iComp = static_cast<int>(
+            std::lower_bound(x.prefT.begin(), x.prefT.begin() + j + 1, need) -
+            x.prefT.begin());
+        iBot = std::max(iBot, iComp);
+      }
+      if (iTop >= iBot) {
+        top[j] = iTop;
+        bottom[j] = iBot;
+      }
+    }
+  }
+  std::vector<SegComm> init = initialSegments(x, pts, top);
+  // Pinned positions around a segment (pins are non-decreasing in the order).
+  std::vector<int> nextPin(n + 1, n), prevPin(n + 1, -1);
+  for (int p = n - 1; p >= 0; --p)
+    nextPin[p] = x.pinPos[p] >= 0 ? p : nextPin[p + 1];
+  for (int p = 1; p <= n; ++p)
+    prevPin[p] = x.pinPos[p - 1] >= 0 ? p - 1 : prevPin[p - 1];
+
   std::vector<std::vector<double>> f(numStages);
   std::vector<std::vector<int>> arg(numStages);
   for (int s = 0; s < numStages; ++s) {
@@ -693,71 +830,60 @@ DPResult solveUnderThreshold(const OrderIndex &x, const Options &opts,
   }
   double optMul = 1.0 + opts.memory.optimizerFactor;
 
-  int sLo = 0, sHi = -1; // stages whose J contains j (contiguous, monotone)
   for (int j = 1; j <= n; ++j) {
-    while (sHi + 1 < numStages && jLo[sHi + 1] <= j)
-      ++sHi;
-    while (sLo <= sHi && jHi[sLo] < j)
-      ++sLo;
-    if (sLo > sHi)
+    if (top[j] < 0)
       continue;
-    int iMin = j;
+    int sLo = sFirst[j], sHi = sLast[j];
     double capMax = 0, inFlMin = kInf;
     bool anyUncapped = false;
     for (int s = sLo; s <= sHi; ++s) {
-      if (jLo[s] > j || jHi[s] < j)
-        continue;
-      iMin = std::min(iMin, s == 0 ? 0 : jLo[s - 1]);
       if (cap[s] <= 0)
         anyUncapped = true;
       capMax = std::max(capMax, cap[s]);
       inFlMin = std::min(inFlMin, inFl[s]);
     }
-    // Sweep i downwards maintaining the raw quantities of [i, j).
-    double comp = 0, recvB = 0, sendB = 0, params = 0, acts = 0;
-    long long recvM = 0, sendM = 0;
-    int pinMin = std::numeric_limits<int>::max(), pinMax = -1;
-    for (int i = j - 1; i >= iMin; --i) {
-      comp += x.tPos[i];
-      for (int k = x.prodBegin[i]; k < x.prodBegin[i + 1]; ++k) {
-        int v = x.prodVal[k];
-        double b = x.vBytes[v];
-        int msg = b > 0;
-        if (x.firstUse[v] < j) {
-          recvB -= b;
-          recvM -= msg;
+    int pinHi = prevPin[j] >= 0 ? x.pinPos[prevPin[j]] : -1;
+    const SegComm &c0 = init[j];
+    double recvB = c0.recvB, recvM = c0.recvM, sendB = c0.sendB,
+           sendM = c0.sendM, remT = c0.remT;
+    for (int i = top[j]; i >= bottom[j]; --i) {
+      if (i < top[j]) { // extend the segment [i+1, j) by position i
+        for (int k = x.prodBegin[i]; k < x.prodBegin[i + 1]; ++k) {
+          int v = x.prodVal[k];
+          double b = x.vBytes[v];
+          double msg = b > 0;
+          if (x.firstUse[v] < j) {
+            recvB -= b;
+            recvM -= msg;
+          }
+          if (x.lastUse[v] >= j) {
+            sendB += b;
+            sendM += msg;
+          }
         }
-        if (x.lastUse[v] >= j) {
-          sendB += b;
-          sendM += msg;
+        for (int k = x.useBegin[i]; k < x.useBegin[i + 1]; ++k) {
+          if (x.useNext[k] >= j) {
+            double b = x.vBytes[x.useVal[k]];
+            recvB += b;
+            recvM += b > 0;
+          }
         }
+        for (int k = x.remBegin[i]; k < x.remBegin[i + 1]; ++k)
+          if (x.remNext[k] >= j)
+            remT += x.remT[x.remId[k]];
       }
-      for (int k = x.useBegin[i]; k < x.useBegin[i + 1]; ++k) {
-        if (x.useNext[k] >= j) {
-          double b = x.vBytes[x.useVal[k]];
-          recvB += b;
-          recvM += b > 0;
-        }
-      }
-      for (int k = x.remBegin[i]; k < x.remBegin[i + 1]; ++k)
-        if (x.remNext[k] >= j)
-          comp += x.remT[x.remId[k]];
-      if (x.prefT[j] - x.prefT[i] > slackT)
-        break;
-      params = x.prefParams[j] - x.prefParams[i];
-      acts = x.prefActs[j] - x.prefActs[i];
+      double params = x.prefParams[j] - x.prefParams[i];
+      double acts = x.prefActs[j] - x.prefActs[i];
       if (!anyUncapped && params * optMul + acts * inFlMin > capMax)
         break;
-      int pin = x.pinPos[i];
-      if (pin >= 0) {
-        pinMin = std::min(pinMin, pin);
-        pinMax = std::max(pinMax, pin);
-        if (pinMin != pinMax)
+      int pinLo = -1;
+      if (nextPin[i] < j) {
+        pinLo = x.pinPos[nextPin[i]];
+        if (pinLo != pinHi)
           break;
       }
+      double comp = x.prefT[j] - x.prefT[i] + remT;
       for (int s = sLo; s <= sHi; ++s) {
-        if (jLo[s] > j || jHi[s] < j)
-          continue;
         double prev;
         if (s == 0) {
           if (i != 0)
@@ -770,7 +896,7 @@ DPResult solveUnderThreshold(const OrderIndex &x, const Options &opts,
           if (prev == kInf)
             continue;
         }
-        if (pinMax >= 0 && pinMin != s)
+        if (pinLo >= 0 && pinLo != s)
           continue;
         double &best = f[s][j - jLo[s]];
         if (prev >= best)
@@ -1201,23 +1327,24 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
     for (int p = 0; p < n; ++p)
       lb = std::max(lb, x.tPos[p]);
     lb = std::max(lb, total / numStages);
+    // Thresholds lb(1 + eps) with eps doubling from 1e-3: the work of a
+    // round grows with its slack, so the total is about twice the last round.
+    std::vector<Point> pts = segmentPoints(x);
     DPResult dp;
-    double factor = 1.05;
-    double t = lb > 0 ? lb * factor : ub;
+    double eps = 1e-3;
+    double t = lb > 0 ? lb * (1 + eps) : ub;
     while (true) {
       if (!(t < ub))
         t = ub; // also handles ub == inf
-      dp = solveUnderThreshold(x, options, pins, t);
+      dp = solveUnderThreshold(x, pts, options, pins, t);
       if (dp.found || t == kInf)
         break;
       if (t >= ub) {
-        t = kInf; // should not happen: the ub split is valid
+        t = kInf; // not expected: the ub split is valid
         continue;
       }
-      factor = factor < 1.5 ? factor + 0.2 : factor * 2;
-      t = lb * factor;
-      if (factor > 1e6)
-        t = ub;
+      eps *= 2;
+      t = eps > 1e12 ? kInf : lb * (1 + eps);
     }
     if (!dp.found)
       return makeError(llvm::formatv(

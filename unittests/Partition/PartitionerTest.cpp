@@ -185,9 +185,11 @@ void expectValidPartition(const Graph &g, const Partition &p) {
   }
   for (int s = 0; s < p.numStages; ++s)
     EXPECT_GT(count[s], 0) << "stage " << s << " is empty";
-  for (const Edge &e : g.edges)
-    if (!g.nodes[e.from].rematerializable)
+  for (const Edge &e : g.edges) {
+    if (!g.nodes[e.from].rematerializable) {
       EXPECT_LE(p.stageOf[e.from], p.stageOf[e.to]);
+    }
+  }
 }
 
 struct RandomCase {
