@@ -49,13 +49,16 @@ static Graph chainWithSkips(int numOps, unsigned seed) {
   return g;
 }
 
+/// Args: ops, stages, link bandwidth in GB/s (50: NVLink-class, comm is a
+/// small fraction of a stage; 1: comm is significant, the lower bound looser).
 static void BM_PartitionBalanced(benchmark::State &state) {
   int numOps = static_cast<int>(state.range(0));
   int numStages = static_cast<int>(state.range(1));
+  double gbps = static_cast<double>(state.range(2));
   Graph g = chainWithSkips(numOps, 42);
   Options o;
   o.numStages = numStages;
-  o.links.uniform = Link{10e-6, 50e9};
+  o.links.uniform = Link{10e-6, gbps * 1e9};
   o.computeBaselines = false;
   double bottleneck = 0;
   for (auto _ : state) {
@@ -71,8 +74,9 @@ static void BM_PartitionBalanced(benchmark::State &state) {
   state.counters["ops"] = numOps;
 }
 BENCHMARK(BM_PartitionBalanced)
-    ->Args({10000, 64})
-    ->Args({100000, 64})
+    ->Args({10000, 64, 50})
+    ->Args({100000, 64, 50})
+    ->Args({100000, 64, 1})
     ->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -323,6 +325,112 @@ TEST(Partitioner, MatchesExhaustiveSearchOnRandomDAGs) {
   // The generator must exercise both outcomes.
   EXPECT_GT(feasible, 400);
   EXPECT_GT(infeasible, 5);
+}
+
+/// Reference O(S n^2) DP without any pruning: the cost of stage s on the
+/// placed positions [i, j) is read off referenceStageTimes with everything
+/// before the segment on stage s-1 and everything after it on stage s+1
+/// (the objective prices stage s on its adjacent links only).
+double referenceDP(const Graph &g, const Options &o) {
+  std::vector<int> placed;
+  for (size_t id = 0; id < g.nodes.size(); ++id)
+    if (!g.nodes[id].rematerializable)
+      placed.push_back(id);
+  int n = placed.size(), numStages = o.numStages;
+  const double inf = std::numeric_limits<double>::infinity();
+  // Only called with i == 0 for s == 0 and j == n for the last stage, so
+  // the placeholder stages s-1 and s+1 exist whenever they are used.
+  auto segCost = [&](int s, int i, int j) -> double {
+    std::vector<int> st(g.nodes.size(), -1);
+    for (int p = 0; p < n; ++p)
+      st[placed[p]] = p < i ? s - 1 : p < j ? s : s + 1;
+    for (int p = i; p < j; ++p) {
+      int pin = g.nodes[placed[p]].fixedStage;
+      if (pin >= 0 && pin != s)
+        return inf;
+    }
+    double t = referenceStageTimes(g, o, st)[s];
+    double params = 0, acts = 0;
+    for (int p = i; p < j; ++p) {
+      params += g.nodes[placed[p]].paramBytes;
+      acts += g.nodes[placed[p]].outputBytes;
+    }
+    double cap = o.memory.capacityOf(s);
+    if (cap > 0 && params * (1 + o.memory.optimizerFactor) +
+                           acts * o.memory.inFlightOf(s) >
+                       cap)
+      return inf;
+    return t;
+  };
+  std::vector<std::vector<double>> f(numStages,
+                                     std::vector<double>(n + 1, inf));
+  for (int j = 1; j <= n - (numStages - 1); ++j)
+    f[0][j] = segCost(0, 0, j);
+  for (int s = 1; s < numStages; ++s)
+    for (int j = s + 1; j <= n; ++j) {
+      if (s == numStages - 1 && j != n)
+        continue;
+      for (int i = s; i < j; ++i)
+        if (f[s - 1][i] < inf)
+          f[s][j] = std::min(f[s][j], std::max(f[s - 1][i], segCost(s, i, j)));
+    }
+  return f[numStages - 1][n];
+}
+
+TEST(Partitioner, MatchesUnprunedDPOnMediumDAGs) {
+  int feasible = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed * 7919);
+    auto uni = [&](double a, double b) {
+      return std::uniform_real_distribution<double>(a, b)(rng);
+    };
+    Graph g;
+    int numRemat = 2, n = std::uniform_int_distribution<int>(20, 45)(rng);
+    for (int r = 0; r < numRemat; ++r)
+      g.addNode(remat("c" + std::to_string(r), uni(0, 0.3)));
+    for (int k = 0; k < n; ++k)
+      g.addNode(op("n" + std::to_string(k), uni(0.1, 2), std::round(uni(0, 50)),
+                   std::round(uni(0, 20))));
+    int total = numRemat + n;
+    for (int r = 0; r < numRemat; ++r)
+      for (int k = numRemat; k < total; ++k)
+        if (uni(0, 1) < 0.15)
+          g.addEdge(r, k, 10);
+    for (int a = numRemat; a < total; ++a)
+      for (int b = a + 1; b < std::min(total, a + 8); ++b)
+        if (b == a + 1 || uni(0, 1) < 0.2)
+          g.addEdge(a, b, std::round(uni(0, 100)), uni(0, 1) < 0.2);
+    Options o;
+    o.numStages = std::uniform_int_distribution<int>(3, 8)(rng);
+    o.training = seed % 3 == 0;
+    std::vector<std::vector<Link>> links(
+        o.numStages, std::vector<Link>(o.numStages));
+    for (auto &row : links)
+      for (Link &l : row)
+        l = Link{uni(0, 0.2), uni(50, 500)};
+    o.links.between = [links](int a, int b) { return links[a][b]; };
+    if (seed % 4 == 0) {
+      o.memory.capacityBytes = {std::round(uni(150, 400))};
+      o.memory.inFlight = oneFOneBInFlight(o.numStages, 4);
+    }
+    if (seed % 5 == 0)
+      g.nodes[numRemat + n / 2].fixedStage = o.numStages / 2;
+    double expected = referenceDP(g, o);
+    llvm::Expected<Result> r = partition(g, o);
+    if (std::isinf(expected)) {
+      EXPECT_FALSE(static_cast<bool>(r));
+      if (!r)
+        llvm::consumeError(r.takeError());
+      continue;
+    }
+    ++feasible;
+    ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+    EXPECT_TRUE(near(r->report.bottleneckSeconds, expected))
+        << r->report.bottleneckSeconds << " vs " << expected;
+    expectValidPartition(g, r->partition);
+  }
+  EXPECT_GE(feasible, 30);
 }
 
 TEST(Partitioner, EvaluateMatchesReference) {
