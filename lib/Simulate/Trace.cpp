@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 using namespace pipeopt;
@@ -141,11 +142,14 @@ static const char *phaseColor(Phase p) {
 
 /// Time formatted with a unit chosen from the axis span.
 static std::string formatTime(double sec, double span) {
+  char buf[64];
   if (span < 1e-3)
-    return llvm::formatv("{0:0.##} us", sec * 1e6).str();
-  if (span < 1.0)
-    return llvm::formatv("{0:0.##} ms", sec * 1e3).str();
-  return llvm::formatv("{0:0.##} s", sec).str();
+    std::snprintf(buf, sizeof(buf), "%.4g us", sec * 1e6);
+  else if (span < 1.0)
+    std::snprintf(buf, sizeof(buf), "%.4g ms", sec * 1e3);
+  else
+    std::snprintf(buf, sizeof(buf), "%.4g s", sec);
+  return buf;
 }
 
 std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
