@@ -467,11 +467,13 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
+  std::string phase = "at the start barrier";
   try {
     barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
       bool measured = it >= o.warmup;
+      phase = "at the barrier before iteration " + std::to_string(it);
       barrier(comm, o.timeoutS);
       if (!measured)
         ctx.iteration = -1;
@@ -494,6 +496,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
                  " was begun but never ended");
         break;
       }
+      phase = "completing the sends of iteration " + std::to_string(it);
       comm.flush(o.timeoutS);
       if (measured)
         iterS.push_back(t1 - t0);
@@ -506,6 +509,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
                                       }),
                        ctx.events.end());
       bool withOutputs = !o.outputDir.empty();
+      phase = rank != 0 ? "sending results to rank 0"
+                        : "collecting results from the other ranks";
       if (rank != 0) {
         sendReport(comm, ctx, iterS, withOutputs, o.timeoutS);
         comm.flush(o.timeoutS);
@@ -520,7 +525,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       }
     }
   } catch (const std::exception &e) {
-    ctx.fail(std::string("launcher: ") + e.what());
+    ctx.fail("launcher, " + phase + ": " + e.what());
   }
   if (ctx.isPoisoned()) {
     result.ok = false;

@@ -28,10 +28,13 @@ int requireGpus(int n) {
 }
 
 #define SKIP_WITHOUT_GPUS(n)                                                   \
-  if (requireGpus(n) < 0)                                                      \
-    GTEST_SKIP() << "needs NCCL and " << n << " CUDA device(s): "              \
-                 << (ncclAvailability().empty() ? "too few devices"            \
-                                                : ncclAvailability());
+  do {                                                                         \
+    if (requireGpus(n) < 0) {                                                  \
+      GTEST_SKIP() << "needs NCCL and " << n << " CUDA device(s): "            \
+                   << (ncclAvailability().empty() ? "too few devices"          \
+                                                  : ncclAvailability());       \
+    }                                                                          \
+  } while (0)
 
 TEST(Nccl, AvailabilityIsReportedNotThrown) {
   // Must never crash, with or without CUDA.
