@@ -1,0 +1,696 @@
+//===- pipeopt-explore.cpp - Compare pipeline schedules at three levels ---===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Sweeps schedules x stages x microbatches x systems over a cost table and
+/// reports, side by side, the formula, idealized-table and event-simulation
+/// metrics, the ranking of schedules at each level, and the configurations
+/// where the best schedule differs between levels ("ranking flips").
+/// See tools/pipeopt-explore/README.md.
+///
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/Simulator.h"
+#include "pipeopt/Simulate/Trace.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+
+using namespace pipeopt;
+using namespace pipeopt::sim;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("pipeopt-explore options");
+
+static cl::list<std::string> schedulesOpt(
+    "schedules", cl::CommaSeparated,
+    cl::desc("Schedules to compare (comma-separated; 'all' for every "
+             "registered schedule). Default: gpipe,1f1b,interleaved-1f1b,"
+             "zb-h1,zb-v,chimera,hanayo,dualpipev,pipedream"),
+    cl::cat(category));
+static cl::list<int> stagesOpt("stages", cl::CommaSeparated,
+                               cl::desc("Pipeline ranks S (default 4,8)"),
+                               cl::cat(category));
+static cl::list<int> microbatchesOpt(
+    "microbatches", cl::CommaSeparated,
+    cl::desc("Microbatches M (default 8,16,32,64)"), cl::cat(category));
+static cl::list<std::string> systemsOpt(
+    "systems", cl::CommaSeparated,
+    cl::desc("Systems: 'grid' (the 3x3 presets), preset names "
+             "(compute-slow/net-fast, ..., ideal) or JSON files (default grid)"),
+    cl::cat(category));
+static cl::opt<int> virtualStagesOpt(
+    "virtual-stages", cl::init(0),
+    cl::desc("Chunks per rank for interleaved schedules (0: schedule default)"),
+    cl::cat(category));
+static cl::opt<int> wavesOpt("waves", cl::init(1), cl::desc("Hanayo waves"),
+                             cl::cat(category));
+static cl::opt<std::string> costTableOpt(
+    "cost-table", cl::desc("Cost table JSON (per stage or per layer)"),
+    cl::value_desc("file.json"), cl::cat(category));
+static cl::opt<double> uniformTimeOpt(
+    "uniform-stage-time", cl::init(0),
+    cl::desc("Built-in uniform table: F = B = W = this many seconds per "
+             "stage (default 0.01 when no --cost-table)"),
+    cl::cat(category));
+static cl::opt<double> uniformActOpt(
+    "uniform-activation-bytes", cl::init(1ull << 30),
+    cl::desc("Uniform table: activation bytes per microbatch and stage"),
+    cl::cat(category));
+static cl::opt<double> uniformWeightOpt(
+    "uniform-weight-bytes", cl::init(4ull << 30),
+    cl::desc("Uniform table: weight bytes per stage"), cl::cat(category));
+static cl::opt<double> uniformBoundaryOpt(
+    "uniform-boundary-bytes", cl::init(32ull << 20),
+    cl::desc("Uniform table: bytes sent between stages per microbatch"),
+    cl::cat(category));
+enum class Format { Markdown, CSV, JSON };
+static cl::opt<Format> formatOpt(
+    "format", cl::init(Format::Markdown), cl::desc("Output format"),
+    cl::values(clEnumValN(Format::Markdown, "markdown", "Markdown tables"),
+               clEnumValN(Format::CSV, "csv", "one CSV row per level"),
+               clEnumValN(Format::JSON, "json", "JSON document")),
+    cl::cat(category));
+static cl::opt<std::string> outputOpt("o", cl::init("-"),
+                                      cl::desc("Output file (default stdout)"),
+                                      cl::value_desc("file"), cl::cat(category));
+static cl::opt<double> tieOpt(
+    "tie-tolerance", cl::init(1e-3),
+    cl::desc("Relative makespan difference below which schedules tie"),
+    cl::cat(category));
+static cl::opt<std::string> traceOpt(
+    "trace", cl::desc("Write a Chrome/Perfetto trace of one configuration"),
+    cl::value_desc("out.json"), cl::cat(category));
+static cl::opt<std::string> svgOpt(
+    "svg", cl::desc("Write an SVG Gantt chart of one configuration"),
+    cl::value_desc("out.svg"), cl::cat(category));
+static cl::opt<std::string> traceScheduleOpt(
+    "trace-schedule", cl::desc("Schedule for --trace/--svg (default: first)"),
+    cl::cat(category));
+static cl::opt<int> traceStagesOpt(
+    "trace-stages", cl::init(0),
+    cl::desc("S for --trace/--svg (default: first)"), cl::cat(category));
+static cl::opt<int> traceMicrobatchesOpt(
+    "trace-microbatches", cl::init(0),
+    cl::desc("M for --trace/--svg (default: first)"), cl::cat(category));
+static cl::opt<std::string> traceSystemOpt(
+    "trace-system", cl::desc("System for --trace/--svg (default: first)"),
+    cl::cat(category));
+static cl::opt<Level> traceLevelOpt(
+    "trace-level", cl::init(Level::Event),
+    cl::desc("Timeline level for --trace/--svg"),
+    cl::values(clEnumValN(Level::Table, "table", "idealized table"),
+               clEnumValN(Level::Event, "event", "event simulation")),
+    cl::cat(category));
+static cl::opt<bool> timingOpt("time", cl::init(false),
+                               cl::desc("Print the sweep's wall time to stderr"),
+                               cl::cat(category));
+
+namespace {
+
+/// One evaluated sweep point.
+struct Point {
+  std::string schedule;
+  int stages = 0, microbatches = 0;
+  int modelStages = 0;
+  std::string system;
+  Evaluation eval;
+};
+
+/// Key of a comparison group.
+struct Group {
+  int stages, microbatches;
+  std::string system;
+  bool operator<(const Group &o) const {
+    return std::tie(stages, microbatches, system) <
+           std::tie(o.stages, o.microbatches, o.system);
+  }
+};
+
+const Level kLevels[] = {Level::Formula, Level::Table, Level::Event};
+
+/// Ranks (1 = best) of the points of one group at one level; 0 when the
+/// level is n/a. Ties within the tolerance share a rank.
+std::vector<int> rankAt(const std::vector<const Point *> &pts, Level level,
+                        double tol) {
+  std::vector<int> idx;
+  for (size_t i = 0; i < pts.size(); ++i)
+    if (pts[i]->eval.at(level).available)
+      idx.push_back(static_cast<int>(i));
+  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
+    return pts[a]->eval.at(level).makespanSec < pts[b]->eval.at(level).makespanSec;
+  });
+  std::vector<int> rank(pts.size(), 0);
+  double anchor = -1;
+  int current = 0;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    double ms = pts[idx[k]]->eval.at(level).makespanSec;
+    if (anchor < 0 || ms > anchor * (1 + tol)) {
+      current = static_cast<int>(k) + 1;
+      anchor = ms;
+    }
+    rank[idx[k]] = current;
+  }
+  return rank;
+}
+
+/// A flip: the best schedules at two levels (over the schedules both levels
+/// evaluate) are disjoint.
+struct Flip {
+  Group group;
+  Level a, b;
+  std::vector<std::string> bestA, bestB;
+  double bestAAtA = 0, bestAAtB = 0, bestBAtA = 0, bestBAtB = 0;
+  int discordantPairs = 0, comparablePairs = 0;
+};
+
+std::string gib(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", bytes / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string num(double v, const char *fmt = "%.6g") {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string join(const std::vector<std::string> &v, llvm::StringRef sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i)
+    out += (i ? sep.str() : "") + v[i];
+  return out;
+}
+
+llvm::json::Array toArray(const std::vector<double> &v) {
+  llvm::json::Array a;
+  for (double x : v)
+    a.push_back(x);
+  return a;
+}
+
+int fail(llvm::Error e) {
+  llvm::WithColor::error(llvm::errs(), "pipeopt-explore")
+      << llvm::toString(std::move(e)) << "\n";
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "pipeopt-explore: compare pipeline schedules at three abstraction "
+      "levels (formula, idealized table, communication-aware event "
+      "simulation) and report where their rankings flip\n");
+
+  // --- Inputs ---------------------------------------------------------------
+  std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
+  if (schedules.empty())
+    schedules = {"gpipe",   "1f1b",  "interleaved-1f1b", "zb-h1",    "zb-v",
+                 "chimera", "hanayo", "dualpipev",       "pipedream"};
+  if (schedules.size() == 1 && schedules[0] == "all") {
+    schedules.clear();
+    for (const schedule::ScheduleInfo &i : schedule::listSchedules())
+      if (i.name != "forward-only")
+        schedules.push_back(i.name.str());
+  }
+  for (const std::string &name : schedules) {
+    bool known = llvm::any_of(schedule::listSchedules(),
+                              [&](const schedule::ScheduleInfo &i) {
+                                return i.name == name;
+                              });
+    if (!known) {
+      std::string all;
+      for (const schedule::ScheduleInfo &i : schedule::listSchedules())
+        all += (all.empty() ? "" : ", ") + i.name.str();
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "unknown schedule '" + name + "' (known: " + all + ")"));
+    }
+  }
+  std::vector<int> stages(stagesOpt.begin(), stagesOpt.end());
+  if (stages.empty())
+    stages = {4, 8};
+  std::vector<int> microbatches(microbatchesOpt.begin(), microbatchesOpt.end());
+  if (microbatches.empty())
+    microbatches = {8, 16, 32, 64};
+  for (int v : stages)
+    if (v < 1 || v > 1024)
+      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "--stages must be in [1, 1024]"));
+  for (int v : microbatches)
+    if (v < 1 || v > 100000)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(), "--microbatches must be in [1, 100000]"));
+
+  std::vector<SystemConfig> systems;
+  std::vector<std::string> systemItems(systemsOpt.begin(), systemsOpt.end());
+  if (systemItems.empty())
+    systemItems = {"grid"};
+  for (const std::string &item : systemItems) {
+    if (item == "grid") {
+      for (const SystemConfig &s : presetGrid())
+        systems.push_back(s);
+    } else if (llvm::StringRef(item).ends_with(".json")) {
+      llvm::Expected<std::vector<SystemConfig>> loaded = loadSystems(item);
+      if (!loaded)
+        return fail(loaded.takeError());
+      systems.insert(systems.end(), loaded->begin(), loaded->end());
+    } else {
+      llvm::Expected<SystemConfig> p = presetByName(item);
+      if (!p)
+        return fail(p.takeError());
+      systems.push_back(*p);
+    }
+  }
+
+  CostTable costs;
+  if (!costTableOpt.empty()) {
+    if (uniformTimeOpt > 0)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "give either --cost-table or --uniform-stage-time"));
+    llvm::Expected<CostTable> t = loadCostTable(costTableOpt);
+    if (!t)
+      return fail(t.takeError());
+    costs = std::move(*t);
+  } else {
+    double t = uniformTimeOpt > 0 ? uniformTimeOpt : 0.01;
+    // One entry; resample() spreads it over any stage count, so give the
+    // per-stage numbers for S = 1 and rescale per sweep point below.
+    costs = CostTable::uniform(1, t, uniformActOpt, uniformWeightOpt,
+                               uniformBoundaryOpt);
+    costs.name = llvm::formatv("uniform (F=B=W={0} s per stage)", num(t)).str();
+  }
+  const bool uniform = costTableOpt.empty();
+
+  // --- Sweep ------------------------------------------------------------------
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<Point> points;
+  std::vector<std::string> skipped;
+  std::optional<Timeline> traceTimeline;
+  std::string traceTitle;
+  const std::string traceSched =
+      traceScheduleOpt.empty() ? schedules.front() : traceScheduleOpt;
+  const int traceS = traceStagesOpt ? traceStagesOpt : stages.front();
+  const int traceM = traceMicrobatchesOpt ? traceMicrobatchesOpt : microbatches.front();
+  const std::string traceSys =
+      traceSystemOpt.empty() ? systems.front().name : traceSystemOpt;
+  const bool wantTimeline = !traceOpt.empty() || !svgOpt.empty();
+
+  for (const std::string &name : schedules)
+    for (int S : stages)
+      for (int M : microbatches) {
+        schedule::ScheduleParams params;
+        params.numRanks = S;
+        params.numMicrobatches = M;
+        params.waves = wavesOpt;
+        if (virtualStagesOpt > 0 &&
+            (name == "interleaved-1f1b" || name == "looped-bfs"))
+          params.virtualStages = virtualStagesOpt;
+        llvm::Expected<schedule::Schedule> sched =
+            schedule::makeSchedule(name, params);
+        if (!sched) {
+          skipped.push_back(llvm::formatv("{0} S={1} M={2}: {3}", name, S, M,
+                                          llvm::toString(sched.takeError()))
+                                .str());
+          continue;
+        }
+        // The uniform table is per stage of an S-stage pipeline: a model
+        // stage of an S*v-stage schedule gets 1/v of it.
+        CostTable table = costs;
+        if (uniform) {
+          StageCost &c = table.stages[0];
+          double scale = S;  // total model = S stages' worth
+          c.forwardSec *= scale;
+          c.backwardInputSec *= scale;
+          c.backwardWeightSec *= scale;
+          c.activationBytes *= scale;
+          c.weightBytes *= scale;
+          table = table.resample(sched->numStages);
+          table.name = costs.name;
+        }
+        for (const SystemConfig &sys : systems) {
+          llvm::Expected<Evaluation> ev = evaluate(*sched, table, sys);
+          if (!ev) {
+            skipped.push_back(llvm::formatv("{0} S={1} M={2} {3}: {4}", name,
+                                            S, M, sys.name,
+                                            llvm::toString(ev.takeError()))
+                                  .str());
+            continue;
+          }
+          Point p;
+          p.schedule = name;
+          p.stages = S;
+          p.microbatches = M;
+          p.modelStages = sched->numStages;
+          p.system = sys.name;
+          p.eval = std::move(*ev);
+          points.push_back(std::move(p));
+          if (wantTimeline && !traceTimeline && name == traceSched &&
+              S == traceS && M == traceM && sys.name == traceSys) {
+            Timeline tl;
+            llvm::Expected<Metrics> m =
+                traceLevelOpt == Level::Table
+                    ? simulateTable(*sched, table, sys, &tl)
+                    : simulateEvents(*sched, table, sys, &tl);
+            if (!m)
+              return fail(m.takeError());
+            traceTimeline = std::move(tl);
+            traceTitle = llvm::formatv("{0}, S={1}, M={2}, {3}, {4} level", name,
+                                       S, M, sys.name, levelName(traceLevelOpt))
+                             .str();
+          }
+        }
+      }
+
+  // --- Rankings and flips -----------------------------------------------------
+  std::map<Group, std::vector<const Point *>> groups;
+  for (const Point &p : points)
+    groups[{p.stages, p.microbatches, p.system}].push_back(&p);
+  std::map<const Point *, std::array<int, 3>> rankOf;
+  std::map<Group, std::array<std::vector<std::string>, 3>> bestOf;
+  std::vector<Flip> flips;
+  for (auto &[g, pts] : groups) {
+    std::array<std::vector<int>, 3> ranks;
+    for (int l = 0; l < 3; ++l) {
+      ranks[l] = rankAt(pts, kLevels[l], tieOpt);
+      for (size_t i = 0; i < pts.size(); ++i) {
+        rankOf[pts[i]][l] = ranks[l][i];
+        if (ranks[l][i] == 1)
+          bestOf[g][l].push_back(pts[i]->schedule);
+      }
+    }
+    const std::pair<int, int> pairs[] = {{0, 1}, {1, 2}, {0, 2}};
+    for (auto [a, b] : pairs) {
+      // Schedules both levels evaluate.
+      std::vector<int> common;
+      for (size_t i = 0; i < pts.size(); ++i)
+        if (ranks[a][i] > 0 && ranks[b][i] > 0)
+          common.push_back(static_cast<int>(i));
+      if (common.size() < 2)
+        continue;
+      auto bestAt = [&](int level) {
+        double best = -1;
+        for (int i : common) {
+          double ms = pts[i]->eval.at(kLevels[level]).makespanSec;
+          if (best < 0 || ms < best)
+            best = ms;
+        }
+        std::vector<int> out;
+        for (int i : common)
+          if (pts[i]->eval.at(kLevels[level]).makespanSec <= best * (1 + tieOpt))
+            out.push_back(i);
+        return out;
+      };
+      std::vector<int> ba = bestAt(a), bb = bestAt(b);
+      bool disjoint = llvm::none_of(ba, [&](int i) { return llvm::is_contained(bb, i); });
+      Flip f;
+      f.group = g;
+      f.a = kLevels[a];
+      f.b = kLevels[b];
+      for (size_t x = 0; x < common.size(); ++x)
+        for (size_t y = x + 1; y < common.size(); ++y) {
+          const Evaluation &ex = pts[common[x]]->eval, &ey = pts[common[y]]->eval;
+          auto cmp = [&](Level l) {
+            double u = ex.at(l).makespanSec, v = ey.at(l).makespanSec;
+            if (u < v / (1 + tieOpt))
+              return -1;
+            if (v < u / (1 + tieOpt))
+              return 1;
+            return 0;
+          };
+          int ca = cmp(f.a), cb = cmp(f.b);
+          ++f.comparablePairs;
+          if (ca != 0 && cb != 0 && ca != cb)
+            ++f.discordantPairs;
+        }
+      if (!disjoint)
+        continue;
+      for (int i : ba)
+        f.bestA.push_back(pts[i]->schedule);
+      for (int i : bb)
+        f.bestB.push_back(pts[i]->schedule);
+      f.bestAAtA = pts[ba[0]]->eval.at(f.a).makespanSec;
+      f.bestAAtB = pts[ba[0]]->eval.at(f.b).makespanSec;
+      f.bestBAtA = pts[bb[0]]->eval.at(f.a).makespanSec;
+      f.bestBAtB = pts[bb[0]]->eval.at(f.b).makespanSec;
+      flips.push_back(std::move(f));
+    }
+  }
+  double elapsed = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count();
+
+  // --- Output -----------------------------------------------------------------
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  std::vector<std::string> systemNames;
+  for (const SystemConfig &s : systems)
+    systemNames.push_back(s.name);
+
+  if (formatOpt == Format::JSON) {
+    llvm::json::Array rows;
+    for (const Point &p : points)
+      for (int l = 0; l < 3; ++l) {
+        const Metrics &m = p.eval.at(kLevels[l]);
+        llvm::json::Object row{
+            {"schedule", p.schedule},
+            {"stages", p.stages},
+            {"model_stages", p.modelStages},
+            {"microbatches", p.microbatches},
+            {"system", p.system},
+            {"level", levelName(kLevels[l]).str()},
+            {"available", m.available},
+            {"note", m.note},
+            {"rank", rankOf[&p][l]}};
+        if (m.available) {
+          row["makespan_s"] = m.makespanSec;
+          row["bubble_ratio"] = m.bubbleRatio;
+          row["bubble_ratio_per_rank"] = toArray(m.bubblePerRank);
+          row["peak_activation_bytes"] = m.maxPeakActivationBytes();
+          row["peak_activation_bytes_per_rank"] = toArray(m.peakActivationBytes);
+          row["weight_bytes"] = m.maxWeightBytes();
+          row["weight_bytes_per_rank"] = toArray(m.weightBytes);
+          row["comm_bytes"] = m.commBytes;
+          if (m.staleness) {
+            row["staleness_max_delay"] = m.staleness->maxDelay;
+            row["staleness_mean_delay"] = m.staleness->meanDelay;
+            row["staleness_steady_state"] = m.staleness->steadyState;
+          }
+        } else {
+          row["makespan_s"] = nullptr;
+          row["bubble_ratio"] = nullptr;
+          row["peak_activation_bytes"] = nullptr;
+        }
+        rows.push_back(std::move(row));
+      }
+    llvm::json::Array rankings;
+    for (auto &[g, best] : bestOf) {
+      llvm::json::Object r{{"stages", g.stages},
+                           {"microbatches", g.microbatches},
+                           {"system", g.system}};
+      for (int l = 0; l < 3; ++l) {
+        llvm::json::Array order;
+        std::vector<const Point *> pts = groups[g];
+        std::stable_sort(pts.begin(), pts.end(), [&](const Point *x, const Point *y) {
+          return x->eval.at(kLevels[l]).makespanSec < y->eval.at(kLevels[l]).makespanSec;
+        });
+        for (const Point *p : pts)
+          if (p->eval.at(kLevels[l]).available)
+            order.push_back(p->schedule);
+        r[levelName(kLevels[l]).str()] = std::move(order);
+      }
+      rankings.push_back(std::move(r));
+    }
+    llvm::json::Array flipArr;
+    for (const Flip &f : flips)
+      flipArr.push_back(llvm::json::Object{
+          {"stages", f.group.stages},
+          {"microbatches", f.group.microbatches},
+          {"system", f.group.system},
+          {"level_a", levelName(f.a).str()},
+          {"level_b", levelName(f.b).str()},
+          {"best_a", llvm::json::Array(f.bestA)},
+          {"best_b", llvm::json::Array(f.bestB)},
+          {"best_a_makespan_at_a_s", f.bestAAtA},
+          {"best_a_makespan_at_b_s", f.bestAAtB},
+          {"best_b_makespan_at_a_s", f.bestBAtA},
+          {"best_b_makespan_at_b_s", f.bestBAtB},
+          {"discordant_pairs", f.discordantPairs},
+          {"compared_pairs", f.comparablePairs}});
+    llvm::json::Object root{
+        {"cost_table", costs.name},
+        {"schedules", llvm::json::Array(schedules)},
+        {"systems", llvm::json::Array(systemNames)},
+        {"rows", std::move(rows)},
+        {"rankings", std::move(rankings)},
+        {"flips", std::move(flipArr)},
+        {"skipped", llvm::json::Array(skipped)},
+        {"sweep_seconds", elapsed}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  } else if (formatOpt == Format::CSV) {
+    os << "schedule,stages,model_stages,microbatches,system,level,available,"
+          "makespan_s,bubble_ratio,peak_activation_bytes,weight_bytes,"
+          "comm_bytes,staleness_max_delay,staleness_mean_delay,rank\n";
+    for (const Point &p : points)
+      for (int l = 0; l < 3; ++l) {
+        const Metrics &m = p.eval.at(kLevels[l]);
+        os << p.schedule << "," << p.stages << "," << p.modelStages << ","
+           << p.microbatches << "," << p.system << "," << levelName(kLevels[l])
+           << "," << (m.available ? "1" : "0") << ",";
+        if (m.available)
+          os << num(m.makespanSec, "%.9g") << "," << num(m.bubbleRatio, "%.6f")
+             << "," << num(m.maxPeakActivationBytes(), "%.0f") << ","
+             << num(m.maxWeightBytes(), "%.0f") << ","
+             << num(m.commBytes, "%.0f") << ",";
+        else
+          os << ",,,,,";
+        if (m.available && m.staleness)
+          os << m.staleness->maxDelay << "," << num(m.staleness->meanDelay);
+        else
+          os << ",";
+        os << "," << rankOf[&p][l] << "\n";
+      }
+  } else {
+    os << "# pipeopt-explore\n\n";
+    os << "- cost table: " << costs.name << " (" << costs.size()
+       << " entries)\n";
+    os << "- schedules: " << join(schedules, ", ") << "\n";
+    os << "- systems: " << join(systemNames, ", ") << "\n";
+    os << "- levels: formula (closed forms; n/a without one), table "
+          "(idealized table, free communication), event (alpha-beta links, "
+          "NIC contention)\n";
+    os << llvm::formatv("- sweep: {0} evaluations in {1} s\n\n", points.size(),
+                        num(elapsed, "%.3f"));
+
+    os << "## Metrics\n\n";
+    os << "Makespan in seconds with the rank among the schedules of the same "
+          "(S, M, system) in brackets; bubble ratio overall; memory is the "
+          "largest rank's (GiB); staleness = max / mean delay in block "
+          "updates (async only).\n\n";
+    os << "| S | M | system | schedule | formula | table | event | bubble "
+          "F / T / E | peak act GiB (F / T) | weights GiB | comm GiB | "
+          "staleness |\n";
+    os << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (auto &[g, pts] : groups)
+      for (const Point *p : pts) {
+        auto cell = [&](int l) -> std::string {
+          const Metrics &m = p->eval.at(kLevels[l]);
+          if (!m.available)
+            return "n/a";
+          return num(m.makespanSec, "%.4g") + " (" +
+                 std::to_string(rankOf[p][l]) + ")";
+        };
+        auto bub = [&](int l) -> std::string {
+          const Metrics &m = p->eval.at(kLevels[l]);
+          return m.available ? num(m.bubbleRatio, "%.3f") : "n/a";
+        };
+        const Metrics &f = p->eval.formula, &t = p->eval.table;
+        std::string stale = "-";
+        if (t.staleness)
+          stale = std::to_string(t.staleness->maxDelay) + " / " +
+                  num(t.staleness->meanDelay, "%.1f");
+        os << "| " << g.stages << " | " << g.microbatches << " | " << g.system
+           << " | " << p->schedule << " | " << cell(0) << " | " << cell(1)
+           << " | " << cell(2) << " | " << bub(0) << " / " << bub(1) << " / "
+           << bub(2) << " | "
+           << (f.available ? gib(f.maxPeakActivationBytes()) : "n/a") << " / "
+           << gib(t.maxPeakActivationBytes()) << " | "
+           << gib(t.maxWeightBytes()) << " | " << gib(t.commBytes) << " | "
+           << stale << " |\n";
+      }
+
+    os << "\n## Best schedule per level\n\n";
+    os << "| S | M | system | formula | table | event |\n";
+    os << "|---|---|---|---|---|---|\n";
+    for (auto &[g, best] : bestOf)
+      os << "| " << g.stages << " | " << g.microbatches << " | " << g.system
+         << " | " << (best[0].empty() ? "n/a" : join(best[0], ", ")) << " | "
+         << join(best[1], ", ") << " | " << join(best[2], ", ") << " |\n";
+
+    os << "\n## Ranking flips\n\n";
+    if (flips.empty()) {
+      os << "None: at every (S, M, system) the best schedule agrees between "
+            "levels (over the schedules both levels evaluate).\n";
+    } else {
+      os << "The best schedule differs between two levels (compared over the "
+            "schedules both levels evaluate; the formula level only covers "
+            "schedules with a closed form). Discordant = schedule pairs "
+            "ordered the other way round.\n\n";
+      os << "| S | M | system | levels | best at first | best at second | "
+            "makespans (first level) | makespans (second level) | discordant "
+            "pairs |\n";
+      os << "|---|---|---|---|---|---|---|---|---|\n";
+      for (const Flip &f : flips)
+        os << "| " << f.group.stages << " | " << f.group.microbatches << " | "
+           << f.group.system << " | " << levelName(f.a) << " -> "
+           << levelName(f.b) << " | " << join(f.bestA, ", ") << " | "
+           << join(f.bestB, ", ") << " | " << num(f.bestAAtA, "%.4g") << " vs "
+           << num(f.bestBAtA, "%.4g") << " | " << num(f.bestAAtB, "%.4g")
+           << " vs " << num(f.bestBAtB, "%.4g") << " | " << f.discordantPairs
+           << "/" << f.comparablePairs << " |\n";
+      std::map<std::string, int> byLevels;
+      for (const Flip &f : flips)
+        ++byLevels[(levelName(f.a) + " -> " + levelName(f.b)).str()];
+      os << "\nFlips by level pair:";
+      for (auto &[k, n] : byLevels)
+        os << " " << k << ": " << n << ";";
+      os << " (" << groups.size() << " configurations)\n";
+    }
+    if (!skipped.empty()) {
+      os << "\n## Skipped\n\n";
+      for (const std::string &s : skipped)
+        os << "- " << s << "\n";
+    }
+  }
+  if (llvm::Error e = writeTextFile(outputOpt, out))
+    return fail(std::move(e));
+
+  if (wantTimeline) {
+    if (!traceTimeline)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("--trace/--svg: no evaluated configuration matches "
+                        "schedule '{0}', S={1}, M={2}, system '{3}'",
+                        traceSched, traceS, traceM, traceSys)
+              .str()));
+    if (!traceOpt.empty())
+      if (llvm::Error e =
+              writeTextFile(traceOpt, chromeTraceJSON(*traceTimeline, traceTitle)))
+        return fail(std::move(e));
+    if (!svgOpt.empty()) {
+      SvgOptions o;
+      o.title = traceTitle;
+      if (llvm::Error e = writeTextFile(svgOpt, renderSvgGantt(*traceTimeline, o)))
+        return fail(std::move(e));
+    }
+  }
+  if (timingOpt)
+    llvm::errs() << llvm::formatv("pipeopt-explore: {0} evaluations in {1} s\n",
+                                  points.size(), num(elapsed, "%.3f"));
+  return 0;
+}
