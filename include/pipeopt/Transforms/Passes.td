@@ -35,4 +35,268 @@ def PreparePass : Pass<"pipe-prepare", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Scheduling
+//===----------------------------------------------------------------------===//
+
+def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
+  let summary = "Turn the stage graph into one pipe.program per rank.";
+  let description = [{
+    Input: the outlined stage graph (`pipe-outline-stages`): a `func.func @f`
+    carrying `pipe.num_stages = S` whose body is `pipe.stage_call
+    @f_stage<k>(...) stage k` for k = 0..S-1 in stage order, then
+    `func.return`. The SSA edges between the stage calls form the
+    schedule::StageGraph (one edge per stage pair i -> j, skip connections
+    included; bytes = total size of the tensors flowing from i to j). Value
+    index k of a pair = order of first use of the value in the stage graph.
+
+    The pass generates the schedule table with the schedule library
+    (`schedule=<name>`) or imports a torch.distributed.pipelining action CSV
+    (`csv=<path>`), inserts Send/Recv actions (insertCommunication),
+    validates it and checks it with the blocking-semantics deadlock check,
+    and then emits one `pipe.program @f_rank<r> rank r of R microbatches M
+    attributes {schedule = "<name>"}` per rank, in the rank's action order:
+
+    - F of stage k, microbatch m: `pipe.forward @f_stage<k>(...) stage k
+      microbatch m`. Operands are `pipe.input <arg> microbatch m` for model
+      arguments (created right before their first use on the rank for that
+      microbatch), `pipe.recv` results for values produced on another rank,
+      or results of the earlier `pipe.forward` of the producing stage when it
+      runs on the same rank (no transfer). Results of @f's `func.return`
+      become `pipe.output %v result <i> microbatch m` right after the forward
+      that produces them.
+    - Forward SEND / RECV: one `pipe.send` / `pipe.recv` per value flowing
+      from stage i to stage j, tag `<forward, stage i -> j, microbatch m,
+      value k>`.
+    - BW / B / W: `pipe.backward full|input|weight stage k microbatch m`.
+      Gradients are modelled structurally only (executing backward is a later
+      step): a `full` / `input` backward of stage k takes as operands the
+      gradients of k's outgoing values (edges k -> j, ascending j, then value
+      index; each either a `pipe.recv` with a `backward` tag or a result of
+      the same-rank backward of stage j) and returns one gradient per
+      incoming value from an earlier stage (edges i -> k, ascending i, then
+      value index), with the type of that activation. The last stage seeds
+      its gradient from the loss internally (no operands); gradients of
+      model arguments stay inside the backward. `weight` has no operands and
+      no results.
+    - Backward SEND / RECV: `pipe.send` of that backward result / `pipe.recv`
+      of a tensor of the activation's type, tag `<backward, stage j -> i,
+      microbatch m, value k>` (the gradient of value k of edge i -> j,
+      produced by stage j).
+
+    The stage graph function and the stage functions are kept. With
+    `print-grid`, the ranks x unit-time-slots grid of the schedule is
+    printed to stdout before the module.
+
+    Errors: no stage graph in the module, malformed stage graph, unknown
+    schedule (the valid names are listed), parameters the schedule rejects
+    (the library's message), unreadable / malformed CSV, a CSV whose
+    send/recv actions deadlock (the cycle is named).
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Schedule to generate (gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
+           "zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, "
+           "pipedream-2bw, forward-only)">,
+    Option<"csvPath", "csv", "std::string", /*default=*/"\"\"",
+           "Import the schedule from this torch.distributed.pipelining action "
+           "CSV instead of generating one (overrides 'schedule')">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", /*default=*/"0",
+           "Microbatches per iteration (0: the number of stages; with csv, "
+           "inferred from the file)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
+           "Stages (chunks) per rank; ranks = stages / virtual-stages (0: the "
+           "schedule's default)">,
+    Option<"numRanks", "num-ranks", "int64_t", /*default=*/"0",
+           "Number of ranks (0: derived from stages and virtual-stages)">,
+    Option<"waves", "waves", "int64_t", /*default=*/"1",
+           "Hanayo: number of waves">,
+    Option<"printGrid", "print-grid", "bool", /*default=*/"false",
+           "Print the ranks x time-slot grid of the schedule to stdout">,
+  ];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
+  let statistics = [
+    Statistic<"numPrograms", "num-programs", "Number of pipe.program ops created">,
+    Statistic<"numTransfers", "num-transfers", "Number of pipe.send ops created">
+  ];
+}
+
+def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Check the per-rank programs: complete, ordered, matched, deadlock-free.";
+  let description = [{
+    Reads the `pipe.program @f_rank<r>` ops of every scheduled function back
+    into a schedule::Schedule (F from `pipe.forward`, BW / B / W from
+    `pipe.backward full|input|weight`, SEND / RECV from `pipe.send` /
+    `pipe.recv` with their peers and tags; the stage -> rank placement is
+    taken from where the forwards are) and checks, reporting the first
+    violation at the offending op:
+
+    1. the programs of one function agree on the rank count and microbatch
+       count and cover ranks 0..R-1 once;
+    2. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
+       tag and the same tensor type on the peer rank, and vice versa;
+    3. schedule::validate against the stage graph of `@f` (when present;
+       otherwise the chain plus the edges named by forward tags): every
+       (stage, microbatch, phase) exactly once, on its rank, dependencies
+       respected;
+    4. schedule::checkDeadlockFree under blocking rendezvous semantics (the
+       cycle of waiting ranks is named), plus the same simulation at tag
+       level (the k-th send from rank a to rank b pairs with the k-th recv
+       on b from a).
+
+    The IR is not modified.
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Partitioning
+//===----------------------------------------------------------------------===//
+
+def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
+  let summary = "Assign every op of each model function to a pipeline stage.";
+  let description = [{
+    Splits the body of every `func.func` with a body (except outlined stage
+    functions) into `num-stages` contiguous pipeline stages. Calls are
+    inlined first (the `pipe-prepare` logic) when the module has any.
+
+    The pass builds a weighted DAG from the function body in program order
+    (a topological order), with one node per top-level op costed by the cost
+    model (`include/pipeopt/Analysis/CostModel.h`, `docs/CostModel.md`):
+    forward time, and B / W times when `training` is set; FLOPs; parameter
+    bytes (each weight argument or constant is attributed to its first user);
+    saved-activation bytes. Edges carry the bytes of the value they transport.
+    Cheap values computed only from constants, function arguments and other
+    such values (constants, `tensor.empty`, fills, splats, masks, RoPE
+    tables, layout ops on weights) are *rematerializable*: they are not
+    placed, each stage that uses one recomputes it, and it is never sent.
+    The partitioner core (`include/pipeopt/Partition/Partitioner.h`) then
+    chooses the stages: `balanced` minimizes the bottleneck stage time
+    (compute + sends/receives over the topology's links) exactly for the
+    program order, subject to the per-device memory limit (parameters x
+    (1 + optimizer factor) + activations x in-flight microbatches of the
+    schedule).
+
+    Output: every top-level op gets `pipe.stage = k : i64` (rematerializable
+    ops also get the unit attribute `pipe.remat` and the first stage using
+    them), the function gets `pipe.num_stages = S : i64`, and with
+    `annotate-costs` every op gets `pipe.cost = #pipe.cost<...>`.
+
+    ```mlir
+    %0 = linalg.matmul {pipe.stage = 0 : i64} ins(...) outs(...) -> ...
+    %1 = linalg.matmul {pipe.stage = 1 : i64} ins(%0, ...) outs(...) -> ...
+    ```
+
+    Weights (function arguments) go to every stage that uses them; a weight
+    read by more than one stage (tied weights) is reported with a warning
+    and in the report's `tied_weights`.
+
+    In-flight microbatches per stage s (of S, with M microbatches), for the
+    activation memory: `gpipe` keeps all M; `1f1b`, `interleaved-1f1b`,
+    `zb-h1` and `zb-v` keep min(S - s, M) (PipeDream-Flush bound; the
+    zero-bubble schedules H1 and V match 1F1B's peak, Qi et al. ICLR'24);
+    `inference` keeps 1.
+
+    Report: `report=-` prints a per-stage table and a comparison with the
+    `uniform` and `params` baselines ("vs uniform: -12.3%") to stdout;
+    `report=<file>` writes the JSON report (per stage `time_s`, `flops`,
+    `param_bytes`, `activation_bytes`, `send_bytes`, `recv_bytes`,
+    `num_ops`, ...; `bottleneck_s`, `lower_bound_s`, `imbalance`,
+    `baselines.uniform.bottleneck_s`, `baselines.params.bottleneck_s`,
+    `tied_weights`).
+
+    Errors (at the op's location where one is to blame, else the
+    function's): more stages than placeable ops; a memory limit no split can
+    meet (names the stage and its bytes against the limit); inconsistent
+    `pipe.stage` attributes with `strategy=manual`; bad option values; and
+    unreadable or malformed JSON files (hardware, profile).
+  }];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"numStages", "num-stages", "int64_t", "2",
+           "Number of pipeline stages (>= 1)">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", "1",
+           "Microbatches per iteration, for in-flight activation memory">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "Schedule whose in-flight microbatches size activation memory: "
+           "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, inference">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "Device preset: h100, h200, a100, cpu">,
+    Option<"hardware", "hardware", "std::string", "\"\"",
+           "Hardware JSON file (device and topology; overrides `device`)">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-stage memory limit in bytes, with optional suffix (80GB, "
+           "16GiB); empty = the device's capacity; 0 = unlimited">,
+    Option<"strategy", "strategy", "std::string", "\"balanced\"",
+           "balanced (optimal bottleneck), uniform (equal op counts), params "
+           "(balanced parameter bytes), manual (keep and check the existing "
+           "pipe.stage attributes)">,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file; `-` prints a table to stdout">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "Measured profile JSON (per op or per stage) overriding estimates">,
+    Option<"training", "training", "bool", "false",
+           "Stage time includes backward (B + W) and gradient traffic">,
+    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
+           "Extra bytes per parameter byte (gradients, optimizer state); "
+           "-1 = 3 (fp32 Adam) when training, else 0">,
+    Option<"annotateCosts", "annotate-costs", "bool", "false",
+           "Attach pipe.cost = #pipe.cost<flops, bytes, time> to every op">,
+  ];
+  let statistics = [
+    Statistic<"numPlaced", "num-placed", "Ops placed into stages">,
+    Statistic<"numRemat", "num-remat", "Rematerializable ops">
+  ];
+}
+
+def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
+  let summary = "Move each pipeline stage into its own function.";
+  let description = [{
+    Input: a partitioned function (every top-level op has `pipe.stage`, see
+    `pipe-partition`). For each stage k the pass creates
+    `func.func @<f>_stage<k>(...) attributes {pipe.stage = k : i64}`
+    holding the stage's ops in program order, and rewrites `@<f>` into the
+    stage graph: one `pipe.stage_call @<f>_stage<k>(...) stage k` per stage
+    in stage order, then the original `func.return`. `@<f>` keeps its
+    signature and gets `pipe.num_stages`.
+
+    Stage function arguments: the function arguments of `@<f>` the stage
+    uses (weights and inputs, in argument order), then the values produced
+    by earlier stages that it consumes (in program order of their
+    producers). Results: the values it produces that later stages or the
+    return use (in program order). A value consumed by a later,
+    non-adjacent stage (skip connection) is passed directly from the
+    producer's `pipe.stage_call` to the consumer's.
+
+    Rematerializable ops (`pipe.remat`, and constants / `tensor.empty`
+    everywhere) are cloned into every stage function that uses them,
+    directly or through other rematerialized ops, and never passed between
+    stages. Values used inside regions (e.g. a scalar constant captured by a
+    `linalg.generic` body) count as uses.
+
+    ```mlir
+    func.func @mlp(%x: tensor<4x8xf32>, %w0: tensor<8x8xf32>, %w1: tensor<8x8xf32>)
+        -> tensor<4x8xf32> attributes {pipe.num_stages = 2 : i64} {
+      %h = pipe.stage_call @mlp_stage0(%x, %w0) stage 0
+          : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+      %y = pipe.stage_call @mlp_stage1(%w1, %h) stage 1
+          : (tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      return %y : tensor<4x8xf32>
+    }
+    ```
+
+    Errors: an op without `pipe.stage`, a stage index at or beyond
+    `pipe.num_stages`, an op placed before a producer it uses, a value that
+    is not a ranked tensor crossing stages, and an empty stage. Functions
+    without any `pipe.stage` attribute are left alone.
+  }];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect",
+                           "::mlir::func::FuncDialect"];
+  let statistics = [
+    Statistic<"numStageFunctions", "num-stage-functions",
+              "Stage functions created">,
+    Statistic<"numCloned", "num-cloned", "Rematerialized op copies">
+  ];
+}
+
 #endif // PIPEOPT_TRANSFORMS_PASSES_TD

@@ -1,0 +1,387 @@
+//===- VerifySchedule.cpp - pipe-verify-schedule ------------------*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// pipe-verify-schedule: reads the pipe.program ops of each scheduled
+/// function back into a schedule::Schedule and checks it with the schedule
+/// library (validate, checkDeadlockFree), plus send/recv matching by tag and
+/// tensor type and a tag-level rendezvous simulation. See Passes.td.
+///
+//===----------------------------------------------------------------------===//
+
+#include "StageGraphInfo.h"
+
+#include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Transforms/Passes.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace pipeopt {
+#define GEN_PASS_DEF_VERIFYSCHEDULEPASS
+#include "pipeopt/Transforms/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+using namespace pipeopt;
+namespace sched = pipeopt::schedule;
+
+namespace {
+struct VerifySchedulePass
+    : pipeopt::impl::VerifySchedulePassBase<VerifySchedulePass> {
+  void runOnOperation() override;
+
+private:
+  LogicalResult verifyGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs);
+};
+
+/// A transfer endpoint: (sender rank, receiver rank, tag).
+using TransferKey = std::tuple<int64_t, int64_t, const void *>;
+} // namespace
+
+/// "pipe.send to 1 #pipe.tag<...>" / "pipe.recv from 0 #pipe.tag<...>".
+static std::string describeTransfer(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto send = dyn_cast<pipe::SendOp>(op))
+    os << "pipe.send to " << send.getPeer() << " " << send.getTag();
+  else if (auto recv = dyn_cast<pipe::RecvOp>(op))
+    os << "pipe.recv from " << recv.getPeer() << " " << recv.getTag();
+  return text;
+}
+
+/// Name without a trailing "_rank<digits>".
+static StringRef baseName(StringRef name) {
+  size_t pos = name.rfind("_rank");
+  if (pos == StringRef::npos)
+    return name;
+  StringRef digits = name.drop_front(pos + 5);
+  if (digits.empty() || !llvm::all_of(digits, llvm::isDigit))
+    return name;
+  return name.take_front(pos);
+}
+
+/// First "rank <N>" in `text` after `from`; -1 if none.
+static int firstRankIn(StringRef text, size_t from = 0) {
+  size_t pos = text.find("rank ", from);
+  if (pos == StringRef::npos)
+    return -1;
+  StringRef rest = text.drop_front(pos + 5);
+  unsigned n = 0;
+  size_t len = rest.find_first_not_of("0123456789");
+  if (rest.take_front(len).getAsInteger(10, n))
+    return -1;
+  return static_cast<int>(n);
+}
+
+LogicalResult
+VerifySchedulePass::verifyGroup(StringRef base,
+                                ArrayRef<pipe::ProgramOp> programs) {
+  ModuleOp module = getOperation();
+  pipe::ProgramOp first = programs.front();
+  int64_t R = first.getNumRanks(), M = first.getNumMicrobatches();
+
+  // 1. One program per rank, consistent sizes.
+  std::vector<pipe::ProgramOp> byRank(R);
+  for (pipe::ProgramOp p : programs) {
+    if (static_cast<int64_t>(p.getNumRanks()) != R ||
+        static_cast<int64_t>(p.getNumMicrobatches()) != M)
+      return p.emitError() << "program @" << p.getSymName() << " is rank "
+                           << p.getRank() << " of " << p.getNumRanks()
+                           << " with " << p.getNumMicrobatches()
+                           << " microbatches, but @" << first.getSymName()
+                           << " is one of " << R << " ranks with " << M
+                           << " microbatches";
+    pipe::ProgramOp &slot = byRank[p.getRank()];
+    if (slot)
+      return p.emitError() << "rank " << p.getRank()
+                           << " has two programs: @" << slot.getSymName()
+                           << " and @" << p.getSymName();
+    slot = p;
+  }
+  for (int64_t r = 0; r < R; ++r)
+    if (!byRank[r])
+      return first.emitError() << "no program for rank " << r << " of " << R
+                               << " (programs of @" << base << ")";
+
+  // 2. Send/recv matching by (sender, receiver, tag) and tensor type.
+  std::map<TransferKey, Operation *> sends, recvs;
+  for (int64_t r = 0; r < R; ++r)
+    for (Operation &op : byRank[r].getBody().front()) {
+      if (auto send = dyn_cast<pipe::SendOp>(op)) {
+        TransferKey key{r, static_cast<int64_t>(send.getPeer()),
+                        send.getTag().getAsOpaquePointer()};
+        if (!sends.emplace(key, &op).second)
+          return op.emitError() << "rank " << r << ": "
+                                << describeTransfer(&op)
+                                << " repeats an earlier pipe.send with the "
+                                   "same tag to the same rank";
+      } else if (auto recv = dyn_cast<pipe::RecvOp>(op)) {
+        TransferKey key{static_cast<int64_t>(recv.getPeer()), r,
+                        recv.getTag().getAsOpaquePointer()};
+        if (!recvs.emplace(key, &op).second)
+          return op.emitError() << "rank " << r << ": "
+                                << describeTransfer(&op)
+                                << " repeats an earlier pipe.recv with the "
+                                   "same tag from the same rank";
+      }
+    }
+  for (int64_t r = 0; r < R; ++r)
+    for (Operation &op : byRank[r].getBody().front()) {
+      if (auto send = dyn_cast<pipe::SendOp>(op)) {
+        int64_t q = send.getPeer();
+        if (!recvs.count({r, q, send.getTag().getAsOpaquePointer()}))
+          return op.emitError() << "rank " << r << ": "
+                                << describeTransfer(&op)
+                                << " has no matching pipe.recv on rank " << q;
+      } else if (auto recv = dyn_cast<pipe::RecvOp>(op)) {
+        int64_t q = recv.getPeer();
+        auto it = sends.find({q, r, recv.getTag().getAsOpaquePointer()});
+        if (it == sends.end())
+          return op.emitError() << "rank " << r << ": "
+                                << describeTransfer(&op)
+                                << " has no matching pipe.send on rank " << q;
+        Type sent = cast<pipe::SendOp>(it->second).getValue().getType();
+        if (sent != recv.getType()) {
+          InFlightDiagnostic diag =
+              op.emitError() << "rank " << r << ": " << describeTransfer(&op)
+                             << " receives " << recv.getType()
+                             << ", but the matching pipe.send on rank " << q
+                             << " sends " << sent;
+          diag.attachNote(it->second->getLoc()) << "the pipe.send is here";
+          return diag;
+        }
+      }
+    }
+
+  // 3. The stage graph: from @<base> when it is one, else the chain plus the
+  //    edges named by forward tags.
+  sched::StageGraph graph;
+  int S = 0;
+  auto fn = module.lookupSymbol<func::FuncOp>(base);
+  if (fn && isStageGraph(fn)) {
+    FailureOr<StageGraphInfo> info = analyzeStageGraph(fn);
+    if (failed(info))
+      return failure();
+    graph = info->graph;
+    S = info->numStages();
+  } else {
+    std::set<std::pair<int, int>> edges;
+    for (pipe::ProgramOp p : byRank)
+      for (Operation &op : p.getBody().front()) {
+        if (auto f = dyn_cast<pipe::ForwardOp>(op))
+          S = std::max<int>(S, f.getStage() + 1);
+        else if (auto bw = dyn_cast<pipe::BackwardOp>(op))
+          S = std::max<int>(S, bw.getStage() + 1);
+        pipe::TagAttr tag;
+        if (auto send = dyn_cast<pipe::SendOp>(op))
+          tag = send.getTag();
+        else if (auto recv = dyn_cast<pipe::RecvOp>(op))
+          tag = recv.getTag();
+        if (!tag)
+          continue;
+        int lo = std::min(tag.getSrcStage(), tag.getDstStage());
+        int hi = std::max(tag.getSrcStage(), tag.getDstStage());
+        S = std::max(S, hi + 1);
+        if (lo != hi)
+          edges.insert({lo, hi});
+      }
+    for (int k = 0; k + 1 < S; ++k)
+      edges.insert({k, k + 1});
+    graph.numStages = S;
+    for (auto [from, to] : edges)
+      graph.edges.push_back({from, to, 0});
+  }
+
+  // 4. The programs as a schedule table. A multi-value transfer becomes one
+  //    Send/Recv action (the library counts one per stage pair); its first
+  //    op stands for it.
+  sched::Schedule s;
+  s.name = first.getSchedule() ? first.getSchedule()->str() : base.str();
+  s.numRanks = R;
+  s.numStages = S;
+  s.numMicrobatches = M;
+  s.actions.resize(R);
+  std::vector<std::vector<Operation *>> opOf(R);
+  // (stage, microbatch) -> rank of its forward (or backward if no forward).
+  std::map<std::pair<int, int>, int> where;
+  bool anyBackward = false, split = false;
+  for (int64_t r = 0; r < R; ++r) {
+    std::set<std::tuple<bool, bool, int, int, int>> seenComm;
+    for (Operation &op : byRank[r].getBody().front()) {
+      sched::Action a;
+      if (auto f = dyn_cast<pipe::ForwardOp>(op)) {
+        a = sched::Action::compute(sched::Phase::F, f.getStage(),
+                                   f.getMicrobatch());
+        where.emplace(std::make_pair(a.stage, a.microbatch), r);
+      } else if (auto bw = dyn_cast<pipe::BackwardOp>(op)) {
+        anyBackward = true;
+        sched::Phase phase = sched::Phase::BW;
+        if (bw.getKind() == pipe::BackwardKind::Input)
+          phase = sched::Phase::B;
+        else if (bw.getKind() == pipe::BackwardKind::Weight)
+          phase = sched::Phase::W;
+        split |= phase != sched::Phase::BW;
+        a = sched::Action::compute(phase, bw.getStage(), bw.getMicrobatch());
+      } else if (isa<pipe::SendOp, pipe::RecvOp>(op)) {
+        bool isSend = isa<pipe::SendOp>(op);
+        pipe::TagAttr tag = isSend ? cast<pipe::SendOp>(op).getTag()
+                                   : cast<pipe::RecvOp>(op).getTag();
+        int peer = isSend ? cast<pipe::SendOp>(op).getPeer()
+                          : cast<pipe::RecvOp>(op).getPeer();
+        bool backward = tag.getDirection() == pipe::Direction::Backward;
+        int src = tag.getSrcStage(), dst = tag.getDstStage();
+        if (!seenComm.insert({isSend, backward, src, dst, tag.getMicrobatch()})
+                 .second)
+          continue;
+        // The tag names the value's producer (src) and consumer (dst).
+        a = isSend ? sched::Action::send(src, tag.getMicrobatch(), peer, dst,
+                                         backward)
+                   : sched::Action::recv(dst, tag.getMicrobatch(), peer, src,
+                                         backward);
+      } else {
+        continue;
+      }
+      s.actions[r].push_back(a);
+      opOf[r].push_back(&op);
+    }
+  }
+  s.splitBackward = split;
+  s.forwardOnly = !anyBackward;
+  // Placement: per microbatch, the rank of every stage's forward; a stage
+  // with no forward for a microbatch takes its rank from another
+  // microbatch (validate() then reports the missing forward).
+  std::vector<int> fallback(S, 0);
+  for (int k = S - 1; k >= 0; --k)
+    for (int m = M - 1; m >= 0; --m)
+      if (where.count({k, m}))
+        fallback[k] = where[{k, m}];
+  for (int m = 0; m < M; ++m) {
+    std::vector<int> placement(S);
+    for (int k = 0; k < S; ++k) {
+      auto it = where.find({k, m});
+      placement[k] = it == where.end() ? fallback[k] : it->second;
+    }
+    auto it = llvm::find(s.stageRank, placement);
+    s.microbatchPipeline.push_back(static_cast<int>(it - s.stageRank.begin()));
+    if (it == s.stageRank.end())
+      s.stageRank.push_back(placement);
+  }
+  if (s.stageRank.empty())
+    s.stageRank.push_back(std::vector<int>(S, 0));
+
+  // Report a library error at the op it names ("rank N: <action> ...") or
+  // at the program of the rank it names.
+  auto reportAt = [&](const Twine &prefix, llvm::Error e) -> LogicalResult {
+    std::string msg = llvm::toString(std::move(e));
+    Operation *at = first;
+    StringRef text(msg);
+    if (text.starts_with("rank ")) {
+      int r = firstRankIn(text);
+      if (r >= 0 && r < R) {
+        at = byRank[r];
+        StringRef rest = text.drop_front(text.find(": ") + 2);
+        for (size_t i = 0; i < s.actions[r].size(); ++i)
+          if (rest.starts_with(sched::describe(s.actions[r][i]))) {
+            at = opOf[r][i];
+            break;
+          }
+      }
+    } else if (size_t pos = text.find("expected on rank ");
+               pos != StringRef::npos) {
+      int r = firstRankIn(text, pos);
+      if (r >= 0 && r < R)
+        at = byRank[r];
+    }
+    return at->emitError() << prefix << msg;
+  };
+
+  // 5. The library's checks.
+  if (llvm::Error e = sched::validate(s, graph))
+    return reportAt("invalid schedule: ", std::move(e));
+
+  // 6. Rendezvous simulation at tag level: locates the blocked ops.
+  std::vector<SmallVector<Operation *>> comms(R);
+  for (int64_t r = 0; r < R; ++r)
+    for (Operation &op : byRank[r].getBody().front())
+      if (isa<pipe::SendOp, pipe::RecvOp>(op))
+        comms[r].push_back(&op);
+  std::vector<size_t> pc(R, 0);
+  auto peerOf = [](Operation *op) -> int64_t {
+    if (auto send = dyn_cast<pipe::SendOp>(op))
+      return send.getPeer();
+    return cast<pipe::RecvOp>(op).getPeer();
+  };
+  auto tagOf = [](Operation *op) -> Attribute {
+    if (auto send = dyn_cast<pipe::SendOp>(op))
+      return send.getTag();
+    return cast<pipe::RecvOp>(op).getTag();
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t r = 0; r < R; ++r) {
+      if (pc[r] >= comms[r].size())
+        continue;
+      Operation *a = comms[r][pc[r]];
+      int64_t q = peerOf(a);
+      if (q < 0 || q >= R || pc[q] >= comms[q].size())
+        continue;
+      Operation *b = comms[q][pc[q]];
+      if (peerOf(b) != r || isa<pipe::SendOp>(a) == isa<pipe::SendOp>(b) ||
+          tagOf(a) != tagOf(b))
+        continue;
+      ++pc[r];
+      ++pc[q];
+      progress = true;
+    }
+  }
+  int blocked = -1;
+  for (int64_t r = 0; r < R && blocked < 0; ++r)
+    if (pc[r] < comms[r].size())
+      blocked = r;
+
+  if (llvm::Error e = sched::checkDeadlockFree(s)) {
+    std::string msg = llvm::toString(std::move(e));
+    int r = firstRankIn(msg);
+    Operation *at = first;
+    if (r >= 0 && r < R && pc[r] < comms[r].size())
+      at = comms[r][pc[r]];
+    else if (blocked >= 0)
+      at = comms[blocked][pc[blocked]];
+    return at->emitError() << msg;
+  }
+  if (blocked >= 0) {
+    Operation *a = comms[blocked][pc[blocked]];
+    int64_t q = peerOf(a);
+    InFlightDiagnostic diag = a->emitError()
+                              << "deadlock: rank " << blocked << " waits in "
+                              << describeTransfer(a) << ", but rank " << q;
+    if (pc[q] < comms[q].size()) {
+      Operation *b = comms[q][pc[q]];
+      diag << " waits in " << describeTransfer(b);
+      diag.attachNote(b->getLoc()) << "rank " << q << " waits here";
+    } else {
+      diag << " has finished";
+    }
+    return diag;
+  }
+  return success();
+}
+
+void VerifySchedulePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  llvm::MapVector<StringRef, SmallVector<pipe::ProgramOp>> groups;
+  for (auto p : module.getOps<pipe::ProgramOp>())
+    groups[baseName(p.getSymName())].push_back(p);
+  for (auto &[base, programs] : groups)
+    if (failed(verifyGroup(base, programs)))
+      return signalPassFailure();
+}
