@@ -591,7 +591,8 @@ int main(int argc, char **argv) {
     os << "Makespan in seconds with the rank among the schedules of the same "
           "(S, M, system) in brackets; bubble ratio overall; memory is the "
           "largest rank's (GiB); staleness = max / mean delay in block "
-          "updates (async only).\n\n";
+          "updates (async only; * = M < 2S + 1, no steady state, all "
+          "microbatches counted).\n\n";
     os << "| S | M | system | schedule | formula | table | event | bubble "
           "F / T / E | peak act GiB (F / T) | weights GiB | comm GiB | "
           "staleness |\n";
@@ -613,7 +614,8 @@ int main(int argc, char **argv) {
         std::string stale = "-";
         if (t.staleness)
           stale = std::to_string(t.staleness->maxDelay) + " / " +
-                  num(t.staleness->meanDelay, "%.1f");
+                  num(t.staleness->meanDelay, "%.1f") +
+                  (t.staleness->steadyState ? "" : " *");
         os << "| " << g.stages << " | " << g.microbatches << " | " << g.system
            << " | " << p->schedule << " | " << cell(0) << " | " << cell(1)
            << " | " << cell(2) << " | " << bub(0) << " / " << bub(1) << " / "
