@@ -261,7 +261,10 @@ llvm::SmallVector<unsigned> cost::parameterOperands(Operation *op) {
                      name.starts_with("arith.") || name.starts_with("math.");
   if (!elementwise)
     return result;
-  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+  unsigned numCandidates = op->getNumOperands();
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    numCandidates = linalgOp.getNumDpsInputs(); // not the inits
+  for (unsigned i = 0; i < numCandidates; ++i) {
     Value root;
     if (!tracesToParameterSource(op->getOperand(i), &root) ||
         !isFunctionArgument(root))
@@ -653,7 +656,8 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
         }
     if (remark)
       *remark = llvm::formatv("unknown op '{0}': conservative estimate "
-                              "({1} FLOP, {2} bytes: every operand and result "
+                              "({1:F0} FLOP, {2:F0} bytes: every operand and "
+                              "result "
                               "moved once, one operation per element)",
                               name, c.flops, c.bytes())
                     .str();

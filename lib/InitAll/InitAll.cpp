@@ -25,6 +25,11 @@
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 
+namespace pipeopt::test {
+// Test-only passes (test/lib), declared here as upstream MLIR does.
+void registerTestCostModelPass();
+} // namespace pipeopt::test
+
 
 void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
   // Only what pipeopt must parse: its own dialect and the upstream input and
@@ -45,4 +50,5 @@ void pipeopt::registerAllPasses() {
   // Upstream passes, so the lowering pipelines can be replayed step by step.
   mlir::registerAllPasses();
   registerPipeoptPasses();
+  test::registerTestCostModelPass();
 }

@@ -1,0 +1,445 @@
+//===- Partition.cpp - pipe-partition: assign ops to stages -------*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+//
+// A thin adapter: IR -> partition::Graph (costs from the cost model) ->
+// partition::partition() -> pipe.stage attributes and a report. The
+// algorithm lives in lib/Partition (pure C++).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
+#include "pipeopt/Partition/Partitioner.h"
+#include "pipeopt/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <set>
+
+namespace pipeopt {
+#define GEN_PASS_DEF_PARTITIONPASS
+#include "pipeopt/Transforms/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+using namespace pipeopt;
+namespace part = pipeopt::partition;
+
+namespace {
+
+/// In-flight microbatches per stage for `schedule` (Passes.td).
+FailureOr<std::vector<int>> inFlightFor(StringRef schedule, int numStages,
+                                        int numMicrobatches) {
+  if (schedule == "gpipe")
+    return part::gpipeInFlight(numStages, numMicrobatches);
+  if (schedule == "1f1b" || schedule == "interleaved-1f1b" ||
+      schedule == "zb-h1" || schedule == "zb-v")
+    return part::oneFOneBInFlight(numStages, numMicrobatches);
+  if (schedule == "inference")
+    return std::vector<int>(numStages, 1);
+  return failure();
+}
+
+/// Every value an op reads: operands and values captured by its regions.
+SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> inputs(op->getOperands());
+  if (op->getNumRegions()) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    inputs.append(captured.begin(), captured.end());
+  }
+  return inputs;
+}
+
+/// Kinds whose ops may be rematerialized when all their inputs are
+/// constants, arguments or rematerializable.
+bool rematerializableKind(cost::OpKind kind) {
+  switch (kind) {
+  case cost::OpKind::Constant:
+  case cost::OpKind::View:
+  case cost::OpKind::Fill:
+  case cost::OpKind::Elementwise:
+  case cost::OpKind::DataMovement:
+  case cost::OpKind::Reduction:
+    return true;
+  default:
+    return false;
+  }
+}
+
+struct PartitionPass : pipeopt::impl::PartitionPassBase<PartitionPass> {
+  using Base::Base;
+  void runOnOperation() override;
+
+private:
+  struct FunctionResult {
+    std::string name;
+    part::Report report;
+  };
+  LogicalResult partitionFunction(func::FuncOp fn, const cost::Hardware &hw,
+                                  const std::optional<cost::Profile> &profile,
+                                  double capacity,
+                                  const std::vector<int> &inFlight,
+                                  part::Strategy strat,
+                                  std::vector<FunctionResult> &results);
+};
+
+} // namespace
+
+void PartitionPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  Location loc = module.getLoc();
+
+  // --- Options ------------------------------------------------------------
+  if (numStages < 1) {
+    emitError(loc) << "pipe-partition: num-stages must be >= 1, got "
+                   << numStages;
+    return signalPassFailure();
+  }
+  if (numMicrobatches < 1) {
+    emitError(loc) << "pipe-partition: num-microbatches must be >= 1, got "
+                   << numMicrobatches;
+    return signalPassFailure();
+  }
+  FailureOr<std::vector<int>> inFlight =
+      inFlightFor(schedule, numStages, numMicrobatches);
+  if (failed(inFlight)) {
+    emitError(loc) << "pipe-partition: unknown schedule '" << schedule
+                   << "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, "
+                      "zb-v or inference)";
+    return signalPassFailure();
+  }
+  auto strat = part::parseStrategy(strategy);
+  if (!strat) {
+    emitError(loc) << "pipe-partition: " << llvm::toString(strat.takeError());
+    return signalPassFailure();
+  }
+  auto hw = cost::getPreset(device);
+  if (!hw) {
+    emitError(loc) << "pipe-partition: " << llvm::toString(hw.takeError());
+    return signalPassFailure();
+  }
+  if (!hardware.empty()) {
+    auto loaded = cost::loadHardware(hardware, &*hw);
+    if (!loaded) {
+      emitError(loc) << "pipe-partition: "
+                     << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    hw = std::move(loaded);
+  }
+  double capacity = hw->device.memoryCapacity;
+  if (!memoryLimit.empty()) {
+    auto bytes = cost::parseByteSize(memoryLimit);
+    if (!bytes) {
+      emitError(loc) << "pipe-partition: memory-limit: "
+                     << llvm::toString(bytes.takeError());
+      return signalPassFailure();
+    }
+    capacity = *bytes;
+  }
+  if (optimizerFactor != -1 && !(optimizerFactor >= 0)) {
+    emitError(loc) << "pipe-partition: optimizer-factor must be >= 0 (or -1 "
+                      "for the default), got "
+                   << optimizerFactor;
+    return signalPassFailure();
+  }
+  std::optional<cost::Profile> prof;
+  if (!profile.empty()) {
+    auto p = cost::loadProfile(profile);
+    if (!p) {
+      emitError(loc) << "pipe-partition: " << llvm::toString(p.takeError());
+      return signalPassFailure();
+    }
+    prof = std::move(*p);
+  }
+
+  // --- Inline helper calls (pipe-prepare) ------------------------------------
+  bool hasCalls = false;
+  module.walk([&](func::CallOp) {
+    hasCalls = true;
+    return WalkResult::interrupt();
+  });
+  if (hasCalls) {
+    OpPassManager pm(ModuleOp::getOperationName());
+    pm.addPass(createPreparePass());
+    if (failed(runPipeline(pm, module)))
+      return signalPassFailure();
+  }
+
+  // --- Partition each model function -----------------------------------------
+  std::vector<FunctionResult> results;
+  SmallVector<func::FuncOp> fns;
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal() && !fn->hasAttr("pipe.stage"))
+      fns.push_back(fn);
+  for (func::FuncOp fn : fns)
+    if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, *strat,
+                                 results)))
+      return signalPassFailure();
+
+  // --- Report --------------------------------------------------------------
+  if (report.empty() || results.empty())
+    return;
+  if (report == "-") {
+    llvm::raw_ostream &os = llvm::outs();
+    for (const FunctionResult &r : results) {
+      const part::Report &rep = r.report;
+      os << llvm::formatv("pipe-partition @{0}: {1} stages on {2}, {3} "
+                          "microbatches, schedule {4}\n",
+                          r.name, rep.numStages, hw->device.name,
+                          numMicrobatches, schedule);
+      part::printTable(os, rep);
+      // Relative change of the bottleneck against a reference, e.g.
+      // "vs uniform: -23.4%" (negative = faster than the reference).
+      auto rel = [&](StringRef what, double other) {
+        double pct =
+            other > 0 ? (rep.bottleneckSeconds / other - 1) * 100 : 0.0;
+        os << llvm::formatv("vs {0}: {1}{2:F1}%\n", what,
+                            pct >= 0 ? "+" : "", pct);
+      };
+      if (rep.uniform.computed)
+        rel("uniform", rep.uniform.bottleneckSeconds);
+      if (rep.params.computed)
+        rel("params", rep.params.bottleneckSeconds);
+      rel("lower bound", rep.lowerBoundSeconds);
+    }
+    os.flush();
+    return;
+  }
+  llvm::json::Array all;
+  for (const FunctionResult &r : results) {
+    llvm::json::Value v = part::toJSON(r.report);
+    if (auto *obj = v.getAsObject()) {
+      (*obj)["function"] = r.name;
+      (*obj)["device"] = hw->device.name;
+      (*obj)["schedule"] = std::string(schedule);
+      (*obj)["num_microbatches"] = static_cast<int64_t>(numMicrobatches);
+      (*obj)["training"] = static_cast<bool>(training);
+    }
+    all.push_back(std::move(v));
+  }
+  std::string errorMessage;
+  auto file = openOutputFile(report, &errorMessage);
+  if (!file) {
+    emitError(loc) << "pipe-partition: cannot write report '" << report
+                   << "': " << errorMessage;
+    return signalPassFailure();
+  }
+  llvm::json::Value out = all.size() == 1 ? std::move(all[0])
+                                          : llvm::json::Value(std::move(all));
+  file->os() << llvm::formatv("{0:2}", out) << "\n";
+  file->keep();
+}
+
+LogicalResult PartitionPass::partitionFunction(
+    func::FuncOp fn, const cost::Hardware &hw,
+    const std::optional<cost::Profile> &profile, double capacity,
+    const std::vector<int> &inFlight, part::Strategy strat,
+    std::vector<FunctionResult> &results) {
+  if (!fn.getBody().hasOneBlock())
+    return fn.emitError() << "pipe-partition: expected a single-block "
+                             "function body (structured control flow only)";
+  Block &body = fn.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  if (ops.empty())
+    return fn.emitError() << "pipe-partition: the function has no ops to "
+                             "partition";
+
+  cost::CostAnalysis analysis(fn, hw);
+  if (profile)
+    if (auto err = cost::applyProfile(analysis, body, *profile))
+      return fn.emitError() << "pipe-partition: "
+                            << llvm::toString(std::move(err));
+
+  llvm::DenseMap<Operation *, int> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = static_cast<int>(i);
+
+  // Rematerializable ops: cheap, side-effect free, read no weight, and every
+  // input is a function argument or another rematerializable value.
+  std::vector<bool> remat(ops.size(), false);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    const cost::OpCost &c = analysis.get(op);
+    if (!rematerializableKind(c.kind) || op->getNumResults() == 0 ||
+        !isMemoryEffectFree(op))
+      continue;
+    if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
+        !cost::parameterOperands(op).empty())
+      continue;
+    bool ok = llvm::all_of(inputsOf(op), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return true; // function argument
+      auto it = index.find(def);
+      return it != index.end() && remat[it->second];
+    });
+    remat[i] = ok;
+  }
+
+  // Graph.
+  part::Graph graph;
+  llvm::DenseMap<Value, int> weightId;
+  auto weightOf = [&](Value root) {
+    auto it = weightId.find(root);
+    if (it != weightId.end())
+      return it->second;
+    int id = static_cast<int>(graph.weightNames.size());
+    std::string name;
+    if (auto arg = dyn_cast<BlockArgument>(root))
+      name = llvm::formatv("%arg{0}", arg.getArgNumber()).str();
+    else
+      name = llvm::formatv("{0}#{1}",
+                           root.getDefiningOp()->getName().getStringRef(),
+                           index.lookup(root.getDefiningOp()))
+                 .str();
+    graph.weightNames.push_back(name);
+    graph.weightBytes.push_back(cost::typeBytes(root.getType()));
+    weightId[root] = id;
+    return id;
+  };
+  std::vector<bool> weightCounted;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    const cost::OpCost &c = analysis.get(op);
+    part::Node node;
+    node.name = llvm::formatv("{0}#{1}", op->getName().getStringRef(), i).str();
+    node.forwardSeconds = c.forwardSeconds;
+    node.backwardInputSeconds = c.backwardInputSeconds;
+    node.backwardWeightSeconds = c.backwardWeightSeconds;
+    node.flops = c.flops;
+    node.rematerializable = remat[i];
+    if (!remat[i]) {
+      node.outputBytes = c.savedActivationBytes;
+      // Weights: attributed (bytes) to their first placed reader.
+      for (unsigned operand : cost::parameterOperands(op)) {
+        Value root;
+        if (!cost::tracesToParameterSource(op->getOperand(operand), &root))
+          continue;
+        int id = weightOf(root);
+        if (!llvm::is_contained(node.weights, id))
+          node.weights.push_back(id);
+        if (weightCounted.size() <= static_cast<size_t>(id))
+          weightCounted.resize(id + 1, false);
+        if (!weightCounted[id]) {
+          weightCounted[id] = true;
+          node.paramBytes += graph.weightBytes[id];
+        }
+      }
+      if (strat == part::Strategy::Manual) {
+        auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
+        if (!attr)
+          return op->emitError()
+                 << "pipe-partition: strategy=manual needs a 'pipe.stage' "
+                    "attribute on every op, and this op has none";
+        if (attr.getInt() < 0 || attr.getInt() >= numStages)
+          return op->emitError()
+                 << "pipe-partition: pipe.stage = " << attr.getInt()
+                 << " is out of range for num-stages=" << numStages;
+        node.fixedStage = static_cast<int>(attr.getInt());
+      }
+    }
+    graph.addNode(std::move(node));
+  }
+  std::set<std::tuple<int, int, int>> seen;
+  for (auto [j, op] : llvm::enumerate(ops)) {
+    for (Value v : inputsOf(op)) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      auto it = index.find(def);
+      if (it == index.end())
+        continue;
+      int from = it->second;
+      int result = static_cast<int>(cast<OpResult>(v).getResultNumber());
+      if (!seen.insert({from, static_cast<int>(j), result}).second)
+        continue;
+      graph.addEdge(from, static_cast<int>(j), cost::typeBytes(v.getType()),
+                    result);
+    }
+  }
+
+  // Options.
+  part::Options options;
+  options.numStages = static_cast<int>(numStages);
+  options.strategy = strat;
+  options.training = training;
+  options.links.uniform = {hw.topology.intraNode.latency,
+                           hw.topology.intraNode.bandwidth};
+  cost::Topology topo = hw.topology;
+  options.links.between = [topo](int a, int b) {
+    cost::LinkSpec l = topo.between(a, b);
+    return part::Link{l.latency, l.bandwidth};
+  };
+  options.memory.capacityBytes = {capacity};
+  options.memory.optimizerFactor =
+      optimizerFactor >= 0 ? optimizerFactor : (training ? 3.0 : 0.0);
+  options.memory.inFlight = inFlight;
+
+  auto result = part::partition(graph, options);
+  if (!result) {
+    std::string message = llvm::toString(result.takeError());
+    // Point at the op the message names ("linalg.matmul#12"), if any.
+    Location where = fn.getLoc();
+    llvm::Regex nodeRef("([A-Za-z_][A-Za-z0-9_]*\\.[A-Za-z0-9_.]+)#([0-9]+)");
+    SmallVector<StringRef> groups;
+    unsigned idx;
+    if (nodeRef.match(message, &groups) &&
+        !groups[2].getAsInteger(10, idx) && idx < ops.size() &&
+        ops[idx]->getName().getStringRef() == groups[1])
+      where = ops[idx]->getLoc();
+    return emitError(where) << "pipe-partition: " << message;
+  }
+
+  // Write back.
+  MLIRContext *ctx = fn.getContext();
+  Builder b(ctx);
+  const part::Partition &p = result->partition;
+  int lastStage = static_cast<int>(numStages) - 1;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    int stage;
+    if (remat[i]) {
+      stage = p.rematStages[i].empty() ? lastStage : p.rematStages[i].front();
+      op->setAttr("pipe.remat", b.getUnitAttr());
+      ++numRemat;
+    } else {
+      stage = p.stageOf[i];
+      op->removeAttr("pipe.remat");
+      ++numPlaced;
+    }
+    op->setAttr("pipe.stage", b.getI64IntegerAttr(stage));
+    if (annotateCosts) {
+      const cost::OpCost &c = analysis.get(op);
+      op->setAttr("pipe.cost", pipe::CostAttr::get(ctx, c.flops, c.bytes(),
+                                                   c.forwardSeconds));
+    }
+  }
+  fn->setAttr("pipe.num_stages", b.getI64IntegerAttr(numStages));
+
+  for (const part::TiedWeight &t : result->report.tiedWeights) {
+    std::string stages;
+    for (auto [k, s] : llvm::enumerate(t.stages))
+      stages += (k ? ", " : "") + std::to_string(s);
+    fn.emitWarning() << "pipe-partition: weight '" << t.name << "' ("
+                     << part::formatBytes(t.bytes)
+                     << ") is used by stages " << stages
+                     << " (tied weights): each of them holds a copy, and "
+                        "training must sum its gradients across them";
+  }
+  results.push_back({fn.getSymName().str(), result->report});
+  return success();
+}
