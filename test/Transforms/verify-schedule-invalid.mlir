@@ -1,0 +1,217 @@
+// RUN: pipeopt %s -split-input-file --pipe-verify-schedule -verify-diagnostics
+
+// A swapped send/recv pair: rank 0 posts the gradient recv before sending
+// the activation that rank 1 needs to produce that gradient.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{deadlock: rank 0 waits on recv from rank 1 (B stage 1 mb 0) -> rank 1 waits on recv from rank 0 (F stage 0 mb 0) -> rank 0}}
+  %g = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  pipe.backward full stage 0 microbatch 0 ins(%g : tensor<4xf32>)
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<4xf32>
+  %g = pipe.backward full stage 1 microbatch 0 -> tensor<4xf32>
+  pipe.send %g to 0 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4xf32>
+}
+
+// -----
+
+// Rank 1 never runs the forward of microbatch 1 (forward-only schedule).
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 2 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a0 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %x1 = pipe.input 0 microbatch 1 : tensor<4xf32>
+  %a1 = pipe.forward @m_stage0(%x1) stage 0 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a1 to 1 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+// expected-error@+1 {{invalid schedule: missing F(stage 1, mb 1) (expected on rank 1)}}
+pipe.program @m_rank1 rank 1 of 2 microbatches 2 {
+  %a0 = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y0 = pipe.forward @m_stage1(%a0) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y0 result 0 microbatch 0 : tensor<4xf32>
+  %a1 = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+
+// -----
+
+// A recv whose send does not exist (there is no value 1 on edge 0 -> 1).
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a0 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a0 = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error@+1 {{rank 1: pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 1> has no matching pipe.send on rank 0}}
+  %b0 = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 1> : tensor<4xf32>
+  %y0 = pipe.forward @m_stage1(%a0) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// A send nobody receives.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a0 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{rank 0: pipe.send to 1 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0> has no matching pipe.recv on rank 1}}
+  pipe.send %a0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y0 = pipe.forward @m_stage1(%x0) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// Send and recv agree on the tag but not on the tensor type.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a0 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-note@+1 {{the pipe.send is here}}
+  pipe.send %a0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  // expected-error@+1 {{rank 1: pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0> receives 'tensor<2x2xf32>', but the matching pipe.send on rank 0 sends 'tensor<4xf32>'}}
+  %a0 = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<2x2xf32>
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y0 = pipe.forward @m_stage1(%x0) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// Two values cross 0 -> 1; rank 1 receives them in the other order. Every
+// tag matches, but under blocking semantics rank 0 waits in the send of
+// value 0 while rank 1 waits in the recv of value 1.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) attributes {pipe.stage = 0 : i64} {
+  return %x, %x : tensor<4xf32>, tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a:2 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+  // expected-error@+1 {{deadlock: rank 0 waits in pipe.send to 1 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0>, but rank 1 waits in pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 1>}}
+  pipe.send %a#0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  pipe.send %a#1 to 1 <forward, stage 0 -> 1, microbatch 0, value 1> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  // expected-note@+1 {{rank 1 waits here}}
+  %b = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 1> : tensor<4xf32>
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y0 = pipe.forward @m_stage1(%a, %b) stage 1 microbatch 0 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// A backward on a rank that does not hold its stage.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %g = pipe.backward full stage 1 microbatch 0 -> tensor<4xf32>
+  // expected-error@+1 {{invalid schedule: rank 1: BW(stage 0, mb 0) belongs on rank 0}}
+  pipe.backward full stage 0 microbatch 0 ins(%g : tensor<4xf32>)
+}
+
+// -----
+
+// The same tag sent twice.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error@+1 {{rank 0: pipe.send to 1 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0> repeats an earlier pipe.send with the same tag to the same rank}}
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// No program for rank 1.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{no program for rank 1 of 2 (programs of @m)}}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// Programs of one function disagree on the number of microbatches.
+
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+}
+// expected-error@+1 {{program @m_rank1 is rank 1 of 2 with 2 microbatches, but @m_rank0 is one of 2 ranks with 1 microbatches}}
+pipe.program @m_rank1 rank 1 of 2 microbatches 2 {
+}
