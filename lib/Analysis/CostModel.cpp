@@ -753,14 +753,27 @@ const OpCost &CostAnalysis::get(Operation *op) {
 
 void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
   OpCost c = get(op);
-  double ratio = c.forwardSeconds > 0 ? times.forward / c.forwardSeconds : 1;
-  c.backwardInputSeconds = times.backwardInput >= 0
-                               ? times.backwardInput
-                               : c.backwardInputSeconds * ratio;
-  c.backwardWeightSeconds = times.backwardWeight >= 0
-                                ? times.backwardWeight
-                                : c.backwardWeightSeconds * ratio;
-  c.forwardSeconds = times.forward;
+  double ratio = times.forward >= 0 && c.forwardSeconds > 0
+                     ? times.forward / c.forwardSeconds
+                     : 1;
+  double b = c.backwardInputSeconds, w = c.backwardWeightSeconds;
+  if (times.forward >= 0)
+    c.forwardSeconds = times.forward;
+  if (times.backwardInput >= 0 || times.backwardWeight >= 0 ||
+      times.backwardFull >= 0) {
+    double full = times.backwardFull;
+    double bShare = b + w > 0 ? b / (b + w) : 1;
+    c.backwardInputSeconds = times.backwardInput >= 0 ? times.backwardInput
+                             : full >= 0 ? full * bShare
+                                         : b * ratio;
+    c.backwardWeightSeconds = times.backwardWeight >= 0
+                                  ? times.backwardWeight
+                              : full >= 0 ? full * (1 - bShare)
+                                          : w * ratio;
+  } else {
+    c.backwardInputSeconds = b * ratio;
+    c.backwardWeightSeconds = w * ratio;
+  }
   c.measured = true;
   cache[op] = c;
 }
@@ -798,6 +811,9 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
             llvm::inconvertibleErrorCode(),
             llvm::formatv("profile stage {0} has no op with pipe.stage = {0}",
                           stage));
+      // Each op gets the share of the measured stage time that its
+      // estimate has of the estimated stage time (equal shares when the
+      // estimates are all 0).
       double f = 0, b = 0, w = 0;
       for (Operation *op : it->second) {
         const OpCost &c = analysis.get(op);
@@ -805,19 +821,23 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
         b += c.backwardInputSeconds;
         w += c.backwardWeightSeconds;
       }
+      double n = static_cast<double>(it->second.size());
+      auto share = [&](double measured, double estimate, double total) {
+        if (measured < 0)
+          return -1.0;
+        return total > 0 ? measured * estimate / total : measured / n;
+      };
       for (Operation *op : it->second) {
         OpCost c = analysis.get(op);
         Profile::Times t;
-        t.forward = f > 0 ? c.forwardSeconds * times.forward / f
-                          : times.forward / it->second.size();
-        if (times.backwardInput >= 0)
-          t.backwardInput = b > 0 ? c.backwardInputSeconds *
-                                        times.backwardInput / b
-                                  : times.backwardInput / it->second.size();
-        if (times.backwardWeight >= 0)
-          t.backwardWeight = w > 0 ? c.backwardWeightSeconds *
-                                         times.backwardWeight / w
-                                   : times.backwardWeight / it->second.size();
+        t.forward = share(times.forward, c.forwardSeconds, f);
+        t.backwardInput =
+            share(times.backwardInput, c.backwardInputSeconds, b);
+        t.backwardWeight =
+            share(times.backwardWeight, c.backwardWeightSeconds, w);
+        t.backwardFull =
+            share(times.backwardFull,
+                  c.backwardInputSeconds + c.backwardWeightSeconds, b + w);
         analysis.setMeasured(op, t);
       }
     }

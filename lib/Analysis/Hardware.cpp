@@ -451,20 +451,25 @@ llvm::Expected<Profile> cost::parseProfile(const llvm::json::Value &value) {
   auto readTimes = [](const llvm::json::Object &e, Profile::Times &t,
                       std::string &err, const std::string &where) {
     auto get = [&](StringRef key, double &out) {
-      if (const llvm::json::Value *v = e.get(key)) {
-        auto d = v->getAsNumber();
-        if (!d || !std::isfinite(*d) || *d < 0) {
-          err = where + "." + key.str() + ": expected a number of seconds >= 0";
-          return;
-        }
-        out = *d;
+      const llvm::json::Value *v = e.get(key);
+      if (!v || v->kind() == llvm::json::Value::Null || !err.empty())
+        return;
+      auto d = v->getAsNumber();
+      if (!d || !std::isfinite(*d) || *d < 0) {
+        err = where + "." + key.str() + ": expected a number of seconds >= 0";
+        return;
       }
+      out = *d;
     };
     get("forward_s", t.forward);
     get("backward_input_s", t.backwardInput);
     get("backward_weight_s", t.backwardWeight);
-    if (err.empty() && t.forward < 0)
-      err = where + ": missing \"forward_s\"";
+    get("backward_full_s", t.backwardFull);
+    if (t.backwardFull < 0)
+      get("backward_s", t.backwardFull);
+    if (err.empty() && t.forward < 0 && t.backwardInput < 0 &&
+        t.backwardWeight < 0 && t.backwardFull < 0)
+      err = where + ": no time given (\"forward_s\", \"backward_s\", ...)";
   };
   for (StringRef section : {"stages", "ops"}) {
     const llvm::json::Value *v = obj->get(section);

@@ -88,6 +88,7 @@ private:
   struct FunctionResult {
     std::string name;
     part::Report report;
+    int64_t functionOps = 0, placedOps = 0, rematOps = 0;
   };
   LogicalResult partitionFunction(func::FuncOp fn, const cost::Hardware &hw,
                                   const std::optional<cost::Profile> &profile,
@@ -101,23 +102,30 @@ private:
 
 void PartitionPass::runOnOperation() {
   ModuleOp module = getOperation();
+  // Option errors point at the first model function (the module of a parsed
+  // file often has no location of its own).
   Location loc = module.getLoc();
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!fn.isExternal()) {
+      loc = fn.getLoc();
+      break;
+    }
 
   // --- Options ------------------------------------------------------------
   if (numStages < 1) {
     emitError(loc) << "pipe-partition: num-stages must be >= 1, got "
-                   << numStages;
+                   << static_cast<int64_t>(numStages);
     return signalPassFailure();
   }
   if (numMicrobatches < 1) {
     emitError(loc) << "pipe-partition: num-microbatches must be >= 1, got "
-                   << numMicrobatches;
+                   << static_cast<int64_t>(numMicrobatches);
     return signalPassFailure();
   }
   FailureOr<std::vector<int>> inFlight =
       inFlightFor(schedule, numStages, numMicrobatches);
   if (failed(inFlight)) {
-    emitError(loc) << "pipe-partition: unknown schedule '" << schedule
+    emitError(loc) << "pipe-partition: unknown schedule '" << std::string(schedule)
                    << "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, "
                       "zb-v or inference)";
     return signalPassFailure();
@@ -154,7 +162,7 @@ void PartitionPass::runOnOperation() {
   if (optimizerFactor != -1 && !(optimizerFactor >= 0)) {
     emitError(loc) << "pipe-partition: optimizer-factor must be >= 0 (or -1 "
                       "for the default), got "
-                   << optimizerFactor;
+                   << static_cast<double>(optimizerFactor);
     return signalPassFailure();
   }
   std::optional<cost::Profile> prof;
@@ -229,13 +237,18 @@ void PartitionPass::runOnOperation() {
       (*obj)["schedule"] = std::string(schedule);
       (*obj)["num_microbatches"] = static_cast<int64_t>(numMicrobatches);
       (*obj)["training"] = static_cast<bool>(training);
+      // Op counts of the function: every top-level op is either placed in
+      // one stage or rematerialized (function_ops = placed_ops + remat_ops).
+      (*obj)["function_ops"] = r.functionOps;
+      (*obj)["placed_ops"] = r.placedOps;
+      (*obj)["remat_ops"] = r.rematOps;
     }
     all.push_back(std::move(v));
   }
   std::string errorMessage;
   auto file = openOutputFile(report, &errorMessage);
   if (!file) {
-    emitError(loc) << "pipe-partition: cannot write report '" << report
+    emitError(loc) << "pipe-partition: cannot write report '" << std::string(report)
                    << "': " << errorMessage;
     return signalPassFailure();
   }
@@ -349,7 +362,7 @@ LogicalResult PartitionPass::partitionFunction(
         if (attr.getInt() < 0 || attr.getInt() >= numStages)
           return op->emitError()
                  << "pipe-partition: pipe.stage = " << attr.getInt()
-                 << " is out of range for num-stages=" << numStages;
+                 << " is out of range for num-stages=" << static_cast<int64_t>(numStages);
         node.fixedStage = static_cast<int>(attr.getInt());
       }
     }
@@ -440,6 +453,10 @@ LogicalResult PartitionPass::partitionFunction(
                      << " (tied weights): each of them holds a copy, and "
                         "training must sum its gradients across them";
   }
-  results.push_back({fn.getSymName().str(), result->report});
+  FunctionResult fr{fn.getSymName().str(), result->report};
+  fr.functionOps = static_cast<int64_t>(ops.size());
+  fr.rematOps = llvm::count(remat, true);
+  fr.placedOps = fr.functionOps - fr.rematOps;
+  results.push_back(std::move(fr));
   return success();
 }

@@ -228,8 +228,11 @@ double rooflineSeconds(const DeviceSpec &device, double flops, double bytes,
 
 /// Measured times; see docs/CostModel.md "Profile JSON".
 struct Profile {
+  /// Seconds; negative = not measured. `backwardFull` (B + W measured as
+  /// one action) is split into B and W in the ratio of the estimates.
   struct Times {
-    double forward = -1, backwardInput = -1, backwardWeight = -1; ///< s; <0 unset
+    double forward = -1, backwardInput = -1, backwardWeight = -1,
+           backwardFull = -1;
   };
   /// Per stage k: measured times of the whole stage (the partition the
   /// profile was measured with must be present as pipe.stage attributes).
@@ -240,7 +243,11 @@ struct Profile {
 };
 
 /// Parses {"stages":[{"stage":k,"forward_s":t,...}], "ops":[{"index":i,
-/// "forward_s":t,...}]} (both arrays optional). Errors name the entry.
+/// "forward_s":t,...}]} (either array may be absent). Per entry:
+/// "forward_s", "backward_input_s", "backward_weight_s", "backward_full_s"
+/// and "backward_s" (B + W), each a number or null; other keys (e.g. the
+/// runtime's "ranks", "count") are ignored, so `pipeopt-run --profile`
+/// output is accepted as is. Errors name the entry.
 llvm::Expected<Profile> parseProfile(const llvm::json::Value &value);
 /// Reads and parses a profile file; errors name the file.
 llvm::Expected<Profile> loadProfile(llvm::StringRef path);
@@ -263,8 +270,9 @@ public:
   /// The (cached) cost of `op`; unknown ops get a remark on first query
   /// (once per op name) when `emitRemarks` is set.
   const OpCost &get(mlir::Operation *op);
-  /// Overrides the forward (and, where given, backward) time of `op` with a
-  /// measurement; unspecified backward times are scaled with forward.
+  /// Overrides the measured times of `op`; a backward time that is not
+  /// given is scaled with the forward measurement (or split from
+  /// `backwardFull` in the ratio of the B and W estimates).
   void setMeasured(mlir::Operation *op, const Profile::Times &times);
   /// Scales forward, B and W times of `op` by `factor`, marking it measured.
   void scale(mlir::Operation *op, double factor);

@@ -1,0 +1,175 @@
+// Every diagnostic of -pipe-partition, one case per split-file part, each
+// with the options that trigger it.
+//
+// RUN: rm -rf %t && split-file %s %t
+// RUN: pipeopt %t/too-many-stages.mlir -pipe-partition="num-stages=3" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/memory.mlir -pipe-partition="num-stages=2 memory-limit=6kB" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/manual-missing.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/manual-range.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/manual-order.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-stages.mlir -pipe-partition="num-stages=0" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-microbatches.mlir -pipe-partition="num-microbatches=0" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/schedule.mlir -pipe-partition="schedule=zigzag" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/strategy.mlir -pipe-partition="strategy=random" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/device.mlir -pipe-partition="device=x100" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/memory-limit.mlir -pipe-partition="memory-limit=80XB" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/optimizer-factor.mlir -pipe-partition="optimizer-factor=-2" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-missing.mlir -pipe-partition="hardware=%t/does-not-exist.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-syntax.mlir -pipe-partition="hardware=%t/syntax.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-key.mlir -pipe-partition="hardware=%t/typo.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-value.mlir -pipe-partition="hardware=%t/negative.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/profile-syntax.mlir -pipe-partition="profile=%t/profile-bad.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/profile-stages.mlir -pipe-partition="profile=%t/profile-stages.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/profile-index.mlir -pipe-partition="profile=%t/profile-index.json" -verify-diagnostics -o /dev/null
+
+//--- too-many-stages.mlir
+// Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
+// expected-error @+1 {{pipe-partition: cannot split 2 ops into 3 stages (1 rematerializable ops are duplicated into stages, not placed)}}
+func.func @f(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %c = arith.constant dense<0.0> : tensor<4x4xf32>
+  %0 = linalg.matmul ins(%x, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = arith.addf %0, %0 : tensor<4x4xf32>
+  return %1 : tensor<4x4xf32>
+}
+
+//--- memory.mlir
+// Three 4 kB weights over 2 stages: some stage holds 8 kB > 6 kB.
+// expected-error @+1 {{pipe-partition: no split into 2 stages fits in memory; at best, stage 0 needs 9.2 kB (params 8.2 kB + activations 1.0 kB x 1 in flight) but the limit is 6.0 kB}}
+func.func @f(%x: tensor<4x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<32x32xf32>, %w2: tensor<32x32xf32>) -> tensor<4x32xf32> {
+  %c = arith.constant dense<0.0> : tensor<4x32xf32>
+  %0 = linalg.matmul ins(%x, %w0 : tensor<4x32xf32>, tensor<32x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %1 = linalg.matmul ins(%0, %w1 : tensor<4x32xf32>, tensor<32x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
+  %2 = linalg.matmul ins(%1, %w2 : tensor<4x32xf32>, tensor<32x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
+  return %2 : tensor<4x32xf32>
+}
+
+//--- manual-missing.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{pipe-partition: strategy=manual needs a 'pipe.stage' attribute on every op, and this op has none}}
+  %1 = arith.mulf %0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+//--- manual-range.mlir
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{pipe-partition: pipe.stage = 2 is out of range for num-stages=2}}
+  %1 = arith.mulf %0, %0 {pipe.stage = 2 : i64} : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+//--- manual-order.mlir
+// A consumer on an earlier stage than its producer; the error points at the
+// first op it names.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{pipe-partition: manual strategy: op 'arith.addf#0' (stage 1) feeds op 'arith.mulf#1' (stage 0): stages must not decrease along dependencies}}
+  %0 = arith.addf %x, %x {pipe.stage = 1 : i64} : tensor<4xf32>
+  %1 = arith.mulf %0, %0 {pipe.stage = 0 : i64} : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+//--- num-stages.mlir
+// expected-error @+1 {{pipe-partition: num-stages must be >= 1, got 0}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- num-microbatches.mlir
+// expected-error @+1 {{pipe-partition: num-microbatches must be >= 1, got 0}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- schedule.mlir
+// expected-error @+1 {{pipe-partition: unknown schedule 'zigzag' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v or inference)}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- strategy.mlir
+// expected-error @+1 {{pipe-partition: unknown partition strategy 'random'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- device.mlir
+// expected-error @+1 {{pipe-partition: unknown device 'x100' (expected one of h100, h200, a100, cpu, or a JSON file via hardware=<path>)}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- memory-limit.mlir
+// expected-error @+1 {{pipe-partition: memory-limit: invalid byte size '80XB': unknown suffix 'XB'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- optimizer-factor.mlir
+// expected-error @+1 {{pipe-partition: optimizer-factor must be >= 0 (or -1 for the default), got -2}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- hardware-missing.mlir
+// expected-error @+1 {{pipe-partition: cannot read hardware file}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- hardware-syntax.mlir
+// expected-error @+1 {{pipe-partition: invalid JSON in hardware file}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- syntax.json
+{"base": "h100", "memory_bandwidth": }
+
+//--- hardware-key.mlir
+// expected-error @+1 {{hardware JSON: unknown key 'memory_bandwith'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- typo.json
+{"base": "h100", "memory_bandwith": 3e12}
+
+//--- hardware-value.mlir
+// expected-error @+1 {{hardware JSON: device 'neg': memory_bandwidth must be a positive number of bytes/s}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- negative.json
+{"base": "a100", "name": "neg", "memory_bandwidth": -1}
+
+//--- profile-syntax.mlir
+// expected-error @+1 {{profile JSON: stages[0]: missing or negative 'stage'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- profile-bad.json
+{"stages": [{"forward_s": 0.1}]}
+
+//--- profile-stages.mlir
+// A per-stage profile needs the partition it was measured with.
+// expected-error @+1 {{pipe-partition: a per-stage profile needs the partition it was measured with: no op carries a 'pipe.stage' attribute}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+//--- profile-stages.json
+{"stages": [{"stage": 0, "forward_s": 0.1}]}
+
+//--- profile-index.mlir
+// expected-error @+1 {{pipe-partition: profile op index 7 is out of range: the function has 1 ops}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+//--- profile-index.json
+{"ops": [{"index": 7, "forward_s": 0.1}]}
