@@ -1,4 +1,4 @@
-//===- Schedule.cpp - pipe-schedule: per-rank programs ------------*- C++ -*-===//
+//===- Schedule.cpp - pipe-schedule: per-rank programs ----------*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -64,8 +64,7 @@ struct RankState {
 } // namespace
 
 /// Turns a library error into a diagnostic at `op`.
-static LogicalResult report(Operation *op, const Twine &prefix,
-                            llvm::Error e) {
+static LogicalResult report(Operation *op, const Twine &prefix, llvm::Error e) {
   std::string msg = llvm::toString(std::move(e));
   return op->emitError() << prefix << msg;
 }
@@ -86,13 +85,13 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
     opts.numMicrobatches = static_cast<int>(numMicrobatches);
     auto imported = sched::importCSV((*buffer)->getBuffer(), opts);
     if (!imported)
-      return report(fn, "invalid schedule CSV '" + csvPath + "': ",
-                    imported.takeError());
+      return report(
+          fn, "invalid schedule CSV '" + csvPath + "': ", imported.takeError());
     s = std::move(*imported);
     if (s.numStages != S)
-      return fn.emitError() << "schedule CSV '" << csvPath << "' has "
-                            << s.numStages << " stages, but @"
-                            << fn.getSymName() << " has " << S;
+      return fn.emitError()
+             << "schedule CSV '" << csvPath << "' has " << s.numStages
+             << " stages, but @" << fn.getSymName() << " has " << S;
   } else {
     sched::ScheduleParams p;
     p.numStages = S;
@@ -117,14 +116,13 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
     if (llvm::Error e = sched::validate(s, info.graph))
       return report(fn, "invalid schedule '" + s.name + "': ", std::move(e));
     if (llvm::Error e = sched::checkDeadlockFree(s))
-      return report(fn, "schedule '" + s.name + "' deadlocks: ",
-                    std::move(e));
+      return report(fn, "schedule '" + s.name + "' deadlocks: ", std::move(e));
     return s;
   }
   auto lowered = sched::insertCommunication(s, info.graph);
   if (!lowered)
-    return report(fn, "cannot insert send/recv into schedule '" + s.name +
-                          "': ",
+    return report(fn,
+                  "cannot insert send/recv into schedule '" + s.name + "': ",
                   lowered.takeError());
   if (llvm::Error e = sched::validate(*lowered, info.graph))
     return report(fn, "invalid schedule '" + s.name + "': ", std::move(e));
@@ -163,8 +161,8 @@ LogicalResult SchedulePass::emitPrograms(const StageGraphInfo &info,
   b.setInsertionPointToEnd(module.getBody());
   for (int r = 0; r < s.numRanks; ++r) {
     std::string name = (fn.getSymName() + "_rank" + Twine(r)).str();
-    auto program = pipe::ProgramOp::create(b, fn.getLoc(), name, r,
-                                           s.numRanks, s.numMicrobatches);
+    auto program = pipe::ProgramOp::create(b, fn.getLoc(), name, r, s.numRanks,
+                                           s.numMicrobatches);
     program.setScheduleAttr(b.getStringAttr(s.name));
     ++numPrograms;
     OpBuilder pb = OpBuilder::atBlockEnd(&program.getBody().front());
@@ -182,9 +180,9 @@ LogicalResult SchedulePass::emitPrograms(const StageGraphInfo &info,
           if (src.fromStage < 0) {
             Value &in = st.inputs[{src.argIndex, m}];
             if (!in)
-              in = pipe::InputOp::create(
-                  pb, loc, fn.getArgument(src.argIndex).getType(),
-                  uint64_t(src.argIndex), uint64_t(m));
+              in = pipe::InputOp::create(pb, loc,
+                                         fn.getArgument(src.argIndex).getType(),
+                                         uint64_t(src.argIndex), uint64_t(m));
             operands.push_back(in);
             continue;
           }
@@ -192,19 +190,19 @@ LogicalResult SchedulePass::emitPrograms(const StageGraphInfo &info,
           if (s.rankOf(src.fromStage, m) == r) {
             auto it = st.forwards.find({src.fromStage, m});
             if (it == st.forwards.end())
-              return internalError(r, a, "producer stage " +
-                                             Twine(src.fromStage) +
-                                             " has not run on this rank");
+              return internalError(r, a,
+                                   "producer stage " + Twine(src.fromStage) +
+                                       " has not run on this rank");
             operands.push_back(
                 it->second.getResult(StageGraphInfo::resultNumber(v)));
             continue;
           }
           auto it = st.activations.find({src.fromStage, k, m, src.valueIndex});
           if (it == st.activations.end())
-            return internalError(r, a, "no pipe.recv of value " +
-                                           Twine(src.valueIndex) +
-                                           " from stage " +
-                                           Twine(src.fromStage));
+            return internalError(r, a,
+                                 "no pipe.recv of value " +
+                                     Twine(src.valueIndex) + " from stage " +
+                                     Twine(src.fromStage));
           operands.push_back(it->second);
         }
         auto fwd = pipe::ForwardOp::create(pb, loc, call.getResultTypes(),
@@ -228,16 +226,18 @@ LogicalResult SchedulePass::emitPrograms(const StageGraphInfo &info,
             auto it = st.backwards.find({j, m});
             int pos = info.incomingPosition(j, k, ev.valueIndex);
             if (it == st.backwards.end() || pos < 0)
-              return internalError(r, a, "consumer stage " + Twine(j) +
-                                             " has no backward on this rank");
+              return internalError(r, a,
+                                   "consumer stage " + Twine(j) +
+                                       " has no backward on this rank");
             grads.push_back(it->second.getResult(pos));
             continue;
           }
           auto it = st.gradients.find({k, j, m, ev.valueIndex});
           if (it == st.gradients.end())
-            return internalError(r, a, "no pipe.recv of the gradient from "
-                                       "stage " +
-                                           Twine(j));
+            return internalError(r, a,
+                                 "no pipe.recv of the gradient from "
+                                 "stage " +
+                                     Twine(j));
           grads.push_back(it->second);
         }
         SmallVector<Type> resultTypes;

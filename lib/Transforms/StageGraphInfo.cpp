@@ -80,9 +80,9 @@ FailureOr<StageGraphInfo> pipeopt::analyzeStageGraph(func::FuncOp fn) {
   int S = info.numStages();
   if (auto attr = fn->getAttrOfType<IntegerAttr>("pipe.num_stages"))
     if (attr.getInt() != S)
-      return fn.emitError() << "pipe.num_stages = " << attr.getInt()
-                            << " but the stage graph has " << S
-                            << " stage calls";
+      return fn.emitError()
+             << "pipe.num_stages = " << attr.getInt()
+             << " but the stage graph has " << S << " stage calls";
 
   info.sources.resize(S);
   info.incoming.resize(S);
@@ -92,9 +92,9 @@ FailureOr<StageGraphInfo> pipeopt::analyzeStageGraph(func::FuncOp fn) {
     for (auto [i, operand] : llvm::enumerate(call.getArgs())) {
       StageGraphInfo::Source src;
       if (auto arg = dyn_cast<BlockArgument>(operand)) {
-        if (failed(requireTensor(call, operand.getType(),
-                                 "model argument #" +
-                                     Twine(arg.getArgNumber()))))
+        if (failed(
+                requireTensor(call, operand.getType(),
+                              "model argument #" + Twine(arg.getArgNumber()))))
           return failure();
         src.argIndex = arg.getArgNumber();
       } else {

@@ -42,8 +42,8 @@ struct StageGraphInfo {
   };
   /// One value crossing a stage boundary, as seen from one side.
   struct EdgeValue {
-    int peerStage;    ///< Producer (incoming list) or consumer (outgoing).
-    int valueIndex;   ///< Index among the values of that edge.
+    int peerStage;     ///< Producer (incoming list) or consumer (outgoing).
+    int valueIndex;    ///< Index among the values of that edge.
     mlir::Value value; ///< A result of the producer's stage call.
   };
 

@@ -1,4 +1,4 @@
-//===- VerifySchedule.cpp - pipe-verify-schedule ------------------*- C++ -*-===//
+//===- VerifySchedule.cpp - pipe-verify-schedule ----------------*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -102,9 +102,8 @@ VerifySchedulePass::verifyGroup(StringRef base,
                            << " microbatches";
     pipe::ProgramOp &slot = byRank[p.getRank()];
     if (slot)
-      return p.emitError() << "rank " << p.getRank()
-                           << " has two programs: @" << slot.getSymName()
-                           << " and @" << p.getSymName();
+      return p.emitError() << "rank " << p.getRank() << " has two programs: @"
+                           << slot.getSymName() << " and @" << p.getSymName();
     slot = p;
   }
   for (int64_t r = 0; r < R; ++r)
@@ -120,16 +119,14 @@ VerifySchedulePass::verifyGroup(StringRef base,
         TransferKey key{r, static_cast<int64_t>(send.getPeer()),
                         send.getTag().getAsOpaquePointer()};
         if (!sends.emplace(key, &op).second)
-          return op.emitError() << "rank " << r << ": "
-                                << describeTransfer(&op)
+          return op.emitError() << "rank " << r << ": " << describeTransfer(&op)
                                 << " repeats an earlier pipe.send with the "
                                    "same tag to the same rank";
       } else if (auto recv = dyn_cast<pipe::RecvOp>(op)) {
         TransferKey key{static_cast<int64_t>(recv.getPeer()), r,
                         recv.getTag().getAsOpaquePointer()};
         if (!recvs.emplace(key, &op).second)
-          return op.emitError() << "rank " << r << ": "
-                                << describeTransfer(&op)
+          return op.emitError() << "rank " << r << ": " << describeTransfer(&op)
                                 << " repeats an earlier pipe.recv with the "
                                    "same tag from the same rank";
       }
@@ -139,23 +136,21 @@ VerifySchedulePass::verifyGroup(StringRef base,
       if (auto send = dyn_cast<pipe::SendOp>(op)) {
         int64_t q = send.getPeer();
         if (!recvs.count({r, q, send.getTag().getAsOpaquePointer()}))
-          return op.emitError() << "rank " << r << ": "
-                                << describeTransfer(&op)
+          return op.emitError() << "rank " << r << ": " << describeTransfer(&op)
                                 << " has no matching pipe.recv on rank " << q;
       } else if (auto recv = dyn_cast<pipe::RecvOp>(op)) {
         int64_t q = recv.getPeer();
         auto it = sends.find({q, r, recv.getTag().getAsOpaquePointer()});
         if (it == sends.end())
-          return op.emitError() << "rank " << r << ": "
-                                << describeTransfer(&op)
+          return op.emitError() << "rank " << r << ": " << describeTransfer(&op)
                                 << " has no matching pipe.send on rank " << q;
         Type sent = cast<pipe::SendOp>(it->second).getValue().getType();
         if (sent != recv.getType()) {
           InFlightDiagnostic diag =
-              op.emitError() << "rank " << r << ": " << describeTransfer(&op)
-                             << " receives " << recv.getType()
-                             << ", but the matching pipe.send on rank " << q
-                             << " sends " << sent;
+              op.emitError()
+              << "rank " << r << ": " << describeTransfer(&op) << " receives "
+              << recv.getType() << ", but the matching pipe.send on rank " << q
+              << " sends " << sent;
           diag.attachNote(it->second->getLoc()) << "the pipe.send is here";
           return diag;
         }
