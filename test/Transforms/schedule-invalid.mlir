@@ -13,6 +13,8 @@
 // RUN: pipeopt %t/chimera-odd.mlir --pipe-schedule="schedule=chimera num-microbatches=4" -verify-diagnostics
 // RUN: pipeopt %t/chunks.mlir --pipe-schedule="schedule=interleaved-1f1b virtual-stages=2 num-microbatches=4" -verify-diagnostics
 // RUN: pipeopt %t/chunks-single.mlir --pipe-schedule="schedule=1f1b virtual-stages=3" -verify-diagnostics
+// RUN: pipeopt %t/non-dividing.mlir --pipe-schedule="schedule=chimera num-microbatches=3" -verify-diagnostics
+// RUN: pipeopt %t/num-ranks.mlir --pipe-schedule="schedule=1f1b num-ranks=3" -verify-diagnostics
 // RUN: pipeopt %t/bad-path.mlir --pipe-schedule="csv=%S/Inputs/does-not-exist.csv" -verify-diagnostics
 // RUN: pipeopt %t/malformed.mlir --pipe-schedule="csv=%S/Inputs/schedule-malformed.csv" -verify-diagnostics
 // RUN: pipeopt %t/csv-stages.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv" -verify-diagnostics
@@ -171,6 +173,50 @@ func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 3
   %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
   %c = pipe.stage_call @m_stage2(%b) stage 2 : (tensor<4xf32>) -> tensor<4xf32>
   return %c : tensor<4xf32>
+}
+
+//--- non-dividing.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage3(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 3 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{cannot schedule @m: chimera needs num-microbatches to be a multiple of num-stages (4) (basic units of 4 microbatches), got 3}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 4 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  %c = pipe.stage_call @m_stage2(%b) stage 2 : (tensor<4xf32>) -> tensor<4xf32>
+  %d = pipe.stage_call @m_stage3(%c) stage 3 : (tensor<4xf32>) -> tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+//--- num-ranks.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage3(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 3 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{cannot schedule @m: 1f1b: num-stages (4) must equal num-ranks (3) x chunks per rank (1)}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 4 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  %c = pipe.stage_call @m_stage2(%b) stage 2 : (tensor<4xf32>) -> tensor<4xf32>
+  %d = pipe.stage_call @m_stage3(%c) stage 3 : (tensor<4xf32>) -> tensor<4xf32>
+  return %d : tensor<4xf32>
 }
 
 //--- bad-path.mlir
