@@ -156,7 +156,17 @@ static Value layoutSource(Operation *op) {
                             "linalg.broadcast", "linalg.copy"},
                            true)
                     .Default(false);
-  if (!layout || op->getNumOperands() == 0 || op->getNumResults() != 1)
+  if (!layout) {
+    // A linalg.generic that only copies its single input (a transpose or
+    // broadcast written as a generic: no arithmetic in the body).
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 ||
+        !llvm::all_of(generic.getBody()->without_terminator(),
+                      [](Operation &) { return false; }))
+      return nullptr;
+  }
+  if (op->getNumOperands() == 0 || op->getNumResults() != 1)
     return nullptr;
   return op->getOperand(0);
 }

@@ -37,16 +37,12 @@ static bool isPositiveFinite(double v) { return std::isfinite(v) && v > 0; }
 double DeviceSpec::peakFlops(StringRef key, bool matrix) const {
   const auto &primary = matrix ? matrixFlops : vectorFlops;
   const auto &secondary = matrix ? vectorFlops : matrixFlops;
-  for (const auto *table : {&primary, &secondary}) {
-    auto it = table->find(key.str());
-    if (it != table->end() && it->second > 0)
-      return it->second;
-  }
-  for (const auto *table : {&primary, &secondary}) {
-    auto it = table->find("f32");
-    if (it != table->end() && it->second > 0)
-      return it->second;
-  }
+  for (const auto *table : {&primary, &secondary})
+    for (std::string k : {key.str(), std::string("f32")}) {
+      auto it = table->find(k);
+      if (it != table->end() && it->second > 0)
+        return it->second;
+    }
   return 0;
 }
 
