@@ -24,12 +24,15 @@ config.substitutions.append(("%pipeopt_src", config.pipeopt_src_root))
 config.substitutions.append(("%pipeopt_lib", config.pipeopt_lib_dir))
 config.substitutions.append(("%llvm_lib", config.llvm_lib_dir))
 
-tool_dirs = [config.pipeopt_tools_dir, config.llvm_tools_dir]
+tool_dirs = [config.pipeopt_tools_dir,
+             os.path.join(config.pipeopt_obj_root, "runtime", "bin"),
+             config.llvm_tools_dir]
 tools = [
     "pipeopt",
     ToolSubst("pipeopt-explore", unresolved="ignore"),
     ToolSubst("pipeopt-run", unresolved="ignore"),
     ToolSubst("pipeopt-compile", unresolved="ignore"),
+    ToolSubst("pipeopt-npy-diff", unresolved="ignore"),
     "mlir-opt",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
@@ -38,5 +41,8 @@ llvm_config.with_environment("PATH", config.pipeopt_tools_dir, append_path=True)
 
 if getattr(config, "have_mpi", False):
     config.available_features.add("mpi")
+    # Runtime end-to-end tests run ranks as processes (test/Runtime).
+    config.substitutions.append(
+        ("%mpirun", config.mpiexec + " --allow-run-as-root --oversubscribe"))
 if os.path.isdir(config.models_dir):
     config.available_features.add("models")

@@ -6,7 +6,9 @@
 
 #include "pipeopt/InitAll.h"
 
+#include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Pipelines/Pipelines.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,6 +46,8 @@ void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::LLVM::LLVMDialect>();
   // Bufferization, tiling and convert-to-llvm interfaces used by lowering.
   mlir::registerAllExtensions(registry);
+  // Bufferization / deallocation models used by pipeopt-lower-to-llvm.
+  registerLoweringInterfaces(registry);
 }
 
 void pipeopt::registerAllPasses() {
@@ -51,4 +55,6 @@ void pipeopt::registerAllPasses() {
   mlir::registerAllPasses();
   registerPipeoptPasses();
   test::registerTestCostModelPass();
+  registerPipeoptConversionPasses();
+  registerPipeoptPipelines();
 }

@@ -1,0 +1,43 @@
+//===- PipeToRuntime.h - pipe programs -> runtime calls ----------*- C++ -*-===//
+//
+// Part of pipeopt. Helpers around convert-pipe-to-runtime (the pass itself is
+// declared in pipeopt/Conversion/Passes.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_CONVERSION_PIPETORUNTIME_PIPETORUNTIME_H
+#define PIPEOPT_CONVERSION_PIPETORUNTIME_PIPETORUNTIME_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace pipeopt {
+
+/// Name of the entry point of rank `rank` in a compiled model
+/// ("pipeopt_rank_<rank>"), as listed in the manifest's `entry_points`.
+std::string runtimeEntryPointName(int64_t rank);
+
+/// Turns an unpartitioned model into a single-rank, single-stage forward
+/// program: the model function `function` (or, if empty, the module's only
+/// public function with a body) gets `pipe.stage = 0`, and a
+/// `pipe.program @<function>_rank0 rank 0 of 1 microbatches <numMicrobatches>`
+/// with `schedule = "unpartitioned"` is added that, for every microbatch in
+/// order, reads all model arguments (pipe.input), calls the function once
+/// (pipe.forward ... stage 0) and writes all its results (pipe.output).
+///
+/// This is the reference build `pipeopt-compile --reference` lowers through
+/// convert-pipe-to-runtime exactly like a pipelined program, so pipelined
+/// outputs can be compared with the unpartitioned model's. It does not use
+/// the partitioner or the scheduler. Errors (no or several candidate
+/// functions, arguments or results that are not ranked tensors) are emitted
+/// as diagnostics and reported as failure.
+mlir::LogicalResult buildSingleStageProgram(mlir::ModuleOp module,
+                                            llvm::StringRef function,
+                                            int64_t numMicrobatches);
+
+} // namespace pipeopt
+
+#endif // PIPEOPT_CONVERSION_PIPETORUNTIME_PIPETORUNTIME_H

@@ -1,0 +1,823 @@
+//===- PipeToRuntime.cpp - convert-pipe-to-runtime -----------------*- C++ -*-===//
+//
+// Part of pipeopt. Lowers per-rank pipe.programs to entry points that call
+// the runtime C ABI (runtime/include/pipeopt/runtime/pipeopt_runtime.h) and
+// writes the manifest pipeopt-run reads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <optional>
+#include <set>
+
+namespace pipeopt {
+#define GEN_PASS_DEF_CONVERTPIPETORUNTIMEPASS
+#include "pipeopt/Conversion/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+namespace pipe = pipeopt::pipe;
+
+std::string pipeopt::runtimeEntryPointName(int64_t rank) {
+  return "pipeopt_rank_" + std::to_string(rank);
+}
+
+//===----------------------------------------------------------------------===//
+// The runtime ABI, expanded from RuntimeFunctions.def
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// One function of the runtime ABI as listed in RuntimeFunctions.def.
+struct RuntimeFnSpec {
+  const char *name; ///< base name, e.g. "pipeopt_rt_send"
+  bool typed;       ///< instantiated per element type (<name>_<dtype>)
+  const char *ret;  ///< kind of the result ("I32")
+  const char *params; ///< parenthesised kind list, e.g. "(I64, I64, MemRef)"
+};
+
+const RuntimeFnSpec kRuntimeFns[] = {
+#define PIPEOPT_RT_TYPED_FN(Name, Ret, Params) {#Name, true, #Ret, #Params},
+#define PIPEOPT_RT_FN(Name, Ret, Params) {#Name, false, #Ret, #Params},
+#include "pipeopt/runtime/RuntimeFunctions.def"
+};
+
+/// Element type suffixes the runtime instantiates its typed functions for.
+const char *const kRuntimeDTypes[] = {
+#define PIPEOPT_RT_DTYPE(Suffix, CType, DTypeEnum, Bytes) #Suffix,
+#include "pipeopt/runtime/RuntimeFunctions.def"
+};
+
+/// Runtime dtype name ("f32", ...) of an element type, or std::nullopt if the
+/// runtime cannot carry it.
+std::optional<std::string> runtimeDTypeName(Type type) {
+  std::string name;
+  if (type.isF32())
+    name = "f32";
+  else if (type.isF64())
+    name = "f64";
+  else if (type.isF16())
+    name = "f16";
+  else if (type.isBF16())
+    name = "bf16";
+  else if (auto intType = dyn_cast<IntegerType>(type);
+           intType && intType.isSignless())
+    name = "i" + std::to_string(intType.getWidth());
+  else
+    return std::nullopt;
+  if (!llvm::is_contained(llvm::map_range(kRuntimeDTypes,
+                                          [](const char *s) {
+                                            return StringRef(s);
+                                          }),
+                          StringRef(name)))
+    return std::nullopt;
+  return name;
+}
+
+/// Maps a RuntimeFunctions.def parameter kind to an MLIR type; `element` is
+/// the element type of MemRef parameters.
+Type kindToType(StringRef kind, Type element, MLIRContext *ctx) {
+  if (kind == "I32")
+    return IntegerType::get(ctx, 32);
+  if (kind == "I64")
+    return IntegerType::get(ctx, 64);
+  if (kind == "MemRef" && element)
+    return UnrankedMemRefType::get(element, /*memorySpace=*/0);
+  return {};
+}
+
+/// Declares runtime functions on first use.
+class RuntimeDecls {
+public:
+  RuntimeDecls(ModuleOp module, SymbolTable &symbols)
+      : module(module), symbols(symbols) {}
+
+  /// Returns the declaration of `base` (typed: `<base>_<dtype of element>`),
+  /// creating it if needed. Emits an error at `loc` on failure.
+  FailureOr<func::FuncOp> get(Location loc, StringRef base, Type element) {
+    const RuntimeFnSpec *spec = nullptr;
+    for (const RuntimeFnSpec &s : kRuntimeFns)
+      if (base == s.name)
+        spec = &s;
+    if (!spec)
+      return emitError(loc) << "internal error: '" << base
+                            << "' is not in RuntimeFunctions.def";
+    std::string name = base.str();
+    if (spec->typed) {
+      std::optional<std::string> dtype = runtimeDTypeName(element);
+      if (!dtype)
+        return emitError(loc) << "element type " << element
+                              << " is not supported by the runtime";
+      name += "_" + *dtype;
+    }
+    MLIRContext *ctx = module.getContext();
+    SmallVector<Type> inputs;
+    StringRef params = StringRef(spec->params).trim().drop_front().drop_back();
+    SmallVector<StringRef> kinds;
+    params.split(kinds, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef kind : kinds) {
+      Type t = kindToType(kind.trim(), element, ctx);
+      if (!t)
+        return emitError(loc) << "internal error: unknown parameter kind '"
+                              << kind.trim() << "' of " << name;
+      inputs.push_back(t);
+    }
+    Type result = kindToType(spec->ret, element, ctx);
+    if (!result)
+      return emitError(loc) << "internal error: unknown result kind of "
+                            << name;
+    auto type = FunctionType::get(ctx, inputs, result);
+    if (auto existing = symbols.lookup<func::FuncOp>(name)) {
+      if (existing.getFunctionType() != type)
+        return emitError(loc)
+               << "runtime function @" << name << " is already declared as "
+               << existing.getFunctionType() << ", expected " << type;
+      return existing;
+    }
+    if (symbols.lookup(name))
+      return emitError(loc) << "symbol @" << name
+                            << " is reserved for the runtime ABI";
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+    fn.setPrivate();
+    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                UnitAttr::get(ctx));
+    symbols.insert(fn);
+    return fn;
+  }
+
+private:
+  ModuleOp module;
+  SymbolTable &symbols;
+};
+
+//===----------------------------------------------------------------------===//
+// Manifest data
+//===----------------------------------------------------------------------===//
+
+/// A tensor crossing the model boundary (input or output).
+struct BoundaryTensor {
+  RankedTensorType type;
+  Location loc;
+};
+
+/// Which model arguments differ per microbatch (option microbatch-args).
+struct MicrobatchPolicy {
+  enum class Kind { Auto, All, None, List } kind = Kind::Auto;
+  std::set<int64_t> indices;
+
+  static FailureOr<MicrobatchPolicy> parse(StringRef text, std::string &err) {
+    MicrobatchPolicy p;
+    text = text.trim();
+    if (text.empty() || text == "auto")
+      return p;
+    if (text == "all") {
+      p.kind = Kind::All;
+      return p;
+    }
+    if (text == "none") {
+      p.kind = Kind::None;
+      return p;
+    }
+    p.kind = Kind::List;
+    SmallVector<StringRef> parts;
+    text.split(parts, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef part : parts) {
+      int64_t v;
+      if (part.trim().getAsInteger(10, v) || v < 0) {
+        err = "microbatch-args: expected 'auto', 'all', 'none' or a "
+              "comma-separated list of argument indices, got '" +
+              text.str() + "'";
+        return failure();
+      }
+      p.indices.insert(v);
+    }
+    return p;
+  }
+
+  bool isMicrobatched(int64_t index, RankedTensorType type) const {
+    switch (kind) {
+    case Kind::All:
+      return true;
+    case Kind::None:
+      return false;
+    case Kind::List:
+      return indices.count(index) != 0;
+    case Kind::Auto:
+      return type.getRank() >= 2 && type.getDimSize(0) == 1;
+    }
+    return false;
+  }
+};
+
+/// Everything the manifest records, collected while converting.
+struct ManifestData {
+  int64_t numRanks = 0;
+  int64_t numStages = 0;
+  int64_t numMicrobatches = 0;
+  std::string schedule;
+  std::map<int64_t, BoundaryTensor> inputs;
+  std::map<int64_t, BoundaryTensor> outputs;
+  /// [rank] -> forward actions (stage, microbatch) in program order.
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> actions;
+  /// (stage, microbatch) -> rank that runs its forward.
+  std::map<std::pair<int64_t, int64_t>, int64_t> forwardRank;
+};
+
+/// Records a boundary tensor; two different types for one index is an error.
+LogicalResult recordBoundary(std::map<int64_t, BoundaryTensor> &table,
+                             int64_t index, RankedTensorType type, Location loc,
+                             StringRef what) {
+  auto [it, inserted] = table.try_emplace(index, BoundaryTensor{type, loc});
+  if (inserted || it->second.type == type)
+    return success();
+  InFlightDiagnostic diag = emitError(loc)
+                            << "model " << what << " " << index << " is "
+                            << type << " here but " << it->second.type
+                            << " elsewhere";
+  diag.attachNote(it->second.loc) << "first seen here";
+  return failure();
+}
+
+llvm::json::Array shapeJson(RankedTensorType type) {
+  llvm::json::Array a;
+  for (int64_t d : type.getShape())
+    a.push_back(d);
+  return a;
+}
+
+/// Builds the manifest JSON (format: docs/Runtime.md; parser:
+/// runtime/lib/Manifest.cpp).
+llvm::json::Value manifestJson(const ManifestData &m,
+                               const MicrobatchPolicy &policy) {
+  llvm::json::Object root;
+  root["format_version"] = 1;
+  root["num_ranks"] = m.numRanks;
+  root["num_stages"] = m.numStages;
+  root["num_microbatches"] = m.numMicrobatches;
+  root["schedule"] = m.schedule;
+  llvm::json::Array entries;
+  for (int64_t r = 0; r < m.numRanks; ++r)
+    entries.push_back(pipeopt::runtimeEntryPointName(r));
+  root["entry_points"] = std::move(entries);
+
+  llvm::json::Array inputs;
+  for (const auto &[index, t] : m.inputs) {
+    inputs.push_back(llvm::json::Object{
+        {"index", index},
+        {"shape", shapeJson(t.type)},
+        {"dtype", *runtimeDTypeName(t.type.getElementType())},
+        {"microbatched", policy.isMicrobatched(index, t.type)}});
+  }
+  root["inputs"] = std::move(inputs);
+  llvm::json::Array outputs;
+  for (const auto &[index, t] : m.outputs) {
+    outputs.push_back(llvm::json::Object{
+        {"index", index},
+        {"shape", shapeJson(t.type)},
+        {"dtype", *runtimeDTypeName(t.type.getElementType())},
+        {"microbatched", true}});
+  }
+  root["outputs"] = std::move(outputs);
+
+  // stage -> rank. Every microbatch has its own mapping (schedules with
+  // several pipelines, e.g. Chimera, map stages differently per
+  // microbatch); identical mappings are one pipeline. One pipeline is
+  // written as [stage] -> rank, several as [pipeline][stage] -> rank.
+  std::vector<std::vector<int64_t>> pipelines;
+  bool complete = true;
+  for (int64_t mb = 0; mb < m.numMicrobatches && complete; ++mb) {
+    std::vector<int64_t> map;
+    for (int64_t s = 0; s < m.numStages; ++s) {
+      auto it = m.forwardRank.find({s, mb});
+      if (it == m.forwardRank.end()) {
+        complete = false;
+        break;
+      }
+      map.push_back(it->second);
+    }
+    if (complete && !llvm::is_contained(pipelines, map))
+      pipelines.push_back(map);
+  }
+  if (complete && !pipelines.empty()) {
+    auto toJson = [](const std::vector<int64_t> &v) {
+      llvm::json::Array a;
+      for (int64_t x : v)
+        a.push_back(x);
+      return a;
+    };
+    if (pipelines.size() == 1) {
+      root["stage_rank"] = toJson(pipelines.front());
+    } else {
+      llvm::json::Array all;
+      for (const auto &p : pipelines)
+        all.push_back(toJson(p));
+      root["stage_rank"] = std::move(all);
+    }
+  }
+
+  llvm::json::Array actions;
+  for (int64_t r = 0; r < m.numRanks; ++r) {
+    llvm::json::Array list;
+    auto it = m.actions.find(r);
+    if (it != m.actions.end())
+      for (auto [stage, mb] : it->second)
+        list.push_back(llvm::json::Object{
+            {"kind", "F"}, {"stage", stage}, {"microbatch", mb}});
+    actions.push_back(std::move(list));
+  }
+  root["actions"] = std::move(actions);
+  return llvm::json::Value(std::move(root));
+}
+
+//===----------------------------------------------------------------------===//
+// Program lowering
+//===----------------------------------------------------------------------===//
+
+/// Builds the entry point of one pipe.program.
+class ProgramLowering {
+public:
+  ProgramLowering(pipe::ProgramOp program, RuntimeDecls &decls,
+                  const MicrobatchPolicy &policy, ManifestData &manifest,
+                  uint64_t &numCalls)
+      : program(program), decls(decls), policy(policy), manifest(manifest),
+        numCalls(numCalls), b(program) {}
+
+  LogicalResult run();
+
+private:
+  /// Calls runtime function `base` (typed by `element` if non-null) and
+  /// returns early with its status if nonzero; continues in a new block.
+  LogicalResult callAndCheck(Location loc, StringRef base, Type element,
+                             ValueRange args);
+  /// An i64 constant.
+  Value i64(Location loc, int64_t v) {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  }
+  /// Checks that `type` is a static tensor of a runtime dtype.
+  LogicalResult checkTensor(Operation *op, Type type);
+  /// Allocates a buffer for `type`, lets runtime function `base` fill it and
+  /// returns it as a tensor.
+  FailureOr<Value> fill(Operation *op, RankedTensorType type, StringRef base,
+                        ArrayRef<int64_t> scalars);
+  /// Passes the buffer of tensor `value` to runtime function `base`.
+  LogicalResult drain(Operation *op, Value value, StringRef base,
+                      ArrayRef<int64_t> scalars);
+
+  LogicalResult lowerOp(Operation *op);
+
+  pipe::ProgramOp program;
+  RuntimeDecls &decls;
+  const MicrobatchPolicy &policy;
+  ManifestData &manifest;
+  uint64_t &numCalls;
+  OpBuilder b;
+  func::FuncOp fn;
+  Block *exitBlock = nullptr;
+  IRMapping mapping;
+  /// Shared (not microbatched) inputs already read: argument -> tensor.
+  llvm::DenseMap<int64_t, Value> sharedInputs;
+};
+
+LogicalResult ProgramLowering::callAndCheck(Location loc, StringRef base,
+                                            Type element, ValueRange args) {
+  FailureOr<func::FuncOp> callee = decls.get(loc, base, element);
+  if (failed(callee))
+    return failure();
+  auto call = func::CallOp::create(b, loc, *callee, args);
+  ++numCalls;
+  Value status = call.getResult(0);
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                       status, zero);
+  auto *cont = new Block();
+  fn.getBody().getBlocks().insert(Region::iterator(exitBlock), cont);
+  cf::CondBranchOp::create(b, loc, failed, exitBlock, ValueRange{status}, cont,
+                           ValueRange{});
+  b.setInsertionPointToStart(cont);
+  return success();
+}
+
+LogicalResult ProgramLowering::checkTensor(Operation *op, Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return op->emitOpError() << "cannot be executed: " << type
+                             << " is not a ranked tensor";
+  if (!tensor.hasStaticShape())
+    return op->emitOpError() << "cannot be executed: " << type
+                             << " has a dynamic shape; the runtime needs "
+                                "static shapes";
+  if (tensor.getEncoding())
+    return op->emitOpError() << "cannot be executed: " << type
+                             << " has an encoding";
+  if (!runtimeDTypeName(tensor.getElementType()))
+    return op->emitOpError()
+           << "cannot be executed: element type " << tensor.getElementType()
+           << " is not supported by the runtime (supported: "
+           << llvm::join(llvm::map_range(kRuntimeDTypes,
+                                         [](const char *s) {
+                                           return std::string(s);
+                                         }),
+                         ", ")
+           << ")";
+  return success();
+}
+
+FailureOr<Value> ProgramLowering::fill(Operation *op, RankedTensorType type,
+                                       StringRef base,
+                                       ArrayRef<int64_t> scalars) {
+  Location loc = op->getLoc();
+  auto bufType = MemRefType::get(type.getShape(), type.getElementType());
+  Value buf = memref::AllocOp::create(b, loc, bufType);
+  Value unranked = memref::CastOp::create(
+      b, loc, UnrankedMemRefType::get(type.getElementType(), 0), buf);
+  SmallVector<Value> args;
+  for (int64_t s : scalars)
+    args.push_back(i64(loc, s));
+  args.push_back(unranked);
+  if (failed(callAndCheck(loc, base, type.getElementType(), args)))
+    return failure();
+  return bufferization::ToTensorOp::create(b, loc, type, buf,
+                                           /*restrict=*/true,
+                                           /*writable=*/true)
+      .getResult();
+}
+
+LogicalResult ProgramLowering::drain(Operation *op, Value value,
+                                     StringRef base,
+                                     ArrayRef<int64_t> scalars) {
+  Location loc = op->getLoc();
+  auto type = cast<RankedTensorType>(value.getType());
+  // A fully dynamic layout accepts whatever buffer the producer bufferizes
+  // to without a copy; the runtime honours strides.
+  auto bufType = MemRefType::get(
+      type.getShape(), type.getElementType(),
+      StridedLayoutAttr::get(
+          b.getContext(), ShapedType::kDynamic,
+          SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic)));
+  Value mapped = mapping.lookupOrDefault(value);
+  Value buf = bufferization::ToBufferOp::create(b, loc, bufType, mapped,
+                                                /*read_only=*/true);
+  Value unranked = memref::CastOp::create(
+      b, loc, UnrankedMemRefType::get(type.getElementType(), 0), buf);
+  SmallVector<Value> args;
+  for (int64_t s : scalars)
+    args.push_back(i64(loc, s));
+  args.push_back(unranked);
+  return callAndCheck(loc, base, type.getElementType(), args);
+}
+
+LogicalResult ProgramLowering::lowerOp(Operation *op) {
+  int64_t rank = program.getRank();
+  if (auto input = dyn_cast<pipe::InputOp>(op)) {
+    if (failed(checkTensor(op, input.getType())))
+      return failure();
+    auto type = cast<RankedTensorType>(input.getType());
+    int64_t arg = input.getArgument();
+    if (failed(recordBoundary(manifest.inputs, arg, type, op->getLoc(),
+                              "argument")))
+      return failure();
+    bool shared = !policy.isMicrobatched(arg, type);
+    if (shared) {
+      if (Value v = sharedInputs.lookup(arg)) {
+        mapping.map(input.getResult(), v);
+        return success();
+      }
+    }
+    FailureOr<Value> t = fill(op, type, "pipeopt_rt_input",
+                              {arg, int64_t(input.getMicrobatch())});
+    if (failed(t))
+      return failure();
+    if (shared)
+      sharedInputs[arg] = *t;
+    mapping.map(input.getResult(), *t);
+    return success();
+  }
+  if (auto recv = dyn_cast<pipe::RecvOp>(op)) {
+    if (failed(checkTensor(op, recv.getType())))
+      return failure();
+    pipe::TagAttr tag = recv.getTag();
+    FailureOr<Value> t =
+        fill(op, cast<RankedTensorType>(recv.getType()), "pipeopt_rt_recv",
+             {int64_t(recv.getPeer()), tag.getSrcStage(), tag.getDstStage(),
+              tag.getMicrobatch(), tag.getValueIndex(),
+              tag.getDirection() == pipe::Direction::Backward ? 1 : 0});
+    if (failed(t))
+      return failure();
+    mapping.map(recv.getResult(), *t);
+    return success();
+  }
+  if (auto send = dyn_cast<pipe::SendOp>(op)) {
+    if (failed(checkTensor(op, send.getValue().getType())))
+      return failure();
+    pipe::TagAttr tag = send.getTag();
+    return drain(op, send.getValue(), "pipeopt_rt_send",
+                 {int64_t(send.getPeer()), tag.getSrcStage(),
+                  tag.getDstStage(), tag.getMicrobatch(), tag.getValueIndex(),
+                  tag.getDirection() == pipe::Direction::Backward ? 1 : 0});
+  }
+  if (auto output = dyn_cast<pipe::OutputOp>(op)) {
+    if (failed(checkTensor(op, output.getValue().getType())))
+      return failure();
+    if (failed(recordBoundary(
+            manifest.outputs, output.getResult(),
+            cast<RankedTensorType>(output.getValue().getType()), op->getLoc(),
+            "result")))
+      return failure();
+    return drain(op, output.getValue(), "pipeopt_rt_output",
+                 {int64_t(output.getResult()),
+                  int64_t(output.getMicrobatch())});
+  }
+  if (auto forward = dyn_cast<pipe::ForwardOp>(op)) {
+    Location loc = op->getLoc();
+    int64_t stage = forward.getStage();
+    int64_t mb = forward.getMicrobatch();
+    Value kind = i64(loc, /*PIPEOPT_RT_ACTION_F=*/0);
+    if (failed(callAndCheck(loc, "pipeopt_rt_action_begin", Type(),
+                            {kind, i64(loc, stage), i64(loc, mb)})))
+      return failure();
+    SmallVector<Value> args;
+    for (Value v : forward.getArgs())
+      args.push_back(mapping.lookupOrDefault(v));
+    auto call = func::CallOp::create(b, loc, forward.getCalleeAttr(),
+                                     forward.getResultTypes(), args);
+    mapping.map(forward.getResults(), call.getResults());
+    kind = i64(loc, 0);
+    if (failed(callAndCheck(loc, "pipeopt_rt_action_end", Type(),
+                            {kind, i64(loc, stage), i64(loc, mb)})))
+      return failure();
+    manifest.actions[rank].push_back({stage, mb});
+    auto [it, inserted] = manifest.forwardRank.try_emplace({stage, mb}, rank);
+    if (!inserted && it->second != rank)
+      return op->emitOpError()
+             << "forward of stage " << stage << " microbatch " << mb
+             << " is scheduled on ranks " << it->second << " and " << rank;
+    manifest.numStages = std::max(manifest.numStages, stage + 1);
+    return success();
+  }
+  if (isa<pipe::BackwardOp>(op))
+    return op->emitOpError()
+           << "training (backward) actions cannot be executed yet; use a "
+              "forward-only schedule";
+  if (op->getDialect() && isa<pipe::PipeDialect>(op->getDialect()))
+    return op->emitOpError() << "cannot be converted to runtime calls";
+  // Other ops (constants, tensor.empty, ...) are copied as they are.
+  b.clone(*op, mapping);
+  return success();
+}
+
+LogicalResult ProgramLowering::run() {
+  Location loc = program.getLoc();
+  MLIRContext *ctx = program.getContext();
+  auto i32 = IntegerType::get(ctx, 32);
+  fn = func::FuncOp::create(
+      b, loc, pipeopt::runtimeEntryPointName(program.getRank()),
+      FunctionType::get(ctx, {}, {i32}));
+  fn.setPublic();
+  fn->setAttr("pipe.rank", b.getI64IntegerAttr(program.getRank()));
+  Block *entry = fn.addEntryBlock();
+  exitBlock = new Block();
+  exitBlock->addArgument(i32, loc);
+  fn.getBody().push_back(exitBlock);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(exitBlock);
+    func::ReturnOp::create(b, loc, exitBlock->getArgument(0));
+  }
+  b.setInsertionPointToStart(entry);
+  for (Operation &op : program.getBody().front())
+    if (failed(lowerOp(&op)))
+      return failure();
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+  cf::BranchOp::create(b, loc, exitBlock, ValueRange{zero});
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertPipeToRuntimePass
+    : pipeopt::impl::ConvertPipeToRuntimePassBase<ConvertPipeToRuntimePass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void ConvertPipeToRuntimePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  std::string err;
+  FailureOr<MicrobatchPolicy> policy =
+      MicrobatchPolicy::parse(microbatchArgs, err);
+  if (failed(policy)) {
+    module.emitError() << err;
+    return signalPassFailure();
+  }
+
+  SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
+  if (programs.empty()) {
+    module.emitError() << "no pipe.program to convert; run pipe-schedule "
+                          "first (or pipeopt-compile --reference for an "
+                          "unpartitioned model)";
+    return signalPassFailure();
+  }
+
+  // Programs must describe one pipeline: same ranks and microbatches, one
+  // program per rank.
+  ManifestData manifest;
+  manifest.numRanks = programs.front().getNumRanks();
+  manifest.numMicrobatches = programs.front().getNumMicrobatches();
+  std::map<int64_t, pipe::ProgramOp> byRank;
+  for (pipe::ProgramOp p : programs) {
+    if (int64_t(p.getNumRanks()) != manifest.numRanks ||
+        int64_t(p.getNumMicrobatches()) != manifest.numMicrobatches) {
+      p.emitOpError() << "is a program of " << p.getNumRanks() << " ranks and "
+                      << p.getNumMicrobatches() << " microbatches, but "
+                      << programs.front().getSymName() << " has "
+                      << manifest.numRanks << " ranks and "
+                      << manifest.numMicrobatches << " microbatches";
+      return signalPassFailure();
+    }
+    auto [it, inserted] = byRank.try_emplace(p.getRank(), p);
+    if (!inserted) {
+      p.emitOpError() << "is a second program for rank " << p.getRank();
+      return signalPassFailure();
+    }
+    if (manifest.schedule.empty() && p.getSchedule())
+      manifest.schedule = p.getSchedule()->str();
+  }
+  for (int64_t r = 0; r < manifest.numRanks; ++r)
+    if (!byRank.count(r)) {
+      programs.front().emitOpError()
+          << "belongs to a pipeline of " << manifest.numRanks
+          << " ranks, but rank " << r << " has no program";
+      return signalPassFailure();
+    }
+
+  SymbolTable symbols(module);
+  for (int64_t r = 0; r < manifest.numRanks; ++r) {
+    std::string name = pipeopt::runtimeEntryPointName(r);
+    if (Operation *clash = symbols.lookup(name)) {
+      clash->emitOpError() << "uses the name @" << name
+                           << ", which is reserved for the entry point of "
+                              "rank "
+                           << r;
+      return signalPassFailure();
+    }
+  }
+
+  RuntimeDecls decls(module, symbols);
+  uint64_t calls = 0;
+  for (auto &[rank, program] : byRank) {
+    ProgramLowering lowering(program, decls, *policy, manifest, calls);
+    if (failed(lowering.run()))
+      return signalPassFailure();
+  }
+  for (pipe::ProgramOp p : programs)
+    p.erase();
+  numPrograms = programs.size();
+  numRuntimeCalls = calls;
+
+  // Stage-graph functions (pipe.stage_call) describe, they do not execute.
+  // Functions with a body other than the entry points become private.
+  SmallVector<func::FuncOp> graphs;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    if (fn.isExternal() || fn->hasAttr("pipe.rank"))
+      continue;
+    bool isGraph = false;
+    fn.walk([&](pipe::StageCallOp) {
+      isGraph = true;
+      return WalkResult::interrupt();
+    });
+    if (isGraph)
+      graphs.push_back(fn);
+    else
+      fn.setPrivate();
+  }
+  for (func::FuncOp fn : graphs)
+    fn.erase();
+  for (auto fn : module.getOps<func::FuncOp>())
+    fn->removeAttr("pipe.rank");
+
+  // Nothing of the pipe dialect may be left.
+  WalkResult left = module.walk([&](Operation *op) {
+    if (op->getDialect() && isa<pipe::PipeDialect>(op->getDialect())) {
+      op->emitOpError() << "is left over after convert-pipe-to-runtime";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  if (left.wasInterrupted())
+    return signalPassFailure();
+
+  // Prefer the stage count the partitioner recorded, if any is larger.
+  module.walk([&](Operation *op) {
+    if (auto n = op->getAttrOfType<IntegerAttr>("pipe.num_stages"))
+      manifest.numStages = std::max(manifest.numStages, n.getInt());
+  });
+  if (manifest.numStages == 0)
+    manifest.numStages = 1;
+
+  if (!manifestPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(manifestPath, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      module.emitError() << "cannot write manifest '" << manifestPath
+                         << "': " << ec.message();
+      return signalPassFailure();
+    }
+    os << llvm::formatv("{0:2}", manifestJson(manifest, *policy)) << "\n";
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Single-stage reference program
+//===----------------------------------------------------------------------===//
+
+LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
+                                               StringRef function,
+                                               int64_t numMicrobatches) {
+  if (numMicrobatches < 1)
+    return module.emitError() << "number of microbatches must be positive, got "
+                              << numMicrobatches;
+  func::FuncOp fn;
+  if (!function.empty()) {
+    fn = module.lookupSymbol<func::FuncOp>(function);
+    if (!fn || fn.isExternal())
+      return module.emitError() << "no function @" << function
+                                << " with a body in the module";
+  } else {
+    SmallVector<func::FuncOp> candidates;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.isPublic() && !f.isExternal())
+        candidates.push_back(f);
+    if (candidates.size() != 1) {
+      InFlightDiagnostic diag = module.emitError()
+                                << "expected exactly one public function "
+                                   "with a body as the model, found "
+                                << candidates.size()
+                                << "; name the model function";
+      for (auto f : candidates)
+        diag.attachNote(f.getLoc()) << "candidate @" << f.getSymName();
+      return failure();
+    }
+    fn = candidates.front();
+  }
+  FunctionType type = fn.getFunctionType();
+  for (auto [i, t] : llvm::enumerate(type.getInputs()))
+    if (!isa<RankedTensorType>(t))
+      return fn.emitOpError() << "argument " << i << " of type " << t
+                              << " is not a ranked tensor";
+  for (auto [i, t] : llvm::enumerate(type.getResults()))
+    if (!isa<RankedTensorType>(t))
+      return fn.emitOpError() << "result " << i << " of type " << t
+                              << " is not a ranked tensor";
+
+  OpBuilder b(module.getContext());
+  fn->setAttr(pipe::PipeDialect::getStageAttrName(), b.getI64IntegerAttr(0));
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = fn.getLoc();
+  std::string name = (fn.getSymName() + "_rank0").str();
+  if (module.lookupSymbol(name))
+    return module.emitError() << "symbol @" << name << " already exists";
+  auto program = pipe::ProgramOp::create(b, loc, name, 0, 1, numMicrobatches);
+  program.setScheduleAttr(b.getStringAttr("unpartitioned"));
+  b.setInsertionPointToStart(&program.getBody().front());
+  for (int64_t mb = 0; mb < numMicrobatches; ++mb) {
+    SmallVector<Value> args;
+    for (auto [i, t] : llvm::enumerate(type.getInputs()))
+      args.push_back(pipe::InputOp::create(b, loc, t, uint64_t(i), uint64_t(mb)));
+    auto forward = pipe::ForwardOp::create(
+        b, loc, type.getResults(), fn.getSymName(), /*stage=*/uint64_t(0),
+        uint64_t(mb), args);
+    for (auto [i, v] : llvm::enumerate(forward.getResults()))
+      pipe::OutputOp::create(b, loc, v, uint64_t(i), uint64_t(mb));
+  }
+  return success();
+}

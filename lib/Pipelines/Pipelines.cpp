@@ -1,0 +1,156 @@
+//===- Pipelines.cpp - registered pipeopt pass pipelines ----------*- C++ -*-===//
+//
+// Part of pipeopt. See Pipelines.h. New pipelines go into their own section
+// below and are added to registerPipeoptPipelines().
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Pipelines/Pipelines.h"
+
+#include "pipeopt/Conversion/Passes.h"
+
+#include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/TosaToArith/TosaToArith.h"
+#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
+#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
+#include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
+#include "mlir/Dialect/MLProgram/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/BufferViewFlowOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+//===----------------------------------------------------------------------===//
+// pipeopt-lower-to-llvm
+//===----------------------------------------------------------------------===//
+
+void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                       const LowerToLLVMOptions &options) {
+  if (options.tosaToLinalg) {
+    // TOSA -> linalg/arith/tensor, per function (models' README recipe).
+    // Linalg input passes through unchanged.
+    OpPassManager &fpm = pm.nest<func::FuncOp>();
+    fpm.addPass(tosa::createTosaToLinalgNamed());
+    fpm.addPass(tosa::createTosaToLinalg());
+    fpm.addPass(createTosaToArithPass());
+    fpm.addPass(createTosaToTensorPass());
+  }
+
+  // pipe.program -> pipeopt_rank_<r>() entry points calling the runtime ABI;
+  // writes the manifest; stage functions become private.
+  ConvertPipeToRuntimePassOptions toRuntime;
+  toRuntime.manifestPath = options.manifest;
+  toRuntime.microbatchArgs = options.microbatchArgs;
+  pm.addPass(createConvertPipeToRuntimePass(toRuntime));
+
+  // Drop functions and globals (e.g. an unused ml_program.global seed) that
+  // no entry point reaches.
+  pm.addPass(createSymbolDCEPass());
+
+  // Clean up after TOSA lowering before bufferizing.
+  pm.addPass(createCanonicalizerPass());
+
+  // Tensors -> memrefs across function boundaries; every function argument
+  // and result gets an identity layout so the calls line up.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+
+  // Destination-passing stage functions: results become caller-allocated
+  // out-params (static allocations hoisted into the caller). Entry points
+  // return only an i32 status, so they keep their signature.
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+
+  // Ownership-based deallocation, so that repeated iterations (one call of
+  // an entry point each) do not leak, also on the early-return error paths.
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Linalg -> loops.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+
+  // scf -> cf (convert-to-llvm does not lower scf).
+  pm.addPass(createSCFToControlFlowPass());
+
+  // Subviews / reshapes -> plain descriptors before LLVM lowering.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+
+  // affine.apply left by expand-strided-metadata -> arith.
+  pm.addPass(createLowerAffinePass());
+
+  // Everything -> LLVM dialect; functions with llvm.emit_c_interface (the
+  // runtime ABI) are called through their _mlir_ciface_ wrappers.
+  pm.addPass(createConvertToLLVMPass());
+
+  // Remove the casts the partial conversions left behind.
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void pipeopt::registerLoweringInterfaces(DialectRegistry &registry) {
+  affine::registerValueBoundsOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  arith::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  arith::registerValueBoundsOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  cf::registerBufferizableOpInterfaceExternalModels(registry);
+  linalg::registerAllDialectInterfaceImplementations(registry);
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  memref::registerBufferViewFlowOpInterfaceExternalModels(registry);
+  memref::registerValueBoundsOpInterfaceExternalModels(registry);
+  ml_program::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerValueBoundsOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  tensor::registerTilingInterfaceExternalModels(registry);
+  tensor::registerValueBoundsOpInterfaceExternalModels(registry);
+}
+
+void pipeopt::registerPipeoptPipelines() {
+  PassPipelineRegistration<LowerToLLVMOptions>(
+      "pipeopt-lower-to-llvm",
+      "Lower a scheduled module (pipe.programs + stage functions) to LLVM "
+      "dialect for the CPU: TOSA -> linalg, convert-pipe-to-runtime, "
+      "bufferization (destination-passing), deallocation, loops, LLVM",
+      buildLowerToLLVMPipeline);
+}

@@ -1,0 +1,81 @@
+// RUN: pipeopt %s -split-input-file -convert-pipe-to-runtime -verify-diagnostics
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'pipe.backward' op training (backward) actions cannot be executed yet; use a forward-only schedule}}
+  pipe.backward full stage 0 microbatch 0
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+1 {{'pipe.input' op cannot be executed: element type 'ui8' is not supported by the runtime (supported: f32, f64, f16, bf16, i64, i32, i8, i1)}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xui8>
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+1 {{'pipe.input' op cannot be executed: element type 'complex<f32>' is not supported by the runtime}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xcomplex<f32>>
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+1 {{'pipe.input' op cannot be executed: 'tensor<?x4xf32>' has a dynamic shape; the runtime needs static shapes}}
+  %x = pipe.input 0 microbatch 0 : tensor<?x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'pipe.program' op belongs to a pipeline of 2 ranks, but rank 1 has no program}}
+pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+}
+// expected-error @+1 {{'pipe.program' op is a second program for rank 0}}
+pipe.program @p_rank0b rank 0 of 1 microbatches 1 {
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
+}
+// expected-error @+1 {{'pipe.program' op is a program of 2 ranks and 2 microbatches, but p_rank0 has 2 ranks and 1 microbatches}}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
+  // expected-note @+1 {{first seen here}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  pipe.send %x to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 1 {
+  // expected-error @+1 {{model argument 0 is 'tensor<8xf32>' here but 'tensor<4xf32>' elsewhere}}
+  %x = pipe.input 0 microbatch 0 : tensor<8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op uses the name @pipeopt_rank_0, which is reserved for the entry point of rank 0}}
+func.func @pipeopt_rank_0() {
+  return
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+}
+
+// -----
+
+// expected-error @+1 {{no pipe.program to convert; run pipe-schedule first}}
+module {
+}

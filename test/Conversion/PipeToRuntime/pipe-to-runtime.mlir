@@ -1,0 +1,122 @@
+// RUN: pipeopt %s -convert-pipe-to-runtime="manifest=%t.json microbatch-args=0" | FileCheck %s
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t.json
+// RUN: pipeopt %s -convert-pipe-to-runtime="microbatch-args=none" | FileCheck %s --check-prefix=NONE
+// RUN: pipeopt %s -pipeopt-lower-to-llvm | FileCheck %s --check-prefix=LLVM
+
+// Two ranks, one microbatch each way. Checks the call sequence, the status
+// check after every runtime call, the declarations generated from
+// RuntimeFunctions.def and the manifest.
+
+func.func @f_stage0(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32>
+    attributes {pipe.stage = 0 : i64} {
+  %e = tensor.empty() : tensor<2x4xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<2x4xf32>, tensor<4x4xf32>) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+func.func @f_stage1(%h: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {pipe.stage = 1 : i64} {
+  return %h : tensor<2x4xf32>
+}
+
+// The stage graph is removed.
+// CHECK-NOT: func.func @f(
+func.func @f(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attributes {pipe.num_stages = 2 : i64} {
+  %h = pipe.stage_call @f_stage0(%x, %w) stage 0 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  %y = pipe.stage_call @f_stage1(%h) stage 1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// Stage functions become private.
+// CHECK-LABEL: func.func private @f_stage0
+
+// CHECK-LABEL: func.func @pipeopt_rank_0() -> i32
+// CHECK:         %[[XB:.*]] = memref.alloc() : memref<2x4xf32>
+// CHECK:         %[[XU:.*]] = memref.cast %[[XB]] : memref<2x4xf32> to memref<*xf32>
+// CHECK:         %[[S0:.*]] = call @pipeopt_rt_input_f32(%{{.*}}, %{{.*}}, %[[XU]])
+// CHECK:         %[[F0:.*]] = arith.cmpi ne, %[[S0]], %{{.*}} : i32
+// CHECK:         cf.cond_br %[[F0]], ^[[EXIT:bb[0-9]+]](%[[S0]] : i32), ^bb1
+// CHECK:       ^bb1:
+// CHECK:         %[[X:.*]] = bufferization.to_tensor %[[XB]] restrict writable
+// CHECK:         call @pipeopt_rt_input_f32
+// CHECK:         cf.cond_br
+// CHECK:         call @pipeopt_rt_action_begin
+// CHECK:         cf.cond_br
+// CHECK:         %[[Y:.*]] = call @f_stage0(%[[X]], %{{.*}})
+// CHECK:         call @pipeopt_rt_action_end
+// CHECK:         cf.cond_br
+// CHECK:         %[[YB:.*]] = bufferization.to_buffer %[[Y]] read_only : tensor<2x4xf32> to memref<2x4xf32, strided<[?, ?], offset: ?>>
+// CHECK:         %[[YU:.*]] = memref.cast %[[YB]]
+// CHECK:         call @pipeopt_rt_send_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[YU]])
+// CHECK:         cf.cond_br
+// CHECK:         cf.br ^[[EXIT]](%{{.*}} : i32)
+// CHECK:       ^[[EXIT]](%[[ST:.*]]: i32):
+// CHECK:         return %[[ST]] : i32
+pipe.program @f_rank0 rank 0 of 2 microbatches 1 attributes {schedule = "forward-only"} {
+  %x = pipe.input 0 microbatch 0 : tensor<2x4xf32>
+  %w = pipe.input 1 microbatch 0 : tensor<4x4xf32>
+  %h = pipe.forward @f_stage0(%x, %w) stage 0 microbatch 0 : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+  pipe.send %h to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
+}
+
+// CHECK-LABEL: func.func @pipeopt_rank_1() -> i32
+// CHECK:         %[[HB:.*]] = memref.alloc() : memref<2x4xf32>
+// CHECK:         call @pipeopt_rt_recv_f32
+// CHECK:         call @f_stage1
+// CHECK:         call @pipeopt_rt_output_f32
+pipe.program @f_rank1 rank 1 of 2 microbatches 1 attributes {schedule = "forward-only"} {
+  %h = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
+  %y = pipe.forward @f_stage1(%h) stage 1 microbatch 0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<2x4xf32>
+}
+
+// Declarations: private, C interface, only what is used.
+// CHECK-DAG: func.func private @pipeopt_rt_input_f32(i64, i64, memref<*xf32>) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pipeopt_rt_send_f32(i64, i64, i64, i64, i64, i64, memref<*xf32>) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pipeopt_rt_recv_f32(i64, i64, i64, i64, i64, i64, memref<*xf32>) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pipeopt_rt_output_f32(i64, i64, memref<*xf32>) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pipeopt_rt_action_begin(i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @pipeopt_rt_action_end(i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+// CHECK-NOT: pipe.
+
+// MANIFEST: "entry_points": [
+// MANIFEST-NEXT: "pipeopt_rank_0",
+// MANIFEST-NEXT: "pipeopt_rank_1"
+// MANIFEST: "inputs": [
+// MANIFEST-NEXT:   {
+// MANIFEST-NEXT:     "dtype": "f32",
+// MANIFEST-NEXT:     "index": 0,
+// MANIFEST-NEXT:     "microbatched": true,
+// MANIFEST-NEXT:     "shape": [
+// MANIFEST-NEXT:       2,
+// MANIFEST-NEXT:       4
+// MANIFEST-NEXT:     ]
+// MANIFEST-NEXT:   },
+// MANIFEST-NEXT:   {
+// MANIFEST-NEXT:     "dtype": "f32",
+// MANIFEST-NEXT:     "index": 1,
+// MANIFEST-NEXT:     "microbatched": false,
+// MANIFEST: "num_microbatches": 1,
+// MANIFEST-NEXT: "num_ranks": 2,
+// MANIFEST-NEXT: "num_stages": 2,
+// MANIFEST-NEXT: "outputs": [
+// MANIFEST-NEXT:   {
+// MANIFEST-NEXT:     "dtype": "f32",
+// MANIFEST-NEXT:     "index": 0,
+// MANIFEST-NEXT:     "microbatched": true,
+// MANIFEST: "schedule": "forward-only",
+// MANIFEST-NEXT: "stage_rank": [
+// MANIFEST-NEXT:   0,
+// MANIFEST-NEXT:   1
+// MANIFEST-NEXT: ]
+
+// With microbatch-args=none every input is shared; it is still read once.
+// NONE-LABEL: func.func @pipeopt_rank_0
+// NONE-COUNT-2: call @pipeopt_rt_input_f32
+// NONE-NOT: call @pipeopt_rt_input_f32
+// NONE-LABEL: func.func @pipeopt_rank_1
+
+// The full CPU lowering leaves only the LLVM dialect.
+// LLVM-LABEL: llvm.func @pipeopt_rank_0() -> i32
+// LLVM: llvm.call @_mlir_ciface_pipeopt_rt_input_f32
+// LLVM-NOT: memref.
+// LLVM-NOT: bufferization.

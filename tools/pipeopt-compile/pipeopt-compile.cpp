@@ -1,0 +1,403 @@
+//===- pipeopt-compile.cpp - model.mlir -> model.so + manifest -----*- C++ -*-===//
+//
+// Part of pipeopt. Compiles a model into the shared object and manifest that
+// pipeopt-run executes (docs/Runtime.md):
+//
+//   1. parse the input (func + tosa/linalg, optionally already scheduled);
+//   2. if it has no pipe.program: either build the unpartitioned reference
+//      program (--reference), or run the front half
+//      (pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule);
+//   3. run pipeopt-lower-to-llvm in-process (writes the manifest);
+//   4. translate to LLVM IR, optimize (-O3 by default) and emit an object
+//      for the host, in-process;
+//   5. link it into a shared object with the C compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/InitAll.h"
+#include "pipeopt/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <chrono>
+#include <optional>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+#ifndef PIPEOPT_DEFAULT_CC
+#define PIPEOPT_DEFAULT_CC "cc"
+#endif
+#ifndef PIPEOPT_LLVM_LIB_DIR
+#define PIPEOPT_LLVM_LIB_DIR "/usr/lib/llvm-22/lib"
+#endif
+
+static cl::OptionCategory category("pipeopt-compile options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
+                                      cl::init("-"), cl::cat(category));
+static cl::opt<std::string>
+    outputFile("o", cl::desc("Output shared object (default: <input stem>.so)"),
+               cl::value_desc("model.so"), cl::cat(category));
+static cl::opt<std::string> manifestFile(
+    "manifest",
+    cl::desc("Manifest path (default: <output stem>.manifest.json)"),
+    cl::cat(category));
+static cl::opt<bool> reference(
+    "reference",
+    cl::desc("Compile the unpartitioned model as one stage on one rank (the "
+             "reference for pipelined runs); ignores pipe.programs in the "
+             "input"),
+    cl::cat(category));
+static cl::opt<std::string> function(
+    "function",
+    cl::desc("Model function for --reference (default: the only public "
+             "function with a body)"),
+    cl::cat(category));
+static cl::opt<int64_t> numStages("num-stages",
+                                  cl::desc("Pipeline stages (front half)"),
+                                  cl::init(2), cl::cat(category));
+static cl::opt<int64_t>
+    numMicrobatches("num-microbatches",
+                    cl::desc("Microbatches per iteration (front half and "
+                             "--reference)"),
+                    cl::init(4), cl::cat(category));
+static cl::opt<std::string>
+    schedule("schedule",
+             cl::desc("Schedule for pipe-schedule (front half); must be "
+                      "forward-only for execution"),
+             cl::init("forward-only"), cl::cat(category));
+static cl::opt<std::string> partitionOptions(
+    "partition-options",
+    cl::desc("Extra options for pipe-partition, e.g. 'strategy=uniform'"),
+    cl::init("device=cpu"), cl::cat(category));
+static cl::opt<std::string> frontHalf(
+    "front-half",
+    cl::desc("Replace the front-half pipeline (pass pipeline text without "
+             "builtin.module(...))"),
+    cl::cat(category));
+static cl::opt<std::string> microbatchArgs(
+    "microbatch-args",
+    cl::desc("Model arguments that differ per microbatch: auto, all, none or "
+             "a comma-separated index list (convert-pipe-to-runtime)"),
+    cl::init("auto"), cl::cat(category));
+
+enum class Emit { Scheduled, LLVMDialect, LLVMIR, Object, SharedObject };
+static cl::opt<Emit> emit(
+    "emit", cl::desc("Stop after a step and write its result to -o"),
+    cl::values(clEnumValN(Emit::Scheduled, "scheduled",
+                          "MLIR with pipe.programs (before lowering)"),
+               clEnumValN(Emit::LLVMDialect, "mlir-llvm",
+                          "MLIR in the LLVM dialect"),
+               clEnumValN(Emit::LLVMIR, "llvm-ir", "optimized LLVM IR (.ll)"),
+               clEnumValN(Emit::Object, "obj", "object file"),
+               clEnumValN(Emit::SharedObject, "so",
+                          "shared object + manifest (default)")),
+    cl::init(Emit::SharedObject), cl::cat(category));
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
+                                  cl::init(3), cl::Prefix, cl::cat(category));
+static cl::opt<std::string>
+    cpu("mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
+        cl::init("native"), cl::cat(category));
+static cl::opt<std::string> ccPath("cc", cl::desc("C compiler used to link"),
+                                   cl::init(PIPEOPT_DEFAULT_CC),
+                                   cl::cat(category));
+static cl::opt<bool> saveTemps(
+    "save-temps",
+    cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o"),
+    cl::cat(category));
+static cl::opt<bool> timing("timing",
+                            cl::desc("Print the time of every step (s)"),
+                            cl::cat(category));
+
+namespace {
+/// Prints "pipeopt-compile: <step> <seconds> s" with --timing.
+class StepTimer {
+public:
+  void done(llvm::StringRef step) {
+    auto now = std::chrono::steady_clock::now();
+    if (timing)
+      llvm::errs() << llvm::format("pipeopt-compile: %-12s %8.3f s\n",
+                                   step.str().c_str(),
+                                   std::chrono::duration<double>(now - last)
+                                       .count());
+    last = now;
+  }
+
+private:
+  std::chrono::steady_clock::time_point last =
+      std::chrono::steady_clock::now();
+};
+} // namespace
+
+static int fail(const llvm::Twine &msg) {
+  llvm::errs() << "pipeopt-compile: error: " << msg << "\n";
+  return 1;
+}
+
+/// Writes `text` to `path`.
+static LogicalResult writeText(llvm::StringRef path,
+                               llvm::function_ref<void(llvm::raw_ostream &)> fn) {
+  std::string err;
+  auto out = openOutputFile(path, &err);
+  if (!out) {
+    llvm::errs() << "pipeopt-compile: error: " << err << "\n";
+    return failure();
+  }
+  fn(out->os());
+  out->keep();
+  return success();
+}
+
+/// `<dir>/<stem>` of `path` without its last extension.
+static std::string stemOf(llvm::StringRef path) {
+  llvm::SmallString<256> s(path);
+  llvm::sys::path::replace_extension(s, "");
+  return std::string(s);
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  pipeopt::registerAllPasses();
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "pipeopt-compile: compile a model to <model>.so + "
+      "<model>.manifest.json for pipeopt-run\n");
+  StepTimer timer;
+
+  if (outputFile.empty()) {
+    if (inputFile == "-")
+      return fail("-o is required when reading stdin");
+    std::string stem = stemOf(llvm::sys::path::filename(inputFile));
+    // foo.tosa.mlir -> foo.so
+    stem = stemOf(stem);
+    switch (emit) {
+    case Emit::Scheduled:
+      outputFile = stem + ".scheduled.mlir";
+      break;
+    case Emit::LLVMDialect:
+      outputFile = stem + ".llvm.mlir";
+      break;
+    case Emit::LLVMIR:
+      outputFile = stem + ".ll";
+      break;
+    case Emit::Object:
+      outputFile = stem + ".o";
+      break;
+    case Emit::SharedObject:
+      outputFile = stem + ".so";
+      break;
+    }
+  }
+  std::string outStem = stemOf(outputFile);
+  if (manifestFile.empty())
+    manifestFile = outStem + ".manifest.json";
+
+  DialectRegistry registry;
+  pipeopt::registerAllDialects(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  std::string err;
+  auto buffer = openInputFile(inputFile, &err);
+  if (!buffer)
+    return fail(err);
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  timer.done("parse");
+
+  // --- Per-rank programs ----------------------------------------------------
+  bool hasPrograms = !module->getOps<pipeopt::pipe::ProgramOp>().empty();
+  if (reference) {
+    // The reference ignores any schedule in the input.
+    for (auto p : llvm::make_early_inc_range(
+             module->getOps<pipeopt::pipe::ProgramOp>()))
+      p.erase();
+    if (failed(pipeopt::buildSingleStageProgram(*module, function,
+                                                numMicrobatches)))
+      return 1;
+  } else if (!hasPrograms) {
+    std::string pipeline = frontHalf;
+    if (pipeline.empty()) {
+      std::string partition = "num-stages=" + std::to_string(numStages) +
+                              " num-microbatches=" +
+                              std::to_string(numMicrobatches);
+      if (!partitionOptions.empty())
+        partition += " " + partitionOptions;
+      pipeline = "pipe-prepare,pipe-partition{" + partition +
+                 "},pipe-outline-stages,pipe-schedule{schedule=" + schedule +
+                 " num-microbatches=" + std::to_string(numMicrobatches) + "}";
+    }
+    PassManager pm(&context, ModuleOp::getOperationName());
+    std::string perr;
+    llvm::raw_string_ostream perrs(perr);
+    if (failed(parsePassPipeline(pipeline, pm, perrs)))
+      return fail("front-half pipeline '" + pipeline + "': " + perr);
+    if (failed(pm.run(*module)))
+      return fail("front half failed (" + pipeline + ")");
+  }
+  timer.done("schedule");
+  if (saveTemps || emit == Emit::Scheduled) {
+    std::string path =
+        emit == Emit::Scheduled ? outputFile.getValue()
+                                : outStem + ".scheduled.mlir";
+    if (failed(writeText(path, [&](llvm::raw_ostream &os) {
+          module->print(os);
+        })))
+      return 1;
+    if (emit == Emit::Scheduled)
+      return 0;
+  }
+
+  // --- MLIR lowering --------------------------------------------------------
+  {
+    PassManager pm(&context, ModuleOp::getOperationName());
+    pipeopt::LowerToLLVMOptions options;
+    options.manifest = manifestFile.getValue();
+    options.microbatchArgs = microbatchArgs.getValue();
+    pipeopt::buildLowerToLLVMPipeline(pm, options);
+    if (failed(pm.run(*module)))
+      return fail("pipeopt-lower-to-llvm failed");
+  }
+  timer.done("lower");
+  if (saveTemps || emit == Emit::LLVMDialect) {
+    std::string path = emit == Emit::LLVMDialect ? outputFile.getValue()
+                                                 : outStem + ".llvm.mlir";
+    if (failed(writeText(path, [&](llvm::raw_ostream &os) {
+          module->print(os);
+        })))
+      return 1;
+    if (emit == Emit::LLVMDialect)
+      return 0;
+  }
+
+  // --- LLVM IR, optimization, object ----------------------------------------
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext,
+                              llvm::sys::path::filename(outStem));
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed");
+  timer.done("translate");
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return fail("no LLVM target for " + triple.str() + ": " + err);
+  std::string cpuName = cpu == "native" ? std::string(llvm::sys::getHostCPUName())
+                                        : cpu.getValue();
+  std::string features;
+  if (cpu == "native") {
+    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+    for (auto &f : hostFeatures)
+      features += (f.second ? "+" : "-") + f.first().str() + ",";
+  }
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
+      std::nullopt,
+      optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
+      : optLevel == 0 ? llvm::CodeGenOptLevel::None
+                      : llvm::CodeGenOptLevel::Default));
+  if (!tm)
+    return fail("cannot create a target machine for " + triple.str());
+  llvmModule->setTargetTriple(triple);
+  llvmModule->setDataLayout(tm->createDataLayout());
+  if (auto e = makeOptimizingTransformer(optLevel, 0, tm.get())(
+          llvmModule.get()))
+    return fail("LLVM optimization failed: " + llvm::toString(std::move(e)));
+  timer.done("llvm-opt");
+  if (saveTemps || emit == Emit::LLVMIR) {
+    std::string path =
+        emit == Emit::LLVMIR ? outputFile.getValue() : outStem + ".ll";
+    if (failed(writeText(path, [&](llvm::raw_ostream &os) {
+          llvmModule->print(os, nullptr);
+        })))
+      return 1;
+    if (emit == Emit::LLVMIR)
+      return 0;
+  }
+
+  std::string objPath =
+      emit == Emit::Object ? outputFile.getValue() : outStem + ".o";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write " + objPath + ": " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (tm->addPassesToEmitFile(codegen, os, nullptr,
+                                llvm::CodeGenFileType::ObjectFile))
+      return fail("the target cannot emit object files");
+    codegen.run(*llvmModule);
+  }
+  timer.done("codegen");
+  if (emit == Emit::Object)
+    return 0;
+
+  // --- Link -----------------------------------------------------------------
+  auto cc = llvm::sys::findProgramByName(ccPath);
+  if (!cc)
+    return fail("C compiler '" + ccPath + "' not found (use --cc)");
+  llvm::SmallVector<std::string> args = {*cc, "-shared", "-o",
+                                         outputFile.getValue(), objPath};
+  // Non-contiguous memref copies are lowered to calls of MLIR's C runner
+  // utilities (memrefCopy).
+  if (llvmModule->getFunction("memrefCopy")) {
+    args.push_back("-L" PIPEOPT_LLVM_LIB_DIR);
+    args.push_back("-lmlir_c_runner_utils");
+    args.push_back("-Wl,-rpath," PIPEOPT_LLVM_LIB_DIR);
+  }
+  args.push_back("-lm");
+  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
+  std::string execErr;
+  int rc = llvm::sys::ExecuteAndWait(*cc, argRefs, std::nullopt, {}, 0, 0,
+                                     &execErr);
+  if (!saveTemps)
+    llvm::sys::fs::remove(objPath);
+  if (rc != 0)
+    return fail("linking " + outputFile + " failed (" + *cc + ")" +
+                (execErr.empty() ? "" : ": " + execErr));
+  timer.done("link");
+  return 0;
+}

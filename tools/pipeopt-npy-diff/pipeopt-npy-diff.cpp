@@ -1,0 +1,227 @@
+//===- pipeopt-npy-diff.cpp - compare .npy outputs ----------------*- C++ -*-===//
+//
+// Part of pipeopt. Compares tensors written by pipeopt-run (--output-dir)
+// against a reference:
+//
+//   pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] ACTUAL REFERENCE
+//
+// ACTUAL and REFERENCE are two .npy files, or two directories (every
+// output_<i>.npy of REFERENCE is compared with the same file in ACTUAL).
+// For each pair it prints the max abs error, the max abs reference value and
+// their ratio. The pair passes when dtype and shape are equal and
+//   max|actual - reference| <= rtol * max|reference| + atol
+// (defaults rtol = 1e-5, atol = 0). NaN or Inf in either tensor fails unless
+// --allow-nan, since such a comparison proves nothing. Exit status: 0 all
+// pass, 1 some tensor differs, 2 usage or I/O error. Uses the runtime's .npy
+// reader (pipeopt_rt).
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Npy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+struct Options {
+  double rtol = 1e-5;
+  double atol = 0;
+  bool allowNan = false;
+  std::string actual, reference;
+};
+
+double halfToDouble(uint16_t h) {
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  double v;
+  if (exp == 0)
+    v = std::ldexp(double(mant), -24);
+  else if (exp == 31)
+    v = mant ? NAN : INFINITY;
+  else
+    v = std::ldexp(double(mant | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+double bf16ToDouble(uint16_t b) {
+  uint32_t x = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// Element i of `t` as a double.
+double element(const HostTensor &t, size_t i) {
+  const uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
+  switch (t.dtype) {
+  case DType::F32: {
+    float v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::F64: {
+    double v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case DType::F16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return halfToDouble(v);
+  }
+  case DType::BF16: {
+    uint16_t v;
+    std::memcpy(&v, p, 2);
+    return bf16ToDouble(v);
+  }
+  case DType::I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return double(v);
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::I8:
+    return int8_t(*p);
+  case DType::I1:
+    return *p ? 1 : 0;
+  }
+  return 0;
+}
+
+/// Compares one pair; returns 0 (pass), 1 (differs) or 2 (error).
+int compare(const std::string &actualPath, const std::string &refPath,
+            const Options &o) {
+  HostTensor a, r;
+  try {
+    a = readNpy(actualPath);
+    r = readNpy(refPath);
+  } catch (const RuntimeError &e) {
+    std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
+    return 2;
+  }
+  if (a.dtype != r.dtype || a.shape != r.shape) {
+    std::printf("%s: FAIL: %s but the reference %s is %s\n",
+                actualPath.c_str(), typeString(a.dtype, a.shape).c_str(),
+                refPath.c_str(), typeString(r.dtype, r.shape).c_str());
+    return 1;
+  }
+  size_t n = size_t(numElements(a.shape));
+  double maxErr = 0, maxRef = 0;
+  size_t worst = 0, nonFinite = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double x = element(a, i), y = element(r, i);
+    if (!std::isfinite(x) || !std::isfinite(y)) {
+      ++nonFinite;
+      continue;
+    }
+    double e = std::fabs(x - y);
+    if (e > maxErr) {
+      maxErr = e;
+      worst = i;
+    }
+    maxRef = std::fmax(maxRef, std::fabs(y));
+  }
+  double bound = o.rtol * maxRef + o.atol;
+  bool ok = maxErr <= bound && (o.allowNan || nonFinite == 0);
+  std::printf("%s: %s: %zu elements %s, max abs error %.6g (element %zu), "
+              "max abs reference %.6g, relative %.3g, bound %.6g",
+              actualPath.c_str(), ok ? "ok" : "FAIL", n,
+              typeString(a.dtype, a.shape).c_str(), maxErr, worst, maxRef,
+              maxRef > 0 ? maxErr / maxRef : 0.0, bound);
+  if (nonFinite)
+    std::printf(", %zu NaN/Inf element(s)%s", nonFinite,
+                o.allowNan ? " ignored" : " (use --allow-nan to ignore)");
+  std::printf("\n");
+  return ok ? 0 : 1;
+}
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] "
+               "ACTUAL REFERENCE\n"
+               "  ACTUAL, REFERENCE: .npy files, or directories of "
+               "output_<i>.npy (pipeopt-run --output-dir)\n"
+               "  passes when max|actual-reference| <= rtol*max|reference| + "
+               "atol (default rtol 1e-5, atol 0)\n");
+  return 2;
+}
+
+bool parseDouble(const char *s, double &v) {
+  char *end = nullptr;
+  v = std::strtod(s, &end);
+  return end && *end == 0 && std::isfinite(v) && v >= 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--rtol" || a == "--atol") && i + 1 < argc) {
+      if (!parseDouble(argv[++i], a == "--rtol" ? o.rtol : o.atol)) {
+        std::fprintf(stderr, "pipeopt-npy-diff: %s expects a number >= 0\n",
+                     a.c_str());
+        return 2;
+      }
+    } else if (a == "--allow-nan") {
+      o.allowNan = true;
+    } else if (a == "--help" || a == "-h") {
+      usage();
+      return 0;
+    } else if (!a.empty() && a[0] == '-') {
+      return usage();
+    } else {
+      files.push_back(a);
+    }
+  }
+  if (files.size() != 2)
+    return usage();
+  o.actual = files[0];
+  o.reference = files[1];
+
+  if (!isDirectory(o.reference))
+    return compare(o.actual, o.reference, o);
+
+  std::vector<std::string> names;
+  if (DIR *d = opendir(o.reference.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.rfind("output_", 0) == 0 && n.size() > 4 &&
+          n.compare(n.size() - 4, 4, ".npy") == 0)
+        names.push_back(n);
+    }
+    closedir(d);
+  }
+  if (names.empty()) {
+    std::fprintf(stderr, "pipeopt-npy-diff: error: no output_<i>.npy in %s\n",
+                 o.reference.c_str());
+    return 2;
+  }
+  std::sort(names.begin(), names.end());
+  int worst = 0;
+  for (const auto &n : names) {
+    int rc = compare(o.actual + "/" + n, o.reference + "/" + n, o);
+    worst = std::max(worst, rc);
+  }
+  return worst;
+}
