@@ -13,10 +13,10 @@
 ///
 /// Two construction styles are used:
 ///  - *explicit*: the per-rank order is written down from the paper's rule
-///    (GPipe, 1F1B, interleaved 1F1B, looped BFS, DualPipeV, PipeDream,
-///    PipeDream-2BW, forward-only);
+///    (GPipe, 1F1B, interleaved 1F1B, looped BFS, ZB-H1, DualPipeV,
+///    PipeDream, PipeDream-2BW, forward-only);
 ///  - *greedy*: a deterministic unit-time list scheduler with a per-schedule
-///    priority and activation cap (ZB-H1, ZB-V, Chimera, Hanayo). These
+///    priority and activation cap (ZB-V, Chimera, Hanayo). These
 ///    schedules are defined in their papers by pictures and placement rules,
 ///    not by a closed-form order; the greedy realisation keeps the
 ///    placement, the split of work and the memory bound, and always yields a
@@ -139,10 +139,18 @@ Action Wg(int st, int m) { return Action::compute(Phase::W, st, m); }
 /// smallest microbatch (ties: the later stage) whose stage is below its
 /// activation cap, else (split backward) the oldest pending W. With
 /// `deferW`, W runs only when nothing else is ready; otherwise W is preferred
-/// to a new forward.
+/// to a new forward. `unitSize` and `forwardLaterStageFirst` change the
+/// forward priority (Chimera, see makeChimera()).
 struct GreedyConfig {
   bool split = false;  ///< B and W separate.
   bool deferW = true;
+  /// > 0: microbatches form units of this many (m / unitSize); a forward of
+  /// an earlier unit always goes first. Backward order is unchanged (it is
+  /// by microbatch, hence by unit already).
+  int unitSize = 0;
+  /// Within a unit, forwards of the later stage (the one closer to the end
+  /// of its pipeline) go first; ties: the smaller microbatch.
+  bool forwardLaterStageFirst = false;
   /// Activation cap of (pipeline, stage): max microbatches with F done and
   /// the activation not yet freed (freed by W when split, by BW otherwise).
   std::function<int(int pipeline, int stage)> cap;
@@ -164,6 +172,21 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
     llvm::sort(o, [](auto a, auto b) {
       return a.second != b.second ? a.second < b.second : a.first > b.first;
     });
+  // Forward order: by default the same; optionally unit, later stage, mb.
+  std::vector<std::vector<std::pair<int, int>>> ownedF = owned;
+  if (cfg.forwardLaterStageFirst || cfg.unitSize > 0) {
+    int unit = cfg.unitSize > 0 ? cfg.unitSize : M;
+    bool later = cfg.forwardLaterStageFirst;
+    for (auto &o : ownedF)
+      llvm::sort(o, [unit, later](auto a, auto b) {
+        int ua = a.second / unit, ub = b.second / unit;
+        if (ua != ub)
+          return ua < ub;
+        if (later && a.first != b.first)
+          return a.first > b.first;
+        return a.second != b.second ? a.second < b.second : a.first > b.first;
+      });
+  }
   Phase bwd = cfg.split ? Phase::B : Phase::BW;
   auto done = [&](Phase p, int st, int m, int t) {
     int f = finish[idx.key(p, st, m)];
@@ -195,7 +218,7 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       if (chosenSt < 0 && cfg.split && !cfg.deferW)
         tryW();
       if (chosenSt < 0)
-        for (auto [st, m] : owned[r]) {
+        for (auto [st, m] : ownedF[r]) {
           if (finish[idx.key(Phase::F, st, m)] >= 0)
             continue;
           if (st > 0 && !done(Phase::F, st - 1, m, t))
@@ -408,12 +431,34 @@ pipeopt::schedule::makeLoopedBFS(const ScheduleParams &p) {
   return s;
 }
 
-/// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §3.1):
-/// one stage per rank, backward split into B (input gradient) and W (weight
-/// gradient). B runs as early as possible, W is deferred to fill slots where
-/// the rank would otherwise idle, and each stage keeps at most S-s
-/// microbatches' activations (F..W) -- 1F1B's peak. Greedy realisation (see
-/// file comment); warm-up comes out as 1F1B's S-1-r. Needs M >= S.
+/// ZB-H1 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §3.1,
+/// Fig. 3 top): one stage per rank, backward split into B (input gradient)
+/// and W (weight gradient); 1F1B's order of F and B with the W's deferred
+/// into the cool-down bubbles. Explicit construction, rank r of S, d = S-1:
+///  1. warm-up: F_0 .. F_{S-r-1} (1F1B's S-1-r warm-up forwards plus the
+///     first steady forward; at most S-r microbatches between F and B, as
+///     in 1F1B);
+///  2. steps i = 0 .. M-1, each starting with B_i: then the next forward if
+///     any is left, then oldest-first W's so that the step takes L(i) unit
+///     slots, L(i) = 2 for i < d and 3 for i >= d (0, 1 or 2 W's);
+///  3. the last step (i = M-1) is B_{M-1} followed by every remaining W
+///     (r + 1 of them when M >= 2S-1-r: the W "triangle" of the figure).
+/// Why it is exact in unit time (F = B = W = 1): every rank's steps have the
+/// same lengths L(i), and rank r starts step 0 (B_0) at slot 2S-1-r, one slot
+/// after rank r+1, so each B_i on rank r runs the slot after B_i on rank
+/// r+1 finishes, each forward reaches rank r+1 before the step that uses
+/// it, and no rank idles after its B_0. Rank r idles r slots before F_0 and
+/// S-1-r slots waiting for B_0: S-1 in all, so the makespan is
+/// 3M + S - 1, i.e. bubble (S-1)(F+B-W) of the paper. d = S-1 is the
+/// smallest deferral that works for every M: in the cool-down rank 0 needs
+/// two W's in each of its S-1 steps before the last, so S-1 W's must be
+/// pending when its forwards run out. (Some deferral is unavoidable: the
+/// last rank must still hold S W's after its last B, or rank 0 could not
+/// finish B_{M-1} and W_{M-1} by 3M + S - 1.)
+/// Memory: between F and B a stage holds at most S-s microbatches (1F1B's
+/// peak, what maxInFlight() counts and what the paper's "same as 1F1B"
+/// refers to); in addition up to S microbatches wait for their W, which
+/// keep only W's inputs (the paper's M_W < M_B). Needs M >= S.
 llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
   auto sh = resolve("zb-h1", p, 1);
   if (!sh)
@@ -422,12 +467,33 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
     return std::move(e);
   Schedule s = skeleton("zb-h1", *sh, loopedPlacement(sh->S, 1));
   s.splitBackward = true;
-  int S = sh->S;
-  GreedyConfig cfg;
-  cfg.split = true;
-  cfg.deferW = true;
-  cfg.cap = [S](int, int st) { return S - st; };
-  return greedy(std::move(s), cfg);
+  int S = sh->S, M = sh->M, d = S - 1;
+  for (int r = 0; r < S; ++r) {
+    auto &row = s.actions[r];
+    int nextF = 0, nextW = 0;
+    for (; nextF < S - r; ++nextF)
+      row.push_back(F(r, nextF));
+    for (int i = 0; i < M; ++i) {
+      row.push_back(Bi(r, i));
+      if (i == M - 1) {
+        for (; nextW < M; ++nextW)
+          row.push_back(Wg(r, nextW));
+        break;
+      }
+      bool hasF = nextF < M;
+      if (hasF)
+        row.push_back(F(r, nextF++));
+      int stepLen = i < d ? 2 : 3;
+      for (int k = 0; k < stepLen - 1 - (hasF ? 1 : 0); ++k) {
+        if (nextW > i)
+          return err("zb-h1: internal error: no pending W on rank {0} in step "
+                     "{1} (S={2}, M={3})",
+                     r, i, S, M);
+        row.push_back(Wg(r, nextW++));
+      }
+    }
+  }
+  return s;
 }
 
 /// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", 2024,
@@ -455,10 +521,24 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
 /// Chimera (Li & Hoefler, SC'21, §3): two pipelines over the same S ranks
 /// (S even): the down pipeline places stage s on rank s, the up pipeline on
 /// rank S-1-s, so every rank holds two model replicas' stages. Microbatches
-/// are split in basic units of S (§3.5, "direct concatenation"): in each
-/// unit the first S/2 go down, the last S/2 go up. Per (pipeline, stage)
-/// activation cap S-s (1F1B per pipeline). Greedy realisation; full
-/// backward. Needs S even and M a multiple of S.
+/// are split in basic units of S (§3.2): in each unit the first S/2 go
+/// down, the last S/2 go up. Full backward. Needs S even and M a multiple
+/// of S.
+/// Basic unit (M = S): unit-time list scheduling, each rank running a ready
+/// backward if it has one (smallest microbatch, then later stage), else the
+/// ready forward of the *later stage* (the one further along its own
+/// pipeline; ties: smaller microbatch). Forwarding the microbatch closer to
+/// its pipeline's end first is what lets the two directions fill each
+/// other's bubbles: the unit takes 3S-2 slots with F = BW = 1 slot, i.e.
+/// S-2 idle slots per rank (§3.2, Table 2), and for S = 4 it is exactly the
+/// paper's Fig. 3 unit. (Smallest-microbatch-first forwards take 12 slots
+/// at S = 4.)
+/// M = kS: direct concatenation (§3.5) of k basic units, in order; a rank
+/// runs an action of unit u+1 only when no action of an earlier unit is
+/// ready, so the next unit's forwards fill the previous unit's cool-down
+/// bubbles and the whole batch takes 2M + S - 2 slots (bubble
+/// (S-2)/(2M+S-2), Table 2). Forward doubling / backward halving (§3.5) is
+/// not implemented. Activation cap per (pipeline, stage): S - s.
 llvm::Expected<Schedule>
 pipeopt::schedule::makeChimera(const ScheduleParams &p) {
   auto sh = resolve("chimera", p, 1);
@@ -482,6 +562,8 @@ pipeopt::schedule::makeChimera(const ScheduleParams &p) {
     s.microbatchPipeline[m] = (m % S) < S / 2 ? 0 : 1;
   GreedyConfig cfg;
   cfg.split = false;
+  cfg.unitSize = S;
+  cfg.forwardLaterStageFirst = true;
   cfg.cap = [S](int, int st) { return S - st; };
   return greedy(std::move(s), cfg);
 }

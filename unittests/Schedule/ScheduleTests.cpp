@@ -214,12 +214,88 @@ TEST(Generators, ZBV_AndDualPipeVPlacementIsV) {
     EXPECT_EQ(warmupCount(z, r), 3 - r);
   EXPECT_EQ(countPhase(z, Phase::W), 32);
   EXPECT_EQ(countPhase(z, Phase::BW), 0);
-  // The last stage can never defer W: it runs F B W F B W ...
+  // The last stage alternates F and B for its first S-1 steps (W deferred),
+  // then adds one W per step (B, F, W), and ends with S deferred W's.
   std::vector<std::string> last;
-  for (int i = 0; i < 6; ++i)
-    last.push_back(formatAction(z.actions[3][i]));
-  EXPECT_EQ(last, (std::vector<std::string>{"3F0", "3I0", "3W0", "3F1", "3I1",
-                                            "3W1"}));
+  for (const Action &a : z.actions[3])
+    last.push_back(formatAction(a));
+  EXPECT_EQ(last, (std::vector<std::string>{
+                      "3F0", "3I0", "3F1", "3I1", "3F2", "3I2", "3F3", "3I3",
+                      "3F4", "3W0", "3I4", "3F5", "3W1", "3I5", "3F6", "3W2",
+                      "3I6", "3F7", "3W3", "3I7", "3W4", "3W5", "3W6", "3W7"}));
+}
+
+/// Unit-time makespan: one past the last slot any compute action occupies.
+int unitMakespan(const Schedule &s) {
+  auto slots = unitTimeSlots(s);
+  if (!slots) {
+    ADD_FAILURE() << llvm::toString(slots.takeError());
+    return -1;
+  }
+  int end = 0;
+  for (size_t r = 0; r < s.actions.size(); ++r)
+    for (size_t i = 0; i < s.actions[r].size(); ++i)
+      if (s.actions[r][i].isCompute())
+        end = std::max(end, (*slots)[r][i] + 1);
+  return end;
+}
+
+TEST(Generators, ZBH1MakespanAndMemory) {
+  // Qi et al. ICLR'24 §3.1: bubble (S-1)(F+B-W); with F = B = W = 1 slot the
+  // batch takes 3M + S - 1 slots, and 1F1B's activation peak S - s holds.
+  for (int S : {2, 3, 4, 8})
+    for (int M : {S, 2 * S, 3 * S + 1}) {
+      SCOPED_TRACE("S=" + std::to_string(S) + " M=" + std::to_string(M));
+      Schedule z = unwrap(makeSchedule("zb-h1", params(S, M)));
+      ASSERT_EQ(message(validate(z)), "");
+      EXPECT_EQ(unitMakespan(z), 3 * M + S - 1);
+      for (int st = 0; st < S; ++st) {
+        EXPECT_EQ(maxInFlight(z, st), std::min(S - st, M)) << "stage " << st;
+        // warmupCount() reads a warm-up of M - 1 as "all M" (M = S, rank 0).
+        int w = S - 1 - st;
+        EXPECT_EQ(warmupCount(z, st), w >= M - 1 ? M : w);
+      }
+      // Rank r ends with r + 1 W's (the W triangle) once M >= 2S - 1.
+      if (M >= 2 * S - 1)
+        for (int r = 0; r < S; ++r) {
+          const auto &row = z.actions[r];
+          int tailW = 0;
+          for (auto it = row.rbegin(); it != row.rend() && it->phase == Phase::W;
+               ++it)
+            ++tailW;
+          EXPECT_EQ(tailW, r + 1) << "rank " << r;
+        }
+    }
+  // The paper's S=4, M=8 example: 27 slots (the old greedy table took 30).
+  EXPECT_EQ(unitMakespan(unwrap(makeSchedule("zb-h1", params(4, 8)))), 27);
+}
+
+TEST(Generators, ChimeraBasicUnitIs3SMinus2) {
+  // Li & Hoefler SC'21 §3.2: with forward and backward one slot each the
+  // basic unit (M = S) has S - 2 idle slots per rank: 3S - 2 slots.
+  for (int S : {2, 4, 6, 8}) {
+    Schedule c = unwrap(makeSchedule("chimera", params(S, S)));
+    ASSERT_EQ(message(validate(c)), "");
+    EXPECT_EQ(unitMakespan(c), 3 * S - 2) << "S=" << S;
+  }
+  // S = 4 is exactly the paper's Fig. 3 unit.
+  Schedule c = unwrap(makeSchedule("chimera", params(4, 4)));
+  EXPECT_EQ(exportCSV(c), "0F0,0F1,3F2,3B2,3F3,3B3,0B0,0B1\n"
+                          "1F0,2F2,1F1,2F3,2B2,1B0,2B3,1B1\n"
+                          "1F2,2F0,1F3,2F1,2B0,1B2,2B1,1B3\n"
+                          "0F2,0F3,3F0,3B0,3F1,3B1,0B2,0B3\n");
+  // Direct concatenation of k units: the next unit's forwards fill the
+  // previous unit's bubbles, 2M + S - 2 slots (Table 2).
+  for (int S : {2, 4, 6, 8})
+    for (int k : {2, 3}) {
+      Schedule ck = unwrap(makeSchedule("chimera", params(S, k * S)));
+      ASSERT_EQ(message(validate(ck)), "");
+      EXPECT_EQ(unitMakespan(ck), 2 * k * S + S - 2) << "S=" << S << " k=" << k;
+      // Per (pipeline, stage) cap S - s: a rank holds at most
+      // (S - r) + (r + 1) = S + 1 microbatches' activations.
+      for (int peak : peakInFlightPerRank(ck))
+        EXPECT_LE(peak, S + 1);
+    }
 }
 
 TEST(Generators, ChimeraTwoPipelines) {

@@ -230,10 +230,9 @@ TEST(SimulateTable, ChimeraBasicUnitTakes3SMinus2Slots) {
   EXPECT_DOUBLE_EQ(f.makespanSec, 10);
 }
 
-// Fails today: the schedule library's Chimera (S = 4, M = 4) takes 12 slots
-// under this convention, the paper's unit takes 10 (see chimeraUnit4()).
-// Reported to the Schedule area; enable when the generator is fixed.
-TEST(SimulateTable, DISABLED_ChimeraGeneratorReachesBasicUnit) {
+// The schedule library's Chimera basic unit matches the paper's 3S - 2
+// (it used to take 12 slots at S = 4; see chimeraUnit4()).
+TEST(SimulateTable, ChimeraGeneratorReachesBasicUnit) {
   for (int S : {4, 6, 8}) {
     Metrics m = tableMetrics(make("chimera", S, S), table(S, 1, 1, 0));
     EXPECT_DOUBLE_EQ(m.makespanSec, 3 * S - 2) << "S=" << S;
