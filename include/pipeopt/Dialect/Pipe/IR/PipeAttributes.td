@@ -24,12 +24,6 @@ def Pipe_BackwardKind : I32EnumAttr<"BackwardKind",
       I32EnumAttrCase<"Input", 1, "input">,
       I32EnumAttrCase<"Weight", 2, "weight">]> {
   let cppNamespace = "::pipeopt::pipe";
-  let genSpecializedAttr = 0;
-}
-
-def Pipe_BackwardKindAttr : EnumAttr<Pipe_Dialect, Pipe_BackwardKind,
-                                     "backward_kind"> {
-  let summary = "Backward action kind: full (B+W), input (B) or weight (W).";
 }
 
 def Pipe_TagAttr : Pipe_Attr<"Tag", "tag"> {

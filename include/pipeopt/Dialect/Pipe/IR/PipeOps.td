@@ -171,7 +171,7 @@ def Pipe_BackwardOp : Pipe_ProgramBodyOp<"backward"> {
         -> tensor<4x8xf32>
     ```
   }];
-  let arguments = (ins Pipe_BackwardKindAttr:$kind, NonNegI64Attr:$stage,
+  let arguments = (ins Pipe_BackwardKind:$kind, NonNegI64Attr:$stage,
                        NonNegI64Attr:$microbatch, Variadic<AnyType>:$args);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
