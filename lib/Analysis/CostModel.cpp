@@ -125,8 +125,8 @@ static bool isConstantOp(Operation *op) {
   if (op->hasTrait<OpTrait::ConstantLike>())
     return true;
   return llvm::StringSwitch<bool>(op->getName().getStringRef())
-      .Cases({"tensor.empty", "tosa.const_shape", "ml_program.global_load_const",
-              "arith.constant", "tosa.const"},
+      .Cases({"tensor.empty", "tosa.const_shape",
+              "ml_program.global_load_const", "arith.constant", "tosa.const"},
              true)
       .Default(false);
 }
@@ -149,13 +149,13 @@ static bool isViewOp(StringRef name) {
 /// returns the operand that carries the data, or nullptr.
 static Value layoutSource(Operation *op) {
   StringRef name = op->getName().getStringRef();
-  bool layout = isViewOp(name) ||
-                llvm::StringSwitch<bool>(name)
-                    .Cases({"tosa.transpose", "tosa.cast", "tosa.slice",
-                            "tensor.extract_slice", "linalg.transpose",
-                            "linalg.broadcast", "linalg.copy"},
-                           true)
-                    .Default(false);
+  bool layout =
+      isViewOp(name) || llvm::StringSwitch<bool>(name)
+                            .Cases({"tosa.transpose", "tosa.cast", "tosa.slice",
+                                    "tensor.extract_slice", "linalg.transpose",
+                                    "linalg.broadcast", "linalg.copy"},
+                                   true)
+                            .Default(false);
   if (!layout) {
     // A linalg.generic that only copies its single input (a transpose or
     // broadcast written as a generic: no arithmetic in the body).
@@ -214,10 +214,9 @@ static bool isLinalgContraction(Operation *op) {
   if (name.contains("pooling"))
     return false;
   return linalg::isaContractionOpInterface(linalgOp) ||
-         linalg::isaConvolutionOpInterface(linalgOp) ||
-         name.contains("conv") || name.contains("matmul") ||
-         name.contains("matvec") || name.contains("vecmat") ||
-         name.contains("dot");
+         linalg::isaConvolutionOpInterface(linalgOp) || name.contains("conv") ||
+         name.contains("matmul") || name.contains("matvec") ||
+         name.contains("vecmat") || name.contains("dot");
 }
 
 static bool isTosaContraction(StringRef name) {
@@ -243,8 +242,7 @@ llvm::SmallVector<unsigned> cost::parameterOperands(Operation *op) {
   llvm::SmallVector<unsigned> result;
   StringRef name = op->getName().getStringRef();
   auto addIfParam = [&](unsigned i) {
-    if (i < op->getNumOperands() &&
-        tracesToParameterSource(op->getOperand(i)))
+    if (i < op->getNumOperands() && tracesToParameterSource(op->getOperand(i)))
       result.push_back(i);
   };
   if (isLinalgContraction(op)) {
@@ -305,14 +303,14 @@ static double scalarOpsPerIteration(Block &block) {
           n += scalarOpsPerIteration(b);
       continue;
     }
-    bool isCast = llvm::StringSwitch<bool>(name)
-                      .Cases({"arith.extf", "arith.truncf", "arith.extsi",
-                              "arith.extui", "arith.trunci", "arith.sitofp",
-                              "arith.uitofp", "arith.fptosi", "arith.fptoui",
-                              "arith.index_cast", "arith.index_castui",
-                              "arith.bitcast"},
-                             true)
-                      .Default(false);
+    bool isCast =
+        llvm::StringSwitch<bool>(name)
+            .Cases({"arith.extf", "arith.truncf", "arith.extsi", "arith.extui",
+                    "arith.trunci", "arith.sitofp", "arith.uitofp",
+                    "arith.fptosi", "arith.fptoui", "arith.index_cast",
+                    "arith.index_castui", "arith.bitcast"},
+                   true)
+            .Default(false);
     if (isCast || name == "linalg.index" || name.starts_with("tensor."))
       continue;
     if (name.starts_with("arith.") || name.starts_with("math.") ||
@@ -389,8 +387,8 @@ static void estimateLinalg(linalg::LinalgOp op, OpCost &c) {
     c.kind = OpKind::DataMovement; // transpose, broadcast, copy, yield-only
     return;
   }
-  c.kind = op.getNumReductionLoops() > 0 ? OpKind::Reduction
-                                         : OpKind::Elementwise;
+  c.kind =
+      op.getNumReductionLoops() > 0 ? OpKind::Reduction : OpKind::Elementwise;
 }
 
 /// Fills kind, flops and bytes of a TOSA op; false if not recognized.
@@ -496,9 +494,9 @@ static bool estimateTosa(Operation *op, OpCost &c) {
     c.bytesWritten = outBytes;
     return true;
   }
-  if (name == "tosa.transpose" || name == "tosa.concat" ||
-      name == "tosa.pad" || name == "tosa.tile" || name == "tosa.reverse" ||
-      name == "tosa.scatter" || name == "tosa.resize") {
+  if (name == "tosa.transpose" || name == "tosa.concat" || name == "tosa.pad" ||
+      name == "tosa.tile" || name == "tosa.reverse" || name == "tosa.scatter" ||
+      name == "tosa.resize") {
     c.kind = OpKind::DataMovement;
     readAllTensors();
     c.bytesWritten = outBytes;
@@ -563,9 +561,8 @@ static bool estimateTensor(Operation *op, OpCost &c) {
     Type t = op->getNumResults() ? op->getResult(0).getType() : Type();
     double elt = 4;
     if (t)
-      elt = isa<ShapedType>(t)
-                ? typeBytes(cast<ShapedType>(t).getElementType())
-                : typeBytes(t);
+      elt = isa<ShapedType>(t) ? typeBytes(cast<ShapedType>(t).getElementType())
+                               : typeBytes(t);
     c.kind = OpKind::DataMovement;
     c.bytesRead = elt;
     c.bytesWritten = elt;
@@ -688,10 +685,9 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
   bool launches = c.kind != OpKind::Constant && c.kind != OpKind::View &&
                   hasTensorOperandOrResult(op);
   if (c.kind != OpKind::Constant && c.kind != OpKind::View) {
-    c.forwardSeconds =
-        rooflineSeconds(device, c.flops, c.bytes(), c.typeKey,
-                        c.kind == OpKind::Contraction) +
-        (launches ? device.opOverhead : 0);
+    c.forwardSeconds = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey,
+                                       c.kind == OpKind::Contraction) +
+                       (launches ? device.opOverhead : 0);
   }
 
   // Parameters: bytes of the roots of the weight operands.
@@ -774,12 +770,11 @@ void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
     double full = times.backwardFull;
     double bShare = b + w > 0 ? b / (b + w) : 1;
     c.backwardInputSeconds = times.backwardInput >= 0 ? times.backwardInput
-                             : full >= 0 ? full * bShare
-                                         : b * ratio;
-    c.backwardWeightSeconds = times.backwardWeight >= 0
-                                  ? times.backwardWeight
-                              : full >= 0 ? full * (1 - bShare)
-                                          : w * ratio;
+                             : full >= 0              ? full * bShare
+                                                      : b * ratio;
+    c.backwardWeightSeconds = times.backwardWeight >= 0 ? times.backwardWeight
+                              : full >= 0               ? full * (1 - bShare)
+                                                        : w * ratio;
   } else {
     c.backwardInputSeconds = b * ratio;
     c.backwardWeightSeconds = w * ratio;
@@ -841,8 +836,7 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
         OpCost c = analysis.get(op);
         Profile::Times t;
         t.forward = share(times.forward, c.forwardSeconds, f);
-        t.backwardInput =
-            share(times.backwardInput, c.backwardInputSeconds, b);
+        t.backwardInput = share(times.backwardInput, c.backwardInputSeconds, b);
         t.backwardWeight =
             share(times.backwardWeight, c.backwardWeightSeconds, w);
         t.backwardFull =

@@ -107,8 +107,8 @@ static Hardware makeH100() {
   Hardware hw;
   DeviceSpec &d = hw.device;
   d.name = "h100";
-  d.matrixFlops = {{"f64", 67e12},    // FP64 Tensor Core
-                   {"f32", 67e12},    // FP32 (no TF32: PyTorch's default)
+  d.matrixFlops = {{"f64", 67e12},     // FP64 Tensor Core
+                   {"f32", 67e12},     // FP32 (no TF32: PyTorch's default)
                    {"tf32", 494.5e12}, // TF32 Tensor Core 989 / 2
                    {"bf16", 989.5e12}, // BF16 Tensor Core 1,979 / 2
                    {"f16", 989.5e12},  // FP16 Tensor Core 1,979 / 2
@@ -394,10 +394,14 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   if (!r.ok())
     return makeError("hardware JSON: " + r.error);
   // Unknown top-level keys are most likely typos: reject them.
-  static const char *known[] = {"base",          "name",
-                                "peak_flops",    "vector_flops",
-                                "memory_bandwidth", "memory_capacity",
-                                "op_overhead_s", "topology",
+  static const char *known[] = {"base",
+                                "name",
+                                "peak_flops",
+                                "vector_flops",
+                                "memory_bandwidth",
+                                "memory_capacity",
+                                "op_overhead_s",
+                                "topology",
                                 "description"};
   for (const auto &kv : *obj)
     if (!llvm::is_contained(known, kv.first.str()))
@@ -417,9 +421,8 @@ static llvm::Expected<llvm::json::Value> readJSONFile(StringRef path,
                                    path, buffer.getError().message()));
   auto parsed = llvm::json::parse((*buffer)->getBuffer());
   if (!parsed)
-    return makeError(llvm::formatv("invalid JSON in {0} file '{1}': {2}",
-                                   what, path,
-                                   llvm::toString(parsed.takeError())));
+    return makeError(llvm::formatv("invalid JSON in {0} file '{1}': {2}", what,
+                                   path, llvm::toString(parsed.takeError())));
   return std::move(*parsed);
 }
 
@@ -430,8 +433,8 @@ llvm::Expected<Hardware> cost::loadHardware(StringRef path,
     return json.takeError();
   auto hw = parseHardware(*json, base);
   if (!hw)
-    return makeError(llvm::formatv("{0}: {1}", path,
-                                   llvm::toString(hw.takeError())));
+    return makeError(
+        llvm::formatv("{0}: {1}", path, llvm::toString(hw.takeError())));
   return hw;
 }
 
@@ -503,7 +506,7 @@ llvm::Expected<Profile> cost::loadProfile(StringRef path) {
     return json.takeError();
   auto p = parseProfile(*json);
   if (!p)
-    return makeError(llvm::formatv("{0}: {1}", path,
-                                   llvm::toString(p.takeError())));
+    return makeError(
+        llvm::formatv("{0}: {1}", path, llvm::toString(p.takeError())));
   return p;
 }

@@ -1,4 +1,5 @@
-//===- OutlineStages.cpp - pipe-outline-stages: one func per stage -*- C++ -*-===//
+//===- OutlineStages.cpp - pipe-outline-stages: one func per stage -*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -119,9 +120,9 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
                              ">= 1";
   for (auto [i, op] : llvm::enumerate(ops))
     if (stageOf[i] >= numStages)
-      return op->emitError() << "pipe-outline-stages: pipe.stage = "
-                             << stageOf[i] << " is out of range for "
-                             << numStages << " stages";
+      return op->emitError()
+             << "pipe-outline-stages: pipe.stage = " << stageOf[i]
+             << " is out of range for " << numStages << " stages";
 
   // Rematerialized ops: marked (or constants), and fed only by arguments
   // and other rematerialized ops.
@@ -166,10 +167,9 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   }
   for (int64_t k = 0; k < numStages; ++k)
     if (placed[k].empty())
-      return fn.emitError() << "pipe-outline-stages: stage " << k
-                            << " of @" << fn.getSymName()
-                            << " is empty (no op has pipe.stage = " << k
-                            << ")";
+      return fn.emitError()
+             << "pipe-outline-stages: stage " << k << " of @" << fn.getSymName()
+             << " is empty (no op has pipe.stage = " << k << ")";
 
   // Per stage: inputs (arguments, then values of earlier stages), needed
   // remat ops, and outputs (values used later or returned).
@@ -254,8 +254,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   builder.setInsertionPointAfter(fn);
   SmallVector<func::FuncOp> stageFns;
   for (int64_t k = 0; k < numStages; ++k) {
-    std::string name =
-        llvm::formatv("{0}_stage{1}", fn.getSymName(), k).str();
+    std::string name = llvm::formatv("{0}_stage{1}", fn.getSymName(), k).str();
     if (symbols.lookup(name))
       return fn.emitError() << "pipe-outline-stages: cannot create @" << name
                             << ": the symbol already exists";
@@ -264,9 +263,8 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
       inTypes.push_back(v.getType());
     for (Value v : outputs[k])
       outTypes.push_back(v.getType());
-    auto stageFn = func::FuncOp::create(builder, fn.getLoc(), name,
-                                        builder.getFunctionType(inTypes,
-                                                                outTypes));
+    auto stageFn = func::FuncOp::create(
+        builder, fn.getLoc(), name, builder.getFunctionType(inTypes, outTypes));
     stageFn->setAttr("pipe.stage", builder.getI64IntegerAttr(k));
     Block *entry = stageFn.addEntryBlock();
     IRMapping mapping;

@@ -1,4 +1,5 @@
-//===- Partition.cpp - pipe-partition: assign ops to stages -------*- C++ -*-===//
+//===- Partition.cpp - pipe-partition: assign ops to stages -------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -125,7 +126,8 @@ void PartitionPass::runOnOperation() {
   FailureOr<std::vector<int>> inFlight =
       inFlightFor(schedule, numStages, numMicrobatches);
   if (failed(inFlight)) {
-    emitError(loc) << "pipe-partition: unknown schedule '" << std::string(schedule)
+    emitError(loc) << "pipe-partition: unknown schedule '"
+                   << std::string(schedule)
                    << "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, "
                       "zb-v or inference)";
     return signalPassFailure();
@@ -216,8 +218,8 @@ void PartitionPass::runOnOperation() {
       auto rel = [&](StringRef what, double other) {
         double pct =
             other > 0 ? (rep.bottleneckSeconds / other - 1) * 100 : 0.0;
-        os << llvm::formatv("vs {0}: {1}{2:F1}%\n", what,
-                            pct >= 0 ? "+" : "", pct);
+        os << llvm::formatv("vs {0}: {1}{2:F1}%\n", what, pct >= 0 ? "+" : "",
+                            pct);
       };
       if (rep.uniform.computed)
         rel("uniform", rep.uniform.bottleneckSeconds);
@@ -248,12 +250,12 @@ void PartitionPass::runOnOperation() {
   std::string errorMessage;
   auto file = openOutputFile(report, &errorMessage);
   if (!file) {
-    emitError(loc) << "pipe-partition: cannot write report '" << std::string(report)
-                   << "': " << errorMessage;
+    emitError(loc) << "pipe-partition: cannot write report '"
+                   << std::string(report) << "': " << errorMessage;
     return signalPassFailure();
   }
-  llvm::json::Value out = all.size() == 1 ? std::move(all[0])
-                                          : llvm::json::Value(std::move(all));
+  llvm::json::Value out =
+      all.size() == 1 ? std::move(all[0]) : llvm::json::Value(std::move(all));
   file->os() << llvm::formatv("{0:2}", out) << "\n";
   file->keep();
 }
@@ -277,8 +279,8 @@ LogicalResult PartitionPass::partitionFunction(
   cost::CostAnalysis analysis(fn, hw);
   if (profile)
     if (auto err = cost::applyProfile(analysis, body, *profile))
-      return fn.emitError() << "pipe-partition: "
-                            << llvm::toString(std::move(err));
+      return fn.emitError()
+             << "pipe-partition: " << llvm::toString(std::move(err));
 
   llvm::DenseMap<Operation *, int> index;
   for (auto [i, op] : llvm::enumerate(ops))
@@ -362,7 +364,8 @@ LogicalResult PartitionPass::partitionFunction(
         if (attr.getInt() < 0 || attr.getInt() >= numStages)
           return op->emitError()
                  << "pipe-partition: pipe.stage = " << attr.getInt()
-                 << " is out of range for num-stages=" << static_cast<int64_t>(numStages);
+                 << " is out of range for num-stages="
+                 << static_cast<int64_t>(numStages);
         node.fixedStage = static_cast<int>(attr.getInt());
       }
     }
@@ -411,9 +414,8 @@ LogicalResult PartitionPass::partitionFunction(
     llvm::Regex nodeRef("([A-Za-z_][A-Za-z0-9_]*\\.[A-Za-z0-9_.]+)#([0-9]+)");
     SmallVector<StringRef> groups;
     unsigned idx;
-    if (nodeRef.match(message, &groups) &&
-        !groups[2].getAsInteger(10, idx) && idx < ops.size() &&
-        ops[idx]->getName().getStringRef() == groups[1])
+    if (nodeRef.match(message, &groups) && !groups[2].getAsInteger(10, idx) &&
+        idx < ops.size() && ops[idx]->getName().getStringRef() == groups[1])
       where = ops[idx]->getLoc();
     return emitError(where) << "pipe-partition: " << message;
   }
@@ -448,8 +450,8 @@ LogicalResult PartitionPass::partitionFunction(
     for (auto [k, s] : llvm::enumerate(t.stages))
       stages += (k ? ", " : "") + std::to_string(s);
     fn.emitWarning() << "pipe-partition: weight '" << t.name << "' ("
-                     << part::formatBytes(t.bytes)
-                     << ") is used by stages " << stages
+                     << part::formatBytes(t.bytes) << ") is used by stages "
+                     << stages
                      << " (tied weights): each of them holds a copy, and "
                         "training must sum its gradients across them";
   }

@@ -1,4 +1,5 @@
-//===- TestCostModel.cpp - -test-pipe-cost-model ------------------*- C++ -*-===//
+//===- TestCostModel.cpp - -test-pipe-cost-model ------------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -38,7 +39,8 @@ struct TestCostModelPass
                                             "cpu)"),
                              llvm::cl::init("h100")};
   Option<std::string> hardware{
-      *this, "hardware", llvm::cl::desc("Hardware JSON file (overrides device)"),
+      *this, "hardware",
+      llvm::cl::desc("Hardware JSON file (overrides device)"),
       llvm::cl::init("")};
   Option<std::string> profile{*this, "profile",
                               llvm::cl::desc("Measured profile JSON file"),
@@ -72,8 +74,8 @@ struct TestCostModelPass
         continue;
       cost::CostAnalysis analysis(fn, *hw);
       if (prof) {
-        if (auto err = cost::applyProfile(analysis, fn.getBody().front(),
-                                          *prof)) {
+        if (auto err =
+                cost::applyProfile(analysis, fn.getBody().front(), *prof)) {
           fn.emitError() << llvm::toString(std::move(err));
           return signalPassFailure();
         }

@@ -1,4 +1,5 @@
-//===- CostModelTest.cpp - Unit tests of the cost model ----------*- C++ -*-===//
+//===- CostModelTest.cpp - Unit tests of the cost model ----------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -128,8 +129,7 @@ TEST(HardwareJSON, FromScratchAndErrors) {
   } cases[] = {
       {R"([1])", "expected an object"},
       {R"({"base": "h100", "memory_bandwith": 1})", "unknown key"},
-      {R"({"base": "h100", "memory_bandwidth": "fast"})",
-       "memory_bandwidth"},
+      {R"({"base": "h100", "memory_bandwidth": "fast"})", "memory_bandwidth"},
       {R"({"base": "h100", "peak_flops": {"f32": -1}})", "must be positive"},
       {R"({"name": "x", "peak_flops": {"bf16": 1e12},
            "memory_bandwidth": 1e11, "memory_capacity": 1e10})",
@@ -271,8 +271,8 @@ TEST_F(OpCostTest, AnalysisAndProfile) {
   Profile profile;
   profile.stages[0].forward = 1e-3; // two equal ops: 0.5 ms each
   profile.ops[2].forward = 7e-3;
-  ASSERT_FALSE(static_cast<bool>(applyProfile(analysis, fn.getBody().front(),
-                                              profile)));
+  ASSERT_FALSE(
+      static_cast<bool>(applyProfile(analysis, fn.getBody().front(), profile)));
   EXPECT_NEAR(analysis.get(ops[0]).forwardSeconds, 0.5e-3, 1e-15);
   EXPECT_NEAR(analysis.get(ops[1]).forwardSeconds, 0.5e-3, 1e-15);
   EXPECT_TRUE(analysis.get(ops[1]).measured);
@@ -282,8 +282,7 @@ TEST_F(OpCostTest, AnalysisAndProfile) {
   missing.stages[5].forward = 1;
   llvm::Error err = applyProfile(analysis, fn.getBody().front(), missing);
   ASSERT_TRUE(static_cast<bool>(err));
-  EXPECT_NE(errorOf(std::move(err)).find("profile stage 5"),
-            std::string::npos);
+  EXPECT_NE(errorOf(std::move(err)).find("profile stage 5"), std::string::npos);
 }
 
 } // namespace
