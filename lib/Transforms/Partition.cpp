@@ -13,6 +13,7 @@
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Partition/Partitioner.h"
 #include "pipeopt/Transforms/Passes.h"
 
@@ -194,7 +195,9 @@ void PartitionPass::runOnOperation() {
   std::vector<FunctionResult> results;
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>())
-    if (!fn.isExternal() && !fn->hasAttr("pipe.stage"))
+    // Skip stage functions and stage graphs (already outlined).
+    if (!fn.isExternal() && !fn->hasAttr("pipe.stage") &&
+        fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
   for (func::FuncOp fn : fns)
     if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, *strat,

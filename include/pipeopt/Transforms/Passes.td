@@ -156,7 +156,8 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
   let summary = "Assign every op of each model function to a pipeline stage.";
   let description = [{
     Splits the body of every `func.func` with a body (except outlined stage
-    functions) into `num-stages` contiguous pipeline stages. Calls are
+    functions and stage graphs) into `num-stages` contiguous pipeline
+    stages. Calls are
     inlined first (the `pipe-prepare` logic) when the module has any.
 
     The pass builds a weighted DAG from the function body in program order
