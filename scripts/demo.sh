@@ -2,18 +2,69 @@
 #===- scripts/demo.sh - pipeopt's main job on a bundled example -----------===#
 #
 # Usage: scripts/demo.sh [build-dir]
-# Runs the end-to-end flow on examples/mlp4.tosa.mlir and prints each step.
+#
+# The end-to-end flow on examples/mlp8.tosa.mlir (an 8-layer MLP, CPU-sized):
+#   1. partition it into stages with the cost model and print the report;
+#   2. compare schedules x stages x microbatches (formula / table / event);
+#   3. schedule it (per-rank programs with send/recv) and verify the programs;
+#   4. compile the pipelined programs and the unpartitioned reference to
+#      shared objects;
+#   5. run both on the loopback communicator (one thread per rank) with the
+#      same seeded inputs, and print the difference of the outputs.
+# Environment: STAGES (default 4), MICROBATCHES (8), SCHEDULE (forward-only),
+# MODEL (default examples/mlp8.tosa.mlir), PIPEOPT_DEMO_OUT (demo-out).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
-BUILD=${1:-build}
+BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$BUILD/bin"
-MODEL="$ROOT/examples/mlp4.tosa.mlir"
+MODEL=${MODEL:-$ROOT/examples/mlp8.tosa.mlir}
+STAGES=${STAGES:-4}
+MICROBATCHES=${MICROBATCHES:-8}
+SCHEDULE=${SCHEDULE:-forward-only}
 OUT=${PIPEOPT_DEMO_OUT:-demo-out}
 mkdir -p "$OUT"
 
-echo "== pipeopt demo: $MODEL"
-echo "-- 1. parse and prepare (inline helper calls)"
-"$BIN/pipeopt" "$MODEL" -pipe-prepare -o "$OUT/prepared.mlir"
-echo "   wrote $OUT/prepared.mlir ($(grep -c '=' "$OUT/prepared.mlir") ops)"
+step() { printf '\n== %s\n' "$*"; }
+
+step "1. Partition $(basename "$MODEL") into $STAGES stages (cost model: cpu preset)"
+"$BIN/pipeopt" "$MODEL" -pipe-prepare \
+  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=1f1b device=cpu report=-" \
+  -o "$OUT/partitioned.mlir"
+"$BIN/pipeopt" "$MODEL" -pipe-prepare \
+  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=1f1b device=cpu report=$OUT/partition.json" \
+  -o /dev/null
+echo "   JSON report: $OUT/partition.json"
+
+step "2. Which schedule? formula / idealized table / communication-aware simulation"
+if "$BIN/pipeopt-explore" --help 2>/dev/null | grep -q -- '--model'; then
+  "$BIN/pipeopt-explore" --model "$MODEL" --device cpu --stages=2,4 \
+    --microbatches=4,8 --systems=compute-medium/net-medium \
+    --schedules=gpipe,1f1b,interleaved-1f1b,zb-h1,chimera
+else
+  "$BIN/pipeopt-explore" --uniform-stage-time=1e-3 --stages=2,4 \
+    --microbatches=4,8 --systems=compute-medium/net-medium \
+    --schedules=gpipe,1f1b,interleaved-1f1b,zb-h1,chimera
+fi
+
+step "3. Schedule ($SCHEDULE, $MICROBATCHES microbatches) and verify the per-rank programs"
+"$BIN/pipeopt" "$OUT/partitioned.mlir" -pipe-outline-stages \
+  -pipe-schedule="schedule=$SCHEDULE num-microbatches=$MICROBATCHES print-grid=true" \
+  -pipe-verify-schedule -o "$OUT/scheduled.mlir"
+echo "   $(grep -c 'pipe.program' "$OUT/scheduled.mlir") per-rank programs, $(grep -c 'pipe.send' "$OUT/scheduled.mlir") sends: $OUT/scheduled.mlir"
+
+step "4. Compile the pipelined programs and the unpartitioned reference (CPU, AOT)"
+"$BIN/pipeopt-compile" "$OUT/scheduled.mlir" -o "$OUT/pipelined.so" --timing
+"$BIN/pipeopt-compile" "$MODEL" --reference --num-microbatches="$MICROBATCHES" \
+  -o "$OUT/reference.so" --timing
+
+step "5. Run both on the loopback communicator and compare"
+"$BIN/pipeopt-run" "$OUT/pipelined.so" --seed 7 --iterations 20 --warmup 2 \
+  --output-dir "$OUT/pipelined-out" --trace "$OUT/trace.json" --profile "$OUT/profile.json"
+"$BIN/pipeopt-run" "$OUT/reference.so" --seed 7 --iterations 20 --warmup 2 \
+  --output-dir "$OUT/reference-out"
+"$BIN/pipeopt-npy-diff" "$OUT/pipelined-out" "$OUT/reference-out"
+echo
+echo "Done. Trace (open in https://ui.perfetto.dev or chrome://tracing): $OUT/trace.json"
+echo "Measured profile (feed back with pipe-partition profile=...): $OUT/profile.json"
