@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -225,6 +226,28 @@ int main(int argc, char **argv) {
       "pipeopt-explore: compare pipeline schedules at three abstraction "
       "levels (formula, idealized table, communication-aware event "
       "simulation) and report where their rankings flip\n");
+
+  // --- Option values --------------------------------------------------------
+  auto bad = [&](const llvm::Twine &msg) {
+    return fail(llvm::createStringError(llvm::inconvertibleErrorCode(), msg));
+  };
+  auto finiteNonNeg = [](double v) { return std::isfinite(v) && v >= 0.0; };
+  if (!finiteNonNeg(tieOpt))
+    return bad("--tie-tolerance must be a finite number >= 0, got " +
+               llvm::formatv("{0}", tieOpt.getValue()).str());
+  if (uniformTimeOpt.getNumOccurrences() &&
+      !(std::isfinite(uniformTimeOpt) && uniformTimeOpt > 0.0))
+    return bad("--uniform-stage-time must be a finite number of seconds > 0, "
+               "got " + llvm::formatv("{0}", uniformTimeOpt.getValue()).str());
+  for (const cl::opt<double> *o :
+       {&uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
+    if (!finiteNonNeg(*o))
+      return bad("--" + o->ArgStr + " must be a finite number of bytes >= 0");
+  if (virtualStagesOpt < 0)
+    return bad("--virtual-stages must be >= 0 (0: schedule default), got " +
+               llvm::Twine(virtualStagesOpt.getValue()));
+  if (wavesOpt < 1)
+    return bad("--waves must be >= 1, got " + llvm::Twine(wavesOpt.getValue()));
 
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
