@@ -113,9 +113,11 @@ RunOptions parseRunOptions(int argc, char **argv) {
       std::string v = next();
       char *end = nullptr;
       double t = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(t > 0) || !std::isfinite(t))
+      // Deadlines are computed in nanoseconds on a steady clock; beyond
+      // ~292 years that overflows, so cap well below (one year).
+      if (v.empty() || *end || !(t > 0) || !std::isfinite(t) || t > 3.2e7)
         throw RuntimeError("--timeout-s expects a positive number of "
-                           "seconds, got '" + v + "'");
+                           "seconds up to 3.2e7 (one year), got '" + v + "'");
       o.timeoutS = t;
     } else if (a == "--seed") {
       std::string v = next();
