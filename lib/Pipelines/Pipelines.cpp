@@ -63,6 +63,10 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
     fpm.addPass(createTosaToTensorPass());
   }
 
+  // Elementwise arith/math on tensors (e.g. arith.maximumf in the JAX
+  // ResNet's relu helpers) -> linalg.generic, which bufferizes.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+
   // pipe.program -> pipeopt_rank_<r>() entry points calling the runtime ABI;
   // writes the manifest; stage functions become private.
   ConvertPipeToRuntimePassOptions toRuntime;

@@ -15,8 +15,23 @@
 // pass, 1 some tensor differs, 2 usage or I/O error. Uses the runtime's .npy
 // reader (pipeopt_rt).
 //
+//   pipeopt-npy-diff --make-inputs MANIFEST DIR [--seed N]
+//
+// writes DIR/input_<i>.npy for every input of a model manifest (for
+// pipeopt-run --input i=DIR/input_<i>.npy), with well-conditioned random
+// data so that deep models stay finite: tensors of rank <= 1 (biases,
+// normalization scales, means and variances) are uniform in [0.5, 1.5),
+// tensors of rank >= 2 uniform in [-1, 1) / sqrt(fan-in) with fan-in =
+// elements / leading dimension (per microbatch for microbatched inputs);
+// integers in [0, 10), i1 in {0, 1}. The data of input i depends only on
+// (seed, i, shape), so manifests of the same model (reference, pipelined)
+// get identical inputs. pipeopt-run's own --seed data is uniform in [-1, 1),
+// which turns the variance arguments of inference batch normalization
+// negative and the outputs NaN.
+//
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/Npy.h"
 
 #include <algorithm>
@@ -25,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <random>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -148,6 +164,100 @@ int compare(const std::string &actualPath, const std::string &refPath,
   return ok ? 0 : 1;
 }
 
+/// Writes float `v` as element i of `t`.
+void setFloat(HostTensor &t, size_t i, double v) {
+  uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
+  switch (t.dtype) {
+  case DType::F32: {
+    float f = float(v);
+    std::memcpy(p, &f, 4);
+    return;
+  }
+  case DType::F64:
+    std::memcpy(p, &v, 8);
+    return;
+  case DType::F16: {
+    // Round to nearest; inputs are small normal numbers or zero.
+    float f = float(v);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
+    uint16_t h = uint16_t(sign);
+    if (exp > 0 && exp < 31)
+      h = uint16_t(sign | (uint32_t(exp) << 10) |
+                   ((x & 0x7fffff) + 0x1000) >> 13);
+    std::memcpy(p, &h, 2);
+    return;
+  }
+  case DType::BF16: {
+    float f = float(v);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    x += 0x7fff + ((x >> 16) & 1);
+    uint16_t b = uint16_t(x >> 16);
+    std::memcpy(p, &b, 2);
+    return;
+  }
+  default:
+    return;
+  }
+}
+
+/// --make-inputs: see the file header.
+int makeInputs(const std::string &manifestPath, const std::string &dir,
+               uint64_t seed) {
+  try {
+    Manifest m = readManifest(manifestPath);
+    for (const ManifestInput &in : m.inputs) {
+      Shape full = in.shape;
+      if (in.microbatched)
+        full.insert(full.begin(), m.numMicrobatches);
+      HostTensor t;
+      t.dtype = in.dtype;
+      t.shape = full;
+      size_t n = size_t(numElements(full));
+      t.data.assign(n * dtypeSize(in.dtype), 0);
+      std::mt19937_64 gen(seed * 1000003ull + uint64_t(in.index) + 1);
+      std::uniform_real_distribution<double> unit(-1.0, 1.0);
+      std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
+      double scale = 1.0;
+      if (in.shape.size() >= 2 && in.shape[0] > 0)
+        scale = 1.0 / std::sqrt(double(numElements(in.shape) / in.shape[0]));
+      for (size_t i = 0; i < n; ++i) {
+        uint8_t *p = t.data.data() + i * dtypeSize(in.dtype);
+        switch (in.dtype) {
+        case DType::I64: {
+          int64_t v = small(gen);
+          std::memcpy(p, &v, 8);
+          break;
+        }
+        case DType::I32: {
+          int32_t v = small(gen);
+          std::memcpy(p, &v, 4);
+          break;
+        }
+        case DType::I8:
+          *p = uint8_t(small(gen));
+          break;
+        case DType::I1:
+          *p = uint8_t(bit(gen));
+          break;
+        default:
+          setFloat(t, i,
+                   in.shape.size() <= 1 ? 1.0 + 0.5 * unit(gen)
+                                        : unit(gen) * scale);
+        }
+      }
+      writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
+    }
+  } catch (const RuntimeError &e) {
+    std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
 bool isDirectory(const std::string &path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -160,7 +270,10 @@ int usage() {
                "  ACTUAL, REFERENCE: .npy files, or directories of "
                "output_<i>.npy (pipeopt-run --output-dir)\n"
                "  passes when max|actual-reference| <= rtol*max|reference| + "
-               "atol (default rtol 1e-5, atol 0)\n");
+               "atol (default rtol 1e-5, atol 0)\n"
+               "       pipeopt-npy-diff --make-inputs MANIFEST DIR [--seed N]\n"
+               "  writes DIR/input_<i>.npy with well-conditioned random data "
+               "for every input of MANIFEST\n");
   return 2;
 }
 
@@ -175,6 +288,8 @@ bool parseDouble(const char *s, double &v) {
 int main(int argc, char **argv) {
   Options o;
   std::vector<std::string> files;
+  bool make = false;
+  uint64_t seed = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if ((a == "--rtol" || a == "--atol") && i + 1 < argc) {
@@ -183,6 +298,10 @@ int main(int argc, char **argv) {
                      a.c_str());
         return 2;
       }
+    } else if (a == "--make-inputs") {
+      make = true;
+    } else if (a == "--seed" && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--allow-nan") {
       o.allowNan = true;
     } else if (a == "--help" || a == "-h") {
@@ -196,6 +315,8 @@ int main(int argc, char **argv) {
   }
   if (files.size() != 2)
     return usage();
+  if (make)
+    return makeInputs(files[0], files[1], seed);
   o.actual = files[0];
   o.reference = files[1];
 
