@@ -12,7 +12,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "StageGraphInfo.h"
+#include "ProgramTable.h"
 
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
@@ -58,17 +58,6 @@ static std::string describeTransfer(Operation *op) {
   return text;
 }
 
-/// Name without a trailing "_rank<digits>".
-static StringRef baseName(StringRef name) {
-  size_t pos = name.rfind("_rank");
-  if (pos == StringRef::npos)
-    return name;
-  StringRef digits = name.drop_front(pos + 5);
-  if (digits.empty() || !llvm::all_of(digits, llvm::isDigit))
-    return name;
-  return name.take_front(pos);
-}
-
 /// First "rank <N>" in `text` after `from`; -1 if none.
 static int firstRankIn(StringRef text, size_t from = 0) {
   size_t pos = text.find("rank ", from);
@@ -87,29 +76,14 @@ VerifySchedulePass::verifyGroup(StringRef base,
                                 ArrayRef<pipe::ProgramOp> programs) {
   ModuleOp module = getOperation();
   pipe::ProgramOp first = programs.front();
-  int64_t R = first.getNumRanks(), M = first.getNumMicrobatches();
+  int64_t R = first.getNumRanks();
 
   // 1. One program per rank, consistent sizes.
-  std::vector<pipe::ProgramOp> byRank(R);
-  for (pipe::ProgramOp p : programs) {
-    if (static_cast<int64_t>(p.getNumRanks()) != R ||
-        static_cast<int64_t>(p.getNumMicrobatches()) != M)
-      return p.emitError() << "program @" << p.getSymName() << " is rank "
-                           << p.getRank() << " of " << p.getNumRanks()
-                           << " with " << p.getNumMicrobatches()
-                           << " microbatches, but @" << first.getSymName()
-                           << " is one of " << R << " ranks with " << M
-                           << " microbatches";
-    pipe::ProgramOp &slot = byRank[p.getRank()];
-    if (slot)
-      return p.emitError() << "rank " << p.getRank() << " has two programs: @"
-                           << slot.getSymName() << " and @" << p.getSymName();
-    slot = p;
-  }
-  for (int64_t r = 0; r < R; ++r)
-    if (!byRank[r])
-      return first.emitError() << "no program for rank " << r << " of " << R
-                               << " (programs of @" << base << ")";
+  FailureOr<std::vector<pipe::ProgramOp>> ordered =
+      programsByRank(base, programs);
+  if (failed(ordered))
+    return failure();
+  std::vector<pipe::ProgramOp> &byRank = *ordered;
 
   // 2. Send/recv matching by (sender, receiver, tag) and tensor type.
   std::map<TransferKey, Operation *> sends, recvs;
@@ -157,121 +131,15 @@ VerifySchedulePass::verifyGroup(StringRef base,
       }
     }
 
-  // 3. The stage graph: from @<base> when it is one, else the chain plus the
-  //    edges named by forward tags.
-  sched::StageGraph graph;
-  int S = 0;
-  auto fn = module.lookupSymbol<func::FuncOp>(base);
-  if (fn && isStageGraph(fn)) {
-    FailureOr<StageGraphInfo> info = analyzeStageGraph(fn);
-    if (failed(info))
-      return failure();
-    graph = info->graph;
-    S = info->numStages();
-  } else {
-    std::set<std::pair<int, int>> edges;
-    for (pipe::ProgramOp p : byRank)
-      for (Operation &op : p.getBody().front()) {
-        if (auto f = dyn_cast<pipe::ForwardOp>(op))
-          S = std::max<int>(S, f.getStage() + 1);
-        else if (auto bw = dyn_cast<pipe::BackwardOp>(op))
-          S = std::max<int>(S, bw.getStage() + 1);
-        pipe::TagAttr tag;
-        if (auto send = dyn_cast<pipe::SendOp>(op))
-          tag = send.getTag();
-        else if (auto recv = dyn_cast<pipe::RecvOp>(op))
-          tag = recv.getTag();
-        if (!tag)
-          continue;
-        int lo = std::min(tag.getSrcStage(), tag.getDstStage());
-        int hi = std::max(tag.getSrcStage(), tag.getDstStage());
-        S = std::max(S, hi + 1);
-        if (lo != hi)
-          edges.insert({lo, hi});
-      }
-    for (int k = 0; k + 1 < S; ++k)
-      edges.insert({k, k + 1});
-    graph.numStages = S;
-    for (auto [from, to] : edges)
-      graph.edges.push_back({from, to, 0});
-  }
-
-  // 4. The programs as a schedule table. A multi-value transfer becomes one
-  //    Send/Recv action (the library counts one per stage pair); its first
-  //    op stands for it.
-  sched::Schedule s;
-  s.name = first.getSchedule() ? first.getSchedule()->str() : base.str();
-  s.numRanks = R;
-  s.numStages = S;
-  s.numMicrobatches = M;
-  s.actions.resize(R);
-  std::vector<std::vector<Operation *>> opOf(R);
-  // (stage, microbatch) -> rank of its forward (or backward if no forward).
-  std::map<std::pair<int, int>, int> where;
-  bool anyBackward = false, split = false;
-  for (int64_t r = 0; r < R; ++r) {
-    std::set<std::tuple<bool, bool, int, int, int>> seenComm;
-    for (Operation &op : byRank[r].getBody().front()) {
-      sched::Action a;
-      if (auto f = dyn_cast<pipe::ForwardOp>(op)) {
-        a = sched::Action::compute(sched::Phase::F, f.getStage(),
-                                   f.getMicrobatch());
-        where.emplace(std::make_pair(a.stage, a.microbatch), r);
-      } else if (auto bw = dyn_cast<pipe::BackwardOp>(op)) {
-        anyBackward = true;
-        sched::Phase phase = sched::Phase::BW;
-        if (bw.getKind() == pipe::BackwardKind::Input)
-          phase = sched::Phase::B;
-        else if (bw.getKind() == pipe::BackwardKind::Weight)
-          phase = sched::Phase::W;
-        split |= phase != sched::Phase::BW;
-        a = sched::Action::compute(phase, bw.getStage(), bw.getMicrobatch());
-      } else if (isa<pipe::SendOp, pipe::RecvOp>(op)) {
-        bool isSend = isa<pipe::SendOp>(op);
-        pipe::TagAttr tag = isSend ? cast<pipe::SendOp>(op).getTag()
-                                   : cast<pipe::RecvOp>(op).getTag();
-        int peer = isSend ? cast<pipe::SendOp>(op).getPeer()
-                          : cast<pipe::RecvOp>(op).getPeer();
-        bool backward = tag.getDirection() == pipe::Direction::Backward;
-        int src = tag.getSrcStage(), dst = tag.getDstStage();
-        if (!seenComm.insert({isSend, backward, src, dst, tag.getMicrobatch()})
-                 .second)
-          continue;
-        // The tag names the value's producer (src) and consumer (dst).
-        a = isSend ? sched::Action::send(src, tag.getMicrobatch(), peer, dst,
-                                         backward)
-                   : sched::Action::recv(dst, tag.getMicrobatch(), peer, src,
-                                         backward);
-      } else {
-        continue;
-      }
-      s.actions[r].push_back(a);
-      opOf[r].push_back(&op);
-    }
-  }
-  s.splitBackward = split;
-  s.forwardOnly = !anyBackward;
-  // Placement: per microbatch, the rank of every stage's forward; a stage
-  // with no forward for a microbatch takes its rank from another
-  // microbatch (validate() then reports the missing forward).
-  std::vector<int> fallback(S, 0);
-  for (int k = S - 1; k >= 0; --k)
-    for (int m = M - 1; m >= 0; --m)
-      if (where.count({k, m}))
-        fallback[k] = where[{k, m}];
-  for (int m = 0; m < M; ++m) {
-    std::vector<int> placement(S);
-    for (int k = 0; k < S; ++k) {
-      auto it = where.find({k, m});
-      placement[k] = it == where.end() ? fallback[k] : it->second;
-    }
-    auto it = llvm::find(s.stageRank, placement);
-    s.microbatchPipeline.push_back(static_cast<int>(it - s.stageRank.begin()));
-    if (it == s.stageRank.end())
-      s.stageRank.push_back(placement);
-  }
-  if (s.stageRank.empty())
-    s.stageRank.push_back(std::vector<int>(S, 0));
+  // 3-4. The stage graph (from @<base> when it is one, else the chain plus
+  //      the edges named by forward tags) and the programs as a schedule
+  //      table.
+  FailureOr<ProgramTable> table = readProgramTable(module, base, byRank);
+  if (failed(table))
+    return failure();
+  const sched::StageGraph &graph = table->graph;
+  const sched::Schedule &s = table->schedule;
+  const std::vector<std::vector<Operation *>> &opOf = table->opOf;
 
   // Report a library error at the op it names ("rank N: <action> ...") or
   // at the program of the rank it names.
@@ -372,11 +240,7 @@ VerifySchedulePass::verifyGroup(StringRef base,
 }
 
 void VerifySchedulePass::runOnOperation() {
-  ModuleOp module = getOperation();
-  llvm::MapVector<StringRef, SmallVector<pipe::ProgramOp>> groups;
-  for (auto p : module.getOps<pipe::ProgramOp>())
-    groups[baseName(p.getSymName())].push_back(p);
-  for (auto &[base, programs] : groups)
+  for (auto &[base, programs] : groupPrograms(getOperation()))
     if (failed(verifyGroup(base, programs)))
       return signalPassFailure();
 }

@@ -148,6 +148,87 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
   }];
 }
 
+def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
+  let summary = "Simulate the per-rank programs at formula, table and event level.";
+  let description = [{
+    For every scheduled function (its `pipe.program @f_rank<r>` ops, from
+    `pipe-schedule`), reads the programs back into a schedule table (as
+    `pipe-verify-schedule` does), builds a per-stage cost table from the
+    stage functions (`@f_stage<k>`, the callees of `pipe.stage_call` /
+    `pipe.forward`) with the cost model (`include/pipeopt/Analysis/CostModel.h`,
+    `docs/CostModel.md`) on `device` / `hardware`, and runs the simulator
+    (`include/pipeopt/Simulate/Simulator.h`) at its three levels:
+
+    - `formula`: the schedule family's closed forms (n/a for schedules
+      without one);
+    - `table`: the table executed with the per-stage F/B/W times, free
+      communication;
+    - `event`: communication-aware, alpha-beta links and NIC contention of
+      `system`.
+
+    Cost table, per stage and per microbatch (the stage functions' tensor
+    shapes are one microbatch): F, B and W = sums of the cost model's
+    forward, input-gradient and weight-gradient times over the stage
+    function's ops; activation bytes = the saved-activation bytes of its ops
+    (what a microbatch keeps from F until its backward, the stage's outputs
+    included); weight bytes = the distinct weights the stage reads (stage
+    function arguments that are model arguments, and constants, in weight
+    positions of the cost model's rule) times (1 + `optimizer-factor`);
+    boundary bytes = the bytes of the values the stage sends to the next
+    one (all stage graph edges, skip connections included, are simulated
+    with their own bytes). Asynchronous schedules (`pipedream`,
+    `pipedream-2bw`) also get weight staleness.
+
+    Systems: by default the hardware's own topology (ranks per node, intra-
+    and inter-node links, one NIC per rank, speed 1); `system=` takes a
+    preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
+    `ideal`) or a JSON file with one system (tools/pipeopt-explore/README.md).
+
+    Output: a readable report (per stage costs; per level makespan, overall
+    bubble ratio, and per rank bubble ratio, peak activation and weight
+    bytes; communication volume; staleness) on stdout, or with
+    `report=<file>` a JSON document whose `rows` carry the fields of
+    `pipeopt-explore --format=json` rows (`schedule`, `stages` = ranks,
+    `model_stages`, `microbatches`, `system`, `level`, `available`, `note`,
+    `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
+    `peak_activation_bytes`, `peak_activation_bytes_per_rank`,
+    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, staleness) plus
+    `function`, and per function the cost table. `trace=<file>` writes a
+    Chrome / Perfetto trace of the `trace-level` timeline (one process per
+    rank, compute / send / recv tracks, a flow arrow per transfer from send
+    to recv), `svg=<file>` an SVG Gantt chart.
+
+    Errors: no `pipe.program` in the module, programs that are not a valid
+    schedule, a stage without a stage function, an unknown device or system
+    preset, unreadable or malformed hardware / system JSON, a system file
+    with more than one system, bad option values, `trace` / `svg` with more
+    than one scheduled function, and unwritable output files. The IR is not
+    modified.
+  }];
+  let options = [
+    Option<"device", "device", "std::string", "\"h100\"",
+           "Device preset for the cost model: h100, h200, a100, cpu">,
+    Option<"hardware", "hardware", "std::string", "\"\"",
+           "Hardware JSON file (device and topology; overrides `device`)">,
+    Option<"system", "system", "std::string", "\"\"",
+           "System for the event level: empty = the hardware's topology, a "
+           "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
+           "a JSON file with one system">,
+    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
+           "Extra bytes per weight byte (gradients, optimizer state); -1 = "
+           "3 (fp32 Adam) for training schedules, 0 for forward-only">,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file; empty or `-` prints the "
+           "readable report to stdout">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "Write a Chrome/Perfetto trace JSON of the simulated timeline">,
+    Option<"svg", "svg", "std::string", "\"\"",
+           "Write an SVG Gantt chart of the simulated timeline">,
+    Option<"traceLevel", "trace-level", "std::string", "\"event\"",
+           "Timeline for trace= and svg=: event or table">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Partitioning
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,76 @@
+//===- ProgramTable.h - Per-rank programs read back as a schedule -*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Private helper of pipe-verify-schedule and pipe-simulate: groups the
+/// `pipe.program @<f>_rank<r>` ops of a module by scheduled function and
+/// reads one group back into a schedule::Schedule (F from `pipe.forward`,
+/// BW / B / W from `pipe.backward full|input|weight`, Send / Recv from
+/// `pipe.send` / `pipe.recv` with their peers and tags; the stage -> rank
+/// placement from where the forwards are) plus its stage graph.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H
+#define PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H
+
+#include "StageGraphInfo.h"
+
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/Schedule/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <optional>
+#include <vector>
+
+namespace pipeopt {
+
+/// Name of a program without its trailing "_rank<digits>" (the scheduled
+/// function's name); `name` itself when there is no such suffix.
+llvm::StringRef programBaseName(llvm::StringRef name);
+
+/// The pipe.program ops of `module` grouped by programBaseName(), in order
+/// of first appearance.
+llvm::MapVector<llvm::StringRef, llvm::SmallVector<pipe::ProgramOp>>
+groupPrograms(mlir::ModuleOp module);
+
+/// Orders the programs of one group by rank. Emits an error and fails when
+/// they disagree on the rank or microbatch count, a rank has two programs or
+/// a rank in 0..R-1 has none.
+mlir::FailureOr<std::vector<pipe::ProgramOp>>
+programsByRank(llvm::StringRef base, llvm::ArrayRef<pipe::ProgramOp> programs);
+
+/// A group of programs read back as a schedule table.
+struct ProgramTable {
+  /// The table. Multi-value transfers (several pipe.send of one stage pair
+  /// and microbatch) are one Send / Recv action, the first op standing for
+  /// it. `name` is the programs' `schedule` attribute (else the base name).
+  schedule::Schedule schedule;
+  /// The stage graph of @<base> when it is in stage graph form (bytes per
+  /// microbatch on its edges), else the chain plus the edges named by the
+  /// transfer tags (0 bytes).
+  schedule::StageGraph graph;
+  /// The analyzed stage graph function, when @<base> is one.
+  std::optional<StageGraphInfo> stageGraph;
+  /// Per rank: the op each action of schedule.actions[r] was read from.
+  std::vector<std::vector<mlir::Operation *>> opOf;
+};
+
+/// Reads the programs `byRank` (see programsByRank()) of the function
+/// `base` into a ProgramTable. Emits an error and fails only when @<base>
+/// is a stage graph function that analyzeStageGraph() rejects; the table
+/// itself is not validated (use schedule::validate()).
+mlir::FailureOr<ProgramTable>
+readProgramTable(mlir::ModuleOp module, llvm::StringRef base,
+                 llvm::ArrayRef<pipe::ProgramOp> byRank);
+
+} // namespace pipeopt
+
+#endif // PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H

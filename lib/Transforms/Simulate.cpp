@@ -1,0 +1,484 @@
+//===- Simulate.cpp - pipe-simulate: simulate scheduled programs -*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// pipe-simulate: reads the per-rank pipe.program ops of every scheduled
+/// function back into a schedule table (ProgramTable.h), derives a per-stage
+/// cost table from the stage functions with the MLIR cost model
+/// (include/pipeopt/Analysis/CostModel.h) and runs the simulator's three
+/// levels (include/pipeopt/Simulate/Simulator.h). See Passes.td.
+///
+//===----------------------------------------------------------------------===//
+
+#include "ProgramTable.h"
+
+#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/Simulator.h"
+#include "pipeopt/Simulate/Trace.h"
+#include "pipeopt/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+#define GEN_PASS_DEF_SIMULATEPASS
+#include "pipeopt/Transforms/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+using namespace pipeopt;
+namespace sched = pipeopt::schedule;
+
+namespace {
+
+/// Everything the pass computed for one scheduled function.
+struct SimResult {
+  std::string function;
+  sched::Schedule schedule;
+  sim::CostTable costs;
+  sim::Evaluation eval;
+  sim::Timeline timeline; ///< At `trace-level`.
+};
+
+struct SimulatePass : pipeopt::impl::SimulatePassBase<SimulatePass> {
+  using SimulatePassBase::SimulatePassBase;
+  void runOnOperation() override;
+
+private:
+  FailureOr<SimResult> simulateGroup(StringRef base,
+                                     ArrayRef<pipe::ProgramOp> programs,
+                                     const cost::Hardware &hw,
+                                     const sim::SystemConfig &sys,
+                                     double optFactor);
+};
+
+} // namespace
+
+/// "pipedream-2bw" -> "pipedream2bw": case and '-'/'_' insensitive key.
+static std::string scheduleKey(StringRef name) {
+  std::string key;
+  for (char c : name)
+    if (c != '-' && c != '_')
+      key.push_back(llvm::toLower(c));
+  return key;
+}
+
+/// The system of the hardware's topology: speed 1 (the cost table is already
+/// in the device's seconds), its ranks per node, one NIC per rank (the cost
+/// model's topology has no NIC sharing) and its intra / inter-node links.
+static sim::SystemConfig systemFromHardware(const cost::Hardware &hw) {
+  sim::SystemConfig s;
+  s.name = hw.device.name + " topology";
+  s.computeSpeed = 1.0;
+  s.gpusPerNode = std::max(1, hw.topology.ranksPerNode);
+  s.nicsPerNode = s.gpusPerNode;
+  s.intraNode = {hw.topology.intraNode.latency,
+                 hw.topology.intraNode.bandwidth};
+  s.interNode = {hw.topology.interNode.latency,
+                 hw.topology.interNode.bandwidth};
+  s.overlap = true;
+  return s;
+}
+
+/// Assigns Action::weightVersion to the F / BW actions of an asynchronous
+/// (PipeDream) table the way the schedule library's generators do: a stage's
+/// version counts the weight updates applied on that stage before the F
+/// (one update every `updateEvery` backward passes), a BW uses its F's
+/// version (weight stashing).
+static void assignWeightVersions(sched::Schedule &s, int updateEvery) {
+  std::vector<int> done(s.numStages, 0);
+  std::map<std::pair<int, int>, int> fVersion;
+  for (auto &row : s.actions)
+    for (sched::Action &a : row) {
+      if (a.phase == sched::Phase::F) {
+        a.weightVersion = done[a.stage] / updateEvery;
+        fVersion[{a.stage, a.microbatch}] = a.weightVersion;
+      } else if (a.phase == sched::Phase::BW) {
+        a.weightVersion = fVersion[{a.stage, a.microbatch}];
+        ++done[a.stage];
+      }
+    }
+}
+
+FailureOr<SimResult> SimulatePass::simulateGroup(
+    StringRef base, ArrayRef<pipe::ProgramOp> programs,
+    const cost::Hardware &hw, const sim::SystemConfig &sys,
+    double optFactor) {
+  ModuleOp module = getOperation();
+  FailureOr<std::vector<pipe::ProgramOp>> byRank =
+      programsByRank(base, programs);
+  if (failed(byRank))
+    return failure();
+  FailureOr<ProgramTable> table = readProgramTable(module, base, *byRank);
+  if (failed(table))
+    return failure();
+  pipe::ProgramOp first = byRank->front();
+  SimResult res;
+  res.function = base.str();
+  res.schedule = std::move(table->schedule);
+  sched::Schedule &s = res.schedule;
+  const int S = s.numStages;
+
+  if (llvm::Error e = sched::validate(s, table->graph))
+    return first.emitError()
+           << "pipe-simulate: the programs of @" << base
+           << " are not a valid schedule (run pipe-verify-schedule for the "
+              "offending op): "
+           << llvm::toString(std::move(e));
+
+  std::string key = scheduleKey(s.name);
+  if (key == "pipedream" || key == "pipedream2bw") {
+    s.async = true;
+    assignWeightVersions(s, key == "pipedream" ? 1 : S);
+  }
+  if (optFactor < 0)
+    optFactor = s.forwardOnly ? 0.0 : 3.0;
+
+  // Stage functions: from the stage graph when there is one, else the
+  // callee of the stage's forwards.
+  std::vector<func::FuncOp> stageFns(S);
+  std::vector<std::vector<bool>> argIsModelArg(S);
+  if (table->stageGraph) {
+    const StageGraphInfo &info = *table->stageGraph;
+    for (int k = 0; k < S; ++k) {
+      stageFns[k] =
+          module.lookupSymbol<func::FuncOp>(
+          pipe::StageCallOp(info.calls[k]).getCallee());
+      for (const StageGraphInfo::Source &src : info.sources[k])
+        argIsModelArg[k].push_back(src.fromStage < 0);
+    }
+  }
+  for (pipe::ProgramOp p : *byRank)
+    p.walk([&](pipe::ForwardOp f) {
+      int k = f.getStage();
+      if (k < S && !stageFns[k])
+        stageFns[k] = module.lookupSymbol<func::FuncOp>(f.getCallee());
+    });
+  for (int k = 0; k < S; ++k)
+    if (!stageFns[k] || stageFns[k].isExternal())
+      return first.emitError()
+             << "pipe-simulate: stage " << k << " of @" << base
+             << " has no stage function with a body to take its costs from";
+
+  // Cost table: one entry per stage.
+  res.costs.name = llvm::formatv("@{0} on {1}", base, hw.device.name).str();
+  res.costs.stages.resize(S);
+  for (int k = 0; k < S; ++k) {
+    func::FuncOp fn = stageFns[k];
+    sim::StageCost &c = res.costs.stages[k];
+    cost::CostAnalysis analysis(fn, hw);
+    analysis.emitRemarks = false;
+    llvm::DenseSet<Value> weights;
+    for (Block &block : fn.getBody())
+      for (Operation &op : block.without_terminator()) {
+        const cost::OpCost &oc = analysis.get(&op);
+        c.forwardSec += oc.forwardSeconds;
+        c.backwardInputSec += oc.backwardInputSeconds;
+        c.backwardWeightSec += oc.backwardWeightSeconds;
+        c.activationBytes += oc.savedActivationBytes;
+        for (unsigned i : cost::parameterOperands(&op)) {
+          Value root;
+          if (!cost::tracesToParameterSource(op.getOperand(i), &root) || !root)
+            continue;
+          // A stage function argument is a weight only when it is a model
+          // argument (not an activation received from an earlier stage).
+          if (auto arg = dyn_cast<BlockArgument>(root)) {
+            unsigned n = arg.getArgNumber();
+            if (arg.getOwner()->getParentOp() != fn.getOperation() ||
+                (n < argIsModelArg[k].size() && !argIsModelArg[k][n]))
+              continue;
+          }
+          weights.insert(root);
+        }
+      }
+    for (Value w : weights)
+      c.weightBytes += cost::typeBytes(w.getType());
+    c.weightBytes *= 1 + optFactor;
+  }
+  for (const sched::StageEdge &e : table->graph.edges)
+    if (e.to == e.from + 1 && e.from < S)
+      res.costs.stages[e.from].boundaryBytes += e.bytes;
+
+  llvm::Expected<sim::Evaluation> ev =
+      sim::evaluate(s, res.costs, sys, &table->graph);
+  if (!ev)
+    return first.emitError() << "pipe-simulate: @" << base << ": "
+                             << llvm::toString(ev.takeError());
+  res.eval = std::move(*ev);
+  if (!trace.empty() || !svg.empty()) {
+    llvm::Expected<sim::Metrics> m =
+        traceLevel == "table"
+            ? sim::simulateTable(s, res.costs, sys, &res.timeline,
+                                 &table->graph)
+            : sim::simulateEvents(s, res.costs, sys, &res.timeline,
+                                  &table->graph);
+    if (!m)
+      return first.emitError() << "pipe-simulate: @" << base << ": "
+                               << llvm::toString(m.takeError());
+  }
+  return res;
+}
+
+static std::string fmt(double v, const char *f = "%.6g") {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+static llvm::json::Array toArray(const std::vector<double> &v) {
+  llvm::json::Array a;
+  for (double x : v)
+    a.push_back(x);
+  return a;
+}
+
+static const sim::Level kLevels[] = {sim::Level::Formula, sim::Level::Table,
+                                     sim::Level::Event};
+
+/// The readable report of one function.
+static void printReport(llvm::raw_ostream &os, const SimResult &r,
+                        const sim::SystemConfig &sys, StringRef device) {
+  const sched::Schedule &s = r.schedule;
+  os << llvm::formatv("pipe-simulate: @{0}: schedule {1}, {2} ranks, {3} "
+                      "stages, {4} microbatches, device {5}, system {6}\n",
+                      r.function, s.name, s.numRanks, s.numStages,
+                      s.numMicrobatches, device, sys.name);
+  os << "stage costs (per microbatch; weights include optimizer state):\n";
+  os << llvm::formatv("  {0,5} {1,12} {2,12} {3,12} {4,14} {5,14} {6,14}\n",
+                      "stage", "F (s)", "B (s)", "W (s)", "activation (B)",
+                      "weights (B)", "boundary (B)");
+  for (auto [k, c] : llvm::enumerate(r.costs.stages))
+    os << llvm::formatv("  {0,5} {1,12} {2,12} {3,12} {4,14} {5,14} {6,14}\n",
+                        k, fmt(c.forwardSec), fmt(c.backwardInputSec),
+                        fmt(c.backwardWeightSec), fmt(c.activationBytes),
+                        fmt(c.weightBytes), fmt(c.boundaryBytes));
+  for (sim::Level level : kLevels) {
+    const sim::Metrics &m = r.eval.at(level);
+    os << "level " << sim::levelName(level) << ":";
+    if (!m.available) {
+      os << " n/a (" << m.note << ")\n";
+      continue;
+    }
+    os << " makespan " << fmt(m.makespanSec) << " s, bubble "
+       << fmt(m.bubbleRatio, "%.6f") << ", peak activation "
+       << fmt(m.maxPeakActivationBytes()) << " B, weights "
+       << fmt(m.maxWeightBytes()) << " B, communication "
+       << fmt(m.commBytes) << " B";
+    if (m.staleness)
+      os << ", staleness max " << m.staleness->maxDelay << " mean "
+         << fmt(m.staleness->meanDelay, "%.3f")
+         << (m.staleness->steadyState ? "" : " (no steady state)");
+    os << "\n";
+    if (!m.note.empty())
+      os << "  note: " << m.note << "\n";
+    os << llvm::formatv("  {0,5} {1,10} {2,20} {3,14}\n", "rank", "bubble",
+                        "peak activation (B)", "weights (B)");
+    for (size_t q = 0; q < m.bubblePerRank.size(); ++q)
+      os << llvm::formatv(
+          "  {0,5} {1,10} {2,20} {3,14}\n", q,
+          fmt(m.bubblePerRank[q], "%.6f"),
+          fmt(q < m.peakActivationBytes.size() ? m.peakActivationBytes[q] : 0),
+          fmt(q < m.weightBytes.size() ? m.weightBytes[q] : 0));
+  }
+}
+
+/// Explorer-compatible JSON rows (tools/pipeopt-explore/README.md) of one
+/// function, one per level.
+static void appendRows(llvm::json::Array &rows, const SimResult &r,
+                       const sim::SystemConfig &sys) {
+  for (sim::Level level : kLevels) {
+    const sim::Metrics &m = r.eval.at(level);
+    llvm::json::Object row{{"function", r.function},
+                           {"schedule", r.schedule.name},
+                           {"stages", r.schedule.numRanks},
+                           {"model_stages", r.schedule.numStages},
+                           {"microbatches", r.schedule.numMicrobatches},
+                           {"system", sys.name},
+                           {"level", sim::levelName(level).str()},
+                           {"available", m.available},
+                           {"note", m.note}};
+    if (m.available) {
+      row["makespan_s"] = m.makespanSec;
+      row["bubble_ratio"] = m.bubbleRatio;
+      row["bubble_ratio_per_rank"] = toArray(m.bubblePerRank);
+      row["peak_activation_bytes"] = m.maxPeakActivationBytes();
+      row["peak_activation_bytes_per_rank"] = toArray(m.peakActivationBytes);
+      row["weight_bytes"] = m.maxWeightBytes();
+      row["weight_bytes_per_rank"] = toArray(m.weightBytes);
+      row["comm_bytes"] = m.commBytes;
+      if (m.staleness) {
+        row["staleness_max_delay"] = m.staleness->maxDelay;
+        row["staleness_mean_delay"] = m.staleness->meanDelay;
+        row["staleness_steady_state"] = m.staleness->steadyState;
+      }
+    } else {
+      row["makespan_s"] = nullptr;
+      row["bubble_ratio"] = nullptr;
+      row["peak_activation_bytes"] = nullptr;
+    }
+    rows.push_back(std::move(row));
+  }
+}
+
+void SimulatePass::runOnOperation() {
+  ModuleOp module = getOperation();
+  // Errors point at the first program, else at the module's first op (the
+  // module of a parsed file often has no location of its own).
+  Location loc = module.getLoc();
+  if (!module.getBody()->empty())
+    loc = module.getBody()->front().getLoc();
+  auto groups = groupPrograms(module);
+  if (groups.empty()) {
+    emitError(loc) << "pipe-simulate: no pipe.program in the module (run "
+                      "pipe-schedule on a stage graph first)";
+    return signalPassFailure();
+  }
+  loc = groups.front().second.front().getLoc();
+
+  // --- Options ------------------------------------------------------------
+  auto hw = cost::getPreset(device);
+  if (!hw) {
+    emitError(loc) << "pipe-simulate: " << llvm::toString(hw.takeError());
+    return signalPassFailure();
+  }
+  if (!hardware.empty()) {
+    auto loaded = cost::loadHardware(hardware, &*hw);
+    if (!loaded) {
+      emitError(loc) << "pipe-simulate: "
+                     << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    hw = std::move(loaded);
+  }
+  sim::SystemConfig sys;
+  if (system.empty()) {
+    sys = systemFromHardware(*hw);
+  } else if (StringRef(system).ends_with(".json")) {
+    auto loaded = sim::loadSystems(system);
+    if (!loaded) {
+      emitError(loc) << "pipe-simulate: system: "
+                     << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    if (loaded->size() != 1) {
+      emitError(loc) << "pipe-simulate: system file '" << system
+                     << "' defines " << loaded->size()
+                     << " systems; give a file with exactly one";
+      return signalPassFailure();
+    }
+    sys = loaded->front();
+  } else {
+    auto preset = sim::presetByName(system);
+    if (!preset) {
+      emitError(loc) << "pipe-simulate: system: "
+                     << llvm::toString(preset.takeError());
+      return signalPassFailure();
+    }
+    sys = *preset;
+  }
+  if (optimizerFactor != -1 && !(optimizerFactor >= 0)) {
+    emitError(loc) << "pipe-simulate: optimizer-factor must be >= 0 (or -1 "
+                      "for the default), got "
+                   << static_cast<double>(optimizerFactor);
+    return signalPassFailure();
+  }
+  if (traceLevel != "event" && traceLevel != "table") {
+    emitError(loc) << "pipe-simulate: trace-level must be 'event' or "
+                      "'table', got '"
+                   << traceLevel << "'";
+    return signalPassFailure();
+  }
+  if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
+    emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
+                      "scheduled function, the module has "
+                   << groups.size();
+    return signalPassFailure();
+  }
+
+  // --- Simulation ---------------------------------------------------------
+  std::vector<SimResult> results;
+  for (auto &[base, programs] : groups) {
+    FailureOr<SimResult> r =
+        simulateGroup(base, programs, *hw, sys, optimizerFactor);
+    if (failed(r))
+      return signalPassFailure();
+    results.push_back(std::move(*r));
+  }
+
+  // --- Output -------------------------------------------------------------
+  auto write = [&](StringRef what, StringRef path,
+                   StringRef content) -> LogicalResult {
+    if (llvm::Error e = sim::writeTextFile(path, content)) {
+      emitError(loc) << "pipe-simulate: " << what << ": "
+                     << llvm::toString(std::move(e));
+      return failure();
+    }
+    return success();
+  };
+  if (report.empty() || report == "-") {
+    for (const SimResult &r : results)
+      printReport(llvm::outs(), r, sys, hw->device.name);
+    llvm::outs().flush();
+  } else {
+    llvm::json::Array rows, functions;
+    for (const SimResult &r : results) {
+      appendRows(rows, r, sys);
+      llvm::json::Array stages;
+      for (const sim::StageCost &c : r.costs.stages)
+        stages.push_back(llvm::json::Object{
+            {"forward_s", c.forwardSec},
+            {"backward_input_s", c.backwardInputSec},
+            {"backward_weight_s", c.backwardWeightSec},
+            {"activation_bytes", c.activationBytes},
+            {"weight_bytes", c.weightBytes},
+            {"boundary_bytes", c.boundaryBytes}});
+      functions.push_back(llvm::json::Object{
+          {"function", r.function},
+          {"schedule", r.schedule.name},
+          {"cost_table",
+           llvm::json::Object{{"name", r.costs.name},
+                              {"stages", std::move(stages)}}}});
+    }
+    llvm::json::Object root{{"device", hw->device.name},
+                            {"system", sys.name},
+                            {"functions", std::move(functions)},
+                            {"rows", std::move(rows)}};
+    std::string text =
+        llvm::formatv("{0:2}", llvm::json::Value(std::move(root))).str() +
+        "\n";
+    if (failed(write("report", report, text)))
+      return signalPassFailure();
+  }
+  if (!trace.empty() || !svg.empty()) {
+    const SimResult &r = results.front();
+    std::string title =
+        llvm::formatv("@{0}: {1}, {2} ranks, {3} microbatches, {4}, {5} level",
+                      r.function, r.schedule.name, r.schedule.numRanks,
+                      r.schedule.numMicrobatches, sys.name, traceLevel)
+            .str();
+    if (!trace.empty() &&
+        failed(write("trace", trace, sim::chromeTraceJSON(r.timeline, title))))
+      return signalPassFailure();
+    if (!svg.empty()) {
+      sim::SvgOptions o;
+      o.title = title;
+      if (failed(write("svg", svg, sim::renderSvgGantt(r.timeline, o))))
+        return signalPassFailure();
+    }
+  }
+  markAllAnalysesPreserved();
+}
