@@ -74,6 +74,10 @@ void PreparePass::runOnOperation() {
 
   unsigned calls = 0;
   module.walk([&](func::CallOp) { ++calls; });
+  // Nothing to inline: leave the module exactly as it is (the inliner would
+  // also canonicalize, which costs as much as parsing a large model).
+  if (calls == 0)
+    return;
 
   OpPassManager pm(ModuleOp::getOperationName());
   pm.addPass(createInlinerPass());
