@@ -15,6 +15,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Partition/Partitioner.h"
+#include "pipeopt/Transforms/PartitionGraph.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -53,33 +54,6 @@ FailureOr<std::vector<int>> inFlightFor(StringRef schedule, int numStages,
   if (schedule == "inference")
     return std::vector<int>(numStages, 1);
   return failure();
-}
-
-/// Every value an op reads: operands and values captured by its regions.
-SmallVector<Value> inputsOf(Operation *op) {
-  SmallVector<Value> inputs(op->getOperands());
-  if (op->getNumRegions()) {
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(op->getRegions(), captured);
-    inputs.append(captured.begin(), captured.end());
-  }
-  return inputs;
-}
-
-/// Kinds whose ops may be rematerialized when all their inputs are
-/// constants, arguments or rematerializable.
-bool rematerializableKind(cost::OpKind kind) {
-  switch (kind) {
-  case cost::OpKind::Constant:
-  case cost::OpKind::View:
-  case cost::OpKind::Fill:
-  case cost::OpKind::Elementwise:
-  case cost::OpKind::DataMovement:
-  case cost::OpKind::Reduction:
-    return true;
-  default:
-    return false;
-  }
 }
 
 struct PartitionPass : pipeopt::impl::PartitionPassBase<PartitionPass> {
@@ -285,110 +259,28 @@ LogicalResult PartitionPass::partitionFunction(
       return fn.emitError()
              << "pipe-partition: " << llvm::toString(std::move(err));
 
-  llvm::DenseMap<Operation *, int> index;
-  for (auto [i, op] : llvm::enumerate(ops))
-    index[op] = static_cast<int>(i);
-
-  // Rematerializable ops: cheap, side-effect free, read no weight, and every
-  // input is a function argument or another rematerializable value.
-  std::vector<bool> remat(ops.size(), false);
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    const cost::OpCost &c = analysis.get(op);
-    if (!rematerializableKind(c.kind) || op->getNumResults() == 0 ||
-        !isMemoryEffectFree(op))
-      continue;
-    if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
-        !cost::parameterOperands(op).empty())
-      continue;
-    bool ok = llvm::all_of(inputsOf(op), [&](Value v) {
-      Operation *def = v.getDefiningOp();
-      if (!def)
-        return true; // function argument
-      auto it = index.find(def);
-      return it != index.end() && remat[it->second];
-    });
-    remat[i] = ok;
-  }
-
-  // Graph.
-  part::Graph graph;
-  llvm::DenseMap<Value, int> weightId;
-  auto weightOf = [&](Value root) {
-    auto it = weightId.find(root);
-    if (it != weightId.end())
-      return it->second;
-    int id = static_cast<int>(graph.weightNames.size());
-    std::string name;
-    if (auto arg = dyn_cast<BlockArgument>(root))
-      name = llvm::formatv("%arg{0}", arg.getArgNumber()).str();
-    else
-      name = llvm::formatv("{0}#{1}",
-                           root.getDefiningOp()->getName().getStringRef(),
-                           index.lookup(root.getDefiningOp()))
-                 .str();
-    graph.weightNames.push_back(name);
-    graph.weightBytes.push_back(cost::typeBytes(root.getType()));
-    weightId[root] = id;
-    return id;
-  };
-  std::vector<bool> weightCounted;
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    const cost::OpCost &c = analysis.get(op);
-    part::Node node;
-    node.name = llvm::formatv("{0}#{1}", op->getName().getStringRef(), i).str();
-    node.forwardSeconds = c.forwardSeconds;
-    node.backwardInputSeconds = c.backwardInputSeconds;
-    node.backwardWeightSeconds = c.backwardWeightSeconds;
-    node.flops = c.flops;
-    node.rematerializable = remat[i];
-    if (!remat[i]) {
-      node.outputBytes = c.savedActivationBytes;
-      // Weights: attributed (bytes) to their first placed reader.
-      for (unsigned operand : cost::parameterOperands(op)) {
-        Value root;
-        if (!cost::tracesToParameterSource(op->getOperand(operand), &root))
-          continue;
-        int id = weightOf(root);
-        if (!llvm::is_contained(node.weights, id))
-          node.weights.push_back(id);
-        if (weightCounted.size() <= static_cast<size_t>(id))
-          weightCounted.resize(id + 1, false);
-        if (!weightCounted[id]) {
-          weightCounted[id] = true;
-          node.paramBytes += graph.weightBytes[id];
-        }
-      }
-      if (strat == part::Strategy::Manual) {
-        auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
-        if (!attr)
-          return op->emitError()
-                 << "pipe-partition: strategy=manual needs a 'pipe.stage' "
-                    "attribute on every op, and this op has none";
-        if (attr.getInt() < 0 || attr.getInt() >= numStages)
-          return op->emitError()
-                 << "pipe-partition: pipe.stage = " << attr.getInt()
-                 << " is out of range for num-stages="
-                 << static_cast<int64_t>(numStages);
-        node.fixedStage = static_cast<int>(attr.getInt());
-      }
-    }
-    graph.addNode(std::move(node));
-  }
-  std::set<std::tuple<int, int, int>> seen;
-  for (auto [j, op] : llvm::enumerate(ops)) {
-    for (Value v : inputsOf(op)) {
-      Operation *def = v.getDefiningOp();
-      if (!def)
+  // Graph (shared with pipeopt-explore --model).
+  llvm::Expected<FunctionGraph> built = buildPartitionGraph(fn, analysis);
+  if (!built)
+    return fn.emitError() << "pipe-partition: "
+                          << llvm::toString(built.takeError());
+  part::Graph &graph = built->graph;
+  const std::vector<bool> &remat = built->remat;
+  if (strat == part::Strategy::Manual) {
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      if (remat[i])
         continue;
-      auto it = index.find(def);
-      if (it == index.end())
-        continue;
-      int from = it->second;
-      int result = static_cast<int>(cast<OpResult>(v).getResultNumber());
-      if (!seen.insert({from, static_cast<int>(j), result}).second)
-        continue;
-      graph.addEdge(from, static_cast<int>(j), cost::typeBytes(v.getType()),
-                    result);
+      auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
+      if (!attr)
+        return op->emitError()
+               << "pipe-partition: strategy=manual needs a 'pipe.stage' "
+                  "attribute on every op, and this op has none";
+      if (attr.getInt() < 0 || attr.getInt() >= numStages)
+        return op->emitError()
+               << "pipe-partition: pipe.stage = " << attr.getInt()
+               << " is out of range for num-stages="
+               << static_cast<int64_t>(numStages);
+      graph.nodes[i].fixedStage = static_cast<int>(attr.getInt());
     }
   }
 

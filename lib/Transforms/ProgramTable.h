@@ -1,4 +1,4 @@
-//===- ProgramTable.h - Per-rank programs read back as a schedule -*- C++ -*-===//
+//===- ProgramTable.h - Programs read back as a schedule -----*- C++ -*-===//
 //
 // Part of pipeopt.
 //

@@ -1,4 +1,4 @@
-//===- Simulate.cpp - pipe-simulate: simulate scheduled programs -*- C++ -*-===//
+//===- Simulate.cpp - pipe-simulate: simulate the programs -*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -114,10 +114,10 @@ static void assignWeightVersions(sched::Schedule &s, int updateEvery) {
     }
 }
 
-FailureOr<SimResult> SimulatePass::simulateGroup(
-    StringRef base, ArrayRef<pipe::ProgramOp> programs,
-    const cost::Hardware &hw, const sim::SystemConfig &sys,
-    double optFactor) {
+FailureOr<SimResult>
+SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
+                            const cost::Hardware &hw,
+                            const sim::SystemConfig &sys, double optFactor) {
   ModuleOp module = getOperation();
   FailureOr<std::vector<pipe::ProgramOp>> byRank =
       programsByRank(base, programs);
@@ -155,8 +155,7 @@ FailureOr<SimResult> SimulatePass::simulateGroup(
   if (table->stageGraph) {
     const StageGraphInfo &info = *table->stageGraph;
     for (int k = 0; k < S; ++k) {
-      stageFns[k] =
-          module.lookupSymbol<func::FuncOp>(
+      stageFns[k] = module.lookupSymbol<func::FuncOp>(
           pipe::StageCallOp(info.calls[k]).getCallee());
       for (const StageGraphInfo::Source &src : info.sources[k])
         argIsModelArg[k].push_back(src.fromStage < 0);
@@ -276,8 +275,8 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
     os << " makespan " << fmt(m.makespanSec) << " s, bubble "
        << fmt(m.bubbleRatio, "%.6f") << ", peak activation "
        << fmt(m.maxPeakActivationBytes()) << " B, weights "
-       << fmt(m.maxWeightBytes()) << " B, communication "
-       << fmt(m.commBytes) << " B";
+       << fmt(m.maxWeightBytes()) << " B, communication " << fmt(m.commBytes)
+       << " B";
     if (m.staleness)
       os << ", staleness max " << m.staleness->maxDelay << " mean "
          << fmt(m.staleness->meanDelay, "%.3f")
@@ -289,8 +288,7 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
                         "peak activation (B)", "weights (B)");
     for (size_t q = 0; q < m.bubblePerRank.size(); ++q)
       os << llvm::formatv(
-          "  {0,5} {1,10} {2,20} {3,14}\n", q,
-          fmt(m.bubblePerRank[q], "%.6f"),
+          "  {0,5} {1,10} {2,20} {3,14}\n", q, fmt(m.bubblePerRank[q], "%.6f"),
           fmt(q < m.peakActivationBytes.size() ? m.peakActivationBytes[q] : 0),
           fmt(q < m.weightBytes.size() ? m.weightBytes[q] : 0));
   }
@@ -358,8 +356,7 @@ void SimulatePass::runOnOperation() {
   if (!hardware.empty()) {
     auto loaded = cost::loadHardware(hardware, &*hw);
     if (!loaded) {
-      emitError(loc) << "pipe-simulate: "
-                     << llvm::toString(loaded.takeError());
+      emitError(loc) << "pipe-simulate: " << llvm::toString(loaded.takeError());
       return signalPassFailure();
     }
     hw = std::move(loaded);
@@ -375,8 +372,8 @@ void SimulatePass::runOnOperation() {
       return signalPassFailure();
     }
     if (loaded->size() != 1) {
-      emitError(loc) << "pipe-simulate: system file '" << system
-                     << "' defines " << loaded->size()
+      emitError(loc) << "pipe-simulate: system file '" << system << "' defines "
+                     << loaded->size()
                      << " systems; give a file with exactly one";
       return signalPassFailure();
     }
@@ -439,27 +436,25 @@ void SimulatePass::runOnOperation() {
       appendRows(rows, r, sys);
       llvm::json::Array stages;
       for (const sim::StageCost &c : r.costs.stages)
-        stages.push_back(llvm::json::Object{
-            {"forward_s", c.forwardSec},
-            {"backward_input_s", c.backwardInputSec},
-            {"backward_weight_s", c.backwardWeightSec},
-            {"activation_bytes", c.activationBytes},
-            {"weight_bytes", c.weightBytes},
-            {"boundary_bytes", c.boundaryBytes}});
+        stages.push_back(
+            llvm::json::Object{{"forward_s", c.forwardSec},
+                               {"backward_input_s", c.backwardInputSec},
+                               {"backward_weight_s", c.backwardWeightSec},
+                               {"activation_bytes", c.activationBytes},
+                               {"weight_bytes", c.weightBytes},
+                               {"boundary_bytes", c.boundaryBytes}});
       functions.push_back(llvm::json::Object{
           {"function", r.function},
           {"schedule", r.schedule.name},
-          {"cost_table",
-           llvm::json::Object{{"name", r.costs.name},
-                              {"stages", std::move(stages)}}}});
+          {"cost_table", llvm::json::Object{{"name", r.costs.name},
+                                            {"stages", std::move(stages)}}}});
     }
     llvm::json::Object root{{"device", hw->device.name},
                             {"system", sys.name},
                             {"functions", std::move(functions)},
                             {"rows", std::move(rows)}};
     std::string text =
-        llvm::formatv("{0:2}", llvm::json::Value(std::move(root))).str() +
-        "\n";
+        llvm::formatv("{0:2}", llvm::json::Value(std::move(root))).str() + "\n";
     if (failed(write("report", report, text)))
       return signalPassFailure();
   }

@@ -13,17 +13,31 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/InitAll.h"
+#include "pipeopt/Partition/Partitioner.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
+#include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -83,6 +97,27 @@ static cl::opt<double> uniformWeightOpt(
 static cl::opt<double> uniformBoundaryOpt(
     "uniform-boundary-bytes", cl::init(32ull << 20),
     cl::desc("Uniform table: bytes sent between stages per microbatch"),
+    cl::cat(category));
+static cl::opt<std::string> modelOpt(
+    "model",
+    cl::desc("Model (.mlir, func + tosa/linalg): for every S, partition it "
+             "with the cost model and the balanced partitioner (training: "
+             "F, B, W) and use the stages' costs as the cost table"),
+    cl::value_desc("file.mlir"), cl::cat(category));
+static cl::opt<std::string> deviceOpt(
+    "device", cl::init("h100"),
+    cl::desc("--model: device preset of the cost model (h100, h200, a100, "
+             "cpu)"),
+    cl::cat(category));
+static cl::opt<std::string> hardwareOpt(
+    "hardware",
+    cl::desc("--model: hardware JSON (device and topology; overrides "
+             "--device), see docs/CostModel.md"),
+    cl::value_desc("file.json"), cl::cat(category));
+static cl::opt<double> optimizerFactorOpt(
+    "optimizer-factor", cl::init(3.0),
+    cl::desc("--model: extra bytes per weight byte in weight memory "
+             "(gradients, optimizer state; default 3 = fp32 Adam)"),
     cl::cat(category));
 enum class Format { Markdown, CSV, JSON };
 static cl::opt<Format> formatOpt(
@@ -210,6 +245,148 @@ llvm::json::Array toArray(const std::vector<double> &v) {
   return a;
 }
 
+/// --model: the model's partitioner graph (include/pipeopt/Transforms/
+/// PartitionGraph.h, the graph pipe-partition builds) and, per model stage
+/// count, the cost table of its balanced partition.
+class ModelTables {
+public:
+  /// Parses `path`, inlines helper calls (pipe-prepare), takes the function
+  /// with the most ops and builds its graph with the cost model on
+  /// `device` / `hardwarePath`.
+  llvm::Error load(llvm::StringRef path, llvm::StringRef device,
+                   llvm::StringRef hardwarePath, double optimizerFactor) {
+    optFactor = optimizerFactor;
+    llvm::Expected<cost::Hardware> preset = cost::getPreset(device);
+    if (!preset)
+      return preset.takeError();
+    hw = std::move(*preset);
+    if (!hardwarePath.empty()) {
+      llvm::Expected<cost::Hardware> loaded =
+          cost::loadHardware(hardwarePath, &hw);
+      if (!loaded)
+        return loaded.takeError();
+      hw = std::move(*loaded);
+    }
+    mlir::DialectRegistry registry;
+    registerAllDialects(registry);
+    mlir::MLIRContext context(registry);
+    llvm::SourceMgr sourceMgr;
+    mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+    mlir::OwningOpRef<mlir::ModuleOp> module =
+        mlir::parseSourceFile<mlir::ModuleOp>(path, sourceMgr, &context);
+    if (!module)
+      return llvm::createStringError("cannot parse model '" + path.str() +
+                                     "' (diagnostics above)");
+    bool hasCalls = false;
+    module->walk([&](mlir::func::CallOp) {
+      hasCalls = true;
+      return mlir::WalkResult::interrupt();
+    });
+    if (hasCalls) {
+      mlir::PassManager pm(&context);
+      pm.addPass(createPreparePass());
+      if (mlir::failed(pm.run(*module)))
+        return llvm::createStringError("pipe-prepare failed on model '" +
+                                       path.str() + "' (diagnostics above)");
+    }
+    mlir::func::FuncOp best;
+    size_t bestOps = 0;
+    for (auto fn : module->getOps<mlir::func::FuncOp>()) {
+      if (fn.isExternal() || fn->hasAttr("pipe.stage"))
+        continue;
+      size_t n = fn.getBody().front().getOperations().size();
+      if (!best || n > bestOps) {
+        best = fn;
+        bestOps = n;
+      }
+    }
+    if (!best)
+      return llvm::createStringError("model '" + path.str() +
+                                     "' has no function with a body");
+    cost::CostAnalysis analysis(best, hw);
+    analysis.emitRemarks = false;
+    llvm::Expected<FunctionGraph> built = buildPartitionGraph(best, analysis);
+    if (!built)
+      return llvm::createStringError("model '" + path.str() + "', @" +
+                                     best.getSymName().str() + ": " +
+                                     llvm::toString(built.takeError()));
+    graph = std::move(built->graph);
+    functionName = best.getSymName().str();
+    numOps = static_cast<int>(built->ops.size());
+    name = llvm::formatv("{0} (@{1}, {2} ops) on {3}, balanced partition",
+                         llvm::sys::path::filename(path), functionName,
+                         numOps, hw.device.name)
+               .str();
+    return llvm::Error::success();
+  }
+
+  /// The cost table of the balanced training partition into `n` stages
+  /// (cached): per stage F, B, W = sums over its ops and rematerialized
+  /// copies (s per microbatch), activation bytes per microbatch, weight
+  /// bytes x (1 + optimizer factor), boundary = bytes it sends per
+  /// microbatch. No memory limit: the explorer reports memory per schedule.
+  llvm::Expected<const CostTable *> get(int n) {
+    auto it = tables.find(n);
+    if (it != tables.end())
+      return &it->second;
+    partition::Options o;
+    o.numStages = n;
+    o.strategy = partition::Strategy::Balanced;
+    o.training = true;
+    o.computeBaselines = false;
+    o.links.uniform = {hw.topology.intraNode.latency,
+                       hw.topology.intraNode.bandwidth};
+    cost::Topology topo = hw.topology;
+    o.links.between = [topo](int a, int b) {
+      cost::LinkSpec l = topo.between(a, b);
+      return partition::Link{l.latency, l.bandwidth};
+    };
+    o.memory.optimizerFactor = optFactor;
+    llvm::Expected<partition::Result> r = partition::partition(graph, o);
+    if (!r)
+      return llvm::createStringError("partitioning the model into " +
+                                     std::to_string(n) + " stages: " +
+                                     llvm::toString(r.takeError()));
+    CostTable t;
+    t.name = name;
+    t.stages.resize(n);
+    const partition::Partition &p = r->partition;
+    for (size_t i = 0; i < graph.nodes.size(); ++i) {
+      const partition::Node &node = graph.nodes[i];
+      auto add = [&](int k) {
+        if (k < 0 || k >= n)
+          return;
+        t.stages[k].forwardSec += node.forwardSeconds;
+        t.stages[k].backwardInputSec += node.backwardInputSeconds;
+        t.stages[k].backwardWeightSec += node.backwardWeightSeconds;
+      };
+      if (p.stageOf[i] >= 0)
+        add(p.stageOf[i]);
+      else if (i < p.rematStages.size())
+        for (int k : p.rematStages[i])
+          add(k);
+    }
+    for (int k = 0; k < n; ++k) {
+      const partition::StageReport &sr = r->report.stages[k];
+      t.stages[k].activationBytes = sr.activationBytes;
+      t.stages[k].weightBytes = sr.paramBytes * (1 + optFactor);
+      t.stages[k].boundaryBytes = k + 1 < n ? sr.sendBytes : 0;
+    }
+    reports[n] = r->report;
+    return &tables.emplace(n, std::move(t)).first->second;
+  }
+
+  std::string name, functionName;
+  int numOps = 0;
+  std::map<int, CostTable> tables;
+  std::map<int, partition::Report> reports;
+
+private:
+  cost::Hardware hw;
+  partition::Graph graph;
+  double optFactor = 3;
+};
+
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "pipeopt-explore")
       << llvm::toString(std::move(e)) << "\n";
@@ -311,7 +488,21 @@ int main(int argc, char **argv) {
   }
 
   CostTable costs;
-  if (!costTableOpt.empty()) {
+  std::optional<ModelTables> model;
+  if (!modelOpt.empty()) {
+    if (!costTableOpt.empty() || uniformTimeOpt > 0)
+      return fail(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "give only one of --model, --cost-table and --uniform-stage-time"));
+    if (!(optimizerFactorOpt >= 0))
+      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "--optimizer-factor must be >= 0"));
+    model.emplace();
+    if (llvm::Error e =
+            model->load(modelOpt, deviceOpt, hardwareOpt, optimizerFactorOpt))
+      return fail(std::move(e));
+    costs.name = model->name;
+  } else if (!costTableOpt.empty()) {
     if (uniformTimeOpt > 0)
       return fail(llvm::createStringError(
           llvm::inconvertibleErrorCode(),
@@ -328,7 +519,7 @@ int main(int argc, char **argv) {
                                uniformBoundaryOpt);
     costs.name = llvm::formatv("uniform (F=B=W={0} s per stage)", num(t)).str();
   }
-  const bool uniform = costTableOpt.empty();
+  const bool uniform = costTableOpt.empty() && !model;
 
   // --- Sweep ------------------------------------------------------------------
   auto t0 = std::chrono::steady_clock::now();
@@ -365,7 +556,17 @@ int main(int argc, char **argv) {
         // The uniform table is per stage of an S-stage pipeline: a model
         // stage of an S*v-stage schedule gets 1/v of it.
         CostTable table = costs;
-        if (uniform) {
+        if (model) {
+          // The model partitioned into this schedule's model stages.
+          llvm::Expected<const CostTable *> t = model->get(sched->numStages);
+          if (!t) {
+            skipped.push_back(llvm::formatv("{0} S={1} M={2}: {3}", name, S,
+                                            M, llvm::toString(t.takeError()))
+                                  .str());
+            continue;
+          }
+          table = **t;
+        } else if (uniform) {
           StageCost &c = table.stages[0];
           double scale = S;  // total model = S stages' worth
           c.forwardSec *= scale;
@@ -565,8 +766,29 @@ int main(int argc, char **argv) {
           {"best_b_makespan_at_b_s", f.bestBAtB},
           {"discordant_pairs", f.discordantPairs},
           {"compared_pairs", f.comparablePairs}});
+    llvm::json::Array partitions;
+    if (model)
+      for (auto &[n, t] : model->tables) {
+        const partition::Report &rep = model->reports[n];
+        llvm::json::Array st;
+        for (const StageCost &c : t.stages)
+          st.push_back(llvm::json::Object{
+              {"forward_s", c.forwardSec},
+              {"backward_input_s", c.backwardInputSec},
+              {"backward_weight_s", c.backwardWeightSec},
+              {"activation_bytes", c.activationBytes},
+              {"weight_bytes", c.weightBytes},
+              {"boundary_bytes", c.boundaryBytes}});
+        partitions.push_back(llvm::json::Object{
+            {"model_stages", n},
+            {"bottleneck_s", rep.bottleneckSeconds},
+            {"lower_bound_s", rep.lowerBoundSeconds},
+            {"imbalance", rep.imbalance},
+            {"stages", std::move(st)}});
+      }
     llvm::json::Object root{
         {"cost_table", costs.name},
+        {"model_partitions", std::move(partitions)},
         {"schedules", llvm::json::Array(schedules)},
         {"systems", llvm::json::Array(systemNames)},
         {"rows", std::move(rows)},
@@ -600,8 +822,13 @@ int main(int argc, char **argv) {
       }
   } else {
     os << "# pipeopt-explore\n\n";
-    os << "- cost table: " << costs.name << " (" << costs.size()
-       << " entries)\n";
+    if (model)
+      os << "- model: " << costs.name
+         << "; one cost table per model stage count (see \"Model "
+            "partitions\")\n";
+    else
+      os << "- cost table: " << costs.name << " (" << costs.size()
+         << " entries)\n";
     os << "- schedules: " << join(schedules, ", ") << "\n";
     os << "- systems: " << join(systemNames, ", ") << "\n";
     os << "- levels: formula (closed forms; n/a without one), table "
@@ -610,6 +837,48 @@ int main(int argc, char **argv) {
     os << llvm::formatv("- sweep: {0} evaluations in {1} s\n\n", points.size(),
                         num(elapsed, "%.3f"));
 
+    if (model) {
+      os << "## Model partitions\n\n";
+      os << "Balanced training partition (F + B + W and transfers) of @"
+         << model->functionName
+         << " per model stage count; per stage F / B / W in ms per "
+            "microbatch, activations and weights (x (1 + optimizer "
+            "factor)) in GiB, boundary (bytes sent on) in MiB.\n\n";
+      os << "| model stages | bottleneck ms | lower bound ms | imbalance | "
+            "F ms | B ms | W ms | activations GiB | weights GiB | boundary "
+            "MiB |\n";
+      os << "|---|---|---|---|---|---|---|---|---|---|\n";
+      for (auto &[n, t] : model->tables) {
+        const partition::Report &rep = model->reports[n];
+        auto col = [&](auto get, double scale, const char *f) {
+          std::vector<std::string> v;
+          for (const StageCost &c : t.stages)
+            v.push_back(num(get(c) * scale, f));
+          return join(v, " / ");
+        };
+        os << "| " << n << " | " << num(rep.bottleneckSeconds * 1e3, "%.3f")
+           << " | " << num(rep.lowerBoundSeconds * 1e3, "%.3f") << " | "
+           << num(rep.imbalance, "%.3f") << " | "
+           << col([](const StageCost &c) { return c.forwardSec; }, 1e3, "%.2f")
+           << " | "
+           << col([](const StageCost &c) { return c.backwardInputSec; }, 1e3,
+                  "%.2f")
+           << " | "
+           << col([](const StageCost &c) { return c.backwardWeightSec; }, 1e3,
+                  "%.2f")
+           << " | "
+           << col([](const StageCost &c) { return c.activationBytes; },
+                  1.0 / (1 << 30), "%.2f")
+           << " | "
+           << col([](const StageCost &c) { return c.weightBytes; },
+                  1.0 / (1 << 30), "%.2f")
+           << " | "
+           << col([](const StageCost &c) { return c.boundaryBytes; },
+                  1.0 / (1 << 20), "%.1f")
+           << " |\n";
+      }
+      os << "\n";
+    }
     os << "## Metrics\n\n";
     os << "Makespan in seconds with the rank among the schedules of the same "
           "(S, M, system) in brackets; bubble ratio overall; memory is the "

@@ -1,0 +1,164 @@
+//===- PartitionGraph.cpp - Partitioner graph of a function body ----------===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// See include/pipeopt/Transforms/PartitionGraph.h.
+///
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Transforms/PartitionGraph.h"
+
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <set>
+#include <tuple>
+
+using namespace mlir;
+using namespace pipeopt;
+namespace part = pipeopt::partition;
+
+/// Every value an op reads: operands and values captured by its regions.
+static SmallVector<Value> inputsOf(Operation *op) {
+  SmallVector<Value> inputs(op->getOperands());
+  if (op->getNumRegions()) {
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op->getRegions(), captured);
+    inputs.append(captured.begin(), captured.end());
+  }
+  return inputs;
+}
+
+/// Kinds whose ops may be rematerialized when all their inputs are
+/// constants, arguments or rematerializable.
+static bool rematerializableKind(cost::OpKind kind) {
+  switch (kind) {
+  case cost::OpKind::Constant:
+  case cost::OpKind::View:
+  case cost::OpKind::Fill:
+  case cost::OpKind::Elementwise:
+  case cost::OpKind::DataMovement:
+  case cost::OpKind::Reduction:
+    return true;
+  default:
+    return false;
+  }
+}
+
+llvm::Expected<FunctionGraph>
+pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
+  if (!fn.getBody().hasOneBlock())
+    return llvm::createStringError(
+        "expected a single-block function body (structured control flow "
+        "only)");
+  FunctionGraph result;
+  SmallVector<Operation *> &ops = result.ops;
+  for (Operation &op : fn.getBody().front().without_terminator())
+    ops.push_back(&op);
+  if (ops.empty())
+    return llvm::createStringError("the function has no ops to partition");
+
+  llvm::DenseMap<Operation *, int> index;
+  for (auto [i, op] : llvm::enumerate(ops))
+    index[op] = static_cast<int>(i);
+
+  // Rematerializable ops: cheap, side-effect free, read no weight, and every
+  // input is a function argument or another rematerializable value.
+  std::vector<bool> &remat = result.remat;
+  remat.assign(ops.size(), false);
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    const cost::OpCost &c = analysis.get(op);
+    if (!rematerializableKind(c.kind) || op->getNumResults() == 0 ||
+        !isMemoryEffectFree(op))
+      continue;
+    if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
+        !cost::parameterOperands(op).empty())
+      continue;
+    bool ok = llvm::all_of(inputsOf(op), [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        return true; // function argument
+      auto it = index.find(def);
+      return it != index.end() && remat[it->second];
+    });
+    remat[i] = ok;
+  }
+
+  // Nodes.
+  part::Graph &graph = result.graph;
+  llvm::DenseMap<Value, int> weightId;
+  auto weightOf = [&](Value root) {
+    auto it = weightId.find(root);
+    if (it != weightId.end())
+      return it->second;
+    int id = static_cast<int>(graph.weightNames.size());
+    std::string name;
+    if (auto arg = dyn_cast<BlockArgument>(root))
+      name = llvm::formatv("%arg{0}", arg.getArgNumber()).str();
+    else
+      name = llvm::formatv("{0}#{1}",
+                           root.getDefiningOp()->getName().getStringRef(),
+                           index.lookup(root.getDefiningOp()))
+                 .str();
+    graph.weightNames.push_back(name);
+    graph.weightBytes.push_back(cost::typeBytes(root.getType()));
+    weightId[root] = id;
+    return id;
+  };
+  std::vector<bool> weightCounted;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    const cost::OpCost &c = analysis.get(op);
+    part::Node node;
+    node.name = llvm::formatv("{0}#{1}", op->getName().getStringRef(), i).str();
+    node.forwardSeconds = c.forwardSeconds;
+    node.backwardInputSeconds = c.backwardInputSeconds;
+    node.backwardWeightSeconds = c.backwardWeightSeconds;
+    node.flops = c.flops;
+    node.rematerializable = remat[i];
+    if (!remat[i]) {
+      node.outputBytes = c.savedActivationBytes;
+      // Weights: attributed (bytes) to their first placed reader.
+      for (unsigned operand : cost::parameterOperands(op)) {
+        Value root;
+        if (!cost::tracesToParameterSource(op->getOperand(operand), &root))
+          continue;
+        int id = weightOf(root);
+        if (!llvm::is_contained(node.weights, id))
+          node.weights.push_back(id);
+        if (weightCounted.size() <= static_cast<size_t>(id))
+          weightCounted.resize(id + 1, false);
+        if (!weightCounted[id]) {
+          weightCounted[id] = true;
+          node.paramBytes += graph.weightBytes[id];
+        }
+      }
+    }
+    graph.addNode(std::move(node));
+  }
+
+  // Edges: one per (producer, consumer, result).
+  std::set<std::tuple<int, int, int>> seen;
+  for (auto [j, op] : llvm::enumerate(ops)) {
+    for (Value v : inputsOf(op)) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      auto it = index.find(def);
+      if (it == index.end())
+        continue;
+      int from = it->second;
+      int res = static_cast<int>(cast<OpResult>(v).getResultNumber());
+      if (!seen.insert({from, static_cast<int>(j), res}).second)
+        continue;
+      graph.addEdge(from, static_cast<int>(j), cost::typeBytes(v.getType()),
+                    res);
+    }
+  }
+  return result;
+}
