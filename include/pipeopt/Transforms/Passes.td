@@ -21,7 +21,8 @@ def PreparePass : Pass<"pipe-prepare", "::mlir::ModuleOp"> {
     helper functions called with `func.call` (see
     `heir_resnet_like_jax.linalg.mlir`). This pass inlines every `func.call`
     into its caller (MLIR's inliner), removes private functions that are no
-    longer referenced, and canonicalizes. TOSA ops stay TOSA.
+    longer referenced, and canonicalizes. A module without calls is left
+    unchanged. TOSA ops stay TOSA.
 
     Errors: a recursive call chain cannot be inlined and is reported at the
     call site; a call to an external declaration (no body) is reported too,
