@@ -8,10 +8,20 @@
 #include "pipeopt/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   pipeopt::registerAllPasses();
+  // A diagnostic on a model function would otherwise be followed by the
+  // whole function in generic form; users can still ask for it with
+  // --mlir-print-op-on-diagnostic.
+  mlir::registerMLIRContextCLOptions();
+  if (auto *opt = static_cast<llvm::cl::opt<bool> *>(
+          llvm::cl::getRegisteredOptions().lookup(
+              "mlir-print-op-on-diagnostic")))
+    opt->setInitialValue(false);
   mlir::DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
   return mlir::asMainReturnCode(mlir::MlirOptMain(
