@@ -429,3 +429,31 @@ llvm::Expected<Evaluation> sim::evaluate(const schedule::Schedule &s,
   ev.event = std::move(*event);
   return ev;
 }
+
+void pipeopt::sim::addMetricsJSON(llvm::json::Object &row, const Metrics &m) {
+  auto toArray = [](const std::vector<double> &v) {
+    llvm::json::Array a;
+    for (double x : v)
+      a.push_back(x);
+    return a;
+  };
+  if (!m.available) {
+    row["makespan_s"] = nullptr;
+    row["bubble_ratio"] = nullptr;
+    row["peak_activation_bytes"] = nullptr;
+    return;
+  }
+  row["makespan_s"] = m.makespanSec;
+  row["bubble_ratio"] = m.bubbleRatio;
+  row["bubble_ratio_per_rank"] = toArray(m.bubblePerRank);
+  row["peak_activation_bytes"] = m.maxPeakActivationBytes();
+  row["peak_activation_bytes_per_rank"] = toArray(m.peakActivationBytes);
+  row["weight_bytes"] = m.maxWeightBytes();
+  row["weight_bytes_per_rank"] = toArray(m.weightBytes);
+  row["comm_bytes"] = m.commBytes;
+  if (m.staleness) {
+    row["staleness_max_delay"] = m.staleness->maxDelay;
+    row["staleness_mean_delay"] = m.staleness->meanDelay;
+    row["staleness_steady_state"] = m.staleness->steadyState;
+  }
+}

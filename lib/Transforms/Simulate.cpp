@@ -238,13 +238,6 @@ static std::string fmt(double v, const char *f = "%.6g") {
   return buf;
 }
 
-static llvm::json::Array toArray(const std::vector<double> &v) {
-  llvm::json::Array a;
-  for (double x : v)
-    a.push_back(x);
-  return a;
-}
-
 static const sim::Level kLevels[] = {sim::Level::Formula, sim::Level::Table,
                                      sim::Level::Event};
 
@@ -309,25 +302,7 @@ static void appendRows(llvm::json::Array &rows, const SimResult &r,
                            {"level", sim::levelName(level).str()},
                            {"available", m.available},
                            {"note", m.note}};
-    if (m.available) {
-      row["makespan_s"] = m.makespanSec;
-      row["bubble_ratio"] = m.bubbleRatio;
-      row["bubble_ratio_per_rank"] = toArray(m.bubblePerRank);
-      row["peak_activation_bytes"] = m.maxPeakActivationBytes();
-      row["peak_activation_bytes_per_rank"] = toArray(m.peakActivationBytes);
-      row["weight_bytes"] = m.maxWeightBytes();
-      row["weight_bytes_per_rank"] = toArray(m.weightBytes);
-      row["comm_bytes"] = m.commBytes;
-      if (m.staleness) {
-        row["staleness_max_delay"] = m.staleness->maxDelay;
-        row["staleness_mean_delay"] = m.staleness->meanDelay;
-        row["staleness_steady_state"] = m.staleness->steadyState;
-      }
-    } else {
-      row["makespan_s"] = nullptr;
-      row["bubble_ratio"] = nullptr;
-      row["peak_activation_bytes"] = nullptr;
-    }
+    sim::addMetricsJSON(row, m);
     rows.push_back(std::move(row));
   }
 }

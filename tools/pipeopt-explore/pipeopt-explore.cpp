@@ -238,13 +238,6 @@ std::string join(const std::vector<std::string> &v, llvm::StringRef sep) {
   return out;
 }
 
-llvm::json::Array toArray(const std::vector<double> &v) {
-  llvm::json::Array a;
-  for (double x : v)
-    a.push_back(x);
-  return a;
-}
-
 /// --model: the model's partitioner graph (include/pipeopt/Transforms/
 /// PartitionGraph.h, the graph pipe-partition builds) and, per model stage
 /// count, the cost table of its balanced partition.
@@ -711,25 +704,7 @@ int main(int argc, char **argv) {
             {"available", m.available},
             {"note", m.note},
             {"rank", rankOf[&p][l]}};
-        if (m.available) {
-          row["makespan_s"] = m.makespanSec;
-          row["bubble_ratio"] = m.bubbleRatio;
-          row["bubble_ratio_per_rank"] = toArray(m.bubblePerRank);
-          row["peak_activation_bytes"] = m.maxPeakActivationBytes();
-          row["peak_activation_bytes_per_rank"] = toArray(m.peakActivationBytes);
-          row["weight_bytes"] = m.maxWeightBytes();
-          row["weight_bytes_per_rank"] = toArray(m.weightBytes);
-          row["comm_bytes"] = m.commBytes;
-          if (m.staleness) {
-            row["staleness_max_delay"] = m.staleness->maxDelay;
-            row["staleness_mean_delay"] = m.staleness->meanDelay;
-            row["staleness_steady_state"] = m.staleness->steadyState;
-          }
-        } else {
-          row["makespan_s"] = nullptr;
-          row["bubble_ratio"] = nullptr;
-          row["peak_activation_bytes"] = nullptr;
-        }
+        sim::addMetricsJSON(row, m);
         rows.push_back(std::move(row));
       }
     llvm::json::Array rankings;

@@ -47,6 +47,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
@@ -211,6 +212,15 @@ llvm::Expected<Evaluation> evaluate(const schedule::Schedule &s,
                                     const CostTable &costs,
                                     const SystemConfig &sys,
                                     const schedule::StageGraph *graph = nullptr);
+
+/// Writes the metric fields of one (schedule, level) result into `row`, the
+/// same keys in pipeopt-explore's and pipe-simulate's JSON reports:
+/// `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
+/// `peak_activation_bytes` (largest rank), `peak_activation_bytes_per_rank`,
+/// `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes` and, for
+/// asynchronous schedules, `staleness_{max,mean}_delay` and
+/// `staleness_steady_state`. Unavailable metrics (no closed form) are null.
+void addMetricsJSON(llvm::json::Object &row, const Metrics &m);
 
 } // namespace sim
 } // namespace pipeopt
