@@ -121,11 +121,16 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.timeoutS = t;
     } else if (a == "--seed") {
       std::string v = next();
+      // strtoull alone accepts "-1" (as 2^64 - 1) and saturates on
+      // overflow: require digits only, and no ERANGE.
       char *end = nullptr;
+      errno = 0;
       o.seed = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end)
-        throw RuntimeError("--seed expects a non-negative integer, got '" + v +
-                           "'");
+      if (v.empty() || *end || errno == ERANGE ||
+          !std::all_of(v.begin(), v.end(),
+                       [](char c) { return c >= '0' && c <= '9'; }))
+        throw RuntimeError("--seed expects a non-negative integer below "
+                           "2^64, got '" + v + "'");
     } else if (a == "--input") {
       std::string v = next();
       size_t eq = v.find('=');
@@ -194,6 +199,40 @@ static uint16_t floatToBf16(float f) {
   std::memcpy(&x, &f, 4);
   x += 0x7fff + ((x >> 16) & 1); // round to nearest even
   return uint16_t(x >> 16);
+}
+
+/// Largest input the runner materializes (all microbatches together):
+/// 64 GiB. Larger manifests are almost certainly wrong, and failing up
+/// front names the input instead of a bare std::bad_alloc.
+constexpr uint64_t kMaxInputBytes = uint64_t(64) << 30;
+
+/// Checks every input of `m` (with its microbatch dimension) for element
+/// count / byte size overflow and against kMaxInputBytes before anything is
+/// allocated; throws a RuntimeError naming the input and its size.
+void checkInputSizes(const Manifest &m) {
+  for (const ManifestInput &in : m.inputs) {
+    Shape full = in.shape;
+    if (in.microbatched)
+      full.insert(full.begin(), m.numMicrobatches);
+    std::string what = "input " + std::to_string(in.index) +
+                       (in.name.empty() ? "" : " ('" + in.name + "')") +
+                       " of shape " + typeString(in.dtype, full);
+    int64_t n;
+    try {
+      n = numElements(full);
+    } catch (const RuntimeError &) {
+      throw RuntimeError(what + ": the element count overflows 64 bits");
+    }
+    uint64_t elemBytes = dtypeSize(in.dtype);
+    if (elemBytes != 0 && uint64_t(n) > kMaxInputBytes / elemBytes) {
+      std::ostringstream os;
+      os.precision(3);
+      os << what << " needs " << double(n) * double(elemBytes) << " bytes ("
+         << double(n) * double(elemBytes) / double(uint64_t(1) << 30)
+         << " GiB), more than the limit of 64 GiB per input";
+      throw RuntimeError(os.str());
+    }
+  }
 }
 
 HostTensor randomTensor(DType dtype, const Shape &shape, uint64_t seed) {
@@ -787,7 +826,17 @@ int pipeoptRunMain(int argc, char **argv) {
       procRank = std::atoi(std::getenv("RANK"));
       procSize = std::atoi(std::getenv("WORLD_SIZE"));
     }
+    // The model first: a missing .so is the user's actual problem even
+    // when its (default) manifest is missing too.
+    {
+      std::FILE *so = std::fopen(o.modelPath.c_str(), "rb");
+      if (!so)
+        throw RuntimeError("cannot open model " + o.modelPath + ": " +
+                           std::strerror(errno));
+      std::fclose(so);
+    }
     m = readManifest(o.manifestPath);
+    checkInputSizes(m);
     bool distributed = useMpi || ncclOverEnv;
     if (distributed) {
       if (procSize != m.numRanks)
@@ -811,7 +860,12 @@ int pipeoptRunMain(int argc, char **argv) {
   std::vector<EntryFn> entries(size_t(m.numRanks), nullptr);
   InputStore inputs;
   try {
-    void *handle = dlopen(o.modelPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    // dlopen searches the library path for a name without '/', never the
+    // working directory: make `pipeopt-run model.so` mean ./model.so.
+    std::string soPath = o.modelPath.find('/') == std::string::npos
+                             ? "./" + o.modelPath
+                             : o.modelPath;
+    void *handle = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char *e = dlerror();
       throw RuntimeError("cannot load model " + o.modelPath + ": " +

@@ -252,6 +252,68 @@ TEST(Runner, BadInputsAndOptions) {
             std::string::npos);
 }
 
+TEST(Runner, BadModelSeedAndHugeInputs) {
+  // A missing model is reported as such, before its (default) manifest.
+  CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE +
+                           "' /nonexistent/model.so");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("cannot open model /nonexistent/model.so: No such "
+                          "file or directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("manifest"), std::string::npos) << r.output;
+
+  // --seed takes a non-negative integer, as its message says: "-1" is not
+  // taken as 2^64 - 1, and values that overflow 64 bits are rejected.
+  for (const char *bad : {"-1", "abc", "+3", "18446744073709551616"}) {
+    r = runCommand(base() + " --seed " + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.output.find("--seed expects a non-negative integer"),
+              std::string::npos)
+        << r.output;
+  }
+
+  // An input too large to allocate is named with its size up front, not a
+  // bare std::bad_alloc.
+  std::string dir = tmpDir("huge");
+  std::string manifest = dir + "/huge.manifest.json";
+  {
+    std::ifstream in(FAKE_MANIFEST);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    size_t pos = json.find("\"shape\": [3]");
+    ASSERT_NE(pos, std::string::npos);
+    json.replace(pos, 12, "\"shape\": [100000, 100000, 100000]");
+    std::ofstream(manifest) << json;
+  }
+  r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+                 "' --manifest '" + manifest + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("input 1 ('w') of shape f32[100000x100000x100000] "
+                          "needs 4e+15 bytes"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+
+  {
+    std::ifstream in(FAKE_MANIFEST);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    size_t pos = json.find("\"shape\": [3]");
+    json.replace(pos, 12,
+                 "\"shape\": [4294967296, 4294967296, 4294967296]");
+    std::ofstream(manifest) << json;
+  }
+  r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+                 "' --manifest '" + manifest + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("the element count overflows 64 bits"),
+            std::string::npos)
+      << r.output;
+}
+
 #ifdef MPIEXEC
 std::string mpiBase(const char *bug = nullptr) {
   std::string env = bug ? std::string("-x PIPEOPT_FAKE_MODEL_BUG=") + bug : "";
