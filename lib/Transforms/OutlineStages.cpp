@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionRange.h"
+
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
 
@@ -26,6 +28,8 @@
 namespace pipeopt {
 #define GEN_PASS_DEF_OUTLINESTAGESPASS
 #include "pipeopt/Transforms/Passes.h.inc"
+
+#include <optional>
 } // namespace pipeopt
 
 using namespace mlir;
@@ -100,9 +104,9 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     index[op] = static_cast<int>(i);
 
   // Stage of every op.
-  int64_t numStages = -1;
+  std::optional<int64_t> givenStages;
   if (auto attr = fn->getAttrOfType<IntegerAttr>("pipe.num_stages"))
-    numStages = attr.getInt();
+    givenStages = attr.getInt();
   std::vector<int64_t> stageOf(ops.size());
   int64_t maxStage = -1;
   for (auto [i, op] : llvm::enumerate(ops)) {
@@ -111,13 +115,17 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
       return op->emitError() << "pipe-outline-stages: op has no 'pipe.stage' "
                                 "attribute (run -pipe-partition first)";
     stageOf[i] = attr.getInt();
+    if (stageOf[i] < 0 || stageOf[i] >= kMaxPipelineCount)
+      return op->emitError()
+             << "pipe-outline-stages: pipe.stage must be between 0 and "
+             << kMaxPipelineCount - 1 << ", got " << stageOf[i];
     maxStage = std::max(maxStage, stageOf[i]);
   }
-  if (numStages < 0)
-    numStages = maxStage + 1;
-  if (numStages < 1)
-    return fn.emitError() << "pipe-outline-stages: pipe.num_stages must be "
-                             ">= 1";
+  int64_t numStages = givenStages ? *givenStages : maxStage + 1;
+  if (failed(checkIntRange(fn.getLoc(), "pipe-outline-stages",
+                           "pipe.num_stages", numStages, 1,
+                           kMaxPipelineCount)))
+    return failure();
   for (auto [i, op] : llvm::enumerate(ops))
     if (stageOf[i] >= numStages)
       return op->emitError()

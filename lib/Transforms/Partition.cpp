@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OptionRange.h"
+
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
@@ -88,16 +90,12 @@ void PartitionPass::runOnOperation() {
     }
 
   // --- Options ------------------------------------------------------------
-  if (numStages < 1) {
-    emitError(loc) << "pipe-partition: num-stages must be >= 1, got "
-                   << static_cast<int64_t>(numStages);
+  // Range checks before the values are narrowed to int below.
+  if (failed(checkIntRange(loc, "pipe-partition", "num-stages", numStages, 1,
+                           kMaxPipelineCount)) ||
+      failed(checkIntRange(loc, "pipe-partition", "num-microbatches",
+                           numMicrobatches, 1, kMaxPipelineCount)))
     return signalPassFailure();
-  }
-  if (numMicrobatches < 1) {
-    emitError(loc) << "pipe-partition: num-microbatches must be >= 1, got "
-                   << static_cast<int64_t>(numMicrobatches);
-    return signalPassFailure();
-  }
   FailureOr<std::vector<int>> inFlight =
       inFlightFor(schedule, numStages, numMicrobatches);
   if (failed(inFlight)) {

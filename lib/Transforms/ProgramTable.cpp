@@ -10,12 +10,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "ProgramTable.h"
+#include "OptionRange.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -45,6 +47,12 @@ FailureOr<std::vector<pipe::ProgramOp>>
 pipeopt::programsByRank(StringRef base, ArrayRef<pipe::ProgramOp> programs) {
   pipe::ProgramOp first = programs.front();
   int64_t R = first.getNumRanks(), M = first.getNumMicrobatches();
+  // Range checks before anything is sized by, or narrowed from, R and M.
+  if (failed(checkIntRange(first.getLoc(), "program @" + first.getSymName().str(),
+                           "num_ranks", R, 1, kMaxPipelineCount)) ||
+      failed(checkIntRange(first.getLoc(), "program @" + first.getSymName().str(),
+                           "num_microbatches", M, 1, kMaxPipelineCount)))
+    return failure();
   std::vector<pipe::ProgramOp> byRank(R);
   for (pipe::ProgramOp p : programs) {
     if (static_cast<int64_t>(p.getNumRanks()) != R ||
@@ -91,10 +99,19 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
     std::set<std::pair<int, int>> edges;
     for (pipe::ProgramOp p : byRank)
       for (Operation &op : p.getBody().front()) {
+        std::optional<int64_t> stage;
         if (auto f = dyn_cast<pipe::ForwardOp>(op))
-          S = std::max<int>(S, f.getStage() + 1);
+          stage = f.getStage();
         else if (auto bw = dyn_cast<pipe::BackwardOp>(op))
-          S = std::max<int>(S, bw.getStage() + 1);
+          stage = bw.getStage();
+        if (stage) {
+          // Checked before narrowing: the stage count sizes the table.
+          if (*stage >= kMaxPipelineCount)
+            return op.emitError() << "stage " << *stage
+                                  << " is out of range: at most "
+                                  << kMaxPipelineCount << " stages";
+          S = std::max<int>(S, static_cast<int>(*stage) + 1);
+        }
         pipe::TagAttr tag;
         if (auto send = dyn_cast<pipe::SendOp>(op))
           tag = send.getTag();

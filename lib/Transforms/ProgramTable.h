@@ -42,8 +42,9 @@ llvm::MapVector<llvm::StringRef, llvm::SmallVector<pipe::ProgramOp>>
 groupPrograms(mlir::ModuleOp module);
 
 /// Orders the programs of one group by rank. Emits an error and fails when
-/// they disagree on the rank or microbatch count, a rank has two programs or
-/// a rank in 0..R-1 has none.
+/// they disagree on the rank or microbatch count, the counts are outside
+/// 1..kMaxPipelineCount (OptionRange.h), a rank has two programs or a rank
+/// in 0..R-1 has none.
 mlir::FailureOr<std::vector<pipe::ProgramOp>>
 programsByRank(llvm::StringRef base, llvm::ArrayRef<pipe::ProgramOp> programs);
 
@@ -65,8 +66,9 @@ struct ProgramTable {
 
 /// Reads the programs `byRank` (see programsByRank()) of the function
 /// `base` into a ProgramTable. Emits an error and fails only when @<base>
-/// is a stage graph function that analyzeStageGraph() rejects; the table
-/// itself is not validated (use schedule::validate()).
+/// is a stage graph function that analyzeStageGraph() rejects or, without
+/// one, a forward / backward names a stage at or above kMaxPipelineCount;
+/// the table itself is not validated (use schedule::validate()).
 mlir::FailureOr<ProgramTable>
 readProgramTable(mlir::ModuleOp module, llvm::StringRef base,
                  llvm::ArrayRef<pipe::ProgramOp> byRank);

@@ -12,6 +12,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "OptionRange.h"
 #include "StageGraphInfo.h"
 
 #include "pipeopt/Schedule/Schedule.h"
@@ -319,6 +320,19 @@ void SchedulePass::runOnOperation() {
            "pipe.stage_call ops (run pipe-outline-stages first)";
     return signalPassFailure();
   }
+  // Range checks before the values are narrowed to int (errors at the
+  // first stage graph: a parsed module often has no location of its own).
+  // 0 selects the default for num-microbatches, virtual-stages, num-ranks.
+  Location loc = graphs.front().getLoc();
+  if (failed(checkIntRange(loc, "pipe-schedule", "num-microbatches",
+                           numMicrobatches, 0, kMaxPipelineCount)) ||
+      failed(checkIntRange(loc, "pipe-schedule", "virtual-stages",
+                           virtualStages, 0, kMaxPipelineCount)) ||
+      failed(checkIntRange(loc, "pipe-schedule", "num-ranks", numRanks, 0,
+                           kMaxPipelineCount)) ||
+      failed(checkIntRange(loc, "pipe-schedule", "waves", waves, 1,
+                           kMaxPipelineCount)))
+    return signalPassFailure();
   if (!csvPath.empty() && graphs.size() > 1) {
     graphs[1].emitError() << "a schedule CSV describes one model, but the "
                              "module has several stage graphs";

@@ -64,3 +64,27 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{pipe-outline-stages: pipe.stage must be between 0 and 65535, got 4294967296}}
+  %0 = arith.addf %x, %x {pipe.stage = 4294967296 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{pipe-outline-stages: pipe.num_stages must be between 1 and 65536, got 4294967297}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 4294967297 : i64} {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{pipe-outline-stages: pipe.num_stages must be between 1 and 65536, got 0}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 0 : i64} {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

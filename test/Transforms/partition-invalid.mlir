@@ -9,6 +9,10 @@
 // RUN: pipeopt %t/manual-order.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/num-stages.mlir -pipe-partition="num-stages=0" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/num-microbatches.mlir -pipe-partition="num-microbatches=0" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-stages-wide.mlir -pipe-partition="num-stages=4294967298" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-stages-huge.mlir -pipe-partition="num-stages=99999999999" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-stages-negative.mlir -pipe-partition="num-stages=-2" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/num-microbatches-wide.mlir -pipe-partition="num-microbatches=4294967297" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/schedule.mlir -pipe-partition="schedule=zigzag" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/strategy.mlir -pipe-partition="strategy=random" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/device.mlir -pipe-partition="device=x100" -verify-diagnostics -o /dev/null
@@ -70,13 +74,39 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 //--- num-stages.mlir
-// expected-error @+1 {{pipe-partition: num-stages must be >= 1, got 0}}
+// expected-error @+1 {{pipe-partition: num-stages must be between 1 and 65536, got 0}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
 
 //--- num-microbatches.mlir
-// expected-error @+1 {{pipe-partition: num-microbatches must be >= 1, got 0}}
+// expected-error @+1 {{pipe-partition: num-microbatches must be between 1 and 65536, got 0}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// Integer options are range-checked before they are narrowed to int (no
+// silent truncation of 4294967298 to 2).
+//--- num-stages-wide.mlir
+// expected-error @+1 {{pipe-partition: num-stages must be between 1 and 65536, got 4294967298}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- num-stages-huge.mlir
+// expected-error @+1 {{pipe-partition: num-stages must be between 1 and 65536, got 99999999999}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- num-stages-negative.mlir
+// expected-error @+1 {{pipe-partition: num-stages must be between 1 and 65536, got -2}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- num-microbatches-wide.mlir
+// expected-error @+1 {{pipe-partition: num-microbatches must be between 1 and 65536, got 4294967297}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

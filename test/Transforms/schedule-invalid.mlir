@@ -15,6 +15,11 @@
 // RUN: pipeopt %t/chunks-single.mlir --pipe-schedule="schedule=1f1b virtual-stages=3" -verify-diagnostics
 // RUN: pipeopt %t/non-dividing.mlir --pipe-schedule="schedule=chimera num-microbatches=3" -verify-diagnostics
 // RUN: pipeopt %t/num-ranks.mlir --pipe-schedule="schedule=1f1b num-ranks=3" -verify-diagnostics
+// RUN: pipeopt %t/microbatches-wide.mlir --pipe-schedule="schedule=forward-only num-microbatches=4294967297" -verify-diagnostics
+// RUN: pipeopt %t/microbatches-negative.mlir --pipe-schedule="schedule=1f1b num-microbatches=-2" -verify-diagnostics
+// RUN: pipeopt %t/virtual-stages-wide.mlir --pipe-schedule="schedule=1f1b virtual-stages=4294967297" -verify-diagnostics
+// RUN: pipeopt %t/num-ranks-negative.mlir --pipe-schedule="schedule=1f1b num-ranks=-1" -verify-diagnostics
+// RUN: pipeopt %t/waves-zero.mlir --pipe-schedule="schedule=hanayo waves=0" -verify-diagnostics
 // RUN: pipeopt %t/bad-path.mlir --pipe-schedule="csv=%S/Inputs/does-not-exist.csv" -verify-diagnostics
 // RUN: pipeopt %t/malformed.mlir --pipe-schedule="csv=%S/Inputs/schedule-malformed.csv" -verify-diagnostics
 // RUN: pipeopt %t/csv-stages.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv" -verify-diagnostics
@@ -287,4 +292,56 @@ func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1
   return %a : tensor<4xf32>
 }
 pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+}
+
+// Integer options are range-checked before they are narrowed to int: no
+// silent truncation to 32 bits, and negative values are not the default.
+//--- microbatches-wide.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: num-microbatches must be between 0 and 65536, got 4294967297}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- microbatches-negative.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: num-microbatches must be between 0 and 65536, got -2}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- virtual-stages-wide.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: virtual-stages must be between 0 and 65536, got 4294967297}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- num-ranks-negative.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: num-ranks must be between 0 and 65536, got -1}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- waves-zero.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: waves must be between 1 and 65536, got 0}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
 }

@@ -215,3 +215,32 @@ pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
 // expected-error@+1 {{program @m_rank1 is rank 1 of 2 with 2 microbatches, but @m_rank0 is one of 2 ranks with 1 microbatches}}
 pipe.program @m_rank1 rank 1 of 2 microbatches 2 {
 }
+
+// -----
+
+// Rank and microbatch counts are range-checked before anything is sized by
+// them (no allocation of 4294967297 program slots).
+
+// expected-error@+1 {{program @m_rank0: num_ranks must be between 1 and 65536, got 4294967297}}
+pipe.program @m_rank0 rank 0 of 4294967297 microbatches 1 {
+}
+
+// -----
+
+// expected-error@+1 {{program @m_rank0: num_microbatches must be between 1 and 65536, got 99999999999}}
+pipe.program @m_rank0 rank 0 of 1 microbatches 99999999999 {
+}
+
+// -----
+
+// Without a stage graph function, the stage count comes from the stages
+// the programs name.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-error@+1 {{stage 4294967296 is out of range: at most 65536 stages}}
+  pipe.backward full stage 4294967296 microbatch 0
+}

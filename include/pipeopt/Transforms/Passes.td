@@ -370,8 +370,9 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
 
     Errors: an op without `pipe.stage`, a stage index at or beyond
     `pipe.num_stages`, an op placed before a producer it uses, a value that
-    is not a ranked tensor crossing stages, and an empty stage. Functions
-    without any `pipe.stage` attribute are left alone.
+    is not a ranked tensor crossing stages, a `pipe.stage` or
+    `pipe.num_stages` out of range, and an empty stage. Functions without
+    any `pipe.stage` attribute are left alone.
   }];
   let dependentDialects = ["::pipeopt::pipe::PipeDialect",
                            "::mlir::func::FuncDialect"];

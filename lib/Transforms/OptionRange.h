@@ -1,0 +1,47 @@
+//===- OptionRange.h - Range checks for integer pass options -*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Private helper of the pipe-* passes: integer pass options and integer
+/// attributes are int64_t, the schedule and partition libraries take int.
+/// Every such value is checked against a range here before it is narrowed,
+/// so an out-of-range value is an error instead of being silently truncated
+/// to 32 bits or taken for a default.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
+#define PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+
+namespace pipeopt {
+
+/// Largest number of pipeline stages, ranks, virtual stages, waves or
+/// microbatches a pass accepts (far above any real pipeline, far below
+/// INT_MAX, so counts and products of two of them stay representable).
+constexpr int64_t kMaxPipelineCount = 65536;
+
+/// Emits "<pass>: <name> must be between <lo> and <hi>, got <value>" at
+/// `loc` and fails when `value` is outside [lo, hi].
+inline mlir::LogicalResult checkIntRange(mlir::Location loc,
+                                         llvm::StringRef pass,
+                                         llvm::StringRef name, int64_t value,
+                                         int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi)
+    return mlir::success();
+  return mlir::emitError(loc) << pass << ": " << name << " must be between "
+                              << lo << " and " << hi << ", got " << value;
+}
+
+} // namespace pipeopt
+
+#endif // PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
