@@ -19,6 +19,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <limits>
+#include <string>
 
 using namespace pipeopt;
 using namespace pipeopt::cost;
@@ -249,6 +251,11 @@ llvm::Expected<double> cost::parseByteSize(StringRef text) {
   if (!std::isfinite(bytes) || bytes < 0)
     return makeError(
         llvm::formatv("invalid byte size '{0}': must be >= 0", text));
+  // Byte counts are used as (and compared with) 64-bit integers: a size of
+  // 2^63 bytes (8 EiB) or more is an overflow, not a generous limit.
+  if (bytes >= 0x1p63)
+    return makeError(llvm::formatv(
+        "invalid byte size '{0}': too large (the limit is 2^63 bytes)", text));
   return bytes;
 }
 
@@ -277,6 +284,10 @@ struct ObjectReader {
     if (!v)
       return false;
     if (auto d = v->getAsNumber()) {
+      if (bytes && *d >= 0x1p63) {
+        fail(path + key + ": too large (the limit is 2^63 bytes)");
+        return false;
+      }
       out = *d;
       return true;
     }
@@ -300,6 +311,12 @@ struct ObjectReader {
     if (!v)
       return false;
     if (auto i = v->getAsInteger()) {
+      // Checked before narrowing (no silent truncation to 32 bits).
+      if (*i < std::numeric_limits<int>::min() ||
+          *i > std::numeric_limits<int>::max()) {
+        fail(path + key + ": integer out of range, got " + std::to_string(*i));
+        return false;
+      }
       out = static_cast<int>(*i);
       return true;
     }
@@ -406,6 +423,18 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   for (const auto &kv : *obj)
     if (!llvm::is_contained(known, kv.first.str()))
       return makeError("hardware JSON: unknown key '" + kv.first.str() + "'");
+  // A hardware file must define a device: name a preset ("base") or set at
+  // least one device key. Otherwise (e.g. `{}`) it would silently mean the
+  // caller's preset, which is almost certainly the wrong or an unfinished
+  // file.
+  static const char *deviceKeys[] = {"base", "peak_flops", "vector_flops",
+                                     "memory_bandwidth", "memory_capacity",
+                                     "op_overhead_s"};
+  if (llvm::none_of(deviceKeys,
+                    [&](const char *key) { return obj->get(key); }))
+    return makeError("hardware JSON: the file defines no device: give 'base' "
+                     "(a preset) or device keys ('peak_flops', "
+                     "'memory_bandwidth', 'memory_capacity', ...)");
   if (auto err = hw.device.validate())
     return makeError("hardware JSON: " + llvm::toString(std::move(err)));
   if (auto err = hw.topology.validate())

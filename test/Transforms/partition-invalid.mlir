@@ -17,6 +17,8 @@
 // RUN: pipeopt %t/strategy.mlir -pipe-partition="strategy=random" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/device.mlir -pipe-partition="device=x100" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/memory-limit.mlir -pipe-partition="memory-limit=80XB" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/memory-limit-overflow.mlir -pipe-partition="memory-limit=99999999999999999999999GB" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-empty.mlir -pipe-partition="hardware=%t/empty.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/optimizer-factor.mlir -pipe-partition="optimizer-factor=-2" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-missing.mlir -pipe-partition="hardware=%t/does-not-exist.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-syntax.mlir -pipe-partition="hardware=%t/syntax.json" -verify-diagnostics -o /dev/null
@@ -203,3 +205,18 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 //--- profile-index.json
 {"ops": [{"index": 7, "forward_s": 0.1}]}
+
+//--- memory-limit-overflow.mlir
+// expected-error @+1 {{pipe-partition: memory-limit: invalid byte size '99999999999999999999999GB': too large (the limit is 2^63 bytes)}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// A hardware file must define a device: `{}` is not the device= preset.
+//--- empty.json
+{}
+//--- hardware-empty.mlir
+// expected-error @+1 {{hardware JSON: the file defines no device: give 'base' (a preset) or device keys}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

@@ -88,7 +88,10 @@ TEST(ByteSize, Suffixes) {
   EXPECT_DOUBLE_EQ(*parseByteSize("512mb"), 512e6);
   EXPECT_DOUBLE_EQ(*parseByteSize("1024"), 1024);
   EXPECT_DOUBLE_EQ(*parseByteSize("0"), 0);
-  for (const char *bad : {"", "GB", "80XB", "-1GB", "abc", "1e999"}) {
+  // Sizes of 2^63 bytes or more overflow (99999999999999999999999GB).
+  for (const char *bad : {"", "GB", "80XB", "-1GB", "abc", "1e999",
+                          "99999999999999999999999GB", "9.3e18",
+                          "10000000TiB"}) {
     auto v = parseByteSize(bad);
     EXPECT_FALSE(static_cast<bool>(v)) << bad;
     if (!v)
@@ -136,6 +139,14 @@ TEST(HardwareJSON, FromScratchAndErrors) {
        "\"f32\""},
       {R"({"base": "nope"})", "unknown device"},
       {R"({"base": "h100", "topology": {"intra_node": 3}})", "intra_node"},
+      // A hardware file must define a device (no silent fallback to the
+      // caller's preset).
+      {R"({})", "defines no device"},
+      {R"({"name": "x", "topology": {"ranks_per_node": 4}})",
+       "defines no device"},
+      {R"({"base": "h100", "memory_capacity": 1e30})", "too large"},
+      {R"({"base": "h100", "topology": {"ranks_per_node": 4294967297}})",
+       "out of range"},
   };
   for (const Case &c : cases) {
     auto r = parseHardware(parseJSON(c.json));
@@ -143,6 +154,20 @@ TEST(HardwareJSON, FromScratchAndErrors) {
     std::string msg = errorOf(r.takeError());
     EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
   }
+
+  // With the caller's preset as the base (pipe-partition device=h100
+  // hardware=<file>), an empty file is still an error, not that preset.
+  auto h100 = getPreset("h100");
+  ASSERT_TRUE(static_cast<bool>(h100)) << errorOf(h100.takeError());
+  auto empty = parseHardware(parseJSON("{}"), &*h100);
+  ASSERT_FALSE(static_cast<bool>(empty));
+  std::string msg = errorOf(empty.takeError());
+  EXPECT_NE(msg.find("defines no device"), std::string::npos) << msg;
+  auto topologyOnly = parseHardware(
+      parseJSON(R"({"base": "h100", "topology": {"ranks_per_node": 4}})"),
+      &*h100);
+  EXPECT_TRUE(static_cast<bool>(topologyOnly))
+      << errorOf(topologyOnly.takeError());
 }
 
 TEST(ProfileJSON, RuntimeFormat) {
