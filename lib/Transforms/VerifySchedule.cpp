@@ -71,6 +71,43 @@ static int firstRankIn(StringRef text, size_t from = 0) {
   return static_cast<int>(n);
 }
 
+/// Checks every pipe.input / pipe.output of `programs` against the
+/// signature of the model function `fn`: the argument / result index exists
+/// and the tensor type is that argument's / result's type. Errors at the op.
+static LogicalResult verifyModelIO(func::FuncOp fn,
+                                   ArrayRef<pipe::ProgramOp> programs) {
+  FunctionType type = fn.getFunctionType();
+  for (pipe::ProgramOp p : programs)
+    for (Operation &op : p.getBody().front()) {
+      if (auto in = dyn_cast<pipe::InputOp>(op)) {
+        uint64_t i = in.getArgument();
+        if (i >= type.getNumInputs())
+          return in.emitError()
+                 << "pipe.input reads argument " << i << ", but @"
+                 << fn.getSymName() << " has " << type.getNumInputs()
+                 << " argument(s)";
+        if (in.getType() != type.getInput(i))
+          return in.emitError()
+                 << "pipe.input reads argument " << i << " as "
+                 << in.getType() << ", but argument " << i << " of @"
+                 << fn.getSymName() << " is " << type.getInput(i);
+      } else if (auto out = dyn_cast<pipe::OutputOp>(op)) {
+        uint64_t i = out.getResult();
+        if (i >= type.getNumResults())
+          return out.emitError()
+                 << "pipe.output writes result " << i << ", but @"
+                 << fn.getSymName() << " has " << type.getNumResults()
+                 << " result(s)";
+        if (out.getValue().getType() != type.getResult(i))
+          return out.emitError()
+                 << "pipe.output writes result " << i << " as "
+                 << out.getValue().getType() << ", but result " << i
+                 << " of @" << fn.getSymName() << " is " << type.getResult(i);
+      }
+    }
+  return success();
+}
+
 LogicalResult
 VerifySchedulePass::verifyGroup(StringRef base,
                                 ArrayRef<pipe::ProgramOp> programs) {
@@ -84,6 +121,13 @@ VerifySchedulePass::verifyGroup(StringRef base,
   if (failed(ordered))
     return failure();
   std::vector<pipe::ProgramOp> &byRank = *ordered;
+
+  // 1b. pipe.input / pipe.output against the model function @<base> (the
+  //     stage graph function): argument and result indices in range, and
+  //     the tensor types of those arguments and results.
+  if (auto fn = module.lookupSymbol<func::FuncOp>(base))
+    if (failed(verifyModelIO(fn, byRank)))
+      return failure();
 
   // 2. Send/recv matching by (sender, receiver, tag) and tensor type.
   std::map<TransferKey, Operation *> sends, recvs;

@@ -244,3 +244,77 @@ pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
   // expected-error@+1 {{stage 4294967296 is out of range: at most 65536 stages}}
   pipe.backward full stage 4294967296 microbatch 0
 }
+
+// -----
+
+// pipe.input / pipe.output are checked against the model function @m:
+// argument index out of range.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error@+1 {{pipe.input reads argument 99, but @m has 1 argument(s)}}
+  %x = pipe.input 99 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %a result 0 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+// Result index out of range.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{pipe.output writes result 3, but @m has 1 result(s)}}
+  pipe.output %a result 3 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+// Input type differs from the model argument's type.
+
+func.func @m_stage0(%x: tensor<8xf32>) -> tensor<8xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<8xf32>
+}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error@+1 {{pipe.input reads argument 0 as 'tensor<8xf32>', but argument 0 of @m is 'tensor<4xf32>'}}
+  %x = pipe.input 0 microbatch 0 : tensor<8xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<8xf32>) -> tensor<8xf32>
+  pipe.output %a result 0 microbatch 0 : tensor<8xf32>
+}
+
+// -----
+
+// Output type differs from the model result's type.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf16> attributes {pipe.stage = 0 : i64} {
+  %y = arith.truncf %x : tensor<4xf32> to tensor<4xf16>
+  return %y : tensor<4xf16>
+}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf16>
+  %b = arith.extf %a : tensor<4xf16> to tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf16>
+  // expected-error@+1 {{pipe.output writes result 0 as 'tensor<4xf16>', but result 0 of @m is 'tensor<4xf32>'}}
+  pipe.output %a result 0 microbatch 0 : tensor<4xf16>
+}
