@@ -84,6 +84,20 @@ void OutlineStagesPass::runOnOperation() {
     if (partitioned)
       fns.push_back(fn);
   }
+  if (fns.empty()) {
+    // Nothing to do is legal but almost always a mistake in the pipeline
+    // (partition not run, or run twice): warn at the first function.
+    Location loc = module.getLoc();
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal()) {
+        loc = fn.getLoc();
+        break;
+      }
+    emitWarning(loc) << "pipe-outline-stages: no partitioned function (no op "
+                        "carries 'pipe.stage'; run -pipe-partition first); "
+                        "the module is left unchanged";
+    return;
+  }
   for (func::FuncOp fn : fns)
     if (failed(outline(fn, symbols)))
       return signalPassFailure();

@@ -284,7 +284,20 @@ VerifySchedulePass::verifyGroup(StringRef base,
 }
 
 void VerifySchedulePass::runOnOperation() {
-  for (auto &[base, programs] : groupPrograms(getOperation()))
+  auto groups = groupPrograms(getOperation());
+  if (groups.empty()) {
+    // Nothing verified must not look like "verified": warn (at the first
+    // function when there is one; a parsed module often has no location).
+    Location loc = getOperation().getLoc();
+    for (auto fn : getOperation().getOps<func::FuncOp>()) {
+      loc = fn.getLoc();
+      break;
+    }
+    emitWarning(loc) << "pipe-verify-schedule: no pipe.program in the module, "
+                        "nothing to verify (run -pipe-schedule first)";
+    return;
+  }
+  for (auto &[base, programs] : groups)
     if (failed(verifyGroup(base, programs)))
       return signalPassFailure();
 }

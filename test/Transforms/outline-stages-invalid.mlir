@@ -88,3 +88,13 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 0
   %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Nothing to outline: a warning, and the module is left unchanged.
+
+// expected-warning @+1 {{pipe-outline-stages: no partitioned function (no op carries 'pipe.stage'; run -pipe-partition first); the module is left unchanged}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -318,3 +318,12 @@ pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
   // expected-error@+1 {{pipe.output writes result 0 as 'tensor<4xf16>', but result 0 of @m is 'tensor<4xf32>'}}
   pipe.output %a result 0 microbatch 0 : tensor<4xf16>
 }
+
+// -----
+
+// Nothing to verify: a warning, not silence and not an error.
+
+// expected-warning@+1 {{pipe-verify-schedule: no pipe.program in the module, nothing to verify (run -pipe-schedule first)}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}

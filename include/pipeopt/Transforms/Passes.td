@@ -145,7 +145,9 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
        level (the k-th send from rank a to rank b pairs with the k-th recv
        on b from a).
 
-    The IR is not modified.
+    The IR is not modified. A module without any `pipe.program` is not an
+    error, but gets a warning ("nothing to verify"), so that a pipeline that
+    forgot `pipe-schedule` does not pass silently.
   }];
 }
 
@@ -372,7 +374,9 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
     `pipe.num_stages`, an op placed before a producer it uses, a value that
     is not a ranked tensor crossing stages, a `pipe.stage` or
     `pipe.num_stages` out of range, and an empty stage. Functions without
-    any `pipe.stage` attribute are left alone.
+    any `pipe.stage` attribute are left alone; when the module has no
+    partitioned function at all, the pass warns ("no partitioned function")
+    and leaves the module unchanged.
   }];
   let dependentDialects = ["::pipeopt::pipe::PipeDialect",
                            "::mlir::func::FuncDialect"];
