@@ -59,12 +59,17 @@ def ConvertPipeToRuntimePass
     points, inputs and outputs (shape, dtype, microbatched), stage -> rank
     and the forward actions of every rank.
 
+    `ml_program.global_load_const` becomes `arith.constant` of the global's
+    initial value (bufferization has no model for it); `global_load` is left
+    to bufferization (`memref.global`).
+
     Errors (at the op): `pipe.backward` ("training (backward) actions cannot
     be executed yet; use a forward-only schedule"), tensors with dynamic
     shapes or element types the runtime does not carry (f32, f64, f16, bf16,
     i64, i32, i8, i1 are supported), two programs for one rank, a rank
     without a program, programs that disagree on the number of ranks or
-    microbatches, and an input or output read or written with two types.
+    microbatches, an input or output read or written with two types, and
+    `ml_program.global_store` (state cannot be split across ranks).
   }];
   let options = [
     Option<"manifestPath", "manifest", "std::string", /*default=*/"\"\"",

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -722,6 +723,41 @@ void ConvertPipeToRuntimePass::runOnOperation() {
     fn.erase();
   for (auto fn : module.getOps<func::FuncOp>())
     fn->removeAttr("pipe.rank");
+
+  // ml_program globals: constant loads become arith.constant (one-shot
+  // bufferization has no model for global_load_const); plain loads are
+  // bufferized to memref.global; stores would be state private to one rank
+  // of the pipeline and are rejected.
+  bool badGlobal = false;
+  module.walk([&](Operation *op) {
+    if (isa<ml_program::GlobalStoreOp>(op)) {
+      op->emitOpError() << "writes model state, which cannot be split across "
+                           "pipeline ranks; only reading ml_program globals "
+                           "is supported";
+      badGlobal = true;
+      return;
+    }
+    auto load = dyn_cast<ml_program::GlobalLoadConstOp>(op);
+    if (!load)
+      return;
+    auto global = SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(
+        load, load.getGlobalAttr());
+    auto value = global ? dyn_cast_or_null<DenseElementsAttr>(
+                              global.getValueAttr())
+                        : DenseElementsAttr();
+    if (!value || value.getType() != load.getType()) {
+      load.emitOpError() << "reads a global without a dense initial value of "
+                            "its type; it cannot be turned into a constant";
+      badGlobal = true;
+      return;
+    }
+    OpBuilder b(load);
+    auto c = arith::ConstantOp::create(b, load.getLoc(), value);
+    load.getResult().replaceAllUsesWith(c.getResult());
+    load.erase();
+  });
+  if (badGlobal)
+    return signalPassFailure();
 
   // Nothing of the pipe dialect may be left.
   WalkResult left = module.walk([&](Operation *op) {

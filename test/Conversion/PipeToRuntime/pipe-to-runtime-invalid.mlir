@@ -79,3 +79,16 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
 // expected-error @+1 {{no pipe.program to convert; run pipe-schedule first}}
 module {
 }
+
+// -----
+
+ml_program.global private mutable @state(dense<0.0> : tensor<4xf32>) : tensor<4xf32>
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  // expected-error @+1 {{'ml_program.global_store' op writes model state, which cannot be split across pipeline ranks; only reading ml_program globals is supported}}
+  ml_program.global_store @state = %x : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
