@@ -5,7 +5,8 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// See ProgramTable.h. Shared by pipe-verify-schedule and pipe-simulate.
+/// See ProgramTable.h. Shared by pipe-verify-schedule and pipe-simulate
+/// (writeScheduleCSV() also by pipe-schedule).
 ///
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +14,11 @@
 #include "OptionRange.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
 #include <optional>
@@ -209,4 +213,29 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
   if (s.stageRank.empty())
     s.stageRank.push_back(std::vector<int>(S, 0));
   return table;
+}
+
+LogicalResult pipeopt::writeScheduleCSV(Location loc, StringRef pass,
+                                        StringRef path,
+                                        const sched::Schedule &s,
+                                        bool computeOnly) {
+  std::string text;
+  if (computeOnly) {
+    sched::Schedule compute = s;
+    for (std::vector<sched::Action> &row : compute.actions)
+      llvm::erase_if(row, [](const sched::Action &a) { return a.isComm(); });
+    text = sched::exportCSV(compute);
+  } else {
+    text = sched::exportCSV(s);
+  }
+  std::string errorMessage;
+  std::unique_ptr<llvm::ToolOutputFile> file =
+      openOutputFile(path, &errorMessage);
+  if (!file)
+    return emitError(loc) << pass << ": export-csv: cannot write '" << path
+                          << "': " << errorMessage;
+  file->os() << text;
+  file->os().flush();
+  file->keep();
+  return success();
 }

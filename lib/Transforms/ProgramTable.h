@@ -10,7 +10,9 @@
 /// reads one group back into a schedule::Schedule (F from `pipe.forward`,
 /// BW / B / W from `pipe.backward full|input|weight`, Send / Recv from
 /// `pipe.send` / `pipe.recv` with their peers and tags; the stage -> rank
-/// placement from where the forwards are) plus its stage graph.
+/// placement from where the forwards are) plus its stage graph. Also the
+/// CSV writer behind the `export-csv` option of pipe-schedule and
+/// pipe-verify-schedule.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +74,17 @@ struct ProgramTable {
 mlir::FailureOr<ProgramTable>
 readProgramTable(mlir::ModuleOp module, llvm::StringRef base,
                  llvm::ArrayRef<pipe::ProgramOp> byRank);
+
+/// Writes `s` to `path` as a torch.distributed.pipelining action CSV
+/// (schedule::exportCSV; "-" is stdout): every action, or only the compute
+/// actions (F, I, W, B) when `computeOnly`. The `export-csv` option of
+/// pipe-schedule and pipe-verify-schedule. Emits "<pass>: export-csv:
+/// cannot write '<path>': <reason>" at `loc` and fails when the file cannot
+/// be opened.
+mlir::LogicalResult writeScheduleCSV(mlir::Location loc, llvm::StringRef pass,
+                                     llvm::StringRef path,
+                                     const schedule::Schedule &s,
+                                     bool computeOnly);
 
 } // namespace pipeopt
 

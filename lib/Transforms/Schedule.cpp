@@ -6,13 +6,15 @@
 ///
 /// \file
 /// pipe-schedule: stage graph -> schedule table (schedule library or torch
-/// CSV) -> Send/Recv insertion and checks -> one pipe.program per rank. The
+/// CSV) -> Send/Recv insertion and checks -> one pipe.program per rank (and,
+/// with export-csv, the table written back as a CSV). The
 /// IR conventions (operands of pipe.forward / pipe.backward, tags) are
 /// documented in Passes.td.
 ///
 //===----------------------------------------------------------------------===//
 
 #include "OptionRange.h"
+#include "ProgramTable.h"
 #include "StageGraphInfo.h"
 
 #include "pipeopt/Schedule/Schedule.h"
@@ -338,12 +340,22 @@ void SchedulePass::runOnOperation() {
                              "module has several stage graphs";
     return signalPassFailure();
   }
+  if (!exportCSVPath.empty() && graphs.size() > 1) {
+    graphs[1].emitError() << "pipe-schedule: export-csv writes one schedule, "
+                             "but the module has several stage graphs";
+    return signalPassFailure();
+  }
   for (func::FuncOp fn : graphs) {
     FailureOr<StageGraphInfo> info = analyzeStageGraph(fn);
     if (failed(info))
       return signalPassFailure();
     FailureOr<sched::Schedule> s = buildSchedule(*info);
     if (failed(s) || failed(emitPrograms(*info, *s)))
+      return signalPassFailure();
+    // The table the programs were emitted from, send/recv included.
+    if (!exportCSVPath.empty() &&
+        failed(writeScheduleCSV(fn.getLoc(), "pipe-schedule", exportCSVPath, *s,
+                                exportCSVComputeOnly)))
       return signalPassFailure();
   }
 }

@@ -8,7 +8,8 @@
 /// pipe-verify-schedule: reads the pipe.program ops of each scheduled
 /// function back into a schedule::Schedule and checks it with the schedule
 /// library (validate, checkDeadlockFree), plus send/recv matching by tag and
-/// tensor type and a tag-level rendezvous simulation. See Passes.td.
+/// tensor type and a tag-level rendezvous simulation; with export-csv, the
+/// verified table is written as a torch CSV. See Passes.td.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +38,7 @@ namespace sched = pipeopt::schedule;
 namespace {
 struct VerifySchedulePass
     : pipeopt::impl::VerifySchedulePassBase<VerifySchedulePass> {
+  using Base::Base;
   void runOnOperation() override;
 
 private:
@@ -280,6 +282,9 @@ VerifySchedulePass::verifyGroup(StringRef base,
     }
     return diag;
   }
+  if (!exportCSVPath.empty())
+    return writeScheduleCSV(first.getLoc(), "pipe-verify-schedule",
+                            exportCSVPath, s, exportCSVComputeOnly);
   return success();
 }
 
@@ -293,9 +298,23 @@ void VerifySchedulePass::runOnOperation() {
       loc = fn.getLoc();
       break;
     }
+    if (!exportCSVPath.empty()) {
+      emitError(loc) << "pipe-verify-schedule: export-csv: no pipe.program "
+                        "in the module, no schedule to export (run "
+                        "-pipe-schedule first)";
+      return signalPassFailure();
+    }
     emitWarning(loc) << "pipe-verify-schedule: no pipe.program in the module, "
                         "nothing to verify (run -pipe-schedule first)";
     return;
+  }
+  if (!exportCSVPath.empty() && groups.size() > 1) {
+    auto second = std::next(groups.begin());
+    second->second.front().emitError()
+        << "pipe-verify-schedule: export-csv writes one schedule, but the "
+           "module has programs of several functions (@"
+        << groups.begin()->first << ", @" << second->first << ")";
+    return signalPassFailure();
   }
   for (auto &[base, programs] : groups)
     if (failed(verifyGroup(base, programs)))

@@ -89,10 +89,20 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
     `print-grid`, the ranks x unit-time-slots grid of the schedule is
     printed to stdout before the module.
 
+    With `export-csv=<path>` the schedule the programs were emitted from is
+    written as a torch.distributed.pipelining action CSV (schedule::exportCSV;
+    `-` is stdout): by default the compute+comms form (the SEND/RECV actions
+    included; `csv=` keeps them as they are), with
+    `export-csv-compute-only` the compute actions only (`csv=` inserts the
+    send/recv again). Either form re-imported with `csv=<path>` on the same
+    stage graph gives the same programs (only the `schedule` attribute
+    reads "csv").
+
     Errors: no stage graph in the module, malformed stage graph, unknown
     schedule (the valid names are listed), parameters the schedule rejects
     (the library's message), unreadable / malformed CSV, a CSV whose
-    send/recv actions deadlock (the cycle is named).
+    send/recv actions deadlock (the cycle is named), `export-csv` with
+    several stage graphs, an unwritable `export-csv` file.
   }];
   let options = [
     Option<"scheduleName", "schedule", "std::string", /*default=*/"\"1f1b\"",
@@ -114,6 +124,12 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
            "Hanayo: number of waves">,
     Option<"printGrid", "print-grid", "bool", /*default=*/"false",
            "Print the ranks x time-slot grid of the schedule to stdout">,
+    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
+           "Write the schedule as a torch.distributed.pipelining action CSV "
+           "to this file ('-': stdout), readable with csv=<path>">,
+    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
+           /*default=*/"false",
+           "With export-csv: write the compute actions only (no SEND/RECV)">,
   ];
   let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
   let statistics = [
@@ -148,7 +164,24 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
     The IR is not modified. A module without any `pipe.program` is not an
     error, but gets a warning ("nothing to verify"), so that a pipeline that
     forgot `pipe-schedule` does not pass silently.
+
+    With `export-csv=<path>` the verified schedule read back from the
+    programs is written as a torch.distributed.pipelining action CSV
+    (compute+comms form, or compute only with `export-csv-compute-only`;
+    `-` is stdout), e.g. to save a hand-edited schedule and bring it back
+    with `pipe-schedule csv=<path>`. It needs exactly one scheduled
+    function (no programs at all, or programs of several functions, are
+    errors then), and an unwritable file is an error. Nothing is written
+    when the check fails.
   }];
+  let options = [
+    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
+           "Write the verified schedule as a torch.distributed.pipelining "
+           "action CSV to this file ('-': stdout)">,
+    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
+           /*default=*/"false",
+           "With export-csv: write the compute actions only (no SEND/RECV)">,
+  ];
 }
 
 def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
