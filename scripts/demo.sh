@@ -10,7 +10,9 @@
 #   4. compile the pipelined programs and the unpartitioned reference to
 #      shared objects;
 #   5. run both on the loopback communicator (one thread per rank) with the
-#      same seeded inputs, and print the difference of the outputs.
+#      same seeded inputs, and print the difference of the outputs;
+#   6. print the simulator's makespan from the cost model and from the
+#      measured profile next to the measured iteration time.
 # Environment: STAGES (default 4), MICROBATCHES (8), SCHEDULE (forward-only),
 # MODEL (default examples/mlp8.tosa.mlir), PIPEOPT_DEMO_OUT (demo-out).
 #
@@ -65,6 +67,18 @@ step "5. Run both on the loopback communicator and compare"
 "$BIN/pipeopt-run" "$OUT/reference.so" --seed 7 --iterations 20 --warmup 2 \
   --output-dir "$OUT/reference-out"
 "$BIN/pipeopt-npy-diff" "$OUT/pipelined-out" "$OUT/reference-out"
+
+step "6. Predicted vs measured (pipe-simulate on the measured per-stage times)"
+# Idealized table level: the measured per-stage medians, free communication,
+# one core per rank (docs/Runtime.md "Predicted vs measured").
+makespan() { sed -n 's/^level table: makespan \([^ ]*\) s.*/\1/p'; }
+PRED_COST=$("$BIN/pipeopt" "$OUT/scheduled.mlir" -pipe-simulate="device=cpu" -o /dev/null | makespan)
+PRED_PROF=$("$BIN/pipeopt" "$OUT/scheduled.mlir" \
+  -pipe-simulate="device=cpu profile=$OUT/profile.json" -o /dev/null | makespan)
+MEASURED=$(sed -n 's/.*"iteration_median_s": *\([0-9.eE+-]*\).*/\1/p' "$OUT/profile.json")
+echo "   predicted (cost model, cpu preset):      $PRED_COST s"
+echo "   predicted (measured per-stage times):    $PRED_PROF s"
+echo "   measured  (median iteration, loopback):  $MEASURED s"
 echo
 echo "Done. Trace (open in https://ui.perfetto.dev or chrome://tracing): $OUT/trace.json"
 echo "Measured profile (feed back with pipe-partition profile=...): $OUT/profile.json"

@@ -757,8 +757,7 @@ const OpCost &CostAnalysis::get(Operation *op) {
   return cache[op] = c;
 }
 
-void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
-  OpCost c = get(op);
+void cost::applyMeasuredTimes(OpCost &c, const Profile::Times &times) {
   double ratio = times.forward >= 0 && c.forwardSeconds > 0
                      ? times.forward / c.forwardSeconds
                      : 1;
@@ -780,6 +779,11 @@ void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
     c.backwardWeightSeconds = w * ratio;
   }
   c.measured = true;
+}
+
+void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
+  OpCost c = get(op);
+  applyMeasuredTimes(c, times);
   cache[op] = c;
 }
 

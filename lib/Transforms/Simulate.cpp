@@ -9,7 +9,9 @@
 /// function back into a schedule table (ProgramTable.h), derives a per-stage
 /// cost table from the stage functions with the MLIR cost model
 /// (include/pipeopt/Analysis/CostModel.h) and runs the simulator's three
-/// levels (include/pipeopt/Simulate/Simulator.h). See Passes.td.
+/// levels (include/pipeopt/Simulate/Simulator.h). `profile=` replaces the
+/// estimated per-stage times by measured ones (cost::loadProfile,
+/// cost::applyMeasuredTimes). See Passes.td.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +55,7 @@ struct SimResult {
   sim::CostTable costs;
   sim::Evaluation eval;
   sim::Timeline timeline; ///< At `trace-level`.
+  bool measured = false;  ///< F/B/W come from `profile=`.
 };
 
 struct SimulatePass : pipeopt::impl::SimulatePassBase<SimulatePass> {
@@ -63,7 +67,8 @@ private:
                                      ArrayRef<pipe::ProgramOp> programs,
                                      const cost::Hardware &hw,
                                      const sim::SystemConfig &sys,
-                                     double optFactor);
+                                     double optFactor,
+                                     const cost::Profile *prof);
 };
 
 } // namespace
@@ -117,7 +122,8 @@ static void assignWeightVersions(sched::Schedule &s, int updateEvery) {
 FailureOr<SimResult>
 SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
                             const cost::Hardware &hw,
-                            const sim::SystemConfig &sys, double optFactor) {
+                            const sim::SystemConfig &sys, double optFactor,
+                            const cost::Profile *prof) {
   ModuleOp module = getOperation();
   FailureOr<std::vector<pipe::ProgramOp>> byRank =
       programsByRank(base, programs);
@@ -212,6 +218,36 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
     if (e.to == e.from + 1 && e.from < S)
       res.costs.stages[e.from].boundaryBytes += e.bytes;
 
+  // Measured times: the profile must describe exactly these stages.
+  if (prof) {
+    for (const auto &entry : prof->stages)
+      if (entry.first >= S)
+        return first.emitError()
+               << "pipe-simulate: profile '" << profile << "' has stage "
+               << entry.first << ", but the programs of @" << base << " have "
+               << S << " stage" << (S == 1 ? "" : "s");
+    for (int k = 0; k < S; ++k) {
+      auto it = prof->stages.find(k);
+      if (it == prof->stages.end())
+        return first.emitError()
+               << "pipe-simulate: profile '" << profile
+               << "' has no times for stage " << k << " of @" << base << " ("
+               << S << " stage" << (S == 1 ? "" : "s") << ")";
+      // The rule of pipe-partition profile= (CostModel.h), on the stage sums.
+      sim::StageCost &c = res.costs.stages[k];
+      cost::OpCost oc;
+      oc.forwardSeconds = c.forwardSec;
+      oc.backwardInputSeconds = c.backwardInputSec;
+      oc.backwardWeightSeconds = c.backwardWeightSec;
+      cost::applyMeasuredTimes(oc, it->second);
+      c.forwardSec = oc.forwardSeconds;
+      c.backwardInputSec = oc.backwardInputSeconds;
+      c.backwardWeightSec = oc.backwardWeightSeconds;
+    }
+    res.measured = true;
+    res.costs.name += llvm::formatv(", measured ({0})", profile).str();
+  }
+
   llvm::Expected<sim::Evaluation> ev =
       sim::evaluate(s, res.costs, sys, &table->graph);
   if (!ev)
@@ -249,7 +285,9 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
                       "stages, {4} microbatches, device {5}, system {6}\n",
                       r.function, s.name, s.numRanks, s.numStages,
                       s.numMicrobatches, device, sys.name);
-  os << "stage costs (per microbatch; weights include optimizer state):\n";
+  os << "stage costs (per microbatch; "
+     << (r.measured ? "F/B/W measured; " : "")
+     << "weights include optimizer state):\n";
   os << llvm::formatv("  {0,5} {1,12} {2,12} {3,12} {4,14} {5,14} {6,14}\n",
                       "stage", "F (s)", "B (s)", "W (s)", "activation (B)",
                       "weights (B)", "boundary (B)");
@@ -381,11 +419,30 @@ void SimulatePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  std::optional<cost::Profile> prof;
+  if (!profile.empty()) {
+    auto p = cost::loadProfile(profile);
+    if (!p) {
+      emitError(loc) << "pipe-simulate: " << llvm::toString(p.takeError());
+      return signalPassFailure();
+    }
+    if (!p->ops.empty()) {
+      emitError(loc) << "pipe-simulate: profile '" << profile
+                     << "' has per-op entries (\"ops\"); their indices name "
+                        "ops of the model function before outlining: apply "
+                        "them with pipe-partition profile=, or give per-stage "
+                        "entries (\"stages\")";
+      return signalPassFailure();
+    }
+    prof = std::move(*p);
+  }
+
   // --- Simulation ---------------------------------------------------------
   std::vector<SimResult> results;
   for (auto &[base, programs] : groups) {
-    FailureOr<SimResult> r =
-        simulateGroup(base, programs, *hw, sys, optimizerFactor);
+    FailureOr<SimResult> r = simulateGroup(base, programs, *hw, sys,
+                                           optimizerFactor,
+                                           prof ? &*prof : nullptr);
     if (failed(r))
       return signalPassFailure();
     results.push_back(std::move(*r));
@@ -421,6 +478,7 @@ void SimulatePass::runOnOperation() {
       functions.push_back(llvm::json::Object{
           {"function", r.function},
           {"schedule", r.schedule.name},
+          {"measured", r.measured},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
                                             {"stages", std::move(stages)}}}});
     }

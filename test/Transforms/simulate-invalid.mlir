@@ -17,6 +17,18 @@
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="report=%t.nodir/r.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE-REPORT
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="trace=%t.nodir/t.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE-TRACE
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="svg=%t.nodir/t.svg" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE-SVG
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.missing.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-MISSING
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.bad.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-BAD
+// RUN: echo '{"num_stages": 4}' > %t.prof-empty.json
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.prof-empty.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-EMPTY
+// RUN: echo '{"stages": [{"stage": 0, "forward_s": -1}]}' > %t.prof-neg.json
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.prof-neg.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-NEG
+// RUN: echo '{"stages": [{"stage": 0, "forward_s": 1e-3}, {"stage": 1, "forward_s": 1e-3}]}' > %t.prof-2.json
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.prof-2.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-FEWER
+// RUN: echo '{"stages": [{"stage": 0, "forward_s": 1e-3}, {"stage": 1, "forward_s": 1e-3}, {"stage": 2, "forward_s": 1e-3}, {"stage": 3, "forward_s": 1e-3}, {"stage": 4, "forward_s": 1e-3}]}' > %t.prof-5.json
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.prof-5.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-MORE
+// RUN: echo '{"ops": [{"index": 1, "forward_s": 1e-3}]}' > %t.prof-ops.json
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="profile=%t.prof-ops.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROF-OPS
 
 // Option errors point at the first program.
 // DEVICE: error: pipe-simulate: unknown device 'tpu' (expected one of h100, h200, a100, cpu
@@ -33,6 +45,16 @@
 // WRITE-REPORT: error: pipe-simulate: report: cannot write '{{.*}}nodir/r.json'
 // WRITE-TRACE: error: pipe-simulate: trace: cannot write '{{.*}}nodir/t.json'
 // WRITE-SVG: error: pipe-simulate: svg: cannot write '{{.*}}nodir/t.svg'
+// Profiles (profile=): unreadable, malformed, and stages that do not match
+// the programs' 4 stages.
+// PROF-MISSING: error: pipe-simulate: cannot read profile file '{{.*}}missing.json'
+// PROF-MISSING-NEXT: pipe.program @u_rank0
+// PROF-BAD: error: pipe-simulate: invalid JSON in profile file '{{.*}}bad.json'
+// PROF-EMPTY: error: pipe-simulate: {{.*}}prof-empty.json: profile JSON: no "stages" or "ops" entries
+// PROF-NEG: error: pipe-simulate: {{.*}}prof-neg.json: profile JSON: stages[0].forward_s: expected a number of seconds >= 0
+// PROF-FEWER: error: pipe-simulate: profile '{{.*}}prof-2.json' has no times for stage 2 of @u (4 stages)
+// PROF-MORE: error: pipe-simulate: profile '{{.*}}prof-5.json' has stage 4, but the programs of @u have 4 stages
+// PROF-OPS: error: pipe-simulate: profile '{{.*}}prof-ops.json' has per-op entries ("ops"); their indices name ops of the model function before outlining: apply them with pipe-partition profile=, or give per-stage entries ("stages")
 
 // expected-error@+1 {{pipe-simulate: no pipe.program in the module (run pipe-schedule on a stage graph first)}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> {

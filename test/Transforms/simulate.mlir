@@ -13,6 +13,10 @@
 // RUN: FileCheck %s --check-prefix=SVG < %t.svg
 // RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="report=- trace-level=table trace=%t.table.json" | FileCheck %s --check-prefix=IR
 // RUN: FileCheck %s --check-prefix=TTRACE < %t.table.json
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=forward-only num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-fwd4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-FWD
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-1f1b4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-1F1B
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-1f1b4.json report=%t.prof.json" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PROF-JSON < %t.prof.json
 
 // pipe-simulate on a uniform 4-stage model (every stage one 16x64 * 64x64
 // f32 matmul, Inputs/simulate-uniform4.mlir): the cost model gives every
@@ -90,3 +94,31 @@
 // IR: pipe-simulate: @u: schedule 1f1b
 // IR: pipe.program @u_rank0 rank 0 of 4 microbatches 4
 // TTRACE: "level":"table"
+
+// Measured times (profile=): a pipeopt-run --profile file with forward times
+// a = (0.25, 0.5, 0.125, 0.25) s replaces the estimated F of the 4 stages.
+// Forward-only with free communication is a flow shop of M identical
+// microbatches through a chain: the last stage finishes at
+// sum(a) + (M - 1) * max(a) = 1.125 + 3 * 0.5 = 2.625 s; ranks are busy
+// M * sum(a) = 4.5 of 4 * 2.625 rank-seconds, bubble 1 - 4.5 / 10.5.
+// PROF-FWD: schedule forward-only, 4 ranks, 4 stages, 4 microbatches
+// PROF-FWD: stage costs (per microbatch; F/B/W measured; weights include optimizer state):
+// PROF-FWD-NEXT: stage
+// PROF-FWD-NEXT: 0 0.25 {{.*}} 4096 16384 4096
+// PROF-FWD-NEXT: 1 0.5 {{.*}} 4096 16384 4096
+// PROF-FWD-NEXT: 2 0.125 {{.*}} 4096 16384 4096
+// PROF-FWD-NEXT: 3 0.25 {{.*}} 4096 16384 0
+// PROF-FWD: level table: makespan 2.625 s, bubble 0.571429,
+
+// 1F1B with F = 0.25 s and BW ("backward_s") = 0.5 s per stage, split into
+// B = W = 0.25 s in the ratio of the estimates (B = W for a weight matmul):
+// (M + S - 1) * (F + B + W) = 7 * 0.75 = 5.25 s at the formula and table
+// levels.
+// PROF-1F1B: stage costs (per microbatch; F/B/W measured;
+// PROF-1F1B-NEXT: stage
+// PROF-1F1B-NEXT: 0 0.25 0.25 0.25 4096 65536 4096
+// PROF-1F1B: level formula: makespan 5.25 s, bubble 0.428571,
+// PROF-1F1B: level table: makespan 5.25 s, bubble 0.428571,
+// PROF-JSON: "name": "@u on h100, measured ({{.*}}simulate-profile-1f1b4.json)"
+// PROF-JSON: "forward_s": 0.25
+// PROF-JSON: "measured": true

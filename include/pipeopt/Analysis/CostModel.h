@@ -251,6 +251,13 @@ struct Profile {
 llvm::Expected<Profile> parseProfile(const llvm::json::Value &value);
 /// Reads and parses a profile file; errors name the file.
 llvm::Expected<Profile> loadProfile(llvm::StringRef path);
+/// Replaces the times of `cost` (seconds) by the measured `times`: a
+/// forward time given replaces F; B and W given replace B and W; a
+/// `backwardFull` (B + W as one action) is split in the ratio of the
+/// estimates B : W; a backward time not given is scaled with the forward
+/// measurement (F_measured / F_estimated). Sets `cost.measured`. The rule of
+/// CostAnalysis::setMeasured, also used for whole stages by pipe-simulate.
+void applyMeasuredTimes(OpCost &cost, const Profile::Times &times);
 
 //===----------------------------------------------------------------------===//
 // MLIR analysis

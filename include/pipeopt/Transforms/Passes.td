@@ -215,6 +215,18 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     with their own bytes). Asynchronous schedules (`pipedream`,
     `pipedream-2bw`) also get weight staleness.
 
+    Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
+    writes, runtime/docs/Runtime.md; read with `cost::loadProfile`) replaces
+    the estimated F of stage k by the measured `forward_s`, and B / W by the
+    measured `backward_input_s` / `backward_weight_s`, or `backward_s` /
+    `backward_full_s` split in the ratio of the estimates; a backward time
+    not measured is scaled with the forward measurement
+    (`cost::applyMeasuredTimes`, the rule of `pipe-partition profile=`).
+    The profile must give every stage of every scheduled function and no
+    other stage; per-op entries (`ops`, indices into the model function
+    before outlining) are rejected: apply them with `pipe-partition
+    profile=` instead. Memory and boundary bytes stay the cost model's.
+
     Systems: by default the hardware's own topology (ranks per node, intra-
     and inter-node links, one NIC per rank, speed 1); `system=` takes a
     preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
@@ -238,8 +250,9 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     schedule, a stage without a stage function, an unknown device or system
     preset, unreadable or malformed hardware / system JSON, a system file
     with more than one system, bad option values, `trace` / `svg` with more
-    than one scheduled function, and unwritable output files. The IR is not
-    modified.
+    than one scheduled function, an unreadable or malformed profile, a
+    profile whose stages do not match the programs', and unwritable output
+    files. The IR is not modified.
   }];
   let options = [
     Option<"device", "device", "std::string", "\"h100\"",
@@ -262,6 +275,10 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Write an SVG Gantt chart of the simulated timeline">,
     Option<"traceLevel", "trace-level", "std::string", "\"event\"",
            "Timeline for trace= and svg=: event or table">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "Measured per-stage times (pipeopt-run --profile JSON, "
+           "docs/CostModel.md \"Profile JSON\"): override the cost model's "
+           "per-stage F (and B / W when given) before simulating">,
   ];
 }
 
