@@ -8,6 +8,7 @@
 #include "pipeopt/Pipelines/Pipelines.h"
 
 #include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"
 #include "mlir/Conversion/Passes.h"
@@ -46,6 +47,45 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+//===----------------------------------------------------------------------===//
+// pipeopt-pipeline
+//===----------------------------------------------------------------------===//
+
+void pipeopt::buildPipeoptPipeline(OpPassManager &pm,
+                                   const PipeoptPipelineOptions &options) {
+  // Inline func.call helpers: the partitioner sees one graph per function.
+  pm.addPass(createPreparePass());
+
+  // Cost model + optimal bottleneck split; writes pipe.stage on every op.
+  PartitionPassOptions partition;
+  partition.numStages = options.numStages;
+  partition.numMicrobatches = options.numMicrobatches;
+  // In-flight activation memory follows the schedule that will run.
+  partition.schedule = options.schedule;
+  partition.device = options.device;
+  partition.hardware = options.hardware;
+  partition.memoryLimit = options.memoryLimit;
+  partition.strategy = options.strategy;
+  partition.training = options.training;
+  partition.profile = options.profile;
+  partition.report = options.report;
+  pm.addPass(createPartitionPass(partition));
+
+  // One function per stage and the stage graph of pipe.stage_calls.
+  pm.addPass(createOutlineStagesPass());
+
+  // Schedule table -> per-rank programs with pipe.send / pipe.recv.
+  SchedulePassOptions schedule;
+  schedule.scheduleName = options.schedule;
+  schedule.numMicrobatches = options.numMicrobatches;
+  schedule.virtualStages = options.virtualStages;
+  pm.addPass(createSchedulePass(schedule));
+
+  // Matched transfers, complete and ordered actions, no deadlock.
+  if (options.verify)
+    pm.addPass(createVerifySchedulePass());
+}
 
 //===----------------------------------------------------------------------===//
 // pipeopt-lower-to-llvm
@@ -151,6 +191,11 @@ void pipeopt::registerLoweringInterfaces(DialectRegistry &registry) {
 }
 
 void pipeopt::registerPipeoptPipelines() {
+  PassPipelineRegistration<PipeoptPipelineOptions>(
+      "pipeopt-pipeline",
+      "Model -> verified per-rank programs: pipe-prepare, pipe-partition, "
+      "pipe-outline-stages, pipe-schedule, pipe-verify-schedule",
+      buildPipeoptPipeline);
   PassPipelineRegistration<LowerToLLVMOptions>(
       "pipeopt-lower-to-llvm",
       "Lower a scheduled module (pipe.programs + stage functions) to LLVM "

@@ -19,6 +19,7 @@
 #include "pipeopt/Partition/Partitioner.h"
 #include "pipeopt/Transforms/PartitionGraph.h"
 #include "pipeopt/Transforms/Passes.h"
+#include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -45,17 +46,30 @@ namespace part = pipeopt::partition;
 
 namespace {
 
-/// In-flight microbatches per stage for `schedule` (Passes.td).
-FailureOr<std::vector<int>> inFlightFor(StringRef schedule, int numStages,
-                                        int numMicrobatches) {
+/// In-flight microbatches per stage for `schedule` (Passes.td): closed forms
+/// for GPipe (all M) and the 1F1B family (S - s, capped at M), one for
+/// inference; any other schedule of the library is generated for
+/// (num-stages, num-microbatches) and its table measured (maxInFlight).
+llvm::Expected<std::vector<int>> inFlightFor(StringRef schedule, int numStages,
+                                             int numMicrobatches) {
   if (schedule == "gpipe")
     return part::gpipeInFlight(numStages, numMicrobatches);
   if (schedule == "1f1b" || schedule == "interleaved-1f1b" ||
       schedule == "zb-h1" || schedule == "zb-v")
     return part::oneFOneBInFlight(numStages, numMicrobatches);
-  if (schedule == "inference")
+  if (schedule == "inference" || schedule == "forward-only")
     return std::vector<int>(numStages, 1);
-  return failure();
+  pipeopt::schedule::ScheduleParams params;
+  params.numStages = numStages;
+  params.numMicrobatches = numMicrobatches;
+  llvm::Expected<pipeopt::schedule::Schedule> table =
+      pipeopt::schedule::makeSchedule(schedule, params);
+  if (!table)
+    return table.takeError();
+  std::vector<int> inFlight(numStages);
+  for (int s = 0; s < numStages; ++s)
+    inFlight[s] = std::max(1, pipeopt::schedule::maxInFlight(*table, s));
+  return inFlight;
 }
 
 struct PartitionPass : pipeopt::impl::PartitionPassBase<PartitionPass> {
@@ -96,13 +110,11 @@ void PartitionPass::runOnOperation() {
       failed(checkIntRange(loc, "pipe-partition", "num-microbatches",
                            numMicrobatches, 1, kMaxPipelineCount)))
     return signalPassFailure();
-  FailureOr<std::vector<int>> inFlight =
+  llvm::Expected<std::vector<int>> inFlight =
       inFlightFor(schedule, numStages, numMicrobatches);
-  if (failed(inFlight)) {
-    emitError(loc) << "pipe-partition: unknown schedule '"
-                   << std::string(schedule)
-                   << "' (expected gpipe, 1f1b, interleaved-1f1b, zb-h1, "
-                      "zb-v or inference)";
+  if (!inFlight) {
+    // The schedule library's message names the schedule and the rule.
+    emitError(loc) << "pipe-partition: " << llvm::toString(inFlight.takeError());
     return signalPassFailure();
   }
   auto strat = part::parseStrategy(strategy);

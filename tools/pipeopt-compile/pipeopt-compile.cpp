@@ -100,7 +100,8 @@ static cl::opt<std::string>
              cl::init("forward-only"), cl::cat(category));
 static cl::opt<std::string> partitionOptions(
     "partition-options",
-    cl::desc("Extra options for pipe-partition, e.g. 'strategy=uniform'"),
+    cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
+             "memory-limit=16GB' (default device=cpu)"),
     cl::init("device=cpu"), cl::cat(category));
 static cl::opt<std::string> frontHalf(
     "front-half",
@@ -258,22 +259,27 @@ int main(int argc, char **argv) {
                                                 numMicrobatches)))
       return 1;
   } else if (!hasPrograms) {
-    std::string pipeline = frontHalf;
-    if (pipeline.empty()) {
-      std::string partition = "num-stages=" + std::to_string(numStages) +
-                              " num-microbatches=" +
-                              std::to_string(numMicrobatches);
-      if (!partitionOptions.empty())
-        partition += " " + partitionOptions;
-      pipeline = "pipe-prepare,pipe-partition{" + partition +
-                 "},pipe-outline-stages,pipe-schedule{schedule=" + schedule +
-                 " num-microbatches=" + std::to_string(numMicrobatches) + "}";
-    }
     PassManager pm(&context, ModuleOp::getOperationName());
-    std::string perr;
-    llvm::raw_string_ostream perrs(perr);
-    if (failed(parsePassPipeline(pipeline, pm, perrs)))
-      return fail("front-half pipeline '" + pipeline + "': " + perr);
+    std::string pipeline;
+    if (!frontHalf.empty()) {
+      pipeline = frontHalf;
+      std::string perr;
+      llvm::raw_string_ostream perrs(perr);
+      if (failed(parsePassPipeline(pipeline, pm, perrs)))
+        return fail("front-half pipeline '" + pipeline + "': " + perr);
+    } else {
+      // The registered pipeopt-pipeline, with this tool's options first and
+      // --partition-options (pipeopt-pipeline options) after, so they win.
+      pipeline = "num-stages=" + std::to_string(numStages) +
+                 " num-microbatches=" + std::to_string(numMicrobatches) +
+                 " schedule=" + schedule + " " + partitionOptions;
+      auto options =
+          pipeopt::PipeoptPipelineOptions::createFromString(pipeline);
+      if (!options)
+        return fail("invalid pipeopt-pipeline options '" + pipeline + "'");
+      pipeopt::buildPipeoptPipeline(pm, *options);
+      pipeline = "pipeopt-pipeline{" + pipeline + "}";
+    }
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline + ")");
   }

@@ -22,6 +22,78 @@ class OpPassManager;
 namespace pipeopt {
 
 //===----------------------------------------------------------------------===//
+// pipeopt-pipeline (the front half: model -> verified per-rank programs)
+//===----------------------------------------------------------------------===//
+
+/// Options of `pipeopt-pipeline`; each is forwarded to the pass of the same
+/// option name (see the passes' documentation for units and defaults).
+struct PipeoptPipelineOptions
+    : public mlir::PassPipelineOptions<PipeoptPipelineOptions> {
+  Option<int64_t> numStages{*this, "num-stages",
+                            llvm::cl::desc("Pipeline stages (pipe-partition)"),
+                            llvm::cl::init(2)};
+  Option<int64_t> numMicrobatches{
+      *this, "num-microbatches",
+      llvm::cl::desc("Microbatches per iteration (pipe-partition for "
+                     "in-flight memory, pipe-schedule)"),
+      llvm::cl::init(8)};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Schedule for pipe-schedule (any name it knows, e.g. "
+                     "1f1b, gpipe, interleaved-1f1b, zb-h1, chimera, "
+                     "forward-only)"),
+      llvm::cl::init("1f1b")};
+  Option<int64_t> virtualStages{
+      *this, "virtual-stages",
+      llvm::cl::desc("Chunks per rank for interleaved schedules (0: the "
+                     "schedule's default); num-stages counts model stages"),
+      llvm::cl::init(0)};
+  Option<std::string> device{
+      *this, "device",
+      llvm::cl::desc("Device preset for the cost model: h100, h200, a100, cpu"),
+      llvm::cl::init("h100")};
+  Option<std::string> hardware{
+      *this, "hardware",
+      llvm::cl::desc("Hardware JSON (device and topology; overrides device)"),
+      llvm::cl::init("")};
+  Option<std::string> memoryLimit{
+      *this, "memory-limit",
+      llvm::cl::desc("Per-stage memory limit (80GB, 16GiB; empty: the "
+                     "device's capacity; 0: unlimited)"),
+      llvm::cl::init("")};
+  Option<std::string> strategy{
+      *this, "strategy",
+      llvm::cl::desc("Partitioning strategy: balanced, uniform, params, "
+                     "manual"),
+      llvm::cl::init("balanced")};
+  Option<bool> training{
+      *this, "training",
+      llvm::cl::desc("Partition for training (stage time includes B and W)"),
+      llvm::cl::init(false)};
+  Option<std::string> profile{
+      *this, "profile",
+      llvm::cl::desc("Measured profile JSON (pipeopt-run --profile)"),
+      llvm::cl::init("")};
+  Option<std::string> report{
+      *this, "report",
+      llvm::cl::desc("Partition report: '-' prints the table, a path writes "
+                     "JSON"),
+      llvm::cl::init("")};
+  Option<bool> verify{
+      *this, "verify",
+      llvm::cl::desc("Run pipe-verify-schedule on the programs"),
+      llvm::cl::init(true)};
+};
+
+/// Adds the front half of DESIGN.md §2 to `pm` (anchored on builtin.module):
+/// pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule and, with
+/// `verify`, pipe-verify-schedule. The result holds the stage functions, the
+/// stage graph and one `pipe.program` per rank, ready for
+/// `pipeopt-lower-to-llvm` (forward-only schedules) or `pipe-simulate`.
+void buildPipeoptPipeline(mlir::OpPassManager &pm,
+                          const PipeoptPipelineOptions &options);
+
+//===----------------------------------------------------------------------===//
 // pipeopt-lower-to-llvm
 //===----------------------------------------------------------------------===//
 

@@ -354,7 +354,9 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
            "Microbatches per iteration, for in-flight activation memory">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
            "Schedule whose in-flight microbatches size activation memory: "
-           "gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, inference">,
+           "any pipe-schedule name (closed forms for gpipe and the 1F1B "
+           "family, the generated table for the others); inference or "
+           "forward-only keeps one">,
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
