@@ -235,35 +235,43 @@ void checkInputSizes(const Manifest &m) {
   }
 }
 
-HostTensor randomTensor(DType dtype, const Shape &shape, uint64_t seed) {
+HostTensor randomInput(DType dtype, const Shape &shape,
+                       const Shape &inputShape, uint64_t seed) {
   HostTensor t;
   t.dtype = dtype;
   t.shape = shape;
   int64_t n = numElements(shape);
   t.data.resize(size_t(n) * dtypeSize(dtype));
   std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
   std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
+  // Fan-in of a weight-like tensor: elements per leading index.
+  double scale = 1.0;
+  if (inputShape.size() >= 2 && inputShape[0] > 0)
+    scale = 1.0 / std::sqrt(double(numElements(inputShape) / inputShape[0]));
+  auto real = [&] {
+    return inputShape.size() <= 1 ? 1.0 + 0.5 * unit(gen) : unit(gen) * scale;
+  };
   for (int64_t i = 0; i < n; ++i) {
     uint8_t *p = t.data.data() + size_t(i) * dtypeSize(dtype);
     switch (dtype) {
     case DType::F32: {
-      float v = float(real(gen));
+      float v = float(real());
       std::memcpy(p, &v, 4);
       break;
     }
     case DType::F64: {
-      double v = real(gen);
+      double v = real();
       std::memcpy(p, &v, 8);
       break;
     }
     case DType::F16: {
-      uint16_t v = floatToHalf(float(real(gen)));
+      uint16_t v = floatToHalf(float(real()));
       std::memcpy(p, &v, 2);
       break;
     }
     case DType::BF16: {
-      uint16_t v = floatToBf16(float(real(gen)));
+      uint16_t v = floatToBf16(float(real()));
       std::memcpy(p, &v, 2);
       break;
     }
@@ -288,6 +296,10 @@ HostTensor randomTensor(DType dtype, const Shape &shape, uint64_t seed) {
   return t;
 }
 
+uint64_t inputSeed(uint64_t seed, int64_t index) {
+  return seed * 1000003ull + uint64_t(index) + 1;
+}
+
 InputStore loadInputs(const Manifest &m, const RunOptions &o) {
   for (const auto &kv : o.inputFiles)
     if (!m.findInput(kv.first))
@@ -302,8 +314,8 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
     auto it = o.inputFiles.find(in.index);
     if (it == o.inputFiles.end()) {
       store.set(in, m.numMicrobatches,
-                randomTensor(in.dtype, full,
-                             o.seed * 1000003ull + uint64_t(in.index) + 1));
+                randomInput(in.dtype, full, in.shape,
+                            inputSeed(o.seed, in.index)));
       continue;
     }
     const auto &files = it->second;

@@ -25,14 +25,15 @@
 // elements / leading dimension (per microbatch for microbatched inputs);
 // integers in [0, 10), i1 in {0, 1}. The data of input i depends only on
 // (seed, i, shape), so manifests of the same model (reference, pipelined)
-// get identical inputs. pipeopt-run's own --seed data is uniform in [-1, 1),
-// which turns the variance arguments of inference batch normalization
-// negative and the outputs NaN.
+// get identical inputs; they are exactly the data pipeopt-run generates
+// itself for --seed N (the runtime's randomInput), written out for other
+// tools.
 //
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Runner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,7 +41,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
-#include <random>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -164,46 +164,6 @@ int compare(const std::string &actualPath, const std::string &refPath,
   return ok ? 0 : 1;
 }
 
-/// Writes float `v` as element i of `t`.
-void setFloat(HostTensor &t, size_t i, double v) {
-  uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
-  switch (t.dtype) {
-  case DType::F32: {
-    float f = float(v);
-    std::memcpy(p, &f, 4);
-    return;
-  }
-  case DType::F64:
-    std::memcpy(p, &v, 8);
-    return;
-  case DType::F16: {
-    // Round to nearest; inputs are small normal numbers or zero.
-    float f = float(v);
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000;
-    int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-    uint16_t h = uint16_t(sign);
-    if (exp > 0 && exp < 31)
-      h = uint16_t(sign | (uint32_t(exp) << 10) |
-                   ((x & 0x7fffff) + 0x1000) >> 13);
-    std::memcpy(p, &h, 2);
-    return;
-  }
-  case DType::BF16: {
-    float f = float(v);
-    uint32_t x;
-    std::memcpy(&x, &f, 4);
-    x += 0x7fff + ((x >> 16) & 1);
-    uint16_t b = uint16_t(x >> 16);
-    std::memcpy(p, &b, 2);
-    return;
-  }
-  default:
-    return;
-  }
-}
-
 /// --make-inputs: see the file header.
 int makeInputs(const std::string &manifestPath, const std::string &dir,
                uint64_t seed) {
@@ -213,42 +173,8 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
       Shape full = in.shape;
       if (in.microbatched)
         full.insert(full.begin(), m.numMicrobatches);
-      HostTensor t;
-      t.dtype = in.dtype;
-      t.shape = full;
-      size_t n = size_t(numElements(full));
-      t.data.assign(n * dtypeSize(in.dtype), 0);
-      std::mt19937_64 gen(seed * 1000003ull + uint64_t(in.index) + 1);
-      std::uniform_real_distribution<double> unit(-1.0, 1.0);
-      std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
-      double scale = 1.0;
-      if (in.shape.size() >= 2 && in.shape[0] > 0)
-        scale = 1.0 / std::sqrt(double(numElements(in.shape) / in.shape[0]));
-      for (size_t i = 0; i < n; ++i) {
-        uint8_t *p = t.data.data() + i * dtypeSize(in.dtype);
-        switch (in.dtype) {
-        case DType::I64: {
-          int64_t v = small(gen);
-          std::memcpy(p, &v, 8);
-          break;
-        }
-        case DType::I32: {
-          int32_t v = small(gen);
-          std::memcpy(p, &v, 4);
-          break;
-        }
-        case DType::I8:
-          *p = uint8_t(small(gen));
-          break;
-        case DType::I1:
-          *p = uint8_t(bit(gen));
-          break;
-        default:
-          setFloat(t, i,
-                   in.shape.size() <= 1 ? 1.0 + 0.5 * unit(gen)
-                                        : unit(gen) * scale);
-        }
-      }
+      HostTensor t = randomInput(in.dtype, full, in.shape,
+                                 inputSeed(seed, in.index));
       writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
     }
   } catch (const RuntimeError &e) {

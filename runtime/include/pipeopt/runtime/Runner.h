@@ -47,9 +47,22 @@ std::string runUsage();
 /// data). Throws RuntimeError naming the input and file on bad data.
 InputStore loadInputs(const Manifest &manifest, const RunOptions &options);
 
-/// Deterministic pseudo-random tensor (floats uniform in [-1, 1), integers
-/// in [0, 10), i1 in {0, 1}) from `seed` (same data on every rank).
-HostTensor randomTensor(DType dtype, const Shape &shape, uint64_t seed);
+/// Deterministic pseudo-random data for a model input whose per-microbatch
+/// shape is `inputShape`, stored with shape `shape` (`inputShape`, or
+/// [M, inputShape...] for a microbatched input), from `seed` (the same data
+/// on every rank and in every build of the same model). The data is
+/// well-conditioned so that deep models stay finite: floating-point tensors
+/// of rank >= 2 are uniform in [-1, 1) / sqrt(fan-in), fan-in = elements of
+/// `inputShape` per leading index (LeCun-style scaling, which keeps
+/// activations O(1) through matmul and convolution layers); rank <= 1
+/// tensors (biases, normalization scales, means and variances) are uniform
+/// in [0.5, 1.5) so that variances stay positive; integers are uniform in
+/// [0, 10) and i1 in {0, 1}.
+HostTensor randomInput(DType dtype, const Shape &shape,
+                       const Shape &inputShape, uint64_t seed);
+
+/// Seed of model input `index` for the run seed `seed` (pipeopt-run --seed).
+uint64_t inputSeed(uint64_t seed, int64_t index);
 
 /// Entry point of pipeopt-run: returns the process exit code (0 success, 1
 /// run-time error, 2 usage or setup error).
