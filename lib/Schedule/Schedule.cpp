@@ -114,7 +114,7 @@ std::vector<int> StageGraph::succs(int stage) const {
   return {out.begin(), out.end()};
 }
 
-llvm::StringRef pipeopt::schedule::detail::phaseName(Phase p) {
+llvm::StringRef pipeopt::schedule::phaseName(Phase p) {
   switch (p) {
   case Phase::F:
     return "F";

@@ -94,9 +94,6 @@ std::vector<std::pair<Phase, int>> computeDeps(const StageGraph &g, Phase phase,
 llvm::Expected<std::vector<std::vector<int>>>
 slotsWithGraph(const Schedule &s, const StageGraph &g);
 
-/// Short name of a compute phase: "F", "B", "W", "BW".
-llvm::StringRef phaseName(Phase p);
-
 } // namespace detail
 } // namespace schedule
 } // namespace pipeopt

@@ -22,20 +22,8 @@ static llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-static const char *phaseName(Phase p) {
-  switch (p) {
-  case Phase::F: return "F";
-  case Phase::B: return "B";
-  case Phase::W: return "W";
-  case Phase::BW: return "BW";
-  case Phase::Send: return "SEND";
-  case Phase::Recv: return "RECV";
-  }
-  return "?";
-}
-
 static std::string describeTask(Phase p, int stage, int mb) {
-  return llvm::formatv("{0}(stage {1}, mb {2})", phaseName(p), stage, mb).str();
+  return schedule::describe(schedule::Action::compute(p, stage, mb));
 }
 
 schedule::StageGraph detail::defaultGraph(const schedule::Schedule &s,

@@ -20,18 +20,6 @@ using namespace pipeopt;
 using namespace pipeopt::sim;
 using schedule::Phase;
 
-static const char *phaseLabel(Phase p) {
-  switch (p) {
-  case Phase::F: return "F";
-  case Phase::B: return "B";
-  case Phase::W: return "W";
-  case Phase::BW: return "BW";
-  case Phase::Send: return "SEND";
-  case Phase::Recv: return "RECV";
-  }
-  return "?";
-}
-
 //===----------------------------------------------------------------------===//
 // Chrome trace
 //===----------------------------------------------------------------------===//
@@ -54,12 +42,12 @@ std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
           {"args", llvm::json::Object{{"name", names[tid]}}}});
   }
   for (const TimedCompute &c : t.compute) {
-    std::string name = llvm::formatv("{0}{1}", phaseLabel(c.action.phase),
+    std::string name = llvm::formatv("{0}{1}", schedule::phaseName(c.action.phase),
                                      c.action.microbatch)
                            .str();
     events.push_back(llvm::json::Object{
         {"name", name},
-        {"cat", phaseLabel(c.action.phase)},
+        {"cat", schedule::phaseName(c.action.phase)},
         {"ph", "X"},
         {"pid", c.rank},
         {"tid", kCompute},
@@ -214,7 +202,7 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
                         "stroke-width=\"0.5\"><title>{6}{7} stage {8} rank {9}: "
                         "{10} - {11}</title></rect>\n",
                         x0, y, w, rowH, phaseColor(c.action.phase), opacity,
-                        phaseLabel(c.action.phase), c.action.microbatch,
+                        schedule::phaseName(c.action.phase), c.action.microbatch,
                         c.action.stage, c.rank, formatTime(c.startSec, span),
                         formatTime(c.endSec, span));
     // Microbatch number when it fits (about 7 px per digit).

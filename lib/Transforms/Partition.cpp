@@ -299,13 +299,7 @@ LogicalResult PartitionPass::partitionFunction(
   options.numStages = static_cast<int>(numStages);
   options.strategy = strat;
   options.training = training;
-  options.links.uniform = {hw.topology.intraNode.latency,
-                           hw.topology.intraNode.bandwidth};
-  cost::Topology topo = hw.topology;
-  options.links.between = [topo](int a, int b) {
-    cost::LinkSpec l = topo.between(a, b);
-    return part::Link{l.latency, l.bandwidth};
-  };
+  options.links = linkModelFor(hw.topology);
   options.memory.capacityBytes = {capacity};
   options.memory.optimizerFactor =
       optimizerFactor >= 0 ? optimizerFactor : (training ? 3.0 : 0.0);

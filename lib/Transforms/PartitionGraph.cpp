@@ -162,3 +162,13 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
   }
   return result;
 }
+
+partition::LinkModel pipeopt::linkModelFor(const cost::Topology &topology) {
+  partition::LinkModel links;
+  links.uniform = {topology.intraNode.latency, topology.intraNode.bandwidth};
+  links.between = [topology](int a, int b) {
+    cost::LinkSpec l = topology.between(a, b);
+    return partition::Link{l.latency, l.bandwidth};
+  };
+  return links;
+}

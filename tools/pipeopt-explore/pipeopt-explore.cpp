@@ -327,13 +327,7 @@ public:
     o.strategy = partition::Strategy::Balanced;
     o.training = true;
     o.computeBaselines = false;
-    o.links.uniform = {hw.topology.intraNode.latency,
-                       hw.topology.intraNode.bandwidth};
-    cost::Topology topo = hw.topology;
-    o.links.between = [topo](int a, int b) {
-      cost::LinkSpec l = topo.between(a, b);
-      return partition::Link{l.latency, l.bandwidth};
-    };
+    o.links = linkModelFor(hw.topology);
     o.memory.optimizerFactor = optFactor;
     llvm::Expected<partition::Result> r = partition::partition(graph, o);
     if (!r)

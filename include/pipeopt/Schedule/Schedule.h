@@ -274,6 +274,9 @@ std::vector<int> peakInFlightPerRank(const Schedule &s);
 /// Number of compute actions on `rank`.
 int numComputeActions(const Schedule &s, int rank);
 
+/// Short name of a phase: "F", "B", "W", "BW", "SEND", "RECV".
+llvm::StringRef phaseName(Phase p);
+
 /// Human-readable form "F(stage 2, mb 3)", "SEND_F(stage 0 -> 1, mb 2)".
 std::string describe(const Action &a);
 

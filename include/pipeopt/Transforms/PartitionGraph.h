@@ -53,6 +53,11 @@ struct FunctionGraph {
 llvm::Expected<FunctionGraph> buildPartitionGraph(mlir::func::FuncOp fn,
                                                   cost::CostAnalysis &analysis);
 
+/// The partitioner's link model for `topology`: stage k on rank k, per-pair
+/// alpha-beta links from the topology (intra- or inter-node), the intra-node
+/// link as the uniform default.
+partition::LinkModel linkModelFor(const cost::Topology &topology);
+
 } // namespace pipeopt
 
 #endif // PIPEOPT_TRANSFORMS_PARTITIONGRAPH_H
