@@ -6,7 +6,7 @@
 ///
 /// \file
 /// Private helper of pipe-schedule and pipe-verify-schedule: reads the stage
-/// graph form (docs/HELPERS-CONTRACT.md, "Outlined"): a func.func whose body
+/// graph form (docs/Rationale.md, "IR at each step"): a func.func whose body
 /// is `pipe.stage_call` ops in stage order followed by `func.return`. The
 /// SSA edges between the calls become a schedule::StageGraph, and every
 /// value crossing a stage boundary gets its tag value index (order of first

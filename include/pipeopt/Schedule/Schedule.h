@@ -36,7 +36,7 @@ namespace pipeopt {
 namespace schedule {
 
 //===----------------------------------------------------------------------===//
-// Core types (fixed by docs/HELPERS-CONTRACT.md)
+// Core types
 //===----------------------------------------------------------------------===//
 
 /// Kind of an action. BW is a full backward (B + W fused); schedules with
