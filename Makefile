@@ -1,32 +1,24 @@
-# pipeopt: the two commands of the README.
-#
-#   make demo   install missing packages, build, run the main job on a bundled example
-#   make test   install missing packages, build, run every test (ends with ctest's summary)
+# pipeopt: `make demo` / `make test` are shortcuts for ./dev.sh demo / test
+# (the README's two commands; dev.sh needs only bash, so it also works on a
+# machine without make).
 #
 # BUILD_DIR and JOBS can be overridden: make test BUILD_DIR=build-rel JOBS=4
 
-BUILD_DIR ?= build
-JOBS ?= $(shell nproc)
+export BUILD_DIR ?= build
+export JOBS ?= $(shell nproc)
 
-.PHONY: all setup configure build demo test clean
+.PHONY: all build demo test clean
 
 all: build
 
-setup:
-	@bash scripts/setup.sh
+build:
+	./dev.sh build
 
-configure: setup
-	@test -f $(BUILD_DIR)/build.ninja || \
-	  cmake -G Ninja -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+demo:
+	./dev.sh demo
 
-build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS)
-
-demo: build
-	@bash scripts/demo.sh $(BUILD_DIR)
-
-test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+test:
+	./dev.sh test
 
 clean:
 	rm -rf $(BUILD_DIR)
