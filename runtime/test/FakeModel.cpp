@@ -10,13 +10,15 @@
 //
 // PIPEOPT_FAKE_MODEL_BUG selects a fault: "shape" (rank 1 expects f32[2x4]),
 // "stall" (rank 0 returns without sending), "fail" (rank 0 returns 1),
-// "exit" (rank 0 process exits immediately).
+// "exit" (rank 0 process exits immediately), "kill" (rank 0 process is
+// killed by SIGKILL).
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestMemRef.h"
 
 #include <cstdlib>
+#include <csignal>
 #include <cstring>
 #include <unistd.h>
 
@@ -101,6 +103,8 @@ pipeopt_rank_0(void) {
     return 1;
   if (std::strcmp(bug(), "exit") == 0)
     _exit(3);
+  if (std::strcmp(bug(), "kill") == 0)
+    raise(SIGKILL);
   float acc[6] = {0};
   for (int mb = 0; mb < kM; ++mb)
     CHECK(stage0Forward(mb, 1));

@@ -354,6 +354,26 @@ TEST(RunnerMpi, MismatchAndTimeout) {
       << r.output;
 }
 
+TEST(RunnerMpi, KilledRankMakesOthersTimeOut) {
+  // Rank 0's process is killed (SIGKILL) before it sends anything. With
+  // mpirun told not to tear the job down on that, rank 1 must fail on its
+  // own with a timeout error naming rank, stage and microbatch, within the
+  // configured 2 s (plus start-up), instead of hanging.
+  std::string cmd = std::string("'") + MPIEXEC + "' " + MPIEXEC_FLAGS +
+                    " --mca orte_abort_on_non_zero_status 0"
+                    " -x PIPEOPT_FAKE_MODEL_BUG=kill -np 2 " + base() +
+                    " --comm=mpi --timeout-s 2";
+  CmdResult r = runCommand(cmd);
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("timed out after 2 s waiting for rank 0"),
+            std::string::npos)
+      << r.output;
+  EXPECT_LT(r.seconds, 12.0) << r.output;
+}
+
 TEST(RunnerMpi, KilledRankEndsTheJob) {
   // Rank 0's process exits without MPI_Finalize; the job must end (mpirun
   // tears it down, or rank 1 times out) with a nonzero status, never hang.
