@@ -813,6 +813,16 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
           "a per-stage profile needs the partition it was measured with: no "
           "op carries a 'pipe.stage' attribute (run -pipe-partition with the "
           "measured options first, or give per-op times)");
+    // A profile measured with another partition (another model, another
+    // stage count) must not be applied silently to part of this one.
+    if (byStage.size() != profile.stages.size())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          llvm::formatv("the profile has times for {0} stage(s) but the "
+                        "partition has {1}: it was measured with another "
+                        "partition (use the partitioned module it was "
+                        "measured with)",
+                        profile.stages.size(), byStage.size()));
     for (const auto &[stage, times] : profile.stages) {
       auto it = byStage.find(stage);
       if (it == byStage.end())

@@ -195,10 +195,11 @@ void PartitionPass::runOnOperation() {
     llvm::raw_ostream &os = llvm::outs();
     for (const FunctionResult &r : results) {
       const part::Report &rep = r.report;
-      os << llvm::formatv("pipe-partition @{0}: {1} stages on {2}, {3} "
-                          "microbatches, schedule {4}\n",
-                          r.name, rep.numStages, hw->device.name,
-                          numMicrobatches, schedule);
+      os << llvm::formatv("pipe-partition @{0}: {1} stage{2} on {3}, {4} "
+                          "microbatch{5}, schedule {6}\n",
+                          r.name, rep.numStages, rep.numStages == 1 ? "" : "s",
+                          hw->device.name, numMicrobatches,
+                          numMicrobatches == 1 ? "" : "es", schedule);
       part::printTable(os, rep);
       // Relative change of the bottleneck against a reference, e.g.
       // "vs uniform: -23.4%" (negative = faster than the reference).

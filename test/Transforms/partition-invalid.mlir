@@ -27,6 +27,7 @@
 // RUN: pipeopt %t/profile-syntax.mlir -pipe-partition="profile=%t/profile-bad.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-stages.mlir -pipe-partition="profile=%t/profile-stages.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-index.mlir -pipe-partition="profile=%t/profile-index.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/profile-count.mlir -pipe-partition="num-stages=2 profile=%t/profile-count.json" -verify-diagnostics -o /dev/null
 
 //--- too-many-stages.mlir
 // Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
@@ -194,6 +195,18 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 //--- profile-stages.json
+{"stages": [{"stage": 0, "forward_s": 0.1}]}
+
+//--- profile-count.mlir
+// A 1-stage profile cannot describe a 2-stage partition.
+// expected-error @+1 {{pipe-partition: the profile has times for 1 stage(s) but the partition has 2: it was measured with another partition}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  %1 = arith.mulf %0, %0 {pipe.stage = 1 : i64} : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+//--- profile-count.json
 {"stages": [{"stage": 0, "forward_s": 0.1}]}
 
 //--- profile-index.mlir

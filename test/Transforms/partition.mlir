@@ -29,7 +29,7 @@
 // THREE: linalg.matmul {pipe.cost = #pipe.cost<{{.*}}>, pipe.stage = 1 : i64}
 // THREE: arith.addf {{.*}}pipe.stage = 2 : i64}
 
-// TABLE: pipe-partition @chain: 2 stages on h100, 1 microbatches, schedule 1f1b
+// TABLE: pipe-partition @chain: 2 stages on h100, 1 microbatch, schedule 1f1b
 // TABLE: stage    ops remat
 // TABLE-NEXT: 0 1 3
 // TABLE-NEXT: 1 4 3

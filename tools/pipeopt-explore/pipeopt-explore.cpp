@@ -16,6 +16,7 @@
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Partition/Partitioner.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
 #include "pipeopt/Simulate/Simulator.h"
@@ -221,7 +222,7 @@ struct Flip {
 
 std::string gib(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", bytes / (1024.0 * 1024 * 1024));
+  std::snprintf(buf, sizeof(buf), "%.3g", bytes / (1024.0 * 1024 * 1024));
   return buf;
 }
 
@@ -282,6 +283,20 @@ public:
         return llvm::createStringError("pipe-prepare failed on model '" +
                                        path.str() + "' (diagnostics above)");
     }
+    // The explorer partitions the model itself: an outlined or scheduled
+    // module would be explored as a graph of a few stage calls.
+    bool staged = false;
+    module->walk([&](mlir::Operation *op) {
+      staged = llvm::isa<pipe::StageCallOp, pipe::ProgramOp>(op);
+      return staged ? mlir::WalkResult::interrupt()
+                    : mlir::WalkResult::advance();
+    });
+    if (staged)
+      return llvm::createStringError(
+          "model '" + path.str() +
+          "' is already outlined or scheduled (it has pipe.stage_call or "
+          "pipe.program ops): give the original model; the explorer "
+          "partitions it for every stage count itself");
     mlir::func::FuncOp best;
     size_t bestOps = 0;
     for (auto fn : module->getOps<mlir::func::FuncOp>()) {
@@ -828,22 +843,22 @@ int main(int argc, char **argv) {
         os << "| " << n << " | " << num(rep.bottleneckSeconds * 1e3, "%.3f")
            << " | " << num(rep.lowerBoundSeconds * 1e3, "%.3f") << " | "
            << num(rep.imbalance, "%.3f") << " | "
-           << col([](const StageCost &c) { return c.forwardSec; }, 1e3, "%.2f")
+           << col([](const StageCost &c) { return c.forwardSec; }, 1e3, "%.3g")
            << " | "
            << col([](const StageCost &c) { return c.backwardInputSec; }, 1e3,
-                  "%.2f")
+                  "%.3g")
            << " | "
            << col([](const StageCost &c) { return c.backwardWeightSec; }, 1e3,
-                  "%.2f")
+                  "%.3g")
            << " | "
            << col([](const StageCost &c) { return c.activationBytes; },
-                  1.0 / (1 << 30), "%.2f")
+                  1.0 / (1 << 30), "%.3g")
            << " | "
            << col([](const StageCost &c) { return c.weightBytes; },
-                  1.0 / (1 << 30), "%.2f")
+                  1.0 / (1 << 30), "%.3g")
            << " | "
            << col([](const StageCost &c) { return c.boundaryBytes; },
-                  1.0 / (1 << 20), "%.1f")
+                  1.0 / (1 << 20), "%.3g")
            << " |\n";
       }
       os << "\n";
