@@ -13,7 +13,8 @@
 #      same seeded inputs, and print the difference of the outputs;
 #   6. print the simulator's makespan from the cost model and from the
 #      measured profile next to the measured iteration time.
-# Environment: STAGES (default 4), MICROBATCHES (8), SCHEDULE (forward-only),
+# Environment: STAGES (default 4), MICROBATCHES (8), SCHEDULE (forward-only;
+# execution supports forward-only schedules today),
 # MODEL (default examples/mlp8.tosa.mlir), PIPEOPT_DEMO_OUT (demo-out).
 #
 #===----------------------------------------------------------------------===#
@@ -79,6 +80,10 @@ MEASURED=$(sed -n 's/.*"iteration_median_s": *\([0-9.eE+-]*\).*/\1/p' "$OUT/prof
 echo "   predicted (cost model, cpu preset):      $PRED_COST s"
 echo "   predicted (measured per-stage times):    $PRED_PROF s"
 echo "   measured  (median iteration, loopback):  $MEASURED s"
+echo "   (the cpu preset models an optimized 96-core host, while these kernels are"
+echo "   naive loops on one core per rank: its prediction is far too fast. The"
+echo "   measured per-stage times close the gap; what remains is time outside the"
+echo "   actions (barriers, thread wake-ups, ranks sharing this machine's cores).)"
 echo
 echo "Done. Trace (open in https://ui.perfetto.dev or chrome://tracing): $OUT/trace.json"
 echo "Measured profile (feed back with pipe-partition profile=...): $OUT/profile.json"
