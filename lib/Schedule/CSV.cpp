@@ -32,6 +32,10 @@ using namespace pipeopt::schedule;
 using namespace pipeopt::schedule::detail;
 
 namespace {
+/// Largest stage / microbatch index a CSV may use: counts stay within the
+/// passes' kMaxPipelineCount (65536, lib/Transforms/OptionRange.h).
+constexpr int kMaxCSVIndex = 65535;
+
 /// Default peer stage of a comm action in torch's format.
 int defaultPeer(const Action &a) {
   bool towardsLater = (a.phase == Phase::Send) != a.backward;
@@ -138,18 +142,39 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
   // A trailing newline leaves one empty last line.
   if (!lines.empty() && lines.back().trim().empty())
     lines.pop_back();
+  if (opts.numStages > kMaxCSVIndex + 1 ||
+      opts.numMicrobatches > kMaxCSVIndex + 1)
+    return err("CSV import: {0} stages / {1} microbatches requested, more "
+               "than {2}",
+               opts.numStages, opts.numMicrobatches, kMaxCSVIndex + 1);
+  if (lines.size() > size_t(kMaxCSVIndex) + 1)
+    return err("CSV schedule has {0} rows (ranks), more than {1}",
+               lines.size(), kMaxCSVIndex + 1);
   int maxStage = -1, maxMb = -1;
   for (size_t r = 0; r < lines.size(); ++r) {
     llvm::StringRef line = lines[r].rtrim("\r");
     s.actions.emplace_back();
     llvm::SmallVector<llvm::StringRef> cells;
     line.split(cells, ',');
-    for (llvm::StringRef cell : cells) {
+    for (auto [c, cell] : llvm::enumerate(cells)) {
       if (cell.trim().empty())
         continue; // idle slot
       auto a = parseAction(cell);
       if (!a)
         return err("rank {0}: {1}", r, llvm::toString(a.takeError()));
+      // Bound the indices before they size any table below (a typo such as
+      // "0F2000000000" must not turn into a multi-gigabyte allocation).
+      auto tooLarge = [&](const char *what, int value) {
+        return err("line {0} (rank {1}), cell {2}: action '{3}' has {4} {5}, "
+                   "more than the largest supported {4} {6}",
+                   r + 1, r, c + 1, cell.trim(), what, value, kMaxCSVIndex);
+      };
+      if (a->stage > kMaxCSVIndex)
+        return tooLarge("stage index", a->stage);
+      if (a->peerStage > kMaxCSVIndex)
+        return tooLarge("peer stage index", a->peerStage);
+      if (a->microbatch > kMaxCSVIndex)
+        return tooLarge("microbatch index", a->microbatch);
       maxStage = std::max({maxStage, a->stage, a->peerStage});
       maxMb = std::max(maxMb, a->microbatch);
       s.actions.back().push_back(*a);

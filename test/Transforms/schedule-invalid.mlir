@@ -24,6 +24,7 @@
 // RUN: pipeopt %t/malformed.mlir --pipe-schedule="csv=%S/Inputs/schedule-malformed.csv" -verify-diagnostics
 // RUN: pipeopt %t/csv-stages.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv" -verify-diagnostics
 // RUN: pipeopt %t/deadlock.mlir --pipe-schedule="csv=%S/Inputs/schedule-deadlock-2stages.csv" -verify-diagnostics
+// RUN: pipeopt %t/csv-huge-index.mlir --pipe-schedule="csv=%S/Inputs/schedule-huge-microbatch.csv" -verify-diagnostics
 // RUN: pipeopt %t/exists.mlir --pipe-schedule="schedule=gpipe num-microbatches=1" -verify-diagnostics
 //
 // Failure is a non-zero exit status with the diagnostic on stderr.
@@ -280,6 +281,30 @@ func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
   return %b : tensor<4xf32>
+}
+
+//--- csv-huge-index.mlir
+// A microbatch index far beyond any real pipeline is rejected before the
+// importer sizes its tables by it (it used to abort with "out of memory").
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage3(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 3 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{line 1 (rank 0), cell 2: action '0F2000000000' has microbatch index 2000000000, more than the largest supported microbatch index 65535}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 4 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  %c = pipe.stage_call @m_stage2(%b) stage 2 : (tensor<4xf32>) -> tensor<4xf32>
+  %d = pipe.stage_call @m_stage3(%c) stage 3 : (tensor<4xf32>) -> tensor<4xf32>
+  return %d : tensor<4xf32>
 }
 
 //--- exists.mlir

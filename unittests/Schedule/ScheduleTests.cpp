@@ -644,6 +644,24 @@ TEST(CSV, DeadlockingHandWrittenCSVIsRejected) {
             "rank 1 waits on send to rank 0 (B stage 1 mb 0) -> rank 0");
 }
 
+TEST(CSV, HugeIndicesAreRejectedBeforeAllocating) {
+  // Used to size per-microbatch tables by the index: "out of memory" abort.
+  EXPECT_EQ(message(importCSV("0F0,0F2000000000\n1F0\n2F0\n3F0\n")),
+            "line 1 (rank 0), cell 2: action '0F2000000000' has microbatch "
+            "index 2000000000, more than the largest supported microbatch "
+            "index 65535");
+  EXPECT_NE(message(importCSV("0F0\n1F0\n70000F0\n"))
+                .find("line 3 (rank 2), cell 1: action '70000F0' has stage "
+                      "index 70000"),
+            std::string::npos);
+  EXPECT_NE(message(importCSV("0F0,0SEND_F0@99999\n1F0\n"))
+                .find("peer stage index 99999"),
+            std::string::npos);
+  // 65535 is within the bound (whatever else is wrong with this table).
+  EXPECT_EQ(message(importCSV("0F0,0F65535\n")).find("largest supported"),
+            std::string::npos);
+}
+
 //===----------------------------------------------------------------------===//
 // Views
 //===----------------------------------------------------------------------===//
