@@ -288,13 +288,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
 }
 
 Manifest readManifest(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw RuntimeError(path + ": cannot open manifest: " +
-                       std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseManifest(ss.str(), path);
+  std::vector<uint8_t> bytes = readFileBytes(path, "manifest");
+  return parseManifest(std::string(bytes.begin(), bytes.end()), path);
 }
 
 std::string defaultManifestPath(const std::string &modelPath) {

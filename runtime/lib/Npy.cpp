@@ -232,13 +232,7 @@ HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what) 
 }
 
 HostTensor readNpy(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw RuntimeError(path + ": cannot open input file: " +
-                       std::strerror(errno));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  return parseNpy(bytes, path);
+  return parseNpy(readFileBytes(path, ".npy file"), path);
 }
 
 std::vector<uint8_t> serializeNpy(const HostTensor &t) {

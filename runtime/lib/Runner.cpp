@@ -120,17 +120,7 @@ RunOptions parseRunOptions(int argc, char **argv) {
                            "seconds up to 3.2e7 (one year), got '" + v + "'");
       o.timeoutS = t;
     } else if (a == "--seed") {
-      std::string v = next();
-      // strtoull alone accepts "-1" (as 2^64 - 1) and saturates on
-      // overflow: require digits only, and no ERANGE.
-      char *end = nullptr;
-      errno = 0;
-      o.seed = std::strtoull(v.c_str(), &end, 10);
-      if (v.empty() || *end || errno == ERANGE ||
-          !std::all_of(v.begin(), v.end(),
-                       [](char c) { return c >= '0' && c <= '9'; }))
-        throw RuntimeError("--seed expects a non-negative integer below "
-                           "2^64, got '" + v + "'");
+      o.seed = parseSeed(next());
     } else if (a == "--input") {
       std::string v = next();
       size_t eq = v.find('=');
@@ -294,6 +284,38 @@ HostTensor randomInput(DType dtype, const Shape &shape,
     }
   }
   return t;
+}
+
+void ensureDir(const std::string &dir) {
+  if (dir.empty())
+    return;
+  std::string cur;
+  std::stringstream ss(dir);
+  std::string part;
+  if (dir[0] == '/')
+    cur = "/";
+  while (std::getline(ss, part, '/')) {
+    if (part.empty())
+      continue;
+    cur += part + "/";
+    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
+      throw RuntimeError("cannot create directory " + cur + ": " +
+                         std::strerror(errno));
+  }
+}
+
+uint64_t parseSeed(const std::string &v) {
+  // strtoull alone accepts "-1" (as 2^64 - 1) and saturates on
+  // overflow: require digits only, and no ERANGE.
+  char *end = nullptr;
+  errno = 0;
+  uint64_t seed = std::strtoull(v.c_str(), &end, 10);
+  if (v.empty() || *end || errno == ERANGE ||
+      !std::all_of(v.begin(), v.end(),
+                   [](char c) { return c >= '0' && c <= '9'; }))
+    throw RuntimeError("--seed expects a non-negative integer below "
+                       "2^64, got '" + v + "'");
+  return seed;
 }
 
 uint64_t inputSeed(uint64_t seed, int64_t index) {
@@ -593,24 +615,6 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-void ensureDir(const std::string &dir) {
-  if (dir.empty())
-    return;
-  std::string cur;
-  std::stringstream ss(dir);
-  std::string part;
-  if (dir[0] == '/')
-    cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty())
-      continue;
-    cur += part + "/";
-    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
-      throw RuntimeError("cannot create directory " + cur + ": " +
-                         std::strerror(errno));
-  }
 }
 
 void writeText(const std::string &path, const std::string &text) {

@@ -3,8 +3,11 @@
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Types.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <sys/stat.h>
 
 namespace pipeopt {
 namespace rt {
@@ -122,6 +125,29 @@ std::string MessageHeader::describeType() const {
 }
 
 Communicator::~Communicator() = default;
+
+std::vector<uint8_t> readFileBytes(const std::string &path,
+                                   const std::string &what) {
+  // std::ifstream opens a directory and then throws std::ios_base::failure
+  // ("Is a directory") from the first read; check up front instead.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw RuntimeError(path + ": is a directory, not a " + what);
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
+    throw RuntimeError(path + ": cannot open " + what + ": " +
+                       std::strerror(errno));
+  std::vector<uint8_t> bytes;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+    bytes.insert(bytes.end(), buf, buf + n);
+  int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  if (err)
+    throw RuntimeError(path + ": read error: " + std::strerror(err));
+  return bytes;
+}
 
 } // namespace rt
 } // namespace pipeopt

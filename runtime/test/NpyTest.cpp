@@ -83,6 +83,26 @@ TEST(Npy, FileRoundTrip) {
   EXPECT_EQ(b.data, a.data);
 }
 
+TEST(Npy, DirectoryOrMissingFileIsARuntimeError) {
+  // A directory used to escape as std::ios_base::failure ("Is a directory")
+  // from the stream read, aborting pipeopt-run and pipeopt-npy-diff.
+  std::string dir = ::testing::TempDir();
+  try {
+    readNpy(dir);
+    FAIL() << "no error for a directory";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()), dir + ": is a directory, not a .npy file");
+  }
+  try {
+    readNpy(dir + "/does-not-exist.npy");
+    FAIL() << "no error for a missing file";
+  } catch (const RuntimeError &e) {
+    EXPECT_NE(std::string(e.what()).find("does-not-exist.npy: cannot open .npy "
+                                         "file: "),
+              std::string::npos);
+  }
+}
+
 TEST(Npy, ReadsNumPyStyleHeaders) {
   // As written by numpy.save (1-d tuple with trailing comma).
   HostTensor t = parseNpy(

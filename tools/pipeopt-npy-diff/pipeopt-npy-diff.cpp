@@ -17,7 +17,8 @@
 //
 //   pipeopt-npy-diff --make-inputs MANIFEST DIR [--seed N]
 //
-// writes DIR/input_<i>.npy for every input of a model manifest (for
+// creates DIR if needed (like pipeopt-run --output-dir) and writes
+// DIR/input_<i>.npy for every input of a model manifest (for
 // pipeopt-run --input i=DIR/input_<i>.npy), with well-conditioned random
 // data so that deep models stay finite: tensors of rank <= 1 (biases,
 // normalization scales, means and variances) are uniform in [0.5, 1.5),
@@ -41,6 +42,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <exception>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -169,6 +171,7 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
                uint64_t seed) {
   try {
     Manifest m = readManifest(manifestPath);
+    ensureDir(dir); // like pipeopt-run --output-dir
     for (const ManifestInput &in : m.inputs) {
       Shape full = in.shape;
       if (in.microbatched)
@@ -209,9 +212,7 @@ bool parseDouble(const char *s, double &v) {
   return end && *end == 0 && std::isfinite(v) && v >= 0;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+int run(int argc, char **argv) {
   Options o;
   std::vector<std::string> files;
   bool make = false;
@@ -227,7 +228,12 @@ int main(int argc, char **argv) {
     } else if (a == "--make-inputs") {
       make = true;
     } else if (a == "--seed" && i + 1 < argc) {
-      seed = std::strtoull(argv[++i], nullptr, 10);
+      try {
+        seed = parseSeed(argv[++i]); // the same check as pipeopt-run
+      } catch (const RuntimeError &e) {
+        std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
+        return 2;
+      }
     } else if (a == "--allow-nan") {
       o.allowNan = true;
     } else if (a == "--help" || a == "-h") {
@@ -271,4 +277,17 @@ int main(int argc, char **argv) {
     worst = std::max(worst, rc);
   }
   return worst;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  // Every expected failure is reported where it happens; this is the last
+  // line of defence so that no exception ever aborts the tool.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
+    return 2;
+  }
 }

@@ -64,6 +64,14 @@ HostTensor randomInput(DType dtype, const Shape &shape,
 /// Seed of model input `index` for the run seed `seed` (pipeopt-run --seed).
 uint64_t inputSeed(uint64_t seed, int64_t index);
 
+/// Parses a --seed value: digits only, below 2^64; throws RuntimeError
+/// naming the value otherwise ("-1" and "abc" are rejected).
+uint64_t parseSeed(const std::string &value);
+
+/// Creates `dir` and its missing parents (mkdir -p); throws RuntimeError
+/// naming the directory that cannot be created.
+void ensureDir(const std::string &dir);
+
 /// Entry point of pipeopt-run: returns the process exit code (0 success, 1
 /// run-time error, 2 usage or setup error).
 int pipeoptRunMain(int argc, char **argv);

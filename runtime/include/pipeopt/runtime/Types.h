@@ -60,6 +60,12 @@ public:
       : std::runtime_error(message) {}
 };
 
+/// Reads the whole file at `path`. Throws RuntimeError "<path>: is a
+/// directory", "<path>: cannot open <what>: <reason>" or "<path>: read
+/// error: <reason>" (never a std::ios_base::failure).
+std::vector<uint8_t> readFileBytes(const std::string &path,
+                                   const std::string &what);
+
 /// Error for a communication timeout (a peer stalled or died).
 class TimeoutError : public RuntimeError {
 public:
