@@ -33,8 +33,10 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -198,6 +200,27 @@ int main(int argc, char **argv) {
       "<model>.manifest.json for pipeopt-run\n");
   StepTimer timer;
 
+  // --mcpu is checked before any work: LLVM only warns about an unknown CPU
+  // (once per subtarget it creates) and later dies with a fatal error.
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string err;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target)
+    return fail("no LLVM target for " + triple.str() + ": " + err);
+  if (cpu != "native") {
+    // A subtarget for the default CPU, only to ask it about --mcpu (creating
+    // one for an unknown CPU would print LLVM's warning).
+    std::unique_ptr<llvm::MCSubtargetInfo> sti(
+        target->createMCSubtargetInfo(triple, "", ""));
+    if (cpu.empty() || !sti || !sti->isCPUStringValid(cpu))
+      return fail("--mcpu: unknown CPU '" + cpu + "' for target " +
+                  triple.str() + " (use 'native', or a name listed by `llc-" +
+                  std::to_string(LLVM_VERSION_MAJOR) + " -mcpu=help`)");
+  }
+
   if (outputFile.empty()) {
     if (inputFile == "-")
       return fail("-o is required when reading stdin");
@@ -238,7 +261,6 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  std::string err;
   auto buffer = openInputFile(inputFile, &err);
   if (!buffer)
     return fail(err);
@@ -327,13 +349,6 @@ int main(int argc, char **argv) {
     return fail("translation to LLVM IR failed");
   timer.done("translate");
 
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target)
-    return fail("no LLVM target for " + triple.str() + ": " + err);
   std::string cpuName = cpu == "native" ? std::string(llvm::sys::getHostCPUName())
                                         : cpu.getValue();
   std::string features;
