@@ -207,18 +207,57 @@ struct MicrobatchPolicy {
     }
     p.kind = Kind::List;
     SmallVector<StringRef> parts;
-    text.split(parts, ',', -1, /*KeepEmpty=*/false);
+    text.split(parts, ',', -1, /*KeepEmpty=*/true);
     for (StringRef part : parts) {
       int64_t v;
+      if (part.trim().empty()) {
+        err = "microbatch-args: empty entry in '" + text.str() +
+              "' (expected a comma-separated list of argument indices such "
+              "as '0,3')";
+        return failure();
+      }
       if (part.trim().getAsInteger(10, v) || v < 0) {
         err = "microbatch-args: expected 'auto', 'all', 'none' or a "
               "comma-separated list of argument indices, got '" +
               text.str() + "'";
         return failure();
       }
-      p.indices.insert(v);
+      if (!p.indices.insert(v).second) {
+        err = "microbatch-args: argument index " + std::to_string(v) +
+              " is listed twice in '" + text.str() + "'";
+        return failure();
+      }
     }
     return p;
+  }
+
+  /// With a list: every index must be a model argument the programs read
+  /// (`arguments`: the `pipe.input` indices), else `err` names the first
+  /// one that is not and the valid range.
+  LogicalResult checkIndices(const std::set<int64_t> &arguments,
+                             std::string &err) const {
+    if (kind != Kind::List)
+      return success();
+    for (int64_t v : indices) {
+      if (arguments.count(v))
+        continue;
+      std::string valid;
+      if (arguments.empty())
+        valid = "the programs read no model argument";
+      else if (int64_t(arguments.size()) == *arguments.rbegin() + 1)
+        valid = "valid argument indices are 0 to " +
+                std::to_string(*arguments.rbegin()) + " (the pipe.input "
+                "indices of the programs)";
+      else {
+        valid = "the programs read model arguments ";
+        llvm::raw_string_ostream os(valid);
+        llvm::interleaveComma(arguments, os);
+      }
+      err = "microbatch-args: argument index " + std::to_string(v) +
+            " is not an argument the programs read; " + valid;
+      return failure();
+    }
+    return success();
   }
 
   bool isMicrobatched(int64_t index, RankedTensorType type) const {
@@ -634,16 +673,26 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   std::string err;
   FailureOr<MicrobatchPolicy> policy =
       MicrobatchPolicy::parse(microbatchArgs, err);
+  SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
   if (failed(policy)) {
-    module.emitError() << err;
+    // At the first program: a parsed module often has no location of its own.
+    emitError(programs.empty() ? module.getLoc() : programs.front().getLoc())
+        << err;
     return signalPassFailure();
   }
-
-  SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
   if (programs.empty()) {
     module.emitError() << "no pipe.program to convert; run pipe-schedule "
                           "first (or pipeopt-compile --reference for an "
                           "unpartitioned model)";
+    return signalPassFailure();
+  }
+  // A listed argument index must be one the programs read (an index beyond
+  // the model's arguments used to be accepted and silently ignored).
+  std::set<int64_t> arguments;
+  for (pipe::ProgramOp p : programs)
+    p.walk([&](pipe::InputOp in) { arguments.insert(in.getArgument()); });
+  if (failed(policy->checkIndices(arguments, err))) {
+    emitError(programs.front().getLoc()) << err;
     return signalPassFailure();
   }
 
