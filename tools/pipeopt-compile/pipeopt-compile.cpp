@@ -18,6 +18,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Pipelines/Pipelines.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -133,6 +134,13 @@ static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
 static cl::opt<std::string>
     cpu("mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
         cl::init("native"), cl::cat(category));
+static cl::opt<bool> verifySchedule(
+    "verify-schedule",
+    cl::desc("Check pipe.programs given in the input with "
+             "pipe-verify-schedule before lowering (default; =false only to "
+             "build deliberately broken models that test the runtime's own "
+             "checks)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<std::string> ccPath("cc", cl::desc("C compiler used to link"),
                                    cl::init(PIPEOPT_DEFAULT_CC),
                                    cl::cat(category));
@@ -304,6 +312,15 @@ int main(int argc, char **argv) {
     }
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline + ")");
+  } else if (verifySchedule) {
+    // Programs given in the input (hand-written or edited) get the checks
+    // the front half ends with, so an inconsistent table (a missing send,
+    // a deadlock) is a precise diagnostic here and not a failed run later.
+    PassManager pm(&context, ModuleOp::getOperationName());
+    pm.addPass(pipeopt::createVerifySchedulePass());
+    if (failed(pm.run(*module)))
+      return fail("the pipe.programs of the input do not form a valid "
+                  "schedule (pipe-verify-schedule)");
   }
   timer.done("schedule");
   if (saveTemps || emit == Emit::Scheduled) {
