@@ -103,7 +103,10 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
     p.numMicrobatches =
         numMicrobatches > 0 ? static_cast<int>(numMicrobatches) : S;
     p.waves = static_cast<int>(waves);
-    auto made = sched::makeSchedule(scheduleName, p);
+    // Empty: not given (see Passes.td), the default 1f1b.
+    auto made = sched::makeSchedule(
+        scheduleName.empty() ? std::string("1f1b") : scheduleName.getValue(),
+        p);
     if (!made)
       return report(fn, "cannot schedule @" + fn.getSymName() + ": ",
                     made.takeError());
@@ -335,6 +338,28 @@ void SchedulePass::runOnOperation() {
       failed(checkIntRange(loc, "pipe-schedule", "waves", waves, 1,
                            kMaxPipelineCount)))
     return signalPassFailure();
+  if (!csvPath.empty()) {
+    // The CSV is the whole table: generator options would be ignored.
+    std::string ignored;
+    auto add = [&](const std::string &o) {
+      ignored += (ignored.empty() ? "" : ", ") + o;
+    };
+    if (!scheduleName.empty())
+      add("schedule=" + scheduleName.getValue());
+    if (virtualStages != 0)
+      add("virtual-stages=" + std::to_string(virtualStages));
+    if (numRanks != 0)
+      add("num-ranks=" + std::to_string(numRanks));
+    if (waves != 1)
+      add("waves=" + std::to_string(waves));
+    if (!ignored.empty()) {
+      emitError(loc) << "pipe-schedule: csv='" << csvPath
+                     << "' imports the whole schedule table, so " << ignored
+                     << " would be ignored; give either csv or the schedule "
+                        "options";
+      return signalPassFailure();
+    }
+  }
   if (!csvPath.empty() && graphs.size() > 1) {
     graphs[1].emitError() << "a schedule CSV describes one model, but the "
                              "module has several stage graphs";

@@ -26,9 +26,14 @@
 // RUN: pipeopt %t/deadlock.mlir --pipe-schedule="csv=%S/Inputs/schedule-deadlock-2stages.csv" -verify-diagnostics
 // RUN: pipeopt %t/csv-huge-index.mlir --pipe-schedule="csv=%S/Inputs/schedule-huge-microbatch.csv" -verify-diagnostics
 // RUN: pipeopt %t/exists.mlir --pipe-schedule="schedule=gpipe num-microbatches=1" -verify-diagnostics
+// RUN: pipeopt %t/csv-and-schedule.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv schedule=gpipe" -verify-diagnostics
+// RUN: pipeopt %t/csv-and-default-schedule.mlir --pipe-schedule="schedule=1f1b csv=%S/Inputs/schedule-zb-2stages.csv" -verify-diagnostics
+// RUN: pipeopt %t/csv-and-options.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv virtual-stages=2 waves=2" -verify-diagnostics
 //
 // Failure is a non-zero exit status with the diagnostic on stderr.
 // RUN: not pipeopt %t/unknown.mlir --pipe-schedule="schedule=gpipe-2" -o /dev/null 2>&1 | FileCheck %s
+// RUN: not pipeopt %t/csv-and-schedule.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv schedule=gpipe" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: error: pipe-schedule: csv='{{.*}}schedule-zb-2stages.csv' imports the whole schedule table, so schedule=gpipe would be ignored; give either csv or the schedule options
 // CHECK: unknown.mlir:{{[0-9]+}}:1: error: cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)
 
 //--- no-graph.mlir
@@ -369,4 +374,48 @@ func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage =
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
+}
+
+// csv imports the whole table: the generator's options would be silently
+// ignored, so giving both is an error (an explicit schedule=1f1b too).
+//--- csv-and-schedule.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: csv='}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+//--- csv-and-default-schedule.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{' imports the whole schedule table, so schedule=1f1b would be ignored; give either csv or the schedule options}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+//--- csv-and-options.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{so virtual-stages=2, waves=2 would be ignored}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
 }

@@ -102,16 +102,21 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
     schedule (the valid names are listed), parameters the schedule rejects
     (the library's message), unreadable / malformed CSV, a CSV whose
     send/recv actions deadlock (the cycle is named), `export-csv` with
-    several stage graphs, an unwritable `export-csv` file.
+    several stage graphs, an unwritable `export-csv` file, and `csv` together
+    with any of `schedule`, `virtual-stages`, `num-ranks`, `waves` (the CSV
+    defines the whole table, so those would be silently ignored; `schedule`
+    defaults to the empty string, which means 1f1b, so that an explicit
+    `schedule=1f1b` is caught too).
   }];
   let options = [
-    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"1f1b\"",
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"\"",
            "Schedule to generate (gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
            "zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, "
-           "pipedream-2bw, forward-only)">,
+           "pipedream-2bw, forward-only; default 1f1b; not with csv)">,
     Option<"csvPath", "csv", "std::string", /*default=*/"\"\"",
            "Import the schedule from this torch.distributed.pipelining action "
-           "CSV instead of generating one (overrides 'schedule')">,
+           "CSV instead of generating one (not with schedule, virtual-stages, "
+           "num-ranks or waves)">,
     Option<"numMicrobatches", "num-microbatches", "int64_t", /*default=*/"0",
            "Microbatches per iteration (0: the number of stages; with csv, "
            "inferred from the file)">,
