@@ -11,7 +11,10 @@
 // their ratio. The pair passes when dtype and shape are equal and
 //   max|actual - reference| <= rtol * max|reference| + atol
 // (defaults rtol = 1e-5, atol = 0). NaN or Inf in either tensor fails unless
-// --allow-nan, since such a comparison proves nothing. Exit status: 0 all
+// --allow-nan, since such a comparison proves nothing; --allow-nan ignores
+// only positions that are non-finite in the same way in both tensors (both
+// NaN, or the same infinity). A NaN or Inf where the other tensor is finite
+// or differently non-finite always fails. Exit status: 0 all
 // pass, 1 some tensor differs, 2 usage or I/O error. Uses the runtime's .npy
 // reader (pipeopt_rt).
 //
@@ -138,11 +141,19 @@ int compare(const std::string &actualPath, const std::string &refPath,
   }
   size_t n = size_t(numElements(a.shape));
   double maxErr = 0, maxRef = 0;
-  size_t worst = 0, nonFinite = 0;
+  size_t worst = 0, nonFinite = 0, mismatched = 0, firstMismatch = 0;
   for (size_t i = 0; i < n; ++i) {
     double x = element(a, i), y = element(r, i);
     if (!std::isfinite(x) || !std::isfinite(y)) {
-      ++nonFinite;
+      // Both NaN, or the same infinity: a match --allow-nan may ignore.
+      // Anything else (NaN or Inf against a finite value, NaN against Inf,
+      // +Inf against -Inf) is a difference, with or without --allow-nan.
+      bool same = (std::isnan(x) && std::isnan(y)) || x == y;
+      if (same) {
+        ++nonFinite;
+      } else if (mismatched++ == 0) {
+        firstMismatch = i;
+      }
       continue;
     }
     double e = std::fabs(x - y);
@@ -153,15 +164,21 @@ int compare(const std::string &actualPath, const std::string &refPath,
     maxRef = std::fmax(maxRef, std::fabs(y));
   }
   double bound = o.rtol * maxRef + o.atol;
-  bool ok = maxErr <= bound && (o.allowNan || nonFinite == 0);
+  bool ok = maxErr <= bound && mismatched == 0 &&
+            (o.allowNan || nonFinite == 0);
   std::printf("%s: %s: %zu elements %s, max abs error %.6g (element %zu), "
               "max abs reference %.6g, relative %.3g, bound %.6g",
               actualPath.c_str(), ok ? "ok" : "FAIL", n,
               typeString(a.dtype, a.shape).c_str(), maxErr, worst, maxRef,
               maxRef > 0 ? maxErr / maxRef : 0.0, bound);
   if (nonFinite)
-    std::printf(", %zu NaN/Inf element(s)%s", nonFinite,
+    std::printf(", %zu NaN/Inf element(s) equal in both%s", nonFinite,
                 o.allowNan ? " ignored" : " (use --allow-nan to ignore)");
+  if (mismatched)
+    std::printf(", %zu element(s) NaN/Inf in one tensor but not the same in "
+                "the other (first: element %zu, actual %g, reference %g)",
+                mismatched, firstMismatch, element(a, firstMismatch),
+                element(r, firstMismatch));
   std::printf("\n");
   return ok ? 0 : 1;
 }
@@ -200,6 +217,8 @@ int usage() {
                "output_<i>.npy (pipeopt-run --output-dir)\n"
                "  passes when max|actual-reference| <= rtol*max|reference| + "
                "atol (default rtol 1e-5, atol 0)\n"
+               "  NaN/Inf fails; --allow-nan ignores positions that are NaN "
+               "in both or the same Inf in both\n"
                "       pipeopt-npy-diff --make-inputs MANIFEST DIR [--seed N]\n"
                "  writes DIR/input_<i>.npy with well-conditioned random data "
                "for every input of MANIFEST\n");
