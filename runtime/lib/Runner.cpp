@@ -887,14 +887,31 @@ int pipeoptRunMain(int argc, char **argv) {
       throw RuntimeError("cannot load model " + o.modelPath + ": " +
                          (e ? e : "?"));
     }
-    for (int r : localRanks) {
+    // Every rank's entry point, not only this process's: with one process
+    // per rank a missing one would otherwise surface as a peer that never
+    // starts. A manifest of fewer ranks than the model has is caught by
+    // the next default name existing (pipeopt_rank_<num_ranks>).
+    bool defaultNames = true;
+    for (int r = 0; r < m.numRanks; ++r) {
       void *sym = dlsym(handle, m.entryPoints[r].c_str());
       if (!sym)
         throw RuntimeError(o.modelPath + " has no entry point '" +
                            m.entryPoints[r] + "' for rank " +
-                           std::to_string(r));
+                           std::to_string(r) + " (the manifest " +
+                           o.manifestPath + " says num_ranks = " +
+                           std::to_string(m.numRanks) +
+                           "; is it the manifest of this model?)");
       entries[r] = reinterpret_cast<EntryFn>(sym);
+      defaultNames = defaultNames &&
+                     m.entryPoints[r] == "pipeopt_rank_" + std::to_string(r);
     }
+    std::string next = "pipeopt_rank_" + std::to_string(m.numRanks);
+    if (defaultNames && dlsym(handle, next.c_str()))
+      throw RuntimeError(o.modelPath + " exports the entry point '" + next +
+                         "', but the manifest " + o.manifestPath +
+                         " says num_ranks = " + std::to_string(m.numRanks) +
+                         ": the model has more ranks than the manifest (is "
+                         "it the manifest of this model?)");
     inputs = loadInputs(m, o);
   } catch (const std::exception &e) {
     std::cerr << "pipeopt-run: error: " << e.what() << "\n";

@@ -314,6 +314,50 @@ TEST(Runner, BadModelSeedAndHugeInputs) {
       << r.output;
 }
 
+TEST(Runner, ManifestRanksMustMatchTheModel) {
+  // Every entry point is looked up before anything runs, and a manifest of
+  // fewer ranks than the model exports is caught too.
+  std::ifstream in(FAKE_MANIFEST);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  std::string dir = tmpDir("ranks");
+  auto withRanks = [&](const std::string &ranks, const std::string &entries) {
+    std::string j = json;
+    size_t pos = j.find("\"num_ranks\": 2");
+    EXPECT_NE(pos, std::string::npos);
+    j.replace(pos, 14, "\"num_ranks\": " + ranks);
+    pos = j.find("[\"pipeopt_rank_0\", \"pipeopt_rank_1\"]");
+    EXPECT_NE(pos, std::string::npos);
+    j.replace(pos, 36, entries);
+    std::string path = dir + "/m" + ranks + ".manifest.json";
+    std::ofstream(path) << j;
+    return path;
+  };
+  std::string three = withRanks(
+      "3", "[\"pipeopt_rank_0\", \"pipeopt_rank_1\", \"pipeopt_rank_2\"]");
+  CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
+                           FAKE_MODEL_SO + "' --manifest '" + three + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("has no entry point 'pipeopt_rank_2' for rank 2 (the "
+                          "manifest " + three + " says num_ranks = 3"),
+            std::string::npos)
+      << r.output;
+
+  // (Both stages on the one rank, so that the manifest itself is valid.)
+  size_t sr = json.find("\"stage_rank\": [0, 1]");
+  ASSERT_NE(sr, std::string::npos);
+  json.replace(sr, 20, "\"stage_rank\": [0, 0]");
+  std::string one = withRanks("1", "[\"pipeopt_rank_0\"]");
+  r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+                 "' --manifest '" + one + "'");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("exports the entry point 'pipeopt_rank_1', but the "
+                          "manifest " + one + " says num_ranks = 1"),
+            std::string::npos)
+      << r.output;
+}
+
 #ifdef MPIEXEC
 std::string mpiBase(const char *bug = nullptr) {
   std::string env = bug ? std::string("-x PIPEOPT_FAKE_MODEL_BUG=") + bug : "";
