@@ -813,9 +813,17 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
           "a per-stage profile needs the partition it was measured with: no "
           "op carries a 'pipe.stage' attribute (run -pipe-partition with the "
           "measured options first, or give per-op times)");
-    // A profile measured with another partition (another model, another
-    // stage count) must not be applied silently to part of this one.
-    if (byStage.size() != profile.stages.size())
+    for (const auto &[stage, times] : profile.stages)
+      if (!byStage.count(stage))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("profile stage {0} has no op with pipe.stage = {0}",
+                          stage));
+    // A per-stage profile (what pipeopt-run writes) measured with another
+    // partition (another model, another stage count) must not be applied
+    // silently to part of this one. Profiles that add per-op times may
+    // cover the remaining stages op by op.
+    if (profile.ops.empty() && byStage.size() != profile.stages.size())
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           llvm::formatv("the profile has times for {0} stage(s) but the "
@@ -825,11 +833,6 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
                         profile.stages.size(), byStage.size()));
     for (const auto &[stage, times] : profile.stages) {
       auto it = byStage.find(stage);
-      if (it == byStage.end())
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            llvm::formatv("profile stage {0} has no op with pipe.stage = {0}",
-                          stage));
       // Each op gets the share of the measured stage time that its
       // estimate has of the estimated stage time (equal shares when the
       // estimates are all 0).
