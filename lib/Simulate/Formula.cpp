@@ -89,7 +89,16 @@ double formula::pipeDreamMeanDelay(int S) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-enum class Family { None, GPipe, OneFOneB, Interleaved, ZBH1, Chimera, PipeDream };
+enum class Family {
+  None,
+  GPipe,
+  OneFOneB,
+  Interleaved,
+  ZBH1,
+  Chimera,
+  PipeDream,
+  ForwardOnly
+};
 } // namespace
 
 static Family familyOf(llvm::StringRef name) {
@@ -109,6 +118,8 @@ static Family familyOf(llvm::StringRef name) {
     return Family::Chimera;
   if (k == "pipedream")
     return Family::PipeDream;
+  if (k == "forwardonly" || k == "inference")
+    return Family::ForwardOnly;
   return Family::None;
 }
 
@@ -158,7 +169,9 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
     }
   int bottleneck = 0;
   for (int r = 0; r < R; ++r) {
-    busy[r] = fSum[r] + bSum[r] + wSum[r];
+    // Inference runs forwards only, whatever backward costs the table has.
+    busy[r] = fam == Family::ForwardOnly ? fSum[r]
+                                         : fSum[r] + bSum[r] + wSum[r];
     if (busy[r] > busy[bottleneck])
       bottleneck = r;
   }
@@ -199,6 +212,12 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
              "(S-1)/(M+S-1), no flush; staleness per Ilin & Richtarik "
              "arXiv 2606.03498";
     break;
+  case Family::ForwardOnly:
+    // The forward half of GPipe (Huang et al. NeurIPS'19): fill and drain
+    // of S-1 slots around M forwards.
+    bubble = formula::bubbleGPipe(depth, M);
+    m.note = "forward-only (GPipe's forward half): bubble (S-1)/(M+S-1)";
+    break;
   case Family::None:
     break;
   }
@@ -231,6 +250,9 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
       switch (fam) {
       case Family::GPipe:
         inflight = Mp;  // GPipe keeps all M microbatches until the flush.
+        break;
+      case Family::ForwardOnly:
+        inflight = std::min(1, Mp);  // Nothing is kept for a backward.
         break;
       case Family::OneFOneB:
       case Family::ZBH1:

@@ -123,6 +123,29 @@ TEST(SimulateTable, GPipeAnd1F1BBubbleEqualsFormula) {
               1e-12);
 }
 
+TEST(SimulateTable, ForwardOnlyMatchesItsFormula) {
+  // Inference: F = 1 per stage, backward costs in the table are not run.
+  // Makespan M + S - 1, bubble (S - 1) / (M + S - 1), one microbatch of
+  // activations held per stage, at both the table and formula levels.
+  for (int S : {1, 2, 4, 8})
+    for (int M : {1, S, 2 * S + 1, 32}) {
+      SCOPED_TRACE("S=" + std::to_string(S) + " M=" + std::to_string(M));
+      CostTable c = table(S, 1, 1, 1, /*act=*/100);
+      Schedule s = make("forward-only", S, M);
+      Metrics t = tableMetrics(s, c);
+      EXPECT_DOUBLE_EQ(t.makespanSec, M + S - 1.0);
+      EXPECT_NEAR(t.bubbleRatio, formula::bubbleGPipe(S, M), 1e-12);
+      Metrics f = evaluateFormula(s, c, idealSystem());
+      ASSERT_TRUE(f.available);
+      EXPECT_NEAR(f.makespanSec, t.makespanSec, 1e-9);
+      EXPECT_NEAR(f.bubbleRatio, t.bubbleRatio, 1e-12);
+      for (int r = 0; r < S; ++r) {
+        EXPECT_DOUBLE_EQ(f.peakActivationBytes[r], 100);
+        EXPECT_DOUBLE_EQ(t.peakActivationBytes[r], 100);
+      }
+    }
+}
+
 TEST(SimulateTable, FormulasHaveTheirClosedForm) {
   EXPECT_DOUBLE_EQ(formula::bubbleGPipe(4, 8), 3.0 / 11);
   EXPECT_DOUBLE_EQ(formula::bubbleInterleaved(4, 8, 2), 3.0 / 19);
