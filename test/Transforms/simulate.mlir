@@ -72,8 +72,8 @@
 // Forward only: GPipe order, F only, no optimizer state.
 // FWD: schedule forward-only, 4 ranks
 // FWD: 0 {{[0-9.e+-]+}} {{[0-9.e+-]+}} {{[0-9.e+-]+}} 4096 16384 4096
-// FWD: level formula: n/a
-// FWD: level table: makespan {{.*}} s, bubble 0.428571,
+// FWD: level formula: makespan [[FWDMS:[0-9.e+-]+]] s, bubble 0.428571, peak activation 4096 B
+// FWD: level table: makespan [[FWDMS]] s, bubble 0.428571, peak activation 4096 B
 
 // Event-level trace: compute and transfer events, and a flow arrow from the
 // start of each send ("s") to the end of its recv ("f").
