@@ -1,4 +1,4 @@
-//===- OptionRange.h - Range checks for integer pass options -*- C++ -*-===//
+//===- OptionRange.h - Range checks for numeric pass options -*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -40,6 +40,21 @@ inline mlir::LogicalResult checkIntRange(mlir::Location loc,
     return mlir::success();
   return mlir::emitError(loc) << pass << ": " << name << " must be between "
                               << lo << " and " << hi << ", got " << value;
+}
+
+/// Checks an `optimizer-factor` option (extra bytes per parameter byte for
+/// gradients and optimizer state): a finite number >= 0, or -1 for the
+/// pass's default. Emits "<pass>: optimizer-factor must be ..." at `loc`.
+inline mlir::LogicalResult checkOptimizerFactor(mlir::Location loc,
+                                                llvm::StringRef pass,
+                                                double value) {
+  if (value == -1 || (value >= 0 && value <= 1e6))
+    return mlir::success();
+  return mlir::emitError(loc)
+         << pass
+         << ": optimizer-factor must be a finite number between 0 and 1e6 "
+            "(or -1 for the default), got "
+         << value;
 }
 
 } // namespace pipeopt

@@ -146,12 +146,8 @@ void PartitionPass::runOnOperation() {
     }
     capacity = *bytes;
   }
-  if (optimizerFactor != -1 && !(optimizerFactor >= 0)) {
-    emitError(loc) << "pipe-partition: optimizer-factor must be >= 0 (or -1 "
-                      "for the default), got "
-                   << static_cast<double>(optimizerFactor);
+  if (failed(checkOptimizerFactor(loc, "pipe-partition", optimizerFactor)))
     return signalPassFailure();
-  }
   std::optional<cost::Profile> prof;
   if (!profile.empty()) {
     auto p = cost::loadProfile(profile);

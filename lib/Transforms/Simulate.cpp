@@ -15,6 +15,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "OptionRange.h"
 #include "ProgramTable.h"
 
 #include "pipeopt/Analysis/CostModel.h"
@@ -400,12 +401,8 @@ void SimulatePass::runOnOperation() {
     }
     sys = *preset;
   }
-  if (optimizerFactor != -1 && !(optimizerFactor >= 0)) {
-    emitError(loc) << "pipe-simulate: optimizer-factor must be >= 0 (or -1 "
-                      "for the default), got "
-                   << static_cast<double>(optimizerFactor);
+  if (failed(checkOptimizerFactor(loc, "pipe-simulate", optimizerFactor)))
     return signalPassFailure();
-  }
   if (traceLevel != "event" && traceLevel != "table") {
     emitError(loc) << "pipe-simulate: trace-level must be 'event' or "
                       "'table', got '"

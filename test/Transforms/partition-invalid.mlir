@@ -20,6 +20,7 @@
 // RUN: pipeopt %t/memory-limit-overflow.mlir -pipe-partition="memory-limit=99999999999999999999999GB" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-empty.mlir -pipe-partition="hardware=%t/empty.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/optimizer-factor.mlir -pipe-partition="optimizer-factor=-2" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/optimizer-factor-inf.mlir -pipe-partition="optimizer-factor=inf" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-missing.mlir -pipe-partition="hardware=%t/does-not-exist.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-syntax.mlir -pipe-partition="hardware=%t/syntax.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-key.mlir -pipe-partition="hardware=%t/typo.json" -verify-diagnostics -o /dev/null
@@ -139,7 +140,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 //--- optimizer-factor.mlir
-// expected-error @+1 {{pipe-partition: optimizer-factor must be >= 0 (or -1 for the default), got -2}}
+// expected-error @+1 {{pipe-partition: optimizer-factor must be a finite number between 0 and 1e6 (or -1 for the default), got -2}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
@@ -230,6 +231,12 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 {}
 //--- hardware-empty.mlir
 // expected-error @+1 {{hardware JSON: the file defines no device: give 'base' (a preset) or device keys}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- optimizer-factor-inf.mlir
+// expected-error @+1 {{pipe-partition: optimizer-factor must be a finite number between 0 and 1e6 (or -1 for the default), got INF}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
