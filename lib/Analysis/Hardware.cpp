@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Support/JSONKeys.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
@@ -333,6 +334,13 @@ struct ObjectReader {
       fail(path + key + ": expected an object {\"f32\": FLOP/s, ...}");
       return;
     }
+    // The element-type keys the cost model looks up (CostModel.cpp).
+    if (auto bad = unknownKey(*t, {"f64", "f32", "tf32", "bf16", "f16", "f8",
+                                   "i32", "i8"},
+                              path + key.str())) {
+      fail(*bad);
+      return;
+    }
     for (const auto &[k, val] : *t) {
       auto d = val.getAsNumber();
       if (!d) {
@@ -350,6 +358,10 @@ struct ObjectReader {
     const llvm::json::Object *o = v->getAsObject();
     if (!o) {
       fail(path + key + ": expected an object {\"latency_s\", \"bandwidth\"}");
+      return;
+    }
+    if (auto bad = unknownKey(*o, {"latency_s", "bandwidth"}, path + key.str())) {
+      fail(*bad);
       return;
     }
     ObjectReader r{*o, path + key.str() + "."};
@@ -399,6 +411,10 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
     if (!to) {
       r.fail("topology: expected an object");
     } else {
+      if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
+                                      "intra_node", "inter_node"},
+                                "topology"))
+        r.fail(*bad);
       ObjectReader tr{*to, "topology."};
       tr.integer("ranks_per_node", hw.topology.ranksPerNode);
       tr.integer("gpus_per_node", hw.topology.ranksPerNode);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Support/JSONKeys.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -268,6 +269,8 @@ static llvm::Error parseLink(const llvm::json::Object &o, llvm::StringRef key,
   if (!lo)
     return makeError(llvm::formatv("{0}: \"{1}\" must be an object", where, key));
   std::string w = (where + "." + key).str();
+  if (auto bad = unknownKey(*lo, {"latency_s", "bandwidth_Bps"}, w))
+    return makeError(*bad);
   llvm::Expected<double> lat = getNumber(*lo, "latency_s", link.latencySec, false, w);
   if (!lat)
     return lat.takeError();
@@ -284,6 +287,12 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
                                                 llvm::StringRef where) {
   SystemConfig s;
   s.gpusPerNode = 2;
+  if (auto bad = unknownKey(o,
+                            {"name", "preset", "description", "compute_speed",
+                             "gpus_per_node", "nics_per_node", "overlap",
+                             "intra_node", "inter_node"},
+                            where))
+    return makeError(*bad);
   if (std::optional<llvm::StringRef> p = o.getString("preset")) {
     llvm::Expected<SystemConfig> base = presetByName(*p);
     if (!base)

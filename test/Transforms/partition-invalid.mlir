@@ -24,6 +24,7 @@
 // RUN: pipeopt %t/hardware-missing.mlir -pipe-partition="hardware=%t/does-not-exist.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-syntax.mlir -pipe-partition="hardware=%t/syntax.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-key.mlir -pipe-partition="hardware=%t/typo.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/hardware-nested-key.mlir -pipe-partition="hardware=%t/nested-typo.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/hardware-value.mlir -pipe-partition="hardware=%t/negative.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-syntax.mlir -pipe-partition="profile=%t/profile-bad.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-stages.mlir -pipe-partition="profile=%t/profile-stages.json" -verify-diagnostics -o /dev/null
@@ -240,3 +241,14 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+//--- hardware-nested-key.mlir
+// Keys inside nested objects are checked too (a typo would silently keep
+// the preset's value).
+// expected-error @+1 {{hardware JSON: topology.intra_node: unknown key 'bw' (expected one of: latency_s, bandwidth)}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- nested-typo.json
+{"base": "h100", "topology": {"intra_node": {"bw": 1e9}}}

@@ -523,6 +523,16 @@ TEST(CostModel, PresetsAndSystemJSON) {
   EXPECT_EQ((*s)[1].computeSpeed, 0.25);
   EXPECT_EQ((*s)[1].interNode.bandwidthBytesPerSec, 12.5e9);
   EXPECT_EQ((*s)[0].nicOf(5), 1 * 2 + 1);
+
+  // A misspelled key must not silently fall back to the default.
+  for (const char *typo :
+       {R"({"name": "x", "inter_node": {"bandwidth_gbps": 0}})",
+        R"({"name": "x", "compute": 2})"}) {
+    llvm::Expected<std::vector<SystemConfig>> t = parseSystems(typo);
+    ASSERT_FALSE(static_cast<bool>(t)) << typo;
+    std::string msg = llvm::toString(t.takeError());
+    EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;
+  }
 }
 
 TEST(Formula, NotAvailableWithoutClosedForm) {

@@ -29,9 +29,13 @@ namespace pipeopt {
 /// option name (see the passes' documentation for units and defaults).
 struct PipeoptPipelineOptions
     : public mlir::PassPipelineOptions<PipeoptPipelineOptions> {
-  Option<int64_t> numStages{*this, "num-stages",
-                            llvm::cl::desc("Pipeline stages (pipe-partition)"),
-                            llvm::cl::init(2)};
+  Option<int64_t> numStages{
+      *this, "num-stages",
+      llvm::cl::desc("Model stages (pipe-partition). Ranks = num-stages for "
+                     "one-chunk schedules; two-chunk schedules (zb-v, "
+                     "dualpipev, hanayo, interleaved-1f1b with 2 chunks) "
+                     "run 2 stages per rank, so S ranks need num-stages=2S"),
+      llvm::cl::init(2)};
   Option<int64_t> numMicrobatches{
       *this, "num-microbatches",
       llvm::cl::desc("Microbatches per iteration (pipe-partition for "
