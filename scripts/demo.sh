@@ -15,14 +15,23 @@
 #      measured profile next to the measured iteration time.
 # Environment: STAGES (default 4), MICROBATCHES (8), SCHEDULE (forward-only;
 # execution supports forward-only schedules today),
-# MODEL (default examples/mlp8.tosa.mlir), PIPEOPT_DEMO_OUT (demo-out).
+# MODEL (default examples/mlp8.tosa.mlir), MICROBATCH_ARGS (model arguments
+# that differ per microbatch; 0 for the bundled model, else auto),
+# PIPEOPT_DEMO_OUT (demo-out).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$BUILD/bin"
-MODEL=${MODEL:-$ROOT/examples/mlp8.tosa.mlir}
+# The bundled MLP takes its input activation as argument 0 and weights as
+# the rest: only argument 0 differs per microbatch. Other models: auto
+# (docs/Runtime.md), or set MICROBATCH_ARGS.
+if [ -z "${MODEL:-}" ]; then
+  MODEL=$ROOT/examples/mlp8.tosa.mlir
+  MICROBATCH_ARGS=${MICROBATCH_ARGS:-0}
+fi
+MICROBATCH_ARGS=${MICROBATCH_ARGS:-auto}
 STAGES=${STAGES:-4}
 MICROBATCHES=${MICROBATCHES:-8}
 SCHEDULE=${SCHEDULE:-forward-only}
@@ -58,8 +67,10 @@ step "3. Schedule ($SCHEDULE, $MICROBATCHES microbatches) and verify the per-ran
 echo "   $(grep -c 'pipe.program' "$OUT/scheduled.mlir") per-rank programs, $(grep -c 'pipe.send' "$OUT/scheduled.mlir") sends: $OUT/scheduled.mlir"
 
 step "4. Compile the pipelined programs and the unpartitioned reference (CPU, AOT)"
-"$BIN/pipeopt-compile" "$OUT/scheduled.mlir" -o "$OUT/pipelined.so" --timing
+"$BIN/pipeopt-compile" "$OUT/scheduled.mlir" -o "$OUT/pipelined.so" --timing \
+  --microbatch-args="$MICROBATCH_ARGS"
 "$BIN/pipeopt-compile" "$MODEL" --reference --num-microbatches="$MICROBATCHES" \
+  --microbatch-args="$MICROBATCH_ARGS" \
   -o "$OUT/reference.so" --timing
 
 step "5. Run both on the loopback communicator and compare"
@@ -77,9 +88,9 @@ PRED_COST=$("$BIN/pipeopt" "$OUT/scheduled.mlir" -pipe-simulate="device=cpu" -o 
 PRED_PROF=$("$BIN/pipeopt" "$OUT/scheduled.mlir" \
   -pipe-simulate="device=cpu profile=$OUT/profile.json" -o /dev/null | makespan)
 MEASURED=$(sed -n 's/.*"iteration_median_s": *\([0-9.eE+-]*\).*/\1/p' "$OUT/profile.json")
-echo "   predicted (cost model, cpu preset):      $PRED_COST s"
-echo "   predicted (measured per-stage times):    $PRED_PROF s"
-echo "   measured  (median iteration, loopback):  $MEASURED s"
+printf '   predicted (cost model, cpu preset):      %.4g s\n' "$PRED_COST"
+printf '   predicted (measured per-stage times):    %.4g s\n' "$PRED_PROF"
+printf '   measured  (median iteration, loopback):  %.4g s\n' "$MEASURED"
 echo "   (the cpu preset models an optimized 96-core host, while these kernels are"
 echo "   naive loops on one core per rank: its prediction is far too fast. The"
 echo "   measured per-stage times close the gap; what remains is time outside the"
