@@ -15,6 +15,7 @@
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
+#include "pipeopt/Transforms/PartitionGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -36,17 +37,6 @@ using namespace mlir;
 using namespace pipeopt;
 
 namespace {
-
-/// Every value an op reads: operands and values captured by its regions.
-SmallVector<Value> inputsOf(Operation *op) {
-  SmallVector<Value> inputs(op->getOperands());
-  if (op->getNumRegions()) {
-    llvm::SetVector<Value> captured;
-    getUsedValuesDefinedAbove(op->getRegions(), captured);
-    inputs.append(captured.begin(), captured.end());
-  }
-  return inputs;
-}
 
 /// Ops that are always cloned instead of passed: constants and empty
 /// tensors carry no data worth sending.
@@ -152,7 +142,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   for (auto [i, op] : llvm::enumerate(ops)) {
     if (!op->hasAttr("pipe.remat") && !isAlwaysCloned(op))
       continue;
-    remat[i] = llvm::all_of(inputsOf(op), [&](Value v) {
+    remat[i] = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
       return !def || remat[index.lookup(def)];
     });
@@ -168,7 +158,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     if (remat[i])
       continue;
     placed[stageOf[i]].push_back(static_cast<int>(i));
-    for (Value v : inputsOf(op)) {
+    for (Value v : valuesReadBy(op)) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;
@@ -222,7 +212,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
         continue;
       if (remat[i])
         needed.insert(i);
-      for (Value v : inputsOf(ops[i])) {
+      for (Value v : valuesReadBy(ops[i])) {
         Operation *def = v.getDefiningOp();
         if (!def) {
           argsUsed.insert(v);

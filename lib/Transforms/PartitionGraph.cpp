@@ -24,8 +24,7 @@ using namespace mlir;
 using namespace pipeopt;
 namespace part = pipeopt::partition;
 
-/// Every value an op reads: operands and values captured by its regions.
-static SmallVector<Value> inputsOf(Operation *op) {
+SmallVector<Value> pipeopt::valuesReadBy(Operation *op) {
   SmallVector<Value> inputs(op->getOperands());
   if (op->getNumRegions()) {
     llvm::SetVector<Value> captured;
@@ -80,7 +79,7 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
     if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
         !cost::parameterOperands(op).empty())
       continue;
-    bool ok = llvm::all_of(inputsOf(op), [&](Value v) {
+    bool ok = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
       if (!def)
         return true; // function argument
@@ -145,7 +144,7 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
   // Edges: one per (producer, consumer, result).
   std::set<std::tuple<int, int, int>> seen;
   for (auto [j, op] : llvm::enumerate(ops)) {
-    for (Value v : inputsOf(op)) {
+    for (Value v : valuesReadBy(op)) {
       Operation *def = v.getDefiningOp();
       if (!def)
         continue;

@@ -53,6 +53,10 @@ struct FunctionGraph {
 llvm::Expected<FunctionGraph> buildPartitionGraph(mlir::func::FuncOp fn,
                                                   cost::CostAnalysis &analysis);
 
+/// Every value `op` reads: its operands and the values its regions capture
+/// from above (so a linalg.generic's body counts as part of the op).
+llvm::SmallVector<mlir::Value> valuesReadBy(mlir::Operation *op);
+
 /// The partitioner's link model for `topology`: stage k on rank k, per-pair
 /// alpha-beta links from the topology (intra- or inter-node), the intra-node
 /// link as the uniform default.
