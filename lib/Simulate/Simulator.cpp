@@ -56,11 +56,13 @@ const Metrics &Evaluation::at(Level level) const {
 }
 
 namespace {
-/// Inputs prepared once per call.
+/// Inputs prepared once per call, and the idealized run of the table (free
+/// communication) that both the table and the event level start from.
 struct Prepared {
   CostTable costs;
   schedule::StageGraph graph;
   TaskGraph tasks;
+  IdealRun ideal;
 };
 } // namespace
 
@@ -82,6 +84,11 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
   if (!tg)
     return tg.takeError();
   p.tasks = std::move(*tg);
+  llvm::Expected<IdealRun> run = runIdeal(p.tasks);
+  if (!run)
+    return makeError("schedule '" + s.name + "': " +
+                     llvm::toString(run.takeError()));
+  p.ideal = std::move(*run);
   return p;
 }
 
@@ -136,10 +143,7 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
   llvm::Expected<Prepared> p = prepare(s, costs, sys, graph);
   if (!p)
     return p.takeError();
-  llvm::Expected<IdealRun> run = runIdeal(p->tasks);
-  if (!run)
-    return makeError("schedule '" + s.name + "': " +
-                     llvm::toString(run.takeError()));
+  const IdealRun *run = &p->ideal;
   Metrics m;
   m.level = Level::Table;
   m.note = "schedule table, cost-model compute times, free communication";
@@ -187,10 +191,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   const TaskGraph &g = p->tasks;
   // The idealized run fixes the order in which shared resources serve
   // transfers (see Simulator.h).
-  llvm::Expected<IdealRun> ideal = runIdeal(g);
-  if (!ideal)
-    return makeError("schedule '" + s.name + "': " +
-                     llvm::toString(ideal.takeError()));
+  const IdealRun *ideal = &p->ideal;
 
   const int R = g.numRanks;
   const int N = static_cast<int>(g.tasks.size());
