@@ -155,18 +155,25 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
       ++mbPerPipe[p];
   }
 
+  // Calls fn(pipeline, stage, rank) for every placed (pipeline, stage).
+  auto forEachPlacement = [&](auto fn) {
+    for (int p = 0; p < P; ++p)
+      for (int st = 0; st < static_cast<int>(s.stageRank[p].size()) && st < S;
+           ++st) {
+        int r = s.stageRank[p][st];
+        if (r >= 0 && r < R)
+          fn(p, st, r);
+      }
+  };
+
   // Per-rank compute per microbatch (s), and the bottleneck rank's F/B/W.
   std::vector<double> busy(R, 0), fSum(R, 0), bSum(R, 0), wSum(R, 0);
-  for (int p = 0; p < P; ++p)
-    for (int st = 0; st < static_cast<int>(s.stageRank[p].size()) && st < S; ++st) {
-      int r = s.stageRank[p][st];
-      if (r < 0 || r >= R)
-        continue;
-      const StageCost &c = costs.stages[st];
-      fSum[r] += mbPerPipe[p] * c.forwardSec / speed;
-      bSum[r] += mbPerPipe[p] * c.backwardInputSec / speed;
-      wSum[r] += mbPerPipe[p] * c.backwardWeightSec / speed;
-    }
+  forEachPlacement([&](int p, int st, int r) {
+    const StageCost &c = costs.stages[st];
+    fSum[r] += mbPerPipe[p] * c.forwardSec / speed;
+    bSum[r] += mbPerPipe[p] * c.backwardInputSec / speed;
+    wSum[r] += mbPerPipe[p] * c.backwardWeightSec / speed;
+  });
   int bottleneck = 0;
   for (int r = 0; r < R; ++r) {
     // Inference runs forwards only, whatever backward costs the table has.
@@ -237,55 +244,51 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
   m.peakActivationBytes.assign(R, 0);
   m.weightBytes.assign(R, 0);
   std::set<std::pair<int, int>> placed;
-  for (int p = 0; p < P; ++p)
-    for (int st = 0; st < static_cast<int>(s.stageRank[p].size()) && st < S; ++st) {
-      int r = s.stageRank[p][st];
-      if (r < 0 || r >= R)
-        continue;
-      const StageCost &c = costs.stages[st];
-      const int Mp = mbPerPipe[p];
-      // Position of this stage in its pipeline's rank order (0 = first).
-      const int pos = st % depth;
-      double inflight = 0;
-      switch (fam) {
-      case Family::GPipe:
-        inflight = Mp;  // GPipe keeps all M microbatches until the flush.
-        break;
-      case Family::ForwardOnly:
-        inflight = std::min(1, Mp);  // Nothing is kept for a backward.
-        break;
-      case Family::OneFOneB:
-      case Family::ZBH1:
-      case Family::PipeDream:
-        // 1F1B: stage s holds min(S - s, M) microbatches (Narayanan et al.
-        // SC'21 §2.2.1); ZB-H1 keeps 1F1B's peak (Qi et al. §2.1).
-        inflight = std::min(depth - pos, Mp);
-        break;
-      case Family::Chimera:
-        // Two 1F1B pipelines of M/2 microbatches each; the stage's position
-        // in its own pipeline's direction (Li & Hoefler SC'21: between
-        // (D/2+1) and D microbatches' activations per worker).
-        inflight = std::min(depth - st, Mp);
-        break;
-      case Family::Interleaved: {
-        // Megatron-LM's interleaved schedule warms up with
-        // (p - r - 1) * 2 + (v - 1) * p chunk-microbatches, then holds one
-        // more in 1F1B; spread over the rank's v chunks.
-        int warm = (depth - r - 1) * 2 + (v - 1) * depth;
-        inflight = std::min(v * Mp, warm + 1) / static_cast<double>(v);
-        break;
-      }
-      case Family::None:
-        break;
-      }
-      m.peakActivationBytes[r] += inflight * c.activationBytes;
-      if (!placed.insert({r, st}).second)
-        continue;
-      double copies = 1;
-      if (fam == Family::PipeDream)
-        copies = depth - pos;  // weight stashing: S - s versions (PipeDream §3.3)
-      m.weightBytes[r] += copies * c.weightBytes;
+  forEachPlacement([&](int p, int st, int r) {
+    const StageCost &c = costs.stages[st];
+    const int Mp = mbPerPipe[p];
+    // Position of this stage in its pipeline's rank order (0 = first).
+    const int pos = st % depth;
+    double inflight = 0;
+    switch (fam) {
+    case Family::GPipe:
+      inflight = Mp;  // GPipe keeps all M microbatches until the flush.
+      break;
+    case Family::ForwardOnly:
+      inflight = std::min(1, Mp);  // Nothing is kept for a backward.
+      break;
+    case Family::OneFOneB:
+    case Family::ZBH1:
+    case Family::PipeDream:
+      // 1F1B: stage s holds min(S - s, M) microbatches (Narayanan et al.
+      // SC'21 §2.2.1); ZB-H1 keeps 1F1B's peak (Qi et al. §2.1).
+      inflight = std::min(depth - pos, Mp);
+      break;
+    case Family::Chimera:
+      // Two 1F1B pipelines of M/2 microbatches each; the stage's position
+      // in its own pipeline's direction (Li & Hoefler SC'21: between
+      // (D/2+1) and D microbatches' activations per worker).
+      inflight = std::min(depth - st, Mp);
+      break;
+    case Family::Interleaved: {
+      // Megatron-LM's interleaved schedule warms up with
+      // (p - r - 1) * 2 + (v - 1) * p chunk-microbatches, then holds one
+      // more in 1F1B; spread over the rank's v chunks.
+      int warm = (depth - r - 1) * 2 + (v - 1) * depth;
+      inflight = std::min(v * Mp, warm + 1) / static_cast<double>(v);
+      break;
     }
+    case Family::None:
+      break;
+    }
+    m.peakActivationBytes[r] += inflight * c.activationBytes;
+    if (!placed.insert({r, st}).second)
+      return;
+    double copies = 1;
+    if (fam == Family::PipeDream)
+      copies = depth - pos;  // weight stashing: S - s versions (PipeDream §3.3)
+    m.weightBytes[r] += copies * c.weightBytes;
+  });
 
   // Communication: each microbatch's activation and gradient cross every
   // cut edge once.
