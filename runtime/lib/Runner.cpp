@@ -595,8 +595,13 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         result.reports[0].events = ctx.events;
         if (withOutputs)
           result.reports[0].outputs = ctx.outputs;
+        // A peer that is still blocked gives up on its own after at most
+        // --timeout-s and its error names the message it waited for, which
+        // is the root cause. Rank 0 therefore waits twice as long for the
+        // results, so that its own, less specific timeout never wins that
+        // race (with MPI the peer's MPI_Abort ends rank 0 first).
         for (int r = 1; r < comm.size(); ++r)
-          result.reports[r] = recvReport(comm, r, o.timeoutS);
+          result.reports[r] = recvReport(comm, r, 2 * o.timeoutS);
       }
     }
   } catch (const std::exception &e) {
@@ -780,11 +785,18 @@ void finish(const Manifest &m, const RunOptions &o,
   }
 }
 
+/// Writes one error line with a single write(2), so that the lines of
+/// several MPI processes sharing one stderr never interleave mid-line.
+void printError(const std::string &message) {
+  std::string line = "pipeopt-run: error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
 void reportErrors(const std::vector<RankResult> &results) {
   for (const auto &r : results)
     if (!r.ok)
-      std::cerr << "pipeopt-run: error: " << r.error << "\n";
-  std::cerr.flush();
+      printError(r.error);
 }
 
 std::string envOr(const char *name, const std::string &dflt) {
@@ -866,7 +878,7 @@ int pipeoptRunMain(int argc, char **argv) {
         localRanks.push_back(r);
     }
   } catch (const std::exception &e) {
-    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    printError(e.what());
     if (useMpi)
       mpiAbort(2);
     return 2;
@@ -914,7 +926,7 @@ int pipeoptRunMain(int argc, char **argv) {
                          "it the manifest of this model?)");
     inputs = loadInputs(m, o);
   } catch (const std::exception &e) {
-    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    printError(e.what());
     if (useMpi)
       mpiAbort(2);
     return 2;
@@ -987,7 +999,7 @@ int pipeoptRunMain(int argc, char **argv) {
       }
     }
   } catch (const std::exception &e) {
-    std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+    printError(e.what());
     comms.clear();
     if (useMpi)
       mpiAbort(2);
@@ -1027,7 +1039,7 @@ int pipeoptRunMain(int argc, char **argv) {
     try {
       finish(m, o, results[i].reports, commName, std::cout);
     } catch (const std::exception &e) {
-      std::cerr << "pipeopt-run: error: " << e.what() << "\n";
+      printError(e.what());
       exitCode = 1;
     }
   }
