@@ -57,6 +57,14 @@ struct ValueInfo {
   std::vector<int> consumers; ///< placed consumer node ids, unique
 };
 
+/// A weight (Graph::weightBytes) read by more than one placed node. Its bytes
+/// sit in the paramBytes of its first reader; every other stage that reads
+/// it holds one more copy.
+struct SharedWeight {
+  double bytes = 0;
+  std::vector<int> readers; ///< placed node ids, ascending; size >= 2
+};
+
 /// Order-independent facts about the graph.
 struct GraphInfo {
   const Graph *graph = nullptr;
@@ -68,6 +76,8 @@ struct GraphInfo {
   std::vector<ValueInfo> values;
   /// Per node id (remat nodes only): placed nodes using it, transitively.
   std::vector<std::vector<int>> rematUsers;
+  /// Weights read by placed nodes at two or more places (tied weights).
+  std::vector<SharedWeight> shared;
 };
 
 /// Per-stage raw quantities, before pricing.
@@ -212,6 +222,27 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
     v.consumers.erase(std::unique(v.consumers.begin(), v.consumers.end()),
                       v.consumers.end());
   }
+  for (size_t w = 0; w < g.weightBytes.size(); ++w)
+    if (!(g.weightBytes[w] >= 0) || !std::isfinite(g.weightBytes[w]))
+      return makeError(llvm::formatv(
+          "weight {0} has a negative or non-finite size",
+          w < g.weightNames.size() ? "'" + g.weightNames[w] + "'"
+                                   : std::to_string(w)));
+  // Weights read by several placed nodes.
+  {
+    std::map<int, std::vector<int>> readers;
+    for (int id : info.placed)
+      for (int w : g.nodes[id].weights)
+        if (w < static_cast<int>(g.weightBytes.size()) && g.weightBytes[w] > 0)
+          readers[w].push_back(id);
+    for (auto &it : readers) {
+      std::vector<int> &r = it.second;
+      llvm::sort(r);
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+      if (r.size() >= 2)
+        info.shared.push_back(SharedWeight{g.weightBytes[it.first], r});
+    }
+  }
   // Transitive placed users of remat nodes (reverse topological order).
   info.rematUsers.resize(numNodes);
   for (auto it = info.remat.rbegin(); it != info.remat.rend(); ++it) {
@@ -254,6 +285,20 @@ Priced price(const GraphInfo &info, const Options &opts,
     r.params += n.paramBytes;
     r.acts += n.outputBytes;
     r.numOps += 1;
+  }
+  // One more copy of a shared weight in every stage that reads it, other than
+  // the stage of its first reader (which carries it in paramBytes).
+  std::vector<int> readerStages;
+  for (const SharedWeight &w : info.shared) {
+    readerStages.clear();
+    for (int id : w.readers)
+      if (stageOf[id] != stageOf[w.readers.front()])
+        readerStages.push_back(stageOf[id]);
+    llvm::sort(readerStages);
+    readerStages.erase(std::unique(readerStages.begin(), readerStages.end()),
+                       readerStages.end());
+    for (int s : readerStages)
+      p.raw[s].params += w.bytes;
   }
   std::vector<int> dests;
   for (const ValueInfo &v : info.values) {
@@ -386,7 +431,39 @@ struct OrderIndex {
   std::vector<double> vBytes;
   std::vector<double> remT; // per remat index
   int numRematEntries = 0;
+  // Shared weights: per position, (bytes, next reader position or kNoUse)
+  // of each shared weight read there; prefix of the bytes at first readers;
+  // and per weight its sorted reader positions.
+  std::vector<int> wBegin, wNext;
+  std::vector<double> wBytes, prefFirstW;
+  std::vector<std::vector<int>> sharedPos;
+  std::vector<double> sharedBytes;
 };
+
+/// Bytes of the shared weights read anywhere in [i, j).
+double sharedReadBytes(const OrderIndex &x, int i, int j) {
+  double sum = 0;
+  for (size_t w = 0; w < x.sharedPos.size(); ++w) {
+    const std::vector<int> &pos = x.sharedPos[w];
+    if (pos.back() < i || pos.front() >= j)
+      continue;
+    auto it = std::lower_bound(pos.begin(), pos.end(), i);
+    if (it != pos.end() && *it < j)
+      sum += x.sharedBytes[w];
+  }
+  return sum;
+}
+
+/// Parameter bytes a stage covering positions [i, j) holds: each node's own
+/// paramBytes plus a copy of every shared weight it reads whose first reader
+/// lies before i. Monotone under inclusion of segments.
+double segmentParams(const OrderIndex &x, int i, int j) {
+  double params = x.prefParams[j] - x.prefParams[i];
+  if (x.sharedPos.empty())
+    return params;
+  return params + sharedReadBytes(x, i, j) -
+         (x.prefFirstW[j] - x.prefFirstW[i]);
+}
 
 OrderIndex buildIndex(const GraphInfo &info) {
   const Graph &g = *info.graph;
@@ -440,6 +517,29 @@ OrderIndex buildIndex(const GraphInfo &info) {
     for (size_t k = 0; k < up.size(); ++k)
       rems[up[k]].push_back(
           {static_cast<int>(ri), k + 1 < up.size() ? up[k + 1] : kNoUse});
+  }
+  x.prefFirstW.assign(n + 1, 0);
+  std::vector<std::vector<std::pair<double, int>>> wAt(n);
+  for (const SharedWeight &w : info.shared) {
+    std::vector<int> pos;
+    for (int id : w.readers)
+      pos.push_back(posOf[id]);
+    llvm::sort(pos);
+    x.prefFirstW[pos.front() + 1] += w.bytes; // turned into a prefix below
+    for (size_t k = 0; k < pos.size(); ++k)
+      wAt[pos[k]].push_back({w.bytes, k + 1 < pos.size() ? pos[k + 1] : kNoUse});
+    x.sharedPos.push_back(std::move(pos));
+    x.sharedBytes.push_back(w.bytes);
+  }
+  for (int p = 0; p < n; ++p)
+    x.prefFirstW[p + 1] += x.prefFirstW[p];
+  x.wBegin.assign(n + 1, 0);
+  for (int p = 0; p < n; ++p) {
+    x.wBegin[p + 1] = x.wBegin[p] + wAt[p].size();
+    for (auto &e : wAt[p]) {
+      x.wBytes.push_back(e.first);
+      x.wNext.push_back(e.second);
+    }
   }
   x.prodBegin.assign(n + 1, 0);
   x.useBegin.assign(n + 1, 0);
@@ -533,7 +633,7 @@ bool segmentFits(const OrderIndex &x, const Options &opts, const Limits &lim,
                  int s, int i, int j) {
   if (x.prefT[j] - x.prefT[i] > lim.maxT)
     return false;
-  double params = x.prefParams[j] - x.prefParams[i];
+  double params = segmentParams(x, i, j);
   if (params > lim.maxParams)
     return false;
   if (lim.memScale != kInf) {
@@ -629,6 +729,8 @@ std::vector<int> paramsCuts(const OrderIndex &x, const Options &opts,
   Limits lim;
   lim.usePins = false;
   double lo = 0, hi = x.prefParams[x.n];
+  for (double b : x.sharedBytes) // copies of shared weights
+    hi += b;
   lim.maxParams = hi;
   std::vector<int> best = greedyCuts(x, opts, lim, pins, numStages);
   lim.maxParams = lo;
@@ -846,6 +948,8 @@ DPResult solveUnderThreshold(const OrderIndex &x, llvm::ArrayRef<Point> pts,
     const SegComm &c0 = init[j];
     double recvB = c0.recvB, recvM = c0.recvM, sendB = c0.sendB,
            sendM = c0.sendM, remT = c0.remT;
+    // Shared weights read in [i, j); maintained like the remat copies.
+    double sharedB = x.sharedPos.empty() ? 0 : sharedReadBytes(x, top[j], j);
     for (int i = top[j]; i >= bottom[j]; --i) {
       if (i < top[j]) { // extend the segment [i+1, j) by position i
         for (int k = x.prodBegin[i]; k < x.prodBegin[i + 1]; ++k) {
@@ -871,8 +975,12 @@ DPResult solveUnderThreshold(const OrderIndex &x, llvm::ArrayRef<Point> pts,
         for (int k = x.remBegin[i]; k < x.remBegin[i + 1]; ++k)
           if (x.remNext[k] >= j)
             remT += x.remT[x.remId[k]];
+        for (int k = x.wBegin[i]; k < x.wBegin[i + 1]; ++k)
+          if (x.wNext[k] >= j)
+            sharedB += x.wBytes[k];
       }
-      double params = x.prefParams[j] - x.prefParams[i];
+      double params = x.prefParams[j] - x.prefParams[i] + sharedB -
+                      (x.prefFirstW[j] - x.prefFirstW[i]);
       double acts = x.prefActs[j] - x.prefActs[i];
       if (!anyUncapped && params * optMul + acts * inFlMin > capMax)
         break;
@@ -1037,9 +1145,8 @@ llvm::Error checkMemoryFeasible(const OrderIndex &x, const Options &opts,
     double cap = opts.memory.capacityOf(s);
     if (cap <= 0)
       continue;
-    double mem =
-        memoryOf(opts, s, x.prefParams[cuts[s + 1]] - x.prefParams[cuts[s]],
-                 x.prefActs[cuts[s + 1]] - x.prefActs[cuts[s]]);
+    double mem = memoryOf(opts, s, segmentParams(x, cuts[s], cuts[s + 1]),
+                          x.prefActs[cuts[s + 1]] - x.prefActs[cuts[s]]);
     if (mem / cap > worstRatio) {
       worstRatio = mem / cap;
       worst = s;
@@ -1047,8 +1154,7 @@ llvm::Error checkMemoryFeasible(const OrderIndex &x, const Options &opts,
   }
   return makeError(llvm::formatv(
       "no split into {0} stages fits in memory; at best, {1}", numStages,
-      memoryMessage(opts, worst,
-                    x.prefParams[cuts[worst + 1]] - x.prefParams[cuts[worst]],
+      memoryMessage(opts, worst, segmentParams(x, cuts[worst], cuts[worst + 1]),
                     x.prefActs[cuts[worst + 1]] - x.prefActs[cuts[worst]])));
 }
 

@@ -1,8 +1,14 @@
 // RUN: pipeopt %s -pipe-partition="num-stages=2 report=%t.json" -verify-diagnostics -o /dev/null
 // RUN: FileCheck %s < %t.json
+// RUN: pipeopt %s -pipe-partition="num-stages=2 report=-" -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TABLE
 
 // A weight used by both stages (tied input and output embedding) is reported
-// with a warning and in the JSON report; each stage holds a copy.
+// with a warning and in the JSON report; each stage holds a copy, so both
+// stages hold two 4 kB weights (stage 1: %w2 and its copy of %emb).
+// TABLE: stage    ops remat      time_s   compute_s      comm_s     params
+// TABLE-NEXT: 0   2     1 {{.*}} 8.2 kB
+// TABLE-NEXT: 1   2     1 {{.*}} 8.2 kB
+// TABLE: tied weight 0 '%arg1' (4.1 kB) used by stages 0 1
 
 // CHECK: "tied_weights": [
 // CHECK-NEXT: {

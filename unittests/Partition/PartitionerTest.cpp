@@ -124,6 +124,25 @@ bool referenceFitsMemory(const Graph &g, const Options &o,
     params[stageOf[id]] += g.nodes[id].paramBytes;
     acts[stageOf[id]] += g.nodes[id].outputBytes;
   }
+  // A weight read in several stages: one copy per stage. Its first reader
+  // carries its bytes in paramBytes; the other stages reading it pay again.
+  for (size_t w = 0; w < g.weightBytes.size(); ++w) {
+    std::set<int> stages;
+    int firstStage = -1;
+    for (size_t id = 0; id < g.nodes.size(); ++id) {
+      const Node &n = g.nodes[id];
+      if (n.rematerializable ||
+          std::find(n.weights.begin(), n.weights.end(), int(w)) ==
+              n.weights.end())
+        continue;
+      if (firstStage < 0)
+        firstStage = stageOf[id];
+      stages.insert(stageOf[id]);
+    }
+    for (int s : stages)
+      if (s != firstStage)
+        params[s] += g.weightBytes[w];
+  }
   for (int s = 0; s < o.numStages; ++s) {
     double cap = o.memory.capacityOf(s);
     double mem = params[s] * (1 + o.memory.optimizerFactor) +
@@ -274,6 +293,16 @@ RandomCase randomCase(unsigned seed) {
                 cutPos.begin();
     g.nodes[placedIds[pick]].fixedStage = stage;
   }
+  // Sizes for the three weight ids, attributed to each one's first reader.
+  g.weightBytes = {std::round(uni(0, 300)), std::round(uni(0, 300)),
+                   std::round(uni(0, 300))};
+  for (int w = 0; w < 3; ++w)
+    for (int k = numRemat; k < total; ++k)
+      if (std::find(g.nodes[k].weights.begin(), g.nodes[k].weights.end(),
+                    w) != g.nodes[k].weights.end()) {
+        g.nodes[k].paramBytes += g.weightBytes[w];
+        break;
+      }
   return c;
 }
 
@@ -861,6 +890,59 @@ TEST(Partitioner, TiedWeightsAreReported) {
   EXPECT_EQ(r->report.tiedWeights[0].name, "embed");
   EXPECT_DOUBLE_EQ(r->report.tiedWeights[0].bytes, 4e6);
   EXPECT_EQ(r->report.tiedWeights[0].stages, (std::vector<int>{0, 1}));
+}
+
+/// embed (3 s, reads weight 0 of 4 MB) -> a (1 s, 1 MB) -> b (1 s, 1 MB) ->
+/// head (1 s, reads weight 0 again): a tied embedding.
+Graph tiedEmbeddingChain() {
+  Graph g;
+  g.weightNames = {"embed", "wa", "wb"};
+  g.weightBytes = {4e6, 1e6, 1e6};
+  Node e = op("embed", 3, 4e6), a = op("a", 1, 1e6), b = op("b", 1, 1e6),
+       h = op("head", 1);
+  e.weights = {0};
+  a.weights = {1};
+  b.weights = {2};
+  h.weights = {0};
+  for (const Node &n : {e, a, b, h})
+    g.addNode(n);
+  for (int k = 0; k < 3; ++k)
+    g.addEdge(k, k + 1, 0);
+  return g;
+}
+
+TEST(Partitioner, TiedWeightCopiesCountAgainstMemory) {
+  // Without the copy, {embed | a b head} (bottleneck 3 s, stage 1 at 2 MB)
+  // would be best. But stage 1 also holds the embedding (6 MB > 5.5 MB), so
+  // the optimum is {embed a | b head}: 5 MB each, bottleneck 4 s.
+  Graph g = tiedEmbeddingChain();
+  Options o;
+  o.numStages = 2;
+  o.memory.capacityBytes = {5.5e6};
+  llvm::Expected<Result> r = partition(g, o);
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->partition.stageOf, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_DOUBLE_EQ(r->report.bottleneckSeconds, 4);
+  EXPECT_DOUBLE_EQ(r->report.stages[0].paramBytes, 5e6);
+  EXPECT_DOUBLE_EQ(r->report.stages[1].paramBytes, 5e6);
+  // Unlimited memory: the better split, and its report charges the copy.
+  o.memory.capacityBytes.clear();
+  r = partition(g, o);
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->partition.stageOf, (std::vector<int>{0, 1, 1, 1}));
+  EXPECT_DOUBLE_EQ(r->report.stages[0].paramBytes, 4e6);
+  EXPECT_DOUBLE_EQ(r->report.stages[1].paramBytes, 6e6);
+  Graph bad = g;
+  bad.weightBytes[2] = -1;
+  EXPECT_EQ(errorOf(partition(bad, o)),
+            "weight 'wb' has a negative or non-finite size");
+  // No split fits 4.5 MB; the best one, {embed a | b head}, needs 5 MB on
+  // both stages (stage 1: 1 MB + the 4 MB copy).
+  o.memory.capacityBytes = {4.5e6};
+  EXPECT_EQ(errorOf(partition(g, o)),
+            "no split into 2 stages fits in memory; at best, stage 0 needs 5.0 "
+            "MB (params 5.0 MB + activations 0 B x 1 in flight) but the limit "
+            "is 4.5 MB");
 }
 
 TEST(Partitioner, TrainingCountsBackwardAndGradients) {

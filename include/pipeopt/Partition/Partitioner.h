@@ -108,9 +108,11 @@ struct Node {
   double backwardWeightSeconds = 0;
   /// Forward floating-point operations (FLOP); reported, not optimized.
   double flops = 0;
-  /// Parameter bytes owned by this node. A weight used by several nodes must
-  /// be attributed to one of them (usually its first user) so it is counted
-  /// once; sharing across stages is reported through `weights`.
+  /// Parameter bytes owned by this node. A weight listed in the `weights` of
+  /// several placed nodes must be attributed here to its first reader in the
+  /// order only; every other stage that reads it is charged one more copy
+  /// (Graph::weightBytes) in its parameter bytes and memory, because each
+  /// rank holding such a stage keeps the weight (tied weights).
   double paramBytes = 0;
   /// Output (activation) bytes kept for backward per microbatch.
   double outputBytes = 0;
@@ -123,7 +125,8 @@ struct Node {
   /// uniform and params strategies; ignored on rematerializable nodes.
   int fixedStage = -1;
   /// Ids (indices into Graph::weightNames/weightBytes) of the weight
-  /// arguments this node reads; used to report tied weights.
+  /// arguments this node reads; used to charge and report tied weights.
+  /// Ignored on rematerializable nodes for memory.
   std::vector<int> weights;
 };
 
@@ -142,8 +145,9 @@ struct Edge {
 struct Graph {
   std::vector<Node> nodes;
   std::vector<Edge> edges;
-  /// Optional, indexed by weight id: names and sizes of weight arguments,
-  /// used only in the tied-weights report.
+  /// Optional, indexed by weight id: names and sizes (bytes) of weight
+  /// arguments, used for the copies of tied weights (see Node::paramBytes)
+  /// and the tied-weights report. A weight id without a size costs nothing.
   std::vector<std::string> weightNames;
   std::vector<double> weightBytes;
 

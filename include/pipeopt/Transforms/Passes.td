@@ -327,7 +327,8 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     ```
 
     Weights (function arguments) go to every stage that uses them; a weight
-    read by more than one stage (tied weights) is reported with a warning
+    read by more than one stage (tied weights) counts in the parameter bytes
+    and memory of every one of those stages, and is reported with a warning
     and in the report's `tied_weights`.
 
     In-flight microbatches per stage s (of S, with M microbatches), for the
