@@ -8,7 +8,8 @@
 #      outputs with a loopback run:
 #        1 GPU : the 1-rank model (both stages on rank 0, NCCL self send/recv;
 #                NCCL forbids two ranks of one communicator on one GPU),
-#                also bootstrapped through MPI (mpirun -np 1) if available;
+#                also bootstrapped through MPI (mpirun -np 1) if available,
+#                and a peer that never joins (setup watchdog);
 #        2+ GPUs: also the 2-rank model (threads, and mpirun -np 2 if
 #                available) and a stalled-peer timeout.
 # Prints one PASS/FAIL line per step and a final PASS or FAIL; exit 0 = PASS.
@@ -91,6 +92,18 @@ if [ -x "$RUN" ] && [ -f "$MODEL" ]; then
     else
       fail "nccl 1-rank run under mpirun"; grep "pipeopt-run" "$LOG" | tail -5
     fi
+  fi
+  # A rank that never joins: only rank 0 of a 2-rank env rendezvous starts,
+  # so ncclCommInitRank blocks; the watchdog must end it after --timeout-s.
+  START=$(date +%s)
+  IDF="$E2E/nccl-id-missing-peer"; rm -f "$IDF"
+  OUT="$(RANK=0 WORLD_SIZE=2 PIPEOPT_NCCL_ID_FILE="$IDF" timeout 60 "$RUN" "$MODEL" --manifest "$M2" \
+        --comm=nccl --timeout-s 3 2>&1)"; RC=$?
+  echo "$OUT" >> "$LOG"
+  if [ $RC -eq 1 ] && echo "$OUT" | grep -q "rank 0: NCCL communicator setup (ncclCommInitRank) timed out after 3 s"; then
+    pass "nccl peer that never joins -> setup timeout error in $(( $(date +%s) - START )) s"
+  else
+    fail "nccl peer that never joins (rc=$RC)"; echo "$OUT" | tail -5
   fi
   if [ "${NGPU:-0}" -ge 2 ]; then
     run 60 "$RUN" "$MODEL" --manifest "$M2" --seed 3 --output-dir "$E2E/lb2" || fail "loopback 2-rank run"

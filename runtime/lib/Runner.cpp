@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Runner.h"
+#include "pipeopt/runtime/Watchdog.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -954,6 +956,23 @@ int pipeoptRunMain(int argc, char **argv) {
       if (ndev < 1)
         throw RuntimeError("--comm=nccl: no CUDA device is visible");
       commName = "nccl";
+      // ncclCommInitRank has no timeout: a rank that never joins (not
+      // started, died, or given another id) would stall the others forever.
+      std::ostringstream who;
+      if (localRanks.size() == 1)
+        who << "rank " << localRanks[0];
+      else
+        who << "ranks 0-" << localRanks.back();
+      who << ": NCCL communicator setup (ncclCommInitRank) timed out after "
+          << o.timeoutS << " s waiting for the other ranks to join (one "
+          << "never started, died, or was given a different NCCL id)";
+      std::function<void()> abortJob;
+      if (useMpi)
+        abortJob = [] { mpiAbort(1); };
+      auto armWatchdog = [&] {
+        return std::make_unique<Watchdog>(
+            o.timeoutS, "pipeopt-run: error: " + who.str(), abortJob);
+      };
       if (ncclOverMpi || ncclOverEnv) {
         NcclId id{};
         if (ncclOverMpi) {
@@ -972,6 +991,7 @@ int pipeoptRunMain(int argc, char **argv) {
             envOr("OMPI_COMM_WORLD_LOCAL_RANK",
                   envOr("LOCAL_RANK", std::to_string(procRank)))
                 .c_str());
+        auto watchdog = armWatchdog();
         comms[0] = createNcclCommunicator(procRank, procSize, id, local % ndev);
       } else {
         if (ndev < m.numRanks)
@@ -980,6 +1000,7 @@ int pipeoptRunMain(int argc, char **argv) {
               std::to_string(m.numRanks) + "), but " + std::to_string(ndev) +
               " are visible; NCCL rejects two ranks on one GPU");
         NcclId id = ncclCreateId();
+        auto watchdog = armWatchdog();
         std::vector<std::thread> init;
         std::vector<std::string> errs(localRanks.size());
         for (size_t i = 0; i < localRanks.size(); ++i)
