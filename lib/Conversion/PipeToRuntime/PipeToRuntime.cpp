@@ -696,6 +696,44 @@ void ConvertPipeToRuntimePass::runOnOperation() {
     return signalPassFailure();
   }
 
+  // A per-microbatch argument read for microbatch m' must not feed an
+  // action, send or output of another microbatch m (the pipe verifier checks
+  // received and computed values; which arguments are per-microbatch is only
+  // known here). Weights may be read once and shared.
+  for (pipe::ProgramOp p : programs) {
+    WalkResult walk = p.walk([&](pipe::InputOp in) -> WalkResult {
+      auto type = dyn_cast<RankedTensorType>(in.getType());
+      if (!type || !policy->isMicrobatched(in.getArgument(), type))
+        return WalkResult::advance();
+      for (OpOperand &use : in->getUses()) {
+        Operation *user = use.getOwner();
+        std::optional<int64_t> mb;
+        if (auto op = dyn_cast<pipe::ForwardOp>(user))
+          mb = op.getMicrobatch();
+        else if (auto op = dyn_cast<pipe::BackwardOp>(user))
+          mb = op.getMicrobatch();
+        else if (auto op = dyn_cast<pipe::SendOp>(user))
+          mb = op.getTag().getMicrobatch();
+        else if (auto op = dyn_cast<pipe::OutputOp>(user))
+          mb = op.getMicrobatch();
+        if (!mb || *mb == static_cast<int64_t>(in.getMicrobatch()))
+          continue;
+        InFlightDiagnostic diag =
+            user->emitOpError()
+            << "is for microbatch " << *mb << ", but operand #"
+            << use.getOperandNumber() << " is model argument "
+            << in.getArgument() << " of microbatch " << in.getMicrobatch()
+            << ", which differs per microbatch (microbatch-args="
+            << microbatchArgs << ")";
+        diag.attachNote(in.getLoc()) << "read here";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+  }
+
   // Programs must describe one pipeline: same ranks and microbatches, one
   // program per rank.
   ManifestData manifest;

@@ -92,3 +92,42 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
   %x = pipe.input 0 microbatch 0 : tensor<4xf32>
   %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
 }
+
+// -----
+
+// A per-microbatch argument (here with microbatch-args=auto: rank 2 with a
+// leading 1) read for microbatch 1 but used by microbatch 0's forward.
+
+func.func @s0(%x: tensor<1x4xf32>, %w: tensor<4x4xf32>) -> tensor<1x4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<1x4xf32>
+}
+pipe.program @p rank 0 of 1 microbatches 2 {
+  // expected-note @+1 {{read here}}
+  %x1 = pipe.input 0 microbatch 1 : tensor<1x4xf32>
+  %w = pipe.input 1 microbatch 0 : tensor<4x4xf32>
+  // expected-error @+1 {{'pipe.forward' op is for microbatch 0, but operand #0 is model argument 0 of microbatch 1, which differs per microbatch (microbatch-args=auto)}}
+  %y0 = pipe.forward @s0(%x1, %w) stage 0 microbatch 0 : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+  pipe.output %y0 result 0 microbatch 0 : tensor<1x4xf32>
+  %y1 = pipe.forward @s0(%x1, %w) stage 0 microbatch 1 : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+  pipe.output %y1 result 0 microbatch 1 : tensor<1x4xf32>
+}
+
+// -----
+
+// A weight (not per-microbatch) may be read once and shared by every
+// microbatch; an input argument used directly as an output must be that
+// microbatch's.
+
+func.func @s0(%x: tensor<1x4xf32>, %w: tensor<4x4xf32>) -> tensor<1x4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<1x4xf32>
+}
+pipe.program @p rank 0 of 1 microbatches 2 {
+  // expected-note @+1 {{read here}}
+  %x0 = pipe.input 0 microbatch 0 : tensor<1x4xf32>
+  %x1 = pipe.input 0 microbatch 1 : tensor<1x4xf32>
+  %w = pipe.input 1 microbatch 0 : tensor<4x4xf32>
+  %y0 = pipe.forward @s0(%x0, %w) stage 0 microbatch 0 : (tensor<1x4xf32>, tensor<4x4xf32>) -> tensor<1x4xf32>
+  pipe.output %y0 result 0 microbatch 0 : tensor<1x4xf32>
+  // expected-error @+1 {{'pipe.output' op is for microbatch 1, but operand #0 is model argument 0 of microbatch 0, which differs per microbatch (microbatch-args=auto)}}
+  pipe.output %x0 result 0 microbatch 1 : tensor<1x4xf32>
+}

@@ -249,3 +249,49 @@ pipe.program @p rank 0 of 2 microbatches 2 {
   // expected-error @+1 {{'pipe.recv' op result #0 must be ranked tensor of any type values, but got 'f32'}}
   %x = "pipe.recv"() {peer = 1 : i64, tag = #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0>} : () -> f32
 }
+
+// -----
+
+// Activations belong to one microbatch: an action, send or output of
+// microbatch m may use only microbatch m's received or computed values.
+
+func.func @s1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p rank 1 of 2 microbatches 2 {
+  // expected-note @+1 {{operand #0 defined here}}
+  %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+  // expected-error @+1 {{'pipe.forward' op is for microbatch 0, but operand #0 belongs to microbatch 1}}
+  %y = pipe.forward @s1(%x) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{operand #0 defined here}}
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'pipe.send' op is for microbatch 1, but operand #0 belongs to microbatch 0}}
+  pipe.send %y to 1 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 1 of 2 microbatches 2 {
+  // expected-note @+1 {{operand #0 defined here}}
+  %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op is for microbatch 1, but operand #0 belongs to microbatch 0}}
+  pipe.output %x result 0 microbatch 1 : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  // expected-note @+1 {{operand #0 defined here}}
+  %g = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error @+1 {{'pipe.backward' op is for microbatch 1, but operand #0 belongs to microbatch 0}}
+  %gx = pipe.backward input stage 0 microbatch 1 ins(%g : tensor<4xf32>) -> tensor<4xf32>
+}

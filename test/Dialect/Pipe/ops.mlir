@@ -45,8 +45,10 @@ pipe.program @mlp_rank0 rank 0 of 2 microbatches 2 attributes {schedule = "gpipe
   %gx = pipe.backward input stage 0 microbatch 1 ins(%g : tensor<4x8xf32>) -> tensor<4x8xf32>
   // CHECK: pipe.backward weight stage 0 microbatch 1
   pipe.backward weight stage 0 microbatch 1
-  // CHECK: pipe.backward full stage 0 microbatch 0 ins(%[[G]] : tensor<4x8xf32>)
-  pipe.backward full stage 0 microbatch 0 ins(%g : tensor<4x8xf32>)
+  // CHECK: %[[G0:.*]] = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4x8xf32>
+  %g0 = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4x8xf32>
+  // CHECK: pipe.backward full stage 0 microbatch 0 ins(%[[G0]] : tensor<4x8xf32>)
+  pipe.backward full stage 0 microbatch 0 ins(%g0 : tensor<4x8xf32>)
 }
 
 // CHECK-LABEL: pipe.program @mlp_rank1 rank 1 of 2 microbatches 2

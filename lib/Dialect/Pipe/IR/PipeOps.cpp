@@ -11,6 +11,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace pipeopt::pipe;
 
@@ -54,6 +56,47 @@ static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
     return op->emitOpError() << "microbatch " << microbatch
                              << " out of range for a program of "
                              << program.getNumMicrobatches() << " microbatches";
+  return success();
+}
+
+/// The microbatch an activation belongs to: that of the pipe.recv (its tag),
+/// pipe.forward or pipe.backward defining it; none for anything else.
+/// pipe.input values are not included: a weight is the same tensor for every
+/// microbatch, so a program may read it once and use it for all of them;
+/// only convert-pipe-to-runtime knows which arguments are per-microbatch
+/// (its microbatch-args option) and checks those.
+static std::optional<int64_t> microbatchOf(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto op = dyn_cast<RecvOp>(def))
+    return static_cast<int64_t>(op.getTag().getMicrobatch());
+  if (auto op = dyn_cast<ForwardOp>(def))
+    return static_cast<int64_t>(op.getMicrobatch());
+  if (auto op = dyn_cast<BackwardOp>(def))
+    return static_cast<int64_t>(op.getMicrobatch());
+  return std::nullopt;
+}
+
+/// Checks that every activation operand of `op` belongs to `microbatch`: an
+/// action for microbatch m computes only on microbatch m's received values
+/// and intermediate results, and a send or output carries only values of the
+/// microbatch its tag or attribute names.
+static LogicalResult verifyOperandMicrobatches(Operation *op,
+                                               int64_t microbatch) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    std::optional<int64_t> mb = microbatchOf(operand.get());
+    if (!mb || *mb == microbatch)
+      continue;
+    InFlightDiagnostic diag = op->emitOpError()
+                              << "is for microbatch " << microbatch
+                              << ", but operand #"
+                              << operand.getOperandNumber()
+                              << " belongs to microbatch " << *mb;
+    diag.attachNote(operand.get().getLoc())
+        << "operand #" << operand.getOperandNumber() << " defined here";
+    return diag;
+  }
   return success();
 }
 
@@ -117,11 +160,15 @@ LogicalResult InputOp::verify() {
 }
 
 LogicalResult OutputOp::verify() {
-  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+  if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
+    return failure();
+  return verifyOperandMicrobatches(*this, getMicrobatch());
 }
 
 LogicalResult ForwardOp::verify() {
-  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+  if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
+    return failure();
+  return verifyOperandMicrobatches(*this, getMicrobatch());
 }
 
 LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
@@ -134,11 +181,15 @@ LogicalResult BackwardOp::verify() {
     return emitOpError() << "a weight-gradient (W) action produces no "
                             "gradients for other stages, but has "
                          << getNumResults() << " results";
-  return verifyMicrobatch(*this, programOf(*this), getMicrobatch());
+  if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
+    return failure();
+  return verifyOperandMicrobatches(*this, getMicrobatch());
 }
 
 LogicalResult SendOp::verify() {
-  return verifyTransfer(*this, programOf(*this), getPeer(), getTag());
+  if (failed(verifyTransfer(*this, programOf(*this), getPeer(), getTag())))
+    return failure();
+  return verifyOperandMicrobatches(*this, getTag().getMicrobatch());
 }
 
 LogicalResult RecvOp::verify() {
