@@ -290,13 +290,15 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
     m.weightBytes[r] += copies * c.weightBytes;
   });
 
-  // Communication: each microbatch's activation and gradient cross every
-  // cut edge once.
+  // Communication: each microbatch's activation (and, when training, its
+  // gradient) crosses every cut edge once.
+  double directions = fam == Family::ForwardOnly || s.forwardOnly ? 1.0 : 2.0;
   for (int p = 0; p < P; ++p)
     for (int st = 0; st + 1 < static_cast<int>(s.stageRank[p].size()) && st + 1 < S;
          ++st)
       if (s.stageRank[p][st] != s.stageRank[p][st + 1])
-        m.commBytes += 2.0 * mbPerPipe[p] * costs.stages[st].boundaryBytes;
+        m.commBytes +=
+            directions * mbPerPipe[p] * costs.stages[st].boundaryBytes;
 
   if (s.async) {
     Staleness st;

@@ -57,6 +57,8 @@ struct SimResult {
   sim::Evaluation eval;
   sim::Timeline timeline; ///< At `trace-level`.
   bool measured = false;  ///< F/B/W come from `profile=`.
+  /// Extra bytes per weight byte in weightBytes (optimizer-factor, resolved).
+  double optimizerFactor = 0;
 };
 
 struct SimulatePass : pipeopt::impl::SimulatePassBase<SimulatePass> {
@@ -154,6 +156,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   }
   if (optFactor < 0)
     optFactor = s.forwardOnly ? 0.0 : 3.0;
+  res.optimizerFactor = optFactor;
 
   // Stage functions: from the stage graph when there is one, else the
   // callee of the stage's forwards.
@@ -287,8 +290,13 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
                       r.function, s.name, s.numRanks, s.numStages,
                       s.numMicrobatches, device, sys.name);
   os << "stage costs (per microbatch; "
-     << (r.measured ? "F/B/W measured; " : "")
-     << "weights include optimizer state):\n";
+     << (r.measured ? "F/B/W measured; " : "");
+  if (r.optimizerFactor > 0)
+    os << llvm::formatv("weights include gradients and optimizer state: x{0}",
+                        fmt(1 + r.optimizerFactor));
+  else
+    os << "weights only: no gradients or optimizer state";
+  os << "):\n";
   os << llvm::formatv("  {0,5} {1,12} {2,12} {3,12} {4,14} {5,14} {6,14}\n",
                       "stage", "F (s)", "B (s)", "W (s)", "activation (B)",
                       "weights (B)", "boundary (B)");
@@ -476,6 +484,7 @@ void SimulatePass::runOnOperation() {
           {"function", r.function},
           {"schedule", r.schedule.name},
           {"measured", r.measured},
+          {"optimizer_factor", r.optimizerFactor},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
                                             {"stages", std::move(stages)}}}});
     }

@@ -72,8 +72,11 @@
 // Forward only: GPipe order, F only, no optimizer state.
 // FWD: schedule forward-only, 4 ranks
 // FWD: 0 {{[0-9.e+-]+}} {{[0-9.e+-]+}} {{[0-9.e+-]+}} 4096 16384 4096
-// FWD: level formula: makespan [[FWDMS:[0-9.e+-]+]] s, bubble 0.428571, peak activation 4096 B
-// FWD: level table: makespan [[FWDMS]] s, bubble 0.428571, peak activation 4096 B
+// Forward-only: activations cross the 3 cuts once per microbatch
+// (4 x 3 x 4096 B) at every level; no gradients come back.
+// FWD: level formula: makespan [[FWDMS:[0-9.e+-]+]] s, bubble 0.428571, peak activation 4096 B, weights 16384 B, communication 49152 B
+// FWD: level table: makespan [[FWDMS]] s, bubble 0.428571, peak activation 4096 B, weights 16384 B, communication 49152 B
+// FWD: level event: {{.*}} communication 49152 B
 
 // Event-level trace: compute and transfer events, and a flow arrow from the
 // start of each send ("s") to the end of its recv ("f").
@@ -102,7 +105,7 @@
 // sum(a) + (M - 1) * max(a) = 1.125 + 3 * 0.5 = 2.625 s; ranks are busy
 // M * sum(a) = 4.5 of 4 * 2.625 rank-seconds, bubble 1 - 4.5 / 10.5.
 // PROF-FWD: schedule forward-only, 4 ranks, 4 stages, 4 microbatches
-// PROF-FWD: stage costs (per microbatch; F/B/W measured; weights include optimizer state):
+// PROF-FWD: stage costs (per microbatch; F/B/W measured; weights only: no gradients or optimizer state):
 // PROF-FWD-NEXT: stage
 // PROF-FWD-NEXT: 0 0.25 {{.*}} 4096 16384 4096
 // PROF-FWD-NEXT: 1 0.5 {{.*}} 4096 16384 4096
@@ -114,7 +117,7 @@
 // B = W = 0.25 s in the ratio of the estimates (B = W for a weight matmul):
 // (M + S - 1) * (F + B + W) = 7 * 0.75 = 5.25 s at the formula and table
 // levels.
-// PROF-1F1B: stage costs (per microbatch; F/B/W measured;
+// PROF-1F1B: stage costs (per microbatch; F/B/W measured; weights include gradients and optimizer state: x4):
 // PROF-1F1B-NEXT: stage
 // PROF-1F1B-NEXT: 0 0.25 0.25 0.25 4096 65536 4096
 // PROF-1F1B: level formula: makespan 5.25 s, bubble 0.428571,

@@ -98,7 +98,7 @@ TEST(SimulateTable, GPipeAnd1F1BBubbleEqualsFormula) {
   // bubble (S - 1) / (M + S - 1), exactly.
   for (int S : {2, 3, 4, 6, 8})
     for (int M : {S, S + 1, 2 * S, 16, 32, 64}) {
-      CostTable c = table(S, 1, 1, 1);
+      CostTable c = table(S, 1, 1, 1, 0, 0, /*boundary=*/10);
       for (llvm::StringRef name : {"gpipe", "1f1b"}) {
         Schedule s = make(name, S, M);
         Metrics m = tableMetrics(s, c);
@@ -115,6 +115,9 @@ TEST(SimulateTable, GPipeAnd1F1BBubbleEqualsFormula) {
         ASSERT_TRUE(f.available);
         EXPECT_NEAR(f.bubbleRatio, expected, 1e-12);
         EXPECT_NEAR(f.makespanSec, m.makespanSec, 1e-9);
+        // Activation forward and gradient back over each of the S - 1 cuts.
+        EXPECT_DOUBLE_EQ(m.commBytes, 2 * 10.0 * M * (S - 1));
+        EXPECT_DOUBLE_EQ(f.commBytes, m.commBytes);
       }
     }
   // A different F:B ratio gives the same bubble.
@@ -130,7 +133,8 @@ TEST(SimulateTable, ForwardOnlyMatchesItsFormula) {
   for (int S : {1, 2, 4, 8})
     for (int M : {1, S, 2 * S + 1, 32}) {
       SCOPED_TRACE("S=" + std::to_string(S) + " M=" + std::to_string(M));
-      CostTable c = table(S, 1, 1, 1, /*act=*/100);
+      CostTable c = table(S, 1, 1, 1, /*act=*/100, /*weights=*/0,
+                          /*boundary=*/10);
       Schedule s = make("forward-only", S, M);
       Metrics t = tableMetrics(s, c);
       EXPECT_DOUBLE_EQ(t.makespanSec, M + S - 1.0);
@@ -139,6 +143,10 @@ TEST(SimulateTable, ForwardOnlyMatchesItsFormula) {
       ASSERT_TRUE(f.available);
       EXPECT_NEAR(f.makespanSec, t.makespanSec, 1e-9);
       EXPECT_NEAR(f.bubbleRatio, t.bubbleRatio, 1e-12);
+      // Activations cross each of the S - 1 cuts once per microbatch; no
+      // gradients come back.
+      EXPECT_DOUBLE_EQ(t.commBytes, 10.0 * M * (S - 1));
+      EXPECT_DOUBLE_EQ(f.commBytes, t.commBytes);
       for (int r = 0; r < S; ++r) {
         EXPECT_DOUBLE_EQ(f.peakActivationBytes[r], 100);
         EXPECT_DOUBLE_EQ(t.peakActivationBytes[r], 100);
