@@ -1373,8 +1373,9 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
     std::string msg = llvm::formatv("cannot split {0} ops into {1} stages", n,
                                     numStages);
     if (!info.remat.empty())
-      msg += llvm::formatv(" ({0} rematerializable ops are duplicated into "
-                           "stages, not placed)",
+      msg += llvm::formatv(" ({0} more ops are rematerializable: cheap ops "
+                           "without weights, duplicated into the stages "
+                           "that use them rather than placed)",
                            info.remat.size())
                  .str();
     return makeError(msg);

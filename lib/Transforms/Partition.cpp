@@ -271,6 +271,17 @@ LogicalResult PartitionPass::partitionFunction(
   if (!built)
     return fn.emitError() << "pipe-partition: "
                           << llvm::toString(built.takeError());
+  // Too few placeable ops for the stages: place the ops computed from
+  // function arguments too, rather than duplicating them (rematerialization
+  // is an optimization; it must not make a request impossible).
+  if (llvm::count(built->remat, false) < numStages) {
+    llvm::Expected<FunctionGraph> placedMore =
+        buildPartitionGraph(fn, analysis, /*rematFromArguments=*/false);
+    if (!placedMore)
+      return fn.emitError() << "pipe-partition: "
+                            << llvm::toString(placedMore.takeError());
+    built = std::move(placedMore);
+  }
   part::Graph &graph = built->graph;
   const std::vector<bool> &remat = built->remat;
   if (strat == part::Strategy::Manual) {

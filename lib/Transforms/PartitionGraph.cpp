@@ -51,7 +51,8 @@ static bool rematerializableKind(cost::OpKind kind) {
 }
 
 llvm::Expected<FunctionGraph>
-pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
+pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
+                             bool rematFromArguments) {
   if (!fn.getBody().hasOneBlock())
     return llvm::createStringError(
         "expected a single-block function body (structured control flow "
@@ -67,14 +68,21 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = static_cast<int>(i);
 
-  // Rematerializable ops: cheap, side-effect free, read no weight, and every
-  // input is a function argument or another rematerializable value.
+  // Rematerializable ops: cheap, side-effect free, read no weight, every
+  // input is a function argument or another rematerializable value, and no
+  // result is a result of the function (a model output is produced by a
+  // stage: without this rule a model of element-wise ops on its inputs alone
+  // had no op to place).
+  llvm::SmallPtrSet<Operation *, 8> returned;
+  for (Value v : fn.getBody().front().getTerminator()->getOperands())
+    if (Operation *def = v.getDefiningOp())
+      returned.insert(def);
   std::vector<bool> &remat = result.remat;
   remat.assign(ops.size(), false);
   for (auto [i, op] : llvm::enumerate(ops)) {
     const cost::OpCost &c = analysis.get(op);
     if (!rematerializableKind(c.kind) || op->getNumResults() == 0 ||
-        !isMemoryEffectFree(op))
+        !isMemoryEffectFree(op) || returned.contains(op))
       continue;
     if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
         !cost::parameterOperands(op).empty())
@@ -82,7 +90,7 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis) {
     bool ok = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
       if (!def)
-        return true; // function argument
+        return rematFromArguments; // function argument
       auto it = index.find(def);
       return it != index.end() && remat[it->second];
     });

@@ -653,8 +653,9 @@ TEST(Partitioner, TooManyStages) {
   EXPECT_EQ(errorOf(partition(g, o)), "cannot split 5 ops into 8 stages");
   g.addNode(remat("zero", 0));
   EXPECT_EQ(errorOf(partition(g, o)),
-            "cannot split 5 ops into 8 stages (1 rematerializable ops are "
-            "duplicated into stages, not placed)");
+            "cannot split 5 ops into 8 stages (1 more ops are rematerializable: "
+            "cheap ops without weights, duplicated into the stages that use "
+            "them rather than placed)");
   o.numStages = 0;
   EXPECT_EQ(errorOf(partition(g, o)),
             "the number of stages must be at least 1, got 0");

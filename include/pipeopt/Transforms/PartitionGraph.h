@@ -37,7 +37,8 @@ struct FunctionGraph {
   /// order.
   llvm::SmallVector<mlir::Operation *> ops;
   /// Per op: rematerializable (cheap, side-effect free, reads no weight,
-  /// every input a function argument or another rematerializable value).
+  /// not a function result, every input a function argument or another
+  /// rematerializable value).
   /// Such nodes carry no output or parameter bytes.
   std::vector<bool> remat;
 };
@@ -49,9 +50,13 @@ struct FunctionGraph {
 /// reader); one edge per (producer, consumer, result) carrying the value's
 /// bytes, values captured by regions included. Costs are taken from
 /// `analysis` (apply profiles before calling). Errors: a body with more
-/// than one block, or without ops.
-llvm::Expected<FunctionGraph> buildPartitionGraph(mlir::func::FuncOp fn,
-                                                  cost::CostAnalysis &analysis);
+/// than one block, or without ops. With `rematFromArguments` false, only
+/// values computed from constants alone are rematerialized (pipe-partition
+/// falls back to that when rematerialization leaves fewer placeable ops than
+/// stages, e.g. a model of element-wise ops on its inputs).
+llvm::Expected<FunctionGraph>
+buildPartitionGraph(mlir::func::FuncOp fn, cost::CostAnalysis &analysis,
+                    bool rematFromArguments = true);
 
 /// Every value `op` reads: its operands and the values its regions capture
 /// from above (so a linalg.generic's body counts as part of the op).

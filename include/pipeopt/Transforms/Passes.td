@@ -309,6 +309,10 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     such values (constants, `tensor.empty`, fills, splats, masks, RoPE
     tables, layout ops on weights) are *rematerializable*: they are not
     placed, each stage that uses one recomputes it, and it is never sent.
+    A value the function returns is always placed. When rematerialization
+    would leave fewer placeable ops than `num-stages` (a model of
+    element-wise ops on its inputs), only values computed from constants
+    alone are rematerialized.
     The partitioner core (`include/pipeopt/Partition/Partitioner.h`) then
     chooses the stages: `balanced` minimizes the bottleneck stage time
     (compute + sends/receives over the topology's links) exactly for the
