@@ -105,12 +105,12 @@ llvm::Expected<Action> pipeopt::schedule::parseAction(llvm::StringRef text) {
                "actions are not supported)");
   llvm::StringRef mb = t, peer;
   std::tie(mb, peer) = t.split('@');
-  if (mb.empty() || mb.getAsInteger(10, a.microbatch))
+  if (mb.empty() || mb.getAsInteger(10, a.microbatch) || a.microbatch < 0)
     return bad("missing or bad microbatch index");
   if (t.contains('@')) {
     if (a.isCompute())
       return bad("a peer suffix on a compute action");
-    if (peer.getAsInteger(10, a.peerStage))
+    if (peer.getAsInteger(10, a.peerStage) || a.peerStage < 0)
       return bad("bad peer stage");
   } else if (a.isComm()) {
     a.peerStage = defaultPeer(a);

@@ -179,6 +179,21 @@ void PartitionPass::runOnOperation() {
     if (!fn.isExternal() && !fn->hasAttr("pipe.stage") &&
         fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
+  if (fns.empty()) {
+    // Re-running on an outlined or scheduled module used to succeed silently
+    // without a report.
+    Operation *at = module;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.getOps<pipe::StageCallOp>().empty()) {
+        at = fn;
+        break;
+      }
+    at->emitError() << "pipe-partition: no model function to partition: "
+                       "every function with a body is a stage function or "
+                       "a stage graph (the module is already partitioned "
+                       "and outlined; partition the original model)";
+    return signalPassFailure();
+  }
   for (func::FuncOp fn : fns)
     if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, *strat,
                                  results)))

@@ -30,6 +30,7 @@
 // RUN: pipeopt %t/profile-stages.mlir -pipe-partition="profile=%t/profile-stages.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-index.mlir -pipe-partition="profile=%t/profile-index.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-count.mlir -pipe-partition="num-stages=2 profile=%t/profile-count.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/outlined.mlir -pipe-partition="num-stages=2" -verify-diagnostics -o /dev/null
 
 //--- too-many-stages.mlir
 // Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
@@ -252,3 +253,15 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 //--- nested-typo.json
 {"base": "h100", "topology": {"intra_node": {"bw": 1e9}}}
+
+//--- outlined.mlir
+// An already outlined module has no model function left to partition.
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  %0 = arith.addf %x, %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+// expected-error @+1 {{pipe-partition: no model function to partition: every function with a body is a stage function or a stage graph (the module is already partitioned and outlined; partition the original model)}}
+func.func @model(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %0 = pipe.stage_call @s0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

@@ -605,6 +605,13 @@ TEST(CSV, TorchActionStrings) {
   EXPECT_EQ(unwrap(parseAction("3B2")).phase, Phase::BW);
   EXPECT_NE(message(parseAction("0UNSHARD")).find("unknown type"), std::string::npos);
   EXPECT_NE(message(parseAction("F0")).find("invalid action 'F0'"), std::string::npos);
+  // Negative indices are invalid actions, not an empty schedule.
+  EXPECT_NE(message(parseAction("0F-1")).find(
+                "invalid action '0F-1': missing or bad microbatch index"),
+            std::string::npos);
+  EXPECT_NE(message(parseAction("0SEND_F1@-2")).find(
+                "invalid action '0SEND_F1@-2': bad peer stage"),
+            std::string::npos);
 }
 
 TEST(CSV, RoundTripAndTorchInput) {
