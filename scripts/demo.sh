@@ -42,10 +42,10 @@ step() { printf '\n== %s\n' "$*"; }
 
 step "1. Partition $(basename "$MODEL") into $STAGES stages (cost model: cpu preset)"
 "$BIN/pipeopt" "$MODEL" -pipe-prepare \
-  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=1f1b device=cpu report=-" \
+  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=$SCHEDULE device=cpu report=-" \
   -o "$OUT/partitioned.mlir"
 "$BIN/pipeopt" "$MODEL" -pipe-prepare \
-  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=1f1b device=cpu report=$OUT/partition.json" \
+  -pipe-partition="num-stages=$STAGES num-microbatches=$MICROBATCHES schedule=$SCHEDULE device=cpu report=$OUT/partition.json" \
   -o /dev/null
 echo "   JSON report: $OUT/partition.json"
 
