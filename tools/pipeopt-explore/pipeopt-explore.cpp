@@ -158,6 +158,17 @@ static cl::opt<Level> traceLevelOpt(
     cl::values(clEnumValN(Level::Table, "table", "idealized table"),
                clEnumValN(Level::Event, "event", "event simulation")),
     cl::cat(category));
+// Default of --max-actions: the simulator holds roughly 150-180 bytes per
+// action (the schedule table, the task graph and the event DAG; measured:
+// 1f1b, S = 64, M = 52000, 2e7 actions, 3.0 GB peak RSS).
+static constexpr uint64_t kDefaultMaxActions = 20'000'000;
+static cl::opt<uint64_t> maxActionsOpt(
+    "max-actions", cl::init(kDefaultMaxActions),
+    cl::desc("Skip configurations whose schedule would have more actions "
+             "(compute F/B/W plus a send and a recv per transfer, estimated "
+             "before building it) than this; the simulator needs roughly "
+             "160 bytes per action (default 2e7: about 3 GB)"),
+    cl::value_desc("n"), cl::cat(category));
 static cl::opt<bool> timingOpt("time", cl::init(false),
                                cl::desc("Print the sweep's wall time to stderr"),
                                cl::cat(category));
@@ -389,6 +400,54 @@ private:
   double optFactor = 3;
 };
 
+/// Shape of a schedule family, measured on a small instance of the
+/// generator (2 ranks, 8 microbatches) so that the size of a large
+/// configuration is known before it is built: chunks (model stages) per
+/// rank, compute actions per (model stage, microbatch) and transfer
+/// directions per stage boundary and microbatch (2 for training: the
+/// activation forward and its gradient back).
+struct ScheduleShape {
+  double chunksPerRank = 1;
+  double computePerStageMicrobatch = 1;
+  double directions = 1;
+
+  /// Upper estimate of the schedule's actions for S ranks and M
+  /// microbatches: compute actions plus a send and a recv per transfer
+  /// (every stage boundary counted as crossing ranks).
+  double actions(int S, int M) const {
+    double stages = S * chunksPerRank;
+    return stages * M * computePerStageMicrobatch +
+           2 * directions * std::max(stages - 1, 0.0) * M;
+  }
+};
+
+ScheduleShape probeShape(llvm::StringRef name,
+                         const schedule::ScheduleParams &like) {
+  schedule::ScheduleParams p = like;
+  p.numStages = 0;
+  p.numRanks = 2;
+  p.numMicrobatches = 8;
+  ScheduleShape shape;
+  llvm::Expected<schedule::Schedule> s = schedule::makeSchedule(name, p);
+  if (!s) {
+    // Conservative: the most chunks and phases any generator uses.
+    llvm::consumeError(s.takeError());
+    shape.chunksPerRank = std::max({2, 2 * like.waves, like.virtualStages});
+    shape.computePerStageMicrobatch = 3;
+    shape.directions = 2;
+    return shape;
+  }
+  size_t compute = 0;
+  for (const std::vector<schedule::Action> &row : s->actions)
+    compute += llvm::count_if(
+        row, [](const schedule::Action &a) { return a.isCompute(); });
+  shape.chunksPerRank = double(s->numStages) / s->numRanks;
+  shape.computePerStageMicrobatch =
+      double(compute) / (double(s->numStages) * s->numMicrobatches);
+  shape.directions = s->forwardOnly ? 1 : 2;
+  return shape;
+}
+
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "pipeopt-explore")
       << llvm::toString(std::move(e)) << "\n";
@@ -427,6 +486,8 @@ int main(int argc, char **argv) {
                llvm::Twine(virtualStagesOpt.getValue()));
   if (wavesOpt < 1)
     return bad("--waves must be >= 1, got " + llvm::Twine(wavesOpt.getValue()));
+  if (maxActionsOpt < 1)
+    return bad("--max-actions must be >= 1");
 
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
@@ -537,16 +598,36 @@ int main(int argc, char **argv) {
       traceSystemOpt.empty() ? systems.front().name : traceSystemOpt;
   const bool wantTimeline = !traceOpt.empty() || !svgOpt.empty();
 
-  for (const std::string &name : schedules)
+  // Configurations over --max-actions, skipped before they are built.
+  std::vector<std::string> tooLarge;
+  for (const std::string &name : schedules) {
+    schedule::ScheduleParams like;
+    like.waves = wavesOpt;
+    if (virtualStagesOpt > 0 &&
+        (name == "interleaved-1f1b" || name == "looped-bfs"))
+      like.virtualStages = virtualStagesOpt;
+    const ScheduleShape shape = probeShape(name, like);
     for (int S : stages)
       for (int M : microbatches) {
-        schedule::ScheduleParams params;
+        schedule::ScheduleParams params = like;
         params.numRanks = S;
         params.numMicrobatches = M;
-        params.waves = wavesOpt;
-        if (virtualStagesOpt > 0 &&
-            (name == "interleaved-1f1b" || name == "looped-bfs"))
-          params.virtualStages = virtualStagesOpt;
+        // The schedule table and the simulator's graphs grow with the
+        // number of actions: a configuration too large for memory is
+        // refused before anything is allocated for it.
+        double actions = shape.actions(S, M);
+        if (actions > double(maxActionsOpt)) {
+          std::string note =
+              llvm::formatv("{0} S={1} M={2}: too large to simulate: about "
+                            "{3} schedule actions, over the limit "
+                            "--max-actions={4}",
+                            name, S, M, num(actions, "%.3g"),
+                            maxActionsOpt.getValue())
+                  .str();
+          tooLarge.push_back(note);
+          skipped.push_back(std::move(note));
+          continue;
+        }
         llvm::Expected<schedule::Schedule> sched =
             schedule::makeSchedule(name, params);
         if (!sched) {
@@ -612,6 +693,28 @@ int main(int argc, char **argv) {
           }
         }
       }
+  }
+  if (points.empty()) {
+    std::string why;
+    for (const std::string &s : skipped)
+      why += "\n  " + s;
+    return bad(tooLarge.size() == skipped.size()
+                   ? "every configuration is too large to simulate "
+                     "(--max-actions=" +
+                         std::to_string(maxActionsOpt) + "):" + why
+                   : "no configuration could be evaluated:" + why);
+  }
+  if (!tooLarge.empty()) {
+    // Visible in every format (CSV has no "Skipped" section).
+    llvm::WithColor::warning(llvm::errs(), "pipeopt-explore")
+        << tooLarge.size()
+           << " configuration(s) skipped as too large to simulate (listed "
+              "under \"Skipped\" in markdown and JSON):\n";
+    for (size_t i = 0; i < tooLarge.size() && i < 10; ++i)
+      llvm::errs() << "  " << tooLarge[i] << "\n";
+    if (tooLarge.size() > 10)
+      llvm::errs() << "  ... and " << tooLarge.size() - 10 << " more\n";
+  }
 
   // --- Rankings and flips -----------------------------------------------------
   std::map<Group, std::vector<const Point *>> groups;
