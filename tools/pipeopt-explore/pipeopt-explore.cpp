@@ -90,14 +90,16 @@ static cl::opt<double> uniformTimeOpt(
     cl::cat(category));
 static cl::opt<double> uniformActOpt(
     "uniform-activation-bytes", cl::init(1ull << 30),
-    cl::desc("Uniform table: activation bytes per microbatch and stage"),
+    cl::desc("Uniform table only (an error with --cost-table or --model): "
+             "activation bytes per microbatch and stage"),
     cl::cat(category));
 static cl::opt<double> uniformWeightOpt(
     "uniform-weight-bytes", cl::init(4ull << 30),
-    cl::desc("Uniform table: weight bytes per stage"), cl::cat(category));
+    cl::desc("Uniform table only: weight bytes per stage"),
+    cl::cat(category));
 static cl::opt<double> uniformBoundaryOpt(
     "uniform-boundary-bytes", cl::init(32ull << 20),
-    cl::desc("Uniform table: bytes sent between stages per microbatch"),
+    cl::desc("Uniform table only: bytes sent between stages per microbatch"),
     cl::cat(category));
 static cl::opt<std::string> modelOpt(
     "model",
@@ -107,18 +109,19 @@ static cl::opt<std::string> modelOpt(
     cl::value_desc("file.mlir"), cl::cat(category));
 static cl::opt<std::string> deviceOpt(
     "device", cl::init("h100"),
-    cl::desc("--model: device preset of the cost model (h100, h200, a100, "
-             "cpu)"),
+    cl::desc("--model only (an error without it): device preset of the "
+             "cost model (h100, h200, a100, cpu)"),
     cl::cat(category));
 static cl::opt<std::string> hardwareOpt(
     "hardware",
-    cl::desc("--model: hardware JSON (device and topology; overrides "
-             "--device), see docs/CostModel.md"),
+    cl::desc("--model only (an error without it): hardware JSON (device "
+             "and topology; overrides --device), see docs/CostModel.md"),
     cl::value_desc("file.json"), cl::cat(category));
 static cl::opt<double> optimizerFactorOpt(
     "optimizer-factor", cl::init(3.0),
-    cl::desc("--model: extra bytes per weight byte in weight memory "
-             "(gradients, optimizer state; default 3 = fp32 Adam)"),
+    cl::desc("--model only (an error without it): extra bytes per weight "
+             "byte in weight memory (gradients, optimizer state; finite, "
+             "0 to 1e6; default 3 = fp32 Adam)"),
     cl::cat(category));
 enum class Format { Markdown, CSV, JSON };
 static cl::opt<Format> formatOpt(
@@ -140,6 +143,7 @@ static cl::opt<std::string> traceOpt(
 static cl::opt<std::string> svgOpt(
     "svg", cl::desc("Write an SVG Gantt chart of one configuration"),
     cl::value_desc("out.svg"), cl::cat(category));
+// The --trace-* selectors below are errors without --trace or --svg.
 static cl::opt<std::string> traceScheduleOpt(
     "trace-schedule", cl::desc("Schedule for --trace/--svg (default: first)"),
     cl::cat(category));
@@ -489,6 +493,42 @@ int main(int argc, char **argv) {
   if (maxActionsOpt < 1)
     return bad("--max-actions must be >= 1");
 
+  // Options of one input kind are errors with another (they used to be
+  // ignored silently). Their values are checked first, whatever the input.
+  if (!std::isfinite(optimizerFactorOpt) || optimizerFactorOpt < 0 ||
+      optimizerFactorOpt > 1e6)
+    return bad("--optimizer-factor must be a finite number between 0 and "
+               "1e6, got " +
+               num(optimizerFactorOpt, "%g"));
+  if (llvm::Expected<cost::Hardware> preset = cost::getPreset(deviceOpt);
+      !preset)
+    return fail(preset.takeError());
+  if (hardwareOpt.getNumOccurrences() && hardwareOpt.empty())
+    return bad("--hardware: expected a hardware JSON file");
+  if (modelOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &deviceOpt, &hardwareOpt, &optimizerFactorOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " applies only with --model (it configures the cost model "
+                   "that partitions the model; a --cost-table or the uniform "
+                   "table already gives seconds and bytes per stage)");
+  if (!modelOpt.empty() || !costTableOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " applies only to the built-in uniform table (without "
+                   "--model and --cost-table)");
+  if (traceOpt.empty() && svgOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &traceScheduleOpt, &traceStagesOpt, &traceMicrobatchesOpt,
+             &traceSystemOpt, &traceLevelOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " selects the configuration of --trace / --svg; give one "
+                   "of them");
+
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
   if (schedules.empty())
@@ -557,9 +597,6 @@ int main(int argc, char **argv) {
       return fail(llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "give only one of --model, --cost-table and --uniform-stage-time"));
-    if (!(optimizerFactorOpt >= 0))
-      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "--optimizer-factor must be >= 0"));
     model.emplace();
     if (llvm::Error e =
             model->load(modelOpt, deviceOpt, hardwareOpt, optimizerFactorOpt))
