@@ -20,7 +20,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <optional>
 #include <string>
 
 using namespace pipeopt;
@@ -32,6 +34,41 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 static bool isPositiveFinite(double v) { return std::isfinite(v) && v > 0; }
+
+/// Limits that keep every derived time finite (docs/CostModel.md, "Hardware
+/// JSON"). Times are bytes / bandwidth and FLOP / rate with sizes below
+/// 2^63 bytes: any rate of at least 1 per second gives finite seconds, and
+/// no overhead or latency of a real system is anywhere near an hour.
+static constexpr double kMinRate = 1.0;          // bytes/s or FLOP/s
+static constexpr double kMaxSeconds = 3600.0;    // overhead, latency
+
+/// `v` for messages ("1e+308", "-1", "inf").
+static std::string formatNumber(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", v);
+  return buf;
+}
+
+/// "must be ..." for a rate: finite and at least kMinRate (or exactly 0 when
+/// `zeroIsUnlimited`).
+static std::optional<std::string> checkRate(double v, StringRef unit,
+                                            bool zeroIsUnlimited = false) {
+  if ((std::isfinite(v) && v >= kMinRate) || (zeroIsUnlimited && v == 0))
+    return std::nullopt;
+  return llvm::formatv("must be {0}a positive number of {1} (finite, at "
+                       "least 1), got {2}",
+                       zeroIsUnlimited ? "0 (unlimited) or " : "", unit,
+                       formatNumber(v))
+      .str();
+}
+
+/// "must be ..." for a duration: finite, in [0, kMaxSeconds].
+static std::optional<std::string> checkSeconds(double v) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxSeconds)
+    return std::nullopt;
+  return "must be a number of seconds between 0 and 3600 (1 hour), got " +
+         formatNumber(v);
+}
 
 //===----------------------------------------------------------------------===//
 // DeviceSpec / LinkSpec / Topology
@@ -50,23 +87,25 @@ double DeviceSpec::peakFlops(StringRef key, bool matrix) const {
 }
 
 llvm::Error DeviceSpec::validate() const {
-  if (!isPositiveFinite(memoryBandwidth))
-    return makeError(llvm::formatv(
-        "device '{0}': memory_bandwidth must be a positive number of bytes/s",
-        name));
+  if (auto bad = checkRate(memoryBandwidth, "bytes/s"))
+    return makeError(
+        llvm::formatv("device '{0}': memory_bandwidth {1}", name, *bad));
   if (!isPositiveFinite(memoryCapacity))
     return makeError(llvm::formatv(
-        "device '{0}': memory_capacity must be a positive number of bytes",
-        name));
-  if (!std::isfinite(opOverhead) || opOverhead < 0)
-    return makeError(llvm::formatv(
-        "device '{0}': op_overhead_s must be a non-negative number of seconds",
-        name));
-  for (const auto *table : {&matrixFlops, &vectorFlops})
-    for (const auto &[key, value] : *table)
-      if (!isPositiveFinite(value))
+        "device '{0}': memory_capacity must be a positive number of bytes, "
+        "got {1}",
+        name, formatNumber(memoryCapacity)));
+  if (auto bad = checkSeconds(opOverhead))
+    return makeError(
+        llvm::formatv("device '{0}': op_overhead_s {1}", name, *bad));
+  for (auto [key, table] : {std::make_pair("peak_flops", &matrixFlops),
+                            std::make_pair("vector_flops", &vectorFlops)})
+    for (const auto &[dtype, value] : *table)
+      if (!std::isfinite(value) || value < kMinRate)
         return makeError(llvm::formatv(
-            "device '{0}': peak FLOP/s for '{1}' must be positive", name, key));
+            "device '{0}': {1}.{2} must be positive (a finite number of "
+            "FLOP/s, at least 1), got {3}",
+            name, key, dtype, formatNumber(value)));
   if (peakFlops("f32", true) <= 0 || peakFlops("f32", false) <= 0)
     return makeError(llvm::formatv(
         "device '{0}': needs an \"f32\" entry in peak_flops", name));
@@ -86,12 +125,18 @@ LinkSpec Topology::between(int a, int b) const {
 
 llvm::Error Topology::validate() const {
   if (ranksPerNode < 1)
-    return makeError("topology: ranks_per_node must be >= 1");
-  for (const LinkSpec *l : {&intraNode, &interNode})
-    if (!std::isfinite(l->latency) || l->latency < 0 ||
-        !std::isfinite(l->bandwidth) || l->bandwidth < 0)
-      return makeError("topology: link latency_s and bandwidth must be "
-                       "finite and non-negative");
+    return makeError(llvm::formatv(
+        "topology.ranks_per_node must be >= 1, got {0}", ranksPerNode));
+  for (auto [key, l] : {std::make_pair("intra_node", &intraNode),
+                        std::make_pair("inter_node", &interNode)}) {
+    if (auto bad = checkSeconds(l->latency))
+      return makeError(
+          llvm::formatv("topology.{0}.latency_s {1}", key, *bad));
+    if (auto bad = checkRate(l->bandwidth, "bytes/s",
+                             /*zeroIsUnlimited=*/true))
+      return makeError(
+          llvm::formatv("topology.{0}.bandwidth {1}", key, *bad));
+  }
   return llvm::Error::success();
 }
 
@@ -264,6 +309,25 @@ llvm::Expected<double> cost::parseByteSize(StringRef text) {
 // Hardware JSON
 //===----------------------------------------------------------------------===//
 
+/// "a number", "a string", ... for the "got ..." part of type errors.
+static StringRef kindOf(const llvm::json::Value &v) {
+  switch (v.kind()) {
+  case llvm::json::Value::Null:
+    return "null";
+  case llvm::json::Value::Boolean:
+    return "a boolean";
+  case llvm::json::Value::Number:
+    return "a number";
+  case llvm::json::Value::String:
+    return "a string";
+  case llvm::json::Value::Array:
+    return "an array";
+  case llvm::json::Value::Object:
+    return "an object";
+  }
+  return "a value";
+}
+
 namespace {
 /// Small helper that reads typed keys of one JSON object and remembers the
 /// first error with its key path.
@@ -303,7 +367,10 @@ struct ObjectReader {
         return true;
       }
     }
-    fail(path + key + ": expected a number");
+    fail(path + key +
+         (bytes ? ": expected a number or a size string (e.g. \"80GB\")"
+                : ": expected a number") +
+         ", got " + kindOf(*v));
     return false;
   }
 
@@ -321,7 +388,8 @@ struct ObjectReader {
       out = static_cast<int>(*i);
       return true;
     }
-    fail(path + key + ": expected an integer");
+    fail(path + key + ": expected an integer, got " +
+         (v->getAsNumber() ? "a non-integral number" : kindOf(*v)));
     return false;
   }
 
@@ -331,7 +399,8 @@ struct ObjectReader {
       return;
     const llvm::json::Object *t = v->getAsObject();
     if (!t) {
-      fail(path + key + ": expected an object {\"f32\": FLOP/s, ...}");
+      fail(path + key + ": expected an object {\"f32\": FLOP/s, ...}, got " +
+           kindOf(*v));
       return;
     }
     // The element-type keys the cost model looks up (CostModel.cpp).
@@ -344,7 +413,8 @@ struct ObjectReader {
     for (const auto &[k, val] : *t) {
       auto d = val.getAsNumber();
       if (!d) {
-        fail(path + key + "." + k.str() + ": expected a number (FLOP/s)");
+        fail(path + key + "." + k.str() + ": expected a number (FLOP/s), got " +
+             kindOf(val));
         return;
       }
       out[k.str()] = *d;
@@ -357,7 +427,9 @@ struct ObjectReader {
       return;
     const llvm::json::Object *o = v->getAsObject();
     if (!o) {
-      fail(path + key + ": expected an object {\"latency_s\", \"bandwidth\"}");
+      fail(path + key +
+           ": expected an object {\"latency_s\", \"bandwidth\"}, got " +
+           kindOf(*v));
       return;
     }
     if (auto bad = unknownKey(*o, {"latency_s", "bandwidth"}, path + key.str())) {
@@ -378,6 +450,23 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   const llvm::json::Object *obj = value.getAsObject();
   if (!obj)
     return makeError("hardware JSON: expected an object at the top level");
+  // The string keys are type-checked before anything is read: a "base" that
+  // is not a string would otherwise be skipped and the caller's preset used.
+  for (StringRef key : {"base", "name", "description"}) {
+    const llvm::json::Value *v = obj->get(key);
+    if (!v)
+      continue;
+    std::optional<StringRef> str = v->getAsString();
+    if (!str)
+      return makeError("hardware JSON: " + key + ": expected a string" +
+                       (key == "base" ? " (a preset name: " +
+                                            llvm::join(presetNames(), ", ") +
+                                            ")"
+                                      : std::string()) +
+                       ", got " + kindOf(*v));
+    if (key == "name" && str->trim().empty())
+      return makeError("hardware JSON: name: expected a non-empty string");
+  }
   Hardware hw;
   if (auto baseName = obj->getString("base")) {
     auto preset = getPreset(*baseName);
@@ -409,7 +498,7 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   if (const llvm::json::Value *t = obj->get("topology")) {
     const llvm::json::Object *to = t->getAsObject();
     if (!to) {
-      r.fail("topology: expected an object");
+      r.fail(("topology: expected an object, got " + kindOf(*t)).str());
     } else {
       if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
                                       "intra_node", "inter_node"},

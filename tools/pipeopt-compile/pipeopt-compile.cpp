@@ -12,6 +12,9 @@
 //      for the host, in-process;
 //   5. link it into a shared object with the C compiler.
 //
+// Before step 1, every output path is checked: it must be in an existing
+// directory and name neither the input nor another output.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
@@ -70,12 +73,18 @@ static cl::OptionCategory category("pipeopt-compile options");
 
 static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input.mlir>"),
                                       cl::init("-"), cl::cat(category));
-static cl::opt<std::string>
-    outputFile("o", cl::desc("Output shared object (default: <input stem>.so)"),
-               cl::value_desc("model.so"), cl::cat(category));
+// Output paths (-o, --manifest, the --save-temps files) are checked before
+// any work: each must be in an existing directory (none is created) and be
+// a different file from the input and from every other output.
+static cl::opt<std::string> outputFile(
+    "o",
+    cl::desc("Output shared object (default: <input stem>.so); its "
+             "directory must exist, and it must not be the input file"),
+    cl::value_desc("model.so"), cl::cat(category));
 static cl::opt<std::string> manifestFile(
     "manifest",
-    cl::desc("Manifest path (default: <output stem>.manifest.json)"),
+    cl::desc("Manifest path (default: <output stem>.manifest.json); must "
+             "differ from the input and -o"),
     cl::cat(category));
 static cl::opt<bool> reference(
     "reference",
@@ -146,7 +155,8 @@ static cl::opt<std::string> ccPath("cc", cl::desc("C compiler used to link"),
                                    cl::cat(category));
 static cl::opt<bool> saveTemps(
     "save-temps",
-    cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o"),
+    cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o "
+             "(each must differ from the input and the other outputs)"),
     cl::cat(category));
 static cl::opt<bool> timing("timing",
                             cl::desc("Print the time of every step (s)"),
@@ -188,6 +198,81 @@ static LogicalResult writeText(llvm::StringRef path,
   }
   fn(out->os());
   out->keep();
+  return success();
+}
+
+/// A file this run writes, with the option that names it (for errors).
+struct OutputFile {
+  std::string role;
+  std::string path;
+};
+
+/// The parent directory of `path` ("." for a bare file name).
+static std::string parentOf(llvm::StringRef path) {
+  llvm::StringRef dir = llvm::sys::path::parent_path(path);
+  return dir.empty() ? std::string(".") : dir.str();
+}
+
+/// `path` with its directory resolved (symlinks, "..", "."): two paths that
+/// name the same file give the same string even when the file does not exist
+/// yet. The directory must exist (checked before).
+static std::string canonicalPath(llvm::StringRef path) {
+  llvm::SmallString<256> dir;
+  if (llvm::sys::fs::real_path(parentOf(path), dir)) {
+    // Not resolvable: fall back to the normalized absolute path.
+    llvm::SmallString<256> abs(path);
+    llvm::sys::fs::make_absolute(abs);
+    llvm::sys::path::remove_dots(abs, /*remove_dot_dot=*/true);
+    return std::string(abs);
+  }
+  llvm::sys::path::append(dir, llvm::sys::path::filename(path));
+  return std::string(dir);
+}
+
+/// True if `a` and `b` name the same file: the same inode when both exist
+/// (hard links, symlinks), else the same canonical path.
+static bool sameFile(llvm::StringRef a, llvm::StringRef b) {
+  bool equivalent = false;
+  if (llvm::sys::fs::exists(a) && llvm::sys::fs::exists(b) &&
+      !llvm::sys::fs::equivalent(a, b, equivalent))
+    return equivalent;
+  return canonicalPath(a) == canonicalPath(b);
+}
+
+/// Checks, before any work, that every file this run writes can be written
+/// without destroying another: its directory exists (pipeopt-compile does
+/// not create directories), it is not a directory, and it is neither the
+/// input nor another output. "-" (stdout) is exempt.
+static LogicalResult checkOutputs(llvm::StringRef input,
+                                  llvm::ArrayRef<OutputFile> outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const OutputFile &o = outputs[i];
+    if (o.path == "-")
+      continue;
+    auto error = [&](const llvm::Twine &msg) {
+      llvm::errs() << "pipeopt-compile: error: cannot write the " << o.role
+                   << " '" << o.path << "': " << msg << "\n";
+      return failure();
+    };
+    std::string dir = parentOf(o.path);
+    if (!llvm::sys::fs::is_directory(dir))
+      return error(llvm::sys::fs::exists(dir)
+                       ? "'" + dir + "' is not a directory"
+                       : "directory '" + dir +
+                             "' does not exist (pipeopt-compile does not "
+                             "create directories; create it first)");
+    if (llvm::sys::fs::is_directory(o.path))
+      return error("it is a directory");
+    if (input != "-" && sameFile(o.path, input))
+      return error("it is the input file '" + input +
+                   "' (the input would be overwritten); choose another "
+                   "output path");
+    for (size_t j = 0; j < i; ++j)
+      if (outputs[j].path != "-" && sameFile(o.path, outputs[j].path))
+        return error("it is also the " + outputs[j].role + " ('" +
+                     outputs[j].path +
+                     "'); the two outputs need different paths");
+  }
   return success();
 }
 
@@ -256,6 +341,26 @@ int main(int argc, char **argv) {
   std::string outStem = stemOf(outputFile);
   if (manifestFile.empty())
     manifestFile = outStem + ".manifest.json";
+
+  // Every file this run writes, in the order of the steps; all are checked
+  // before any work (an output path equal to the input used to replace the
+  // model with the shared object or the manifest).
+  llvm::SmallVector<OutputFile> outputs = {
+      {"output (-o)", outputFile.getValue()}};
+  if (emit != Emit::Scheduled)
+    outputs.push_back({"manifest (--manifest)", manifestFile.getValue()});
+  if (saveTemps) {
+    auto temp = [&](Emit step, llvm::StringRef ext) {
+      if (emit > step)
+        outputs.push_back({("--save-temps file"), outStem + ext.str()});
+    };
+    temp(Emit::Scheduled, ".scheduled.mlir");
+    temp(Emit::LLVMDialect, ".llvm.mlir");
+    temp(Emit::LLVMIR, ".ll");
+    temp(Emit::Object, ".o");
+  }
+  if (failed(checkOutputs(inputFile, outputs)))
+    return 1;
 
   DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
@@ -399,8 +504,22 @@ int main(int argc, char **argv) {
       return 0;
   }
 
-  std::string objPath =
-      emit == Emit::Object ? outputFile.getValue() : outStem + ".o";
+  // The object is the output (--emit=obj), a kept temporary (--save-temps)
+  // or a unique temporary file that is removed after linking (so an
+  // unrelated <stem>.o next to the output is never touched).
+  std::string objPath;
+  if (emit == Emit::Object) {
+    objPath = outputFile.getValue();
+  } else if (saveTemps) {
+    objPath = outStem + ".o";
+  } else {
+    llvm::SmallString<256> tmp;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "pipeopt-compile-" + llvm::sys::path::filename(outStem), "o",
+            tmp))
+      return fail("cannot create a temporary object file: " + ec.message());
+    objPath = std::string(tmp);
+  }
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
@@ -408,8 +527,11 @@ int main(int argc, char **argv) {
       return fail("cannot write " + objPath + ": " + ec.message());
     llvm::legacy::PassManager codegen;
     if (tm->addPassesToEmitFile(codegen, os, nullptr,
-                                llvm::CodeGenFileType::ObjectFile))
+                                llvm::CodeGenFileType::ObjectFile)) {
+      if (emit != Emit::Object && !saveTemps)
+        llvm::sys::fs::remove(objPath);
       return fail("the target cannot emit object files");
+    }
     codegen.run(*llvmModule);
   }
   timer.done("codegen");
@@ -418,8 +540,11 @@ int main(int argc, char **argv) {
 
   // --- Link -----------------------------------------------------------------
   auto cc = llvm::sys::findProgramByName(ccPath);
-  if (!cc)
+  if (!cc) {
+    if (!saveTemps)
+      llvm::sys::fs::remove(objPath);
     return fail("C compiler '" + ccPath + "' not found (use --cc)");
+  }
   llvm::SmallVector<std::string> args = {*cc, "-shared", "-o",
                                          outputFile.getValue(), objPath};
   // Non-contiguous memref copies are lowered to calls of MLIR's C runner

@@ -90,14 +90,16 @@ static cl::opt<double> uniformTimeOpt(
     cl::cat(category));
 static cl::opt<double> uniformActOpt(
     "uniform-activation-bytes", cl::init(1ull << 30),
-    cl::desc("Uniform table: activation bytes per microbatch and stage"),
+    cl::desc("Uniform table only (an error with --cost-table or --model): "
+             "activation bytes per microbatch and stage"),
     cl::cat(category));
 static cl::opt<double> uniformWeightOpt(
     "uniform-weight-bytes", cl::init(4ull << 30),
-    cl::desc("Uniform table: weight bytes per stage"), cl::cat(category));
+    cl::desc("Uniform table only: weight bytes per stage"),
+    cl::cat(category));
 static cl::opt<double> uniformBoundaryOpt(
     "uniform-boundary-bytes", cl::init(32ull << 20),
-    cl::desc("Uniform table: bytes sent between stages per microbatch"),
+    cl::desc("Uniform table only: bytes sent between stages per microbatch"),
     cl::cat(category));
 static cl::opt<std::string> modelOpt(
     "model",
@@ -107,18 +109,19 @@ static cl::opt<std::string> modelOpt(
     cl::value_desc("file.mlir"), cl::cat(category));
 static cl::opt<std::string> deviceOpt(
     "device", cl::init("h100"),
-    cl::desc("--model: device preset of the cost model (h100, h200, a100, "
-             "cpu)"),
+    cl::desc("--model only (an error without it): device preset of the "
+             "cost model (h100, h200, a100, cpu)"),
     cl::cat(category));
 static cl::opt<std::string> hardwareOpt(
     "hardware",
-    cl::desc("--model: hardware JSON (device and topology; overrides "
-             "--device), see docs/CostModel.md"),
+    cl::desc("--model only (an error without it): hardware JSON (device "
+             "and topology; overrides --device), see docs/CostModel.md"),
     cl::value_desc("file.json"), cl::cat(category));
 static cl::opt<double> optimizerFactorOpt(
     "optimizer-factor", cl::init(3.0),
-    cl::desc("--model: extra bytes per weight byte in weight memory "
-             "(gradients, optimizer state; default 3 = fp32 Adam)"),
+    cl::desc("--model only (an error without it): extra bytes per weight "
+             "byte in weight memory (gradients, optimizer state; finite, "
+             "0 to 1e6; default 3 = fp32 Adam)"),
     cl::cat(category));
 enum class Format { Markdown, CSV, JSON };
 static cl::opt<Format> formatOpt(
@@ -140,6 +143,7 @@ static cl::opt<std::string> traceOpt(
 static cl::opt<std::string> svgOpt(
     "svg", cl::desc("Write an SVG Gantt chart of one configuration"),
     cl::value_desc("out.svg"), cl::cat(category));
+// The --trace-* selectors below are errors without --trace or --svg.
 static cl::opt<std::string> traceScheduleOpt(
     "trace-schedule", cl::desc("Schedule for --trace/--svg (default: first)"),
     cl::cat(category));
@@ -158,6 +162,17 @@ static cl::opt<Level> traceLevelOpt(
     cl::values(clEnumValN(Level::Table, "table", "idealized table"),
                clEnumValN(Level::Event, "event", "event simulation")),
     cl::cat(category));
+// Default of --max-actions: the simulator holds roughly 150-180 bytes per
+// action (the schedule table, the task graph and the event DAG; measured:
+// 1f1b, S = 64, M = 52000, 2e7 actions, 3.0 GB peak RSS).
+static constexpr uint64_t kDefaultMaxActions = 20'000'000;
+static cl::opt<uint64_t> maxActionsOpt(
+    "max-actions", cl::init(kDefaultMaxActions),
+    cl::desc("Skip configurations whose schedule would have more actions "
+             "(compute F/B/W plus a send and a recv per transfer, estimated "
+             "before building it) than this; the simulator needs roughly "
+             "160 bytes per action (default 2e7: about 3 GB)"),
+    cl::value_desc("n"), cl::cat(category));
 static cl::opt<bool> timingOpt("time", cl::init(false),
                                cl::desc("Print the sweep's wall time to stderr"),
                                cl::cat(category));
@@ -389,6 +404,54 @@ private:
   double optFactor = 3;
 };
 
+/// Shape of a schedule family, measured on a small instance of the
+/// generator (2 ranks, 8 microbatches) so that the size of a large
+/// configuration is known before it is built: chunks (model stages) per
+/// rank, compute actions per (model stage, microbatch) and transfer
+/// directions per stage boundary and microbatch (2 for training: the
+/// activation forward and its gradient back).
+struct ScheduleShape {
+  double chunksPerRank = 1;
+  double computePerStageMicrobatch = 1;
+  double directions = 1;
+
+  /// Upper estimate of the schedule's actions for S ranks and M
+  /// microbatches: compute actions plus a send and a recv per transfer
+  /// (every stage boundary counted as crossing ranks).
+  double actions(int S, int M) const {
+    double stages = S * chunksPerRank;
+    return stages * M * computePerStageMicrobatch +
+           2 * directions * std::max(stages - 1, 0.0) * M;
+  }
+};
+
+ScheduleShape probeShape(llvm::StringRef name,
+                         const schedule::ScheduleParams &like) {
+  schedule::ScheduleParams p = like;
+  p.numStages = 0;
+  p.numRanks = 2;
+  p.numMicrobatches = 8;
+  ScheduleShape shape;
+  llvm::Expected<schedule::Schedule> s = schedule::makeSchedule(name, p);
+  if (!s) {
+    // Conservative: the most chunks and phases any generator uses.
+    llvm::consumeError(s.takeError());
+    shape.chunksPerRank = std::max({2, 2 * like.waves, like.virtualStages});
+    shape.computePerStageMicrobatch = 3;
+    shape.directions = 2;
+    return shape;
+  }
+  size_t compute = 0;
+  for (const std::vector<schedule::Action> &row : s->actions)
+    compute += llvm::count_if(
+        row, [](const schedule::Action &a) { return a.isCompute(); });
+  shape.chunksPerRank = double(s->numStages) / s->numRanks;
+  shape.computePerStageMicrobatch =
+      double(compute) / (double(s->numStages) * s->numMicrobatches);
+  shape.directions = s->forwardOnly ? 1 : 2;
+  return shape;
+}
+
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "pipeopt-explore")
       << llvm::toString(std::move(e)) << "\n";
@@ -427,6 +490,44 @@ int main(int argc, char **argv) {
                llvm::Twine(virtualStagesOpt.getValue()));
   if (wavesOpt < 1)
     return bad("--waves must be >= 1, got " + llvm::Twine(wavesOpt.getValue()));
+  if (maxActionsOpt < 1)
+    return bad("--max-actions must be >= 1");
+
+  // Options of one input kind are errors with another (they used to be
+  // ignored silently). Their values are checked first, whatever the input.
+  if (!std::isfinite(optimizerFactorOpt) || optimizerFactorOpt < 0 ||
+      optimizerFactorOpt > 1e6)
+    return bad("--optimizer-factor must be a finite number between 0 and "
+               "1e6, got " +
+               num(optimizerFactorOpt, "%g"));
+  if (llvm::Expected<cost::Hardware> preset = cost::getPreset(deviceOpt);
+      !preset)
+    return fail(preset.takeError());
+  if (hardwareOpt.getNumOccurrences() && hardwareOpt.empty())
+    return bad("--hardware: expected a hardware JSON file");
+  if (modelOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &deviceOpt, &hardwareOpt, &optimizerFactorOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " applies only with --model (it configures the cost model "
+                   "that partitions the model; a --cost-table or the uniform "
+                   "table already gives seconds and bytes per stage)");
+  if (!modelOpt.empty() || !costTableOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " applies only to the built-in uniform table (without "
+                   "--model and --cost-table)");
+  if (traceOpt.empty() && svgOpt.empty())
+    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
+             &traceScheduleOpt, &traceStagesOpt, &traceMicrobatchesOpt,
+             &traceSystemOpt, &traceLevelOpt})
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " selects the configuration of --trace / --svg; give one "
+                   "of them");
 
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
@@ -496,9 +597,6 @@ int main(int argc, char **argv) {
       return fail(llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "give only one of --model, --cost-table and --uniform-stage-time"));
-    if (!(optimizerFactorOpt >= 0))
-      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "--optimizer-factor must be >= 0"));
     model.emplace();
     if (llvm::Error e =
             model->load(modelOpt, deviceOpt, hardwareOpt, optimizerFactorOpt))
@@ -537,16 +635,36 @@ int main(int argc, char **argv) {
       traceSystemOpt.empty() ? systems.front().name : traceSystemOpt;
   const bool wantTimeline = !traceOpt.empty() || !svgOpt.empty();
 
-  for (const std::string &name : schedules)
+  // Configurations over --max-actions, skipped before they are built.
+  std::vector<std::string> tooLarge;
+  for (const std::string &name : schedules) {
+    schedule::ScheduleParams like;
+    like.waves = wavesOpt;
+    if (virtualStagesOpt > 0 &&
+        (name == "interleaved-1f1b" || name == "looped-bfs"))
+      like.virtualStages = virtualStagesOpt;
+    const ScheduleShape shape = probeShape(name, like);
     for (int S : stages)
       for (int M : microbatches) {
-        schedule::ScheduleParams params;
+        schedule::ScheduleParams params = like;
         params.numRanks = S;
         params.numMicrobatches = M;
-        params.waves = wavesOpt;
-        if (virtualStagesOpt > 0 &&
-            (name == "interleaved-1f1b" || name == "looped-bfs"))
-          params.virtualStages = virtualStagesOpt;
+        // The schedule table and the simulator's graphs grow with the
+        // number of actions: a configuration too large for memory is
+        // refused before anything is allocated for it.
+        double actions = shape.actions(S, M);
+        if (actions > double(maxActionsOpt)) {
+          std::string note =
+              llvm::formatv("{0} S={1} M={2}: too large to simulate: about "
+                            "{3} schedule actions, over the limit "
+                            "--max-actions={4}",
+                            name, S, M, num(actions, "%.3g"),
+                            maxActionsOpt.getValue())
+                  .str();
+          tooLarge.push_back(note);
+          skipped.push_back(std::move(note));
+          continue;
+        }
         llvm::Expected<schedule::Schedule> sched =
             schedule::makeSchedule(name, params);
         if (!sched) {
@@ -612,6 +730,28 @@ int main(int argc, char **argv) {
           }
         }
       }
+  }
+  if (points.empty()) {
+    std::string why;
+    for (const std::string &s : skipped)
+      why += "\n  " + s;
+    return bad(tooLarge.size() == skipped.size()
+                   ? "every configuration is too large to simulate "
+                     "(--max-actions=" +
+                         std::to_string(maxActionsOpt) + "):" + why
+                   : "no configuration could be evaluated:" + why);
+  }
+  if (!tooLarge.empty()) {
+    // Visible in every format (CSV has no "Skipped" section).
+    llvm::WithColor::warning(llvm::errs(), "pipeopt-explore")
+        << tooLarge.size()
+           << " configuration(s) skipped as too large to simulate (listed "
+              "under \"Skipped\" in markdown and JSON):\n";
+    for (size_t i = 0; i < tooLarge.size() && i < 10; ++i)
+      llvm::errs() << "  " << tooLarge[i] << "\n";
+    if (tooLarge.size() > 10)
+      llvm::errs() << "  ... and " << tooLarge.size() - 10 << " more\n";
+  }
 
   // --- Rankings and flips -----------------------------------------------------
   std::map<Group, std::vector<const Point *>> groups;

@@ -71,8 +71,10 @@ struct DeviceSpec {
   /// table's "f32", then to the other table's entry. Never 0 for a valid spec.
   double peakFlops(llvm::StringRef typeKey, bool matrix) const;
 
-  /// Checks that every number is finite and positive (bandwidth, capacity,
-  /// an "f32" peak) or non-negative (overhead).
+  /// Checks the numbers so that every derived time is finite: memory
+  /// bandwidth and every FLOP/s entry finite and >= 1, capacity finite and
+  /// positive, an "f32" peak present, overhead in [0, 3600] s. The error
+  /// names the JSON key (docs/CostModel.md).
   llvm::Error validate() const;
 };
 
@@ -92,6 +94,8 @@ struct Topology {
   LinkSpec interNode;
   /// Link from rank `a` to rank `b` (intraNode for a == b as well).
   LinkSpec between(int a, int b) const;
+  /// Checks ranksPerNode >= 1, link latencies in [0, 3600] s and link
+  /// bandwidths 0 (unlimited) or finite and >= 1 bytes/s.
   llvm::Error validate() const;
 };
 
