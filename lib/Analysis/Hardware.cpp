@@ -553,7 +553,7 @@ static llvm::Expected<llvm::json::Value> readJSONFile(StringRef path,
   if (!buffer)
     return makeError(llvm::formatv("cannot read {0} file '{1}': {2}", what,
                                    path, buffer.getError().message()));
-  auto parsed = llvm::json::parse((*buffer)->getBuffer());
+  auto parsed = parseJSONRejectingDuplicates((*buffer)->getBuffer());
   if (!parsed)
     return makeError(llvm::formatv("invalid JSON in {0} file '{1}': {2}", what,
                                    path, llvm::toString(parsed.takeError())));
@@ -626,7 +626,10 @@ llvm::Expected<Profile> cost::parseProfile(const llvm::json::Value &value) {
       readTimes(*e, t, err, where);
       if (!err.empty())
         return makeError("profile JSON: " + err);
-      (section == "stages" ? profile.stages : profile.ops)[*id] = t;
+      auto &table = section == "stages" ? profile.stages : profile.ops;
+      if (!table.try_emplace(*id, t).second)
+        return makeError("profile JSON: " + where + ": " + idKey + " " +
+                         std::to_string(*id) + " is listed twice");
     }
   }
   if (profile.empty())

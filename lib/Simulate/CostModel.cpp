@@ -95,7 +95,7 @@ static llvm::Expected<double> getNumber(const llvm::json::Object &o,
 }
 
 llvm::Expected<CostTable> sim::parseCostTable(llvm::StringRef json) {
-  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
+  llvm::Expected<llvm::json::Value> root = parseJSONRejectingDuplicates(json);
   if (!root)
     return makeError("cost table: invalid JSON: " +
                      llvm::toString(root.takeError()));
@@ -335,7 +335,7 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
 
 llvm::Expected<std::vector<SystemConfig>>
 sim::parseSystems(llvm::StringRef json) {
-  llvm::Expected<llvm::json::Value> root = llvm::json::parse(json);
+  llvm::Expected<llvm::json::Value> root = parseJSONRejectingDuplicates(json);
   if (!root)
     return makeError("system config: invalid JSON: " +
                      llvm::toString(root.takeError()));

@@ -31,6 +31,8 @@
 // RUN: pipeopt %t/profile-index.mlir -pipe-partition="profile=%t/profile-index.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/profile-count.mlir -pipe-partition="num-stages=2 profile=%t/profile-count.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/outlined.mlir -pipe-partition="num-stages=2" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/dup-key.mlir -pipe-partition="hardware=%t/dup-key.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/dup-stage.mlir -pipe-partition="profile=%t/dup-stage.json" -verify-diagnostics -o /dev/null
 
 //--- too-many-stages.mlir
 // Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
@@ -265,3 +267,24 @@ func.func @model(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages
   %0 = pipe.stage_call @s0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+//--- dup-key.mlir
+// A key given twice in a hand-written file is an error, not "the last wins".
+// expected-error-re @+1 {{pipe-partition: invalid JSON in hardware file '{{.*}}dup-key.json': line 3: duplicate key 'memory_bandwidth'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- dup-key.json
+{"base": "h100",
+ "memory_bandwidth": 1e12, "topology": {"gpus_per_node": 8, "intra_node": {"latency_s": 1e-6}},
+ "memory_bandwidth": 2e12}
+
+//--- dup-stage.mlir
+// expected-error @+1 {{profile JSON: stages[1]: stage 0 is listed twice}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- dup-stage.json
+{"stages": [{"stage": 0, "forward_s": 0.1}, {"stage": 0, "forward_s": 0.2}]}

@@ -485,7 +485,17 @@ TEST(CostModel, RejectsBadInput) {
     llvm::Expected<CostTable> t = parseCostTable(bad);
     EXPECT_FALSE(static_cast<bool>(t)) << bad;
     llvm::consumeError(t.takeError());
-  }
+  }  // A key given twice (llvm::json::parse would keep one silently).
+  llvm::Expected<CostTable> dup = parseCostTable(
+      "{\"stages\": [{\"forward_s\": 1,\n \"forward_s\": 2}]}");
+  ASSERT_FALSE(static_cast<bool>(dup));
+  EXPECT_EQ(llvm::toString(dup.takeError()),
+            "cost table: invalid JSON: line 2: duplicate key 'forward_s'");
+  llvm::Expected<std::vector<SystemConfig>> sys =
+      parseSystems(R"({"name": "a", "name": "b"})");
+  ASSERT_FALSE(static_cast<bool>(sys));
+  EXPECT_NE(llvm::toString(sys.takeError()).find("duplicate key 'name'"),
+            std::string::npos);
 }
 
 TEST(CostModel, ResampleGroupsLayers) {

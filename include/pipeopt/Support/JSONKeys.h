@@ -5,9 +5,11 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Configuration files (hardware, system, cost tables) are hand-written; a
-/// misspelled key would otherwise be ignored silently and the default used.
-/// Readers list the keys an object may have and call unknownKey().
+/// Configuration files (hardware, system, cost tables, profiles) are
+/// hand-written; a misspelled key would otherwise be ignored silently and
+/// the default used. Readers list the keys an object may have and call
+/// unknownKey(). llvm::json::parse keeps one of two equal keys of an object
+/// without a word, so readers parse with parseJSONRejectingDuplicates().
 ///
 //===----------------------------------------------------------------------===//
 
@@ -17,10 +19,13 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pipeopt {
 
@@ -40,6 +45,50 @@ unknownKey(const llvm::json::Object &object,
            "unknown key '" + key.str() + "' (expected one of: " + list + ")";
   }
   return std::nullopt;
+}
+
+/// llvm::json::parse, plus an error "line N: duplicate key 'k'" when an
+/// object has the same key twice (compared as written, escapes not decoded).
+inline llvm::Expected<llvm::json::Value>
+parseJSONRejectingDuplicates(llvm::StringRef text) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value)
+    return value.takeError();
+  // `text` is valid JSON now: a scan of brackets, commas and strings finds
+  // every key.
+  struct Frame {
+    bool object;
+    bool expectKey;
+    llvm::StringSet<> keys;
+  };
+  std::vector<Frame> stack;
+  unsigned line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+    } else if (c == '{' || c == '[') {
+      stack.push_back(Frame{c == '{', c == '{', {}});
+    } else if (c == '}' || c == ']') {
+      stack.pop_back();
+    } else if (c == ',') {
+      if (!stack.empty() && stack.back().object)
+        stack.back().expectKey = true;
+    } else if (c == '"') {
+      size_t start = ++i;
+      while (i < text.size() && text[i] != '"')
+        i += text[i] == '\\' ? 2 : 1;
+      if (!stack.empty() && stack.back().object && stack.back().expectKey) {
+        llvm::StringRef key = text.slice(start, i);
+        stack.back().expectKey = false;
+        if (!stack.back().keys.insert(key).second)
+          return llvm::createStringError(
+              "line " + std::to_string(line) + ": duplicate key '" +
+              key.str() + "'");
+      }
+    }
+  }
+  return value;
 }
 
 } // namespace pipeopt
