@@ -94,8 +94,9 @@ static cl::opt<bool> reference(
     cl::cat(category));
 static cl::opt<std::string> function(
     "function",
-    cl::desc("Model function for --reference (default: the only public "
-             "function with a body)"),
+    cl::desc("Model function to compile (default: the only public function "
+             "with a body); other public functions it does not call are "
+             "left out"),
     cl::cat(category));
 static cl::opt<int64_t> numStages("num-stages",
                                   cl::desc("Pipeline stages (front half)"),
@@ -394,6 +395,17 @@ int main(int argc, char **argv) {
                                                 numMicrobatches)))
       return 1;
   } else if (!hasPrograms) {
+    // One model function becomes one pipeline; other functions that nothing
+    // calls (other models, unused helpers) would be partitioned as well and
+    // give a second set of programs.
+    FailureOr<func::FuncOp> model = pipeopt::findModelFunction(
+        *module, function, "choose one with --function=NAME");
+    if (failed(model))
+      return 1;
+    for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
+      if (f != *model && !f.isExternal() &&
+          SymbolTable::symbolKnownUseEmpty(f, *module))
+        f.erase();
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
     if (!frontHalf.empty()) {

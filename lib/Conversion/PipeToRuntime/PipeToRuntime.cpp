@@ -883,35 +883,42 @@ void ConvertPipeToRuntimePass::runOnOperation() {
 // Single-stage reference program
 //===----------------------------------------------------------------------===//
 
+FailureOr<func::FuncOp> pipeopt::findModelFunction(ModuleOp module,
+                                                   StringRef function,
+                                                   StringRef hint) {
+  if (!function.empty()) {
+    auto fn = module.lookupSymbol<func::FuncOp>(function);
+    if (!fn || fn.isExternal())
+      return module.emitError() << "no function @" << function
+                                << " with a body in the module";
+    return fn;
+  }
+  SmallVector<func::FuncOp> candidates;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.isPublic() && !f.isExternal())
+      candidates.push_back(f);
+  if (candidates.size() == 1)
+    return candidates.front();
+  InFlightDiagnostic diag = module.emitError()
+                            << "expected exactly one public function with a "
+                               "body as the model, found "
+                            << candidates.size() << "; " << hint;
+  for (auto f : candidates)
+    diag.attachNote(f.getLoc()) << "candidate @" << f.getSymName();
+  return failure();
+}
+
 LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
                                                StringRef function,
                                                int64_t numMicrobatches) {
   if (numMicrobatches < 1)
     return module.emitError() << "number of microbatches must be positive, got "
                               << numMicrobatches;
-  func::FuncOp fn;
-  if (!function.empty()) {
-    fn = module.lookupSymbol<func::FuncOp>(function);
-    if (!fn || fn.isExternal())
-      return module.emitError() << "no function @" << function
-                                << " with a body in the module";
-  } else {
-    SmallVector<func::FuncOp> candidates;
-    for (auto f : module.getOps<func::FuncOp>())
-      if (f.isPublic() && !f.isExternal())
-        candidates.push_back(f);
-    if (candidates.size() != 1) {
-      InFlightDiagnostic diag = module.emitError()
-                                << "expected exactly one public function "
-                                   "with a body as the model, found "
-                                << candidates.size()
-                                << "; name the model function";
-      for (auto f : candidates)
-        diag.attachNote(f.getLoc()) << "candidate @" << f.getSymName();
-      return failure();
-    }
-    fn = candidates.front();
-  }
+  FailureOr<func::FuncOp> found =
+      findModelFunction(module, function, "name the model function");
+  if (failed(found))
+    return failure();
+  func::FuncOp fn = *found;
   FunctionType type = fn.getFunctionType();
   for (auto [i, t] : llvm::enumerate(type.getInputs()))
     if (!isa<RankedTensorType>(t))

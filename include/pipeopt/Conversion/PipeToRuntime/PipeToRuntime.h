@@ -8,6 +8,7 @@
 #ifndef PIPEOPT_CONVERSION_PIPETORUNTIME_PIPETORUNTIME_H
 #define PIPEOPT_CONVERSION_PIPETORUNTIME_PIPETORUNTIME_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/StringRef.h"
@@ -37,6 +38,15 @@ std::string runtimeEntryPointName(int64_t rank);
 mlir::LogicalResult buildSingleStageProgram(mlir::ModuleOp module,
                                             llvm::StringRef function,
                                             int64_t numMicrobatches);
+
+/// The model function of `module`: the function named `function` (which must
+/// have a body), or, if `function` is empty, the only public function with a
+/// body. Errors are diagnostics: no such function, or zero / several
+/// candidates (each listed in a note; `hint` says how to name one, e.g.
+/// "pass --function=NAME").
+mlir::FailureOr<mlir::func::FuncOp> findModelFunction(mlir::ModuleOp module,
+                                                      llvm::StringRef function,
+                                                      llvm::StringRef hint);
 
 } // namespace pipeopt
 
