@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Runner.h"
+#include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Watchdog.h"
 
 #include <nlohmann/json.hpp>
@@ -857,14 +858,10 @@ int pipeoptRunMain(int argc, char **argv) {
       procSize = std::atoi(std::getenv("WORLD_SIZE"));
     }
     // The model first: a missing .so is the user's actual problem even
-    // when its (default) manifest is missing too.
-    {
-      std::FILE *so = std::fopen(o.modelPath.c_str(), "rb");
-      if (!so)
-        throw RuntimeError("cannot open model " + o.modelPath + ": " +
-                           std::strerror(errno));
-      std::fclose(so);
-    }
+    // when its (default) manifest is missing too. A truncated .so must be
+    // caught before dlopen, which would map its segments past the end of
+    // the file and die with SIGBUS on the first access (ElfCheck.h).
+    checkElfFile(o.modelPath);
     m = readManifest(o.manifestPath);
     checkInputSizes(m);
     bool distributed = useMpi || ncclOverEnv;

@@ -358,6 +358,33 @@ TEST(Runner, ManifestRanksMustMatchTheModel) {
       << r.output;
 }
 
+TEST(Runner, TruncatedModelIsAClearError) {
+  // dlopen maps segments past the end of a truncated file; the first access
+  // used to kill pipeopt-run with SIGBUS (exit 135).
+  std::string dir = tmpDir("truncated");
+  std::vector<uint8_t> so = readFileBytes(FAKE_MODEL_SO, "model");
+  for (size_t size : {size_t(0), size_t(100), size_t(3000), so.size() / 2,
+                      so.size() - 1}) {
+    std::string path = dir + "/t" + std::to_string(size) + ".so";
+    {
+      std::ofstream out(path, std::ios::binary);
+      out.write(reinterpret_cast<const char *>(so.data()),
+                std::streamsize(size));
+    }
+    CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
+                             path + "' --manifest '" + FAKE_MANIFEST + "'");
+    EXPECT_EQ(r.code, 2) << size << ": " << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + path +
+                            " is truncated or corrupt: "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("but the file has " + std::to_string(size) +
+                            " bytes (an interrupted copy?)"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
 #ifdef MPIEXEC
 std::string mpiBase(const char *bug = nullptr) {
   std::string env = bug ? std::string("-x PIPEOPT_FAKE_MODEL_BUG=") + bug : "";
