@@ -228,23 +228,38 @@ void checkInputSizes(const Manifest &m) {
   }
 }
 
-HostTensor randomInput(DType dtype, const Shape &shape,
-                       const Shape &inputShape, uint64_t seed) {
+HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
+                       uint64_t seed) {
   HostTensor t;
-  t.dtype = dtype;
-  t.shape = shape;
-  int64_t n = numElements(shape);
+  t.dtype = input.dtype;
+  t.shape = input.shape;
+  if (input.microbatched)
+    t.shape.insert(t.shape.begin(), numMicrobatches);
+  DType dtype = t.dtype;
+  int64_t n = numElements(t.shape);
   t.data.resize(size_t(n) * dtypeSize(dtype));
+  // The rule and its rationale: Runner.h. Data: unscaled. Weights: by the
+  // shape without its leading 1s (the batch dimension of TOSA's rank-3
+  // matmul operands and of broadcast biases such as [1, 1, N]).
+  double lo = -1.0, hi = 1.0;
+  if (!input.microbatched) {
+    Shape w = input.shape;
+    w.erase(w.begin(), std::find_if(w.begin(), w.end(),
+                                     [](int64_t d) { return d != 1; }));
+    if (w.size() <= 1) {
+      lo = 0.5;
+      hi = 1.5;
+    } else {
+      int64_t fanIn = numElements(Shape(w.begin() + 1, w.end()));
+      double a = fanIn > 0 ? std::sqrt(3.0 / double(fanIn)) : 1.0;
+      lo = -a;
+      hi = a;
+    }
+  }
   std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_real_distribution<double> uniform(lo, hi);
   std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
-  // Fan-in of a weight-like tensor: elements per leading index.
-  double scale = 1.0;
-  if (inputShape.size() >= 2 && inputShape[0] > 0)
-    scale = 1.0 / std::sqrt(double(numElements(inputShape) / inputShape[0]));
-  auto real = [&] {
-    return inputShape.size() <= 1 ? 1.0 + 0.5 * unit(gen) : unit(gen) * scale;
-  };
+  auto real = [&] { return uniform(gen); };
   for (int64_t i = 0; i < n; ++i) {
     uint8_t *p = t.data.data() + size_t(i) * dtypeSize(dtype);
     switch (dtype) {
@@ -339,7 +354,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
     auto it = o.inputFiles.find(in.index);
     if (it == o.inputFiles.end()) {
       store.set(in, m.numMicrobatches,
-                randomInput(in.dtype, full, in.shape,
+                randomInput(in, m.numMicrobatches,
                             inputSeed(o.seed, in.index)));
       continue;
     }

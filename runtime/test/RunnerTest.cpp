@@ -6,11 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Runner.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -383,6 +386,63 @@ TEST(Runner, TruncatedModelIsAClearError) {
               std::string::npos)
         << r.output;
   }
+}
+
+TEST(RandomInput, DataWeightsAndBiases) {
+  auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
+    ManifestInput in;
+    in.shape = shape;
+    in.dtype = t;
+    in.microbatched = microbatched;
+    return in;
+  };
+  auto range = [](const HostTensor &t) {
+    std::vector<float> v = values(t);
+    return std::make_pair(*std::min_element(v.begin(), v.end()),
+                          *std::max_element(v.begin(), v.end()));
+  };
+  // Data [1, 16, 256], 8 microbatches: unscaled [-1, 1), different per
+  // microbatch (it used to be scaled by 1/16 and look alike).
+  HostTensor x = randomInput(input({1, 16, 256}, true), 8, 42);
+  EXPECT_EQ(x.shape, (Shape{8, 1, 16, 256}));
+  auto [xlo, xhi] = range(x);
+  EXPECT_GE(xlo, -1.0f);
+  EXPECT_LT(xhi, 1.0f);
+  EXPECT_LT(xlo, -0.99f);
+  EXPECT_GT(xhi, 0.99f);
+  std::vector<float> xv = values(x);
+  EXPECT_NE(std::vector<float>(xv.begin(), xv.begin() + 4096),
+            std::vector<float>(xv.begin() + 7 * 4096, xv.end()));
+  // TOSA matmul weight [1, 256, 32]: leading 1 dropped, fan_in = 32, so
+  // within sqrt(3 / 32) = 0.306 (it used to be 1 / sqrt(256 * 32) = 0.011).
+  HostTensor w = randomInput(input({1, 256, 32}, false), 8, 42);
+  EXPECT_EQ(w.shape, (Shape{1, 256, 32}));
+  auto [wlo, whi] = range(w);
+  double a = std::sqrt(3.0 / 32);
+  EXPECT_GE(wlo, -a);
+  EXPECT_LE(whi, a);
+  EXPECT_LT(wlo, -0.95 * a);
+  EXPECT_GT(whi, 0.95 * a);
+  // Convolution kernel OIHW [64, 3, 7, 7]: fan_in = 147.
+  auto [klo, khi] = range(randomInput(input({64, 3, 7, 7}, false), 1, 3));
+  EXPECT_GE(klo, -std::sqrt(3.0 / 147));
+  EXPECT_GT(khi, 0.95 * std::sqrt(3.0 / 147));
+  // Broadcast bias [1, 1, 256] and plain bias [256]: [0.5, 1.5) (the first
+  // was treated as a weight before).
+  for (Shape bias : {Shape{1, 1, 256}, Shape{256}, Shape{}}) {
+    auto [blo, bhi] = range(randomInput(input(bias, false), 8, 5));
+    EXPECT_GE(blo, 0.5f);
+    EXPECT_LT(bhi, 1.5f);
+  }
+  // Deterministic, and the seed matters.
+  EXPECT_EQ(randomInput(input({1, 16, 256}, true), 8, 42).data, x.data);
+  EXPECT_NE(randomInput(input({1, 16, 256}, true), 8, 43).data, x.data);
+  // Integers stay in [0, 10).
+  HostTensor ids = randomInput(input({4, 8}, true, DType::I32), 2, 1);
+  std::vector<int32_t> iv(ids.data.size() / 4);
+  std::memcpy(iv.data(), ids.data.data(), ids.data.size());
+  EXPECT_EQ(*std::min_element(iv.begin(), iv.end()), 0);
+  EXPECT_EQ(*std::max_element(iv.begin(), iv.end()), 9);
 }
 
 #ifdef MPIEXEC

@@ -28,16 +28,13 @@
 //
 // creates DIR if needed (like pipeopt-run --output-dir) and writes
 // DIR/input_<i>.npy for every input of a model manifest (for
-// pipeopt-run --input i=DIR/input_<i>.npy), with well-conditioned random
-// data so that deep models stay finite: tensors of rank <= 1 (biases,
-// normalization scales, means and variances) are uniform in [0.5, 1.5),
-// tensors of rank >= 2 uniform in [-1, 1) / sqrt(fan-in) with fan-in =
-// elements / leading dimension (per microbatch for microbatched inputs);
-// integers in [0, 10), i1 in {0, 1}. The data of input i depends only on
-// (seed, i, shape), so manifests of the same model (reference, pipelined)
-// get identical inputs; they are exactly the data pipeopt-run generates
-// itself for --seed N (the runtime's randomInput), written out for other
-// tools.
+// pipeopt-run --input i=DIR/input_<i>.npy): exactly the data pipeopt-run
+// generates itself for --seed N (the runtime's randomInput, whose comment in
+// Runner.h gives the distributions: microbatched inputs uniform in [-1, 1),
+// weights scaled by their fan-in, rank <= 1 weights in [0.5, 1.5)), written
+// out for other tools. The data of input i depends only on (seed, i, its
+// manifest entry, the number of microbatches), so manifests of the same
+// model (reference, pipelined) get identical inputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -202,11 +199,8 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
     Manifest m = readManifest(manifestPath);
     ensureDir(dir); // like pipeopt-run --output-dir
     for (const ManifestInput &in : m.inputs) {
-      Shape full = in.shape;
-      if (in.microbatched)
-        full.insert(full.begin(), m.numMicrobatches);
-      HostTensor t = randomInput(in.dtype, full, in.shape,
-                                 inputSeed(seed, in.index));
+      HostTensor t =
+          randomInput(in, m.numMicrobatches, inputSeed(seed, in.index));
       writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
     }
   } catch (const RuntimeError &e) {
