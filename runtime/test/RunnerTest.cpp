@@ -361,6 +361,27 @@ TEST(Runner, ManifestRanksMustMatchTheModel) {
       << r.output;
 }
 
+/// FAKE_MANIFEST with `from` replaced by `to`, written to `dir`/`name`.
+std::string editedManifest(const std::string &dir, const std::string &name,
+                           const std::string &from, const std::string &to) {
+  std::ifstream in(FAKE_MANIFEST);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  size_t pos = json.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos)
+    json.replace(pos, from.size(), to);
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << json;
+  return path;
+}
+
+std::string withManifest(const std::string &manifest) {
+  return std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+         "' --manifest '" + manifest + "'";
+}
+
 TEST(Runner, TruncatedModelIsAClearError) {
   // dlopen maps segments past the end of a truncated file; the first access
   // used to kill pipeopt-run with SIGBUS (exit 135).
@@ -386,6 +407,131 @@ TEST(Runner, TruncatedModelIsAClearError) {
               std::string::npos)
         << r.output;
   }
+}
+
+TEST(Runner, ManifestMustDescribeTheModel) {
+  std::string dir = tmpDir("describe");
+  // The fake model's true schedule (GPipe): passes as it is.
+  std::string actions =
+      R"("actions": [[)"
+      R"({"kind": "F", "stage": 0, "microbatch": 0},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 1},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 2},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 3},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 0},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 1},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 2},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 3}], [)"
+      R"({"kind": "F", "stage": 1, "microbatch": 0},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 0},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 1},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 1},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 2},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 2},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 3},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 3}]],)";
+  std::string good = editedManifest(dir, "good.json", "\"stage_rank\"",
+                                    actions + "\n  \"stage_rank\"");
+  CmdResult r = runCommand(withManifest(good) + " --iterations 2 --warmup 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+
+  // Actions in another order than the model runs them.
+  auto replaceFirst = [](std::string text, const std::string &from,
+                         const std::string &to) {
+    size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return pos == std::string::npos ? text : text.replace(pos, from.size(), to);
+  };
+  std::string swapped = replaceFirst(
+      replaceFirst(actions, R"("F", "stage": 1, "microbatch": 1})",
+                   R"("F", "stage": 1, "microbatch": X})"),
+      R"("F", "stage": 1, "microbatch": 2})",
+      R"("F", "stage": 1, "microbatch": 1})");
+  swapped = replaceFirst(swapped, R"("microbatch": X})",
+                         R"("microbatch": 2})");
+  std::string wrong = editedManifest(dir, "order.json", "\"stage_rank\"",
+                                     swapped + "\n  \"stage_rank\"");
+  r = runCommand(withManifest(wrong));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action F for stage 1 microbatch 1 is this "
+                          "rank's action 2 in this call, but the manifest " +
+                          wrong + " lists F for stage 1 microbatch 2 there"),
+            std::string::npos)
+      << r.output;
+
+  // A manifest that lists fewer actions than the model runs.
+  std::string shortList =
+      replaceFirst(actions, R"(,{"kind": "BW", "stage": 1, "microbatch": 3})",
+                   "");
+  std::string fewer = editedManifest(dir, "fewer.json", "\"stage_rank\"",
+                                     shortList + "\n  \"stage_rank\"");
+  r = runCommand(withManifest(fewer));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action BW for stage 1 microbatch 3 is this "
+                          "rank's action 7 in this call, but the manifest " +
+                          fewer + " lists only 7 for rank 1"),
+            std::string::npos)
+      << r.output;
+
+  // More microbatches than the model runs (no actions listed): caught by
+  // the outputs, even without --output-dir (it used to pass silently).
+  std::string five = editedManifest(dir, "five.json",
+                                    "\"num_microbatches\": 4",
+                                    "\"num_microbatches\": 5");
+  r = runCommand(withManifest(five));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: output 0 for microbatch 4 was "
+                          "never written by any rank (the manifest " + five +
+                          " says num_microbatches = 5"),
+            std::string::npos)
+      << r.output;
+
+  // stage_rank edited to put both stages on rank 0 (no actions listed, so
+  // only the run can tell).
+  std::string stages = editedManifest(dir, "stages.json",
+                                      "\"stage_rank\": [0, 1]",
+                                      "\"stage_rank\": [0, 0]");
+  r = runCommand(withManifest(stages));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action F for stage 1 microbatch 0 runs on "
+                          "rank 1, but the manifest " + stages +
+                          " puts stage 1 on another rank (field "
+                          "'stage_rank')"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
+  std::string dir = tmpDir("flag");
+  // x is read once per microbatch: flipping it to shared is caught at the
+  // second read.
+  std::string shared = editedManifest(
+      dir, "shared.json",
+      R"("dtype": "f32", "microbatched": true})",
+      R"("dtype": "f32", "microbatched": false})");
+  CmdResult r = runCommand(withManifest(shared));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 0: input 0 ('x') for microbatch 1: the "
+                          "manifest " + shared + " says this input is shared "
+                          "by all microbatches (\"microbatched\": false), but "
+                          "the program already read it for microbatch 0 in "
+                          "this call"),
+            std::string::npos)
+      << r.output;
+  // w is read once per call: flipping it to microbatched is caught when the
+  // ranks' reads are put together.
+  std::string mb = editedManifest(
+      dir, "mb.json", R"("dtype": "f32", "microbatched": false})",
+      R"("dtype": "f32", "microbatched": true})");
+  r = runCommand(withManifest(mb) + " --output-dir " + dir + "/out");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: input 1 ('w') is microbatched "
+                          "in the manifest " + mb + ", but the program read "
+                          "it only for microbatch(es) 0 of 4 (on rank(s) 0): "
+                          "it reads the input once and shares it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
 }
 
 TEST(RandomInput, DataWeightsAndBiases) {
