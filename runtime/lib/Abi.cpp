@@ -161,6 +161,13 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
   });
 }
 
+/// " <path>" of the context's manifest, or "" if unknown.
+std::string manifestName(const RankContext &ctx) {
+  return ctx.manifest && !ctx.manifest->source.empty()
+             ? " " + ctx.manifest->source
+             : "";
+}
+
 std::string inputName(const ManifestInput &in) {
   std::string s = "input " + std::to_string(in.index);
   if (!in.name.empty())
@@ -194,6 +201,24 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
         throw RuntimeError(what + ": microbatch out of range [0, " +
                            std::to_string(m) + ")");
       offset = size_t(mb) * slice;
+      ctx.microbatchedInputReads.insert({meta.index, int(mb)});
+      auto [firstRead, isNew] =
+          ctx.microbatchedInputFirstRead.insert({meta.index, mb});
+      if (!isNew && firstRead->second != mb)
+        ctx.inputsReadPerMicrobatch.insert(meta.index);
+    } else {
+      // A shared input is read once per call (convert-pipe-to-runtime reads
+      // it at its first use and reuses the tensor). Reads for two different
+      // microbatches mean that the program takes one slice per microbatch:
+      // the manifest's "microbatched": false is not this model's.
+      auto [it, first] = ctx.sharedInputReads.insert({meta.index, mb});
+      if (!first && it->second != mb)
+        throw RuntimeError(
+            what + ": the manifest" + manifestName(ctx) + " says this input "
+            "is shared by all microbatches (\"microbatched\": false), but "
+            "the program already read it for microbatch " +
+            std::to_string(it->second) + " in this call: it reads one slice "
+            "per microbatch, so the input is microbatched in this model");
     }
     if (offset + slice > t.data.size())
       throw RuntimeError(what + ": loaded data is too small");
@@ -250,9 +275,53 @@ void checkAction(const RankContext &ctx, int64_t kind, int64_t stage,
                        std::to_string(ctx.manifest->numMicrobatches) + ")");
 }
 
+/// The program's actions must be the manifest's: the next entry of this
+/// rank's "actions" (when listed), on a rank that "stage_rank" gives the
+/// stage (forward actions, when listed).
+void checkActionAgainstManifest(RankContext &ctx, int64_t kind, int64_t stage,
+                                int64_t mb) {
+  const Manifest *m = ctx.manifest;
+  if (!m)
+    return;
+  std::string what = std::string("action ") + actionKindName(int(kind)) +
+                     " for stage " + std::to_string(stage) + " microbatch " +
+                     std::to_string(mb);
+  size_t index = ctx.actionsBegun++;
+  if (size_t(ctx.rank) < m->actions.size()) {
+    const std::vector<ManifestAction> &list = m->actions[size_t(ctx.rank)];
+    if (index >= list.size())
+      throw RuntimeError(what + " is this rank's action " +
+                         std::to_string(index) + " in this call, but the "
+                         "manifest" + manifestName(ctx) + " lists only " +
+                         std::to_string(list.size()) + " for rank " +
+                         std::to_string(ctx.rank) +
+                         " (is it the manifest of this model?)");
+    const ManifestAction &want = list[index];
+    if (want.kind != kind || want.stage != stage || want.microbatch != mb)
+      throw RuntimeError(what + " is this rank's action " +
+                         std::to_string(index) + " in this call, but the "
+                         "manifest" + manifestName(ctx) + " lists " +
+                         actionKindName(want.kind) + " for stage " +
+                         std::to_string(want.stage) + " microbatch " +
+                         std::to_string(want.microbatch) +
+                         " there (is it the manifest of this model?)");
+  }
+  if (kind == PIPEOPT_RT_ACTION_F && !m->stageRankPipelines.empty()) {
+    bool placed = false;
+    for (const auto &pipeline : m->stageRankPipelines)
+      placed = placed || pipeline[size_t(stage)] == ctx.rank;
+    if (!placed)
+      throw RuntimeError(what + " runs on rank " + std::to_string(ctx.rank) +
+                         ", but the manifest" + manifestName(ctx) +
+                         " puts stage " + std::to_string(stage) +
+                         " on another rank (field 'stage_rank')");
+  }
+}
+
 int32_t actionBegin(int64_t kind, int64_t stage, int64_t mb) {
   return guarded("pipeopt_rt_action_begin", [&](RankContext &ctx) {
     checkAction(ctx, kind, stage, mb, "action begin");
+    checkActionAgainstManifest(ctx, kind, stage, mb);
     if (ctx.openKind >= 0)
       throw RuntimeError(
           std::string("action begin ") + actionKindName(int(kind)) +

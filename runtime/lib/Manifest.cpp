@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -101,6 +102,61 @@ private:
   std::string what;
 };
 } // namespace
+
+/// The fields that describe the schedule must agree: every forward action
+/// runs on a rank that stage_rank gives its stage (in some pipeline), no
+/// forward action (stage, microbatch) is listed twice, and every microbatch
+/// has an action. A manifest edited by hand, or one of another build of the
+/// model, fails here rather than producing wrong profiles or silently
+/// running fewer microbatches than it claims.
+static void checkSchedule(const Manifest &m, const Reader &r) {
+  std::map<std::pair<int, int>, std::string> forwards; // (stage, mb) -> path
+  for (size_t k = 0; k < m.actions.size(); ++k) {
+    for (size_t i = 0; i < m.actions[k].size(); ++i) {
+      const ManifestAction &a = m.actions[k][i];
+      if (a.kind != PIPEOPT_RT_ACTION_F)
+        continue;
+      std::string path =
+          "actions[" + std::to_string(k) + "][" + std::to_string(i) + "]";
+      std::string action = "F for stage " + std::to_string(a.stage) +
+                           " microbatch " + std::to_string(a.microbatch);
+      auto [it, inserted] =
+          forwards.insert({{a.stage, a.microbatch}, path});
+      if (!inserted)
+        r.fail(path, "repeats " + action + ", which '" + it->second +
+                         "' already lists: every forward action runs once");
+      if (m.stageRankPipelines.empty())
+        continue;
+      std::set<int> ranks;
+      for (const auto &pipeline : m.stageRankPipelines)
+        ranks.insert(pipeline[size_t(a.stage)]);
+      if (ranks.count(int(k)))
+        continue;
+      std::string where;
+      for (int rank : ranks)
+        where += (where.empty() ? "" : ", ") + std::to_string(rank);
+      std::string field =
+          m.stageRankPipelines.size() == 1
+              ? "stage_rank[" + std::to_string(a.stage) + "]"
+              : "stage_rank[*][" + std::to_string(a.stage) + "]";
+      r.fail(field, "puts stage " + std::to_string(a.stage) + " on rank " +
+                        where + ", but '" + path + "' (" + action +
+                        ") runs it on rank " + std::to_string(k));
+    }
+  }
+  if (m.actions.empty())
+    return;
+  std::vector<bool> seen(size_t(m.numMicrobatches), false);
+  for (const auto &list : m.actions)
+    for (const ManifestAction &a : list)
+      seen[size_t(a.microbatch)] = true;
+  for (int mb = 0; mb < m.numMicrobatches; ++mb)
+    if (!seen[size_t(mb)])
+      r.fail("actions", "lists no action for microbatch " +
+                            std::to_string(mb) + ", but num_microbatches = " +
+                            std::to_string(m.numMicrobatches) +
+                            ": every microbatch runs through the model");
+}
 
 int parseActionKind(const std::string &name) {
   if (name == "F")
@@ -230,24 +286,31 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
       for (size_t p = 0; p < v->size(); ++p) {
         std::string path = "stage_rank[" + std::to_string(p) + "]";
         r.array((*v)[p], path);
-        for (size_t s = 0; s < (*v)[p].size(); ++s) {
-          int rank = int(r.integer((*v)[p][s],
-                                   path + "[" + std::to_string(s) + "]", 0,
-                                   m.numRanks - 1));
-          if (p == 0)
-            m.stageRank.push_back(rank);
-        }
+        std::vector<int> pipeline;
+        for (size_t s = 0; s < (*v)[p].size(); ++s)
+          pipeline.push_back(int(r.integer(
+              (*v)[p][s], path + "[" + std::to_string(s) + "]", 0,
+              m.numRanks - 1)));
+        if (pipeline.size() != size_t(m.numStages))
+          r.fail(path, "must have num_stages = " +
+                           std::to_string(m.numStages) + " entries, got " +
+                           std::to_string(pipeline.size()));
+        m.stageRankPipelines.push_back(std::move(pipeline));
       }
     } else {
+      std::vector<int> pipeline;
       for (size_t s = 0; s < v->size(); ++s)
-        m.stageRank.push_back(int(r.integer(
+        pipeline.push_back(int(r.integer(
             (*v)[s], "stage_rank[" + std::to_string(s) + "]", 0,
             m.numRanks - 1)));
+      if (pipeline.size() != size_t(m.numStages))
+        r.fail("stage_rank", "must have num_stages = " +
+                                 std::to_string(m.numStages) +
+                                 " entries, got " +
+                                 std::to_string(pipeline.size()));
+      m.stageRankPipelines.push_back(std::move(pipeline));
     }
-    if (m.stageRank.size() != size_t(m.numStages))
-      r.fail("stage_rank", "must have num_stages = " +
-                               std::to_string(m.numStages) + " entries, got " +
-                               std::to_string(m.stageRank.size()));
+    m.stageRank = m.stageRankPipelines.front();
   }
 
   if (const Json *v = r.get(root, "actions")) {
@@ -284,6 +347,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
       m.actions.push_back(std::move(list));
     }
   }
+  checkSchedule(m, r);
+  m.source = what;
   return m;
 }
 

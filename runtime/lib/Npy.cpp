@@ -14,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 namespace pipeopt {
 namespace rt {
@@ -215,7 +216,21 @@ HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what) 
     throw RuntimeError(what + ": unsupported dtype '" + descr +
                        "' (supported: <f4 <f8 <f2 <i8 <i4 |i1 |b1, and <u2 "
                        "for bfloat16 bits; little-endian only)");
-  int64_t n = numElements(t.shape);
+  // The shape comes from the file: name the file when it cannot be real
+  // (an element count or byte size beyond 64 bits; the data check below
+  // catches every shape that is merely larger than the file).
+  int64_t n;
+  try {
+    n = numElements(t.shape);
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(what + ": " + e.what());
+  }
+  if (uint64_t(n) > std::numeric_limits<uint64_t>::max() / dtypeSize(t.dtype))
+    throw RuntimeError(what + ": " + typeString(t.dtype, t.shape) +
+                       " is too large (more than 2^64 bytes)");
+  if (uint64_t(n) * dtypeSize(t.dtype) > std::numeric_limits<size_t>::max())
+    throw RuntimeError(what + ": " + typeString(t.dtype, t.shape) +
+                       " is too large for this machine");
   size_t need = size_t(n) * dtypeSize(t.dtype);
   size_t have = bytes.size() - headerStart - headerLen;
   if (have < need)

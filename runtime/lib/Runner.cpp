@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Runner.h"
+#include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Watchdog.h"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include <iostream>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -227,23 +229,38 @@ void checkInputSizes(const Manifest &m) {
   }
 }
 
-HostTensor randomInput(DType dtype, const Shape &shape,
-                       const Shape &inputShape, uint64_t seed) {
+HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
+                       uint64_t seed) {
   HostTensor t;
-  t.dtype = dtype;
-  t.shape = shape;
-  int64_t n = numElements(shape);
+  t.dtype = input.dtype;
+  t.shape = input.shape;
+  if (input.microbatched)
+    t.shape.insert(t.shape.begin(), numMicrobatches);
+  DType dtype = t.dtype;
+  int64_t n = numElements(t.shape);
   t.data.resize(size_t(n) * dtypeSize(dtype));
+  // The rule and its rationale: Runner.h. Data: unscaled. Weights: by the
+  // shape without its leading 1s (the batch dimension of TOSA's rank-3
+  // matmul operands and of broadcast biases such as [1, 1, N]).
+  double lo = -1.0, hi = 1.0;
+  if (!input.microbatched) {
+    Shape w = input.shape;
+    w.erase(w.begin(), std::find_if(w.begin(), w.end(),
+                                     [](int64_t d) { return d != 1; }));
+    if (w.size() <= 1) {
+      lo = 0.5;
+      hi = 1.5;
+    } else {
+      int64_t fanIn = numElements(Shape(w.begin() + 1, w.end()));
+      double a = fanIn > 0 ? std::sqrt(3.0 / double(fanIn)) : 1.0;
+      lo = -a;
+      hi = a;
+    }
+  }
   std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_real_distribution<double> uniform(lo, hi);
   std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
-  // Fan-in of a weight-like tensor: elements per leading index.
-  double scale = 1.0;
-  if (inputShape.size() >= 2 && inputShape[0] > 0)
-    scale = 1.0 / std::sqrt(double(numElements(inputShape) / inputShape[0]));
-  auto real = [&] {
-    return inputShape.size() <= 1 ? 1.0 + 0.5 * unit(gen) : unit(gen) * scale;
-  };
+  auto real = [&] { return uniform(gen); };
   for (int64_t i = 0; i < n; ++i) {
     uint8_t *p = t.data.data() + size_t(i) * dtypeSize(dtype);
     switch (dtype) {
@@ -338,7 +355,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
     auto it = o.inputFiles.find(in.index);
     if (it == o.inputFiles.end()) {
       store.set(in, m.numMicrobatches,
-                randomInput(in.dtype, full, in.shape,
+                randomInput(in, m.numMicrobatches,
                             inputSeed(o.seed, in.index)));
       continue;
     }
@@ -408,6 +425,7 @@ enum ControlTag : int32_t {
   TagEvents = 3,
   TagOutputCount = 4,
   TagOutput = 5,
+  TagModelEvidence = 6,
 };
 
 /// What rank 0 collects from every rank.
@@ -415,7 +433,30 @@ struct RankReport {
   std::vector<double> iterationS;
   std::vector<TraceEvent> events;
   std::map<std::pair<int, int>, HostTensor> outputs;
+  /// What the program did, to check the manifest against: RankContext's
+  /// microbatchedInputReads and inputsReadPerMicrobatch, and the
+  /// (output index, microbatch or -1) the rank wrote.
+  std::set<std::pair<int, int>> microbatchedInputReads;
+  std::set<int> inputsReadPerMicrobatch;
+  std::set<std::pair<int, int>> outputsWritten;
 };
+
+/// Kinds of the (kind, index, microbatch) triples of a TagModelEvidence
+/// message.
+enum EvidenceKind : int32_t {
+  EvidenceInputRead = 0,      ///< microbatched input read for microbatch
+  EvidenceReadPerMicrobatch = 1, ///< input read for 2+ microbatches in a call
+  EvidenceOutputWritten = 2,  ///< output written for microbatch (or -1)
+};
+
+RankReport evidenceOf(const RankContext &ctx) {
+  RankReport r;
+  r.microbatchedInputReads = ctx.microbatchedInputReads;
+  r.inputsReadPerMicrobatch = ctx.inputsReadPerMicrobatch;
+  for (const auto &kv : ctx.outputs)
+    r.outputsWritten.insert(kv.first);
+  return r;
+}
 
 void sendControl(Communicator &c, int dst, int32_t tag, const void *data,
                  size_t bytes, double timeoutS, DType dtype = DType::I8,
@@ -492,6 +533,19 @@ void sendReport(Communicator &c, const RankContext &ctx,
                   e.endS});
   sendControl(c, 0, TagEvents, ev.data(), ev.size() * sizeof(PackedEvent),
               timeoutS);
+  std::vector<int32_t> evidence;
+  auto add = [&](EvidenceKind kind, int index, int mb) {
+    evidence.insert(evidence.end(), {kind, index, mb});
+  };
+  RankReport own = evidenceOf(ctx);
+  for (const auto &r : own.microbatchedInputReads)
+    add(EvidenceInputRead, r.first, r.second);
+  for (int index : own.inputsReadPerMicrobatch)
+    add(EvidenceReadPerMicrobatch, index, -1);
+  for (const auto &w : own.outputsWritten)
+    add(EvidenceOutputWritten, w.first, w.second);
+  sendControl(c, 0, TagModelEvidence, evidence.data(),
+              evidence.size() * sizeof(int32_t), timeoutS);
   int64_t count = withOutputs ? int64_t(ctx.outputs.size()) : 0;
   sendControl(c, 0, TagOutputCount, &count, sizeof(count), timeoutS,
               DType::I64, {1});
@@ -516,6 +570,19 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
   for (const auto &e : ev)
     r.events.push_back(
         {e.kind, e.stage, e.microbatch, e.iteration, e.beginS, e.endS});
+  m = recvControl(c, src, TagModelEvidence, timeoutS);
+  std::vector<int32_t> evidence(m.payload.size() / sizeof(int32_t));
+  std::memcpy(evidence.data(), m.payload.data(),
+              evidence.size() * sizeof(int32_t));
+  for (size_t i = 0; i + 2 < evidence.size(); i += 3) {
+    std::pair<int, int> item{evidence[i + 1], evidence[i + 2]};
+    if (evidence[i] == EvidenceInputRead)
+      r.microbatchedInputReads.insert(item);
+    else if (evidence[i] == EvidenceReadPerMicrobatch)
+      r.inputsReadPerMicrobatch.insert(item.first);
+    else if (evidence[i] == EvidenceOutputWritten)
+      r.outputsWritten.insert(item);
+  }
   m = recvControl(c, src, TagOutputCount, timeoutS);
   int64_t count = 0;
   std::memcpy(&count, m.payload.data(), sizeof(count));
@@ -556,6 +623,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         ctx.iteration = -1;
       else
         ctx.iteration = it - o.warmup;
+      ctx.beginCall();
       double t0 = ctx.now();
       int32_t rc = entry();
       double t1 = ctx.now();
@@ -571,6 +639,16 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
                  " for stage " + std::to_string(ctx.openStage) +
                  " microbatch " + std::to_string(ctx.openMicrobatch) +
                  " was begun but never ended");
+        break;
+      }
+      if (size_t(rank) < m.actions.size() &&
+          ctx.actionsBegun != m.actions[size_t(rank)].size()) {
+        ctx.fail(m.entryPoints[rank] + " ran " +
+                 std::to_string(ctx.actionsBegun) + " action(s) in iteration " +
+                 std::to_string(it) + ", but the manifest " + o.manifestPath +
+                 " lists " + std::to_string(m.actions[size_t(rank)].size()) +
+                 " for rank " + std::to_string(rank) +
+                 " (is it the manifest of this model?)");
         break;
       }
       phase = "completing the sends of iteration " + std::to_string(it);
@@ -595,6 +673,12 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         result.reports.resize(comm.size());
         result.reports[0].iterationS = iterS;
         result.reports[0].events = ctx.events;
+        RankReport own = evidenceOf(ctx);
+        result.reports[0].microbatchedInputReads =
+            std::move(own.microbatchedInputReads);
+        result.reports[0].inputsReadPerMicrobatch =
+            std::move(own.inputsReadPerMicrobatch);
+        result.reports[0].outputsWritten = std::move(own.outputsWritten);
         if (withOutputs)
           result.reports[0].outputs = ctx.outputs;
         // A peer that is still blocked gives up on its own after at most
@@ -642,6 +726,67 @@ void finish(const Manifest &m, const RunOptions &o,
       iterMax[i] = std::max(iterMax[i], r.iterationS[i]);
   double med = median(iterMax);
   double mbPerS = med > 0 ? m.numMicrobatches / med : 0;
+
+  // A program compiled with an input shared reads it once per call (the
+  // first use's microbatch); compiled microbatched, it reads it for every
+  // microbatch (each runs the whole model), so the ranks together read all
+  // M. An input that every reading rank read for a single microbatch per
+  // call, and that the ranks read for fewer than M microbatches in all, is
+  // shared in this model: the manifest's "microbatched": true is not this
+  // model's. (Reads for several microbatches that still miss some are a
+  // program that mixes microbatches up, which only a comparison of the
+  // outputs with a reference can show; an input no rank read is left
+  // alone.)
+  for (const ManifestInput &in : m.inputs) {
+    if (!in.microbatched)
+      continue;
+    std::set<int> mbs;
+    std::set<int> readers;
+    bool perMicrobatch = false;
+    for (size_t r = 0; r < reports.size(); ++r) {
+      for (const auto &read : reports[r].microbatchedInputReads)
+        if (read.first == in.index) {
+          mbs.insert(read.second);
+          readers.insert(int(r));
+        }
+      perMicrobatch =
+          perMicrobatch || reports[r].inputsReadPerMicrobatch.count(in.index);
+    }
+    if (mbs.empty() || perMicrobatch || int(mbs.size()) == m.numMicrobatches)
+      continue;
+    auto list = [](const std::set<int> &v) {
+      std::string s;
+      for (int x : v)
+        s += (s.empty() ? "" : ", ") + std::to_string(x);
+      return s;
+    };
+    throw RuntimeError(
+        "input " + std::to_string(in.index) +
+        (in.name.empty() ? "" : " ('" + in.name + "')") +
+        " is microbatched in the manifest " + o.manifestPath + ", but the "
+        "program read it only for microbatch(es) " + list(mbs) + " of " +
+        std::to_string(m.numMicrobatches) + " (on rank(s) " + list(readers) +
+        "): it reads the input once and shares it, so the input is not "
+        "microbatched in this model");
+  }
+
+  // Every output of the manifest, for every microbatch, whether or not
+  // --output-dir asked for the data: a manifest of more microbatches or
+  // outputs than the program has fails here instead of passing silently.
+  std::set<std::pair<int, int>> written;
+  for (const auto &r : reports)
+    written.insert(r.outputsWritten.begin(), r.outputsWritten.end());
+  for (const ManifestOutput &mo : m.outputs) {
+    for (int mb = mo.microbatched ? 0 : -1;
+         mb < (mo.microbatched ? m.numMicrobatches : 0); ++mb)
+      if (!written.count({mo.index, mb}))
+        throw RuntimeError(
+            "output " + std::to_string(mo.index) +
+            (mb >= 0 ? " for microbatch " + std::to_string(mb) : "") +
+            " was never written by any rank (the manifest " + o.manifestPath +
+            " says num_microbatches = " + std::to_string(m.numMicrobatches) +
+            "; is it the manifest of this model?)");
+  }
 
   if (!o.outputDir.empty()) {
     ensureDir(o.outputDir);
@@ -857,14 +1002,10 @@ int pipeoptRunMain(int argc, char **argv) {
       procSize = std::atoi(std::getenv("WORLD_SIZE"));
     }
     // The model first: a missing .so is the user's actual problem even
-    // when its (default) manifest is missing too.
-    {
-      std::FILE *so = std::fopen(o.modelPath.c_str(), "rb");
-      if (!so)
-        throw RuntimeError("cannot open model " + o.modelPath + ": " +
-                           std::strerror(errno));
-      std::fclose(so);
-    }
+    // when its (default) manifest is missing too. A truncated .so must be
+    // caught before dlopen, which would map its segments past the end of
+    // the file and die with SIGBUS on the first access (ElfCheck.h).
+    checkElfFile(o.modelPath);
     m = readManifest(o.manifestPath);
     checkInputSizes(m);
     bool distributed = useMpi || ncclOverEnv;

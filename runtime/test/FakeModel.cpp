@@ -47,7 +47,9 @@ int32_t stage0Forward(int mb, int peer) {
   MemRef<1> mw(w, {3});
   CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 0, mb));
   CHECK(_mlir_ciface_pipeopt_rt_input_f32(0, mb, mx.get()));
-  CHECK(_mlir_ciface_pipeopt_rt_input_f32(1, mb, mw.get()));
+  // w is shared: like the compiler's code, read it for one microbatch per
+  // call (the runtime rejects reads of a shared input for two microbatches).
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(1, 0, mw.get()));
   for (int i = 0; i < 6; ++i)
     h[i] = x[i] * w[i % 3];
   CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 0, mb));

@@ -98,6 +98,60 @@ TEST(Manifest, StrictOnWrongFields) {
               "'actions[0][0].microbatch' must be in [0, 0]");
 }
 
+TEST(Manifest, StageRankMustAgreeWithActions) {
+  // A hand edit that puts both stages on rank 0 while the actions still run
+  // stage 1 on rank 1 (accepted silently before).
+  const char *actions = R"("actions": [
+      [{"kind": "F", "stage": 0, "microbatch": 0},
+       {"kind": "F", "stage": 0, "microbatch": 1}],
+      [{"kind": "F", "stage": 1, "microbatch": 0},
+       {"kind": "F", "stage": 1, "microbatch": 1}]])";
+  auto manifest = [&](const std::string &stageRank) {
+    return std::string(R"({"num_ranks": 2, "num_stages": 2,
+        "num_microbatches": 2, "stage_rank": )") +
+           stageRank + ", " + actions + "}";
+  };
+  Manifest ok = parseManifest(manifest("[0, 1]"), "m.json");
+  EXPECT_EQ(ok.stageRank, (std::vector<int>{0, 1}));
+  EXPECT_EQ(ok.stageRankPipelines,
+            (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(ok.source, "m.json");
+  try {
+    parseManifest(manifest("[0, 0]"), "m.json");
+    FAIL() << "no error";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.json: field 'stage_rank[1]' puts stage 1 on rank 0, but "
+              "'actions[1][0]' (F for stage 1 microbatch 0) runs it on "
+              "rank 1");
+  }
+  expectError(manifest("[1, 1]"),
+              "field 'stage_rank[0]' puts stage 0 on rank 1, but "
+              "'actions[0][0]' (F for stage 0 microbatch 0) runs it on rank 0");
+  // Several pipelines: a stage may run on any rank that some pipeline gives
+  // it, and every pipeline must list every stage.
+  Manifest two = parseManifest(manifest("[[0, 1], [1, 0]]"), "m.json");
+  EXPECT_EQ(two.stageRank, (std::vector<int>{0, 1}));
+  EXPECT_EQ(two.stageRankPipelines.size(), 2u);
+  expectError(manifest("[[0, 0], [0, 0]]"),
+              "field 'stage_rank[*][1]' puts stage 1 on rank 0, but "
+              "'actions[1][0]' (F for stage 1 microbatch 0) runs it on rank 1");
+  expectError(manifest("[[0, 1], [1]]"),
+              "field 'stage_rank[1]' must have num_stages = 2 entries, got 1");
+  // The same forward twice.
+  expectError(R"({"num_ranks": 2, "num_stages": 2, "num_microbatches": 2,
+                  "actions": [[{"kind": "F", "stage": 0, "microbatch": 1}],
+                              [{"kind": "F", "stage": 0, "microbatch": 1}]]})",
+              "field 'actions[1][0]' repeats F for stage 0 microbatch 1, "
+              "which 'actions[0][0]' already lists");
+  // num_microbatches raised by hand: the actions run only two of three.
+  std::string three = manifest("[0, 1]");
+  three.replace(three.find("\"num_microbatches\": 2"), 21,
+                "\"num_microbatches\": 3");
+  expectError(three, "m.json: field 'actions' lists no action for microbatch "
+                     "2, but num_microbatches = 3");
+}
+
 TEST(Manifest, DefaultPath) {
   EXPECT_EQ(defaultManifestPath("/a/b/model.so"), "/a/b/model.manifest.json");
   EXPECT_EQ(defaultManifestPath("model"), "model.manifest.json");

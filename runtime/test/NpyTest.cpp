@@ -168,6 +168,34 @@ TEST(Npy, MalformedFiles) {
   expectError(cut, "truncated .npy header");
 }
 
+TEST(Npy, HugeShapesNameTheFile) {
+  // An element count beyond 64 bits (this one used to be reported as
+  // "shape [99999999999x99999999999] is too large" without the file).
+  try {
+    parseNpy(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': "
+                     "(99999999999, 99999999999), }",
+                     0),
+             "huge.npy");
+    FAIL() << "no error";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "huge.npy: shape [99999999999x99999999999] is too large");
+  }
+  // 2^61 elements fit in 64 bits, their 8 * 2^61 bytes do not: used to wrap
+  // to 0 bytes and be reported as "trailing bytes".
+  try {
+    parseNpy(makeNpy("{'descr': '<f8', 'fortran_order': False, 'shape': "
+                     "(1073741824, 2147483648), }",
+                     8),
+             "wrap.npy");
+    FAIL() << "no error";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "wrap.npy: f64[1073741824x2147483648] is too large (more than "
+              "2^64 bytes)");
+  }
+}
+
 TEST(Npy, MissingFile) {
   try {
     readNpy("/nonexistent/dir/x.npy");

@@ -6,11 +6,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Runner.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -356,6 +359,236 @@ TEST(Runner, ManifestRanksMustMatchTheModel) {
                           "manifest " + one + " says num_ranks = 1"),
             std::string::npos)
       << r.output;
+}
+
+/// FAKE_MANIFEST with `from` replaced by `to`, written to `dir`/`name`.
+std::string editedManifest(const std::string &dir, const std::string &name,
+                           const std::string &from, const std::string &to) {
+  std::ifstream in(FAKE_MANIFEST);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  size_t pos = json.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos)
+    json.replace(pos, from.size(), to);
+  std::string path = dir + "/" + name;
+  std::ofstream(path) << json;
+  return path;
+}
+
+std::string withManifest(const std::string &manifest) {
+  return std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+         "' --manifest '" + manifest + "'";
+}
+
+TEST(Runner, TruncatedModelIsAClearError) {
+  // dlopen maps segments past the end of a truncated file; the first access
+  // used to kill pipeopt-run with SIGBUS (exit 135).
+  std::string dir = tmpDir("truncated");
+  std::vector<uint8_t> so = readFileBytes(FAKE_MODEL_SO, "model");
+  for (size_t size : {size_t(0), size_t(100), size_t(3000), so.size() / 2,
+                      so.size() - 1}) {
+    std::string path = dir + "/t" + std::to_string(size) + ".so";
+    {
+      std::ofstream out(path, std::ios::binary);
+      out.write(reinterpret_cast<const char *>(so.data()),
+                std::streamsize(size));
+    }
+    CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
+                             path + "' --manifest '" + FAKE_MANIFEST + "'");
+    EXPECT_EQ(r.code, 2) << size << ": " << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + path +
+                            " is truncated or corrupt: "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("but the file has " + std::to_string(size) +
+                            " bytes (an interrupted copy?)"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
+TEST(Runner, ManifestMustDescribeTheModel) {
+  std::string dir = tmpDir("describe");
+  // The fake model's true schedule (GPipe): passes as it is.
+  std::string actions =
+      R"("actions": [[)"
+      R"({"kind": "F", "stage": 0, "microbatch": 0},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 1},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 2},)"
+      R"({"kind": "F", "stage": 0, "microbatch": 3},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 0},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 1},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 2},)"
+      R"({"kind": "BW", "stage": 0, "microbatch": 3}], [)"
+      R"({"kind": "F", "stage": 1, "microbatch": 0},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 0},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 1},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 1},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 2},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 2},)"
+      R"({"kind": "F", "stage": 1, "microbatch": 3},)"
+      R"({"kind": "BW", "stage": 1, "microbatch": 3}]],)";
+  std::string good = editedManifest(dir, "good.json", "\"stage_rank\"",
+                                    actions + "\n  \"stage_rank\"");
+  CmdResult r = runCommand(withManifest(good) + " --iterations 2 --warmup 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+
+  // Actions in another order than the model runs them.
+  auto replaceFirst = [](std::string text, const std::string &from,
+                         const std::string &to) {
+    size_t pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return pos == std::string::npos ? text : text.replace(pos, from.size(), to);
+  };
+  std::string swapped = replaceFirst(
+      replaceFirst(actions, R"("F", "stage": 1, "microbatch": 1})",
+                   R"("F", "stage": 1, "microbatch": X})"),
+      R"("F", "stage": 1, "microbatch": 2})",
+      R"("F", "stage": 1, "microbatch": 1})");
+  swapped = replaceFirst(swapped, R"("microbatch": X})",
+                         R"("microbatch": 2})");
+  std::string wrong = editedManifest(dir, "order.json", "\"stage_rank\"",
+                                     swapped + "\n  \"stage_rank\"");
+  r = runCommand(withManifest(wrong));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action F for stage 1 microbatch 1 is this "
+                          "rank's action 2 in this call, but the manifest " +
+                          wrong + " lists F for stage 1 microbatch 2 there"),
+            std::string::npos)
+      << r.output;
+
+  // A manifest that lists fewer actions than the model runs.
+  std::string shortList =
+      replaceFirst(actions, R"(,{"kind": "BW", "stage": 1, "microbatch": 3})",
+                   "");
+  std::string fewer = editedManifest(dir, "fewer.json", "\"stage_rank\"",
+                                     shortList + "\n  \"stage_rank\"");
+  r = runCommand(withManifest(fewer));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action BW for stage 1 microbatch 3 is this "
+                          "rank's action 7 in this call, but the manifest " +
+                          fewer + " lists only 7 for rank 1"),
+            std::string::npos)
+      << r.output;
+
+  // More microbatches than the model runs (no actions listed): caught by
+  // the outputs, even without --output-dir (it used to pass silently).
+  std::string five = editedManifest(dir, "five.json",
+                                    "\"num_microbatches\": 4",
+                                    "\"num_microbatches\": 5");
+  r = runCommand(withManifest(five));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: output 0 for microbatch 4 was "
+                          "never written by any rank (the manifest " + five +
+                          " says num_microbatches = 5"),
+            std::string::npos)
+      << r.output;
+
+  // stage_rank edited to put both stages on rank 0 (no actions listed, so
+  // only the run can tell).
+  std::string stages = editedManifest(dir, "stages.json",
+                                      "\"stage_rank\": [0, 1]",
+                                      "\"stage_rank\": [0, 0]");
+  r = runCommand(withManifest(stages));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: action F for stage 1 microbatch 0 runs on "
+                          "rank 1, but the manifest " + stages +
+                          " puts stage 1 on another rank (field "
+                          "'stage_rank')"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
+  std::string dir = tmpDir("flag");
+  // x is read once per microbatch: flipping it to shared is caught at the
+  // second read.
+  std::string shared = editedManifest(
+      dir, "shared.json",
+      R"("dtype": "f32", "microbatched": true})",
+      R"("dtype": "f32", "microbatched": false})");
+  CmdResult r = runCommand(withManifest(shared));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 0: input 0 ('x') for microbatch 1: the "
+                          "manifest " + shared + " says this input is shared "
+                          "by all microbatches (\"microbatched\": false), but "
+                          "the program already read it for microbatch 0 in "
+                          "this call"),
+            std::string::npos)
+      << r.output;
+  // w is read once per call: flipping it to microbatched is caught when the
+  // ranks' reads are put together.
+  std::string mb = editedManifest(
+      dir, "mb.json", R"("dtype": "f32", "microbatched": false})",
+      R"("dtype": "f32", "microbatched": true})");
+  r = runCommand(withManifest(mb) + " --output-dir " + dir + "/out");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: input 1 ('w') is microbatched "
+                          "in the manifest " + mb + ", but the program read "
+                          "it only for microbatch(es) 0 of 4 (on rank(s) 0): "
+                          "it reads the input once and shares it"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
+}
+
+TEST(RandomInput, DataWeightsAndBiases) {
+  auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
+    ManifestInput in;
+    in.shape = shape;
+    in.dtype = t;
+    in.microbatched = microbatched;
+    return in;
+  };
+  auto range = [](const HostTensor &t) {
+    std::vector<float> v = values(t);
+    return std::make_pair(*std::min_element(v.begin(), v.end()),
+                          *std::max_element(v.begin(), v.end()));
+  };
+  // Data [1, 16, 256], 8 microbatches: unscaled [-1, 1), different per
+  // microbatch (it used to be scaled by 1/16 and look alike).
+  HostTensor x = randomInput(input({1, 16, 256}, true), 8, 42);
+  EXPECT_EQ(x.shape, (Shape{8, 1, 16, 256}));
+  auto [xlo, xhi] = range(x);
+  EXPECT_GE(xlo, -1.0f);
+  EXPECT_LT(xhi, 1.0f);
+  EXPECT_LT(xlo, -0.99f);
+  EXPECT_GT(xhi, 0.99f);
+  std::vector<float> xv = values(x);
+  EXPECT_NE(std::vector<float>(xv.begin(), xv.begin() + 4096),
+            std::vector<float>(xv.begin() + 7 * 4096, xv.end()));
+  // TOSA matmul weight [1, 256, 32]: leading 1 dropped, fan_in = 32, so
+  // within sqrt(3 / 32) = 0.306 (it used to be 1 / sqrt(256 * 32) = 0.011).
+  HostTensor w = randomInput(input({1, 256, 32}, false), 8, 42);
+  EXPECT_EQ(w.shape, (Shape{1, 256, 32}));
+  auto [wlo, whi] = range(w);
+  double a = std::sqrt(3.0 / 32);
+  EXPECT_GE(wlo, -a);
+  EXPECT_LE(whi, a);
+  EXPECT_LT(wlo, -0.95 * a);
+  EXPECT_GT(whi, 0.95 * a);
+  // Convolution kernel OIHW [64, 3, 7, 7]: fan_in = 147.
+  auto [klo, khi] = range(randomInput(input({64, 3, 7, 7}, false), 1, 3));
+  EXPECT_GE(klo, -std::sqrt(3.0 / 147));
+  EXPECT_GT(khi, 0.95 * std::sqrt(3.0 / 147));
+  // Broadcast bias [1, 1, 256] and plain bias [256]: [0.5, 1.5) (the first
+  // was treated as a weight before).
+  for (Shape bias : {Shape{1, 1, 256}, Shape{256}, Shape{}}) {
+    auto [blo, bhi] = range(randomInput(input(bias, false), 8, 5));
+    EXPECT_GE(blo, 0.5f);
+    EXPECT_LT(bhi, 1.5f);
+  }
+  // Deterministic, and the seed matters.
+  EXPECT_EQ(randomInput(input({1, 16, 256}, true), 8, 42).data, x.data);
+  EXPECT_NE(randomInput(input({1, 16, 256}, true), 8, 43).data, x.data);
+  // Integers stay in [0, 10).
+  HostTensor ids = randomInput(input({4, 8}, true, DType::I32), 2, 1);
+  std::vector<int32_t> iv(ids.data.size() / 4);
+  std::memcpy(iv.data(), ids.data.data(), ids.data.size());
+  EXPECT_EQ(*std::min_element(iv.begin(), iv.end()), 0);
+  EXPECT_EQ(*std::max_element(iv.begin(), iv.end()), 9);
 }
 
 #ifdef MPIEXEC

@@ -6,32 +6,35 @@
 //   pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] ACTUAL REFERENCE
 //
 // ACTUAL and REFERENCE are two .npy files, or two directories (every
-// output_<i>.npy of REFERENCE is compared with the same file in ACTUAL).
-// For each pair it prints the max abs error, the max abs reference value and
-// their ratio. The pair passes when dtype and shape are equal and
+// output_<i>.npy of REFERENCE is compared with the same file in ACTUAL; a
+// file that only one of them has is an error naming it). For each pair it
+// prints one line:
+//
+//   PATH: ok: N elements T, max abs error E (element I) <= bound B
+//       (1e-05 x max abs reference R)
+//
+// (FAIL and ">" when E exceeds B; " + atol A" inside the parentheses when
+// --atol is set). The pair passes when dtype and shape are equal and
 //   max|actual - reference| <= rtol * max|reference| + atol
 // (defaults rtol = 1e-5, atol = 0). NaN or Inf in either tensor fails unless
 // --allow-nan, since such a comparison proves nothing; --allow-nan ignores
 // only positions that are non-finite in the same way in both tensors (both
 // NaN, or the same infinity). A NaN or Inf where the other tensor is finite
 // or differently non-finite always fails. Exit status: 0 all
-// pass, 1 some tensor differs, 2 usage or I/O error. Uses the runtime's .npy
-// reader (pipeopt_rt).
+// pass, 1 some tensor differs, 2 usage or I/O error, or a file that only one
+// directory has. Uses the runtime's .npy reader (pipeopt_rt).
 //
 //   pipeopt-npy-diff --make-inputs MANIFEST DIR [--seed N]
 //
 // creates DIR if needed (like pipeopt-run --output-dir) and writes
 // DIR/input_<i>.npy for every input of a model manifest (for
-// pipeopt-run --input i=DIR/input_<i>.npy), with well-conditioned random
-// data so that deep models stay finite: tensors of rank <= 1 (biases,
-// normalization scales, means and variances) are uniform in [0.5, 1.5),
-// tensors of rank >= 2 uniform in [-1, 1) / sqrt(fan-in) with fan-in =
-// elements / leading dimension (per microbatch for microbatched inputs);
-// integers in [0, 10), i1 in {0, 1}. The data of input i depends only on
-// (seed, i, shape), so manifests of the same model (reference, pipelined)
-// get identical inputs; they are exactly the data pipeopt-run generates
-// itself for --seed N (the runtime's randomInput), written out for other
-// tools.
+// pipeopt-run --input i=DIR/input_<i>.npy): exactly the data pipeopt-run
+// generates itself for --seed N (the runtime's randomInput, whose comment in
+// Runner.h gives the distributions: microbatched inputs uniform in [-1, 1),
+// weights scaled by their fan-in, rank <= 1 weights in [0.5, 1.5)), written
+// out for other tools. The data of input i depends only on (seed, i, its
+// manifest entry, the number of microbatches), so manifests of the same
+// model (reference, pipelined) get identical inputs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -166,11 +169,17 @@ int compare(const std::string &actualPath, const std::string &refPath,
   double bound = o.rtol * maxRef + o.atol;
   bool ok = maxErr <= bound && mismatched == 0 &&
             (o.allowNan || nonFinite == 0);
-  std::printf("%s: %s: %zu elements %s, max abs error %.6g (element %zu), "
-              "max abs reference %.6g, relative %.3g, bound %.6g",
+  // The bound is absolute (rtol scales the largest reference magnitude):
+  // print how it is made, next to the comparison, so that the line cannot
+  // be misread as a relative error above a relative bound.
+  std::printf("%s: %s: %zu elements %s, max abs error %.6g (element %zu) "
+              "%s bound %.6g (%g x max abs reference %.6g",
               actualPath.c_str(), ok ? "ok" : "FAIL", n,
-              typeString(a.dtype, a.shape).c_str(), maxErr, worst, maxRef,
-              maxRef > 0 ? maxErr / maxRef : 0.0, bound);
+              typeString(a.dtype, a.shape).c_str(), maxErr, worst,
+              maxErr <= bound ? "<=" : ">", bound, o.rtol, maxRef);
+  if (o.atol != 0)
+    std::printf(" + atol %g", o.atol);
+  std::printf(")");
   if (nonFinite)
     std::printf(", %zu NaN/Inf element(s) equal in both%s", nonFinite,
                 o.allowNan ? " ignored" : " (use --allow-nan to ignore)");
@@ -190,11 +199,8 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
     Manifest m = readManifest(manifestPath);
     ensureDir(dir); // like pipeopt-run --output-dir
     for (const ManifestInput &in : m.inputs) {
-      Shape full = in.shape;
-      if (in.microbatched)
-        full.insert(full.begin(), m.numMicrobatches);
-      HostTensor t = randomInput(in.dtype, full, in.shape,
-                                 inputSeed(seed, in.index));
+      HostTensor t =
+          randomInput(in, m.numMicrobatches, inputSeed(seed, in.index));
       writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
     }
   } catch (const RuntimeError &e) {
@@ -207,6 +213,22 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
 bool isDirectory(const std::string &path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/// The output_<i>.npy names in `dir`, sorted (none if it cannot be read).
+std::vector<std::string> outputFiles(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.rfind("output_", 0) == 0 && n.size() > 4 &&
+          n.compare(n.size() - 4, 4, ".npy") == 0)
+        names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 int usage() {
@@ -274,26 +296,30 @@ int run(int argc, char **argv) {
   if (!isDirectory(o.reference))
     return compare(o.actual, o.reference, o);
 
-  std::vector<std::string> names;
-  if (DIR *d = opendir(o.reference.c_str())) {
-    while (dirent *e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.rfind("output_", 0) == 0 && n.size() > 4 &&
-          n.compare(n.size() - 4, 4, ".npy") == 0)
-        names.push_back(n);
-    }
-    closedir(d);
-  }
+  std::vector<std::string> names = outputFiles(o.reference);
   if (names.empty()) {
     std::fprintf(stderr, "pipeopt-npy-diff: error: no output_<i>.npy in %s\n",
                  o.reference.c_str());
     return 2;
   }
-  std::sort(names.begin(), names.end());
   int worst = 0;
   for (const auto &n : names) {
     int rc = compare(o.actual + "/" + n, o.reference + "/" + n, o);
     worst = std::max(worst, rc);
+  }
+  // An output the reference lacks is as wrong as one the actual run lacks
+  // (which compare() reports when it cannot read the file): a model that
+  // writes more outputs than the reference is not the same model.
+  if (isDirectory(o.actual)) {
+    for (const auto &n : outputFiles(o.actual)) {
+      if (std::binary_search(names.begin(), names.end(), n))
+        continue;
+      std::fprintf(stderr,
+                   "pipeopt-npy-diff: error: %s/%s has no counterpart in the "
+                   "reference directory %s\n",
+                   o.actual.c_str(), n.c_str(), o.reference.c_str());
+      worst = 2;
+    }
   }
   return worst;
 }

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -85,6 +86,29 @@ public:
   /// Open action (begin without end), kind < 0 if none.
   int openKind = -1, openStage = -1, openMicrobatch = -1;
   double openBeginS = 0;
+
+  /// Checks of the program against its manifest (runtime/docs/Runtime.md,
+  /// "What the manifest is checked against"), per call of the entry point:
+  /// actions begun so far (the index into the manifest's `actions` of this
+  /// rank) and, per input that is not microbatched, the microbatch it was
+  /// first read for. Reset by beginCall().
+  size_t actionsBegun = 0;
+  std::map<int, int64_t> sharedInputReads;
+  /// Per microbatched input, the microbatch it was first read for in this
+  /// call (reset by beginCall()).
+  std::map<int, int64_t> microbatchedInputFirstRead;
+  /// Over all calls: (input index, microbatch) of every read of a
+  /// microbatched input, and the microbatched inputs that some call read
+  /// for more than one microbatch. The launcher puts the ranks' sets
+  /// together to find inputs that the program reads once and shares.
+  std::set<std::pair<int, int>> microbatchedInputReads;
+  std::set<int> inputsReadPerMicrobatch;
+  /// To be called before every call of the entry point.
+  void beginCall() {
+    actionsBegun = 0;
+    sharedInputReads.clear();
+    microbatchedInputFirstRead.clear();
+  }
 
 private:
   bool poisoned = false;

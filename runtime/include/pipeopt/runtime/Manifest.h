@@ -55,14 +55,22 @@ struct Manifest {
   std::vector<ManifestInput> inputs;    ///< sorted by index
   std::vector<ManifestOutput> outputs;  ///< sorted by index
   std::vector<int> stageRank;           ///< [stage] -> rank, or empty
+  /// [pipeline][stage] -> rank: every pipeline of a nested stage_rank, the
+  /// flat one as a single pipeline; empty without stage_rank.
+  std::vector<std::vector<int>> stageRankPipelines;
   std::vector<std::vector<ManifestAction>> actions; ///< [rank], or empty
+  /// Where the manifest came from (parseManifest's `what`), for messages.
+  std::string source;
 
   const ManifestInput *findInput(int index) const;
   const ManifestOutput *findOutput(int index) const;
 };
 
 /// Parses manifest JSON text; `what` prefixes error messages. Throws
-/// RuntimeError.
+/// RuntimeError on a wrong type or value, and on fields that contradict each
+/// other: a forward (F) action on a rank that `stage_rank` does not give
+/// that stage, the same F action (stage, microbatch) listed twice, or
+/// `actions` without any action for some microbatch < num_microbatches.
 Manifest parseManifest(const std::string &jsonText, const std::string &what);
 /// Reads and parses a manifest file.
 Manifest readManifest(const std::string &path);

@@ -47,19 +47,38 @@ std::string runUsage();
 /// data). Throws RuntimeError naming the input and file on bad data.
 InputStore loadInputs(const Manifest &manifest, const RunOptions &options);
 
-/// Deterministic pseudo-random data for a model input whose per-microbatch
-/// shape is `inputShape`, stored with shape `shape` (`inputShape`, or
-/// [M, inputShape...] for a microbatched input), from `seed` (the same data
-/// on every rank and in every build of the same model). The data is
-/// well-conditioned so that deep models stay finite: floating-point tensors
-/// of rank >= 2 are uniform in [-1, 1) / sqrt(fan-in), fan-in = elements of
-/// `inputShape` per leading index (LeCun-style scaling, which keeps
-/// activations O(1) through matmul and convolution layers); rank <= 1
-/// tensors (biases, normalization scales, means and variances) are uniform
-/// in [0.5, 1.5) so that variances stay positive; integers are uniform in
-/// [0, 10) and i1 in {0, 1}.
-HostTensor randomInput(DType dtype, const Shape &shape,
-                       const Shape &inputShape, uint64_t seed);
+/// Deterministic pseudo-random data for model input `input` of a model with
+/// `numMicrobatches` microbatches, from `seed`: shape [M, ...input.shape]
+/// for a microbatched input, input.shape otherwise. The data depends only on
+/// (input.dtype, input.shape, input.microbatched, numMicrobatches, seed), so
+/// it is the same on every rank and in every build of the same model
+/// (reference and pipelined, compiled with the same --microbatch-args).
+///
+/// Floating-point inputs:
+///  - microbatched inputs (data: activations, images, embeddings) are
+///    uniform in [-1, 1), unscaled, independently for every microbatch;
+///  - other inputs (weights) are classified by their shape without its
+///    leading size-1 dimensions (TOSA's rank-3 matmul operands [1, K, N],
+///    broadcast biases [1, 1, N]): rank <= 1 after that (biases,
+///    normalization scales, means and variances) is uniform in [0.5, 1.5),
+///    so that variances stay positive; otherwise uniform in
+///    [-sqrt(3 / fan_in), sqrt(3 / fan_in)) with fan_in = the product of all
+///    dimensions but the first, which has variance 1 / fan_in (LeCun-style).
+/// Integers are uniform in [0, 10), i1 in {0, 1}.
+///
+/// Rationale: the runs that compare a pipelined build with the reference
+/// must detect a microbatch mix-up (a stage that computes on, or a rank that
+/// receives, another microbatch's data). That needs outputs that depend
+/// clearly on the data: the data is O(1) and differs per microbatch, and the
+/// weights preserve the variance of the activations through matmul and
+/// convolution layers, so deep models neither overflow nor shrink to their
+/// biases. fan_in is exact for weights stored output-dimension first
+/// ([out, in] linear weights, OIHW and OHWI convolution kernels); for
+/// [in, out] matrices it is `out`, which only changes the scale of that
+/// layer by sqrt(in / out). Which inputs are data is the manifest's
+/// "microbatched" flag (pipeopt-compile --microbatch-args).
+HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
+                       uint64_t seed);
 
 /// Seed of model input `index` for the run seed `seed` (pipeopt-run --seed).
 uint64_t inputSeed(uint64_t seed, int64_t index);

@@ -180,7 +180,11 @@ typedef struct pipeopt_rt_memref_head {
  *     int64_t microbatch, pipeopt_rt_unranked_memref *buf);
  *   Fills buf with model input argIndex. Inputs marked "microbatched" in the
  *   manifest give microbatch `microbatch`'s slice (shape = the manifest shape);
- *   other inputs are shared by all microbatches (microbatch is ignored). dtype
+ *   other inputs are shared by all microbatches: their data does not depend
+ *   on `microbatch`, but within one call of the entry point every read of a
+ *   shared input must pass the same `microbatch` (the compiler reads it once,
+ *   at its first use). Reads for two microbatches are an error: the program
+ *   takes one slice per microbatch, so the manifest's flag is wrong. dtype
  *   and shape are checked against the manifest.
  *
  * int32_t _mlir_ciface_pipeopt_rt_output_<T>(int64_t resultIndex,
@@ -195,7 +199,10 @@ typedef struct pipeopt_rt_memref_head {
  *     int64_t microbatch);
  *   Bracket one schedule action (kind: pipeopt_rt_action_kind) for the
  *   measured Chrome trace and the per-stage profile. Nesting is not allowed;
- *   an end that does not match the open begin is an error.
+ *   an end that does not match the open begin is an error. When the
+ *   manifest lists "actions", the begins of one call must be exactly that
+ *   rank's list, in order; when it has "stage_rank", a forward action must
+ *   run on a rank that it gives the stage.
  */
 
 #undef PIPEOPT_RT_DECL_TYPED2_
