@@ -8,6 +8,9 @@
       differ clearly.
   npy-slices.py zeros IN OUT
       Writes OUT with IN's header and all data zero.
+  npy-slices.py swap IN OUT I J
+      Writes OUT: IN with leading-dimension slices I and J exchanged (two
+      microbatches' data given in each other's place).
 """
 import ast
 import struct
@@ -61,7 +64,22 @@ def zeros(src, dst):
     return 0
 
 
+def swap(src, dst, i, j):
+    head, shape, values = read(src)
+    n = len(values) // shape[0]
+    slices = [list(values[k * n:(k + 1) * n]) for k in range(shape[0])]
+    slices[i], slices[j] = slices[j], slices[i]
+    with open(dst, "wb") as f:
+        f.write(head)
+        for sl in slices:
+            f.write(struct.pack("<%df" % n, *sl))
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "distinct":
         sys.exit(distinct(sys.argv[2], float(sys.argv[3])))
+    if sys.argv[1] == "swap":
+        sys.exit(swap(sys.argv[2], sys.argv[3], int(sys.argv[4]),
+                      int(sys.argv[5])))
     sys.exit(zeros(sys.argv[2], sys.argv[3]))
