@@ -31,6 +31,8 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <map>
+#include <set>
 
 using namespace pipeopt::schedule;
 using namespace pipeopt::schedule::detail;
@@ -156,6 +158,14 @@ struct GreedyConfig {
   std::function<int(int pipeline, int stage)> cap;
 };
 
+/// Implementation: the same choice as scanning each rank's candidates in
+/// priority order every slot, but the candidates that are ready (their
+/// dependencies finished in an earlier slot) are kept in ordered sets, so a
+/// slot costs O(log n) per rank instead of O(n) (n = actions per rank), and
+/// the whole schedule O(n log n) instead of O(n^2): zb-v with S = 16 and
+/// M = 8000 took 17 s before. Actions take one slot, so everything decided
+/// in slot t becomes visible at the start of slot t + 1; forwards are
+/// grouped by (pipeline, stage), the unit of the activation cap.
 llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
   int R = s.numRanks, NS = s.numStages, M = s.numMicrobatches;
   int P = s.numPipelines();
@@ -187,26 +197,64 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
         return a.second != b.second ? a.second < b.second : a.first > b.first;
       });
   }
+  // Priority (position in owned / ownedF) of each (stage, mb).
+  std::vector<int> posB(static_cast<size_t>(NS) * M), posF(posB.size());
+  auto slot = [M](int st, int m) { return static_cast<size_t>(st) * M + m; };
+  for (int r = 0; r < R; ++r) {
+    for (auto [k, e] : llvm::enumerate(owned[r]))
+      posB[slot(e.first, e.second)] = static_cast<int>(k);
+    for (auto [k, e] : llvm::enumerate(ownedF[r]))
+      posF[slot(e.first, e.second)] = static_cast<int>(k);
+  }
+  // Ready candidates. Backward: per rank, by position. Forward: per rank and
+  // (pipeline, stage), by position.
+  std::vector<std::set<int>> readyB(R);
+  std::vector<std::map<std::pair<int, int>, std::set<int>>> readyF(R);
+  auto makeReadyF = [&](int st, int m) {
+    readyF[s.rankOf(st, m)][{s.pipelineOf(m), st}].insert(posF[slot(st, m)]);
+  };
+  // A backward needs its forward and, except on the last stage, the next
+  // stage's backward: the number of those still missing.
+  std::vector<int> missingB(posB.size());
+  for (int st = 0; st < NS; ++st)
+    for (int m = 0; m < M; ++m)
+      missingB[slot(st, m)] = st + 1 < NS ? 2 : 1;
+  auto satisfyB = [&](int st, int m) {
+    if (--missingB[slot(st, m)] == 0)
+      readyB[s.rankOf(st, m)].insert(posB[slot(st, m)]);
+  };
+  for (int m = 0; m < M; ++m)
+    makeReadyF(0, m);
+
   Phase bwd = cfg.split ? Phase::B : Phase::BW;
   auto done = [&](Phase p, int st, int m, int t) {
     int f = finish[idx.key(p, st, m)];
     return f >= 0 && f <= t;
   };
   std::vector<std::deque<std::pair<int, int>>> pendingW(R);
+  std::vector<std::pair<Phase, std::pair<int, int>>> decided;
   long remaining = static_cast<long>(NS) * M * (cfg.split ? 3 : 2);
   for (int t = 0; remaining > 0; ++t) {
+    // What finished at the end of slot t - 1 makes its successors ready.
+    for (auto &[ph, e] : decided) {
+      auto [st, m] = e;
+      if (ph == Phase::F) {
+        if (st + 1 < NS)
+          makeReadyF(st + 1, m);
+        satisfyB(st, m);
+      } else if (ph == bwd && st > 0) {
+        satisfyB(st - 1, m);
+      }
+    }
+    decided.clear();
     bool any = false;
     for (int r = 0; r < R; ++r) {
       int chosenSt = -1, chosenM = -1;
       Phase chosen = Phase::F;
       // Backward.
-      for (auto [st, m] : owned[r]) {
-        if (finish[idx.key(bwd, st, m)] >= 0 || !done(Phase::F, st, m, t))
-          continue;
-        if (st + 1 < NS && !done(bwd, st + 1, m, t))
-          continue;
+      if (!readyB[r].empty()) {
+        auto [st, m] = owned[r][*readyB[r].begin()];
         chosen = bwd, chosenSt = st, chosenM = m;
-        break;
       }
       auto tryW = [&]() {
         for (auto [st, m] : pendingW[r])
@@ -217,18 +265,20 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       };
       if (chosenSt < 0 && cfg.split && !cfg.deferW)
         tryW();
-      if (chosenSt < 0)
-        for (auto [st, m] : ownedF[r]) {
-          if (finish[idx.key(Phase::F, st, m)] >= 0)
+      if (chosenSt < 0) {
+        int best = -1;
+        for (auto &[key, ready] : readyF[r]) {
+          if (ready.empty() || inflight[key.first][key.second] >=
+                                   cfg.cap(key.first, key.second))
             continue;
-          if (st > 0 && !done(Phase::F, st - 1, m, t))
-            continue;
-          int p = s.pipelineOf(m);
-          if (inflight[p][st] >= cfg.cap(p, st))
-            continue;
-          chosen = Phase::F, chosenSt = st, chosenM = m;
-          break;
+          if (best < 0 || *ready.begin() < best)
+            best = *ready.begin();
         }
+        if (best >= 0) {
+          auto [st, m] = ownedF[r][best];
+          chosen = Phase::F, chosenSt = st, chosenM = m;
+        }
+      }
       if (chosenSt < 0 && cfg.split)
         tryW();
       if (chosenSt < 0)
@@ -236,11 +286,16 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       any = true;
       --remaining;
       finish[idx.key(chosen, chosenSt, chosenM)] = t + 1;
+      decided.push_back({chosen, {chosenSt, chosenM}});
       s.actions[r].push_back(Action::compute(chosen, chosenSt, chosenM));
       int p = s.pipelineOf(chosenM);
-      if (chosen == Phase::F)
+      if (chosen == Phase::F) {
+        readyF[r][{p, chosenSt}].erase(posF[slot(chosenSt, chosenM)]);
         ++inflight[p][chosenSt];
-      else if (chosen == Phase::B)
+      } else if (chosen == bwd) {
+        readyB[r].erase(posB[slot(chosenSt, chosenM)]);
+      }
+      if (chosen == Phase::B)
         pendingW[r].push_back({chosenSt, chosenM});
       if (chosen == Phase::BW || chosen == Phase::W)
         --inflight[p][chosenSt];
