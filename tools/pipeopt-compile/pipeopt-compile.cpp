@@ -36,6 +36,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -402,10 +403,29 @@ int main(int argc, char **argv) {
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
-    for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
-      if (f != *model && !f.isExternal() &&
-          SymbolTable::symbolKnownUseEmpty(f, *module))
+    // Functions the model reaches through calls (transitively) become
+    // private, so pipe-prepare's inliner folds them in and removes them;
+    // functions it does not reach are left out.
+    llvm::DenseSet<Operation *> reached;
+    SmallVector<func::FuncOp> work{*model};
+    reached.insert(*model);
+    while (!work.empty()) {
+      func::FuncOp f = work.pop_back_val();
+      if (auto uses = SymbolTable::getSymbolUses(f))
+        for (const SymbolTable::SymbolUse &use : *uses)
+          if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                  *module, use.getSymbolRef()))
+            if (reached.insert(callee).second)
+              work.push_back(callee);
+    }
+    for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
+      if (f == *model || f.isExternal())
+        continue;
+      if (reached.contains(f))
+        f.setPrivate();
+      else
         f.erase();
+    }
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
     if (!frontHalf.empty()) {
