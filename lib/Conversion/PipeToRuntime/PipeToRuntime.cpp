@@ -930,6 +930,29 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
                               << " is not a ranked tensor";
 
   OpBuilder b(module.getContext());
+  // A value returned twice (`return %0, %0`) becomes one result of the
+  // stage function, written to both model outputs (buffer-results-to-out-
+  // params crashes on a function returning one buffer twice).
+  SmallVector<unsigned> resultOf; // model result -> stage function result
+  if (fn.getBody().hasOneBlock()) {
+    Operation *ret = fn.getBody().front().getTerminator();
+    SmallVector<Value> unique;
+    for (Value v : ret->getOperands()) {
+      auto *it = llvm::find(unique, v);
+      resultOf.push_back(static_cast<unsigned>(it - unique.begin()));
+      if (it == unique.end())
+        unique.push_back(v);
+    }
+    if (unique.size() != ret->getNumOperands()) {
+      ret->setOperands(unique);
+      fn.setFunctionType(FunctionType::get(
+          module.getContext(), type.getInputs(),
+          ValueRange(unique).getTypes()));
+    }
+  }
+  if (resultOf.empty())
+    for (unsigned i = 0; i < type.getNumResults(); ++i)
+      resultOf.push_back(i);
   fn->setAttr(pipe::PipeDialect::getStageAttrName(), b.getI64IntegerAttr(0));
   b.setInsertionPointToEnd(module.getBody());
   Location loc = fn.getLoc();
@@ -944,10 +967,11 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
     for (auto [i, t] : llvm::enumerate(type.getInputs()))
       args.push_back(pipe::InputOp::create(b, loc, t, uint64_t(i), uint64_t(mb)));
     auto forward = pipe::ForwardOp::create(
-        b, loc, type.getResults(), fn.getSymName(), /*stage=*/uint64_t(0),
-        uint64_t(mb), args);
-    for (auto [i, v] : llvm::enumerate(forward.getResults()))
-      pipe::OutputOp::create(b, loc, v, uint64_t(i), uint64_t(mb));
+        b, loc, fn.getFunctionType().getResults(), fn.getSymName(),
+        /*stage=*/uint64_t(0), uint64_t(mb), args);
+    for (auto [i, r] : llvm::enumerate(resultOf))
+      pipe::OutputOp::create(b, loc, forward.getResult(r), uint64_t(i),
+                             uint64_t(mb));
   }
   return success();
 }
