@@ -70,9 +70,10 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
 
   // Rematerializable ops: cheap, side-effect free, read no weight, every
   // input is a function argument or another rematerializable value, and no
-  // result is a result of the function (a model output is produced by a
-  // stage: without this rule a model of element-wise ops on its inputs alone
-  // had no op to place).
+  // result is a result of the function unless the op is a constant (a model
+  // output is computed by a stage: without this rule a model of element-wise
+  // ops on its inputs alone had no op to place; a returned constant is
+  // materialized where it is returned).
   llvm::SmallPtrSet<Operation *, 8> returned;
   for (Value v : fn.getBody().front().getTerminator()->getOperands())
     if (Operation *def = v.getDefiningOp())
@@ -82,7 +83,8 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
   for (auto [i, op] : llvm::enumerate(ops)) {
     const cost::OpCost &c = analysis.get(op);
     if (!rematerializableKind(c.kind) || op->getNumResults() == 0 ||
-        !isMemoryEffectFree(op) || returned.contains(op))
+        !isMemoryEffectFree(op) ||
+        (returned.contains(op) && c.kind != cost::OpKind::Constant))
       continue;
     if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
         !cost::parameterOperands(op).empty())
