@@ -504,6 +504,9 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
                                       "intra_node", "inter_node"},
                                 "topology"))
         r.fail(*bad);
+      if (to->get("ranks_per_node") && to->get("gpus_per_node"))
+        r.fail("topology: give 'ranks_per_node' or its synonym "
+               "'gpus_per_node', not both");
       ObjectReader tr{*to, "topology."};
       tr.integer("ranks_per_node", hw.topology.ranksPerNode);
       tr.integer("gpus_per_node", hw.topology.ranksPerNode);

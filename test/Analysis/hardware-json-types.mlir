@@ -25,6 +25,8 @@
 // RUN: pipeopt %t/flops-zero.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/flops-zero.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/latency-huge.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/latency-huge.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/link-tiny.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/link-tiny.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/escaped-dup.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/escaped-dup.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/synonyms.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/synonyms.json" -verify-diagnostics -o /dev/null
 //
 // The limits themselves are accepted: with an overhead of one hour and a
 // memory bandwidth of 1 B/s, each one-op stage computes 3600 s + 48 B / 1 B/s
@@ -196,4 +198,21 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = arith.addf %x, %x : tensor<4xf32>
   %1 = arith.mulf %0, %0 : tensor<4xf32>
   return %1 : tensor<4xf32>
+}
+
+//--- escaped-dup.json
+{"base": "h100", "op_overhead_s": 0, "op\u005foverhead_s": 100}
+//--- escaped-dup.mlir
+// A key given twice, once with an escape, is still a duplicate.
+// expected-error-re @+1 {{invalid JSON in hardware file '{{.*}}escaped-dup.json': line 1: duplicate key 'op_overhead_s'}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- synonyms.json
+{"base": "h100", "topology": {"ranks_per_node": 4, "gpus_per_node": 8}}
+//--- synonyms.mlir
+// expected-error @+1 {{hardware JSON: topology: give 'ranks_per_node' or its synonym 'gpus_per_node', not both}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
 }

@@ -48,7 +48,7 @@ unknownKey(const llvm::json::Object &object,
 }
 
 /// llvm::json::parse, plus an error "line N: duplicate key 'k'" when an
-/// object has the same key twice (compared as written, escapes not decoded).
+/// object has the same key twice (compared after decoding escapes).
 inline llvm::Expected<llvm::json::Value>
 parseJSONRejectingDuplicates(llvm::StringRef text) {
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
@@ -79,12 +79,20 @@ parseJSONRejectingDuplicates(llvm::StringRef text) {
       while (i < text.size() && text[i] != '"')
         i += text[i] == '\\' ? 2 : 1;
       if (!stack.empty() && stack.back().object && stack.back().expectKey) {
-        llvm::StringRef key = text.slice(start, i);
+        std::string key = text.slice(start, i).str();
+        if (key.find('\\') != std::string::npos) {
+          // Decode escapes ("op\u005fx" is "op_x"): parse the quoted key.
+          llvm::Expected<llvm::json::Value> decoded =
+              llvm::json::parse(text.slice(start - 1, i + 1));
+          if (decoded && decoded->getAsString())
+            key = decoded->getAsString()->str();
+          else
+            llvm::consumeError(decoded.takeError());
+        }
         stack.back().expectKey = false;
         if (!stack.back().keys.insert(key).second)
-          return llvm::createStringError(
-              "line " + std::to_string(line) + ": duplicate key '" +
-              key.str() + "'");
+          return llvm::createStringError("line " + std::to_string(line) +
+                                         ": duplicate key '" + key + "'");
       }
     }
   }
