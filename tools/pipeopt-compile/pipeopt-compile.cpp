@@ -387,6 +387,27 @@ int main(int argc, char **argv) {
 
   // --- Per-rank programs ----------------------------------------------------
   bool hasPrograms = !module->getOps<pipeopt::pipe::ProgramOp>().empty();
+  // Front-half options that would be ignored are errors, not silent no-ops:
+  // an input that is already scheduled is compiled as it is, and the
+  // reference is one stage.
+  if (reference || hasPrograms) {
+    SmallVector<cl::Option *> unused{&numStages, &schedule, &partitionOptions,
+                                     &frontHalf};
+    if (!reference) {
+      unused.push_back(&numMicrobatches);
+      unused.push_back(&function);
+    }
+    for (cl::Option *opt : unused)
+      if (opt->getNumOccurrences())
+        return fail(
+            "--" + opt->ArgStr.str() +
+            (reference ? " does not apply to --reference (one stage, the "
+                         "unpartitioned model)"
+                       : " does not apply to this input: it already has "
+                         "pipe.program ops, which are compiled as they are "
+                         "(give the unscheduled model to partition and "
+                         "schedule it)"));
+  }
   if (reference) {
     // The reference ignores any schedule in the input.
     for (auto p : llvm::make_early_inc_range(
