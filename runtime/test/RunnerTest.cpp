@@ -19,6 +19,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 using namespace pipeopt::rt;
 
 namespace {
@@ -406,6 +408,38 @@ TEST(Runner, TruncatedModelIsAClearError) {
                             " bytes (an interrupted copy?)"),
               std::string::npos)
         << r.output;
+  }
+}
+
+TEST(Runner, FifoIsAClearErrorNotAHang) {
+  // A named pipe as the model, the manifest or an input used to block
+  // pipeopt-run in open() forever. `timeout` keeps a regression from
+  // hanging the test (exit 124).
+  std::string dir = tmpDir("fifo");
+  std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  std::string run = std::string("timeout 20 '") + PIPEOPT_RUN_EXE + "' ";
+  struct Case {
+    std::string args, error;
+  } cases[] = {
+      {"'" + fifo + "' --manifest '" + FAKE_MANIFEST + "'",
+       fifo + ": is a FIFO (named pipe), not a regular file; a model .so "
+              "must be one"},
+      {"'" + std::string(FAKE_MODEL_SO) + "' --manifest '" + fifo + "'",
+       fifo + ": is a FIFO (named pipe), not a regular file; a manifest "
+              "must be one"},
+      {"'" + std::string(FAKE_MODEL_SO) + "' --manifest '" + FAKE_MANIFEST +
+           "' --input 1=" + fifo,
+       fifo + ": is a FIFO (named pipe), not a regular file; a .npy file "
+              "must be one"},
+  };
+  for (const Case &c : cases) {
+    CmdResult r = runCommand(run + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + c.error),
+              std::string::npos)
+        << r.output;
+    EXPECT_LT(r.seconds, 10.0) << c.args;
   }
 }
 
