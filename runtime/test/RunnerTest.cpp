@@ -566,6 +566,25 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
+
+  // y is written once per microbatch: flipping it to shared used to pass
+  // (exit 0) with only the last microbatch's value in output_0.npy.
+  std::string sharedOut = editedManifest(
+      dir, "shared_out.json",
+      R"("name": "y", "shape": [2, 3], "dtype": "f32"})",
+      R"("name": "y", "shape": [2, 3], "dtype": "f32", "microbatched": false})");
+  r = runCommand(withManifest(sharedOut) + " --output-dir " + dir + "/out2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: output 0 ('y') for microbatch 1: the "
+                          "manifest " + sharedOut + " says this output is "
+                          "shared by all microbatches (\"microbatched\": "
+                          "false), but the program already wrote it for "
+                          "microbatch 0 in this call: it writes one value per "
+                          "microbatch, so the output is microbatched in this "
+                          "model"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(dir + "/out2/output_0.npy").good());
 }
 
 TEST(RandomInput, DataWeightsAndBiases) {
