@@ -175,6 +175,13 @@ std::string inputName(const ManifestInput &in) {
   return s;
 }
 
+std::string outputName(const ManifestOutput &out) {
+  std::string s = "output " + std::to_string(out.index);
+  if (!out.name.empty())
+    s += " ('" + out.name + "')";
+  return s;
+}
+
 int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
                   pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_input", [&](RankContext &ctx) {
@@ -248,6 +255,21 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
                              std::to_string(ctx.manifest->numMicrobatches) +
                              ")");
       } else {
+        // A shared output is stored once per call. Writes for two
+        // different microbatches mean that the program produces one value
+        // per microbatch: storing them under one key would keep only the
+        // last and drop the others silently.
+        auto [it, first] =
+            ctx.sharedOutputWrites.insert({int(resultIndex), mb});
+        if (!first && it->second != mb)
+          throw RuntimeError(
+              outputName(*meta) + " for microbatch " + std::to_string(mb) +
+              ": the manifest" + manifestName(ctx) + " says this output is "
+              "shared by all microbatches (\"microbatched\": false), but the "
+              "program already wrote it for microbatch " +
+              std::to_string(it->second) + " in this call: it writes one "
+              "value per microbatch, so the output is microbatched in this "
+              "model");
         key = -1;
       }
     }

@@ -34,6 +34,40 @@ namespace {
 /// within the file. Returns false on an I/O error.
 using ReadFn = std::function<bool(uint64_t offset, size_t size, void *dst)>;
 
+/// The e_machine of this build's target: a model for another
+/// architecture is caught here, not by dlopen, which reports it as
+/// "cannot open shared object file: No such file or directory".
+#if defined(__x86_64__)
+constexpr int kHostMachine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr int kHostMachine = EM_AARCH64;
+#else
+constexpr int kHostMachine = -1; // unknown host: no check
+#endif
+
+std::string machineName(uint32_t machine) {
+  switch (machine) {
+  case EM_X86_64:
+    return "x86-64 (EM_X86_64)";
+  case EM_AARCH64:
+    return "AArch64 (EM_AARCH64)";
+  case EM_386:
+    return "x86 (EM_386)";
+  case EM_ARM:
+    return "32-bit ARM (EM_ARM)";
+  case EM_PPC64:
+    return "PowerPC 64 (EM_PPC64)";
+  case EM_S390:
+    return "IBM S/390 (EM_S390)";
+#ifdef EM_RISCV
+  case EM_RISCV:
+    return "RISC-V (EM_RISCV)";
+#endif
+  default:
+    return "machine " + std::to_string(machine);
+  }
+}
+
 const char *segmentTypeName(uint32_t type) {
   switch (type) {
   case PT_LOAD:
@@ -88,6 +122,11 @@ public:
     Elf64_Ehdr eh;
     need("the ELF header", 0, sizeof(eh));
     readOrFail(0, sizeof(eh), &eh, "the ELF header");
+    if (kHostMachine >= 0 && eh.e_machine != uint32_t(kHostMachine))
+      throw RuntimeError(path + " is built for " + machineName(eh.e_machine) +
+                         ", but this pipeopt-run runs on " +
+                         machineName(uint32_t(kHostMachine)) +
+                         " (was the model compiled for another target?)");
 
     // With more than 0xfff0 sections or 0xffff program headers the real
     // counts live in section header 0.
@@ -193,7 +232,9 @@ void checkElfImage(const std::vector<uint8_t> &bytes, const std::string &path) {
 }
 
 void checkElfFile(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a blocking open of a FIFO waits for a writer, forever
+  // (on a regular file the flag has no effect); fstat then rejects it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw RuntimeError("cannot open model " + path + ": " +
                        std::strerror(errno));
@@ -208,7 +249,8 @@ void checkElfFile(const std::string &path) {
   if (S_ISDIR(st.st_mode))
     throw RuntimeError(path + ": is a directory, not a model .so");
   if (!S_ISREG(st.st_mode))
-    throw RuntimeError(path + ": is not a regular file, not a model .so");
+    throw RuntimeError(path + ": is " + fileKindName(st.st_mode) +
+                       ", not a regular file; a model .so must be one");
   ElfChecker(path, uint64_t(st.st_size),
              [fd](uint64_t offset, size_t size, void *dst) {
                auto *out = static_cast<uint8_t *>(dst);

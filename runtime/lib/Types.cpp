@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace pipeopt {
 namespace rt {
@@ -126,26 +128,55 @@ std::string MessageHeader::describeType() const {
 
 Communicator::~Communicator() = default;
 
+std::string fileKindName(unsigned mode) {
+  if (S_ISDIR(mode))
+    return "a directory";
+  if (S_ISFIFO(mode))
+    return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode))
+    return "a socket";
+  if (S_ISCHR(mode))
+    return "a character device";
+  if (S_ISBLK(mode))
+    return "a block device";
+  return "not a regular file (st_mode " + std::to_string(mode) + ")";
+}
+
 std::vector<uint8_t> readFileBytes(const std::string &path,
                                    const std::string &what) {
-  // std::ifstream opens a directory and then throws std::ios_base::failure
-  // ("Is a directory") from the first read; check up front instead.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    throw RuntimeError(path + ": is a directory, not a " + what);
-  std::FILE *f = std::fopen(path.c_str(), "rb");
-  if (!f)
+  // O_NONBLOCK: a blocking open of a FIFO waits for a writer, forever (on a
+  // regular file the flag has no effect). std::ifstream would also open a
+  // directory and then throw std::ios_base::failure from the first read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
     throw RuntimeError(path + ": cannot open " + what + ": " +
                        std::strerror(errno));
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (::fstat(fd, &st) != 0)
+    throw RuntimeError(path + ": cannot open " + what + ": " +
+                       std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    throw RuntimeError(path + ": is a directory, not a " + what);
+  if (!S_ISREG(st.st_mode))
+    throw RuntimeError(path + ": is " + fileKindName(st.st_mode) +
+                       ", not a regular file; a " + what + " must be one");
   std::vector<uint8_t> bytes;
+  bytes.reserve(size_t(st.st_size));
   uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0)
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      throw RuntimeError(path + ": read error: " + std::strerror(errno));
+    if (n == 0)
+      break;
     bytes.insert(bytes.end(), buf, buf + n);
-  int err = std::ferror(f) ? errno : 0;
-  std::fclose(f);
-  if (err)
-    throw RuntimeError(path + ": read error: " + std::strerror(err));
+  }
   return bytes;
 }
 

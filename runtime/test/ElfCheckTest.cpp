@@ -16,12 +16,19 @@
 #include <gtest/gtest.h>
 
 #include <elf.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <future>
 #include <set>
 #include <string>
+#include <thread>
 
 using namespace pipeopt::rt;
 
@@ -159,6 +166,88 @@ TEST(ElfCheck, CorruptHeadersAndOtherFiles) {
   std::memcpy(b.data(), &eh, sizeof(eh));
   EXPECT_EQ(errorOf(b), "m.so is truncated or corrupt: the program header "
                         "entry size is 12 bytes instead of 56");
+}
+
+TEST(ElfCheck, AnotherArchitectureIsNamed) {
+  // dlopen reports a .so for another machine as "cannot open shared object
+  // file: No such file or directory".
+  std::vector<uint8_t> so = fakeModel();
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, so.data(), sizeof(eh));
+#if defined(__x86_64__)
+  ASSERT_EQ(eh.e_machine, EM_X86_64);
+  eh.e_machine = EM_AARCH64;
+  std::memcpy(so.data(), &eh, sizeof(eh));
+  EXPECT_EQ(errorOf(so), "m.so is built for AArch64 (EM_AARCH64), but this "
+                         "pipeopt-run runs on x86-64 (EM_X86_64) (was the "
+                         "model compiled for another target?)");
+#elif defined(__aarch64__)
+  ASSERT_EQ(eh.e_machine, EM_AARCH64);
+  eh.e_machine = EM_X86_64;
+  std::memcpy(so.data(), &eh, sizeof(eh));
+  EXPECT_EQ(errorOf(so), "m.so is built for x86-64 (EM_X86_64), but this "
+                         "pipeopt-run runs on AArch64 (EM_AARCH64) (was the "
+                         "model compiled for another target?)");
+#else
+  GTEST_SKIP() << "no e_machine check on this host";
+#endif
+  // An unnamed machine gets its number.
+  eh.e_machine = 4242;
+  std::memcpy(so.data(), &eh, sizeof(eh));
+  EXPECT_NE(errorOf(so).find("m.so is built for machine 4242, but this "
+                             "pipeopt-run runs on "),
+            std::string::npos)
+      << errorOf(so);
+}
+
+/// Runs `f` (which must throw RuntimeError) against the FIFO `fifo`; returns
+/// its message. A blocking open() of a FIFO waits for a writer forever: if
+/// `f` has not returned after 10 s, a writer is opened to release it and
+/// the test fails instead of hanging.
+std::string errorOnFifo(const std::string &fifo, std::function<void()> f) {
+  auto done = std::async(std::launch::async, [f]() -> std::string {
+    try {
+      f();
+    } catch (const RuntimeError &e) {
+      return e.what();
+    }
+    return "";
+  });
+  if (done.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    ADD_FAILURE() << "blocked on the FIFO " << fifo;
+    while (done.wait_for(std::chrono::milliseconds(10)) !=
+           std::future_status::ready) {
+      int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+      if (w >= 0)
+        ::close(w);
+    }
+  }
+  return done.get();
+}
+
+TEST(ElfCheck, FifoFailsFast) {
+  // A named pipe given as the model, manifest or .npy input used to hang
+  // pipeopt-run in open(), waiting for a writer.
+  std::string fifo = ::testing::TempDir() + "/pipeopt_elf_check_fifo_" +
+                     std::to_string(::getpid());
+  ::unlink(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(errorOnFifo(fifo, [&] { checkElfFile(fifo); }),
+            fifo + ": is a FIFO (named pipe), not a regular file; a model "
+                   ".so must be one");
+  EXPECT_EQ(errorOnFifo(fifo, [&] { readFileBytes(fifo, "manifest"); }),
+            fifo + ": is a FIFO (named pipe), not a regular file; a "
+                   "manifest must be one");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          t0)
+                .count(),
+            5.0);
+  ::unlink(fifo.c_str());
+  // A character device likewise (it would be read to its end, if any).
+  EXPECT_EQ(errorOnFifo("/dev/null", [] { checkElfFile("/dev/null"); }),
+            "/dev/null: is a character device, not a regular file; a model "
+            ".so must be one");
 }
 
 TEST(ElfCheck, FileErrors) {

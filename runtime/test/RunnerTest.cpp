@@ -19,6 +19,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 using namespace pipeopt::rt;
 
 namespace {
@@ -409,6 +411,38 @@ TEST(Runner, TruncatedModelIsAClearError) {
   }
 }
 
+TEST(Runner, FifoIsAClearErrorNotAHang) {
+  // A named pipe as the model, the manifest or an input used to block
+  // pipeopt-run in open() forever. `timeout` keeps a regression from
+  // hanging the test (exit 124).
+  std::string dir = tmpDir("fifo");
+  std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  std::string run = std::string("timeout 20 '") + PIPEOPT_RUN_EXE + "' ";
+  struct Case {
+    std::string args, error;
+  } cases[] = {
+      {"'" + fifo + "' --manifest '" + FAKE_MANIFEST + "'",
+       fifo + ": is a FIFO (named pipe), not a regular file; a model .so "
+              "must be one"},
+      {"'" + std::string(FAKE_MODEL_SO) + "' --manifest '" + fifo + "'",
+       fifo + ": is a FIFO (named pipe), not a regular file; a manifest "
+              "must be one"},
+      {"'" + std::string(FAKE_MODEL_SO) + "' --manifest '" + FAKE_MANIFEST +
+           "' --input 1=" + fifo,
+       fifo + ": is a FIFO (named pipe), not a regular file; a .npy file "
+              "must be one"},
+  };
+  for (const Case &c : cases) {
+    CmdResult r = runCommand(run + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << ": " << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + c.error),
+              std::string::npos)
+        << r.output;
+    EXPECT_LT(r.seconds, 10.0) << c.args;
+  }
+}
+
 TEST(Runner, ManifestMustDescribeTheModel) {
   std::string dir = tmpDir("describe");
   // The fake model's true schedule (GPipe): passes as it is.
@@ -532,6 +566,25 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
+
+  // y is written once per microbatch: flipping it to shared used to pass
+  // (exit 0) with only the last microbatch's value in output_0.npy.
+  std::string sharedOut = editedManifest(
+      dir, "shared_out.json",
+      R"("name": "y", "shape": [2, 3], "dtype": "f32"})",
+      R"("name": "y", "shape": [2, 3], "dtype": "f32", "microbatched": false})");
+  r = runCommand(withManifest(sharedOut) + " --output-dir " + dir + "/out2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("rank 1: output 0 ('y') for microbatch 1: the "
+                          "manifest " + sharedOut + " says this output is "
+                          "shared by all microbatches (\"microbatched\": "
+                          "false), but the program already wrote it for "
+                          "microbatch 0 in this call: it writes one value per "
+                          "microbatch, so the output is microbatched in this "
+                          "model"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(dir + "/out2/output_0.npy").good());
 }
 
 TEST(RandomInput, DataWeightsAndBiases) {

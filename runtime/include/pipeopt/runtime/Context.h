@@ -94,6 +94,9 @@ public:
   /// first read for. Reset by beginCall().
   size_t actionsBegun = 0;
   std::map<int, int64_t> sharedInputReads;
+  /// Per output that is not microbatched, the microbatch it was first
+  /// written for in this call (reset by beginCall()).
+  std::map<int, int64_t> sharedOutputWrites;
   /// Per microbatched input, the microbatch it was first read for in this
   /// call (reset by beginCall()).
   std::map<int, int64_t> microbatchedInputFirstRead;
@@ -107,6 +110,7 @@ public:
   void beginCall() {
     actionsBegun = 0;
     sharedInputReads.clear();
+    sharedOutputWrites.clear();
     microbatchedInputFirstRead.clear();
   }
 

@@ -61,10 +61,16 @@ public:
 };
 
 /// Reads the whole file at `path`. Throws RuntimeError "<path>: is a
-/// directory", "<path>: cannot open <what>: <reason>" or "<path>: read
-/// error: <reason>" (never a std::ios_base::failure).
+/// directory", "<path>: is a FIFO (named pipe), not a regular file; ..."
+/// (any other non-regular file likewise, without blocking on it),
+/// "<path>: cannot open <what>: <reason>" or "<path>: read error: <reason>"
+/// (never a std::ios_base::failure).
 std::vector<uint8_t> readFileBytes(const std::string &path,
                                    const std::string &what);
+
+/// "a FIFO (named pipe)", "a socket", "a character device", ... for the
+/// st_mode of a file that is not a regular file.
+std::string fileKindName(unsigned mode);
 
 /// Error for a communication timeout (a peer stalled or died).
 class TimeoutError : public RuntimeError {

@@ -191,7 +191,10 @@ typedef struct pipeopt_rt_memref_head {
  *     int64_t microbatch, pipeopt_rt_unranked_memref *buf);
  *   Copies model output resultIndex out of buf. Microbatched outputs (the
  *   default) are stored per microbatch and written stacked [M, ...shape];
- *   outputs with "microbatched": false are stored once (microbatch ignored).
+ *   outputs with "microbatched": false are stored once: all writes of one
+ *   call must pass the same `microbatch`; writes for two microbatches are an
+ *   error (the program writes one value per microbatch, so the manifest's
+ *   flag is wrong). dtype and shape are checked against the manifest.
  *
  * int32_t pipeopt_rt_action_begin(int64_t kind, int64_t stage,
  *     int64_t microbatch);
