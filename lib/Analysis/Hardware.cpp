@@ -622,8 +622,9 @@ llvm::Expected<Profile> cost::parseProfile(const llvm::json::Value &value) {
         return makeError("profile JSON: " + where + ": expected an object");
       auto id = e->getInteger(idKey);
       if (!id || *id < 0)
-        return makeError("profile JSON: " + where + ": missing or negative '" +
-                         idKey + "'");
+        return makeError("profile JSON: " + where + ": '" + idKey +
+                         "' must be a whole number >= 0" +
+                         (e->get(idKey) ? "" : " (it is missing)"));
       Profile::Times t;
       std::string err;
       readTimes(*e, t, err, where);

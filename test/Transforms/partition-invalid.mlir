@@ -183,7 +183,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 {"base": "a100", "name": "neg", "memory_bandwidth": -1}
 
 //--- profile-syntax.mlir
-// expected-error @+1 {{profile JSON: stages[0]: missing or negative 'stage'}}
+// expected-error @+1 {{profile JSON: stages[0]: 'stage' must be a whole number >= 0 (it is missing)}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

@@ -413,8 +413,12 @@ int main(int argc, char **argv) {
     for (auto p : llvm::make_early_inc_range(
              module->getOps<pipeopt::pipe::ProgramOp>()))
       p.erase();
-    if (failed(pipeopt::buildSingleStageProgram(*module, function,
-                                                numMicrobatches)))
+    FailureOr<func::FuncOp> model = pipeopt::findModelFunction(
+        *module, function, "choose one with --function=NAME");
+    if (failed(model))
+      return 1;
+    if (failed(pipeopt::buildSingleStageProgram(
+            *module, model->getSymName(), numMicrobatches)))
       return 1;
   } else if (!hasPrograms) {
     // One model function becomes one pipeline; other functions that nothing
