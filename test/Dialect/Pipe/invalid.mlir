@@ -295,3 +295,13 @@ pipe.program @p rank 0 of 2 microbatches 2 {
   // expected-error @+1 {{'pipe.backward' op is for microbatch 1, but operand #0 belongs to microbatch 0}}
   %gx = pipe.backward input stage 0 microbatch 1 ins(%g : tensor<4xf32>) -> tensor<4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'pipe.program' op holds only pipe.input, pipe.output, pipe.forward, pipe.backward, pipe.send and pipe.recv, but contains 'tosa.abs' (computation belongs in stage functions)}}
+pipe.program @p rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{this op}}
+  %y = tosa.abs %x : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<4xf32>
+}

@@ -148,6 +148,17 @@ LogicalResult ProgramOp::verify() {
   if (getBody().front().getNumArguments() != 0)
     return emitOpError() << "body must not have block arguments; read model "
                             "arguments with pipe.input";
+  for (Operation &op : getBody().front())
+    if (!isa<InputOp, OutputOp, ForwardOp, BackwardOp, SendOp, RecvOp>(op)) {
+      InFlightDiagnostic diag =
+          emitOpError() << "holds only pipe.input, pipe.output, "
+                           "pipe.forward, pipe.backward, pipe.send and "
+                           "pipe.recv, but contains '"
+                        << op.getName()
+                        << "' (computation belongs in stage functions)";
+      diag.attachNote(op.getLoc()) << "this op";
+      return diag;
+    }
   return success();
 }
 

@@ -68,6 +68,13 @@ def Pipe_ProgramOp : Pipe_Op<"program", [
     every microbatch, activations differ) and `pipe.output` writes model
     result `i` of microbatch `m`.
 
+    Invariants (verified): the body holds only `pipe.input`, `pipe.output`,
+    `pipe.forward`, `pipe.backward`, `pipe.send` and `pipe.recv`
+    (computation belongs in stage functions); an action, send or output of
+    microbatch `m` uses only values received or computed for microbatch `m`
+    (a `pipe.input` may be shared: weights are the same for every
+    microbatch; convert-pipe-to-runtime checks per-microbatch arguments).
+
     ```mlir
     pipe.program @mlp_rank1 rank 1 of 2 microbatches 2 {
       %x = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4x8xf32>
