@@ -81,8 +81,10 @@ def ConvertPipeToRuntimePass
            /*default=*/"\"auto\"",
            "Model arguments that differ per microbatch: 'auto' (arguments "
            "of rank >= 2 whose leading dimension is 1, i.e. the batch of a "
-           "batch-1 export), 'all', 'none', or a comma-separated list of "
-           "argument indices such as '0,3'">,
+           "batch-1 export, except those a stage reads as a weight: a "
+           "contraction's right-hand side or filter, a gather table), "
+           "'all', 'none', or a comma-separated list of argument indices "
+           "such as '0,3'">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

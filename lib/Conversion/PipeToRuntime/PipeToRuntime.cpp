@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
@@ -269,10 +270,18 @@ struct MicrobatchPolicy {
     case Kind::List:
       return indices.count(index) != 0;
     case Kind::Auto:
-      return type.getRank() >= 2 && type.getDimSize(0) == 1;
+      return !weights.count(index) && type.getRank() >= 2 &&
+             type.getDimSize(0) == 1;
     }
     return false;
   }
+
+  /// For `auto`: model arguments a stage function uses as a weight (the
+  /// cost model's rule: contraction right-hand side or filter, gather table,
+  /// rank <= 1 element-wise operand; cost::parameterOperands). A TOSA
+  /// weight [1, K, N] has a leading 1 too, but is the same for every
+  /// microbatch.
+  std::set<int64_t> weights;
 };
 
 /// Everything the manifest records, collected while converting.
@@ -686,6 +695,38 @@ void ConvertPipeToRuntimePass::runOnOperation() {
                           "unpartitioned model)";
     return signalPassFailure();
   }
+  // `auto`: model arguments that some stage function reads as a weight.
+  {
+    std::map<Operation *, std::set<unsigned>> weightArgsOf;
+    auto weightArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
+      auto [it, inserted] = weightArgsOf.try_emplace(fn);
+      if (inserted && !fn.isExternal())
+        fn.walk([&](Operation *op) {
+          for (unsigned k : pipeopt::cost::parameterOperands(op)) {
+            Value root;
+            if (!pipeopt::cost::tracesToParameterSource(op->getOperand(k), &root))
+              continue;
+            auto arg = dyn_cast<BlockArgument>(root);
+            if (arg && arg.getOwner() == &fn.getBody().front())
+              it->second.insert(arg.getArgNumber());
+          }
+        });
+      return it->second;
+    };
+    for (pipe::ProgramOp p : programs)
+      p.walk([&](pipe::ForwardOp fwd) {
+        auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+            fwd, fwd.getCalleeAttr());
+        if (!fn)
+          return;
+        const std::set<unsigned> &w = weightArgs(fn);
+        for (auto [k, v] : llvm::enumerate(fwd.getArgs()))
+          if (auto in = v.getDefiningOp<pipe::InputOp>())
+            if (w.count(k))
+              policy->weights.insert(in.getArgument());
+      });
+  }
+
   // A listed argument index must be one the programs read (an index beyond
   // the model's arguments used to be accepted and silently ignored).
   std::set<int64_t> arguments;
