@@ -57,6 +57,11 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("pipeopt-explore options");
 
+/// Largest --virtual-stages and --waves: the bound pipe-schedule puts on its
+/// virtual-stages and waves options (kMaxPipelineCount in the private
+/// lib/Transforms/OptionRange.h).
+static constexpr int kMaxPipelineCount = 65536;
+
 static cl::list<std::string> schedulesOpt(
     "schedules", cl::CommaSeparated,
     cl::desc("Schedules to compare (comma-separated; 'all' for every "
@@ -425,31 +430,75 @@ struct ScheduleShape {
   }
 };
 
-ScheduleShape probeShape(llvm::StringRef name,
-                         const schedule::ScheduleParams &like) {
-  schedule::ScheduleParams p = like;
+/// Measures the shape of `name` on one small instance (2 ranks, 8
+/// microbatches, the virtual stages and waves of `p`); nullopt when the
+/// generator refuses it.
+std::optional<ScheduleShape> measureShape(llvm::StringRef name,
+                                          schedule::ScheduleParams p) {
   p.numStages = 0;
   p.numRanks = 2;
   p.numMicrobatches = 8;
-  ScheduleShape shape;
   llvm::Expected<schedule::Schedule> s = schedule::makeSchedule(name, p);
   if (!s) {
-    // Conservative: the most chunks and phases any generator uses.
     llvm::consumeError(s.takeError());
-    shape.chunksPerRank = std::max({2, 2 * like.waves, like.virtualStages});
-    shape.computePerStageMicrobatch = 3;
-    shape.directions = 2;
-    return shape;
+    return std::nullopt;
   }
   size_t compute = 0;
   for (const std::vector<schedule::Action> &row : s->actions)
     compute += llvm::count_if(
         row, [](const schedule::Action &a) { return a.isCompute(); });
+  ScheduleShape shape;
   shape.chunksPerRank = double(s->numStages) / s->numRanks;
   shape.computePerStageMicrobatch =
       double(compute) / (double(s->numStages) * s->numMicrobatches);
   shape.directions = s->forwardOnly ? 1 : 2;
   return shape;
+}
+
+/// The shape of `name` with the virtual stages and waves of `like`. The
+/// generators are only ever run on tiny instances: with at most 2 virtual
+/// stages and 2 waves the measurement is exact; larger values are
+/// extrapolated linearly (chunks per rank are linear in the virtual stages
+/// and in the waves: v, or 2 x waves for Hanayo) from probes at the small
+/// value and one more, so the estimate costs the same for 65536 virtual
+/// stages as for 2.
+ScheduleShape probeShape(llvm::StringRef name,
+                         const schedule::ScheduleParams &like) {
+  schedule::ScheduleParams base = like;
+  base.virtualStages = std::min(like.virtualStages, 2);
+  base.waves = std::min(like.waves, 2);
+  std::optional<ScheduleShape> shape = measureShape(name, base);
+  auto slope = [&](bool waves) -> std::optional<double> {
+    schedule::ScheduleParams next = base;
+    (waves ? next.waves : next.virtualStages) += 1;
+    std::optional<ScheduleShape> s = measureShape(name, next);
+    if (!s)
+      return std::nullopt;
+    return s->chunksPerRank - shape->chunksPerRank;
+  };
+  if (shape && like.virtualStages > base.virtualStages) {
+    std::optional<double> d = slope(/*waves=*/false);
+    if (d)
+      shape->chunksPerRank += *d * (like.virtualStages - base.virtualStages);
+    else
+      shape.reset();
+  }
+  if (shape && like.waves > base.waves) {
+    std::optional<double> d = slope(/*waves=*/true);
+    if (d)
+      shape->chunksPerRank += *d * (like.waves - base.waves);
+    else
+      shape.reset();
+  }
+  if (shape)
+    return *shape;
+  // Conservative: the most chunks and phases any generator uses.
+  ScheduleShape conservative;
+  conservative.chunksPerRank =
+      std::max({2, 2 * like.waves, like.virtualStages});
+  conservative.computePerStageMicrobatch = 3;
+  conservative.directions = 2;
+  return conservative;
 }
 
 int fail(llvm::Error e) {
@@ -485,11 +534,16 @@ int main(int argc, char **argv) {
        {&uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
     if (!finiteNonNeg(*o))
       return bad("--" + o->ArgStr + " must be a finite number of bytes >= 0");
-  if (virtualStagesOpt < 0)
-    return bad("--virtual-stages must be >= 0 (0: schedule default), got " +
+  // The ranges of pipe-schedule's virtual-stages and waves options
+  // (kMaxPipelineCount in lib/Transforms/OptionRange.h).
+  if (virtualStagesOpt < 0 || virtualStagesOpt > kMaxPipelineCount)
+    return bad("--virtual-stages must be between 0 and " +
+               llvm::Twine(kMaxPipelineCount) + " (0: schedule default), got " +
                llvm::Twine(virtualStagesOpt.getValue()));
-  if (wavesOpt < 1)
-    return bad("--waves must be >= 1, got " + llvm::Twine(wavesOpt.getValue()));
+  if (wavesOpt < 1 || wavesOpt > kMaxPipelineCount)
+    return bad("--waves must be between 1 and " +
+               llvm::Twine(kMaxPipelineCount) + ", got " +
+               llvm::Twine(wavesOpt.getValue()));
   if (maxActionsOpt < 1)
     return bad("--max-actions must be >= 1");
 
