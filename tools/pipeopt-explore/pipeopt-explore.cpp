@@ -594,6 +594,15 @@ int main(int argc, char **argv) {
       if (i.name != "forward-only")
         schedules.push_back(i.name.str());
   }
+  // Points are grouped by (S, M, system) and ranked by schedule: a value
+  // given twice would be evaluated twice and ranked against itself.
+  {
+    std::set<std::string> seen;
+    for (const std::string &name : schedules)
+      if (!seen.insert(name).second)
+        return bad("--schedules: schedule '" + name +
+                   "' is given twice (each schedule may appear once)");
+  }
   for (const std::string &name : schedules) {
     bool known = llvm::any_of(schedule::listSchedules(),
                               [&](const schedule::ScheduleInfo &i) {
@@ -614,6 +623,15 @@ int main(int argc, char **argv) {
   std::vector<int> microbatches(microbatchesOpt.begin(), microbatchesOpt.end());
   if (microbatches.empty())
     microbatches = {8, 16, 32, 64};
+  for (auto [opt, values] :
+       {std::make_pair("--stages", &stages),
+        std::make_pair("--microbatches", &microbatches)}) {
+    std::set<int> seen;
+    for (int v : *values)
+      if (!seen.insert(v).second)
+        return bad(llvm::Twine(opt) + ": " + llvm::Twine(v) +
+                   " is given twice (each value may appear once)");
+  }
   for (int v : stages)
     if (v < 1 || v > 1024)
       return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -627,7 +645,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> systemItems(systemsOpt.begin(), systemsOpt.end());
   if (systemItems.empty())
     systemItems = {"grid"};
+  // Where each system came from ("grid", a preset name or a JSON file), to
+  // name both sources of a duplicate: points are grouped and ranked by
+  // system name, so two systems of one name would be ranked as one.
+  std::map<std::string, std::string> systemSource;
   for (const std::string &item : systemItems) {
+    size_t first = systems.size();
     if (item == "grid") {
       for (const SystemConfig &s : presetGrid())
         systems.push_back(s);
@@ -641,6 +664,13 @@ int main(int argc, char **argv) {
       if (!p)
         return fail(p.takeError());
       systems.push_back(*p);
+    }
+    for (size_t i = first; i < systems.size(); ++i) {
+      auto [it, inserted] = systemSource.emplace(systems[i].name, item);
+      if (!inserted)
+        return bad("--systems: two systems are named '" + systems[i].name +
+                   "' (from '" + it->second + "' and '" + item +
+                   "'); system names must be unique");
     }
   }
 
