@@ -170,8 +170,11 @@ static cl::opt<Level> traceLevelOpt(
 // Default of --max-actions: the simulator holds roughly 150-180 bytes per
 // action (the schedule table, the task graph and the event DAG; measured:
 // 1f1b, S = 64, M = 52000, 2e7 actions, 3.0 GB peak RSS).
-static constexpr uint64_t kDefaultMaxActions = 20'000'000;
-static cl::opt<uint64_t> maxActionsOpt(
+// A double so that 2e7 is accepted as well as 20000000; main() checks that
+// it is a finite whole number >= 1.
+static constexpr double kDefaultMaxActions = 2e7;
+static constexpr double kMaxMaxActions = 1e18;
+static cl::opt<double> maxActionsOpt(
     "max-actions", cl::init(kDefaultMaxActions),
     cl::desc("Skip configurations whose schedule would have more actions "
              "(compute F/B/W plus a send and a recv per transfer, estimated "
@@ -544,8 +547,13 @@ int main(int argc, char **argv) {
     return bad("--waves must be between 1 and " +
                llvm::Twine(kMaxPipelineCount) + ", got " +
                llvm::Twine(wavesOpt.getValue()));
-  if (maxActionsOpt < 1)
-    return bad("--max-actions must be >= 1");
+  if (!(std::isfinite(maxActionsOpt) && maxActionsOpt >= 1 &&
+        maxActionsOpt <= kMaxMaxActions &&
+        maxActionsOpt == std::floor(maxActionsOpt)))
+    return bad("--max-actions must be a finite whole number >= 1 (at most "
+               "1e18; 2e7 and 20000000 are the same), got " +
+               num(maxActionsOpt, "%.15g"));
+  const uint64_t maxActions = static_cast<uint64_t>(maxActionsOpt.getValue());
 
   // Options of one input kind are errors with another (they used to be
   // ignored silently). Their values are checked first, whatever the input.
@@ -737,13 +745,13 @@ int main(int argc, char **argv) {
         // number of actions: a configuration too large for memory is
         // refused before anything is allocated for it.
         double actions = shape.actions(S, M);
-        if (actions > double(maxActionsOpt)) {
+        if (actions > double(maxActions)) {
           std::string note =
               llvm::formatv("{0} S={1} M={2}: too large to simulate: about "
                             "{3} schedule actions, over the limit "
                             "--max-actions={4}",
                             name, S, M, num(actions, "%.3g"),
-                            maxActionsOpt.getValue())
+                            maxActions)
                   .str();
           tooLarge.push_back(note);
           skipped.push_back(std::move(note));
@@ -822,7 +830,7 @@ int main(int argc, char **argv) {
     return bad(tooLarge.size() == skipped.size()
                    ? "every configuration is too large to simulate "
                      "(--max-actions=" +
-                         std::to_string(maxActionsOpt) + "):" + why
+                         std::to_string(maxActions) + "):" + why
                    : "no configuration could be evaluated:" + why);
   }
   if (!tooLarge.empty()) {
