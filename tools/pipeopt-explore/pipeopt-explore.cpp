@@ -57,6 +57,11 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("pipeopt-explore options");
 
+/// Largest --virtual-stages and --waves: the bound pipe-schedule puts on its
+/// virtual-stages and waves options (kMaxPipelineCount in the private
+/// lib/Transforms/OptionRange.h).
+static constexpr int kMaxPipelineCount = 65536;
+
 static cl::list<std::string> schedulesOpt(
     "schedules", cl::CommaSeparated,
     cl::desc("Schedules to compare (comma-separated; 'all' for every "
@@ -165,8 +170,11 @@ static cl::opt<Level> traceLevelOpt(
 // Default of --max-actions: the simulator holds roughly 150-180 bytes per
 // action (the schedule table, the task graph and the event DAG; measured:
 // 1f1b, S = 64, M = 52000, 2e7 actions, 3.0 GB peak RSS).
-static constexpr uint64_t kDefaultMaxActions = 20'000'000;
-static cl::opt<uint64_t> maxActionsOpt(
+// A double so that 2e7 is accepted as well as 20000000; main() checks that
+// it is a finite whole number >= 1.
+static constexpr double kDefaultMaxActions = 2e7;
+static constexpr double kMaxMaxActions = 1e18;
+static cl::opt<double> maxActionsOpt(
     "max-actions", cl::init(kDefaultMaxActions),
     cl::desc("Skip configurations whose schedule would have more actions "
              "(compute F/B/W plus a send and a recv per transfer, estimated "
@@ -425,31 +433,75 @@ struct ScheduleShape {
   }
 };
 
-ScheduleShape probeShape(llvm::StringRef name,
-                         const schedule::ScheduleParams &like) {
-  schedule::ScheduleParams p = like;
+/// Measures the shape of `name` on one small instance (2 ranks, 8
+/// microbatches, the virtual stages and waves of `p`); nullopt when the
+/// generator refuses it.
+std::optional<ScheduleShape> measureShape(llvm::StringRef name,
+                                          schedule::ScheduleParams p) {
   p.numStages = 0;
   p.numRanks = 2;
   p.numMicrobatches = 8;
-  ScheduleShape shape;
   llvm::Expected<schedule::Schedule> s = schedule::makeSchedule(name, p);
   if (!s) {
-    // Conservative: the most chunks and phases any generator uses.
     llvm::consumeError(s.takeError());
-    shape.chunksPerRank = std::max({2, 2 * like.waves, like.virtualStages});
-    shape.computePerStageMicrobatch = 3;
-    shape.directions = 2;
-    return shape;
+    return std::nullopt;
   }
   size_t compute = 0;
   for (const std::vector<schedule::Action> &row : s->actions)
     compute += llvm::count_if(
         row, [](const schedule::Action &a) { return a.isCompute(); });
+  ScheduleShape shape;
   shape.chunksPerRank = double(s->numStages) / s->numRanks;
   shape.computePerStageMicrobatch =
       double(compute) / (double(s->numStages) * s->numMicrobatches);
   shape.directions = s->forwardOnly ? 1 : 2;
   return shape;
+}
+
+/// The shape of `name` with the virtual stages and waves of `like`. The
+/// generators are only ever run on tiny instances: with at most 2 virtual
+/// stages and 2 waves the measurement is exact; larger values are
+/// extrapolated linearly (chunks per rank are linear in the virtual stages
+/// and in the waves: v, or 2 x waves for Hanayo) from probes at the small
+/// value and one more, so the estimate costs the same for 65536 virtual
+/// stages as for 2.
+ScheduleShape probeShape(llvm::StringRef name,
+                         const schedule::ScheduleParams &like) {
+  schedule::ScheduleParams base = like;
+  base.virtualStages = std::min(like.virtualStages, 2);
+  base.waves = std::min(like.waves, 2);
+  std::optional<ScheduleShape> shape = measureShape(name, base);
+  auto slope = [&](bool waves) -> std::optional<double> {
+    schedule::ScheduleParams next = base;
+    (waves ? next.waves : next.virtualStages) += 1;
+    std::optional<ScheduleShape> s = measureShape(name, next);
+    if (!s)
+      return std::nullopt;
+    return s->chunksPerRank - shape->chunksPerRank;
+  };
+  if (shape && like.virtualStages > base.virtualStages) {
+    std::optional<double> d = slope(/*waves=*/false);
+    if (d)
+      shape->chunksPerRank += *d * (like.virtualStages - base.virtualStages);
+    else
+      shape.reset();
+  }
+  if (shape && like.waves > base.waves) {
+    std::optional<double> d = slope(/*waves=*/true);
+    if (d)
+      shape->chunksPerRank += *d * (like.waves - base.waves);
+    else
+      shape.reset();
+  }
+  if (shape)
+    return *shape;
+  // Conservative: the most chunks and phases any generator uses.
+  ScheduleShape conservative;
+  conservative.chunksPerRank =
+      std::max({2, 2 * like.waves, like.virtualStages});
+  conservative.computePerStageMicrobatch = 3;
+  conservative.directions = 2;
+  return conservative;
 }
 
 int fail(llvm::Error e) {
@@ -485,13 +537,23 @@ int main(int argc, char **argv) {
        {&uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
     if (!finiteNonNeg(*o))
       return bad("--" + o->ArgStr + " must be a finite number of bytes >= 0");
-  if (virtualStagesOpt < 0)
-    return bad("--virtual-stages must be >= 0 (0: schedule default), got " +
+  // The ranges of pipe-schedule's virtual-stages and waves options
+  // (kMaxPipelineCount in lib/Transforms/OptionRange.h).
+  if (virtualStagesOpt < 0 || virtualStagesOpt > kMaxPipelineCount)
+    return bad("--virtual-stages must be between 0 and " +
+               llvm::Twine(kMaxPipelineCount) + " (0: schedule default), got " +
                llvm::Twine(virtualStagesOpt.getValue()));
-  if (wavesOpt < 1)
-    return bad("--waves must be >= 1, got " + llvm::Twine(wavesOpt.getValue()));
-  if (maxActionsOpt < 1)
-    return bad("--max-actions must be >= 1");
+  if (wavesOpt < 1 || wavesOpt > kMaxPipelineCount)
+    return bad("--waves must be between 1 and " +
+               llvm::Twine(kMaxPipelineCount) + ", got " +
+               llvm::Twine(wavesOpt.getValue()));
+  if (!(std::isfinite(maxActionsOpt) && maxActionsOpt >= 1 &&
+        maxActionsOpt <= kMaxMaxActions &&
+        maxActionsOpt == std::floor(maxActionsOpt)))
+    return bad("--max-actions must be a finite whole number >= 1 (at most "
+               "1e18; 2e7 and 20000000 are the same), got " +
+               num(maxActionsOpt, "%.15g"));
+  const uint64_t maxActions = static_cast<uint64_t>(maxActionsOpt.getValue());
 
   // Options of one input kind are errors with another (they used to be
   // ignored silently). Their values are checked first, whatever the input.
@@ -540,6 +602,15 @@ int main(int argc, char **argv) {
       if (i.name != "forward-only")
         schedules.push_back(i.name.str());
   }
+  // Points are grouped by (S, M, system) and ranked by schedule: a value
+  // given twice would be evaluated twice and ranked against itself.
+  {
+    std::set<std::string> seen;
+    for (const std::string &name : schedules)
+      if (!seen.insert(name).second)
+        return bad("--schedules: schedule '" + name +
+                   "' is given twice (each schedule may appear once)");
+  }
   for (const std::string &name : schedules) {
     bool known = llvm::any_of(schedule::listSchedules(),
                               [&](const schedule::ScheduleInfo &i) {
@@ -560,6 +631,15 @@ int main(int argc, char **argv) {
   std::vector<int> microbatches(microbatchesOpt.begin(), microbatchesOpt.end());
   if (microbatches.empty())
     microbatches = {8, 16, 32, 64};
+  for (auto [opt, values] :
+       {std::make_pair("--stages", &stages),
+        std::make_pair("--microbatches", &microbatches)}) {
+    std::set<int> seen;
+    for (int v : *values)
+      if (!seen.insert(v).second)
+        return bad(llvm::Twine(opt) + ": " + llvm::Twine(v) +
+                   " is given twice (each value may appear once)");
+  }
   for (int v : stages)
     if (v < 1 || v > 1024)
       return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -573,7 +653,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> systemItems(systemsOpt.begin(), systemsOpt.end());
   if (systemItems.empty())
     systemItems = {"grid"};
+  // Where each system came from ("grid", a preset name or a JSON file), to
+  // name both sources of a duplicate: points are grouped and ranked by
+  // system name, so two systems of one name would be ranked as one.
+  std::map<std::string, std::string> systemSource;
   for (const std::string &item : systemItems) {
+    size_t first = systems.size();
     if (item == "grid") {
       for (const SystemConfig &s : presetGrid())
         systems.push_back(s);
@@ -587,6 +672,13 @@ int main(int argc, char **argv) {
       if (!p)
         return fail(p.takeError());
       systems.push_back(*p);
+    }
+    for (size_t i = first; i < systems.size(); ++i) {
+      auto [it, inserted] = systemSource.emplace(systems[i].name, item);
+      if (!inserted)
+        return bad("--systems: two systems are named '" + systems[i].name +
+                   "' (from '" + it->second + "' and '" + item +
+                   "'); system names must be unique");
     }
   }
 
@@ -653,13 +745,13 @@ int main(int argc, char **argv) {
         // number of actions: a configuration too large for memory is
         // refused before anything is allocated for it.
         double actions = shape.actions(S, M);
-        if (actions > double(maxActionsOpt)) {
+        if (actions > double(maxActions)) {
           std::string note =
               llvm::formatv("{0} S={1} M={2}: too large to simulate: about "
                             "{3} schedule actions, over the limit "
                             "--max-actions={4}",
                             name, S, M, num(actions, "%.3g"),
-                            maxActionsOpt.getValue())
+                            maxActions)
                   .str();
           tooLarge.push_back(note);
           skipped.push_back(std::move(note));
@@ -738,7 +830,7 @@ int main(int argc, char **argv) {
     return bad(tooLarge.size() == skipped.size()
                    ? "every configuration is too large to simulate "
                      "(--max-actions=" +
-                         std::to_string(maxActionsOpt) + "):" + why
+                         std::to_string(maxActions) + "):" + why
                    : "no configuration could be evaluated:" + why);
   }
   if (!tooLarge.empty()) {
