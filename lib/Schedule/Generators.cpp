@@ -209,9 +209,32 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
   // Ready candidates. Backward: per rank, by position. Forward: per rank and
   // (pipeline, stage), by position.
   std::vector<std::set<int>> readyB(R);
-  std::vector<std::map<std::pair<int, int>, std::set<int>>> readyF(R);
+  using Group = std::pair<int, int>; // (pipeline, stage)
+  struct GroupState {
+    std::set<int> ready; ///< positions of ready, unscheduled forwards
+    int head = -1;       ///< its entry in `heads` (-1: none)
+  };
+  std::vector<std::map<Group, GroupState>> readyF(R);
+  // Per rank, the first ready forward of every group under its activation
+  // cap, so that picking the forward is O(log) even with many chunks per
+  // rank (hanayo with many waves).
+  std::vector<std::set<std::pair<int, Group>>> heads(R);
+  auto refresh = [&](int r, Group g) {
+    GroupState &gs = readyF[r][g];
+    if (gs.head >= 0)
+      heads[r].erase({gs.head, g});
+    gs.head = -1;
+    if (!gs.ready.empty() &&
+        inflight[g.first][g.second] < cfg.cap(g.first, g.second)) {
+      gs.head = *gs.ready.begin();
+      heads[r].insert({gs.head, g});
+    }
+  };
   auto makeReadyF = [&](int st, int m) {
-    readyF[s.rankOf(st, m)][{s.pipelineOf(m), st}].insert(posF[slot(st, m)]);
+    int r = s.rankOf(st, m);
+    Group g{s.pipelineOf(m), st};
+    readyF[r][g].ready.insert(posF[slot(st, m)]);
+    refresh(r, g);
   };
   // A backward needs its forward and, except on the last stage, the next
   // stage's backward: the number of those still missing.
@@ -265,19 +288,9 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       };
       if (chosenSt < 0 && cfg.split && !cfg.deferW)
         tryW();
-      if (chosenSt < 0) {
-        int best = -1;
-        for (auto &[key, ready] : readyF[r]) {
-          if (ready.empty() || inflight[key.first][key.second] >=
-                                   cfg.cap(key.first, key.second))
-            continue;
-          if (best < 0 || *ready.begin() < best)
-            best = *ready.begin();
-        }
-        if (best >= 0) {
-          auto [st, m] = ownedF[r][best];
-          chosen = Phase::F, chosenSt = st, chosenM = m;
-        }
+      if (chosenSt < 0 && !heads[r].empty()) {
+        auto [st, m] = ownedF[r][heads[r].begin()->first];
+        chosen = Phase::F, chosenSt = st, chosenM = m;
       }
       if (chosenSt < 0 && cfg.split)
         tryW();
@@ -290,15 +303,18 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       s.actions[r].push_back(Action::compute(chosen, chosenSt, chosenM));
       int p = s.pipelineOf(chosenM);
       if (chosen == Phase::F) {
-        readyF[r][{p, chosenSt}].erase(posF[slot(chosenSt, chosenM)]);
+        readyF[r][{p, chosenSt}].ready.erase(posF[slot(chosenSt, chosenM)]);
         ++inflight[p][chosenSt];
+        refresh(r, {p, chosenSt});
       } else if (chosen == bwd) {
         readyB[r].erase(posB[slot(chosenSt, chosenM)]);
       }
       if (chosen == Phase::B)
         pendingW[r].push_back({chosenSt, chosenM});
-      if (chosen == Phase::BW || chosen == Phase::W)
+      if (chosen == Phase::BW || chosen == Phase::W) {
         --inflight[p][chosenSt];
+        refresh(r, {p, chosenSt});
+      }
       if (chosen == Phase::W)
         pendingW[r].erase(llvm::find(pendingW[r],
                                      std::make_pair(chosenSt, chosenM)));
