@@ -232,26 +232,13 @@ void checkElfImage(const std::vector<uint8_t> &bytes, const std::string &path) {
 }
 
 void checkElfFile(const std::string &path) {
-  // O_NONBLOCK: a blocking open of a FIFO waits for a writer, forever
-  // (on a regular file the flag has no effect); fstat then rejects it.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    throw RuntimeError("cannot open model " + path + ": " +
-                       std::strerror(errno));
+  uint64_t size = 0;
+  int fd = openRegularFile(path, "model .so", &size);
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    throw RuntimeError("cannot open model " + path + ": " +
-                       std::strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    throw RuntimeError(path + ": is a directory, not a model .so");
-  if (!S_ISREG(st.st_mode))
-    throw RuntimeError(path + ": is " + fileKindName(st.st_mode) +
-                       ", not a regular file; a model .so must be one");
-  ElfChecker(path, uint64_t(st.st_size),
+  ElfChecker(path, size,
              [fd](uint64_t offset, size_t size, void *dst) {
                auto *out = static_cast<uint8_t *>(dst);
                while (size > 0) {

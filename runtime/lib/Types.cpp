@@ -142,30 +142,42 @@ std::string fileKindName(unsigned mode) {
   return "not a regular file (st_mode " + std::to_string(mode) + ")";
 }
 
-std::vector<uint8_t> readFileBytes(const std::string &path,
-                                   const std::string &what) {
-  // O_NONBLOCK: a blocking open of a FIFO waits for a writer, forever (on a
-  // regular file the flag has no effect). std::ifstream would also open a
-  // directory and then throw std::ios_base::failure from the first read.
+int openRegularFile(const std::string &path, const std::string &what,
+                    uint64_t *size) {
+  // O_NONBLOCK: no effect on a regular file; fstat then rejects the rest.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     throw RuntimeError(path + ": cannot open " + what + ": " +
                        std::strerror(errno));
+  struct stat st;
+  std::string problem;
+  if (::fstat(fd, &st) != 0)
+    problem = path + ": cannot open " + what + ": " + std::strerror(errno);
+  else if (S_ISDIR(st.st_mode))
+    problem = path + ": is a directory, not a " + what;
+  else if (!S_ISREG(st.st_mode))
+    problem = path + ": is " + fileKindName(st.st_mode) +
+              ", not a regular file; a " + what + " must be one";
+  if (!problem.empty()) {
+    ::close(fd);
+    throw RuntimeError(problem);
+  }
+  *size = uint64_t(st.st_size);
+  return fd;
+}
+
+std::vector<uint8_t> readFileBytes(const std::string &path,
+                                   const std::string &what) {
+  // std::ifstream would also open a directory and then throw
+  // std::ios_base::failure from the first read.
+  uint64_t size = 0;
+  int fd = openRegularFile(path, what, &size);
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
-    throw RuntimeError(path + ": cannot open " + what + ": " +
-                       std::strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    throw RuntimeError(path + ": is a directory, not a " + what);
-  if (!S_ISREG(st.st_mode))
-    throw RuntimeError(path + ": is " + fileKindName(st.st_mode) +
-                       ", not a regular file; a " + what + " must be one");
   std::vector<uint8_t> bytes;
-  bytes.reserve(size_t(st.st_size));
+  bytes.reserve(size_t(size));
   uint8_t buf[1 << 16];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof(buf));

@@ -256,8 +256,8 @@ TEST(ElfCheck, FileErrors) {
     checkElfFile("/nonexistent/model.so");
     ADD_FAILURE() << "no error";
   } catch (const RuntimeError &e) {
-    EXPECT_STREQ(e.what(), "cannot open model /nonexistent/model.so: No such "
-                           "file or directory");
+    EXPECT_STREQ(e.what(), "/nonexistent/model.so: cannot open model .so: No "
+                           "such file or directory");
   }
   try {
     checkElfFile(dir);

@@ -72,6 +72,16 @@ std::vector<uint8_t> readFileBytes(const std::string &path,
 /// st_mode of a file that is not a regular file.
 std::string fileKindName(unsigned mode);
 
+/// Opens the regular file `path` (a `what`, e.g. "model .so") read-only,
+/// without blocking: a blocking open of a FIFO waits for a writer forever.
+/// Returns the descriptor (the caller closes it) and stores the file size in
+/// `*size`. Throws RuntimeError "<path>: cannot open <what>: <reason>",
+/// "<path>: is a directory, not a <what>" or "<path>: is a FIFO (named
+/// pipe), not a regular file; a <what> must be one" (any other non-regular
+/// file likewise).
+int openRegularFile(const std::string &path, const std::string &what,
+                    uint64_t *size);
+
 /// Error for a communication timeout (a peer stalled or died).
 class TimeoutError : public RuntimeError {
 public:
