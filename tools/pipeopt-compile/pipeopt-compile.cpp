@@ -316,6 +316,8 @@ int main(int argc, char **argv) {
                   std::to_string(LLVM_VERSION_MAJOR) + " -mcpu=help`)");
   }
 
+  if (outputFile.getNumOccurrences() && outputFile.empty())
+    return fail("-o needs a file name (got an empty one)");
   if (outputFile.empty()) {
     if (inputFile == "-")
       return fail("-o is required when reading stdin");
@@ -341,8 +343,20 @@ int main(int argc, char **argv) {
     }
   }
   std::string outStem = stemOf(outputFile);
-  if (manifestFile.empty())
+  if (manifestFile.getNumOccurrences() && manifestFile.empty())
+    return fail("--manifest needs a file name (got an empty one)");
+  if (manifestFile.empty() && emit != Emit::Scheduled) {
+    // -o /dev/null would put the manifest at /dev/null.manifest.json.
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(outputFile.getValue(), status) &&
+        llvm::sys::fs::exists(status) &&
+        !llvm::sys::fs::is_regular_file(status) &&
+        !llvm::sys::fs::is_directory(status)) // reported with the outputs
+      return fail("-o " + outputFile + " is not a regular file, so the "
+                  "manifest's path cannot be derived from it; give "
+                  "--manifest=<file>");
     manifestFile = outStem + ".manifest.json";
+  }
 
   // Every file this run writes, in the order of the steps; all are checked
   // before any work (an output path equal to the input used to replace the
