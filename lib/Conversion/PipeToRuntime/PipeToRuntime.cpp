@@ -748,15 +748,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
         return WalkResult::advance();
       for (OpOperand &use : in->getUses()) {
         Operation *user = use.getOwner();
-        std::optional<int64_t> mb;
-        if (auto op = dyn_cast<pipe::ForwardOp>(user))
-          mb = op.getMicrobatch();
-        else if (auto op = dyn_cast<pipe::BackwardOp>(user))
-          mb = op.getMicrobatch();
-        else if (auto op = dyn_cast<pipe::SendOp>(user))
-          mb = op.getTag().getMicrobatch();
-        else if (auto op = dyn_cast<pipe::OutputOp>(user))
-          mb = op.getMicrobatch();
+        std::optional<int64_t> mb = pipe::getMicrobatch(user);
         if (!mb || *mb == static_cast<int64_t>(in.getMicrobatch()))
           continue;
         InFlightDiagnostic diag =

@@ -59,7 +59,23 @@ static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
   return success();
 }
 
-/// The microbatch an activation belongs to: that of the pipe.recv (its tag),
+std::optional<int64_t> pipeopt::pipe::getMicrobatch(Operation *op) {
+  if (auto o = dyn_cast<InputOp>(op))
+    return static_cast<int64_t>(o.getMicrobatch());
+  if (auto o = dyn_cast<OutputOp>(op))
+    return static_cast<int64_t>(o.getMicrobatch());
+  if (auto o = dyn_cast<ForwardOp>(op))
+    return static_cast<int64_t>(o.getMicrobatch());
+  if (auto o = dyn_cast<BackwardOp>(op))
+    return static_cast<int64_t>(o.getMicrobatch());
+  if (auto o = dyn_cast<SendOp>(op))
+    return static_cast<int64_t>(o.getTag().getMicrobatch());
+  if (auto o = dyn_cast<RecvOp>(op))
+    return static_cast<int64_t>(o.getTag().getMicrobatch());
+  return std::nullopt;
+}
+
+/// The microbatch an activation belongs to: that of the pipe.recv,
 /// pipe.forward or pipe.backward defining it; none for anything else.
 /// pipe.input values are not included: a weight is the same tensor for every
 /// microbatch, so a program may read it once and use it for all of them;
@@ -67,15 +83,9 @@ static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
 /// (its microbatch-args option) and checks those.
 static std::optional<int64_t> microbatchOf(Value value) {
   Operation *def = value.getDefiningOp();
-  if (!def)
+  if (!def || isa<InputOp>(def))
     return std::nullopt;
-  if (auto op = dyn_cast<RecvOp>(def))
-    return static_cast<int64_t>(op.getTag().getMicrobatch());
-  if (auto op = dyn_cast<ForwardOp>(def))
-    return static_cast<int64_t>(op.getMicrobatch());
-  if (auto op = dyn_cast<BackwardOp>(def))
-    return static_cast<int64_t>(op.getMicrobatch());
-  return std::nullopt;
+  return getMicrobatch(def);
 }
 
 /// Checks that every activation operand of `op` belongs to `microbatch`: an

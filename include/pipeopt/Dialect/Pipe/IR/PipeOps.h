@@ -18,7 +18,19 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 
+#include <cstdint>
+#include <optional>
+
 #define GET_OP_CLASSES
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h.inc"
+
+namespace pipeopt::pipe {
+
+/// The microbatch a program-body op belongs to: its `microbatch` attribute
+/// (pipe.input, pipe.output, pipe.forward, pipe.backward) or its tag's
+/// (pipe.send, pipe.recv); std::nullopt for any other op.
+std::optional<int64_t> getMicrobatch(mlir::Operation *op);
+
+} // namespace pipeopt::pipe
 
 #endif // PIPEOPT_DIALECT_PIPE_IR_PIPEOPS_H
