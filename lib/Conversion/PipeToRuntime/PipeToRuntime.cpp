@@ -335,24 +335,20 @@ llvm::json::Value manifestJson(const ManifestData &m,
     entries.push_back(pipeopt::runtimeEntryPointName(r));
   root["entry_points"] = std::move(entries);
 
-  llvm::json::Array inputs;
-  for (const auto &[index, t] : m.inputs) {
-    inputs.push_back(llvm::json::Object{
-        {"index", index},
-        {"shape", shapeJson(t.type)},
-        {"dtype", *runtimeDTypeName(t.type.getElementType())},
-        {"microbatched", policy.isMicrobatched(index, t.type)}});
-  }
-  root["inputs"] = std::move(inputs);
-  llvm::json::Array outputs;
-  for (const auto &[index, t] : m.outputs) {
-    outputs.push_back(llvm::json::Object{
-        {"index", index},
-        {"shape", shapeJson(t.type)},
-        {"dtype", *runtimeDTypeName(t.type.getElementType())},
-        {"microbatched", true}});
-  }
-  root["outputs"] = std::move(outputs);
+  auto tensors = [&](const std::map<int64_t, BoundaryTensor> &table,
+                     bool isInput) {
+    llvm::json::Array array;
+    for (const auto &[index, t] : table)
+      array.push_back(llvm::json::Object{
+          {"index", index},
+          {"shape", shapeJson(t.type)},
+          {"dtype", *runtimeDTypeName(t.type.getElementType())},
+          // Every output is per microbatch.
+          {"microbatched", !isInput || policy.isMicrobatched(index, t.type)}});
+    return array;
+  };
+  root["inputs"] = tensors(m.inputs, /*isInput=*/true);
+  root["outputs"] = tensors(m.outputs, /*isInput=*/false);
 
   // stage -> rank. Every microbatch has its own mapping (schedules with
   // several pipelines, e.g. Chimera, map stages differently per
