@@ -32,9 +32,9 @@ using namespace pipeopt::schedule;
 using namespace pipeopt::schedule::detail;
 
 namespace {
-/// Largest stage / microbatch index a CSV may use: counts stay within the
-/// passes' kMaxPipelineCount (65536, lib/Transforms/OptionRange.h).
-constexpr int kMaxCSVIndex = 65535;
+/// Largest stage / microbatch index a CSV may use: counts stay within
+/// kMaxPipelineCount.
+constexpr int kMaxCSVIndex = kMaxPipelineCount - 1;
 
 /// Default peer stage of a comm action in torch's format.
 int defaultPeer(const Action &a) {

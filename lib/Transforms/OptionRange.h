@@ -16,6 +16,8 @@
 #ifndef PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
 #define PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
 
+#include "pipeopt/Schedule/Schedule.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
@@ -25,10 +27,8 @@
 
 namespace pipeopt {
 
-/// Largest number of pipeline stages, ranks, virtual stages, waves or
-/// microbatches a pass accepts (far above any real pipeline, far below
-/// INT_MAX, so counts and products of two of them stay representable).
-constexpr int64_t kMaxPipelineCount = 65536;
+/// Largest count a pass accepts (pipeopt/Schedule/Schedule.h).
+constexpr int64_t kMaxPipelineCount = schedule::kMaxPipelineCount;
 
 /// Emits "<pass>: <name> must be between <lo> and <hi>, got <value>" at
 /// `loc` and fails when `value` is outside [lo, hi].

@@ -58,9 +58,8 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("pipeopt-explore options");
 
 /// Largest --virtual-stages and --waves: the bound pipe-schedule puts on its
-/// virtual-stages and waves options (kMaxPipelineCount in the private
-/// lib/Transforms/OptionRange.h).
-static constexpr int kMaxPipelineCount = 65536;
+/// virtual-stages and waves options.
+using pipeopt::schedule::kMaxPipelineCount;
 
 static cl::list<std::string> schedulesOpt(
     "schedules", cl::CommaSeparated,
@@ -538,7 +537,7 @@ int main(int argc, char **argv) {
     if (!finiteNonNeg(*o))
       return bad("--" + o->ArgStr + " must be a finite number of bytes >= 0");
   // The ranges of pipe-schedule's virtual-stages and waves options
-  // (kMaxPipelineCount in lib/Transforms/OptionRange.h).
+  // (schedule::kMaxPipelineCount).
   if (virtualStagesOpt < 0 || virtualStagesOpt > kMaxPipelineCount)
     return bad("--virtual-stages must be between 0 and " +
                llvm::Twine(kMaxPipelineCount) + " (0: schedule default), got " +

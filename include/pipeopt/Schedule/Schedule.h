@@ -35,6 +35,12 @@
 namespace pipeopt {
 namespace schedule {
 
+/// Largest number of pipeline stages, ranks, virtual stages, waves or
+/// microbatches that the passes, the CSV import and pipeopt-explore accept
+/// (far above any real pipeline, far below INT_MAX, so counts and products
+/// of two of them stay representable).
+constexpr int kMaxPipelineCount = 65536;
+
 //===----------------------------------------------------------------------===//
 // Core types
 //===----------------------------------------------------------------------===//
