@@ -121,6 +121,21 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Clean up after TOSA lowering before bufferizing.
   pm.addPass(createCanonicalizerPass());
 
+  // One loop nest per element-wise chain instead of one per op
+  // (contractions and convolutions are left for the library kernels).
+  if (options.fuse) {
+    pm.addPass(createFuseElementwisePass());
+    pm.addPass(createCanonicalizerPass());
+  }
+
+  // Out-of-range gather indices are run-time errors, not wild reads.
+  pm.addPass(createCheckGatherIndicesPass());
+
+  // math.erf / erfc have no LLVM lowering.
+  ExpandMathPassOptions math;
+  math.approximateAll = options.approximateMath;
+  pm.addPass(createExpandMathPass(math));
+
   // Tensors -> memrefs across function boundaries; every function argument
   // and result gets an identity layout so the calls line up.
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -141,7 +156,11 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   // an entry point each) do not leak, also on the early-return error paths.
   bufferization::buildBufferDeallocationPipeline(pm);
 
-  // Linalg -> loops.
+  // Contractions and convolutions -> calls of the runtime's BLAS kernels.
+  if (options.kernels)
+    pm.addPass(createConvertLinalgToRuntimeKernelsPass());
+
+  // Linalg -> loops (everything the kernels do not take).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 
   // scf -> cf (convert-to-llvm does not lower scf).

@@ -247,6 +247,9 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         in.microbatched = r.boolean(*mb, p + ".microbatched");
       if (const Json *n = r.get(o, "name"))
         in.name = r.string(*n, p + ".name");
+      if (r.get(o, "index_bound"))
+        in.indexBound =
+            r.requiredInt(o, "index_bound", p + ".index_bound", 1, INT64_MAX);
       if (!seen.insert(in.index).second)
         r.fail(p + ".index", "duplicates input index " +
                                  std::to_string(in.index));

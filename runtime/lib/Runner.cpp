@@ -12,11 +12,14 @@
 
 #include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/ElfCheck.h"
+#include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Watchdog.h"
 
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <malloc.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -59,6 +62,8 @@ std::string runUsage() {
   --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape])
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
+  --threads N            threads per rank of the BLAS kernels (default: this
+                         node's cores / the ranks running on it, at least 1)
   --quiet                print only errors
 )";
 }
@@ -125,6 +130,11 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.timeoutS = t;
     } else if (a == "--seed") {
       o.seed = parseSeed(next());
+    } else if (a == "--threads") {
+      o.threads = parseInt(a, next(), 1);
+      if (o.threads > 4096)
+        throw RuntimeError("--threads expects 1 to 4096, got " +
+                           std::to_string(o.threads));
     } else if (a == "--input") {
       std::string v = next();
       size_t eq = v.find('=');
@@ -259,7 +269,11 @@ HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
   }
   std::mt19937_64 gen(seed);
   std::uniform_real_distribution<double> uniform(lo, hi);
-  std::uniform_int_distribution<int> small(0, 9), bit(0, 1);
+  // Integers: [0, 10), or [0, index_bound) for gather indices (an embedding
+  // lookup must stay inside its table).
+  std::uniform_int_distribution<int64_t> small(
+      0, input.indexBound > 0 ? input.indexBound - 1 : 9);
+  std::uniform_int_distribution<int> bit(0, 1);
   auto real = [&] { return uniform(gen); };
   for (int64_t i = 0; i < n; ++i) {
     uint8_t *p = t.data.data() + size_t(i) * dtypeSize(dtype);
@@ -290,12 +304,12 @@ HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
       break;
     }
     case DType::I32: {
-      int32_t v = small(gen);
+      int32_t v = int32_t(std::min<int64_t>(small(gen), INT32_MAX));
       std::memcpy(p, &v, 4);
       break;
     }
     case DType::I8:
-      *p = uint8_t(small(gen));
+      *p = uint8_t(std::min<int64_t>(small(gen), 127));
       break;
     case DType::I1:
       *p = uint8_t(bit(gen));
@@ -912,7 +926,9 @@ void finish(const Manifest &m, const RunOptions &o,
                     {"iteration_median_s", med},
                     {"microbatches_per_s", mbPerS},
                     {"stages", stages},
-                    {"ranks", ranks}};
+                    {"ranks", ranks},
+                    {"kernel_library", kernelLibrary()},
+                    {"kernel_threads", kernelThreads()}};
     writeText(o.profilePath, profile.dump(2) + "\n");
   }
 
@@ -929,6 +945,8 @@ void finish(const Manifest &m, const RunOptions &o,
                   "microbatches/s\n",
                   med, mbPerS);
     out << line;
+    out << "pipeopt-run: kernels: " << kernelLibrary() << ", "
+        << kernelThreads() << " thread(s) per rank\n";
   }
 }
 
@@ -956,6 +974,38 @@ std::string envOr(const char *name, const std::string &dflt) {
 //===----------------------------------------------------------------------===//
 // main
 //===----------------------------------------------------------------------===//
+
+int defaultKernelThreads(int cores, int ranksOnNode) {
+  if (cores < 1)
+    cores = 1;
+  if (ranksOnNode < 1)
+    ranksOnNode = 1;
+  return std::max(1, cores / ranksOnNode);
+}
+
+namespace {
+/// Cores this process may run on (its affinity mask; it is what mpirun
+/// binding and taskset restrict).
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Ranks of this job on this node: all of them for loopback (one process),
+/// the launcher's local size for MPI / torchrun-style starts.
+int ranksOnThisNode(const Manifest &m, bool distributed) {
+  if (!distributed)
+    return m.numRanks;
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                          "LOCAL_WORLD_SIZE"})
+    if (const char *v = std::getenv(var))
+      if (int n = std::atoi(v); n > 0)
+        return n;
+  return 1;
+}
+} // namespace
 
 int pipeoptRunMain(int argc, char **argv) {
   RunOptions o;
@@ -1167,6 +1217,18 @@ int pipeoptRunMain(int argc, char **argv) {
       mpiAbort(2);
     return 2;
   }
+
+  // Kernel threads, before any kernel runs. Large buffers are kept by the
+  // allocator instead of being mapped and unmapped on every call (each
+  // iteration allocates the same activations again; page faults on fresh
+  // mappings were a tenth of a small model's run time).
+  setKernelThreads(o.threads > 0
+                       ? o.threads
+                       : defaultKernelThreads(
+                             usableCores(),
+                             ranksOnThisNode(m, useMpi || ncclOverEnv)));
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
   // Run.
   if (localRanks.size() == 1) {

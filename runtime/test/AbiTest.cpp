@@ -345,12 +345,19 @@ TEST(Abi, EveryDefEntryIsExported) {
   ++count;
 #define PIPEOPT_RT_TYPED_FN(Name, Ret, Params)                                 \
   PIPEOPT_RT_DTYPE_LIST(PIPEOPT_RT_EXPECT_SYM_, Name)
+#define PIPEOPT_RT_EXPECT_FLOAT_SYM_(Suffix, CType, Name)                      \
+  EXPECT_NE(dlsym(RTLD_DEFAULT, "_mlir_ciface_" #Name "_" #Suffix), nullptr)   \
+      << #Name "_" #Suffix;                                                    \
+  ++count;
+#define PIPEOPT_RT_FLOAT_FN(Name, Ret, Params)                                 \
+  PIPEOPT_RT_FLOAT_DTYPE_LIST(PIPEOPT_RT_EXPECT_FLOAT_SYM_, Name)
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   EXPECT_NE(dlsym(RTLD_DEFAULT, #Name), nullptr) << #Name;                     \
   EXPECT_NE(dlsym(RTLD_DEFAULT, "_mlir_ciface_" #Name), nullptr) << #Name;     \
   ++count;
 #include "pipeopt/runtime/RuntimeFunctions.def"
-  EXPECT_EQ(count, 4 * 8 + 2);
+  // 4 typed functions x 8 dtypes, 2 kernels x {f32, f64}, 3 untyped.
+  EXPECT_EQ(count, 4 * 8 + 2 * 2 + 3);
 }
 
 } // namespace

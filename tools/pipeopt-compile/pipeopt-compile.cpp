@@ -155,6 +155,23 @@ static cl::opt<bool> verifySchedule(
 static cl::opt<std::string> ccPath("cc", cl::desc("C compiler used to link"),
                                    cl::init(PIPEOPT_DEFAULT_CC),
                                    cl::cat(category));
+static cl::opt<bool> kernels(
+    "kernels",
+    cl::desc("Call the runtime's BLAS kernels (OpenBLAS) for f32/f64 "
+             "contractions and convolutions (default; =false: naive loops, "
+             "for comparisons)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<bool> fuse(
+    "fuse",
+    cl::desc("Fuse element-wise linalg chains before bufferization "
+             "(default; =false: one loop nest per op, for comparisons)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<bool> approximateMath(
+    "approximate-math",
+    cl::desc("Approximate f32 exp, log, tanh, ... with vectorizable "
+             "polynomials instead of libm calls (erf/erfc always are)"),
+    cl::init(false), cl::cat(category));
+
 static cl::opt<bool> saveTemps(
     "save-temps",
     cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o "
@@ -517,6 +534,9 @@ int main(int argc, char **argv) {
     pipeopt::LowerToLLVMOptions options;
     options.manifest = manifestFile.getValue();
     options.microbatchArgs = microbatchArgs.getValue();
+    options.kernels = kernels;
+    options.fuse = fuse;
+    options.approximateMath = approximateMath;
     pipeopt::buildLowerToLLVMPipeline(pm, options);
     if (failed(pm.run(*module)))
       return fail("pipeopt-lower-to-llvm failed");

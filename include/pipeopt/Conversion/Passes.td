@@ -38,10 +38,17 @@ def ConvertPipeToRuntimePass
       `pipeopt_rt_action_begin(0, s, m)`, `func.call @f(...)`,
       `pipeopt_rt_action_end(0, s, m)`.
 
-    After every runtime call the `i32` status is compared with 0 and a
-    nonzero status is returned at once (`cf.cond_br` to a block that
-    returns it), so the entry point has unstructured control flow that the
-    rest of the CPU lowering (`pipeopt-lower-to-llvm`) handles.
+    The `i32` status of every runtime call is folded into the first
+    nonzero status since the last check; after every action's
+    `pipeopt_rt_action_end` (and at the end) a nonzero status is returned
+    at once (`cf.cond_br` to a block that returns it), so the remaining
+    actions are skipped. Calls between two checks need no check of their
+    own: after an error the rank's context is poisoned and every later
+    runtime call returns at once without doing anything. (A check after
+    every call made each early exit free every buffer live there: O(calls x
+    live buffers) frees, which dominated the LLVM time of large models.)
+    The entry point has unstructured control flow that the rest of the CPU
+    lowering (`pipeopt-lower-to-llvm`) handles.
 
     The runtime functions are declared `private` with
     `llvm.emit_c_interface`; their names and signatures are generated from
@@ -97,6 +104,123 @@ def ConvertPipeToRuntimePass
     Statistic<"numPrograms", "num-programs", "pipe.program ops converted">,
     Statistic<"numRuntimeCalls", "num-runtime-calls",
               "Runtime calls emitted (each followed by a status check)">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// CPU code generation of stage bodies (pipeopt-lower-to-llvm, in flow order)
+//===----------------------------------------------------------------------===//
+
+def FuseElementwisePass
+    : Pass<"pipeopt-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuse chains of element-wise linalg ops on tensors.";
+  let description = [{
+    Turns the element-wise named ops (`linalg.map`, `linalg.elementwise`,
+    `linalg.broadcast`, `linalg.transpose`) into `linalg.generic` and fuses
+    element-wise producers into their consumers with upstream linalg
+    element-wise fusion, so that a chain such as bias-add + GELU is one loop
+    nest over memory instead of one per op. A producer is fused only into its
+    single user, and into a contraction or a convolution only if it is a
+    pure transpose (its body yields its input, its input map is a
+    permutation): the contraction then reads the untransposed tensor through
+    a permuted map, which `convert-linalg-to-runtime-kernels` passes to the
+    BLAS kernel as a transposed operand, so the transpose is never
+    materialized (BERT transposes every weight matrix before its matmul).
+    Any other producer would make the contraction unrecognizable for the
+    library. Runs on tensors, before bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let statistics = [
+    Statistic<"numGeneralized", "num-generalized",
+              "Element-wise named ops turned into linalg.generic">,
+  ];
+}
+
+def ExpandMathPass : Pass<"pipeopt-expand-math", "::mlir::ModuleOp"> {
+  let summary = "Lower math functions that have no LLVM intrinsic.";
+  let description = [{
+    `math.erf` and `math.erfc` (GELU in BERT and torch-mlir exports) have no
+    LLVM lowering. On f32 they become upstream MLIR's polynomial
+    approximations (vectorizable, absolute error below 1e-6 on erf); on
+    other float types they become calls of the C library's `erf` / `erfc`
+    (`-lm` is linked into every model). With `approximate-all`, every f32
+    math function upstream approximates (exp, log, tanh, ...) is
+    approximated too, instead of calling libm through LLVM intrinsics.
+  }];
+  let options = [
+    Option<"approximateAll", "approximate-all", "bool", /*default=*/"false",
+           "Also approximate exp, log, tanh, ... on f32 (faster, "
+           "vectorizable, a few ulp less accurate than libm)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::math::MathDialect", "::mlir::vector::VectorDialect",
+  ];
+}
+
+def CheckGatherIndicesPass
+    : Pass<"pipeopt-check-gather-indices", "::mlir::ModuleOp"> {
+  let summary = "Guard data-dependent tensor.extract indices at run time.";
+  let description = [{
+    A gather (an embedding lookup from torch-mlir, a lowered `tosa.gather`)
+    is a `tensor.extract` whose index was computed from data, i.e. comes from
+    `arith.index_cast` / `arith.index_castui` of an integer. Each such index
+    is compared with the extent of the dimension it indexes; when it is
+    negative or too large, `pipeopt_rt_index_error(index, size, dim)` is
+    called (the run fails with an error naming rank, stage, microbatch and
+    the bad index) and a clamped index is read instead, so that no memory
+    outside the tensor is touched. Indices derived only from loop indices
+    are in range by construction and are not checked.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numChecks", "num-checks", "Gather indices guarded">,
+  ];
+}
+
+def ConvertLinalgToRuntimeKernelsPass
+    : Pass<"convert-linalg-to-runtime-kernels", "::mlir::ModuleOp"> {
+  let summary = "Call the runtime's BLAS kernels for contractions and "
+                "convolutions.";
+  let description = [{
+    On bufferized code (memrefs), replaces every f32/f64 linalg op that is a
+    GEMM-shaped contraction by a call of
+    `pipeopt_rt_matmul_<T>(lhs, rhs, out, transLhs, transRhs)`, and every
+    `linalg.conv_2d_nchw_fchw`, `conv_2d_nhwc_hwcf` and `conv_2d_nhwc_fhwc`
+    by `pipeopt_rt_conv2d_<T>(in, filter, out, layout, strides...,
+    dilations...)` (runtime/include/pipeopt/runtime/pipeopt_runtime.h,
+    "KERNELS": OpenBLAS GEMM, im2col for convolutions).
+
+    A contraction qualifies when `linalg::inferContractionDims` finds at most
+    one batch, one M, one N and exactly one K dimension, the body is a
+    multiply-accumulate, every operand is indexed by a permutation of its
+    dimensions with the batch dimension first, and it is not a batched
+    matrix-vector product. That covers `linalg.matmul` and `batch_matmul`
+    with any transposed operands (named or through `indexing_maps`),
+    `matvec`, `vecmat`, and `linalg.generic` contractions of that shape.
+    Everything else (integer, f16 and bf16 contractions, depthwise and
+    pooling ops, contractions over several K dimensions) keeps its loops,
+    which stay correct. Operands may have any strided layout; the runtime
+    packs those BLAS cannot read in place.
+
+    Contractions whose static iteration space has fewer than `min-flops`
+    floating-point operations (2 x M x N x K) keep their loops too: there a
+    library call costs more than it saves.
+  }];
+  let options = [
+    Option<"minFlops", "min-flops", "int64_t", /*default=*/"4096",
+           "Smallest static contraction (FLOP) sent to the library">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+  let statistics = [
+    Statistic<"numMatmuls", "num-matmuls", "Contractions sent to the library">,
+    Statistic<"numConvs", "num-convs", "Convolutions sent to the library">,
   ];
 }
 

@@ -118,12 +118,32 @@ struct LowerToLLVMOptions
       *this, "tosa-to-linalg",
       llvm::cl::desc("Lower TOSA ops to linalg/arith/tensor first"),
       llvm::cl::init(true)};
+  Option<bool> kernels{
+      *this, "kernels",
+      llvm::cl::desc("Call the runtime's BLAS kernels for f32/f64 "
+                     "contractions and convolutions "
+                     "(convert-linalg-to-runtime-kernels); off: loops"),
+      llvm::cl::init(true)};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse element-wise linalg chains "
+                     "(pipeopt-fuse-elementwise)"),
+      llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Approximate every f32 math function upstream can "
+                     "(exp, log, tanh, ...) with vectorizable polynomials "
+                     "instead of libm calls (pipeopt-expand-math "
+                     "approximate-all); erf/erfc are always expanded"),
+      llvm::cl::init(false)};
 };
 
 /// Adds the CPU lowering of a scheduled module (pipe.programs + stage
 /// functions on tensors; TOSA or linalg) to LLVM dialect: TOSA -> linalg,
-/// convert-pipe-to-runtime, one-shot bufferization with destination-passing
-/// stage functions, buffer deallocation, loops, LLVM. `pm` must be anchored
+/// convert-pipe-to-runtime, element-wise fusion, gather index checks, math
+/// expansion, one-shot bufferization with destination-passing stage
+/// functions, buffer deallocation, contractions and convolutions as calls of
+/// the runtime's BLAS kernels, loops for the rest, LLVM. `pm` must be anchored
 /// on builtin.module. The result is translated with mlir-translate
 /// --mlir-to-llvmir (or in-process) into one object per model, exporting
 /// `pipeopt_rank_<r>` (docs/Runtime.md). Pipeline recipe: TOOLCHAIN.md Q2/Q3.

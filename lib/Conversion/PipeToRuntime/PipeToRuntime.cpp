@@ -9,6 +9,7 @@
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Conversion/RuntimeABI.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
@@ -17,6 +18,8 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
@@ -43,140 +46,14 @@ namespace pipeopt {
 
 using namespace mlir;
 namespace pipe = pipeopt::pipe;
+using pipeopt::RuntimeDecls;
+using pipeopt::runtimeDTypeName;
 
 std::string pipeopt::runtimeEntryPointName(int64_t rank) {
   return "pipeopt_rank_" + std::to_string(rank);
 }
 
-//===----------------------------------------------------------------------===//
-// The runtime ABI, expanded from RuntimeFunctions.def
-//===----------------------------------------------------------------------===//
-
 namespace {
-
-/// One function of the runtime ABI as listed in RuntimeFunctions.def.
-struct RuntimeFnSpec {
-  const char *name; ///< base name, e.g. "pipeopt_rt_send"
-  bool typed;       ///< instantiated per element type (<name>_<dtype>)
-  const char *ret;  ///< kind of the result ("I32")
-  const char *params; ///< parenthesised kind list, e.g. "(I64, I64, MemRef)"
-};
-
-const RuntimeFnSpec kRuntimeFns[] = {
-#define PIPEOPT_RT_TYPED_FN(Name, Ret, Params) {#Name, true, #Ret, #Params},
-#define PIPEOPT_RT_FN(Name, Ret, Params) {#Name, false, #Ret, #Params},
-#include "pipeopt/runtime/RuntimeFunctions.def"
-};
-
-/// Element type suffixes the runtime instantiates its typed functions for.
-const char *const kRuntimeDTypes[] = {
-#define PIPEOPT_RT_DTYPE(Suffix, CType, DTypeEnum, Bytes) #Suffix,
-#include "pipeopt/runtime/RuntimeFunctions.def"
-};
-
-/// Runtime dtype name ("f32", ...) of an element type, or std::nullopt if the
-/// runtime cannot carry it.
-std::optional<std::string> runtimeDTypeName(Type type) {
-  std::string name;
-  if (type.isF32())
-    name = "f32";
-  else if (type.isF64())
-    name = "f64";
-  else if (type.isF16())
-    name = "f16";
-  else if (type.isBF16())
-    name = "bf16";
-  else if (auto intType = dyn_cast<IntegerType>(type);
-           intType && intType.isSignless())
-    name = "i" + std::to_string(intType.getWidth());
-  else
-    return std::nullopt;
-  if (!llvm::is_contained(llvm::map_range(kRuntimeDTypes,
-                                          [](const char *s) {
-                                            return StringRef(s);
-                                          }),
-                          StringRef(name)))
-    return std::nullopt;
-  return name;
-}
-
-/// Maps a RuntimeFunctions.def parameter kind to an MLIR type; `element` is
-/// the element type of MemRef parameters.
-Type kindToType(StringRef kind, Type element, MLIRContext *ctx) {
-  if (kind == "I32")
-    return IntegerType::get(ctx, 32);
-  if (kind == "I64")
-    return IntegerType::get(ctx, 64);
-  if (kind == "MemRef" && element)
-    return UnrankedMemRefType::get(element, /*memorySpace=*/0);
-  return {};
-}
-
-/// Declares runtime functions on first use.
-class RuntimeDecls {
-public:
-  RuntimeDecls(ModuleOp module, SymbolTable &symbols)
-      : module(module), symbols(symbols) {}
-
-  /// Returns the declaration of `base` (typed: `<base>_<dtype of element>`),
-  /// creating it if needed. Emits an error at `loc` on failure.
-  FailureOr<func::FuncOp> get(Location loc, StringRef base, Type element) {
-    const RuntimeFnSpec *spec = nullptr;
-    for (const RuntimeFnSpec &s : kRuntimeFns)
-      if (base == s.name)
-        spec = &s;
-    if (!spec)
-      return emitError(loc) << "internal error: '" << base
-                            << "' is not in RuntimeFunctions.def";
-    std::string name = base.str();
-    if (spec->typed) {
-      std::optional<std::string> dtype = runtimeDTypeName(element);
-      if (!dtype)
-        return emitError(loc) << "element type " << element
-                              << " is not supported by the runtime";
-      name += "_" + *dtype;
-    }
-    MLIRContext *ctx = module.getContext();
-    SmallVector<Type> inputs;
-    StringRef params = StringRef(spec->params).trim().drop_front().drop_back();
-    SmallVector<StringRef> kinds;
-    params.split(kinds, ',', -1, /*KeepEmpty=*/false);
-    for (StringRef kind : kinds) {
-      Type t = kindToType(kind.trim(), element, ctx);
-      if (!t)
-        return emitError(loc) << "internal error: unknown parameter kind '"
-                              << kind.trim() << "' of " << name;
-      inputs.push_back(t);
-    }
-    Type result = kindToType(spec->ret, element, ctx);
-    if (!result)
-      return emitError(loc) << "internal error: unknown result kind of "
-                            << name;
-    auto type = FunctionType::get(ctx, inputs, result);
-    if (auto existing = symbols.lookup<func::FuncOp>(name)) {
-      if (existing.getFunctionType() != type)
-        return emitError(loc)
-               << "runtime function @" << name << " is already declared as "
-               << existing.getFunctionType() << ", expected " << type;
-      return existing;
-    }
-    if (symbols.lookup(name))
-      return emitError(loc) << "symbol @" << name
-                            << " is reserved for the runtime ABI";
-    OpBuilder b(module.getBodyRegion());
-    b.setInsertionPointToEnd(module.getBody());
-    auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
-    fn.setPrivate();
-    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-                UnitAttr::get(ctx));
-    symbols.insert(fn);
-    return fn;
-  }
-
-private:
-  ModuleOp module;
-  SymbolTable &symbols;
-};
 
 //===----------------------------------------------------------------------===//
 // Manifest data
@@ -282,7 +159,55 @@ struct MicrobatchPolicy {
   /// weight [1, K, N] has a leading 1 too, but is the same for every
   /// microbatch.
   std::set<int64_t> weights;
+
+  /// Model arguments used as gather indices (an embedding's token ids) ->
+  /// the smallest extent they index; written to the manifest as
+  /// "index_bound" so that pipeopt-run's random inputs stay in range.
+  std::map<int64_t, int64_t> indexBounds;
 };
+
+/// The smallest extent that `root` (a function argument, or any value)
+/// indexes through a data-dependent tensor.extract: the value, followed
+/// through linalg regions (as an input operand, and back out through
+/// linalg.yield), integer casts and tensor reshapes, ends up as index `d` of
+/// a `tensor.extract` from a tensor whose dimension `d` is static.
+std::optional<int64_t> gatherIndexBound(Value root) {
+  std::optional<int64_t> bound;
+  SmallVector<Value> work{root};
+  llvm::DenseSet<Value> seen{root};
+  auto push = [&](Value v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
+        if (linalgOp.isDpsInput(&use) && linalgOp.getBlock())
+          push(linalgOp.getMatchingBlockArgument(&use));
+      } else if (auto yield = dyn_cast<linalg::YieldOp>(user)) {
+        push(yield->getParentOp()->getResult(use.getOperandNumber()));
+      } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+                     arith::IndexCastOp, arith::IndexCastUIOp,
+                     tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                     tensor::ReshapeOp, tensor::CastOp,
+                     tensor::ExtractSliceOp>(user)) {
+        if (use.getOperandNumber() == 0)
+          push(user->getResult(0));
+      } else if (auto extract = dyn_cast<tensor::ExtractOp>(user)) {
+        unsigned first = extract.getIndices().getBeginOperandIndex();
+        if (use.getOperandNumber() < first)
+          continue;
+        int64_t extent = extract.getTensor().getType().getDimSize(
+            use.getOperandNumber() - first);
+        if (!ShapedType::isDynamic(extent))
+          bound = bound ? std::min(*bound, extent) : extent;
+      }
+    }
+  }
+  return bound;
+}
 
 /// Everything the manifest records, collected while converting.
 struct ManifestData {
@@ -345,6 +270,12 @@ llvm::json::Value manifestJson(const ManifestData &m,
           {"dtype", *runtimeDTypeName(t.type.getElementType())},
           // Every output is per microbatch.
           {"microbatched", !isInput || policy.isMicrobatched(index, t.type)}});
+    if (isInput)
+      for (llvm::json::Value &entry : array)
+        if (auto it = policy.indexBounds.find(
+                *entry.getAsObject()->getInteger("index"));
+            it != policy.indexBounds.end())
+          (*entry.getAsObject())["index_bound"] = it->second;
     return array;
   };
   root["inputs"] = tensors(m.inputs, /*isInput=*/true);
@@ -417,9 +348,19 @@ public:
 
 private:
   /// Calls runtime function `base` (typed by `element` if non-null) and
-  /// returns early with its status if nonzero; continues in a new block.
+  /// folds its status into `pending` (the first nonzero status since the
+  /// last check). With `check` (after every action's end), returns early
+  /// with that status if it is nonzero and continues in a new block.
+  ///
+  /// Checking once per action instead of after every call is enough: after
+  /// the first error the rank's context is poisoned and every later runtime
+  /// call returns at once without doing anything, so the calls up to the
+  /// action's end are no-ops. It matters for compile time: every early exit
+  /// frees all buffers live at that point, so checking after each of n calls
+  /// with m live buffers (a model's weights) emitted O(n * m) frees (26,000
+  /// in BERT-base's reference build, two thirds of its LLVM time).
   LogicalResult callAndCheck(Location loc, StringRef base, Type element,
-                             ValueRange args);
+                             ValueRange args, bool check = false);
   /// An i64 constant.
   Value i64(Location loc, int64_t v) {
     return arith::ConstantIntOp::create(b, loc, v, 64);
@@ -444,13 +385,16 @@ private:
   OpBuilder b;
   func::FuncOp fn;
   Block *exitBlock = nullptr;
+  /// First nonzero status since the last check (null: none pending).
+  Value pending;
   IRMapping mapping;
   /// Shared (not microbatched) inputs already read: argument -> tensor.
   llvm::DenseMap<int64_t, Value> sharedInputs;
 };
 
 LogicalResult ProgramLowering::callAndCheck(Location loc, StringRef base,
-                                            Type element, ValueRange args) {
+                                            Type element, ValueRange args,
+                                            bool check) {
   FailureOr<func::FuncOp> callee = decls.get(loc, base, element);
   if (failed(callee))
     return failure();
@@ -458,6 +402,15 @@ LogicalResult ProgramLowering::callAndCheck(Location loc, StringRef base,
   ++numCalls;
   Value status = call.getResult(0);
   Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
+  if (pending) {
+    Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                          pending, zero);
+    status = arith::SelectOp::create(b, loc, earlier, pending, status);
+  }
+  pending = status;
+  if (!check)
+    return success();
+  pending = Value();
   Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
                                        status, zero);
   auto *cont = new Block();
@@ -484,12 +437,7 @@ LogicalResult ProgramLowering::checkTensor(Operation *op, Type type) {
     return op->emitOpError()
            << "cannot be executed: element type " << tensor.getElementType()
            << " is not supported by the runtime (supported: "
-           << llvm::join(llvm::map_range(kRuntimeDTypes,
-                                         [](const char *s) {
-                                           return std::string(s);
-                                         }),
-                         ", ")
-           << ")";
+           << pipeopt::runtimeDTypeList() << ")";
   return success();
 }
 
@@ -614,7 +562,8 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     mapping.map(forward.getResults(), call.getResults());
     kind = i64(loc, 0);
     if (failed(callAndCheck(loc, "pipeopt_rt_action_end", Type(),
-                            {kind, i64(loc, stage), i64(loc, mb)})))
+                            {kind, i64(loc, stage), i64(loc, mb)},
+                            /*check=*/true)))
       return failure();
     manifest.actions[rank].push_back({stage, mb});
     auto [it, inserted] = manifest.forwardRank.try_emplace({stage, mb}, rank);
@@ -658,8 +607,8 @@ LogicalResult ProgramLowering::run() {
   for (Operation &op : program.getBody().front())
     if (failed(lowerOp(&op)))
       return failure();
-  Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
-  cf::BranchOp::create(b, loc, exitBlock, ValueRange{zero});
+  Value status = pending ? pending : arith::ConstantIntOp::create(b, loc, 0, 32);
+  cf::BranchOp::create(b, loc, exitBlock, ValueRange{status});
   return success();
 }
 
@@ -717,9 +666,21 @@ void ConvertPipeToRuntimePass::runOnOperation() {
           return;
         const std::set<unsigned> &w = weightArgs(fn);
         for (auto [k, v] : llvm::enumerate(fwd.getArgs()))
-          if (auto in = v.getDefiningOp<pipe::InputOp>())
+          if (auto in = v.getDefiningOp<pipe::InputOp>()) {
             if (w.count(k))
               policy->weights.insert(in.getArgument());
+            auto type = dyn_cast<RankedTensorType>(v.getType());
+            if (fn.isExternal() || !type ||
+                !type.getElementType().isSignlessInteger())
+              continue;
+            if (std::optional<int64_t> bound =
+                    gatherIndexBound(fn.getArgument(k))) {
+              auto [it, inserted] =
+                  policy->indexBounds.try_emplace(in.getArgument(), *bound);
+              if (!inserted)
+                it->second = std::min(it->second, *bound);
+            }
+          }
       });
   }
 

@@ -4,7 +4,7 @@
 // RUN: pipeopt %s -pipeopt-lower-to-llvm | FileCheck %s --check-prefix=LLVM
 
 // Two ranks, one microbatch each way. Checks the call sequence, the status
-// check after every runtime call, the declarations generated from
+// checks (one per action), the declarations generated from
 // RuntimeFunctions.def and the manifest.
 
 func.func @f_stage0(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32>
@@ -29,26 +29,30 @@ func.func @f(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attrib
 // Stage functions become private.
 // CHECK-LABEL: func.func private @f_stage0
 
+// Statuses are folded into the first nonzero one (select) and checked after
+// every action's end; the check returns early (cf.cond_br to the exit).
 // CHECK-LABEL: func.func @pipeopt_rank_0() -> i32
 // CHECK:         %[[XB:.*]] = memref.alloc() : memref<2x4xf32>
 // CHECK:         %[[XU:.*]] = memref.cast %[[XB]] : memref<2x4xf32> to memref<*xf32>
 // CHECK:         %[[S0:.*]] = call @pipeopt_rt_input_f32(%{{.*}}, %{{.*}}, %[[XU]])
-// CHECK:         %[[F0:.*]] = arith.cmpi ne, %[[S0]], %{{.*}} : i32
-// CHECK:         cf.cond_br %[[F0]], ^[[EXIT:bb[0-9]+]](%[[S0]] : i32), ^bb1
-// CHECK:       ^bb1:
+// CHECK-NOT:     cf.cond_br
 // CHECK:         %[[X:.*]] = bufferization.to_tensor %[[XB]] restrict writable
-// CHECK:         call @pipeopt_rt_input_f32
-// CHECK:         cf.cond_br
-// CHECK:         call @pipeopt_rt_action_begin
-// CHECK:         cf.cond_br
+// CHECK:         %[[S1:.*]] = call @pipeopt_rt_input_f32
+// CHECK:         %[[E1:.*]] = arith.cmpi ne, %[[S0]], %{{.*}} : i32
+// CHECK:         %[[P1:.*]] = arith.select %[[E1]], %[[S0]], %[[S1]] : i32
+// CHECK:         %[[S2:.*]] = call @pipeopt_rt_action_begin
+// CHECK:         %[[P2:.*]] = arith.select %{{.*}}, %[[P1]], %[[S2]] : i32
+// CHECK-NOT:     cf.cond_br
 // CHECK:         %[[Y:.*]] = call @f_stage0(%[[X]], %{{.*}})
-// CHECK:         call @pipeopt_rt_action_end
-// CHECK:         cf.cond_br
+// CHECK:         %[[S3:.*]] = call @pipeopt_rt_action_end
+// CHECK:         %[[P3:.*]] = arith.select %{{.*}}, %[[P2]], %[[S3]] : i32
+// CHECK:         %[[F3:.*]] = arith.cmpi ne, %[[P3]], %{{.*}} : i32
+// CHECK:         cf.cond_br %[[F3]], ^[[EXIT:bb[0-9]+]](%[[P3]] : i32), ^bb1
+// CHECK:       ^bb1:
 // CHECK:         %[[YB:.*]] = bufferization.to_buffer %[[Y]] read_only : tensor<2x4xf32> to memref<2x4xf32, strided<[?, ?], offset: ?>>
 // CHECK:         %[[YU:.*]] = memref.cast %[[YB]]
-// CHECK:         call @pipeopt_rt_send_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[YU]])
-// CHECK:         cf.cond_br
-// CHECK:         cf.br ^[[EXIT]](%{{.*}} : i32)
+// CHECK:         %[[S4:.*]] = call @pipeopt_rt_send_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[YU]])
+// CHECK:         cf.br ^[[EXIT]](%[[S4]] : i32)
 // CHECK:       ^[[EXIT]](%[[ST:.*]]: i32):
 // CHECK:         return %[[ST]] : i32
 pipe.program @f_rank0 rank 0 of 2 microbatches 1 attributes {schedule = "forward-only"} {

@@ -13,6 +13,10 @@
 #   STAGES              comma-separated stage counts, e.g. 1,2,4
 #   ARGS                extra pipeopt-compile options for every build
 #
+# Environment: E2E_INPUTS="I=FILE.npy ..." replaces the random data of model
+# input I by FILE (inputs whose random data is not meaningful, such as
+# BERT's attention mask, which must be 0 or 1).
+#
 # Prints one "<stages>-stage <comm>: ..." line per comparison and the
 # elapsed seconds of every step ("time ..."). Exits nonzero on the first
 # failure.
@@ -65,6 +69,9 @@ step "compile reference" "$COMPILE" "$MODEL" --reference "${EXTRA[@]}" \
   -o "$OUT/ref.so"
 mkdir -p "$OUT/in"
 "$DIFF" --make-inputs "$OUT/ref.manifest.json" "$OUT/in"
+for spec in ${E2E_INPUTS:-}; do
+  cp "${spec#*=}" "$OUT/in/input_${spec%%=*}.npy"
+done
 # shellcheck disable=SC2046
 step "run reference" "$RUN" "$OUT/ref.so" $(inputs_of "$OUT/in") \
   --output-dir "$OUT/ref" --quiet

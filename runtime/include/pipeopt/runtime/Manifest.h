@@ -26,6 +26,9 @@ struct ManifestInput {
   DType dtype = DType::F32;
   bool microbatched = false; ///< one slice per microbatch vs. shared
   std::string name;          ///< optional, for messages
+  /// For integer inputs used as gather indices ("index_bound"): the extent
+  /// they index; random data is drawn from [0, indexBound). 0 if none.
+  int64_t indexBound = 0;
 };
 
 /// One model output.

@@ -36,7 +36,15 @@ struct RunOptions {
   std::string tracePath;    ///< Chrome trace JSON if set
   std::string profilePath;  ///< profile JSON if set
   bool quiet = false;
+  /// Threads per rank for the library kernels (GEMM); 0: this node's cores
+  /// divided by the ranks running on it (at least 1).
+  int threads = 0;
 };
+
+/// The kernel threads per rank pipeopt-run uses when --threads is not given:
+/// `cores` (of this node, as this process may use them) divided by
+/// `ranksOnNode`, rounded down, at least 1.
+int defaultKernelThreads(int cores, int ranksOnNode);
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
 RunOptions parseRunOptions(int argc, char **argv);
@@ -64,7 +72,9 @@ InputStore loadInputs(const Manifest &manifest, const RunOptions &options);
 ///    so that variances stay positive; otherwise uniform in
 ///    [-sqrt(3 / fan_in), sqrt(3 / fan_in)) with fan_in = the product of all
 ///    dimensions but the first, which has variance 1 / fan_in (LeCun-style).
-/// Integers are uniform in [0, 10), i1 in {0, 1}.
+/// Integers are uniform in [0, 10), or in [0, index_bound) for the inputs
+/// the manifest marks as gather indices (token ids of an embedding, whose
+/// table has index_bound rows), i1 in {0, 1}.
 ///
 /// Rationale: the runs that compare a pipelined build with the reference
 /// must detect a microbatch mix-up (a stage that computes on, or a rank that

@@ -102,6 +102,13 @@ enum pipeopt_rt_action_kind {
   PIPEOPT_RT_ACTION_BW = 3  /**< full backward (B + W) */
 };
 
+/** Layouts of pipeopt_rt_conv2d_<T> (as the linalg.conv_2d_* op names). */
+enum pipeopt_rt_conv_layout {
+  PIPEOPT_RT_CONV_NCHW_FCHW = 0, /**< in [N,C,H,W], filter [F,C,KH,KW] */
+  PIPEOPT_RT_CONV_NHWC_HWCF = 1, /**< in [N,H,W,C], filter [KH,KW,C,F] */
+  PIPEOPT_RT_CONV_NHWC_FHWC = 2  /**< in [N,H,W,C], filter [F,KH,KW,C] */
+};
+
 /** Unranked memref descriptor as passed by `llvm.emit_c_interface`. */
 typedef struct pipeopt_rt_unranked_memref {
   int64_t rank;     /**< number of dimensions of *descriptor */
@@ -138,6 +145,8 @@ typedef struct pipeopt_rt_memref_head {
   PIPEOPT_RT_P5(a, b, c, d, e), PIPEOPT_RT_KIND_##f
 #define PIPEOPT_RT_P7(a, b, c, d, e, f, g)                                     \
   PIPEOPT_RT_P6(a, b, c, d, e, f), PIPEOPT_RT_KIND_##g
+#define PIPEOPT_RT_P8(a, b, c, d, e, f, g, h)                                  \
+  PIPEOPT_RT_P7(a, b, c, d, e, f, g), PIPEOPT_RT_KIND_##h
 /** Maps a parenthesised kind list (I64, MemRef) to a C parameter list. */
 #define PIPEOPT_RT_PARAMS(...)                                                 \
   (PIPEOPT_RT_CAT(PIPEOPT_RT_P, PIPEOPT_RT_NARGS(__VA_ARGS__))(__VA_ARGS__))
@@ -150,6 +159,10 @@ typedef struct pipeopt_rt_memref_head {
   PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_TYPED2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
 #define PIPEOPT_RT_TYPED_FN(Name, Ret, Params)                                 \
   PIPEOPT_RT_DTYPE_LIST(PIPEOPT_RT_DECL_TYPED_, (Name, Ret, Params))
+#define PIPEOPT_RT_DECL_FLOAT_(Suffix, CType, Ctx)                             \
+  PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_TYPED2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
+#define PIPEOPT_RT_FLOAT_FN(Name, Ret, Params)                                 \
+  PIPEOPT_RT_FLOAT_DTYPE_LIST(PIPEOPT_RT_DECL_FLOAT_, (Name, Ret, Params))
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret Name PIPEOPT_RT_PARAMS Params;       \
   PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name PIPEOPT_RT_PARAMS Params;
@@ -208,8 +221,49 @@ typedef struct pipeopt_rt_memref_head {
  *   run on a rank that it gives the stage.
  */
 
+/*
+ * KERNELS
+ * =======
+ * Library kernels that compiled stage bodies call instead of loop nests
+ * (pass convert-linalg-to-runtime-kernels), for f32 and f64 (<T>). They are
+ * pure computations: they need no rank context, but when the calling thread
+ * has one, an error is recorded in it (naming the open action's stage and
+ * microbatch) and poisons it, so the next communication call of the program
+ * fails and the run stops with that message. Generated code ignores their
+ * return value for that reason.
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_matmul_<T>(pipeopt_rt_unranked_memref *lhs,
+ *     pipeopt_rt_unranked_memref *rhs, pipeopt_rt_unranked_memref *out,
+ *     int64_t transLhs, int64_t transRhs);
+ *   out += op(lhs) x op(rhs), where op transposes the last two dimensions of
+ *   a matrix operand when its flag is nonzero. Ranks: out [b, m, n] from
+ *   [b, m, k] x [b, k, n]; out [m, n] from [m, k] x [k, n]; out [m] from
+ *   [m, k] x [k] (matvec) or [k] x [k, n] (vecmat). Any strides: operands
+ *   with a unit stride in one of their last two dimensions are used in place,
+ *   others are packed first. Computed by CBLAS ?gemm (OpenBLAS) with beta = 1.
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_conv2d_<T>(pipeopt_rt_unranked_memref *in,
+ *     pipeopt_rt_unranked_memref *filter, pipeopt_rt_unranked_memref *out,
+ *     int64_t layout, int64_t strideH, int64_t strideW, int64_t dilationH,
+ *     int64_t dilationW);
+ *   out += the unpadded 2-D convolution (cross-correlation, as
+ *   linalg.conv_2d_*) of in with filter, layout one of
+ *   pipeopt_rt_conv_layout; out[n, oy, ox, f] (NHWC) sums
+ *   in[n, oy*strideH + i*dilationH, ox*strideW + j*dilationW, c] *
+ *   filter[i, j, c, f]. Computed as im2col + GEMM; 1x1 stride-1 convolutions
+ *   skip the im2col copy.
+ *
+ * int32_t pipeopt_rt_index_error(int64_t index, int64_t size, int64_t dim);
+ *   Records "index <index> is out of range [0, <size>) in dimension <dim>":
+ *   generated gather code calls it when a data-dependent index (an embedding
+ *   token id, a tosa.gather index) is out of range, then reads a clamped
+ *   index so that nothing outside the tensor is read.
+ */
+
 #undef PIPEOPT_RT_DECL_TYPED2_
 #undef PIPEOPT_RT_DECL_TYPED_
+#undef PIPEOPT_RT_DECL_FLOAT_
+#undef PIPEOPT_RT_FLOAT_FN
 #undef PIPEOPT_RT_TYPED_FN
 #undef PIPEOPT_RT_FN
 

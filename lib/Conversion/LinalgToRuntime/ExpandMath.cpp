@@ -1,0 +1,68 @@
+//===- ExpandMath.cpp - pipeopt-expand-math --------------------------------===//
+//
+// Part of pipeopt. math.erf / math.erfc (no LLVM lowering) become upstream
+// polynomial approximations on f32 and libm calls otherwise. See the pass
+// description in Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Conversion/Passes.h"
+
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Approximation.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace pipeopt {
+#define GEN_PASS_DEF_EXPANDMATHPASS
+#include "pipeopt/Conversion/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+
+namespace {
+
+struct ExpandMathPass
+    : pipeopt::impl::ExpandMathPassBase<ExpandMathPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // f32 (and vectors of f32): polynomial approximations.
+    RewritePatternSet approx(ctx);
+    bool all = approximateAll;
+    populateMathPolynomialApproximationPatterns(
+        approx, [all](StringRef name) {
+          name.consume_front("math.");
+          return all || name == "erf" || name == "erfc";
+        });
+    if (failed(applyPatternsGreedily(module, std::move(approx))))
+      return signalPassFailure();
+
+    // What is left of erf / erfc (f64, f16, ...) calls the C library.
+    SmallVector<Operation *> rest;
+    module.walk([&](Operation *op) {
+      if (isa<math::ErfOp, math::ErfcOp>(op))
+        rest.push_back(op);
+    });
+    if (rest.empty())
+      return;
+    RewritePatternSet libm(ctx);
+    populateMathToLibmConversionPatterns(libm);
+    if (failed(applyOpPatternsGreedily(rest, std::move(libm))))
+      return signalPassFailure();
+    module.walk([&](Operation *op) {
+      if (isa<math::ErfOp, math::ErfcOp>(op)) {
+        op->emitError() << "'" << op->getName()
+                        << "' on this type cannot be lowered (no "
+                           "approximation and no C library function)";
+        signalPassFailure();
+      }
+    });
+  }
+};
+
+} // namespace

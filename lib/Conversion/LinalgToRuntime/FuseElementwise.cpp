@@ -1,0 +1,106 @@
+//===- FuseElementwise.cpp - pipeopt-fuse-elementwise ----------------------===//
+//
+// Part of pipeopt. Element-wise linalg chains become one linalg.generic each,
+// by upstream generalization and element-wise fusion, without touching the
+// contractions and convolutions the BLAS kernels take. See the pass
+// description in Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Conversion/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace pipeopt {
+#define GEN_PASS_DEF_FUSEELEMENTWISEPASS
+#include "pipeopt/Conversion/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+
+namespace {
+
+/// True for contractions and convolutions: the library kernels' ops.
+bool isKernelOp(Operation *op) {
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  return linalgOp && (linalg::isaContractionOpInterface(linalgOp) ||
+                      linalg::isaConvolutionOpInterface(linalgOp));
+}
+
+/// True for a linalg.generic that only permutes one input (a transpose):
+/// its body yields the input element, its input map is a permutation and
+/// its output map the identity. Fused into a contraction it becomes a
+/// permuted operand map, which the BLAS kernel reads as a transposed
+/// operand instead of materializing the copy.
+bool isPurePermutation(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops())
+    return false;
+  Block &body = generic.getRegion().front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!yield || body.getOperations().size() != 1 ||
+      yield.getNumOperands() != 1 || yield.getOperand(0) != body.getArgument(0))
+    return false;
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  return maps[0].isPermutation() && maps[1].isIdentity();
+}
+
+struct FuseElementwisePass
+    : pipeopt::impl::FuseElementwisePassBase<FuseElementwisePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    IRRewriter rewriter(&getContext());
+
+    SmallVector<linalg::LinalgOp> named;
+    module.walk([&](Operation *op) {
+      if (isa<linalg::MapOp, linalg::ElementwiseOp, linalg::BroadcastOp,
+              linalg::TransposeOp>(op) &&
+          cast<linalg::LinalgOp>(op).hasPureTensorSemantics())
+        named.push_back(cast<linalg::LinalgOp>(op));
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
+        ++numGeneralized;
+    }
+    // Contractions that read a transpose become generics too, so that the
+    // transpose can be fused into their operand maps (below).
+    SmallVector<linalg::LinalgOp> readsTranspose;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::GenericOp>(op) && op.hasPureTensorSemantics() &&
+          linalg::isaContractionOpInterface(op) &&
+          llvm::any_of(op.getDpsInputs(), [](Value v) {
+            return isPurePermutation(v.getDefiningOp());
+          }))
+        readsTranspose.push_back(op);
+    });
+    for (linalg::LinalgOp op : readsTranspose) {
+      rewriter.setInsertionPoint(op);
+      if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
+        ++numGeneralized;
+    }
+
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [](OpOperand *fused) {
+          Operation *producer = fused->get().getDefiningOp();
+          if (!producer || !producer->hasOneUse())
+            return false;
+          if (isKernelOp(fused->getOwner()))
+            return isPurePermutation(producer);
+          return true;
+        });
+    if (failed(applyPatternsGreedily(module, std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

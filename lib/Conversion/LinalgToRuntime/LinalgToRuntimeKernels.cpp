@@ -1,0 +1,274 @@
+//===- LinalgToRuntimeKernels.cpp - convert-linalg-to-runtime-kernels -----===//
+//
+// Part of pipeopt. Replaces GEMM-shaped contractions and 2-D convolutions on
+// memrefs by calls of the runtime's library kernels (pipeopt_runtime.h,
+// "KERNELS"). See the pass description in Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Conversion/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+// Layout codes of pipeopt_rt_conv2d_<T> (pipeopt_runtime.h).
+#include "pipeopt/runtime/pipeopt_runtime.h"
+
+namespace pipeopt {
+#define GEN_PASS_DEF_CONVERTLINALGTORUNTIMEKERNELSPASS
+#include "pipeopt/Conversion/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+
+namespace {
+
+/// A contraction in the form of pipeopt_rt_matmul: out += op(lhs) x op(rhs).
+struct MatmulCall {
+  Value lhs, rhs, out;
+  bool transLhs = false, transRhs = false;
+};
+
+/// Positions of the loop dimensions an operand's indexing map reads, in
+/// order; fails unless the map is a permutation of distinct dimensions.
+FailureOr<SmallVector<unsigned>> operandDims(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults()) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || llvm::is_contained(dims, d.getPosition()))
+      return failure();
+    dims.push_back(d.getPosition());
+  }
+  return dims;
+}
+
+/// Matches a linalg op on buffers as a pipeopt_rt_matmul call (see the pass
+/// description for what qualifies).
+FailureOr<MatmulCall> matchMatmul(linalg::LinalgOp op, int64_t minFlops) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 || op.hasIndexSemantics())
+    return failure();
+  Type element;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      return failure();
+    if (!element)
+      element = type.getElementType();
+    if (type.getElementType() != element)
+      return failure();
+  }
+  if (!pipeopt::runtimeHasKernelsFor(element) ||
+      !linalg::isaContractionOpInterface(op))
+    return failure();
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->batch.size() > 1 || dims->m.size() > 1 ||
+      dims->n.size() > 1 || dims->k.size() != 1 ||
+      (dims->m.empty() && dims->n.empty()))
+    return failure();
+
+  // Small static problems stay loops.
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (!llvm::any_of(ranges, ShapedType::isDynamic)) {
+    int64_t flops = 2;
+    for (int64_t r : ranges)
+      flops *= r;
+    if (flops < minFlops)
+      return failure();
+  }
+
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  FailureOr<SmallVector<unsigned>> a = operandDims(maps[0]),
+                                   b = operandDims(maps[1]),
+                                   c = operandDims(maps[2]);
+  if (failed(a) || failed(b) || failed(c))
+    return failure();
+  Value aVal = op.getDpsInputOperand(0)->get(),
+        bVal = op.getDpsInputOperand(1)->get(),
+        cVal = op.getDpsInitOperand(0)->get();
+  unsigned k = dims->k.front();
+  std::optional<unsigned> batch;
+  if (!dims->batch.empty())
+    batch = dims->batch.front();
+
+  // Strip the leading batch dimension from every operand.
+  auto stripBatch = [&](SmallVector<unsigned> &v) {
+    if (!batch)
+      return true;
+    if (v.empty() || v.front() != *batch)
+      return false;
+    v.erase(v.begin());
+    return true;
+  };
+  if (!stripBatch(*a) || !stripBatch(*b) || !stripBatch(*c))
+    return failure();
+
+  MatmulCall call;
+  call.out = cVal;
+  if (c->size() == 2) {
+    // out[p, q]: the kernel's lhs is the operand holding p, its rhs the one
+    // holding q (A x B, or B^T x A^T when the output is [n, m]).
+    unsigned p = (*c)[0], q = (*c)[1];
+    bool pIsM = llvm::is_contained(dims->m, p);
+    Value lhs = pIsM ? aVal : bVal, rhs = pIsM ? bVal : aVal;
+    SmallVector<unsigned> &l = pIsM ? *a : *b, &r = pIsM ? *b : *a;
+    if (l.size() != 2 || r.size() != 2)
+      return failure();
+    if (l == SmallVector<unsigned>{p, k})
+      call.transLhs = false;
+    else if (l == SmallVector<unsigned>{k, p})
+      call.transLhs = true;
+    else
+      return failure();
+    if (r == SmallVector<unsigned>{k, q})
+      call.transRhs = false;
+    else if (r == SmallVector<unsigned>{q, k})
+      call.transRhs = true;
+    else
+      return failure();
+    call.lhs = lhs;
+    call.rhs = rhs;
+    return call;
+  }
+  if (c->size() == 1 && !batch) {
+    unsigned p = (*c)[0];
+    bool pIsM = llvm::is_contained(dims->m, p);
+    // matvec: out[m] = mat[m, k] x vec[k]; vecmat: out[n] = vec[k] x mat[k, n].
+    SmallVector<unsigned> &mat = pIsM ? *a : *b, &vec = pIsM ? *b : *a;
+    Value matVal = pIsM ? aVal : bVal, vecVal = pIsM ? bVal : aVal;
+    if (vec != SmallVector<unsigned>{k} || mat.size() != 2)
+      return failure();
+    bool matIsKFirst = mat == SmallVector<unsigned>{k, p};
+    if (!matIsKFirst && mat != SmallVector<unsigned>{p, k})
+      return failure();
+    if (pIsM) {
+      call.lhs = matVal;
+      call.rhs = vecVal;
+      call.transLhs = matIsKFirst;
+    } else {
+      call.lhs = vecVal;
+      call.rhs = matVal;
+      call.transRhs = !matIsKFirst;
+    }
+    return call;
+  }
+  return failure();
+}
+
+/// The (layout, strides, dilations) of a supported convolution.
+struct ConvCall {
+  int64_t layout;
+  SmallVector<int64_t, 2> strides, dilations;
+};
+
+template <typename ConvOp>
+ConvCall convAttrs(ConvOp op, int64_t layout) {
+  ConvCall c{layout, {}, {}};
+  for (APInt v : op.getStrides().template getValues<APInt>())
+    c.strides.push_back(v.getSExtValue());
+  for (APInt v : op.getDilations().template getValues<APInt>())
+    c.dilations.push_back(v.getSExtValue());
+  return c;
+}
+
+FailureOr<ConvCall> matchConv(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics())
+    return failure();
+  Type element;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    if (!type)
+      return failure();
+    if (!element)
+      element = type.getElementType();
+    if (type.getElementType() != element)
+      return failure();
+  }
+  if (!pipeopt::runtimeHasKernelsFor(element))
+    return failure();
+  return llvm::TypeSwitch<Operation *, FailureOr<ConvCall>>(op)
+      .Case([](linalg::Conv2DNchwFchwOp c) {
+        return convAttrs(c, PIPEOPT_RT_CONV_NCHW_FCHW);
+      })
+      .Case([](linalg::Conv2DNhwcHwcfOp c) {
+        return convAttrs(c, PIPEOPT_RT_CONV_NHWC_HWCF);
+      })
+      .Case([](linalg::Conv2DNhwcFhwcOp c) {
+        return convAttrs(c, PIPEOPT_RT_CONV_NHWC_FHWC);
+      })
+      .Default([](Operation *) { return failure(); });
+}
+
+struct ConvertLinalgToRuntimeKernelsPass
+    : pipeopt::impl::ConvertLinalgToRuntimeKernelsPassBase<
+          ConvertLinalgToRuntimeKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override;
+};
+
+void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  SymbolTable symbols(module);
+  pipeopt::RuntimeDecls decls(module, symbols);
+
+  SmallVector<linalg::LinalgOp> ops;
+  module.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+
+  auto unranked = [](OpBuilder &b, Location loc, Value v) -> Value {
+    auto type = cast<MemRefType>(v.getType());
+    return memref::CastOp::create(
+        b, loc, UnrankedMemRefType::get(type.getElementType(), 0), v);
+  };
+  auto i64 = [](OpBuilder &b, Location loc, int64_t v) -> Value {
+    return arith::ConstantIntOp::create(b, loc, v, 64);
+  };
+
+  for (linalg::LinalgOp op : ops) {
+    Location loc = op.getLoc();
+    OpBuilder b(op);
+    if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
+      Type element = cast<MemRefType>(m->out.getType()).getElementType();
+      FailureOr<func::FuncOp> fn =
+          decls.get(loc, "pipeopt_rt_matmul", element);
+      if (failed(fn))
+        return signalPassFailure();
+      func::CallOp::create(
+          b, loc, *fn,
+          ValueRange{unranked(b, loc, m->lhs), unranked(b, loc, m->rhs),
+                     unranked(b, loc, m->out), i64(b, loc, m->transLhs),
+                     i64(b, loc, m->transRhs)});
+      op->erase();
+      ++numMatmuls;
+      continue;
+    }
+    if (FailureOr<ConvCall> c = matchConv(op); succeeded(c)) {
+      Value in = op.getDpsInputOperand(0)->get(),
+            filter = op.getDpsInputOperand(1)->get(),
+            out = op.getDpsInitOperand(0)->get();
+      Type element = cast<MemRefType>(out.getType()).getElementType();
+      FailureOr<func::FuncOp> fn =
+          decls.get(loc, "pipeopt_rt_conv2d", element);
+      if (failed(fn))
+        return signalPassFailure();
+      func::CallOp::create(
+          b, loc, *fn,
+          ValueRange{unranked(b, loc, in), unranked(b, loc, filter),
+                     unranked(b, loc, out), i64(b, loc, c->layout),
+                     i64(b, loc, c->strides[0]), i64(b, loc, c->strides[1]),
+                     i64(b, loc, c->dilations[0]),
+                     i64(b, loc, c->dilations[1])});
+      op->erase();
+      ++numConvs;
+    }
+  }
+}
+
+} // namespace

@@ -1,0 +1,517 @@
+//===- Kernels.cpp - Contraction, convolution and index-check kernels -----===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+//
+// The library kernels that compiled stage bodies call instead of naive loop
+// nests (pipeopt_runtime.h, "KERNELS"): GEMM-shaped contractions through
+// CBLAS (OpenBLAS), 2-D convolutions as im2col + GEMM, and the error report
+// of an out-of-range gather index.
+//
+// OpenBLAS is loaded with dlopen at the first kernel call rather than linked:
+// its CPU detection runs in its load-time constructor, and on CPUs newer
+// than the library (Debian 12's 0.3.21 on Sapphire Rapids, for one) it falls
+// back to its SSE3 "Prescott" kernels, about 10x slower. Loading it late lets
+// the runtime pick the AVX-512 or AVX2 kernels through OPENBLAS_CORETYPE
+// first (unless the user set it). Without OpenBLAS at run time the GEMM is a
+// plain loop with the same semantics: correct, slow, and said so once on
+// stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Manifest.h"
+#include "pipeopt/runtime/pipeopt_runtime.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+
+namespace pipeopt {
+namespace rt {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// OpenBLAS, loaded at first use
+//===----------------------------------------------------------------------===//
+
+// The standard CBLAS C ABI (netlib cblas.h): enum values and signatures.
+enum { kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112 };
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float *,
+                         int, const float *, int, float, float *, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double *,
+                         int, const double *, int, double, double *, int);
+using SetThreadsFn = void (*)(int);
+using CoreNameFn = char *(*)();
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  DgemmFn dgemm = nullptr;
+  SetThreadsFn setThreads = nullptr;
+  std::string name = "built-in loops (OpenBLAS not found)";
+};
+
+std::atomic<int> gThreads{0};
+
+const Blas &blas() {
+  static Blas b;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (!std::getenv("OPENBLAS_CORETYPE")) {
+      __builtin_cpu_init();
+      if (__builtin_cpu_supports("avx512f") &&
+          __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl"))
+        setenv("OPENBLAS_CORETYPE", "SkylakeX", 0);
+      else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        setenv("OPENBLAS_CORETYPE", "Haswell", 0);
+    }
+    const char *override = std::getenv("PIPEOPT_BLAS_LIBRARY");
+    std::vector<const char *> names;
+    if (override && *override)
+      names.push_back(override);
+    else
+      names = {"libopenblas.so.0", "libopenblas.so"};
+    void *h = nullptr;
+    for (const char *n : names)
+      if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (h) {
+      b.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
+      b.dgemm = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
+      b.setThreads =
+          reinterpret_cast<SetThreadsFn>(dlsym(h, "openblas_set_num_threads"));
+      auto core = reinterpret_cast<CoreNameFn>(dlsym(h, "openblas_get_corename"));
+      if (b.sgemm && b.dgemm) {
+        b.name = std::string("OpenBLAS (") + (core ? core() : "?") + " kernels)";
+      } else {
+        b.sgemm = nullptr;
+        b.dgemm = nullptr;
+      }
+    }
+    if (!b.sgemm)
+      std::fprintf(stderr,
+                   "pipeopt runtime: warning: OpenBLAS (libopenblas.so.0; "
+                   "Debian: libopenblas0) not found; contractions run as "
+                   "plain loops, much slower\n");
+    if (b.setThreads && gThreads.load() > 0)
+      b.setThreads(gThreads.load());
+  });
+  return b;
+}
+
+template <typename T> constexpr DType dtypeOf();
+template <> constexpr DType dtypeOf<float>() { return DType::F32; }
+template <> constexpr DType dtypeOf<double>() { return DType::F64; }
+
+/// Runs `f`; an exception becomes the calling rank's first error (or a line
+/// on stderr when no rank context is installed, e.g. in a unit test) and a
+/// nonzero return. Unlike the communication functions, kernels do not need a
+/// context: they are pure computations on their operands.
+template <typename F> int32_t kernelGuard(const char *fn, F &&f) {
+  RankContext *ctx = currentContext();
+  if (ctx && ctx->isPoisoned())
+    return 1;
+  try {
+    f();
+    return 0;
+  } catch (const std::exception &e) {
+    std::string where;
+    if (ctx && ctx->openKind >= 0)
+      where = std::string(actionKindName(ctx->openKind)) + " of stage " +
+              std::to_string(ctx->openStage) + " microbatch " +
+              std::to_string(ctx->openMicrobatch) + ": ";
+    std::string message = where + fn + ": " + e.what();
+    if (ctx)
+      ctx->fail(message);
+    else
+      std::fprintf(stderr, "pipeopt runtime: %s\n", message.c_str());
+  }
+  return 1;
+}
+
+/// A row-major matrix operand of a GEMM: element (i, j) is at
+/// data[i * ld + j] (trans = false) or data[j * ld + i] (trans = true).
+template <typename T> struct Matrix {
+  T *data = nullptr;
+  int64_t rows = 0, cols = 0, ld = 1;
+  bool trans = false;
+};
+
+/// Describes a strided 2-D view (rows x cols, strides in elements) as a BLAS
+/// operand if one of its strides is 1; returns false otherwise. Size-1
+/// dimensions have arbitrary strides, so they are normalized first.
+template <typename T>
+bool asBlasMatrix(T *data, int64_t rows, int64_t cols, int64_t rowStride,
+                  int64_t colStride, Matrix<T> &m) {
+  m.data = data;
+  m.rows = rows;
+  m.cols = cols;
+  if (cols <= 1)
+    colStride = 1;
+  if (rows <= 1)
+    rowStride = std::max<int64_t>(cols, 1);
+  if (colStride == 1 && rowStride >= std::max<int64_t>(cols, 1)) {
+    m.trans = false;
+    m.ld = rowStride;
+    return true;
+  }
+  // Column-major storage is the transpose of a row-major cols x rows matrix.
+  if (rows <= 1)
+    rowStride = 1;
+  if (cols <= 1)
+    colStride = std::max<int64_t>(rows, 1);
+  if (rowStride == 1 && colStride >= std::max<int64_t>(rows, 1)) {
+    m.trans = true;
+    m.ld = colStride;
+    return true;
+  }
+  return false;
+}
+
+/// C (m x n, row-major, ldc) += A (m x k) * B (k x n).
+template <typename T>
+void gemmAccumulate(const Matrix<T> &a, const Matrix<T> &b, T *c, int64_t ldc) {
+  int64_t m = a.rows, k = a.cols, n = b.cols;
+  if (m == 0 || n == 0 || k == 0)
+    return;
+  const Blas &lib = blas();
+  if (lib.sgemm) {
+    int ta = a.trans ? kCblasTrans : kCblasNoTrans;
+    int tb = b.trans ? kCblasTrans : kCblasNoTrans;
+    if constexpr (std::is_same_v<T, float>)
+      lib.sgemm(kCblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a.data,
+                int(a.ld), b.data, int(b.ld), 1.0f, c, int(ldc));
+    else
+      lib.dgemm(kCblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a.data,
+                int(a.ld), b.data, int(b.ld), 1.0, c, int(ldc));
+    return;
+  }
+  auto at = [&](const Matrix<T> &x, int64_t i, int64_t j) {
+    return x.trans ? x.data[j * x.ld + i] : x.data[i * x.ld + j];
+  };
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) {
+      T aip = at(a, i, p);
+      for (int64_t j = 0; j < n; ++j)
+        c[i * ldc + j] += aip * at(b, p, j);
+    }
+}
+
+/// A dense row-major copy of a view when the view cannot be used in place.
+template <typename T> struct Dense {
+  std::vector<T> storage;
+  T *data = nullptr;
+  Dense(const MemRefView &v, bool copyIn) {
+    if (v.isContiguous()) {
+      data = reinterpret_cast<T *>(v.base);
+      return;
+    }
+    storage.resize(v.byteSize() / sizeof(T));
+    if (copyIn)
+      packMemRef(v, storage.data());
+    data = storage.data();
+  }
+  bool copied() const { return !storage.empty(); }
+};
+
+std::string shapeOf(const MemRefView &v) {
+  return typeString(v.dtype, v.sizes);
+}
+
+template <typename T>
+void matmul(pipeopt_rt_unranked_memref *lhsRef,
+            pipeopt_rt_unranked_memref *rhsRef,
+            pipeopt_rt_unranked_memref *outRef, int64_t transLhs,
+            int64_t transRhs) {
+  constexpr DType dt = dtypeOf<T>();
+  MemRefView lhs = decodeMemRef(lhsRef, dt), rhs = decodeMemRef(rhsRef, dt),
+             out = decodeMemRef(outRef, dt);
+  auto bad = [&](const std::string &why) {
+    return RuntimeError("operands " + shapeOf(lhs) + " x " + shapeOf(rhs) +
+                        " -> " + shapeOf(out) + ": " + why);
+  };
+  // Bring every operand to (batch, rows, cols) with strides; rank-1 operands
+  // of matvec / vecmat become a column / a row.
+  struct View3 {
+    T *base;
+    int64_t batch, rows, cols, sb, sr, sc;
+  };
+  auto view3 = [&](const MemRefView &v, bool trans, bool vectorIsRow) {
+    T *base = reinterpret_cast<T *>(v.base);
+    View3 r{base, 1, 1, 1, 0, 1, 1};
+    size_t rank = v.sizes.size();
+    if (rank == 1) {
+      if (vectorIsRow)
+        r = {base, 1, 1, v.sizes[0], 0, v.sizes[0], v.strides[0]};
+      else
+        r = {base, 1, v.sizes[0], 1, 0, v.strides[0], 1};
+      return r;
+    }
+    size_t off = rank == 3 ? 1 : 0;
+    if (rank == 3) {
+      r.batch = v.sizes[0];
+      r.sb = v.strides[0];
+    }
+    r.rows = v.sizes[off];
+    r.cols = v.sizes[off + 1];
+    r.sr = v.strides[off];
+    r.sc = v.strides[off + 1];
+    if (trans) {
+      std::swap(r.rows, r.cols);
+      std::swap(r.sr, r.sc);
+    }
+    return r;
+  };
+  size_t rl = lhs.sizes.size(), rr = rhs.sizes.size(), ro = out.sizes.size();
+  bool ok = (ro == 3 && rl == 3 && rr == 3) || (ro == 2 && rl == 2 && rr == 2) ||
+            (ro == 1 && ((rl == 2 && rr == 1) || (rl == 1 && rr == 2)));
+  if (!ok)
+    throw bad("unsupported operand ranks");
+  if ((transLhs && rl != 2 && rl != 3) || (transRhs && rr != 2 && rr != 3))
+    throw bad("a transposed operand must be a matrix");
+  bool vecmat = ro == 1 && rl == 1;
+  View3 a = view3(lhs, transLhs, /*vectorIsRow=*/true);
+  View3 b = view3(rhs, transRhs, /*vectorIsRow=*/false);
+  View3 c = ro == 1 ? (vecmat ? View3{reinterpret_cast<T *>(out.base), 1, 1,
+                                      out.sizes[0], 0, out.sizes[0],
+                                      out.strides[0]}
+                              : View3{reinterpret_cast<T *>(out.base), 1,
+                                      out.sizes[0], 1, 0, out.strides[0], 1})
+                    : view3(out, false, false);
+  if (a.batch != c.batch || b.batch != c.batch || a.rows != c.rows ||
+      b.cols != c.cols || a.cols != b.rows)
+    throw bad("sizes do not match");
+
+  // The output must be row-major for CBLAS; otherwise accumulate into a
+  // dense copy and write it back.
+  Matrix<T> cm;
+  bool cInPlace =
+      asBlasMatrix(c.base, c.rows, c.cols, c.sr, c.sc, cm) && !cm.trans;
+  std::vector<T> cDense;
+  if (!cInPlace) {
+    cDense.resize(size_t(c.batch * c.rows * c.cols));
+    for (int64_t q = 0; q < c.batch; ++q)
+      for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j)
+          cDense[size_t((q * c.rows + i) * c.cols + j)] =
+              c.base[q * c.sb + i * c.sr + j * c.sc];
+  }
+  std::vector<T> scratch;
+  auto operand = [&](const View3 &v, int64_t q, Matrix<T> &m) {
+    T *p = v.base + q * v.sb;
+    if (asBlasMatrix(p, v.rows, v.cols, v.sr, v.sc, m))
+      return;
+    scratch.resize(size_t(v.rows * v.cols));
+    for (int64_t i = 0; i < v.rows; ++i)
+      for (int64_t j = 0; j < v.cols; ++j)
+        scratch[size_t(i * v.cols + j)] = p[i * v.sr + j * v.sc];
+    m = {scratch.data(), v.rows, v.cols, std::max<int64_t>(v.cols, 1), false};
+  };
+  for (int64_t q = 0; q < c.batch; ++q) {
+    Matrix<T> am, bm;
+    std::vector<T> aCopy;
+    operand(a, q, am);
+    if (am.data == scratch.data() && !scratch.empty()) {
+      aCopy.swap(scratch);
+      am.data = aCopy.data();
+    }
+    operand(b, q, bm);
+    if (cInPlace) {
+      asBlasMatrix(c.base + q * c.sb, c.rows, c.cols, c.sr, c.sc, cm);
+      gemmAccumulate(am, bm, cm.data, cm.ld);
+    } else {
+      gemmAccumulate(am, bm, cDense.data() + q * c.rows * c.cols,
+                     std::max<int64_t>(c.cols, 1));
+    }
+  }
+  if (!cInPlace)
+    for (int64_t q = 0; q < c.batch; ++q)
+      for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j)
+          c.base[q * c.sb + i * c.sr + j * c.sc] =
+              cDense[size_t((q * c.rows + i) * c.cols + j)];
+}
+
+template <typename T>
+void conv2d(pipeopt_rt_unranked_memref *inRef,
+            pipeopt_rt_unranked_memref *filterRef,
+            pipeopt_rt_unranked_memref *outRef, int64_t layout,
+            int64_t strideH, int64_t strideW, int64_t dilationH,
+            int64_t dilationW) {
+  constexpr DType dt = dtypeOf<T>();
+  MemRefView in = decodeMemRef(inRef, dt), filter = decodeMemRef(filterRef, dt),
+             out = decodeMemRef(outRef, dt);
+  auto bad = [&](const std::string &why) {
+    return RuntimeError("input " + shapeOf(in) + ", filter " +
+                        shapeOf(filter) + " -> " + shapeOf(out) + ": " + why);
+  };
+  if (in.sizes.size() != 4 || filter.sizes.size() != 4 ||
+      out.sizes.size() != 4)
+    throw bad("operands must have rank 4");
+  if (strideH < 1 || strideW < 1 || dilationH < 1 || dilationW < 1)
+    throw bad("strides and dilations must be positive");
+  int64_t n = in.sizes[0], c, h, w, f, kh, kw, oh, ow;
+  switch (layout) {
+  case PIPEOPT_RT_CONV_NCHW_FCHW:
+    c = in.sizes[1], h = in.sizes[2], w = in.sizes[3];
+    f = filter.sizes[0], kh = filter.sizes[2], kw = filter.sizes[3];
+    oh = out.sizes[2], ow = out.sizes[3];
+    if (filter.sizes[1] != c || out.sizes[1] != f)
+      throw bad("channel counts do not match");
+    break;
+  case PIPEOPT_RT_CONV_NHWC_HWCF:
+  case PIPEOPT_RT_CONV_NHWC_FHWC:
+    h = in.sizes[1], w = in.sizes[2], c = in.sizes[3];
+    if (layout == PIPEOPT_RT_CONV_NHWC_HWCF)
+      kh = filter.sizes[0], kw = filter.sizes[1], f = filter.sizes[3];
+    else
+      f = filter.sizes[0], kh = filter.sizes[1], kw = filter.sizes[2];
+    oh = out.sizes[1], ow = out.sizes[2];
+    if (filter.sizes[layout == PIPEOPT_RT_CONV_NHWC_HWCF ? 2 : 3] != c ||
+        out.sizes[3] != f)
+      throw bad("channel counts do not match");
+    break;
+  default:
+    throw bad("unknown layout code " + std::to_string(layout));
+  }
+  if (out.sizes[0] != n)
+    throw bad("batch sizes do not match");
+  if ((oh > 0 && (oh - 1) * strideH + (kh - 1) * dilationH >= h) ||
+      (ow > 0 && (ow - 1) * strideW + (kw - 1) * dilationW >= w))
+    throw bad("the output window reads past the input");
+  Dense<T> din(in, true), dfilter(filter, true), dout(out, true);
+  const T *x = din.data, *wt = dfilter.data;
+  T *y = dout.data;
+  int64_t kdim = c * kh * kw, pixels = oh * ow;
+  bool pointwise = kh == 1 && kw == 1 && strideH == 1 && strideW == 1;
+  std::vector<T> col;
+  if (layout == PIPEOPT_RT_CONV_NCHW_FCHW) {
+    // Per image: y[F, OH*OW] += W[F, C*KH*KW] * col[C*KH*KW, OH*OW].
+    if (!pointwise)
+      col.resize(size_t(kdim * pixels));
+    for (int64_t b = 0; b < n; ++b) {
+      const T *xb = x + b * c * h * w;
+      const T *colp = xb;
+      if (!pointwise) {
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t i = 0; i < kh; ++i)
+            for (int64_t j = 0; j < kw; ++j) {
+              T *row = col.data() + ((ci * kh + i) * kw + j) * pixels;
+              for (int64_t yy = 0; yy < oh; ++yy) {
+                const T *src =
+                    xb + (ci * h + yy * strideH + i * dilationH) * w +
+                    j * dilationW;
+                T *dst = row + yy * ow;
+                if (strideW == 1)
+                  std::memcpy(dst, src, size_t(ow) * sizeof(T));
+                else
+                  for (int64_t xx = 0; xx < ow; ++xx)
+                    dst[xx] = src[xx * strideW];
+              }
+            }
+        colp = col.data();
+      }
+      Matrix<T> am{const_cast<T *>(wt), f, kdim, kdim, false};
+      Matrix<T> bm{const_cast<T *>(colp), kdim, pixels, pixels, false};
+      gemmAccumulate(am, bm, y + b * f * pixels, pixels);
+    }
+  } else {
+    // y[N*OH*OW, F] += col[N*OH*OW, KH*KW*C] * W' where W' is the filter
+    // as [KH*KW*C, F] (hwcf) or its transpose [F, KH*KW*C] (fhwc).
+    int64_t rows = n * pixels;
+    const T *colp = x;
+    if (!pointwise) {
+      col.resize(size_t(rows * kdim));
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t yy = 0; yy < oh; ++yy)
+          for (int64_t xx = 0; xx < ow; ++xx) {
+            T *dst = col.data() + ((b * oh + yy) * ow + xx) * kdim;
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const T *src = x + ((b * h + yy * strideH + i * dilationH) * w +
+                                    xx * strideW + j * dilationW) *
+                                       c;
+                std::memcpy(dst + (i * kw + j) * c, src,
+                            size_t(c) * sizeof(T));
+              }
+          }
+      colp = col.data();
+    }
+    Matrix<T> am{const_cast<T *>(colp), rows, kdim, kdim, false};
+    Matrix<T> bm{const_cast<T *>(wt), kdim, f,
+                 layout == PIPEOPT_RT_CONV_NHWC_HWCF ? f : kdim,
+                 layout == PIPEOPT_RT_CONV_NHWC_FHWC};
+    gemmAccumulate(am, bm, y, f);
+  }
+  if (dout.copied())
+    unpackMemRef(out, dout.data);
+}
+
+} // namespace
+
+void setKernelThreads(int threads) {
+  if (threads < 1)
+    threads = 1;
+  gThreads = threads;
+  if (const Blas &lib = blas(); lib.setThreads)
+    lib.setThreads(threads);
+}
+
+int kernelThreads() { return gThreads.load(); }
+
+std::string kernelLibrary() { return blas().name; }
+
+} // namespace rt
+} // namespace pipeopt
+
+using namespace pipeopt::rt;
+
+extern "C" {
+
+#define PIPEOPT_RT_DEFINE_KERNELS_(Suffix, CType)                              \
+  int32_t _mlir_ciface_pipeopt_rt_matmul_##Suffix(                             \
+      pipeopt_rt_unranked_memref *lhs, pipeopt_rt_unranked_memref *rhs,        \
+      pipeopt_rt_unranked_memref *out, int64_t transLhs, int64_t transRhs) {   \
+    return kernelGuard("matmul (" #Suffix ")", [&] {                           \
+      matmul<CType>(lhs, rhs, out, transLhs, transRhs);                        \
+    });                                                                        \
+  }                                                                            \
+  int32_t _mlir_ciface_pipeopt_rt_conv2d_##Suffix(                             \
+      pipeopt_rt_unranked_memref *in, pipeopt_rt_unranked_memref *filter,      \
+      pipeopt_rt_unranked_memref *out, int64_t layout, int64_t strideH,        \
+      int64_t strideW, int64_t dilationH, int64_t dilationW) {                 \
+    return kernelGuard("conv2d (" #Suffix ")", [&] {                           \
+      conv2d<CType>(in, filter, out, layout, strideH, strideW, dilationH,      \
+                    dilationW);                                                \
+    });                                                                        \
+  }
+PIPEOPT_RT_DEFINE_KERNELS_(f32, float)
+PIPEOPT_RT_DEFINE_KERNELS_(f64, double)
+#undef PIPEOPT_RT_DEFINE_KERNELS_
+
+static int32_t indexError(int64_t index, int64_t size, int64_t dim) {
+  return kernelGuard("gather", [&] {
+    throw RuntimeError("index " + std::to_string(index) +
+                       " is out of range [0, " + std::to_string(size) +
+                       ") in dimension " + std::to_string(dim) +
+                       " of the indexed tensor");
+  });
+}
+int32_t pipeopt_rt_index_error(int64_t index, int64_t size, int64_t dim) {
+  return indexError(index, size, dim);
+}
+int32_t _mlir_ciface_pipeopt_rt_index_error(int64_t index, int64_t size,
+                                            int64_t dim) {
+  return indexError(index, size, dim);
+}
+
+} // extern "C"

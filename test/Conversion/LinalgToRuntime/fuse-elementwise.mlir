@@ -1,0 +1,68 @@
+// RUN: pipeopt %s -pipeopt-fuse-elementwise | FileCheck %s
+
+// A bias add (linalg.broadcast + linalg.map) followed by a ReLU generic
+// becomes one generic; the matmul that produces the input is not fused into
+// and stays a named op for the BLAS kernels.
+
+// CHECK-LABEL: func.func @mlp_layer
+// CHECK: %[[MM:.*]] = linalg.matmul
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[MM]], %arg2
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: linalg.map
+// CHECK-NOT: linalg.broadcast
+// CHECK: return %[[R]]
+func.func @mlp_layer(%x: tensor<16x32xf32>, %w: tensor<32x8xf32>, %b: tensor<8xf32>) -> tensor<16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<16x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %mm = linalg.matmul ins(%x, %w : tensor<16x32xf32>, tensor<32x8xf32>) outs(%f : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %bb = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<16x8xf32>) dimensions = [0]
+  %s = linalg.map { arith.addf } ins(%mm, %bb : tensor<16x8xf32>, tensor<16x8xf32>) outs(%e : tensor<16x8xf32>)
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<16x8xf32>) outs(%e : tensor<16x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = arith.maximumf %v, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// An element-wise producer of a contraction's operand is not fused into it.
+// CHECK-LABEL: func.func @scaled_operand
+// CHECK: %[[S:.*]] = linalg.generic
+// CHECK: arith.mulf
+// CHECK: linalg.matmul ins(%[[S]], %arg1
+func.func @scaled_operand(%x: tensor<16x32xf32>, %w: tensor<32x8xf32>, %out: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  %two = arith.constant 2.0 : f32
+  %e = tensor.empty() : tensor<16x32xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x32xf32>) outs(%e : tensor<16x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %m = arith.mulf %v, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<16x32xf32>
+  %mm = linalg.matmul ins(%s, %w : tensor<16x32xf32>, tensor<32x8xf32>) outs(%out : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %mm : tensor<16x8xf32>
+}
+
+// A transposed weight (linalg.transpose, as tosa.transpose lowers) feeding a
+// matmul is folded into the contraction's operand map: no transpose is left,
+// and the contraction reads %w through (m, n, k) -> (n, k).
+// CHECK-LABEL: func.func @transposed_weight
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[C:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #[[NK:map[0-9]*]], #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]}
+// CHECK-SAME: ins(%arg0, %arg1 : tensor<16x32xf32>, tensor<8x32xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: return %[[C]]
+func.func @transposed_weight(%x: tensor<16x32xf32>, %w: tensor<8x32xf32>, %out: tensor<16x8xf32>) -> tensor<16x8xf32> {
+  %e = tensor.empty() : tensor<32x8xf32>
+  %wt = linalg.transpose ins(%w : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) permutation = [1, 0]
+  %mm = linalg.matmul ins(%x, %wt : tensor<16x32xf32>, tensor<32x8xf32>) outs(%out : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %mm : tensor<16x8xf32>
+}
