@@ -14,7 +14,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.pipeopt_obj_root, "test")
 # Inputs used by RUN lines, not tests themselves.
 config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
-                   "lit.site.cfg.py"]
+                   "lit.site.cfg.py", "consumer"]
 
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
 
@@ -23,6 +23,13 @@ config.substitutions.append(("%models", config.models_dir))
 config.substitutions.append(("%pipeopt_src", config.pipeopt_src_root))
 config.substitutions.append(("%pipeopt_lib", config.pipeopt_lib_dir))
 config.substitutions.append(("%llvm_lib", config.llvm_lib_dir))
+# test/Install builds a downstream project with this build's toolchain.
+config.substitutions.append(("%pipeopt_obj", config.pipeopt_obj_root))
+config.substitutions.append(("%cmake_generator", '"%s"' % config.cmake_generator))
+config.substitutions.append(("%cmake_make_program", '"%s"' % config.cmake_make_program))
+config.substitutions.append(("%cmake", '"%s"' % config.cmake_command))
+config.substitutions.append(("%cxx_compiler", '"%s"' % config.cxx_compiler))
+config.substitutions.append(("%c_compiler", '"%s"' % config.c_compiler))
 
 tool_dirs = [config.pipeopt_tools_dir,
              os.path.join(config.pipeopt_obj_root, "runtime", "bin"),

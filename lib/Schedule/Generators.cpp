@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Generators for the schedules of DESIGN.md and the name registry.
+/// Generators for the schedules of DESIGN.md. Each takes its name, chunks
+/// per rank and kind (split backward, async, forward-only) from its row in
+/// the registry (Registry.cpp, detail::infoOf()).
 ///
 /// Notation: S ranks, v chunks (virtual stages) per rank, M microbatches,
 /// numStages = S * v. Every generator documents its source and the rule it
@@ -48,8 +50,9 @@ struct Shape {
 /// Resolve ScheduleParams. `fixedChunks` > 0 forces the chunks per rank
 /// (single-chunk schedules pass 1); otherwise `defaultChunks` applies when
 /// virtualStages is 0.
-llvm::Expected<Shape> resolve(llvm::StringRef name, const ScheduleParams &p,
-                              int fixedChunks, int defaultChunks = 1) {
+llvm::Expected<Shape> resolveShape(llvm::StringRef name,
+                                   const ScheduleParams &p, int fixedChunks,
+                                   int defaultChunks) {
   Shape sh;
   if (p.numMicrobatches < 1)
     return err("{0} needs num-microbatches >= 1, got {1}", name,
@@ -86,6 +89,20 @@ llvm::Expected<Shape> resolve(llvm::StringRef name, const ScheduleParams &p,
   return sh;
 }
 
+/// resolveShape() with the chunks per rank of the registry row `info`.
+llvm::Expected<Shape> resolve(const ScheduleInfo &info,
+                              const ScheduleParams &p) {
+  switch (info.chunks.kind) {
+  case ChunkRule::Fixed:
+    return resolveShape(info.name, p, info.chunks.count, 1);
+  case ChunkRule::Configurable:
+    return resolveShape(info.name, p, 0, info.chunks.count);
+  case ChunkRule::PerWave:
+    return resolveShape(info.name, p, info.chunks.count * p.waves, 1);
+  }
+  llvm_unreachable("unknown ChunkRule kind");
+}
+
 llvm::Error needAtLeastStages(llvm::StringRef name, const Shape &sh) {
   if (sh.M < sh.S)
     return err("{0} needs num-microbatches >= num-stages ({1}), got {2}", name,
@@ -93,11 +110,15 @@ llvm::Error needAtLeastStages(llvm::StringRef name, const Shape &sh) {
   return llvm::Error::success();
 }
 
-/// Empty schedule with one pipeline, `placement[stage]` -> rank.
-Schedule skeleton(llvm::StringRef name, const Shape &sh,
+/// Empty schedule with one pipeline, `placement[stage]` -> rank; name and
+/// kind (split backward, async, forward-only) from the registry row.
+Schedule skeleton(const ScheduleInfo &info, const Shape &sh,
                   std::vector<int> placement) {
   Schedule s;
-  s.name = name.str();
+  s.name = info.name.str();
+  s.splitBackward = info.splitBackward;
+  s.async = info.async();
+  s.forwardOnly = info.forwardOnly;
   s.numRanks = sh.S;
   s.numStages = static_cast<int>(placement.size());
   s.numMicrobatches = sh.M;
@@ -331,30 +352,6 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
   return s;
 }
 
-//===----------------------------------------------------------------------===//
-// PipeDream weight versions
-//===----------------------------------------------------------------------===//
-
-/// Assign weightVersion to every F / BW: a stage's version counts the weight
-/// updates applied on that stage before the F runs (walking the rank's
-/// order); BW uses the version its F used (weight stashing). An update
-/// happens after every `updateEvery` completed backward passes of the stage.
-void assignVersions(Schedule &s, int updateEvery) {
-  std::vector<int> backwardDone(s.numStages, 0);
-  ComputeIndex idx(s.numStages, s.numMicrobatches);
-  std::vector<int> fVersion(idx.size(), 0);
-  for (auto &row : s.actions)
-    for (Action &a : row) {
-      if (a.phase == Phase::F) {
-        a.weightVersion = backwardDone[a.stage] / updateEvery;
-        fVersion[idx.key(Phase::F, a.stage, a.microbatch)] = a.weightVersion;
-      } else if (a.phase == Phase::BW) {
-        a.weightVersion = fVersion[idx.key(Phase::F, a.stage, a.microbatch)];
-        ++backwardDone[a.stage];
-      }
-    }
-}
-
 /// Shared 1F1B order on one rank: `warm` forwards, then F/BW pairs, then
 /// the remaining backwards.
 void oneFOneB(std::vector<Action> &row, int stage, int M, int warm) {
@@ -371,6 +368,36 @@ void oneFOneB(std::vector<Action> &row, int stage, int M, int warm) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
+// PipeDream weight versions
+//===----------------------------------------------------------------------===//
+
+/// A stage's version counts the weight updates applied on that stage before
+/// the F runs (walking the rank's order); BW uses the version its F used
+/// (weight stashing). An update happens after every `updateEvery` completed
+/// backward passes of the stage.
+void pipeopt::schedule::assignWeightVersions(Schedule &s, WeightVersions rule) {
+  if (rule == WeightVersions::None)
+    return;
+  const int updateEvery =
+      rule == WeightVersions::PerBackward ? 1 : std::max(1, s.numStages);
+  std::vector<int> backwardDone(s.numStages, 0);
+  ComputeIndex idx(s.numStages, s.numMicrobatches);
+  std::vector<int> fVersion(idx.size(), 0);
+  for (auto &row : s.actions)
+    for (Action &a : row) {
+      if (!idx.inRange(a.stage, a.microbatch))
+        continue;
+      if (a.phase == Phase::F) {
+        a.weightVersion = backwardDone[a.stage] / updateEvery;
+        fVersion[idx.key(Phase::F, a.stage, a.microbatch)] = a.weightVersion;
+      } else if (a.phase == Phase::BW) {
+        a.weightVersion = fVersion[idx.key(Phase::F, a.stage, a.microbatch)];
+        ++backwardDone[a.stage];
+      }
+    }
+}
+
+//===----------------------------------------------------------------------===//
 // Generators
 //===----------------------------------------------------------------------===//
 
@@ -378,10 +405,11 @@ void oneFOneB(std::vector<Action> &row, int stage, int M, int warm) {
 /// forwards, then all M full backwards (microbatch order 0..M-1, as in
 /// PyTorch's ScheduleGPipe). Any M >= 1.
 llvm::Expected<Schedule> pipeopt::schedule::makeGPipe(const ScheduleParams &p) {
-  auto sh = resolve("gpipe", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makeGPipe);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  Schedule s = skeleton("gpipe", *sh, loopedPlacement(sh->S, 1));
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   for (int r = 0; r < sh->S; ++r) {
     for (int m = 0; m < sh->M; ++m)
       s.actions[r].push_back(F(r, m));
@@ -394,11 +422,11 @@ llvm::Expected<Schedule> pipeopt::schedule::makeGPipe(const ScheduleParams &p) {
 /// Forward-only (inference): GPipe's forward order, no backward.
 llvm::Expected<Schedule>
 pipeopt::schedule::makeForwardOnly(const ScheduleParams &p) {
-  auto sh = resolve("forward-only", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makeForwardOnly);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  Schedule s = skeleton("forward-only", *sh, loopedPlacement(sh->S, 1));
-  s.forwardOnly = true;
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   for (int r = 0; r < sh->S; ++r)
     for (int m = 0; m < sh->M; ++m)
       s.actions[r].push_back(F(r, m));
@@ -411,12 +439,13 @@ pipeopt::schedule::makeForwardOnly(const ScheduleParams &p) {
 /// full backward, then drains the remaining backwards; a flush ends the
 /// batch. Needs M >= S.
 llvm::Expected<Schedule> pipeopt::schedule::make1F1B(const ScheduleParams &p) {
-  auto sh = resolve("1f1b", p, 1);
+  const ScheduleInfo &info = detail::infoOf(make1F1B);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  if (auto e = needAtLeastStages("1f1b", *sh))
+  if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
-  Schedule s = skeleton("1f1b", *sh, loopedPlacement(sh->S, 1));
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   for (int r = 0; r < sh->S; ++r)
     oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
   return s;
@@ -437,13 +466,14 @@ llvm::Expected<Schedule> pipeopt::schedule::make1F1B(const ScheduleParams &p) {
 /// shorter than S avoids that (the sweep test covers S<=8, v<=3, M<=17).
 llvm::Expected<Schedule>
 pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
-  auto sh = resolve("interleaved-1f1b", p, 0, 2);
+  const ScheduleInfo &info = detail::infoOf(makeInterleaved1F1B);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  if (auto e = needAtLeastStages("interleaved-1f1b", *sh))
+  if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
   int S = sh->S, v = sh->v, M = sh->M;
-  Schedule s = skeleton("interleaved-1f1b", *sh, loopedPlacement(S, v));
+  Schedule s = skeleton(info, *sh, loopedPlacement(S, v));
   // (microbatch, chunk) table: groups of microbatches, every chunk of a
   // group before the next group. The first group absorbs M mod S.
   int first = S + M % S;
@@ -486,11 +516,12 @@ pipeopt::schedule::makeInterleaved1F1B(const ScheduleParams &p) {
 /// order. Any M >= 1.
 llvm::Expected<Schedule>
 pipeopt::schedule::makeLoopedBFS(const ScheduleParams &p) {
-  auto sh = resolve("looped-bfs", p, 0, 2);
+  const ScheduleInfo &info = detail::infoOf(makeLoopedBFS);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
   int S = sh->S, v = sh->v, M = sh->M;
-  Schedule s = skeleton("looped-bfs", *sh, loopedPlacement(S, v));
+  Schedule s = skeleton(info, *sh, loopedPlacement(S, v));
   for (int r = 0; r < S; ++r) {
     for (int c = 0; c < v; ++c)
       for (int m = 0; m < M; ++m)
@@ -531,13 +562,13 @@ pipeopt::schedule::makeLoopedBFS(const ScheduleParams &p) {
 /// refers to); in addition up to S microbatches wait for their W, which
 /// keep only W's inputs (the paper's M_W < M_B). Needs M >= S.
 llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
-  auto sh = resolve("zb-h1", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makeZBH1);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  if (auto e = needAtLeastStages("zb-h1", *sh))
+  if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
-  Schedule s = skeleton("zb-h1", *sh, loopedPlacement(sh->S, 1));
-  s.splitBackward = true;
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   int S = sh->S, M = sh->M, d = S - 1;
   for (int r = 0; r < S; ++r) {
     auto &row = s.actions[r];
@@ -557,9 +588,9 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
       int stepLen = i < d ? 2 : 3;
       for (int k = 0; k < stepLen - 1 - (hasF ? 1 : 0); ++k) {
         if (nextW > i)
-          return err("zb-h1: internal error: no pending W on rank {0} in step "
-                     "{1} (S={2}, M={3})",
-                     r, i, S, M);
+          return err("{0}: internal error: no pending W on rank {1} in step "
+                     "{2} (S={3}, M={4})",
+                     info.name, r, i, S, M);
         row.push_back(Wg(r, nextW++));
       }
     }
@@ -574,14 +605,14 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
 /// rank's activations to about 1F1B's peak of S stage-equivalents. Greedy
 /// realisation. Needs M >= S.
 llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
-  auto sh = resolve("zb-v", p, 2);
+  const ScheduleInfo &info = detail::infoOf(makeZBV);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  if (auto e = needAtLeastStages("zb-v", *sh))
+  if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
   int S = sh->S;
-  Schedule s = skeleton("zb-v", *sh, wavePlacement(S, 2 * S));
-  s.splitBackward = true;
+  Schedule s = skeleton(info, *sh, wavePlacement(S, 2 * S));
   GreedyConfig cfg;
   cfg.split = true;
   cfg.deferW = true;
@@ -612,19 +643,20 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
 /// not implemented. Activation cap per (pipeline, stage): S - s.
 llvm::Expected<Schedule>
 pipeopt::schedule::makeChimera(const ScheduleParams &p) {
-  auto sh = resolve("chimera", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makeChimera);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
   int S = sh->S, M = sh->M;
   if (S % 2 != 0)
-    return err("chimera needs an even num-stages (two bidirectional "
-               "pipelines), got {0}",
-               S);
+    return err("{0} needs an even num-stages (two bidirectional "
+               "pipelines), got {1}",
+               info.name, S);
   if (M % S != 0)
-    return err("chimera needs num-microbatches to be a multiple of "
-               "num-stages ({0}) (basic units of {0} microbatches), got {1}",
-               S, M);
-  Schedule s = skeleton("chimera", *sh, loopedPlacement(S, 1));
+    return err("{0} needs num-microbatches to be a multiple of "
+               "num-stages ({1}) (basic units of {1} microbatches), got {2}",
+               info.name, S, M);
+  Schedule s = skeleton(info, *sh, loopedPlacement(S, 1));
   std::vector<int> up(S);
   for (int st = 0; st < S; ++st)
     up[st] = S - 1 - st;
@@ -645,15 +677,16 @@ pipeopt::schedule::makeChimera(const ScheduleParams &p) {
 /// Full backward; per-stage activation cap numStages-k. Greedy realisation.
 /// Needs waves >= 1 and M >= S.
 llvm::Expected<Schedule> pipeopt::schedule::makeHanayo(const ScheduleParams &p) {
+  const ScheduleInfo &info = detail::infoOf(makeHanayo);
   if (p.waves < 1)
-    return err("hanayo needs waves >= 1, got {0}", p.waves);
-  auto sh = resolve("hanayo", p, 2 * p.waves);
+    return err("{0} needs waves >= 1, got {1}", info.name, p.waves);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  if (auto e = needAtLeastStages("hanayo", *sh))
+  if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
   int S = sh->S, NS = sh->numStages();
-  Schedule s = skeleton("hanayo", *sh, wavePlacement(S, NS));
+  Schedule s = skeleton(info, *sh, wavePlacement(S, NS));
   GreedyConfig cfg;
   cfg.split = false;
   cfg.cap = [NS](int, int st) { return NS - st; };
@@ -673,16 +706,16 @@ llvm::Expected<Schedule> pipeopt::schedule::makeHanayo(const ScheduleParams &p) 
 /// two actions in sequence. Needs M >= 2S (as DualPipe asserts).
 llvm::Expected<Schedule>
 pipeopt::schedule::makeDualPipeV(const ScheduleParams &p) {
-  auto sh = resolve("dualpipev", p, 2);
+  const ScheduleInfo &info = detail::infoOf(makeDualPipeV);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
   int S = sh->S, M = sh->M;
   if (M < 2 * S)
-    return err("dualpipev needs num-microbatches >= 2 x num-ranks ({0}), got "
-               "{1}",
-               2 * S, M);
-  Schedule s = skeleton("dualpipev", *sh, wavePlacement(S, 2 * S));
-  s.splitBackward = true;
+    return err("{0} needs num-microbatches >= 2 x num-ranks ({1}), got "
+               "{2}",
+               info.name, 2 * S, M);
+  Schedule s = skeleton(info, *sh, wavePlacement(S, 2 * S));
   for (int r = 0; r < S; ++r) {
     auto &row = s.actions[r];
     int st[2] = {r, 2 * S - 1 - r};
@@ -750,14 +783,14 @@ pipeopt::schedule::makeDualPipeV(const ScheduleParams &p) {
 /// F (Action::weightVersion). Any M >= 1.
 llvm::Expected<Schedule>
 pipeopt::schedule::makePipeDream(const ScheduleParams &p) {
-  auto sh = resolve("pipedream", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makePipeDream);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  Schedule s = skeleton("pipedream", *sh, loopedPlacement(sh->S, 1));
-  s.async = true;
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   for (int r = 0; r < sh->S; ++r)
     oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
-  assignVersions(s, 1);
+  assignWeightVersions(s, info.weightVersions);
   return s;
 }
 
@@ -769,83 +802,13 @@ pipeopt::schedule::makePipeDream(const ScheduleParams &p) {
 /// (stashed) version; at most two versions are live. Any M >= 1.
 llvm::Expected<Schedule>
 pipeopt::schedule::makePipeDream2BW(const ScheduleParams &p) {
-  auto sh = resolve("pipedream-2bw", p, 1);
+  const ScheduleInfo &info = detail::infoOf(makePipeDream2BW);
+  auto sh = resolve(info, p);
   if (!sh)
     return sh.takeError();
-  Schedule s = skeleton("pipedream-2bw", *sh, loopedPlacement(sh->S, 1));
-  s.async = true;
+  Schedule s = skeleton(info, *sh, loopedPlacement(sh->S, 1));
   for (int r = 0; r < sh->S; ++r)
     oneFOneB(s.actions[r], r, sh->M, std::min(sh->S - 1 - r, sh->M));
-  assignVersions(s, sh->S);
+  assignWeightVersions(s, info.weightVersions);
   return s;
-}
-
-//===----------------------------------------------------------------------===//
-// Registry
-//===----------------------------------------------------------------------===//
-
-namespace {
-using Generator = llvm::Expected<Schedule> (*)(const ScheduleParams &);
-struct Entry {
-  ScheduleInfo info;
-  Generator gen;
-};
-const std::vector<Entry> &registry() {
-  static const std::vector<Entry> entries = {
-      {{"gpipe", "GPipe: all forwards then all backwards (Huang et al. 2019)"},
-       makeGPipe},
-      {{"1f1b", "1F1B / PipeDream-Flush: S-1-r warm-up forwards, then one "
-                "forward one backward (Narayanan et al. 2021)"},
-       make1F1B},
-      {{"interleaved-1f1b", "interleaved 1F1B, v chunks per rank "
-                            "(Megatron-LM, Narayanan et al. SC'21)"},
-       makeInterleaved1F1B},
-      {{"looped-bfs", "looped breadth-first: all microbatches per chunk "
-                      "(Lamy-Poirier 2023)"},
-       makeLoopedBFS},
-      {{"zb-h1", "zero bubble H1: B/W split, W deferred, 1F1B memory (Qi et "
-                 "al. ICLR 2024)"},
-       makeZBH1},
-      {{"zb-v", "zero bubble V: two chunks per rank in a V, B/W split (Qi et "
-                "al. 2024)"},
-       makeZBV},
-      {{"chimera", "Chimera: two bidirectional pipelines, even S (Li & "
-                   "Hoefler SC'21)"},
-       makeChimera},
-      {{"hanayo", "Hanayo: W waves of 2S stages (Liu et al. SC'23)"},
-       makeHanayo},
-      {{"dualpipev", "DualPipeV: V-shaped DualPipe (DeepSeek-V3)"},
-       makeDualPipeV},
-      {{"pipedream", "PipeDream: async 1F1B with weight stashing (Narayanan "
-                     "et al. SOSP'19)"},
-       makePipeDream},
-      {{"pipedream-2bw", "PipeDream-2BW: async, double-buffered weights "
-                         "(Narayanan et al. ICML'21)"},
-       makePipeDream2BW},
-      {{"forward-only", "inference: forwards only, GPipe order"},
-       makeForwardOnly},
-  };
-  return entries;
-}
-} // namespace
-
-const std::vector<ScheduleInfo> &pipeopt::schedule::listSchedules() {
-  static const std::vector<ScheduleInfo> infos = [] {
-    std::vector<ScheduleInfo> out;
-    for (const Entry &e : registry())
-      out.push_back(e.info);
-    return out;
-  }();
-  return infos;
-}
-
-llvm::Expected<Schedule> pipeopt::schedule::makeSchedule(llvm::StringRef name,
-                                                         const ScheduleParams &p) {
-  for (const Entry &e : registry())
-    if (e.info.name == name)
-      return e.gen(p);
-  std::string known;
-  for (const Entry &e : registry())
-    known += (known.empty() ? "" : ", ") + e.info.name.str();
-  return err("unknown schedule '{0}' (known: {1})", name, known);
 }

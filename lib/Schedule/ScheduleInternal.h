@@ -53,6 +53,10 @@ struct ComputeIndex {
   }
 };
 
+/// The registry row of generator `g` (Registry.cpp); every generator has
+/// one, so that it takes its name and kind from there.
+const ScheduleInfo &infoOf(Generator g);
+
 /// Error helper: llvm::createStringError with formatv.
 template <typename... Ts>
 llvm::Error err(const char *fmt, Ts &&...vals) {

@@ -88,39 +88,13 @@ double formula::pipeDreamMeanDelay(int S) {
 // evaluateFormula
 //===----------------------------------------------------------------------===//
 
-namespace {
-enum class Family {
-  None,
-  GPipe,
-  OneFOneB,
-  Interleaved,
-  ZBH1,
-  Chimera,
-  PipeDream,
-  ForwardOnly
-};
-} // namespace
+using Family = schedule::ClosedForm;
 
+/// The closed-form family of the registry row `name` names (case, '-', '_'
+/// and ' ' insensitive; aliases included); None for other names ("csv").
 static Family familyOf(llvm::StringRef name) {
-  std::string k;
-  for (char c : name)
-    if (c != '-' && c != '_' && c != ' ')
-      k.push_back(llvm::toLower(c));
-  if (k == "gpipe")
-    return Family::GPipe;
-  if (k == "1f1b" || k == "onefoneb" || k == "dapple")
-    return Family::OneFOneB;
-  if (k == "interleaved1f1b" || k == "interleaved")
-    return Family::Interleaved;
-  if (k == "zbh1")
-    return Family::ZBH1;
-  if (k == "chimera")
-    return Family::Chimera;
-  if (k == "pipedream")
-    return Family::PipeDream;
-  if (k == "forwardonly" || k == "inference")
-    return Family::ForwardOnly;
-  return Family::None;
+  const schedule::ScheduleInfo *row = schedule::findScheduleByKey(name);
+  return row ? row->closedForm : Family::None;
 }
 
 Metrics sim::evaluateFormula(const schedule::Schedule &s,

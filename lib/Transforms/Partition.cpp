@@ -46,34 +46,56 @@ namespace part = pipeopt::partition;
 
 namespace {
 
-/// In-flight microbatches per stage for `schedule` (Passes.td): closed forms
-/// for GPipe (all M) and the 1F1B family (S - s, capped at M), one for
-/// inference; any other schedule of the library is generated for
-/// (num-stages, num-microbatches) and its table measured (maxInFlight).
+/// In-flight microbatches per stage for `schedule` (Passes.td), by the
+/// in-flight rule of its registry row: closed forms for GPipe (all M), the
+/// 1F1B family (S - s, capped at M) and forward-only (one); any other
+/// schedule is generated for (num-stages, num-microbatches) and its table
+/// measured (maxInFlight).
 llvm::Expected<std::vector<int>> inFlightFor(StringRef schedule, int numStages,
                                              int numMicrobatches) {
-  if (schedule == "gpipe")
+  namespace sched = pipeopt::schedule;
+  llvm::Expected<const sched::ScheduleInfo &> row =
+      sched::lookupSchedule(schedule);
+  if (!row)
+    return row.takeError();
+  switch (row->inFlight) {
+  case sched::InFlightRule::All:
     return part::gpipeInFlight(numStages, numMicrobatches);
-  if (schedule == "1f1b" || schedule == "interleaved-1f1b" ||
-      schedule == "zb-h1" || schedule == "zb-v")
+  case sched::InFlightRule::OneFOneB:
     return part::oneFOneBInFlight(numStages, numMicrobatches);
-  if (schedule == "inference" || schedule == "forward-only")
+  case sched::InFlightRule::One:
     return std::vector<int>(numStages, 1);
-  pipeopt::schedule::ScheduleParams params;
+  case sched::InFlightRule::Measured:
+    break;
+  }
+  sched::ScheduleParams params;
   params.numStages = numStages;
   params.numMicrobatches = numMicrobatches;
-  llvm::Expected<pipeopt::schedule::Schedule> table =
-      pipeopt::schedule::makeSchedule(schedule, params);
+  llvm::Expected<sched::Schedule> table = row->generate(params);
   if (!table)
     return table.takeError();
   std::vector<int> inFlight(numStages);
   for (int s = 0; s < numStages; ++s)
-    inFlight[s] = std::max(1, pipeopt::schedule::maxInFlight(*table, s));
+    inFlight[s] = std::max(1, sched::maxInFlight(*table, s));
   return inFlight;
 }
 
+/// The `schedule` option's help with the registry's names (Passes.td has
+/// the short form, which the generated pass documentation shows).
+llvm::StringRef scheduleOptionHelp() {
+  static const std::string help =
+      "Schedule whose in-flight microbatches size activation memory (any "
+      "pipe-schedule name: " +
+      pipeopt::schedule::scheduleNames() +
+      ", or an alias; by the in-flight rule of its registry row)";
+  return help;
+}
+
 struct PartitionPass : pipeopt::impl::PartitionPassBase<PartitionPass> {
-  using Base::Base;
+  PartitionPass() { schedule.setDescription(scheduleOptionHelp()); }
+  PartitionPass(PartitionPassOptions options) : Base(std::move(options)) {
+    schedule.setDescription(scheduleOptionHelp());
+  }
   void runOnOperation() override;
 
 private:

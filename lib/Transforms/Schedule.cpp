@@ -38,8 +38,21 @@ using namespace pipeopt;
 namespace sched = pipeopt::schedule;
 
 namespace {
+/// The `schedule` option's help with the registry's names (Passes.td has
+/// the short form, which the generated pass documentation shows).
+llvm::StringRef scheduleOptionHelp() {
+  static const std::string help =
+      "Schedule to generate (" + sched::scheduleNames() +
+      ", or an alias; default " + sched::kDefaultSchedule.str() +
+      "; not with csv)";
+  return help;
+}
+
 struct SchedulePass : pipeopt::impl::SchedulePassBase<SchedulePass> {
-  using Base::Base;
+  SchedulePass() { scheduleName.setDescription(scheduleOptionHelp()); }
+  SchedulePass(SchedulePassOptions options) : Base(std::move(options)) {
+    scheduleName.setDescription(scheduleOptionHelp());
+  }
   void runOnOperation() override;
 
 private:
@@ -103,9 +116,10 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
     p.numMicrobatches =
         numMicrobatches > 0 ? static_cast<int>(numMicrobatches) : S;
     p.waves = static_cast<int>(waves);
-    // Empty: not given (see Passes.td), the default 1f1b.
+    // Empty: not given (see Passes.td), the registry's default schedule.
     auto made = sched::makeSchedule(
-        scheduleName.empty() ? std::string("1f1b") : scheduleName.getValue(),
+        scheduleName.empty() ? llvm::StringRef(sched::kDefaultSchedule)
+                             : llvm::StringRef(scheduleName),
         p);
     if (!made)
       return report(fn, "cannot schedule @" + fn.getSymName() + ": ",

@@ -33,7 +33,6 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,15 +75,6 @@ private:
 
 } // namespace
 
-/// "pipedream-2bw" -> "pipedream2bw": case and '-'/'_' insensitive key.
-static std::string scheduleKey(StringRef name) {
-  std::string key;
-  for (char c : name)
-    if (c != '-' && c != '_')
-      key.push_back(llvm::toLower(c));
-  return key;
-}
-
 /// The system of the hardware's topology: speed 1 (the cost table is already
 /// in the device's seconds), its ranks per node, one NIC per rank (the cost
 /// model's topology has no NIC sharing) and its intra / inter-node links.
@@ -100,26 +90,6 @@ static sim::SystemConfig systemFromHardware(const cost::Hardware &hw) {
                  hw.topology.interNode.bandwidth};
   s.overlap = true;
   return s;
-}
-
-/// Assigns Action::weightVersion to the F / BW actions of an asynchronous
-/// (PipeDream) table the way the schedule library's generators do: a stage's
-/// version counts the weight updates applied on that stage before the F
-/// (one update every `updateEvery` backward passes), a BW uses its F's
-/// version (weight stashing).
-static void assignWeightVersions(sched::Schedule &s, int updateEvery) {
-  std::vector<int> done(s.numStages, 0);
-  std::map<std::pair<int, int>, int> fVersion;
-  for (auto &row : s.actions)
-    for (sched::Action &a : row) {
-      if (a.phase == sched::Phase::F) {
-        a.weightVersion = done[a.stage] / updateEvery;
-        fVersion[{a.stage, a.microbatch}] = a.weightVersion;
-      } else if (a.phase == sched::Phase::BW) {
-        a.weightVersion = fVersion[{a.stage, a.microbatch}];
-        ++done[a.stage];
-      }
-    }
 }
 
 FailureOr<SimResult>
@@ -149,11 +119,13 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
               "offending op): "
            << llvm::toString(std::move(e));
 
-  std::string key = scheduleKey(s.name);
-  if (key == "pipedream" || key == "pipedream2bw") {
-    s.async = true;
-    assignWeightVersions(s, key == "pipedream" ? 1 : S);
-  }
+  // The programs do not carry weight versions: an asynchronous schedule's
+  // registry row says how its generator assigned them.
+  if (const sched::ScheduleInfo *row = sched::findScheduleByKey(s.name))
+    if (row->async()) {
+      s.async = true;
+      sched::assignWeightVersions(s, row->weightVersions);
+    }
   if (optFactor < 0)
     optFactor = s.forwardOnly ? 0.0 : 3.0;
   res.optimizerFactor = optFactor;

@@ -21,6 +21,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Pipelines/Pipelines.h"
+#include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -111,7 +112,8 @@ static cl::opt<std::string>
     schedule("schedule",
              cl::desc("Schedule for pipe-schedule (front half); must be "
                       "forward-only for execution"),
-             cl::init("forward-only"), cl::cat(category));
+             cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
+             cl::cat(category));
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "

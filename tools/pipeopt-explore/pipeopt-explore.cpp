@@ -64,8 +64,8 @@ using pipeopt::schedule::kMaxPipelineCount;
 static cl::list<std::string> schedulesOpt(
     "schedules", cl::CommaSeparated,
     cl::desc("Schedules to compare (comma-separated; 'all' for every "
-             "registered schedule). Default: gpipe,1f1b,interleaved-1f1b,"
-             "zb-h1,zb-v,chimera,hanayo,dualpipev,pipedream"),
+             "registered training schedule). Default: the schedule "
+             "registry's default list (shown by --help)"),
     cl::cat(category));
 static cl::list<int> stagesOpt("stages", cl::CommaSeparated,
                                cl::desc("Pipeline ranks S (default 4,8)"),
@@ -509,11 +509,28 @@ int fail(llvm::Error e) {
   return 1;
 }
 
+/// The registry's rows pipeopt-explore compares by default
+/// (ScheduleInfo::exploreByDefault), in registry order.
+std::vector<std::string> defaultSchedules() {
+  std::vector<std::string> names;
+  for (const schedule::ScheduleInfo &i : schedule::listSchedules())
+    if (i.exploreByDefault)
+      names.push_back(i.name.str());
+  return names;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  static const std::string schedulesHelp =
+      "Schedules to compare (comma-separated names or aliases of the "
+      "schedule registry: " +
+      schedule::scheduleNames(",") +
+      "; 'all' for every one that is not forward-only). Default: " +
+      llvm::join(defaultSchedules(), ",");
+  schedulesOpt.setDescription(schedulesHelp);
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-explore: compare pipeline schedules at three abstraction "
@@ -593,12 +610,11 @@ int main(int argc, char **argv) {
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
   if (schedules.empty())
-    schedules = {"gpipe",   "1f1b",  "interleaved-1f1b", "zb-h1",    "zb-v",
-                 "chimera", "hanayo", "dualpipev",       "pipedream"};
+    schedules = defaultSchedules();
   if (schedules.size() == 1 && schedules[0] == "all") {
     schedules.clear();
     for (const schedule::ScheduleInfo &i : schedule::listSchedules())
-      if (i.name != "forward-only")
+      if (!i.forwardOnly)
         schedules.push_back(i.name.str());
   }
   // Points are grouped by (S, M, system) and ranked by schedule: a value
@@ -610,18 +626,21 @@ int main(int argc, char **argv) {
         return bad("--schedules: schedule '" + name +
                    "' is given twice (each schedule may appear once)");
   }
-  for (const std::string &name : schedules) {
-    bool known = llvm::any_of(schedule::listSchedules(),
-                              [&](const schedule::ScheduleInfo &i) {
-                                return i.name == name;
-                              });
-    if (!known) {
-      std::string all;
-      for (const schedule::ScheduleInfo &i : schedule::listSchedules())
-        all += (all.empty() ? "" : ", ") + i.name.str();
-      return fail(llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "unknown schedule '" + name + "' (known: " + all + ")"));
+  // Aliases name their row's schedule (rows, traces and rankings use the
+  // canonical name).
+  {
+    std::map<std::string, std::string> givenAs; // canonical -> as given
+    for (std::string &name : schedules) {
+      llvm::Expected<const schedule::ScheduleInfo &> row =
+          schedule::lookupSchedule(name);
+      if (!row)
+        return fail(row.takeError());
+      auto [it, inserted] = givenAs.emplace(row->name.str(), name);
+      if (!inserted)
+        return bad("--schedules: '" + it->second + "' and '" + name +
+                   "' name the same schedule '" + it->first +
+                   "' (each schedule may appear once)");
+      name = row->name.str();
     }
   }
   std::vector<int> stages(stagesOpt.begin(), stagesOpt.end());
@@ -718,8 +737,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> skipped;
   std::optional<Timeline> traceTimeline;
   std::string traceTitle;
-  const std::string traceSched =
-      traceScheduleOpt.empty() ? schedules.front() : traceScheduleOpt;
+  // An alias in --trace-schedule names its row's schedule too.
+  const schedule::ScheduleInfo *traceRow =
+      schedule::findSchedule(traceScheduleOpt);
+  const std::string traceSched = traceScheduleOpt.empty() ? schedules.front()
+                                 : traceRow               ? traceRow->name.str()
+                                                          : traceScheduleOpt;
   const int traceS = traceStagesOpt ? traceStagesOpt : stages.front();
   const int traceM = traceMicrobatchesOpt ? traceMicrobatchesOpt : microbatches.front();
   const std::string traceSys =
@@ -731,8 +754,10 @@ int main(int argc, char **argv) {
   for (const std::string &name : schedules) {
     schedule::ScheduleParams like;
     like.waves = wavesOpt;
-    if (virtualStagesOpt > 0 &&
-        (name == "interleaved-1f1b" || name == "looped-bfs"))
+    // --virtual-stages applies to the schedules whose chunks per rank are
+    // configurable (their registry row's ChunkRule).
+    if (virtualStagesOpt > 0 && schedule::findSchedule(name)->chunks.kind ==
+                                    schedule::ChunkRule::Configurable)
       like.virtualStages = virtualStagesOpt;
     const ScheduleShape shape = probeShape(name, like);
     for (int S : stages)

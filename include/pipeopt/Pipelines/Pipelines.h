@@ -10,6 +10,8 @@
 #ifndef PIPEOPT_PIPELINES_PIPELINES_H
 #define PIPEOPT_PIPELINES_PIPELINES_H
 
+#include "pipeopt/Schedule/Schedule.h"
+
 #include "mlir/Pass/PassOptions.h"
 
 #include <string>
@@ -43,10 +45,10 @@ struct PipeoptPipelineOptions
       llvm::cl::init(8)};
   Option<std::string> schedule{
       *this, "schedule",
-      llvm::cl::desc("Schedule for pipe-schedule (any name it knows, e.g. "
-                     "1f1b, gpipe, interleaved-1f1b, zb-h1, chimera, "
-                     "forward-only)"),
-      llvm::cl::init("1f1b")};
+      llvm::cl::desc("Schedule for pipe-schedule and pipe-partition's "
+                     "memory rule (a name or alias of the schedule registry; "
+                     "`pipeopt --help` lists them under pipe-schedule)"),
+      llvm::cl::init(std::string(schedule::kDefaultSchedule))};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Chunks per rank for interleaved schedules (0: the "

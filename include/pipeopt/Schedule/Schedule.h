@@ -150,19 +150,124 @@ struct ScheduleParams {
   int waves = 1;  ///< Hanayo waves.
 };
 
-/// Build the schedule called `name` (see listSchedules()). Impossible
-/// parameters give an llvm::Error that names the constraint, e.g.
-/// "1f1b needs num-microbatches >= num-stages (4), got 2".
+/// Build the schedule called `name` (a registry name or alias, see
+/// findSchedule()). Impossible parameters give an llvm::Error that names
+/// the constraint, e.g. "1f1b needs num-microbatches >= num-stages (4), got
+/// 2"; an unknown name gives "unknown schedule 'x' (known: gpipe, ...)".
 llvm::Expected<Schedule> makeSchedule(llvm::StringRef name,
                                       const ScheduleParams &p);
 
-/// One registry entry.
-struct ScheduleInfo {
-  llvm::StringRef name;
-  llvm::StringRef summary;  ///< One line, including the source.
+//===----------------------------------------------------------------------===//
+// Schedule registry
+//===----------------------------------------------------------------------===//
+//
+// One row per schedule (lib/Schedule/Registry.cpp): the only place that knows
+// a schedule by name. The passes, the partitioner's memory rule, the
+// simulator's formula level and pipeopt-explore read the rows; adding a
+// schedule is one generator plus one row.
+//
+
+/// A schedule generator (see makeSchedule()).
+using Generator = llvm::Expected<Schedule> (*)(const ScheduleParams &);
+
+/// Chunks (virtual stages) a rank holds.
+struct ChunkRule {
+  enum Kind : uint8_t {
+    Fixed,        ///< Always `count`; virtual-stages must be 0 or `count`.
+    Configurable, ///< virtual-stages; `count` when it is 0.
+    PerWave,      ///< `count` x waves (Hanayo).
+  };
+  Kind kind = Fixed;
+  int count = 1;
 };
-/// All registered schedules, in a stable order.
+
+/// Microbatches whose activations a stage keeps at its peak, as
+/// pipe-partition's memory model counts them (stage s of S, M microbatches).
+enum class InFlightRule : uint8_t {
+  All,      ///< M (GPipe: everything until the flush).
+  OneFOneB, ///< min(S - s, M) (PipeDream-Flush bound; partition::
+            ///< oneFOneBInFlight).
+  One,      ///< 1 (forward-only: nothing is kept for a backward).
+  Measured, ///< Generate the table for (S, M) and take maxInFlight().
+};
+
+/// Weight versions of an asynchronous schedule (Action::weightVersion).
+enum class WeightVersions : uint8_t {
+  None,        ///< Synchronous: a flush ends the batch, no versions.
+  PerBackward, ///< A stage's version advances after every backward
+               ///< (PipeDream weight stashing).
+  PerRound,    ///< ... after every S backwards (PipeDream-2BW, double
+               ///< buffered).
+};
+
+/// The closed-form family the simulator's level 1 (sim::evaluateFormula)
+/// uses; each member's formulas and their sources are in Simulator.h
+/// (namespace sim::formula) and Formula.cpp.
+enum class ClosedForm : uint8_t {
+  None,        ///< No closed form: level 1 reports n/a.
+  GPipe,       ///< (S-1)/(M+S-1), M in flight.
+  OneFOneB,    ///< (S-1)/(M+S-1), min(S-s, M) in flight.
+  Interleaved, ///< (S-1)/(v*M+S-1), Megatron's warm-up in flight.
+  ZBH1,        ///< bubble time (S-1)(F+B-W), 1F1B's in-flight peak.
+  Chimera,     ///< (S-2)/(2M+S-2), two pipelines.
+  PipeDream,   ///< 1F1B's fill/drain, S-s stashed weight versions.
+  ForwardOnly, ///< GPipe's forward half, 1 in flight.
+};
+
+/// One registry row.
+struct ScheduleInfo {
+  llvm::StringRef name;                 ///< Canonical name ("1f1b").
+  std::vector<llvm::StringRef> aliases; ///< Other accepted names ("dapple").
+  llvm::StringRef summary;              ///< One line, including the source.
+  Generator generate = nullptr;
+  ChunkRule chunks;
+  bool splitBackward = false; ///< B and W separate (Schedule::splitBackward).
+  bool forwardOnly = false;   ///< Inference (Schedule::forwardOnly).
+  WeightVersions weightVersions = WeightVersions::None;
+  InFlightRule inFlight = InFlightRule::Measured;
+  ClosedForm closedForm = ClosedForm::None;
+  /// Paper and section of the closed form ("" when closedForm is None).
+  llvm::StringRef closedFormSource;
+  /// Parameter constraints the generator enforces, for people ("M >= S").
+  llvm::StringRef constraints;
+  /// In pipeopt-explore's default --schedules list.
+  bool exploreByDefault = false;
+
+  /// Asynchronous (no flush; Schedule::async).
+  bool async() const { return weightVersions != WeightVersions::None; }
+  /// Chunks per rank this schedule uses for `p` (0 when p is invalid, e.g.
+  /// Hanayo with waves < 1).
+  int chunksPerRank(const ScheduleParams &p) const;
+};
+
+/// All registered schedules, in a stable order (the order of error messages
+/// and of `pipeopt-explore --schedules=all`).
 const std::vector<ScheduleInfo> &listSchedules();
+
+/// The row whose name or one of whose aliases is exactly `name`; nullptr
+/// when there is none.
+const ScheduleInfo *findSchedule(llvm::StringRef name);
+/// findSchedule(), or the error "unknown schedule '<name>' (known: <the
+/// canonical names in registry order>)".
+llvm::Expected<const ScheduleInfo &> lookupSchedule(llvm::StringRef name);
+/// Like findSchedule(), but ignoring case, '-', '_' and ' ' ("ZB_H1" finds
+/// zb-h1): for a Schedule::name read back from IR or set by hand, as the
+/// simulator does. nullptr for a name of no row (e.g. "csv").
+const ScheduleInfo *findScheduleByKey(llvm::StringRef name);
+/// The canonical names, in registry order, joined by `separator`.
+std::string scheduleNames(llvm::StringRef separator = ", ");
+
+/// The default schedule of pipe-schedule, pipe-partition and
+/// pipeopt-pipeline (a registry name).
+constexpr llvm::StringLiteral kDefaultSchedule = "1f1b";
+/// The inference schedule, pipeopt-compile's default (a registry name).
+constexpr llvm::StringLiteral kInferenceSchedule = "forward-only";
+
+/// Sets Action::weightVersion on every F / BW of `s` by `rule`: a stage's
+/// version counts its weight updates before the F (one update per backward
+/// for PerBackward, per s.numStages backwards for PerRound), a BW uses its
+/// F's version (weight stashing). None leaves the table as it is.
+void assignWeightVersions(Schedule &s, WeightVersions rule);
 
 /// Individual generators (same semantics as makeSchedule(name, p)).
 llvm::Expected<Schedule> makeGPipe(const ScheduleParams &p);

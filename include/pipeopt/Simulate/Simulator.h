@@ -156,11 +156,12 @@ int pipeDreamMaxDelay(int S);
 double pipeDreamMeanDelay(int S);
 } // namespace formula
 
-/// Level 1. Identifies the schedule family from `s.name` ("gpipe", "1f1b",
-/// "interleaved-1f1b", "zb-h1", "chimera", "pipedream"; case and '-'/'_'
-/// insensitive) and evaluates its closed forms with the bottleneck stage's
-/// times. Other schedules: `available = false`. Makespan = M * t / (1 -
-/// bubble) with t the largest per-rank compute per microbatch (seconds
+/// Level 1. Identifies the closed-form family from `s.name` through the
+/// schedule registry (schedule::findScheduleByKey: a name or alias, case,
+/// '-', '_' and ' ' insensitive; ScheduleInfo::closedForm) and evaluates its
+/// closed forms with the bottleneck stage's times. Schedules whose row has
+/// no closed form, and names of no row: `available = false`. Makespan = M * t /
+/// (1 - bubble) with t the largest per-rank compute per microbatch (seconds
 /// scaled by sys.computeSpeed); activation peaks: GPipe M, 1F1B / ZB-H1 /
 /// PipeDream min(S-s, M), interleaved per Megatron's warm-up count,
 /// Chimera two 1F1B pipelines of M/2 each; weights: stages on the rank,

@@ -13,6 +13,7 @@
 #include "mlir/Pass/Pass.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Schedule/Schedule.h" // kDefaultSchedule (option defaults)
 
 #include <memory>
 

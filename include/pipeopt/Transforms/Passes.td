@@ -110,9 +110,9 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"scheduleName", "schedule", "std::string", /*default=*/"\"\"",
-           "Schedule to generate (gpipe, 1f1b, interleaved-1f1b, looped-bfs, "
-           "zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, "
-           "pipedream-2bw, forward-only; default 1f1b; not with csv)">,
+           "Schedule to generate: a name or alias of the schedule registry "
+           "(schedule::listSchedules(); `pipeopt --help` lists them); "
+           "default 1f1b; not with csv">,
     Option<"csvPath", "csv", "std::string", /*default=*/"\"\"",
            "Import the schedule from this torch.distributed.pipelining action "
            "CSV instead of generating one (not with schedule, virtual-stages, "
@@ -200,7 +200,8 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     `docs/CostModel.md`) on `device` / `hardware`, and runs the simulator
     (`include/pipeopt/Simulate/Simulator.h`) at its three levels:
 
-    - `formula`: the schedule family's closed forms (n/a for schedules
+    - `formula`: the closed forms of the family the schedule's registry
+      row names (schedule::ScheduleInfo::closedForm; n/a for schedules
       without one);
     - `table`: the table executed with the per-stage F/B/W times, free
       communication;
@@ -217,8 +218,9 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     positions of the cost model's rule) times (1 + `optimizer-factor`);
     boundary bytes = the bytes of the values the stage sends to the next
     one (all stage graph edges, skip connections included, are simulated
-    with their own bytes). Asynchronous schedules (`pipedream`,
-    `pipedream-2bw`) also get weight staleness.
+    with their own bytes). Asynchronous schedules (registry rows
+    with weight versions: `pipedream`, `pipedream-2bw`) also get weight
+    staleness.
 
     Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
     writes, runtime/docs/Runtime.md; read with `cost::loadProfile`) replaces
@@ -336,10 +338,12 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     and in the report's `tied_weights`.
 
     In-flight microbatches per stage s (of S, with M microbatches), for the
-    activation memory: `gpipe` keeps all M; `1f1b`, `interleaved-1f1b`,
-    `zb-h1` and `zb-v` keep min(S - s, M) (PipeDream-Flush bound; the
-    zero-bubble schedules H1 and V match 1F1B's peak, Qi et al. ICLR'24);
-    `inference` keeps 1.
+    activation memory, follow the in-flight rule of the schedule's registry
+    row (schedule::InFlightRule): `gpipe` keeps all M; `1f1b`,
+    `interleaved-1f1b`, `zb-h1` and `zb-v` keep min(S - s, M)
+    (PipeDream-Flush bound; the zero-bubble schedules H1 and V match 1F1B's
+    peak, Qi et al. ICLR'24); `forward-only` (alias `inference`) keeps 1;
+    the others are generated for (S, M) and their table measured.
 
     Report: `report=-` prints a per-stage table and a comparison with the
     `uniform` and `params` baselines ("vs uniform: -12.3%") to stdout;
@@ -362,11 +366,11 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
            "Number of pipeline stages (>= 1)">,
     Option<"numMicrobatches", "num-microbatches", "int64_t", "1",
            "Microbatches per iteration, for in-flight activation memory">,
-    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+    Option<"schedule", "schedule", "std::string",
+           "std::string(::pipeopt::schedule::kDefaultSchedule)",
            "Schedule whose in-flight microbatches size activation memory: "
-           "any pipe-schedule name (closed forms for gpipe and the 1F1B "
-           "family, the generated table for the others); inference or "
-           "forward-only keeps one">,
+           "any pipe-schedule name, by the in-flight rule of its registry "
+           "row (`pipeopt --help` lists the names)">,
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
