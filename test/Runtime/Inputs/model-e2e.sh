@@ -15,7 +15,9 @@
 #
 # Environment: E2E_INPUTS="I=FILE.npy ..." replaces the random data of model
 # input I by FILE (inputs whose random data is not meaningful, such as
-# BERT's attention mask, which must be 0 or 1).
+# BERT's attention mask, which must be 0 or 1). E2E_DIFF_ARGS: extra
+# pipeopt-npy-diff options (--allow-nan for a model whose outputs are NaN in
+# every correct build).
 #
 # Prints one "<stages>-stage <comm>: ..." line per comparison and the
 # elapsed seconds of every step ("time ..."). Exits nonzero on the first
@@ -48,7 +50,8 @@ step() { # step NAME COMMAND... : runs the command and prints its time
 
 compare() { # compare LABEL DIR: DIR's outputs against the reference
   local r
-  if r=$("$DIFF" "$2" "$OUT/ref"); then
+  # shellcheck disable=SC2086
+  if r=$("$DIFF" ${E2E_DIFF_ARGS:-} "$2" "$OUT/ref"); then
     echo "$1: $r"
   else
     echo "$1: $r"
