@@ -225,6 +225,20 @@ int main(int argc, char **argv) {
   if (!obj)
     return fail(obj.takeError());
 
+  if (stagesOpt > (*obj)->dim())
+    return fail(llvm::formatv("--stages must be in [1, {0}] (one block of at "
+                              "least one parameter per stage), got {1}",
+                              (*obj)->dim(), stagesOpt.getValue()));
+  if (budgetOpt < 1 || budgetOpt > 10000000)
+    return fail("--budget must be in [1, 10000000] slots, got " +
+                llvm::Twine(budgetOpt.getValue()));
+  if (localStepsOpt < 1)
+    return fail("--local-steps must be >= 1, got " +
+                llvm::Twine(localStepsOpt.getValue()));
+  if (samplesOpt < 1 || samplesOpt > 100000)
+    return fail("--samples must be in [1, 100000], got " +
+                llvm::Twine(samplesOpt.getValue()));
+
   std::vector<Method> methods;
   for (const std::string &name : methodsOpt) {
     llvm::Expected<Method> m = parseMethod(name);

@@ -322,6 +322,84 @@ TEST(Converge, LocalSGDRoundTable) {
 }
 
 //===----------------------------------------------------------------------===//
+// The paper's qualitative findings (fixed seeds, tuned steps, same budget)
+//===----------------------------------------------------------------------===//
+
+MethodResult tune(const Objective &obj, RunConfig c,
+                  const std::vector<double> &steps) {
+  llvm::Expected<MethodResult> m = tuneMethod(obj, c, steps, {1, 2});
+  if (!m) {
+    ADD_FAILURE() << llvm::toString(m.takeError());
+    return MethodResult();
+  }
+  return std::move(*m);
+}
+
+double largestStable(const MethodResult &m) {
+  double best = 0;
+  for (const SweepEntry &e : m.sweep)
+    if (e.stable)
+      best = std::max(best, e.stepSize);
+  return best;
+}
+
+// Random least squares, S = 8, 1000 slots: PipeDream's S/2 block updates
+// per slot outrun LocalSGD's rounds (2RH + 2(S-1) slots for RH
+// microbatches) by orders of magnitude (docs/Convergence.md: 2.8e-18
+// against 5e-10 with this grid).
+TEST(Converge, PipeDreamBeatsLocalSGDOnTheQuadratic) {
+  auto obj = objective(ObjectiveKind::Quadratic);
+  ASSERT_TRUE(obj);
+  RunConfig c;
+  c.stages = 8;
+  c.budgetSlots = 1000;
+  c.numSamples = 50;
+  std::vector<double> steps = stepGrid(obj->smoothness(), -8, 1, 1);
+  c.method = Method::PipeDream;
+  MethodResult pd = tune(*obj, c, steps);
+  ASSERT_TRUE(pd.selectedStable);
+  for (int H : {1, 4}) {
+    c.method = Method::LocalSGD;
+    c.localSteps = H;
+    MethodResult local = tune(*obj, c, steps);
+    ASSERT_TRUE(local.selectedStable);
+    EXPECT_LT(pd.best().finalMean * 1e3, local.best().finalMean)
+        << "H = " << H;
+  }
+}
+
+// RPD with delta = floor(S^2 - S/2) = 60 at S = 8 has PipeDream's stability
+// edge and tuned step; delta / 8 tolerates larger steps and 8 delta only
+// smaller ones (step grid of 4 points per octave).
+TEST(Converge, RPDWithTheSteadyStateDelayTracksPipeDream) {
+  auto obj = objective(ObjectiveKind::Quadratic);
+  ASSERT_TRUE(obj);
+  RunConfig c;
+  c.stages = 8;
+  c.budgetSlots = 1000;
+  c.numSamples = 50;
+  std::vector<double> steps = stepGrid(obj->smoothness(), -8, 1, 4);
+  c.method = Method::PipeDream;
+  MethodResult pd = tune(*obj, c, steps);
+  auto gap = [&](int delta) {
+    RunConfig r = c;
+    r.method = Method::RPD;
+    r.rpdDelta = delta;
+    MethodResult m = tune(*obj, r, steps);
+    return std::pair{std::fabs(std::log2(largestStable(m) / largestStable(pd))),
+                     std::fabs(std::log2(m.best().stepSize /
+                                         pd.best().stepSize))};
+  };
+  auto [edgeDefault, tunedDefault] = gap(-1);  // floor(64 - 4) = 60
+  auto [edgeSmall, tunedSmall] = gap(7);
+  auto [edgeLarge, tunedLarge] = gap(480);
+  EXPECT_LT(edgeDefault, edgeSmall);
+  EXPECT_LT(edgeDefault, edgeLarge);
+  EXPECT_LT(tunedDefault, tunedSmall);
+  EXPECT_LT(tunedDefault, tunedLarge);
+}
+
+//===----------------------------------------------------------------------===//
 // Errors
 //===----------------------------------------------------------------------===//
 

@@ -280,8 +280,8 @@ struct MethodResult {
 
 /// Stable-selection rule (docs/Convergence.md, after the notes' section 4):
 /// the tail window is the last `tailFraction` of the curve points. An
-/// entry is stable when no seed diverged and the mean curve does not grow
-/// over its tail: the mean of the tail's second half is at most
+/// entry is stable when no seed diverged, its tail mean is below the
+/// initial sub-optimality and the mean curve does not grow over its tail: the mean of the tail's second half is at most
 /// (1 + growTolerance) times the mean of its first half. The selected step
 /// is the smallest stable one whose tail mean is within `withinBest`
 /// (relative) of the best stable tail mean; with no stable entry, the
@@ -347,7 +347,9 @@ double fitPowerLaw(const std::vector<double> &x, const std::vector<double> &y,
 /// One stage count of the scaling experiment.
 struct ScalingPoint {
   int stages = 0;
-  int maxDelay = 0;         ///< Largest delay seen by the simulator.
+  /// Largest delay the simulator applied in the second half of the
+  /// updates of one run at the fixed step (past the start-up transient).
+  int maxDelay = 0;
   double largestStableStep = 0;  ///< Largest stable grid step (0: none).
   double floorAtFixedStep = 0;   ///< Tail mean at the fixed step.
 };

@@ -58,6 +58,7 @@ void score(SweepEntry &e, const SelectionRule &rule) {
   e.finalMean = e.meanCurve.back();
   double first = mean(e.meanCurve, from, mid), second = mean(e.meanCurve, mid, n);
   e.stable = !e.diverged && std::isfinite(e.tailMean) &&
+             e.tailMean < e.runs.front().initialSubopt &&
              second <= (1 + rule.growTolerance) * first;
 }
 
@@ -267,13 +268,17 @@ std::string converge::summaryTable(const Comparison &c) {
                       "stable", "updates", "params");
   for (const MethodResult &m : c.results) {
     const SweepEntry &b = m.best();
-    std::string params;
+    std::vector<std::string> items;
     for (const auto &kv : methodParams(m.config)) {
       std::string v;
       llvm::raw_string_ostream vs(v);
       vs << kv.second;
-      params += (params.empty() ? "" : " ") + kv.first.str() + "=" + v;
+      items.push_back(kv.first.str() + "=" + v);
     }
+    std::sort(items.begin(), items.end());  // json::Object is unordered
+    std::string params;
+    for (const std::string &item : items)
+      params += (params.empty() ? "" : " ") + item;
     auto num = [](double v) {
       return std::isfinite(v) ? llvm::formatv("{0:e3}", v).str()
                               : std::string("diverged");
@@ -463,8 +468,11 @@ converge::runScaling(const Objective &obj, const RunConfig &base,
     llvm::Expected<RunResult> r = runMethod(obj, c);
     if (!r)
       return r.takeError();
-    for (const UpdateRecord &u : r->updates)
-      for (int d : u.delay)
+    // The second half of the updates: past PipeDream's start-up transient
+    // (delays up to about 5S^2/4 there; the repo's delay script does the
+    // same, notes section 1.3).
+    for (size_t k = r->updates.size() / 2; k < r->updates.size(); ++k)
+      for (int d : r->updates[k].delay)
         p.maxDelay = std::max(p.maxDelay, d);
     out.points.push_back(p);
   }
