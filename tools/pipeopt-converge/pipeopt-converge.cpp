@@ -145,7 +145,7 @@ static cl::list<int> stagesListOpt(
 static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
     cl::desc("scaling: the fixed step (absolute) whose error floor is fitted "
-             "(default 2^-8 / L)"),
+             "(default 2^-4 / L; pair it with --noise for a floor)"),
     cl::cat(category));
 static cl::opt<bool> quietOpt("quiet", cl::init(false),
                               cl::desc("No progress lines on stderr"),
@@ -289,7 +289,7 @@ int main(int argc, char **argv) {
         perOctaveOpt.getNumOccurrences() ? perOctaveOpt.getValue() : 4;
     std::vector<double> steps =
         stepGrid(L, minExpOpt, maxExpOpt, perOctave);
-    const double fixed = fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-8) / L;
+    const double fixed = fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-4) / L;
     auto progress = [&](int done, int total) {
       if (!quietOpt && (done % 50 == 0 || done == total))
         llvm::errs() << llvm::formatv("pipeopt-converge: scaling {0}/{1} runs\n",

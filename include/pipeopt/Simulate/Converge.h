@@ -352,6 +352,12 @@ struct ScalingPoint {
   int maxDelay = 0;
   double largestStableStep = 0;  ///< Largest stable grid step (0: none).
   double floorAtFixedStep = 0;   ///< Tail mean at the fixed step.
+  /// The same runs with every read forced fresh (RunConfig::forceZeroDelay:
+  /// same update order, batches and noise): the floor without staleness.
+  double zeroDelayFloor = 0;
+  /// floorAtFixedStep - zeroDelayFloor: what the stale reads add, the
+  /// quantity the paper's stale-read term gamma^2 L^2 delta^2 G^2 bounds.
+  double staleExcess = 0;
 };
 struct ScalingResult {
   std::string objective;
@@ -361,11 +367,14 @@ struct ScalingResult {
   double stepExponent = 0, stepR2 = 0;    ///< largestStableStep ~ S^b.
   double floorExponent = 0, floorR2 = 0;  ///< floorAtFixedStep ~ S^b.
   double delayExponent = 0, delayR2 = 0;  ///< maxDelay ~ S^b.
+  double excessExponent = 0, excessR2 = 0;  ///< staleExcess ~ S^b.
 };
 
 /// For every S in `stageCounts`, runs `base.method` over the fine grid
 /// `steps` (all seeds) and records the largest step that is stable (rule
-/// as in selectStep) and the tail mean at `fixedStep`; fits exponents.
+/// as in selectStep), the tail mean at `fixedStep` with and without
+/// staleness and the largest delay; fits exponents (fitPowerLaw; points
+/// with a value <= 0 or not finite are left out of a fit).
 llvm::Expected<ScalingResult>
 runScaling(const Objective &obj, const RunConfig &base,
            const std::vector<int> &stageCounts, const std::vector<double> &steps,

@@ -461,6 +461,25 @@ converge::runScaling(const Objective &obj, const RunConfig &base,
       if (e.stepSize == fixedStep)
         p.floorAtFixedStep = e.tailMean;
     }
+    // The fixed step without staleness (same order, batches and noise).
+    {
+      RunConfig z = c;
+      z.stepSize = fixedStep;
+      z.forceZeroDelay = true;
+      SweepEntry e;
+      e.stepSize = fixedStep;
+      for (uint64_t seed : seeds) {
+        z.seed = seed;
+        llvm::Expected<RunResult> r = runMethod(obj, z);
+        if (!r)
+          return r.takeError();
+        e.runs.push_back(std::move(*r));
+      }
+      std::vector<SweepEntry> one(1, std::move(e));
+      selectStep(one, rule);
+      p.zeroDelayFloor = one.front().tailMean;
+      p.staleExcess = p.floorAtFixedStep - p.zeroDelayFloor;
+    }
     // Largest delay the simulator saw at this S (one recorded run).
     c.stepSize = fixedStep;
     c.seed = seeds.front();
@@ -476,13 +495,15 @@ converge::runScaling(const Objective &obj, const RunConfig &base,
         p.maxDelay = std::max(p.maxDelay, d);
     out.points.push_back(p);
   }
-  std::vector<double> xs, st, fl, dl;
+  std::vector<double> xs, st, fl, dl, ex;
   for (const ScalingPoint &p : out.points) {
     xs.push_back(p.stages);
     st.push_back(p.largestStableStep);
     fl.push_back(p.floorAtFixedStep);
     dl.push_back(p.maxDelay);
+    ex.push_back(p.staleExcess);
   }
+  out.excessExponent = fitPowerLaw(xs, ex, nullptr, &out.excessR2);
   out.stepExponent = fitPowerLaw(xs, st, nullptr, &out.stepR2);
   out.floorExponent = fitPowerLaw(xs, fl, nullptr, &out.floorR2);
   out.delayExponent = fitPowerLaw(xs, dl, nullptr, &out.delayR2);
@@ -496,7 +517,9 @@ llvm::json::Value converge::toJSON(const ScalingResult &r) {
         {"stages", p.stages},
         {"max_delay", p.maxDelay},
         {"largest_stable_step", p.largestStableStep},
-        {"floor_at_fixed_step", number(p.floorAtFixedStep)}});
+        {"floor_at_fixed_step", number(p.floorAtFixedStep)},
+        {"zero_delay_floor", number(p.zeroDelayFloor)},
+        {"stale_excess", number(p.staleExcess)}});
   return llvm::json::Object{
       {"experiment", "scaling"},
       {"objective", r.objective},
@@ -508,7 +531,9 @@ llvm::json::Value converge::toJSON(const ScalingResult &r) {
       {"floor_exponent", number(r.floorExponent)},
       {"floor_r2", number(r.floorR2)},
       {"max_delay_exponent", number(r.delayExponent)},
-      {"max_delay_r2", number(r.delayR2)}};
+      {"max_delay_r2", number(r.delayR2)},
+      {"stale_excess_exponent", number(r.excessExponent)},
+      {"stale_excess_r2", number(r.excessR2)}};
 }
 
 std::string converge::scalingTable(const ScalingResult &r) {
@@ -516,16 +541,22 @@ std::string converge::scalingTable(const ScalingResult &r) {
   llvm::raw_string_ostream os(out);
   os << llvm::formatv("scaling: objective {0}, method {1}, fixed step {2:e3}\n",
                       r.objective, methodName(r.method), r.fixedStep);
-  os << llvm::formatv("{0,6} {1,10} {2,20} {3,20}\n", "S", "max_delay",
-                      "largest_stable_step", "floor_at_fixed_step");
+  os << llvm::formatv("{0,6} {1,10} {2,20} {3,20} {4,17} {5,13}\n", "S",
+                      "max_delay", "largest_stable_step",
+                      "floor_at_fixed_step", "zero_delay_floor",
+                      "stale_excess");
   for (const ScalingPoint &p : r.points)
-    os << llvm::formatv("{0,6} {1,10} {2,20:e3} {3,20:e3}\n", p.stages,
-                        p.maxDelay, p.largestStableStep, p.floorAtFixedStep);
+    os << llvm::formatv("{0,6} {1,10} {2,20:e3} {3,20:e3} {4,17:e3} "
+                        "{5,13:e3}\n",
+                        p.stages, p.maxDelay, p.largestStableStep,
+                        p.floorAtFixedStep, p.zeroDelayFloor, p.staleExcess);
   os << llvm::formatv("fitted exponent (log-log least squares): "
                       "largest stable step ~ S^{0:f2} (R^2 {1:f3}), floor at "
-                      "fixed step ~ S^{2:f2} (R^2 {3:f3}), max delay ~ S^{4:f2} "
-                      "(R^2 {5:f3})\n",
+                      "fixed step ~ S^{2:f2} (R^2 {3:f3}), stale excess ~ "
+                      "S^{4:f2} (R^2 {5:f3}), max delay ~ S^{6:f2} (R^2 "
+                      "{7:f3})\n",
                       r.stepExponent, r.stepR2, r.floorExponent, r.floorR2,
-                      r.delayExponent, r.delayR2);
+                      r.excessExponent, r.excessR2, r.delayExponent,
+                      r.delayR2);
   return out;
 }
