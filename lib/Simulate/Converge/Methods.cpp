@@ -228,6 +228,15 @@ public:
     ++result_.blockUpdates;
   }
 
+  /// Drops every version but the newest (sync: after a step no read refers
+  /// to an older one); version numbers restart at 0.
+  void collapse() {
+    for (auto &rep : versions_)
+      for (auto &blk : rep)
+        if (blk.size() > 1)
+          blk.erase(blk.begin(), blk.end() - 1);
+  }
+
   /// Block s of replica rep at version v.
   const std::vector<double> &blockAt(int rep, int s, int v) const {
     return versions_[rep][s][v];
@@ -435,6 +444,7 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
         pending[a.stage] = 0;
       }
     }
+    e.collapse();  // the step's reads are all consumed
   }
   return llvm::Error::success();
 }
@@ -586,6 +596,17 @@ llvm::Expected<int> converge::pipeDreamMicrobatchesForBudget(int stages,
       hi = mid;
     else
       lo = mid + 1;
+  }
+  if (lo == schedule::kMaxPipelineCount) {
+    llvm::Expected<long> len = length(lo);
+    if (!len)
+      return len.takeError();
+    if (*len < budget)
+      return error(llvm::formatv("budget {0} is longer than the largest "
+                                 "PipeDream table ({1} microbatches, {2} "
+                                 "slots)",
+                                 budget, lo, *len)
+                       .str());
   }
   std::lock_guard<std::mutex> lock(mu);
   known[{stages, budget}] = lo;
