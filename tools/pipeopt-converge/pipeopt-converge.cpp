@@ -107,8 +107,8 @@ static cl::opt<int> minExpOpt(
     cl::desc("Step grid: smallest step 2^k / L (default -12)"),
     cl::cat(category));
 static cl::opt<int> maxExpOpt(
-    "max-step-exp", cl::init(1),
-    cl::desc("Step grid: largest step 2^k / L (default 1)"), cl::cat(category));
+    "max-step-exp", cl::init(4),
+    cl::desc("Step grid: largest step 2^k / L (default 4)"), cl::cat(category));
 static cl::opt<int> perOctaveOpt(
     "steps-per-octave", cl::init(1),
     cl::desc("Step grid points per factor of two (default 1; scaling: 4)"),
@@ -146,6 +146,12 @@ static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
     cl::desc("scaling: the fixed step (absolute) whose error floor is fitted "
              "(default 2^-4 / L; pair it with --noise for a floor)"),
+    cl::cat(category));
+static cl::opt<bool> smoothOpt(
+    "smooth-selection", cl::init(false),
+    cl::desc("Also require the paper code's smoothness tests of the tail "
+             "(coefficient of variation, upward steps, jumps, total "
+             "variation, log slope) for a stable step"),
     cl::cat(category));
 static cl::opt<bool> quietOpt("quiet", cl::init(false),
                               cl::desc("No progress lines on stderr"),
@@ -295,8 +301,10 @@ int main(int argc, char **argv) {
         llvm::errs() << llvm::formatv("pipeopt-converge: scaling {0}/{1} runs\n",
                                       done, total);
     };
+    SelectionRule rule;
+    rule.smoothness = smoothOpt;
     llvm::Expected<ScalingResult> r =
-        runScaling(**obj, base, stages, steps, seeds, fixed, {}, progress);
+        runScaling(**obj, base, stages, steps, seeds, fixed, rule, progress);
     if (!r)
       return fail(r.takeError());
     if (formatOpt == Format::JSON)
@@ -316,11 +324,13 @@ int main(int argc, char **argv) {
     cmp.fStarNote = (*obj)->optimumNote();
     cmp.smoothness = L;
     cmp.seeds = seeds;
+    cmp.rule.smoothness = smoothOpt;
     std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctaveOpt);
     for (size_t i = 0; i < methods.size(); ++i) {
       RunConfig c = base;
       c.method = methods[i];
-      llvm::Expected<MethodResult> m = tuneMethod(**obj, c, steps, seeds);
+      llvm::Expected<MethodResult> m =
+          tuneMethod(**obj, c, steps, seeds, cmp.rule);
       if (!m)
         return fail(llvm::Twine(methodName(methods[i])) + ": " +
                     llvm::toString(m.takeError()));

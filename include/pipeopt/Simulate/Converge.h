@@ -281,9 +281,15 @@ struct MethodResult {
 /// Stable-selection rule (docs/Convergence.md, after the notes' section 4):
 /// the tail window is the last `tailFraction` of the curve points. An
 /// entry is stable when no seed diverged, its tail mean is below the
-/// initial sub-optimality and the mean curve does not grow over its tail: the mean of the tail's second half is at most
-/// (1 + growTolerance) times the mean of its first half. The selected step
-/// is the smallest stable one whose tail mean is within `withinBest`
+/// initial sub-optimality and the mean curve does not grow over its tail:
+/// the mean of the tail's second half is at most (1 + growTolerance) times
+/// the mean of its first half. With `smoothness` (the paper code's stricter
+/// test, thresholds of its synthetic experiments) the tail y_1..y_n of the
+/// mean curve must also have: coefficient of variation <= maxCV, fraction
+/// of upward steps <= maxUpFraction, largest upward step <= maxJump x the
+/// tail mean, total variation sum |y_{i+1} - y_i| <= maxTV x (max - min),
+/// and least-squares slope of log y per point <= maxLogSlope. The selected
+/// step is the smallest stable one whose tail mean is within `withinBest`
 /// (relative) of the best stable tail mean; with no stable entry, the
 /// non-diverged entry with the smallest tail mean (or the smallest step
 /// when all diverged), marked not stable. Returns the index.
@@ -291,6 +297,9 @@ struct SelectionRule {
   double tailFraction = 0.2;
   double growTolerance = 0.1;
   double withinBest = 0.05;
+  bool smoothness = false;
+  double maxCV = 0.15, maxUpFraction = 0.45, maxJump = 0.05, maxTV = 5,
+         maxLogSlope = 1e-4;
 };
 int selectStep(std::vector<SweepEntry> &sweep, const SelectionRule &rule,
                bool *stable = nullptr);

@@ -43,6 +43,45 @@ double mean(const std::vector<double> &v, size_t from, size_t to) {
   return to > from ? s / static_cast<double>(to - from) : 0;
 }
 
+/// The paper code's smoothness tests on y[from, n) (SelectionRule).
+bool smoothTail(const std::vector<double> &y, size_t from,
+                const SelectionRule &rule) {
+  const size_t n = y.size() - from;
+  if (n < 2)
+    return true;
+  const double m = mean(y, from, y.size());
+  double var = 0, tv = 0, jump = 0, lo = INFINITY, hi = -INFINITY;
+  size_t ups = 0;
+  for (size_t i = from; i < y.size(); ++i) {
+    var += (y[i] - m) * (y[i] - m);
+    lo = std::min(lo, y[i]);
+    hi = std::max(hi, y[i]);
+    if (i + 1 < y.size()) {
+      double d = y[i + 1] - y[i];
+      tv += std::fabs(d);
+      if (d > 0) {
+        ++ups;
+        jump = std::max(jump, d);
+      }
+    }
+  }
+  const double cv = m > 0 ? std::sqrt(var / n) / m : 0;
+  // Least-squares slope of log y against the point index.
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double ly = std::log(std::max(y[from + i], 1e-300));
+    sx += i;
+    sy += ly;
+    sxx += static_cast<double>(i) * i;
+    sxy += i * ly;
+  }
+  const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return cv <= rule.maxCV &&
+         static_cast<double>(ups) / (n - 1) <= rule.maxUpFraction &&
+         jump <= rule.maxJump * m && tv <= rule.maxTV * (hi - lo) + 1e-300 &&
+         slope <= rule.maxLogSlope;
+}
+
 /// Tail statistics of one entry.
 void score(SweepEntry &e, const SelectionRule &rule) {
   e.meanCurve = meanCurve(e.runs);
@@ -60,6 +99,8 @@ void score(SweepEntry &e, const SelectionRule &rule) {
   e.stable = !e.diverged && std::isfinite(e.tailMean) &&
              e.tailMean < e.runs.front().initialSubopt &&
              second <= (1 + rule.growTolerance) * first;
+  if (e.stable && rule.smoothness)
+    e.stable = smoothTail(e.meanCurve, from, rule);
 }
 
 } // namespace
@@ -231,7 +272,8 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
       {"selection",
        llvm::json::Object{{"tail_fraction", c.rule.tailFraction},
                           {"grow_tolerance", c.rule.growTolerance},
-                          {"within_best", c.rule.withinBest}}},
+                          {"within_best", c.rule.withinBest},
+                          {"smoothness", c.rule.smoothness}}},
       {"results", std::move(results)}};
 }
 
