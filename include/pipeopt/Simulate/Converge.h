@@ -328,8 +328,8 @@ struct Comparison {
 };
 
 /// JSON report: objective, stages, budget_slots, noise_std, f_star,
-/// f_star_note, smoothness, seeds, selection rule, and results[] with
-/// method, step_size (selected), final_suboptimality (mean over seeds at
+/// f_star_note, smoothness_constant (L), seeds, selection (the rule), and
+/// results[] with method, step_size (selected), final_suboptimality (mean over seeds at
 /// T), tail_mean, stable, block_updates, microbatches, the method's
 /// parameters, sweep[] (step_size, final_suboptimality, tail_mean, stable,
 /// diverged) and curve {slot[], block_updates[], suboptimality[]} (mean

@@ -267,13 +267,13 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
       {"noise_std", c.noiseStd},
       {"f_star", c.fStar},
       {"f_star_note", c.fStarNote},
-      {"smoothness", c.smoothness},
+      {"smoothness_constant", c.smoothness},
       {"seeds", std::move(seeds)},
       {"selection",
        llvm::json::Object{{"tail_fraction", c.rule.tailFraction},
                           {"grow_tolerance", c.rule.growTolerance},
                           {"within_best", c.rule.withinBest},
-                          {"smoothness", c.rule.smoothness}}},
+                          {"smooth_tail_tests", c.rule.smoothness}}},
       {"results", std::move(results)}};
 }
 
