@@ -90,8 +90,9 @@ TEST(Converge, OneStageEveryMethodIsPlainSGD) {
     ASSERT_EQ(r.updates.size(), 150u);  // one F + one B per update
     for (size_t k = 0; k < r.updates.size(); ++k) {
       EXPECT_EQ(r.updates[k].delay, std::vector<int>{0}) << "update " << k;
-      if (m != Method::RPD)
+      if (m != Method::RPD) {
         EXPECT_EQ(r.updates[k].batch, static_cast<int>(k % 8));
+      }
     }
     std::vector<double> ref = replaySGD(*obj, c, r.updates);
     ASSERT_EQ(r.finalPoint.size(), ref.size());
