@@ -40,6 +40,7 @@ tools = [
     ToolSubst("pipeopt-run", unresolved="ignore"),
     ToolSubst("pipeopt-compile", unresolved="ignore"),
     ToolSubst("pipeopt-npy-diff", unresolved="ignore"),
+    ToolSubst("pipeopt-converge", unresolved="ignore"),
     "mlir-opt",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
