@@ -14,8 +14,8 @@ Measures, in one run on this machine, side by side:
     torch.distributed.pipelining's ScheduleGPipe on the same split (4
     processes, gloo, one thread each): seconds per iteration (forward only).
 
-Ratios are of medians of repeated iterations. Needs torch from PyPI
-(benchmark only; never needed by the build or the tests).
+Ratios are of medians of repeated iterations. Needs torch and numpy from
+PyPI (benchmark only; never needed by the build or the tests).
 
 usage: benchmarks/vs_torch.py [--build build] [--iterations N] [--quick]
 """
@@ -177,7 +177,19 @@ def torch_gpipe(microbatches, iterations):
              for r in range(4)]
     for p in procs:
         p.start()
-    med = q.get(timeout=600)
+    import queue
+    deadline = time.time() + 600
+    while True:
+        try:
+            med = q.get(timeout=2)
+            break
+        except queue.Empty:
+            failed = [p for p in procs if p.exitcode not in (None, 0)]
+            if failed or time.time() > deadline:
+                for p in procs:
+                    p.kill()
+                sys.exit("torch.distributed.pipelining run failed (rank %s)" %
+                         ([procs.index(p) for p in failed] or "timeout"))
     for p in procs:
         p.join()
     return med
