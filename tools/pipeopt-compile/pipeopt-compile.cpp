@@ -304,6 +304,34 @@ static std::string stemOf(llvm::StringRef path) {
   return std::string(s);
 }
 
+/// Keeps only what the model function reaches: functions it calls
+/// (transitively) become private, so pipe-prepare's inliner folds them in
+/// and removes them; functions it does not reach (other models, unused
+/// helpers) are erased, so that they are neither partitioned into a second
+/// set of programs nor compiled.
+static void keepReachedFunctions(ModuleOp module, func::FuncOp model) {
+  llvm::DenseSet<Operation *> reached;
+  SmallVector<func::FuncOp> work{model};
+  reached.insert(model);
+  while (!work.empty()) {
+    func::FuncOp f = work.pop_back_val();
+    if (auto uses = SymbolTable::getSymbolUses(f))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                module, use.getSymbolRef()))
+          if (reached.insert(callee).second)
+            work.push_back(callee);
+  }
+  for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    if (f == model || f.isExternal())
+      continue;
+    if (reached.contains(f))
+      f.setPrivate();
+    else
+      f.erase();
+  }
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeopt::registerAllPasses();
@@ -450,40 +478,26 @@ int main(int argc, char **argv) {
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
-    if (failed(pipeopt::buildSingleStageProgram(
-            *module, model->getSymName(), numMicrobatches)))
+    // pipe-prepare's checks and inlining, as for pipelined builds: a
+    // recursive model or a call of an external function is a diagnostic
+    // here, not a crash or a failed dlopen at run time.
+    std::string modelName = model->getSymName().str();
+    keepReachedFunctions(*module, *model);
+    {
+      PassManager pm(&context, ModuleOp::getOperationName());
+      pm.addPass(pipeopt::createPreparePass());
+      if (failed(pm.run(*module)))
+        return fail("pipe-prepare failed on the reference model");
+    }
+    if (failed(pipeopt::buildSingleStageProgram(*module, modelName,
+                                                numMicrobatches)))
       return 1;
   } else if (!hasPrograms) {
-    // One model function becomes one pipeline; other functions that nothing
-    // calls (other models, unused helpers) would be partitioned as well and
-    // give a second set of programs.
     FailureOr<func::FuncOp> model = pipeopt::findModelFunction(
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
-    // Functions the model reaches through calls (transitively) become
-    // private, so pipe-prepare's inliner folds them in and removes them;
-    // functions it does not reach are left out.
-    llvm::DenseSet<Operation *> reached;
-    SmallVector<func::FuncOp> work{*model};
-    reached.insert(*model);
-    while (!work.empty()) {
-      func::FuncOp f = work.pop_back_val();
-      if (auto uses = SymbolTable::getSymbolUses(f))
-        for (const SymbolTable::SymbolUse &use : *uses)
-          if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                  *module, use.getSymbolRef()))
-            if (reached.insert(callee).second)
-              work.push_back(callee);
-    }
-    for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>())) {
-      if (f == *model || f.isExternal())
-        continue;
-      if (reached.contains(f))
-        f.setPrivate();
-      else
-        f.erase();
-    }
+    keepReachedFunctions(*module, *model);
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
     if (!frontHalf.empty()) {

@@ -1,0 +1,275 @@
+//===- pipeopt-calibrate.cpp - Measure this host for the cost model -------===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+//
+// Measures this machine through the same kernels and communicator that
+// compiled models use, and writes a hardware JSON (docs/CostModel.md,
+// "Hardware JSON"; base preset "cpu") for pipe-partition / pipe-simulate
+// hardware=<file>:
+//
+//   peak_flops.{f32,f64}  GEMM through pipeopt_rt_matmul_<T> (OpenBLAS), the
+//                         median of repeated 512^3 products, FLOP/s per rank
+//   vector_flops.f32      an in-cache multiply-add loop, FLOP/s per rank
+//   memory_bandwidth      memcpy of 64 MiB: (bytes read + bytes written) / s,
+//                         the cost model's byte count of an op
+//   op_overhead_s         one small library call (8 x 8 x 8 GEMM)
+//   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
+//                         the round trip) and bandwidth (16 MiB messages)
+//
+// With --ranks R (the ranks that will share this node), each rank gets
+// max(1, cores / R) BLAS threads, as pipeopt-run gives it, and when R
+// exceeds the cores the per-rank FLOP/s and bandwidth are scaled by
+// cores / R: ranks then time-share the cores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Runner.h"
+#include "pipeopt/runtime/Types.h"
+#include "pipeopt/runtime/pipeopt_runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sched.h>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+/// Median wall time of `reps` calls of f (after one warm-up call).
+template <typename F> double medianTime(int reps, F &&f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    f();
+    t.push_back(seconds(a, Clock::now()));
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// A rank-2 memref descriptor as llvm.emit_c_interface passes it.
+template <typename T> struct MemRef2 {
+  struct {
+    T *allocated, *aligned;
+    int64_t offset, sizes[2], strides[2];
+  } desc;
+  pipeopt_rt_unranked_memref unranked;
+  MemRef2(T *data, int64_t rows, int64_t cols) {
+    desc = {data, data, 0, {rows, cols}, {cols, 1}};
+    unranked = {2, &desc};
+  }
+};
+
+template <typename T> double gemmTime(int64_t n, int reps) {
+  std::vector<T> a(size_t(n * n), T(0.5)), b(size_t(n * n), T(0.25)),
+      c(size_t(n * n), T(0));
+  MemRef2<T> am(a.data(), n, n), bm(b.data(), n, n), cm(c.data(), n, n);
+  return medianTime(reps, [&] {
+    int32_t rc;
+    if constexpr (std::is_same_v<T, float>)
+      rc = _mlir_ciface_pipeopt_rt_matmul_f32(&am.unranked, &bm.unranked,
+                                              &cm.unranked, 0, 0);
+    else
+      rc = _mlir_ciface_pipeopt_rt_matmul_f64(&am.unranked, &bm.unranked,
+                                              &cm.unranked, 0, 0);
+    if (rc != 0)
+      throw RuntimeError("the GEMM kernel failed");
+  });
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void
+multiplyAdd(float *__restrict y, const float *__restrict x, int n, int reps) {
+  for (int r = 0; r < reps; ++r)
+    for (int i = 0; i < n; ++i)
+      y[i] = y[i] * 0.999f + x[i];
+}
+
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// Ping-pong between two loopback ranks: seconds per one-way message of
+/// `bytes` bytes (median of `reps` round trips / 2).
+double loopbackOneWay(size_t bytes, int reps) {
+  LoopbackWorld world(2);
+  auto c0 = world.communicator(0), c1 = world.communicator(1);
+  std::vector<uint8_t> data(bytes, 1);
+  MessageHeader h;
+  h.kind = MessageHeader::Tensor;
+  h.dtype = uint8_t(DType::I8);
+  h.setShape({int64_t(bytes)});
+  h.bytes = int64_t(bytes);
+  h.srcRank = 0;
+  h.dstRank = 1;
+  h.seal();
+  MessageHeader back = h;
+  back.srcRank = 1;
+  back.dstRank = 0;
+  back.seal();
+  std::thread echo([&] {
+    for (int i = 0; i < reps + 1; ++i) {
+      Message m = c1->recv(0, 60);
+      c1->send(0, back, m.payload.data(), m.payload.size(), 60);
+    }
+  });
+  double t = medianTime(reps, [&] {
+    c0->send(1, h, data.data(), bytes, 60);
+    c0->recv(1, 60);
+  });
+  echo.join();
+  return t / 2;
+}
+
+int usage(const char *msg) {
+  if (msg)
+    std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
+  std::cerr << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
+               "[--name NAME] [--quick]\n"
+               "  Measures this host through pipeopt's kernels and loopback "
+               "communicator and\n"
+               "  writes a hardware JSON for pipe-partition / pipe-simulate "
+               "hardware=FILE.\n"
+               "  --ranks R   ranks that will share this node (default 1)\n"
+               "  --quick     fewer repetitions (less accurate)\n";
+  return msg ? 2 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string out = "-", name = "calibrated-cpu";
+  int ranks = 1;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    if (a == "-h" || a == "--help")
+      return usage(nullptr);
+    if (a == "-o") {
+      const char *v = value();
+      if (!v || !*v)
+        return usage("-o expects a file name ('-' for stdout)");
+      out = v;
+    } else if (a == "--ranks") {
+      const char *v = value();
+      char *end = nullptr;
+      long r = v ? std::strtol(v, &end, 10) : 0;
+      if (!v || *end || r < 1 || r > 4096)
+        return usage("--ranks expects an integer from 1 to 4096");
+      ranks = int(r);
+    } else if (a == "--name") {
+      const char *v = value();
+      if (!v || !*v)
+        return usage("--name expects a non-empty name");
+      name = v;
+    } else if (a == "--quick") {
+      quick = true;
+    } else {
+      return usage(("unknown option '" + a + "'").c_str());
+    }
+  }
+
+  try {
+    int cores = usableCores();
+    int threads = defaultKernelThreads(cores, ranks);
+    setKernelThreads(threads);
+    double share = ranks > cores ? double(cores) / ranks : 1.0;
+    int reps = quick ? 3 : 9;
+    auto progress = [&](const char *what) {
+      std::cerr << "pipeopt-calibrate: " << what << "...\n";
+    };
+
+    progress("GEMM f32 / f64 (512 x 512 x 512)");
+    const int64_t n = 512;
+    double gemmFlops = 2.0 * n * n * n;
+    double f32 = gemmFlops / gemmTime<float>(n, reps) * share;
+    double f64 = gemmFlops / gemmTime<double>(n, reps) * share;
+
+    progress("vector multiply-add (in cache)");
+    const int vn = 4096, vreps = quick ? 2000 : 20000;
+    std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
+    double vt = medianTime(reps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
+    double vector = 2.0 * vn * vreps / vt * share;
+
+    progress("memory bandwidth (memcpy, 64 MiB)");
+    const size_t mb = size_t(64) << 20;
+    std::vector<uint8_t> src(mb, 1), dst(mb, 0);
+    double mt = medianTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
+    double bandwidth = 2.0 * double(mb) / mt * share;
+
+    progress("per-call overhead (8 x 8 x 8 GEMM)");
+    double overhead = gemmTime<float>(8, quick ? 101 : 1001);
+
+    progress("loopback latency and bandwidth");
+    double latency = loopbackOneWay(8, quick ? 101 : 1001);
+    const size_t big = size_t(16) << 20;
+    double bigT = loopbackOneWay(big, reps);
+    double linkBandwidth =
+        double(big) / std::max(bigT - latency, 1e-9);
+
+    char host[256] = "this host";
+    gethostname(host, sizeof(host) - 1);
+    nlohmann::ordered_json j;
+    j["base"] = "cpu";
+    j["name"] = name;
+    j["description"] =
+        std::string("measured by pipeopt-calibrate on ") + host + ": " +
+        std::to_string(cores) + " core(s), " + std::to_string(ranks) +
+        " rank(s) per node, " + std::to_string(threads) +
+        " BLAS thread(s) per rank, " + kernelLibrary();
+    j["peak_flops"] = {{"f32", f32}, {"f64", f64}};
+    j["vector_flops"] = {{"f32", vector}};
+    j["memory_bandwidth"] = bandwidth;
+    j["op_overhead_s"] = overhead;
+    j["topology"] = {
+        {"ranks_per_node", std::max(ranks, 1)},
+        {"intra_node", {{"latency_s", latency}, {"bandwidth", linkBandwidth}}}};
+    std::string text = j.dump(2) + "\n";
+    if (out == "-") {
+      std::cout << text;
+    } else {
+      std::ofstream f(out);
+      if (!f || !(f << text) || (f.close(), !f))
+        throw RuntimeError("cannot write " + out);
+      std::cerr << "pipeopt-calibrate: wrote " << out << "\n";
+    }
+    std::fprintf(stderr,
+                 "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
+                 "vector %.1f GFLOP/s, memory %.1f GB/s, overhead %.2g s, "
+                 "loopback %.2g s + bytes / %.1f GB/s (per rank, %d rank(s) "
+                 "on %d core(s))\n",
+                 f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9, overhead,
+                 latency, linkBandwidth / 1e9, ranks, cores);
+  } catch (const std::exception &e) {
+    std::cerr << "pipeopt-calibrate: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
