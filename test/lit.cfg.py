@@ -41,6 +41,7 @@ tools = [
     ToolSubst("pipeopt-compile", unresolved="ignore"),
     ToolSubst("pipeopt-npy-diff", unresolved="ignore"),
     ToolSubst("pipeopt-converge", unresolved="ignore"),
+    ToolSubst("pipeopt-calibrate", unresolved="ignore"),
     "mlir-opt",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
