@@ -49,23 +49,26 @@ FailureOr<SmallVector<unsigned>> operandDims(AffineMap map) {
   return dims;
 }
 
-/// Matches a linalg op on buffers as a pipeopt_rt_matmul call (see the pass
-/// description for what qualifies).
-FailureOr<MatmulCall> matchMatmul(linalg::LinalgOp op, int64_t minFlops) {
-  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
-      op.getNumDpsInits() != 1 || op.hasIndexSemantics())
-    return failure();
+/// True if every operand of `op` is a memref of one element type that the
+/// runtime has kernels for (f32, f64).
+bool hasKernelOperands(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics())
+    return false;
   Type element;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type)
-      return failure();
-    if (!element)
-      element = type.getElementType();
-    if (type.getElementType() != element)
-      return failure();
+    if (!type || (element && type.getElementType() != element))
+      return false;
+    element = type.getElementType();
   }
-  if (!pipeopt::runtimeHasKernelsFor(element) ||
+  return element && pipeopt::runtimeHasKernelsFor(element);
+}
+
+/// Matches a linalg op on buffers as a pipeopt_rt_matmul call (see the pass
+/// description for what qualifies).
+FailureOr<MatmulCall> matchMatmul(linalg::LinalgOp op, int64_t minFlops) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op.hasIndexSemantics() || !hasKernelOperands(op) ||
       !linalg::isaContractionOpInterface(op))
     return failure();
   FailureOr<linalg::ContractionDimensions> dims =
@@ -180,19 +183,7 @@ ConvCall convAttrs(ConvOp op, int64_t layout) {
 }
 
 FailureOr<ConvCall> matchConv(linalg::LinalgOp op) {
-  if (!op.hasPureBufferSemantics())
-    return failure();
-  Type element;
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type)
-      return failure();
-    if (!element)
-      element = type.getElementType();
-    if (type.getElementType() != element)
-      return failure();
-  }
-  if (!pipeopt::runtimeHasKernelsFor(element))
+  if (!hasKernelOperands(op))
     return failure();
   return llvm::TypeSwitch<Operation *, FailureOr<ConvCall>>(op)
       .Case([](linalg::Conv2DNchwFchwOp c) {
