@@ -142,6 +142,10 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // scf.for with loop-carried tensors (a recurrent model, a loop over
+  // layers): each iteration may yield a new buffer; the ownership-based
+  // deallocation below frees the previous one.
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
 
   // Destination-passing stage functions: results become caller-allocated

@@ -222,15 +222,30 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
     return arith::ConstantIntOp::create(b, loc, v, 64);
   };
 
+  // Every call sits in a memref.alloca_scope: its memref<*xT> operands are
+  // descriptors the LLVM lowering puts on the stack, and inside a loop (an
+  // scf.for of the model) they would otherwise pile up until the stack
+  // overflows (200,000 iterations did).
+  auto scoped = [](OpBuilder &outer, Location loc) {
+    auto scope = memref::AllocaScopeOp::create(outer, loc, TypeRange{});
+    Block *body = new Block();
+    scope.getBodyRegion().push_back(body);
+    OpBuilder b = OpBuilder::atBlockBegin(body);
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+    b.setInsertionPointToStart(body);
+    return b;
+  };
+
   for (linalg::LinalgOp op : ops) {
     Location loc = op.getLoc();
-    OpBuilder b(op);
+    OpBuilder outer(op);
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
       Type element = cast<MemRefType>(m->out.getType()).getElementType();
       FailureOr<func::FuncOp> fn =
           decls.get(loc, "pipeopt_rt_matmul", element);
       if (failed(fn))
         return signalPassFailure();
+      OpBuilder b = scoped(outer, loc);
       func::CallOp::create(
           b, loc, *fn,
           ValueRange{unranked(b, loc, m->lhs), unranked(b, loc, m->rhs),
@@ -249,6 +264,7 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
           decls.get(loc, "pipeopt_rt_conv2d", element);
       if (failed(fn))
         return signalPassFailure();
+      OpBuilder b = scoped(outer, loc);
       func::CallOp::create(
           b, loc, *fn,
           ValueRange{unranked(b, loc, in), unranked(b, loc, filter),

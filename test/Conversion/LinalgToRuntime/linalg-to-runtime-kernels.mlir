@@ -2,16 +2,19 @@
 // RUN: pipeopt %s -convert-linalg-to-runtime-kernels="min-flops=100000000" | FileCheck %s --check-prefix=BIG
 
 // Contractions and convolutions on memrefs become calls of the runtime's
-// library kernels with the right transposition flags and layout codes;
+// library kernels with the right transposition flags and layout codes, each
+// in a memref.alloca_scope (its operand descriptors live on the stack);
 // what the kernels cannot compute keeps its linalg op.
 
 // CHECK-LABEL: func.func @matmul
+// CHECK: memref.alloca_scope {
 // CHECK: %[[A:.*]] = memref.cast %arg0 : memref<16x32xf32> to memref<*xf32>
 // CHECK: %[[B:.*]] = memref.cast %arg1 : memref<32x8xf32> to memref<*xf32>
 // CHECK: %[[C:.*]] = memref.cast %arg2 : memref<16x8xf32> to memref<*xf32>
 // CHECK: %[[F:.*]] = arith.constant 0 : i64
 // CHECK: %[[F2:.*]] = arith.constant 0 : i64
 // CHECK: call @pipeopt_rt_matmul_f32(%[[A]], %[[B]], %[[C]], %[[F]], %[[F2]])
+// CHECK-NEXT: }
 // CHECK-NOT: linalg.matmul
 // BIG-LABEL: func.func @matmul
 // BIG: linalg.matmul
