@@ -19,9 +19,13 @@
 //                         the round trip) and bandwidth (16 MiB messages)
 //
 // With --ranks R (the ranks that will share this node), each rank gets
-// max(1, cores / R) BLAS threads, as pipeopt-run gives it, and when R
-// exceeds the cores the per-rank FLOP/s and bandwidth are scaled by
-// cores / R: ranks then time-share the cores.
+// max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
+// those of one rank running alone on its threads. When R exceeds the cores,
+// ranks that are busy at the same time share cores and each runs slower, by
+// up to R / cores when all are busy; --shared-cores scales the rates by
+// cores / R for that worst case. Neither is exact: how many ranks are busy
+// at once depends on the schedule and the partition (the simulator assumes
+// one core per rank).
 //
 //===----------------------------------------------------------------------===//
 
@@ -149,13 +153,16 @@ int usage(const char *msg) {
   if (msg)
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
   std::cerr << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
-               "[--name NAME] [--quick]\n"
+               "[--name NAME] [--shared-cores] [--quick]\n"
                "  Measures this host through pipeopt's kernels and loopback "
                "communicator and\n"
                "  writes a hardware JSON for pipe-partition / pipe-simulate "
                "hardware=FILE.\n"
-               "  --ranks R   ranks that will share this node (default 1)\n"
-               "  --quick     fewer repetitions (less accurate)\n";
+               "  --ranks R        ranks that will share this node (default 1)\n"
+               "  --shared-cores   scale the rates by cores / R when R exceeds "
+               "the cores\n"
+               "                   (all ranks busy at once)\n"
+               "  --quick          fewer repetitions (less accurate)\n";
   return msg ? 2 : 0;
 }
 
@@ -164,7 +171,7 @@ int usage(const char *msg) {
 int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
-  bool quick = false;
+  bool quick = false, sharedCores = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -191,6 +198,8 @@ int main(int argc, char **argv) {
       name = v;
     } else if (a == "--quick") {
       quick = true;
+    } else if (a == "--shared-cores") {
+      sharedCores = true;
     } else {
       return usage(("unknown option '" + a + "'").c_str());
     }
@@ -200,7 +209,7 @@ int main(int argc, char **argv) {
     int cores = usableCores();
     int threads = defaultKernelThreads(cores, ranks);
     setKernelThreads(threads);
-    double share = ranks > cores ? double(cores) / ranks : 1.0;
+    double share = sharedCores && ranks > cores ? double(cores) / ranks : 1.0;
     int reps = quick ? 3 : 9;
     auto progress = [&](const char *what) {
       std::cerr << "pipeopt-calibrate: " << what << "...\n";
@@ -243,7 +252,8 @@ int main(int argc, char **argv) {
         std::string("measured by pipeopt-calibrate on ") + host + ": " +
         std::to_string(cores) + " core(s), " + std::to_string(ranks) +
         " rank(s) per node, " + std::to_string(threads) +
-        " BLAS thread(s) per rank, " + kernelLibrary();
+        " BLAS thread(s) per rank, " +
+        (share < 1 ? "rates scaled by cores / ranks, " : "") + kernelLibrary();
     j["peak_flops"] = {{"f32", f32}, {"f64", f64}};
     j["vector_flops"] = {{"f32", vector}};
     j["memory_bandwidth"] = bandwidth;
