@@ -9,6 +9,15 @@ Measures, in one run on this machine, side by side:
     kernels, the same build with --kernels=false --fuse=false (the naive
     loop nests of before), and torch eager on the same shapes with one
     thread;
+  * the BERT attention layer (../shared/models/tf_small_bert_mha.linalg.mlir,
+    a TF graph with no torch counterpart): BLAS kernels against loops;
+  * an element-wise chain (8 ops on 4 Mi floats, fused into one loop nest)
+    as GB/s of its input + output bytes, against numpy's memory copy of the
+    same size (the bandwidth bound) and torch eager's chain; pipeopt's whole
+    iteration also copies the input in and the output out (pipeopt_rt_input
+    / output), so the F action's own time is shown too;
+  * mlp8 also against numpy (matmul + bias + ReLU per layer, its bundled
+    OpenBLAS on one thread);
   * the 4-stage pipelined mlp8 (GPipe / forward-only, 8 microbatches,
     loopback threads, one BLAS thread per rank) against
     torch.distributed.pipelining's ScheduleGPipe on the same split (4
@@ -21,6 +30,11 @@ usage: benchmarks/vs_torch.py [--build build] [--iterations N] [--quick]
 """
 import argparse
 import os
+
+# numpy's bundled OpenBLAS on one thread, like torch eager below; the
+# pipeopt-run subprocesses get an environment without it (run()).
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
 import re
 import statistics
 import subprocess
@@ -59,8 +73,54 @@ def resnet18_flops_per_image():
     return 2 * macs
 
 
+def elementwise_chain_mlir(n):
+    """y = max(((x * 1.5 + 0.25) * x - 0.5) * 0.75 + x, 0) - 1: 8 generics."""
+    ops = [("mulf", "1.5"), ("addf", "0.25"), ("mulx", None), ("subf", "0.5"),
+           ("mulf", "0.75"), ("addx", None), ("maximumf", "0.0"), ("subf", "1.0")]
+    t = "tensor<1x%dxf32>" % n
+    lines = ["func.func @chain(%%x: %s) -> %s {" % (t, t),
+             "  %%e = tensor.empty() : %s" % t]
+    cur = "%x"
+    for i, (op, c) in enumerate(ops):
+        v = "%%v%d" % i
+        if c is None:
+            body = "%%r = arith.%s %%a, %%b : f32" % (op[:-1] + "f")
+            lines.append("  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, "
+                         "affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types "
+                         "= [\"parallel\", \"parallel\"]} ins(%s, %%x : %s, %s) outs(%%e : %s) {"
+                         % (v, cur, t, t, t))
+            lines.append("  ^bb0(%a: f32, %b: f32, %o: f32):")
+        else:
+            body = "%%c = arith.constant %s : f32\n    %%r = arith.%s %%a, %%c : f32" % (c, op)
+            lines.append("  %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, "
+                         "affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", "
+                         "\"parallel\"]} ins(%s : %s) outs(%%e : %s) {" % (v, cur, t, t))
+            lines.append("  ^bb0(%a: f32, %o: f32):")
+        lines.append("    " + body)
+        lines.append("    linalg.yield %r : f32")
+        lines.append("  } -> %s" % t)
+        cur = v
+    lines.append("  return %s : %s" % (cur, t))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def torch_chain(x):
+    import torch
+    y = x * 1.5
+    y = y + 0.25
+    y = y * x
+    y = y - 0.5
+    y = y * 0.75
+    y = y + x
+    y = torch.clamp_min(y, 0.0)
+    return y - 1.0
+
+
 def run(cmd, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    env = dict(os.environ)
+    env.pop("OPENBLAS_NUM_THREADS", None)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if r.returncode != 0:
         sys.exit("failed: %s\n%s%s" % (" ".join(cmd), r.stdout, r.stderr))
     return r.stdout + r.stderr
@@ -235,6 +295,55 @@ def main():
     row("mlp8 pipeopt reference, BLAS kernels, default threads", f_mlp / t / 1e9, "", g_torch)
     t = pipeopt_median(a.build, os.path.join(tmp, "mlp8-loops.so"), max(3, a.iterations // 5))
     row("mlp8 pipeopt reference, loops (--kernels=false)", f_mlp / t / 1e9, "", g_torch)
+    import numpy as np
+    ws = [p.detach().numpy() for p in model.parameters()]
+    xs_np = [x.numpy() for x in xs]
+
+    def numpy_mlp():
+        for x in xs_np:
+            h = x
+            for i in range(0, len(ws), 2):
+                h = h @ ws[i].T + ws[i + 1]
+                if i + 2 < len(ws):
+                    h = np.maximum(h, 0)
+
+    t = torch_median(numpy_mlp, a.iterations)
+    row("mlp8 numpy (OpenBLAS), 1 thread (GFLOP/s)", f_mlp / t / 1e9, "", g_torch)
+
+    # --- element-wise chain, fused ---
+    n = 1 << 22
+    chain = os.path.join(tmp, "chain.mlir")
+    with open(chain, "w") as f:
+        f.write(elementwise_chain_mlir(n))
+    compile_model(a.build, chain, os.path.join(tmp, "chain.so"),
+                  ["--reference", "--num-microbatches=1", "--microbatch-args=0"])
+    compile_model(a.build, chain, os.path.join(tmp, "chain-nofuse.so"),
+                  ["--reference", "--num-microbatches=1", "--microbatch-args=0",
+                   "--fuse=false"])
+    bytes_moved = 2 * 4 * n
+    src = np.ones(n, np.float32)
+    dst = np.empty_like(src)
+    t_copy = torch_median(lambda: np.copyto(dst, src), a.iterations)
+    row("elementwise: numpy copy of 16 MiB (GB/s, the bound)", bytes_moved / t_copy / 1e9, "")
+    xt = torch.rand(n)
+    with torch.no_grad():
+        t = torch_median(lambda: torch_chain(xt), a.iterations)
+    row("elementwise chain torch eager, 1 thread (GB/s)", bytes_moved / t / 1e9, "",
+        bytes_moved / t_copy / 1e9)
+    prof = os.path.join(tmp, "chain-profile.json")
+    t = pipeopt_median(a.build, os.path.join(tmp, "chain.so"), a.iterations,
+                       ["--threads", "1", "--profile", prof])
+    row("elementwise chain pipeopt, fused, whole iteration (GB/s)", bytes_moved / t / 1e9, "",
+        bytes_moved / t_copy / 1e9)
+    import json
+    with open(prof) as f:
+        t_f = json.load(f)["stages"][0]["forward_s"]
+    row("elementwise chain pipeopt, fused, the F action only (GB/s)", bytes_moved / t_f / 1e9,
+        "", bytes_moved / t_copy / 1e9)
+    t = pipeopt_median(a.build, os.path.join(tmp, "chain-nofuse.so"), a.iterations,
+                       ["--threads", "1"])
+    row("elementwise chain pipeopt, --fuse=false (GB/s)", bytes_moved / t / 1e9, "",
+        bytes_moved / t_copy / 1e9)
 
     # --- mlp8, 4 stages, GPipe vs torch.distributed.pipelining ---
     compile_model(a.build, mlp8, os.path.join(tmp, "mlp8-4.so"),
@@ -245,6 +354,20 @@ def main():
     row("mlp8 4-stage pipeopt forward-only, loopback (ms/iter)", t_pipe * 1e3, "", t_gpipe * 1e3)
 
     if not a.quick:
+        # --- BERT attention layer (TF), kernels against loops ---
+        mha = os.path.join(MODELS, "tf_small_bert_mha.linalg.mlir")
+        f_mha = 34791424 * 4   # FLOP per microbatch (-test-pipe-cost-model) x 4
+        compile_model(a.build, mha, os.path.join(tmp, "mha.so"),
+                      ["--reference", "--microbatch-args=0"])
+        compile_model(a.build, mha, os.path.join(tmp, "mha-loops.so"),
+                      ["--reference", "--microbatch-args=0", "--kernels=false", "--fuse=false"])
+        t_loops = pipeopt_median(a.build, os.path.join(tmp, "mha-loops.so"),
+                                 max(3, a.iterations // 5), ["--threads", "1"])
+        row("BERT attention layer pipeopt, loops (GFLOP/s)", f_mha / t_loops / 1e9, "")
+        t = pipeopt_median(a.build, os.path.join(tmp, "mha.so"), a.iterations, ["--threads", "1"])
+        row("BERT attention layer pipeopt, BLAS kernels, 1 thread (GFLOP/s)", f_mha / t / 1e9, "",
+            f_mha / t_loops / 1e9)
+
         # --- ResNet-18, unpartitioned, 4 microbatches of one image ---
         rn = os.path.join(MODELS, "buddy_resnet18.tosa.mlir")
         f_rn = resnet18_flops_per_image() * 4
