@@ -50,13 +50,15 @@ using SgemmFn = void (*)(int, int, int, int, int, int, float, const float *,
 using DgemmFn = void (*)(int, int, int, int, int, int, double, const double *,
                          int, const double *, int, double, double *, int);
 using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
 using CoreNameFn = char *(*)();
 
 struct Blas {
   SgemmFn sgemm = nullptr;
   DgemmFn dgemm = nullptr;
   SetThreadsFn setThreads = nullptr;
-  std::string name = "built-in loops (OpenBLAS not found)";
+  GetThreadsFn getThreads = nullptr;
+  std::string name = "built-in loops";
 };
 
 std::atomic<int> gThreads{0};
@@ -81,27 +83,39 @@ const Blas &blas() {
     else
       names = {"libopenblas.so.0", "libopenblas.so"};
     void *h = nullptr;
-    for (const char *n : names)
+    std::string why;
+    for (const char *n : names) {
       if ((h = dlopen(n, RTLD_NOW | RTLD_LOCAL)))
         break;
+      const char *e = dlerror();
+      why += std::string(why.empty() ? "" : "; ") + (e ? e : n);
+    }
     if (h) {
       b.sgemm = reinterpret_cast<SgemmFn>(dlsym(h, "cblas_sgemm"));
       b.dgemm = reinterpret_cast<DgemmFn>(dlsym(h, "cblas_dgemm"));
       b.setThreads =
           reinterpret_cast<SetThreadsFn>(dlsym(h, "openblas_set_num_threads"));
+      b.getThreads =
+          reinterpret_cast<GetThreadsFn>(dlsym(h, "openblas_get_num_threads"));
       auto core = reinterpret_cast<CoreNameFn>(dlsym(h, "openblas_get_corename"));
       if (b.sgemm && b.dgemm) {
         b.name = std::string("OpenBLAS (") + (core ? core() : "?") + " kernels)";
       } else {
+        why = std::string(override && *override ? override : "libopenblas.so.0") +
+              " has no cblas_sgemm / cblas_dgemm";
         b.sgemm = nullptr;
         b.dgemm = nullptr;
+        b.setThreads = nullptr;
+        b.getThreads = nullptr;
       }
     }
     if (!b.sgemm)
       std::fprintf(stderr,
-                   "pipeopt runtime: warning: OpenBLAS (libopenblas.so.0; "
-                   "Debian: libopenblas0) not found; contractions run as "
-                   "plain loops, much slower\n");
+                   "pipeopt runtime: warning: no BLAS library loaded (%s); "
+                   "contractions run as plain loops on one thread, much "
+                   "slower (install OpenBLAS, Debian: libopenblas0, or set "
+                   "PIPEOPT_BLAS_LIBRARY to its path)\n",
+                   why.c_str());
     if (b.setThreads && gThreads.load() > 0)
       b.setThreads(gThreads.load());
   });
@@ -466,7 +480,14 @@ void setKernelThreads(int threads) {
     lib.setThreads(threads);
 }
 
-int kernelThreads() { return gThreads.load(); }
+int kernelThreads() {
+  const Blas &lib = blas();
+  if (!lib.sgemm)
+    return 1; // the fallback loops run on the calling thread
+  if (lib.getThreads)
+    return lib.getThreads(); // what OpenBLAS uses (it caps the request)
+  return gThreads.load();
+}
 
 std::string kernelLibrary() { return blas().name; }
 

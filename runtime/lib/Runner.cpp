@@ -58,6 +58,7 @@ std::string runUsage() {
   --input I=FILE.npy     data of model input I; for a microbatched input either
                          one file [M, ...shape] or [M*d0, d1, ...] (split along
                          the leading dim), or a comma list of M files of shape
+                         [...shape]; a shared input: one file of its shape
   --seed N               seed of the random data of inputs without --input
   --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape])
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)

@@ -218,7 +218,11 @@ int main(int argc, char **argv) {
        !(std::isfinite(featureScaleOpt) && featureScaleOpt > 0)))
     return fail("--feature-scale applies to logistic and must be a finite "
                 "number > 0");
-  if (dimOpt < 0 || batchOpt < 0 || dataSizeOpt < 0)
+  // 0 is the internal "not given" value; given explicitly it is an error.
+  if (dimOpt < 0 || batchOpt < 0 || dataSizeOpt < 0 ||
+      (dimOpt.getNumOccurrences() && dimOpt == 0) ||
+      (batchOpt.getNumOccurrences() && batchOpt == 0) ||
+      (dataSizeOpt.getNumOccurrences() && dataSizeOpt == 0))
     return fail("--dim, --batch-size and --data-size must be >= 1");
   if (l2Opt.getNumOccurrences() &&
       (*kind == ObjectiveKind::Quadratic || *kind == ObjectiveKind::Nesterov))

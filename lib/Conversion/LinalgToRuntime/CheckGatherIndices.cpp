@@ -37,13 +37,26 @@ struct CheckGatherIndicesPass
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
     pipeopt::RuntimeDecls decls(module, symbols);
+    // Ops of nested modules are left to a run on those modules (the
+    // declaration must be in the symbol table the call resolves in).
     SmallVector<tensor::ExtractOp> extracts;
-    module.walk([&](tensor::ExtractOp op) { extracts.push_back(op); });
+    module.walk([&](tensor::ExtractOp op) {
+      if (op->getParentOfType<ModuleOp>() == module)
+        extracts.push_back(op);
+    });
     for (tensor::ExtractOp op : extracts) {
       for (auto [dim, index] : llvm::enumerate(op.getIndices())) {
         if (!isDataDependentIndex(index))
           continue;
         Location loc = op.getLoc();
+        // No index is valid in an empty dimension, and no clamped one
+        // either: reject it here rather than read outside the tensor.
+        if (op.getTensor().getType().getDimSize(dim) == 0) {
+          op.emitError() << "gathers from dimension " << dim
+                         << " of " << op.getTensor().getType()
+                         << ", which is empty: every index is out of range";
+          return signalPassFailure();
+        }
         FailureOr<func::FuncOp> report =
             decls.get(loc, "pipeopt_rt_index_error", Type());
         if (failed(report))

@@ -31,6 +31,24 @@ struct ExpandMathPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
 
+    // Math ops on tensors are lowered to linalg first
+    // (convert-elementwise-to-linalg); the expansions below work on scalars
+    // and vectors only (on tensors they build invalid IR).
+    bool bad = false;
+    module.walk([&](Operation *op) {
+      if (op->getDialect() && isa<math::MathDialect>(op->getDialect()) &&
+          llvm::any_of(op->getResultTypes(), llvm::IsaPred<TensorType>) &&
+          isa<math::ErfOp, math::ErfcOp>(op)) {
+        op->emitError() << "'" << op->getName()
+                        << "' on a tensor: lower it to linalg first "
+                           "(convert-elementwise-to-linalg; "
+                           "pipeopt-lower-to-llvm does)";
+        bad = true;
+      }
+    });
+    if (bad)
+      return signalPassFailure();
+
     // f32 (and vectors of f32): polynomial approximations.
     RewritePatternSet approx(ctx);
     bool all = approximateAll;
@@ -39,7 +57,14 @@ struct ExpandMathPass
           name.consume_front("math.");
           return all || name == "erf" || name == "erfc";
         });
-    if (failed(applyPatternsGreedily(module, std::move(approx))))
+    SmallVector<Operation *> scalarMath;
+    module.walk([&](Operation *op) {
+      if (op->getDialect() && isa<math::MathDialect>(op->getDialect()) &&
+          llvm::none_of(op->getResultTypes(), llvm::IsaPred<TensorType>))
+        scalarMath.push_back(op);
+    });
+    if (!scalarMath.empty() &&
+        failed(applyOpPatternsGreedily(scalarMath, std::move(approx))))
       return signalPassFailure();
 
     // What is left of erf / erfc (f64, f16, ...) calls the C library.

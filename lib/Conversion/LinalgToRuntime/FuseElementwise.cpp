@@ -31,11 +31,14 @@ bool isKernelOp(Operation *op) {
                       linalg::isaConvolutionOpInterface(linalgOp));
 }
 
-/// True for a linalg.generic that only permutes one input (a transpose):
-/// its body yields the input element, its input map is a permutation and
-/// its output map the identity. Fused into a contraction it becomes a
-/// permuted operand map, which the BLAS kernel reads as a transposed
-/// operand instead of materializing the copy.
+/// True for a linalg.generic that only transposes the last two dimensions
+/// of one input: its body yields the input element, its input map swaps
+/// the last two dimensions and keeps the others in place, its output map is
+/// the identity. Fused into a contraction it becomes a transposed operand
+/// map, which the BLAS kernel reads in place instead of materializing the
+/// copy. Other permutations (attention's head transposes [1, 0, 2]) would
+/// move the batch dimension out of the leading position, where the kernel
+/// cannot take it, so they are not fused.
 bool isPurePermutation(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||
@@ -48,7 +51,16 @@ bool isPurePermutation(Operation *op) {
       yield.getNumOperands() != 1 || yield.getOperand(0) != body.getArgument(0))
     return false;
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  return maps[0].isPermutation() && maps[1].isIdentity();
+  unsigned n = maps[0].getNumResults();
+  if (n < 2 || !maps[0].isPermutation() || !maps[1].isIdentity())
+    return false;
+  SmallVector<unsigned> perm;
+  for (AffineExpr e : maps[0].getResults())
+    perm.push_back(cast<AffineDimExpr>(e).getPosition());
+  for (unsigned i = 0; i + 2 < n; ++i)
+    if (perm[i] != i)
+      return false;
+  return perm[n - 2] == n - 1 && perm[n - 1] == n - 2;
 }
 
 struct FuseElementwisePass

@@ -57,7 +57,9 @@ bool hasKernelOperands(linalg::LinalgOp op) {
   Type element;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type || (element && type.getElementType() != element))
+    // The runtime reads host memory (memory space 0) only.
+    if (!type || (element && type.getElementType() != element) ||
+        type.getMemorySpace())
       return false;
     element = type.getElementType();
   }
@@ -210,8 +212,13 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
   SymbolTable symbols(module);
   pipeopt::RuntimeDecls decls(module, symbols);
 
+  // Ops of nested modules are left to a run on those modules: the
+  // declarations must be in the symbol table the calls resolve in.
   SmallVector<linalg::LinalgOp> ops;
-  module.walk([&](linalg::LinalgOp op) { ops.push_back(op); });
+  module.walk([&](linalg::LinalgOp op) {
+    if (op->getParentOfType<ModuleOp>() == module)
+      ops.push_back(op);
+  });
 
   auto unranked = [](OpBuilder &b, Location loc, Value v) -> Value {
     auto type = cast<MemRefType>(v.getType());

@@ -27,3 +27,13 @@ func.func @f64(%x: f64) -> (f64, f64) {
   %b = math.erfc %x : f64
   return %a, %b : f64, f64
 }
+
+// Math on tensors is left to convert-elementwise-to-linalg: exp stays (it
+// has an LLVM lowering once it is a scalar in a linalg body) even with
+// approximate-all.
+// ALL-LABEL: func.func @tensor_exp
+// ALL: math.exp %{{.*}} : tensor<4xf32>
+func.func @tensor_exp(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = math.exp %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

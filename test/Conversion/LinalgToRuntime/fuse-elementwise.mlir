@@ -66,3 +66,16 @@ func.func @transposed_weight(%x: tensor<16x32xf32>, %w: tensor<8x32xf32>, %out: 
   %mm = linalg.matmul ins(%x, %wt : tensor<16x32xf32>, tensor<32x8xf32>) outs(%out : tensor<16x8xf32>) -> tensor<16x8xf32>
   return %mm : tensor<16x8xf32>
 }
+
+// A transpose that moves the batch dimension (attention's [1, 0, 2]) is not
+// fused: the kernel needs the batch dimension first.
+// CHECK-LABEL: func.func @head_transpose
+// CHECK: %[[T:.*]] = linalg.generic
+// CHECK: linalg.yield
+// CHECK: linalg.batch_matmul ins(%[[T]], %arg1
+func.func @head_transpose(%x: tensor<16x4x32xf32>, %w: tensor<4x32x8xf32>, %out: tensor<4x16x8xf32>) -> tensor<4x16x8xf32> {
+  %e = tensor.empty() : tensor<4x16x32xf32>
+  %t = linalg.transpose ins(%x : tensor<16x4x32xf32>) outs(%e : tensor<4x16x32xf32>) permutation = [1, 0, 2]
+  %mm = linalg.batch_matmul ins(%t, %w : tensor<4x16x32xf32>, tensor<4x32x8xf32>) outs(%out : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
+  return %mm : tensor<4x16x8xf32>
+}

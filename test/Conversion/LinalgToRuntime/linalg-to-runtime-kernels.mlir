@@ -95,6 +95,15 @@ func.func @vecmat(%x: memref<64xf32>, %a: memref<64x128xf32>, %y: memref<128xf32
   return
 }
 
+// Not for the library: another memory space (the runtime reads host memory).
+// CHECK-LABEL: func.func @other_memory_space
+// CHECK: linalg.matmul
+// CHECK-NOT: call
+func.func @other_memory_space(%a: memref<16x32xf32, 1>, %b: memref<32x8xf32, 1>, %c: memref<16x8xf32, 1>) {
+  linalg.matmul ins(%a, %b : memref<16x32xf32, 1>, memref<32x8xf32, 1>) outs(%c : memref<16x8xf32, 1>)
+  return
+}
+
 // Not for the library: integer, f16, tiny, and a generic whose body is not
 // a multiply-accumulate.
 // CHECK-LABEL: func.func @kept

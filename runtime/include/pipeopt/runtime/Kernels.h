@@ -24,7 +24,10 @@ namespace rt {
 /// not oversubscribe its cores.
 void setKernelThreads(int threads);
 
-/// The value last given to setKernelThreads (0 if never called).
+/// The threads a kernel call uses: what OpenBLAS reports after
+/// setKernelThreads (it caps requests at the count it was built for), 1
+/// for the fallback loops, else the value last given to setKernelThreads
+/// (0 if never called).
 int kernelThreads();
 
 /// The library behind the kernels, for reports: "OpenBLAS (SkylakeX
