@@ -116,7 +116,11 @@ def FuseElementwisePass
   let summary = "Fuse chains of element-wise linalg ops on tensors.";
   let description = [{
     Turns the element-wise named ops (`linalg.map`, `linalg.elementwise`,
-    `linalg.broadcast`, `linalg.transpose`) into `linalg.generic` and fuses
+    `linalg.broadcast`, `linalg.transpose`) and batch-1 `batch_matmul`s into
+    `linalg.generic`, drops unit dimensions from the generics (upstream
+    fold-unit-extent-dims: TOSA gives every tensor a leading 1, and the
+    reshapes it puts between a transposed weight and its matmul then fold
+    away), and fuses
     element-wise producers into their consumers with upstream linalg
     element-wise fusion, so that a chain such as bias-add + GELU is one loop
     nest over memory instead of one per op. A producer is fused only into its

@@ -100,6 +100,41 @@ struct FuseElementwisePass
         ++numGeneralized;
     }
 
+    // Unit dimensions (TOSA's leading batch of 1 on every tensor) are
+    // dropped from the generics, so that reshapes between a transpose and
+    // the contraction it feeds (transpose -> expand_shape [1, K, N] ->
+    // batch_matmul) fold away and the transpose can be fused below.
+    {
+      SmallVector<linalg::LinalgOp> unitBatch;
+      module.walk([&](linalg::BatchMatmulOp op) {
+        if (op.hasPureTensorSemantics() &&
+            op.getStaticLoopRanges().front() == 1)
+          unitBatch.push_back(op);
+      });
+      for (linalg::LinalgOp op : unitBatch) {
+        rewriter.setInsertionPoint(op);
+        if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
+          ++numGeneralized;
+      }
+      // Only contractions lose their unit dimensions: on element-wise ops
+      // the reshapes it adds around every result cost a copy when the
+      // result is a function result (measured: a fused chain fell from
+      // 10.5 to 6 GB/s).
+      linalg::ControlDropUnitDims control;
+      control.controlFn = [](Operation *op) -> SmallVector<unsigned> {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+        if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp))
+          return {};
+        return llvm::to_vector(
+            llvm::seq<unsigned>(0, linalgOp.getNumLoops()));
+      };
+      RewritePatternSet unit(&getContext());
+      linalg::populateFoldUnitExtentDimsPatterns(unit, control);
+      linalg::populateFoldUnitExtentDimsCanonicalizationPatterns(unit, control);
+      if (failed(applyPatternsGreedily(module, std::move(unit))))
+        return signalPassFailure();
+    }
+
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(
         patterns, [](OpOperand *fused) {

@@ -79,3 +79,24 @@ func.func @head_transpose(%x: tensor<16x4x32xf32>, %w: tensor<4x32x8xf32>, %out:
   %mm = linalg.batch_matmul ins(%t, %w : tensor<4x16x32xf32>, tensor<4x32x8xf32>) outs(%out : tensor<4x16x8xf32>) -> tensor<4x16x8xf32>
   return %mm : tensor<4x16x8xf32>
 }
+
+// The TOSA form of a linear layer: the weight is transposed, reshaped to
+// [1, K, N] and read by a batch-1 batch_matmul. Unit dimensions are dropped
+// (collapse_shape / expand_shape around a 2-D contraction), the reshape
+// between the transpose and the contraction folds away, and the transpose
+// is fused: the contraction reads the [N, K] weight directly.
+// CHECK-LABEL: func.func @tosa_linear
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[X:.*]] = tensor.collapse_shape %arg0 {{\[}}[0, 1], [2]] : tensor<1x5x32xf32> into tensor<5x32xf32>
+// CHECK: %[[C:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[X]], %arg1 : tensor<5x32xf32>, tensor<8x32xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: tensor.expand_shape %[[C]]
+func.func @tosa_linear(%x: tensor<1x5x32xf32>, %w: tensor<8x32xf32>, %out: tensor<1x5x8xf32>) -> tensor<1x5x8xf32> {
+  %e = tensor.empty() : tensor<32x8xf32>
+  %wt = linalg.transpose ins(%w : tensor<8x32xf32>) outs(%e : tensor<32x8xf32>) permutation = [1, 0]
+  %w3 = tensor.expand_shape %wt [[0, 1], [2]] output_shape [1, 32, 8] : tensor<32x8xf32> into tensor<1x32x8xf32>
+  %mm = linalg.batch_matmul ins(%x, %w3 : tensor<1x5x32xf32>, tensor<1x32x8xf32>) outs(%out : tensor<1x5x8xf32>) -> tensor<1x5x8xf32>
+  return %mm : tensor<1x5x8xf32>
+}
