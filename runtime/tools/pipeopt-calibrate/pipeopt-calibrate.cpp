@@ -16,7 +16,10 @@
 //                         the cost model's byte count of an op
 //   op_overhead_s         one small library call (8 x 8 x 8 GEMM)
 //   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
-//                         the round trip) and bandwidth (16 MiB messages)
+//                         the round trip) and bandwidth (16 MiB messages);
+//                         with --comm mpi (run under `mpirun -np 2`) the
+//                         same ping-pong between the two MPI processes, the
+//                         link pipeopt-run --comm=mpi uses on this node
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
@@ -117,43 +120,55 @@ int usableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-/// Ping-pong between two loopback ranks: seconds per one-way message of
-/// `bytes` bytes (median of `reps` round trips / 2).
-double loopbackOneWay(size_t bytes, int reps) {
-  LoopbackWorld world(2);
-  auto c0 = world.communicator(0), c1 = world.communicator(1);
-  std::vector<uint8_t> data(bytes, 1);
+/// Ping-pong between rank 0 (`self`) and rank 1 of a communicator:
+/// seconds per one-way message of `bytes` bytes (median of `reps` round
+/// trips / 2). `echo` runs rank 1's side: in a thread for loopback, in the
+/// other process for MPI (where it is the same function called there).
+MessageHeader pingHeader(size_t bytes, int src, int dst) {
   MessageHeader h;
   h.kind = MessageHeader::Tensor;
   h.dtype = uint8_t(DType::I8);
   h.setShape({int64_t(bytes)});
   h.bytes = int64_t(bytes);
-  h.srcRank = 0;
-  h.dstRank = 1;
+  h.srcRank = src;
+  h.dstRank = dst;
   h.seal();
-  MessageHeader back = h;
-  back.srcRank = 1;
-  back.dstRank = 0;
-  back.seal();
-  std::thread echo([&] {
-    for (int i = 0; i < reps + 1; ++i) {
-      Message m = c1->recv(0, 60);
-      c1->send(0, back, m.payload.data(), m.payload.size(), 60);
-    }
-  });
+  return h;
+}
+
+void echo(Communicator &c, size_t bytes, int reps) {
+  MessageHeader back = pingHeader(bytes, 1, 0);
+  for (int i = 0; i < reps + 1; ++i) {
+    Message m = c.recv(0, 60);
+    c.send(0, back, m.payload.data(), m.payload.size(), 60);
+  }
+}
+
+double ping(Communicator &c, size_t bytes, int reps) {
+  std::vector<uint8_t> data(bytes, 1);
+  MessageHeader h = pingHeader(bytes, 0, 1);
   double t = medianTime(reps, [&] {
-    c0->send(1, h, data.data(), bytes, 60);
-    c0->recv(1, 60);
+    c.send(1, h, data.data(), bytes, 60);
+    c.recv(1, 60);
   });
-  echo.join();
+  c.flush(60);
   return t / 2;
+}
+
+double loopbackOneWay(size_t bytes, int reps) {
+  LoopbackWorld world(2);
+  auto c0 = world.communicator(0), c1 = world.communicator(1);
+  std::thread other([&] { echo(*c1, bytes, reps); });
+  double t = ping(*c0, bytes, reps);
+  other.join();
+  return t;
 }
 
 int usage(const char *msg) {
   if (msg)
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
   std::cerr << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
-               "[--name NAME] [--shared-cores] [--quick]\n"
+               "[--name NAME] [--shared-cores] [--quick] [--comm loopback|mpi]\n"
                "  Measures this host through pipeopt's kernels and loopback "
                "communicator and\n"
                "  writes a hardware JSON for pipe-partition / pipe-simulate "
@@ -162,7 +177,11 @@ int usage(const char *msg) {
                "  --shared-cores   scale the rates by cores / R when R exceeds "
                "the cores\n"
                "                   (all ranks busy at once)\n"
-               "  --quick          fewer repetitions (less accurate)\n";
+               "  --quick          fewer repetitions (less accurate)\n"
+               "  --comm mpi       measure the link between two MPI processes\n"
+               "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
+               "...);\n"
+               "                   rank 0 writes the file\n";
   return msg ? 2 : 0;
 }
 
@@ -171,7 +190,7 @@ int usage(const char *msg) {
 int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
-  bool quick = false, sharedCores = false;
+  bool quick = false, sharedCores = false, useMpi = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -200,9 +219,52 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (a == "--shared-cores") {
       sharedCores = true;
+    } else if (a == "--comm") {
+      const char *v = value();
+      if (v && std::string(v) == "mpi")
+        useMpi = true;
+      else if (!v || std::string(v) != "loopback")
+        return usage("--comm expects loopback or mpi");
     } else {
       return usage(("unknown option '" + a + "'").c_str());
     }
+  }
+
+  // With MPI, rank 1 only answers the ping-pong; rank 0 measures the rest.
+  struct MpiSession {
+    bool active = false;
+    ~MpiSession() {
+      if (active)
+        mpiFinalize();
+    }
+  } mpi;
+  std::unique_ptr<Communicator> mpiComm;
+  const size_t big = size_t(16) << 20;
+  const int smallReps = quick ? 101 : 1001, bigReps = quick ? 3 : 9;
+  try {
+    if (useMpi) {
+      if (!haveMpi())
+        throw RuntimeError("--comm mpi: this runtime was built without MPI");
+      mpiInitialize(&argc, &argv);
+      mpi.active = true;
+      if (mpiWorldSize() != 2)
+        throw RuntimeError("--comm mpi needs exactly 2 processes "
+                           "(mpirun -np 2), got " +
+                           std::to_string(mpiWorldSize()));
+      mpiComm = createMpiCommunicator();
+      if (mpiWorldRank() == 1) {
+        echo(*mpiComm, 8, smallReps);
+        echo(*mpiComm, big, bigReps);
+        mpiComm->flush(60);
+        return 0;
+      }
+    }
+  } catch (const std::exception &e) {
+    std::cerr << "pipeopt-calibrate: error: " << e.what() << "\n";
+    // The peer may wait in the ping-pong; a lone process just finalizes.
+    if (mpi.active && mpiWorldSize() > 1)
+      mpiAbort(1);
+    return 1;
   }
 
   try {
@@ -236,10 +298,12 @@ int main(int argc, char **argv) {
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001);
 
-    progress("loopback latency and bandwidth");
-    double latency = loopbackOneWay(8, quick ? 101 : 1001);
-    const size_t big = size_t(16) << 20;
-    double bigT = loopbackOneWay(big, reps);
+    progress(useMpi ? "MPI latency and bandwidth (2 processes)"
+                    : "loopback latency and bandwidth");
+    double latency = useMpi ? ping(*mpiComm, 8, smallReps)
+                            : loopbackOneWay(8, smallReps);
+    double bigT = useMpi ? ping(*mpiComm, big, bigReps)
+                         : loopbackOneWay(big, bigReps);
     double linkBandwidth =
         double(big) / std::max(bigT - latency, 1e-9);
 
@@ -252,7 +316,8 @@ int main(int argc, char **argv) {
         std::string("measured by pipeopt-calibrate on ") + host + ": " +
         std::to_string(cores) + " core(s), " + std::to_string(ranks) +
         " rank(s) per node, " + std::to_string(threads) +
-        " BLAS thread(s) per rank, " +
+        " BLAS thread(s) per rank, " + (useMpi ? "MPI" : "loopback") +
+        " link, " +
         (share < 1 ? "rates scaled by cores / ranks, " : "") + kernelLibrary();
     j["peak_flops"] = {{"f32", f32}, {"f64", f64}};
     j["vector_flops"] = {{"f32", vector}};
@@ -273,12 +338,15 @@ int main(int argc, char **argv) {
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s, overhead %.2g s, "
-                 "loopback %.2g s + bytes / %.1f GB/s (per rank, %d rank(s) "
+                 "%s %.2g s + bytes / %.1f GB/s (per rank, %d rank(s) "
                  "on %d core(s))\n",
                  f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9, overhead,
-                 latency, linkBandwidth / 1e9, ranks, cores);
+                 useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
+                 ranks, cores);
   } catch (const std::exception &e) {
     std::cerr << "pipeopt-calibrate: error: " << e.what() << "\n";
+    if (mpi.active)
+      mpiAbort(1);
     return 1;
   }
   return 0;
