@@ -1,6 +1,7 @@
 //===- Manifest.cpp - Loading <model>.manifest.json -------------*- C++ -*-===//
 
 #include "pipeopt/runtime/Manifest.h"
+#include "pipeopt/runtime/ManifestKeys.h"
 
 #include <nlohmann/json.hpp>
 
@@ -71,7 +72,7 @@ public:
     return v;
   }
   Shape shape(const Json &obj, const std::string &path) const {
-    const Json *v = get(obj, "shape");
+    const Json *v = get(obj, manifest::kShape);
     if (!v)
       fail(path + ".shape", "is required but missing");
     array(*v, path + ".shape");
@@ -86,7 +87,7 @@ public:
     return s;
   }
   DType dtype(const Json &obj, const std::string &path) const {
-    const Json *v = get(obj, "dtype");
+    const Json *v = get(obj, manifest::kDType);
     if (!v)
       fail(path + ".dtype", "is required but missing");
     std::string name = string(*v, path + ".dtype");
@@ -209,18 +210,20 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
   if (!root.is_object())
     throw RuntimeError(what + ": manifest must be a JSON object");
   Manifest m;
-  if (const Json *v = r.get(root, "format_version"))
-    m.formatVersion = int(r.integer(*v, "format_version", 1, 1));
-  m.numRanks = int(r.requiredInt(root, "num_ranks", "num_ranks", 1, 1 << 20));
-  m.numStages =
-      int(r.requiredInt(root, "num_stages", "num_stages", 1, 1 << 20));
-  m.numMicrobatches = int(
-      r.requiredInt(root, "num_microbatches", "num_microbatches", 1, 1 << 24));
-  if (const Json *v = r.get(root, "schedule"))
-    m.schedule = r.string(*v, "schedule");
+  if (const Json *v = r.get(root, manifest::kFormatVersion))
+    m.formatVersion = int(r.integer(*v, manifest::kFormatVersion, 1, 1));
+  m.numRanks = int(r.requiredInt(root, manifest::kNumRanks, manifest::kNumRanks,
+                                 1, 1 << 20));
+  m.numStages = int(r.requiredInt(root, manifest::kNumStages,
+                                  manifest::kNumStages, 1, 1 << 20));
+  m.numMicrobatches =
+      int(r.requiredInt(root, manifest::kNumMicrobatches,
+                        manifest::kNumMicrobatches, 1, 1 << 24));
+  if (const Json *v = r.get(root, manifest::kSchedule))
+    m.schedule = r.string(*v, manifest::kSchedule);
 
-  if (const Json *v = r.get(root, "entry_points")) {
-    r.array(*v, "entry_points");
+  if (const Json *v = r.get(root, manifest::kEntryPoints)) {
+    r.array(*v, manifest::kEntryPoints);
     if (v->size() != size_t(m.numRanks))
       r.fail("entry_points", "must list num_ranks = " +
                                  std::to_string(m.numRanks) +
@@ -234,22 +237,24 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
   }
 
   std::set<int> seen;
-  if (const Json *v = r.get(root, "inputs")) {
-    r.array(*v, "inputs");
+  if (const Json *v = r.get(root, manifest::kInputs)) {
+    r.array(*v, manifest::kInputs);
     for (size_t i = 0; i < v->size(); ++i) {
       std::string p = "inputs[" + std::to_string(i) + "]";
       const Json &o = r.object((*v)[i], p);
       ManifestInput in;
-      in.index = int(r.requiredInt(o, "index", p + ".index", 0, 1 << 20));
+      in.index = int(r.requiredInt(o, manifest::kIndex,
+                                   p + "." + manifest::kIndex, 0, 1 << 20));
       in.shape = r.shape(o, p);
       in.dtype = r.dtype(o, p);
-      if (const Json *mb = r.get(o, "microbatched"))
-        in.microbatched = r.boolean(*mb, p + ".microbatched");
-      if (const Json *n = r.get(o, "name"))
-        in.name = r.string(*n, p + ".name");
-      if (r.get(o, "index_bound"))
+      if (const Json *mb = r.get(o, manifest::kMicrobatched))
+        in.microbatched = r.boolean(*mb, p + "." + manifest::kMicrobatched);
+      if (const Json *n = r.get(o, manifest::kName))
+        in.name = r.string(*n, p + "." + manifest::kName);
+      if (r.get(o, manifest::kIndexBound))
         in.indexBound =
-            r.requiredInt(o, "index_bound", p + ".index_bound", 1, INT64_MAX);
+            r.requiredInt(o, manifest::kIndexBound,
+                          p + "." + manifest::kIndexBound, 1, INT64_MAX);
       if (!seen.insert(in.index).second)
         r.fail(p + ".index", "duplicates input index " +
                                  std::to_string(in.index));
@@ -257,19 +262,20 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
     }
   }
   seen.clear();
-  if (const Json *v = r.get(root, "outputs")) {
-    r.array(*v, "outputs");
+  if (const Json *v = r.get(root, manifest::kOutputs)) {
+    r.array(*v, manifest::kOutputs);
     for (size_t i = 0; i < v->size(); ++i) {
       std::string p = "outputs[" + std::to_string(i) + "]";
       const Json &o = r.object((*v)[i], p);
       ManifestOutput out;
-      out.index = int(r.requiredInt(o, "index", p + ".index", 0, 1 << 20));
+      out.index = int(r.requiredInt(o, manifest::kIndex,
+                                    p + "." + manifest::kIndex, 0, 1 << 20));
       out.shape = r.shape(o, p);
       out.dtype = r.dtype(o, p);
-      if (const Json *mb = r.get(o, "microbatched"))
-        out.microbatched = r.boolean(*mb, p + ".microbatched");
-      if (const Json *n = r.get(o, "name"))
-        out.name = r.string(*n, p + ".name");
+      if (const Json *mb = r.get(o, manifest::kMicrobatched))
+        out.microbatched = r.boolean(*mb, p + "." + manifest::kMicrobatched);
+      if (const Json *n = r.get(o, manifest::kName))
+        out.name = r.string(*n, p + "." + manifest::kName);
       if (!seen.insert(out.index).second)
         r.fail(p + ".index", "duplicates output index " +
                                  std::to_string(out.index));
@@ -281,8 +287,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
   std::sort(m.outputs.begin(), m.outputs.end(),
             [](const auto &a, const auto &b) { return a.index < b.index; });
 
-  if (const Json *v = r.get(root, "stage_rank")) {
-    r.array(*v, "stage_rank");
+  if (const Json *v = r.get(root, manifest::kStageRank)) {
+    r.array(*v, manifest::kStageRank);
     // Either [stage] -> rank or [pipeline][stage] -> rank (first pipeline
     // is used for the profile's stage -> rank column).
     if (!v->empty() && (*v)[0].is_array()) {
@@ -316,8 +322,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
     m.stageRank = m.stageRankPipelines.front();
   }
 
-  if (const Json *v = r.get(root, "actions")) {
-    r.array(*v, "actions");
+  if (const Json *v = r.get(root, manifest::kActions)) {
+    r.array(*v, manifest::kActions);
     if (v->size() != size_t(m.numRanks))
       r.fail("actions", "must have one list per rank (" +
                             std::to_string(m.numRanks) + "), got " +
@@ -330,7 +336,7 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         std::string p = pk + "[" + std::to_string(i) + "]";
         const Json &o = r.object((*v)[k][i], p);
         ManifestAction a;
-        const Json *kind = r.get(o, "kind");
+        const Json *kind = r.get(o, manifest::kKind);
         if (!kind)
           r.fail(p + ".kind", "is required but missing");
         if (kind->is_string()) {
@@ -341,10 +347,12 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         } else {
           a.kind = int(r.integer(*kind, p + ".kind", 0, 3));
         }
-        a.stage = int(r.requiredInt(o, "stage", p + ".stage", 0,
-                                    m.numStages - 1));
-        a.microbatch = int(r.requiredInt(o, "microbatch", p + ".microbatch",
-                                         0, m.numMicrobatches - 1));
+        a.stage =
+            int(r.requiredInt(o, manifest::kStage, p + "." + manifest::kStage,
+                              0, m.numStages - 1));
+        a.microbatch = int(r.requiredInt(o, manifest::kMicrobatch,
+                                         p + "." + manifest::kMicrobatch, 0,
+                                         m.numMicrobatches - 1));
         list.push_back(a);
       }
       m.actions.push_back(std::move(list));

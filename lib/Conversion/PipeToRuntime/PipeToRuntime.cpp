@@ -12,6 +12,7 @@
 #include "pipeopt/Conversion/RuntimeABI.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/runtime/ManifestKeys.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -48,6 +49,7 @@ using namespace mlir;
 namespace pipe = pipeopt::pipe;
 using pipeopt::RuntimeDecls;
 using pipeopt::runtimeDTypeName;
+namespace manifest = pipeopt::manifest;
 
 std::string pipeopt::runtimeEntryPointName(int64_t rank) {
   return "pipeopt_rank_" + std::to_string(rank);
@@ -250,36 +252,37 @@ llvm::json::Array shapeJson(RankedTensorType type) {
 llvm::json::Value manifestJson(const ManifestData &m,
                                const MicrobatchPolicy &policy) {
   llvm::json::Object root;
-  root["format_version"] = 1;
-  root["num_ranks"] = m.numRanks;
-  root["num_stages"] = m.numStages;
-  root["num_microbatches"] = m.numMicrobatches;
-  root["schedule"] = m.schedule;
+  root[manifest::kFormatVersion] = 1;
+  root[manifest::kNumRanks] = m.numRanks;
+  root[manifest::kNumStages] = m.numStages;
+  root[manifest::kNumMicrobatches] = m.numMicrobatches;
+  root[manifest::kSchedule] = m.schedule;
   llvm::json::Array entries;
   for (int64_t r = 0; r < m.numRanks; ++r)
     entries.push_back(pipeopt::runtimeEntryPointName(r));
-  root["entry_points"] = std::move(entries);
+  root[manifest::kEntryPoints] = std::move(entries);
 
   auto tensors = [&](const std::map<int64_t, BoundaryTensor> &table,
                      bool isInput) {
     llvm::json::Array array;
     for (const auto &[index, t] : table)
       array.push_back(llvm::json::Object{
-          {"index", index},
-          {"shape", shapeJson(t.type)},
-          {"dtype", *runtimeDTypeName(t.type.getElementType())},
+          {manifest::kIndex, index},
+          {manifest::kShape, shapeJson(t.type)},
+          {manifest::kDType, *runtimeDTypeName(t.type.getElementType())},
           // Every output is per microbatch.
-          {"microbatched", !isInput || policy.isMicrobatched(index, t.type)}});
+          {manifest::kMicrobatched,
+           !isInput || policy.isMicrobatched(index, t.type)}});
     if (isInput)
       for (llvm::json::Value &entry : array)
         if (auto it = policy.indexBounds.find(
-                *entry.getAsObject()->getInteger("index"));
+                *entry.getAsObject()->getInteger(manifest::kIndex));
             it != policy.indexBounds.end())
-          (*entry.getAsObject())["index_bound"] = it->second;
+          (*entry.getAsObject())[manifest::kIndexBound] = it->second;
     return array;
   };
-  root["inputs"] = tensors(m.inputs, /*isInput=*/true);
-  root["outputs"] = tensors(m.outputs, /*isInput=*/false);
+  root[manifest::kInputs] = tensors(m.inputs, /*isInput=*/true);
+  root[manifest::kOutputs] = tensors(m.outputs, /*isInput=*/false);
 
   // stage -> rank. Every microbatch has its own mapping (schedules with
   // several pipelines, e.g. Chimera, map stages differently per
@@ -308,12 +311,12 @@ llvm::json::Value manifestJson(const ManifestData &m,
       return a;
     };
     if (pipelines.size() == 1) {
-      root["stage_rank"] = toJson(pipelines.front());
+      root[manifest::kStageRank] = toJson(pipelines.front());
     } else {
       llvm::json::Array all;
       for (const auto &p : pipelines)
         all.push_back(toJson(p));
-      root["stage_rank"] = std::move(all);
+      root[manifest::kStageRank] = std::move(all);
     }
   }
 
@@ -323,11 +326,12 @@ llvm::json::Value manifestJson(const ManifestData &m,
     auto it = m.actions.find(r);
     if (it != m.actions.end())
       for (auto [stage, mb] : it->second)
-        list.push_back(llvm::json::Object{
-            {"kind", "F"}, {"stage", stage}, {"microbatch", mb}});
+        list.push_back(llvm::json::Object{{manifest::kKind, "F"},
+                                          {manifest::kStage, stage},
+                                          {manifest::kMicrobatch, mb}});
     actions.push_back(std::move(list));
   }
-  root["actions"] = std::move(actions);
+  root[manifest::kActions] = std::move(actions);
   return llvm::json::Value(std::move(root));
 }
 
