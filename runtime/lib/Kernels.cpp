@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
@@ -97,12 +97,15 @@ const Blas &blas() {
           reinterpret_cast<SetThreadsFn>(dlsym(h, "openblas_set_num_threads"));
       b.getThreads =
           reinterpret_cast<GetThreadsFn>(dlsym(h, "openblas_get_num_threads"));
-      auto core = reinterpret_cast<CoreNameFn>(dlsym(h, "openblas_get_corename"));
+      auto core =
+          reinterpret_cast<CoreNameFn>(dlsym(h, "openblas_get_corename"));
       if (b.sgemm && b.dgemm) {
-        b.name = std::string("OpenBLAS (") + (core ? core() : "?") + " kernels)";
+        b.name =
+            std::string("OpenBLAS (") + (core ? core() : "?") + " kernels)";
       } else {
-        why = std::string(override && *override ? override : "libopenblas.so.0") +
-              " has no cblas_sgemm / cblas_dgemm";
+        why =
+            std::string(override && *override ? override : "libopenblas.so.0") +
+            " has no cblas_sgemm / cblas_dgemm";
         b.sgemm = nullptr;
         b.dgemm = nullptr;
         b.setThreads = nullptr;
@@ -122,15 +125,23 @@ const Blas &blas() {
   return b;
 }
 
-template <typename T> constexpr DType dtypeOf();
-template <> constexpr DType dtypeOf<float>() { return DType::F32; }
-template <> constexpr DType dtypeOf<double>() { return DType::F64; }
+template <typename T>
+constexpr DType dtypeOf();
+template <>
+constexpr DType dtypeOf<float>() {
+  return DType::F32;
+}
+template <>
+constexpr DType dtypeOf<double>() {
+  return DType::F64;
+}
 
 /// Runs `f`; an exception becomes the calling rank's first error (or a line
 /// on stderr when no rank context is installed, e.g. in a unit test) and a
 /// nonzero return. Unlike the communication functions, kernels do not need a
 /// context: they are pure computations on their operands.
-template <typename F> int32_t kernelGuard(const char *fn, F &&f) {
+template <typename F>
+int32_t kernelGuard(const char *fn, F &&f) {
   RankContext *ctx = currentContext();
   if (ctx && ctx->isPoisoned())
     return 1;
@@ -154,7 +165,8 @@ template <typename F> int32_t kernelGuard(const char *fn, F &&f) {
 
 /// A row-major matrix operand of a GEMM: element (i, j) is at
 /// data[i * ld + j] (trans = false) or data[j * ld + i] (trans = true).
-template <typename T> struct Matrix {
+template <typename T>
+struct Matrix {
   T *data = nullptr;
   int64_t rows = 0, cols = 0, ld = 1;
   bool trans = false;
@@ -221,7 +233,8 @@ void gemmAccumulate(const Matrix<T> &a, const Matrix<T> &b, T *c, int64_t ldc) {
 }
 
 /// A dense row-major copy of a view when the view cannot be used in place.
-template <typename T> struct Dense {
+template <typename T>
+struct Dense {
   std::vector<T> storage;
   T *data = nullptr;
   Dense(const MemRefView &v, bool copyIn) {
@@ -286,7 +299,8 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
     return r;
   };
   size_t rl = lhs.sizes.size(), rr = rhs.sizes.size(), ro = out.sizes.size();
-  bool ok = (ro == 3 && rl == 3 && rr == 3) || (ro == 2 && rl == 2 && rr == 2) ||
+  bool ok = (ro == 3 && rl == 3 && rr == 3) ||
+            (ro == 2 && rl == 2 && rr == 2) ||
             (ro == 1 && ((rl == 2 && rr == 1) || (rl == 1 && rr == 2)));
   if (!ok)
     throw bad("unsupported operand ranks");
@@ -295,12 +309,12 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
   bool vecmat = ro == 1 && rl == 1;
   View3 a = view3(lhs, transLhs, /*vectorIsRow=*/true);
   View3 b = view3(rhs, transRhs, /*vectorIsRow=*/false);
-  View3 c = ro == 1 ? (vecmat ? View3{reinterpret_cast<T *>(out.base), 1, 1,
-                                      out.sizes[0], 0, out.sizes[0],
-                                      out.strides[0]}
-                              : View3{reinterpret_cast<T *>(out.base), 1,
-                                      out.sizes[0], 1, 0, out.strides[0], 1})
-                    : view3(out, false, false);
+  View3 c = ro == 1
+                ? (vecmat ? View3{reinterpret_cast<T *>(out.base), 1, 1,
+                                  out.sizes[0], 0, out.sizes[0], out.strides[0]}
+                          : View3{reinterpret_cast<T *>(out.base), 1,
+                                  out.sizes[0], 1, 0, out.strides[0], 1})
+                : view3(out, false, false);
   if (a.batch != c.batch || b.batch != c.batch || a.rows != c.rows ||
       b.cols != c.cols || a.cols != b.rows)
     throw bad("sizes do not match");
@@ -358,18 +372,16 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
 template <typename T>
 void conv2d(pipeopt_rt_unranked_memref *inRef,
             pipeopt_rt_unranked_memref *filterRef,
-            pipeopt_rt_unranked_memref *outRef, int64_t layout,
-            int64_t strideH, int64_t strideW, int64_t dilationH,
-            int64_t dilationW) {
+            pipeopt_rt_unranked_memref *outRef, int64_t layout, int64_t strideH,
+            int64_t strideW, int64_t dilationH, int64_t dilationW) {
   constexpr DType dt = dtypeOf<T>();
   MemRefView in = decodeMemRef(inRef, dt), filter = decodeMemRef(filterRef, dt),
              out = decodeMemRef(outRef, dt);
   auto bad = [&](const std::string &why) {
-    return RuntimeError("input " + shapeOf(in) + ", filter " +
-                        shapeOf(filter) + " -> " + shapeOf(out) + ": " + why);
+    return RuntimeError("input " + shapeOf(in) + ", filter " + shapeOf(filter) +
+                        " -> " + shapeOf(out) + ": " + why);
   };
-  if (in.sizes.size() != 4 || filter.sizes.size() != 4 ||
-      out.sizes.size() != 4)
+  if (in.sizes.size() != 4 || filter.sizes.size() != 4 || out.sizes.size() != 4)
     throw bad("operands must have rank 4");
   if (strideH < 1 || strideW < 1 || dilationH < 1 || dilationW < 1)
     throw bad("strides and dilations must be positive");
@@ -421,9 +433,9 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
             for (int64_t j = 0; j < kw; ++j) {
               T *row = col.data() + ((ci * kh + i) * kw + j) * pixels;
               for (int64_t yy = 0; yy < oh; ++yy) {
-                const T *src =
-                    xb + (ci * h + yy * strideH + i * dilationH) * w +
-                    j * dilationW;
+                const T *src = xb +
+                               (ci * h + yy * strideH + i * dilationH) * w +
+                               j * dilationW;
                 T *dst = row + yy * ow;
                 if (strideW == 1)
                   std::memcpy(dst, src, size_t(ow) * sizeof(T));
@@ -454,8 +466,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
                 const T *src = x + ((b * h + yy * strideH + i * dilationH) * w +
                                     xx * strideW + j * dilationW) *
                                        c;
-                std::memcpy(dst + (i * kw + j) * c, src,
-                            size_t(c) * sizeof(T));
+                std::memcpy(dst + (i * kw + j) * c, src, size_t(c) * sizeof(T));
               }
           }
       colp = col.data();

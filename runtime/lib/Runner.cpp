@@ -999,8 +999,8 @@ int usableCores() {
 int ranksOnThisNode(const Manifest &m, bool distributed) {
   if (!distributed)
     return m.numRanks;
-  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                          "LOCAL_WORLD_SIZE"})
+  for (const char *var :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "LOCAL_WORLD_SIZE"})
     if (const char *v = std::getenv(var))
       if (int n = std::atoi(v); n > 0)
         return n;
@@ -1223,11 +1223,11 @@ int pipeoptRunMain(int argc, char **argv) {
   // allocator instead of being mapped and unmapped on every call (each
   // iteration allocates the same activations again; page faults on fresh
   // mappings were a tenth of a small model's run time).
-  setKernelThreads(o.threads > 0
-                       ? o.threads
-                       : defaultKernelThreads(
-                             usableCores(),
-                             ranksOnThisNode(m, useMpi || ncclOverEnv)));
+  setKernelThreads(
+      o.threads > 0
+          ? o.threads
+          : defaultKernelThreads(usableCores(),
+                                 ranksOnThisNode(m, useMpi || ncclOverEnv)));
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 

@@ -33,12 +33,14 @@ std::vector<double> randomData(size_t n, unsigned seed) {
   return v;
 }
 
-template <typename T> std::vector<T> cast(const std::vector<double> &v) {
+template <typename T>
+std::vector<T> cast(const std::vector<double> &v) {
   return std::vector<T>(v.begin(), v.end());
 }
 
 /// Relative tolerance for a sum of k products of values in [-1, 1].
-template <typename T> double tolerance(int64_t k) {
+template <typename T>
+double tolerance(int64_t k) {
   return (sizeof(T) == 4 ? 2e-6 : 1e-14) * double(k + 1);
 }
 
@@ -116,10 +118,13 @@ TEST(Kernels, MatmulUnitStrideInNeitherDimensionIsPacked) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
       for (int64_t p = 0; p < k; ++p)
-        want[size_t(i * n + j)] += a[size_t(i * 2 * k + 2 * p)] * b[size_t(p * n + j)];
+        want[size_t(i * n + j)] +=
+            a[size_t(i * 2 * k + 2 * p)] * b[size_t(p * n + j)];
   MemRef<2> am(a.data(), {m, k}, {2 * k, 2}), bm(b.data(), {k, n}),
       cm(c.data(), {m, n});
-  ASSERT_EQ(_mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0), 0);
+  ASSERT_EQ(
+      _mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0),
+      0);
   for (size_t i = 0; i < c.size(); ++i)
     EXPECT_NEAR(c[i], want[i], 1e-5);
 }
@@ -135,11 +140,14 @@ TEST(Kernels, BatchMatmulWithOffset) {
       for (int64_t j = 0; j < n; ++j)
         for (int64_t p = 0; p < k; ++p)
           want[size_t((q * m + i) * n + j)] +=
-              a[size_t(1 + (q * m + i) * k + p)] * b[size_t((q * n + j) * k + p)];
+              a[size_t(1 + (q * m + i) * k + p)] *
+              b[size_t((q * n + j) * k + p)];
   // A has offset 1; B is stored [batch, n, k] and read transposed.
   MemRef<3> am(a.data(), {bs, m, k}, {m * k, k, 1}, 1),
       bm(b.data(), {bs, n, k}), cm(c.data(), {bs, m, n});
-  ASSERT_EQ(_mlir_ciface_pipeopt_rt_matmul_f64(am.get(), bm.get(), cm.get(), 0, 1), 0);
+  ASSERT_EQ(
+      _mlir_ciface_pipeopt_rt_matmul_f64(am.get(), bm.get(), cm.get(), 0, 1),
+      0);
   for (size_t i = 0; i < c.size(); ++i)
     EXPECT_NEAR(c[i], want[i], 1e-13);
 }
@@ -158,8 +166,12 @@ TEST(Kernels, MatvecAndVecmat) {
     }
   MemRef<2> am(a.data(), {m, k}), at(a.data(), {m, k});
   MemRef<1> xm(x.data(), {k}), ym(y.data(), {m}), zm(z.data(), {m});
-  ASSERT_EQ(_mlir_ciface_pipeopt_rt_matmul_f32(am.get(), xm.get(), ym.get(), 0, 0), 0);
-  ASSERT_EQ(_mlir_ciface_pipeopt_rt_matmul_f32(xm.get(), at.get(), zm.get(), 0, 1), 0);
+  ASSERT_EQ(
+      _mlir_ciface_pipeopt_rt_matmul_f32(am.get(), xm.get(), ym.get(), 0, 0),
+      0);
+  ASSERT_EQ(
+      _mlir_ciface_pipeopt_rt_matmul_f32(xm.get(), at.get(), zm.get(), 0, 1),
+      0);
   for (int64_t i = 0; i < m; ++i) {
     EXPECT_NEAR(y[size_t(i)], wantY[size_t(i)], 1e-5);
     EXPECT_NEAR(z[size_t(i)], wantZ[size_t(i)], 1e-5);
@@ -170,7 +182,9 @@ TEST(Kernels, MatmulShapeMismatchIsAnError) {
   std::vector<float> a(6), b(6), c(4);
   MemRef<2> am(a.data(), {2, 3}), bm(b.data(), {2, 3}), cm(c.data(), {2, 2});
   testing::internal::CaptureStderr();
-  EXPECT_NE(_mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0), 0);
+  EXPECT_NE(
+      _mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0),
+      0);
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("sizes do not match"), std::string::npos) << err;
 }
@@ -187,7 +201,8 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
                  out = cast<T>(randomData(size_t(n * f * oh * ow), 13));
   bool nchw = layout == PIPEOPT_RT_CONV_NCHW_FCHW;
   auto inAt = [&](int64_t b, int64_t ch, int64_t y, int64_t x) {
-    return nchw ? ((b * c + ch) * h + y) * w + x : ((b * h + y) * w + x) * c + ch;
+    return nchw ? ((b * c + ch) * h + y) * w + x
+                : ((b * h + y) * w + x) * c + ch;
   };
   auto flAt = [&](int64_t fo, int64_t ch, int64_t i, int64_t j) {
     switch (layout) {
@@ -212,7 +227,8 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
           for (int64_t ch = 0; ch < c; ++ch)
             for (int64_t i = 0; i < kh; ++i)
               for (int64_t j = 0; j < kw; ++j)
-                s += (long double)in[size_t(inAt(b, ch, y * sh + i * dh, x * sw + j * dw))] *
+                s += (long double)in[size_t(
+                         inAt(b, ch, y * sh + i * dh, x * sw + j * dw))] *
                      fl[size_t(flAt(fo, ch, i, j))];
           want[size_t(outAt(b, fo, y, x))] += T(s);
         }
@@ -233,11 +249,11 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
       om(out.data(), {outShape[0], outShape[1], outShape[2], outShape[3]});
   int32_t rc;
   if constexpr (std::is_same_v<T, float>)
-    rc = _mlir_ciface_pipeopt_rt_conv2d_f32(im.get(), fm.get(), om.get(), layout,
-                                            sh, sw, dh, dw);
+    rc = _mlir_ciface_pipeopt_rt_conv2d_f32(im.get(), fm.get(), om.get(),
+                                            layout, sh, sw, dh, dw);
   else
-    rc = _mlir_ciface_pipeopt_rt_conv2d_f64(im.get(), fm.get(), om.get(), layout,
-                                            sh, sw, dh, dw);
+    rc = _mlir_ciface_pipeopt_rt_conv2d_f64(im.get(), fm.get(), om.get(),
+                                            layout, sh, sw, dh, dw);
   ASSERT_EQ(rc, 0);
   for (size_t i = 0; i < out.size(); ++i)
     ASSERT_NEAR(out[i], want[i], tolerance<T>(c * kh * kw)) << "element " << i;
@@ -284,7 +300,9 @@ TEST(Kernels, IndexErrorNamesTheActionAndPoisonsTheContext) {
   // Later kernel calls do nothing and fail.
   std::vector<float> a(1, 1), b(1, 1), c(1, 0);
   MemRef<2> am(a.data(), {1, 1}), bm(b.data(), {1, 1}), cm(c.data(), {1, 1});
-  EXPECT_NE(_mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0), 0);
+  EXPECT_NE(
+      _mlir_ciface_pipeopt_rt_matmul_f32(am.get(), bm.get(), cm.get(), 0, 0),
+      0);
   EXPECT_EQ(c[0], 0.0f);
 }
 

@@ -163,11 +163,11 @@ static cl::opt<bool> kernels(
              "contractions and convolutions (default; =false: naive loops, "
              "for comparisons)"),
     cl::init(true), cl::cat(category));
-static cl::opt<bool> fuse(
-    "fuse",
-    cl::desc("Fuse element-wise linalg chains before bufferization "
-             "(default; =false: one loop nest per op, for comparisons)"),
-    cl::init(true), cl::cat(category));
+static cl::opt<bool>
+    fuse("fuse",
+         cl::desc("Fuse element-wise linalg chains before bufferization "
+                  "(default; =false: one loop nest per op, for comparisons)"),
+         cl::init(true), cl::cat(category));
 static cl::opt<bool> approximateMath(
     "approximate-math",
     cl::desc("Approximate f32 exp, log, tanh, ... with vectorizable "

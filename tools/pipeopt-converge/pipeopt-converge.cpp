@@ -53,16 +53,17 @@ static cl::opt<long> budgetOpt(
     "budget", cl::init(2000),
     cl::desc("Common time budget T in slots (F = B = one slot; default 2000)"),
     cl::cat(category));
-static cl::opt<unsigned long long> seedOpt(
-    "seed", cl::init(1), cl::desc("First optimizer seed (default 1)"),
-    cl::cat(category));
-static cl::opt<int> seedsOpt(
-    "seeds", cl::init(3),
-    cl::desc("Seeds per step size: seed, seed+1, ... (default 3)"),
-    cl::cat(category));
-static cl::opt<unsigned long long> dataSeedOpt(
-    "data-seed", cl::init(1), cl::desc("Seed of the synthetic data (default 1)"),
-    cl::cat(category));
+static cl::opt<unsigned long long>
+    seedOpt("seed", cl::init(1), cl::desc("First optimizer seed (default 1)"),
+            cl::cat(category));
+static cl::opt<int>
+    seedsOpt("seeds", cl::init(3),
+             cl::desc("Seeds per step size: seed, seed+1, ... (default 3)"),
+             cl::cat(category));
+static cl::opt<unsigned long long>
+    dataSeedOpt("data-seed", cl::init(1),
+                cl::desc("Seed of the synthetic data (default 1)"),
+                cl::cat(category));
 static cl::opt<double> noiseOpt(
     "noise", cl::init(0.0),
     cl::desc("Std of Gaussian noise added to every gradient coordinate "
@@ -72,43 +73,46 @@ static cl::opt<int> dimOpt("dim", cl::init(0),
                            cl::desc("Parameters (quadratic, nesterov, "
                                     "logistic; default 64)"),
                            cl::cat(category));
-static cl::opt<int> batchOpt(
-    "batch-size", cl::init(0),
-    cl::desc("Rows (positions) per microbatch (default 8; lm 16)"),
-    cl::cat(category));
+static cl::opt<int>
+    batchOpt("batch-size", cl::init(0),
+             cl::desc("Rows (positions) per microbatch (default 8; lm 16)"),
+             cl::cat(category));
 static cl::opt<int> dataSizeOpt(
     "data-size", cl::init(0),
     cl::desc("Rows n (quadratic, logistic; default 512) or positions (lm; "
              "default 4096)"),
     cl::cat(category));
-static cl::opt<double> l2Opt(
-    "l2", cl::init(-1.0),
-    cl::desc("L2 weight lambda (logistic, lm; default 1e-3)"),
-    cl::cat(category));
-static cl::opt<double> featureScaleOpt(
-    "feature-scale", cl::init(0.0),
-    cl::desc("logistic: feature norm |x_i| (default 4)"), cl::cat(category));
-static cl::opt<int> microbatchesOpt(
-    "microbatches", cl::init(0),
-    cl::desc("sync: microbatches per step M (default S)"), cl::cat(category));
-static cl::opt<int> deltaOpt(
-    "rpd-delta", cl::init(-1),
-    cl::desc("rpd: delay bound delta (default floor(S^2 - S/2))"),
-    cl::cat(category));
+static cl::opt<double>
+    l2Opt("l2", cl::init(-1.0),
+          cl::desc("L2 weight lambda (logistic, lm; default 1e-3)"),
+          cl::cat(category));
+static cl::opt<double>
+    featureScaleOpt("feature-scale", cl::init(0.0),
+                    cl::desc("logistic: feature norm |x_i| (default 4)"),
+                    cl::cat(category));
+static cl::opt<int>
+    microbatchesOpt("microbatches", cl::init(0),
+                    cl::desc("sync: microbatches per step M (default S)"),
+                    cl::cat(category));
+static cl::opt<int>
+    deltaOpt("rpd-delta", cl::init(-1),
+             cl::desc("rpd: delay bound delta (default floor(S^2 - S/2))"),
+             cl::cat(category));
 static cl::opt<int> replicasOpt("replicas", cl::init(0),
                                 cl::desc("localsgd: replicas R (default S)"),
                                 cl::cat(category));
-static cl::opt<int> localStepsOpt(
-    "local-steps", cl::init(1),
-    cl::desc("localsgd: local steps H per round (default 1)"),
-    cl::cat(category));
-static cl::opt<int> minExpOpt(
-    "min-step-exp", cl::init(-12),
-    cl::desc("Step grid: smallest step 2^k / L (default -12)"),
-    cl::cat(category));
-static cl::opt<int> maxExpOpt(
-    "max-step-exp", cl::init(4),
-    cl::desc("Step grid: largest step 2^k / L (default 4)"), cl::cat(category));
+static cl::opt<int>
+    localStepsOpt("local-steps", cl::init(1),
+                  cl::desc("localsgd: local steps H per round (default 1)"),
+                  cl::cat(category));
+static cl::opt<int>
+    minExpOpt("min-step-exp", cl::init(-12),
+              cl::desc("Step grid: smallest step 2^k / L (default -12)"),
+              cl::cat(category));
+static cl::opt<int>
+    maxExpOpt("max-step-exp", cl::init(4),
+              cl::desc("Step grid: largest step 2^k / L (default 4)"),
+              cl::cat(category));
 static cl::opt<int> perOctaveOpt(
     "steps-per-octave", cl::init(1),
     cl::desc("Step grid points per factor of two (default 1; scaling: 4)"),
@@ -117,11 +121,11 @@ static cl::opt<int> samplesOpt(
     "samples", cl::init(100),
     cl::desc("Curve points after t = 0, evenly spaced in time (default 100)"),
     cl::cat(category));
-static cl::opt<Format> formatOpt(
-    "format", cl::init(Format::Text), cl::desc("Output format"),
-    cl::values(clEnumValN(Format::Text, "text", "summary table"),
-               clEnumValN(Format::JSON, "json", "JSON report")),
-    cl::cat(category));
+static cl::opt<Format>
+    formatOpt("format", cl::init(Format::Text), cl::desc("Output format"),
+              cl::values(clEnumValN(Format::Text, "text", "summary table"),
+                         clEnumValN(Format::JSON, "json", "JSON report")),
+              cl::cat(category));
 static cl::opt<std::string> outputOpt("o", cl::init("-"),
                                       cl::desc("Output file (default stdout)"),
                                       cl::value_desc("file"),
@@ -139,9 +143,10 @@ static cl::opt<Experiment> experimentOpt(
                           "largest stable step and error floor vs S, with "
                           "fitted exponents")),
     cl::cat(category));
-static cl::list<int> stagesListOpt(
-    "stages-list", cl::CommaSeparated,
-    cl::desc("scaling: stage counts (default 2,4,8,16)"), cl::cat(category));
+static cl::list<int>
+    stagesListOpt("stages-list", cl::CommaSeparated,
+                  cl::desc("scaling: stage counts (default 2,4,8,16)"),
+                  cl::cat(category));
 static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
     cl::desc("scaling: the fixed step (absolute) whose error floor is fitted "
@@ -297,13 +302,12 @@ int main(int argc, char **argv) {
                                   (*obj)->dim(), S));
     const int perOctave =
         perOctaveOpt.getNumOccurrences() ? perOctaveOpt.getValue() : 4;
-    std::vector<double> steps =
-        stepGrid(L, minExpOpt, maxExpOpt, perOctave);
+    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctave);
     const double fixed = fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-4) / L;
     auto progress = [&](int done, int total) {
       if (!quietOpt && (done % 50 == 0 || done == total))
-        llvm::errs() << llvm::formatv("pipeopt-converge: scaling {0}/{1} runs\n",
-                                      done, total);
+        llvm::errs() << llvm::formatv(
+            "pipeopt-converge: scaling {0}/{1} runs\n", done, total);
     };
     SelectionRule rule;
     rule.smoothness = smoothOpt;

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/Converge.h"
+#include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/Simulator.h"
 
 #include "gtest/gtest.h"
@@ -57,8 +57,8 @@ std::vector<double> replaySGD(const Objective &obj, const RunConfig &c,
     obj.blockGradient(u.batch, x.data(), lo, hi, g.data());
     const uint64_t key = u.microbatch >= 0 ? u.microbatch : k;
     for (int j = lo; j < hi; ++j)
-      x[j] -= c.stepSize *
-              (g[j - lo] + c.noiseStd * gradientNoise(c.seed, key, j));
+      x[j] -=
+          c.stepSize * (g[j - lo] + c.noiseStd * gradientNoise(c.seed, key, j));
   }
   return x;
 }
@@ -87,7 +87,7 @@ TEST(Converge, OneStageEveryMethodIsPlainSGD) {
     c.recordUpdates = true;
     RunResult r = run(*obj, c);
     SCOPED_TRACE(methodName(m).str());
-    ASSERT_EQ(r.updates.size(), 150u);  // one F + one B per update
+    ASSERT_EQ(r.updates.size(), 150u); // one F + one B per update
     for (size_t k = 0; k < r.updates.size(); ++k) {
       EXPECT_EQ(r.updates[k].delay, std::vector<int>{0}) << "update " << k;
       if (m != Method::RPD) {
@@ -151,8 +151,8 @@ std::vector<double> replayStale(const Objective &obj, const RunConfig &c,
     const uint64_t key = u.microbatch >= 0 ? u.microbatch : k;
     std::vector<double> x = hist.back();
     for (int j = lo; j < hi; ++j)
-      x[j] -= c.stepSize *
-              (g[j - lo] + c.noiseStd * gradientNoise(c.seed, key, j));
+      x[j] -=
+          c.stepSize * (g[j - lo] + c.noiseStd * gradientNoise(c.seed, key, j));
     hist.push_back(std::move(x));
   }
   return hist.back();
@@ -212,9 +212,9 @@ TEST(Converge, PipeDreamDelaysEqualScheduleTable) {
     ASSERT_TRUE(static_cast<bool>(s));
     auto slots = schedule::unitTimeSlots(*s);
     ASSERT_TRUE(static_cast<bool>(slots));
-    std::vector<std::pair<long, int>> bw;         // (slot, stage)
-    std::map<std::pair<int, int>, long> fSlot;    // (mb, stage) -> slot
-    std::map<std::pair<int, int>, long> bwIndex;  // (mb, stage) -> k
+    std::vector<std::pair<long, int>> bw;        // (slot, stage)
+    std::map<std::pair<int, int>, long> fSlot;   // (mb, stage) -> slot
+    std::map<std::pair<int, int>, long> bwIndex; // (mb, stage) -> k
     for (int r = 0; r < s->numRanks; ++r)
       for (size_t i = 0; i < s->actions[r].size(); ++i) {
         const schedule::Action &a = s->actions[r][i];
@@ -248,9 +248,9 @@ TEST(Converge, PipeDreamDelaysEqualScheduleTable) {
       ASSERT_EQ((bwIndex[{u.microbatch, u.stage}]), static_cast<long>(k));
       for (int b = 0; b < S; ++b) {
         const long read = fSlot[{u.microbatch, b}];
-        long before = std::lower_bound(bw.begin(), bw.end(),
-                                       std::make_pair(read, b)) -
-                      bw.begin();
+        long before =
+            std::lower_bound(bw.begin(), bw.end(), std::make_pair(read, b)) -
+            bw.begin();
         ASSERT_EQ(u.delay[b], k - before)
             << "mb " << u.microbatch << " stage " << u.stage << " block " << b;
         if (u.microbatch >= S && u.microbatch < M - S) {
@@ -332,8 +332,8 @@ TEST(Converge, LocalSGDOneReplicaIsSGDPlusDrain) {
     EXPECT_EQ(local.finalPoint[j], x[j]);
   // Step k's last block update lands at slot k (2 + 2(S-1)) + 2S - 1.
   for (const CurvePoint &p : local.curve)
-    EXPECT_EQ(p.blockUpdates, (p.slot / (2 * S)) * S +
-                                  std::max<long>(0, p.slot % (2 * S) - S))
+    EXPECT_EQ(p.blockUpdates,
+              (p.slot / (2 * S)) * S + std::max<long>(0, p.slot % (2 * S) - S))
         << "slot " << p.slot;
 
   RunConfig s = c;
@@ -420,8 +420,7 @@ TEST(Converge, PipeDreamBeatsLocalSGDOnTheQuadratic) {
     c.localSteps = H;
     MethodResult local = tune(*obj, c, steps);
     ASSERT_TRUE(local.selectedStable);
-    EXPECT_LT(pd.best().finalMean * 1e3, local.best().finalMean)
-        << "H = " << H;
+    EXPECT_LT(pd.best().finalMean * 1e3, local.best().finalMean) << "H = " << H;
   }
 }
 
@@ -443,11 +442,11 @@ TEST(Converge, RPDWithTheSteadyStateDelayTracksPipeDream) {
     r.method = Method::RPD;
     r.rpdDelta = delta;
     MethodResult m = tune(*obj, r, steps);
-    return std::pair{std::fabs(std::log2(largestStable(m) / largestStable(pd))),
-                     std::fabs(std::log2(m.best().stepSize /
-                                         pd.best().stepSize))};
+    return std::pair{
+        std::fabs(std::log2(largestStable(m) / largestStable(pd))),
+        std::fabs(std::log2(m.best().stepSize / pd.best().stepSize))};
   };
-  auto [edgeDefault, tunedDefault] = gap(-1);  // floor(64 - 4) = 60
+  auto [edgeDefault, tunedDefault] = gap(-1); // floor(64 - 4) = 60
   auto [edgeSmall, tunedSmall] = gap(7);
   auto [edgeLarge, tunedLarge] = gap(480);
   EXPECT_LT(edgeDefault, edgeSmall);

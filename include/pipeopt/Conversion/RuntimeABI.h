@@ -1,4 +1,5 @@
-//===- RuntimeABI.h - Declarations of the runtime's C ABI in MLIR -*- C++ -*-===//
+//===- RuntimeABI.h - Declarations of the runtime's C ABI in MLIR -*- C++
+//-*-===//
 //
 // Part of pipeopt. The functions that compiled code calls in the runtime
 // (runtime/include/pipeopt/runtime/RuntimeFunctions.def, the single source of
@@ -43,9 +44,8 @@ public:
   /// element>`), creating it if needed. Emits an error at `loc` and fails if
   /// `base` is not in RuntimeFunctions.def, the runtime has no instance for
   /// `element`, or the symbol exists with another type.
-  mlir::FailureOr<mlir::func::FuncOp> get(mlir::Location loc,
-                                          llvm::StringRef base,
-                                          mlir::Type element);
+  mlir::FailureOr<mlir::func::FuncOp>
+  get(mlir::Location loc, llvm::StringRef base, mlir::Type element);
 
 private:
   mlir::ModuleOp module;

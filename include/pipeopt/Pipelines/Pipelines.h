@@ -126,11 +126,10 @@ struct LowerToLLVMOptions
                      "contractions and convolutions "
                      "(convert-linalg-to-runtime-kernels); off: loops"),
       llvm::cl::init(true)};
-  Option<bool> fuse{
-      *this, "fuse",
-      llvm::cl::desc("Fuse element-wise linalg chains "
-                     "(pipeopt-fuse-elementwise)"),
-      llvm::cl::init(true)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse element-wise linalg chains "
+                                   "(pipeopt-fuse-elementwise)"),
+                    llvm::cl::init(true)};
   Option<bool> approximateMath{
       *this, "approximate-math",
       llvm::cl::desc("Approximate every f32 math function upstream can "

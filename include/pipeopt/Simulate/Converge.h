@@ -57,10 +57,10 @@ namespace converge {
 
 /// The four objectives of the paper's experiments (notes section 5).
 enum class ObjectiveKind : uint8_t {
-  Quadratic,  ///< Random least squares, f = 1/(2n) ||Xw - y||^2, y = Xw*.
-  Nesterov,   ///< Nesterov's tridiagonal quadratic via its Cholesky factor.
-  Logistic,   ///< L2-regularized logistic regression on synthetic data.
-  LM,         ///< Softmax regression "language model" on a token stream.
+  Quadratic, ///< Random least squares, f = 1/(2n) ||Xw - y||^2, y = Xw*.
+  Nesterov,  ///< Nesterov's tridiagonal quadratic via its Cholesky factor.
+  Logistic,  ///< L2-regularized logistic regression on synthetic data.
+  LM,        ///< Softmax regression "language model" on a token stream.
 };
 /// "quadratic", "nesterov", "logistic", "lm".
 llvm::StringRef objectiveName(ObjectiveKind k);
@@ -70,15 +70,15 @@ llvm::Expected<ObjectiveKind> parseObjective(llvm::StringRef name);
 /// Problem sizes. 0 means the objective's default (see makeObjective).
 struct ObjectiveParams {
   ObjectiveKind kind = ObjectiveKind::Quadratic;
-  int dim = 0;        ///< Parameters (quadratic, logistic); Nesterov: d.
-  int samples = 0;    ///< Rows / training positions n.
-  int batchSize = 0;  ///< Rows per microbatch (batches = n / batchSize).
-  int vocab = 0;      ///< LM vocabulary V (parameters 2 V^2 + V).
-  double l2 = -1;     ///< L2 weight lambda (< 0: default).
+  int dim = 0;       ///< Parameters (quadratic, logistic); Nesterov: d.
+  int samples = 0;   ///< Rows / training positions n.
+  int batchSize = 0; ///< Rows per microbatch (batches = n / batchSize).
+  int vocab = 0;     ///< LM vocabulary V (parameters 2 V^2 + V).
+  double l2 = -1;    ///< L2 weight lambda (< 0: default).
   /// Logistic: feature rows ~ N(0, (scale^2 / d) I), so |x_i| ~ scale
   /// (<= 0: default 4).
   double featureScale = 0;
-  uint64_t seed = 1;  ///< Data seed (independent of the optimizer seed).
+  uint64_t seed = 1; ///< Data seed (independent of the optimizer seed).
 };
 
 /// A finite-sum objective f(x) = mean over batches of f_b(x) (+ an L2
@@ -160,11 +160,11 @@ std::vector<int> blockBounds(int dim, int stages);
 
 /// The compared methods (notes sections 1, 2, 4; docs/Convergence.md).
 enum class Method : uint8_t {
-  Sync,          ///< Flush: 1F1B table of M microbatches, mean gradient.
-  PipeDream,     ///< Async 1F1B with weight stashing, schedule table.
-  PipeDream2BW,  ///< Async, one update per S backwards (table versions).
-  RPD,           ///< Randomized PipeDream: random block, delays <= delta.
-  LocalSGD,      ///< R replicas, H local steps, average, pipeline drain.
+  Sync,         ///< Flush: 1F1B table of M microbatches, mean gradient.
+  PipeDream,    ///< Async 1F1B with weight stashing, schedule table.
+  PipeDream2BW, ///< Async, one update per S backwards (table versions).
+  RPD,          ///< Randomized PipeDream: random block, delays <= delta.
+  LocalSGD,     ///< R replicas, H local steps, average, pipeline drain.
 };
 /// "sync", "pipedream", "pipedream-2bw", "rpd", "localsgd".
 llvm::StringRef methodName(Method m);
@@ -175,17 +175,17 @@ const std::vector<Method> &allMethods();
 /// One run of one method with one step size and one seed.
 struct RunConfig {
   Method method = Method::PipeDream;
-  int stages = 4;            ///< S >= 1 (and S <= objective dim).
-  long budgetSlots = 2000;   ///< T: slots [0, T) are simulated.
-  double stepSize = 0.01;    ///< gamma > 0.
-  uint64_t seed = 1;         ///< Noise and RPD sampling seed.
-  double noiseStd = 0;       ///< Gaussian noise added to every gradient
-                             ///< coordinate (per microbatch / update).
-  int syncMicrobatches = 0;  ///< Sync: M per step (0: S).
-  int rpdDelta = -1;         ///< RPD: delta (< 0: floor(S^2 - S/2)).
-  int replicas = 0;          ///< LocalSGD: R (0: S).
-  int localSteps = 1;        ///< LocalSGD: H >= 1 local steps per round.
-  int numSamples = 100;      ///< Curve points after t = 0 (evenly in T).
+  int stages = 4;           ///< S >= 1 (and S <= objective dim).
+  long budgetSlots = 2000;  ///< T: slots [0, T) are simulated.
+  double stepSize = 0.01;   ///< gamma > 0.
+  uint64_t seed = 1;        ///< Noise and RPD sampling seed.
+  double noiseStd = 0;      ///< Gaussian noise added to every gradient
+                            ///< coordinate (per microbatch / update).
+  int syncMicrobatches = 0; ///< Sync: M per step (0: S).
+  int rpdDelta = -1;        ///< RPD: delta (< 0: floor(S^2 - S/2)).
+  int replicas = 0;         ///< LocalSGD: R (0: S).
+  int localSteps = 1;       ///< LocalSGD: H >= 1 local steps per round.
+  int numSamples = 100;     ///< Curve points after t = 0 (evenly in T).
   /// Test hook: every read sees the newest version (no staleness); the
   /// order of block updates, batches and times is unchanged.
   bool forceZeroDelay = false;
@@ -201,30 +201,30 @@ struct RunConfig {
 struct CurvePoint {
   long slot = 0;
   long blockUpdates = 0;
-  double subopt = 0;  ///< f(x) - f*; +inf after divergence.
+  double subopt = 0; ///< f(x) - f*; +inf after divergence.
 };
 
 /// One block update (RunConfig::recordUpdates).
 struct UpdateRecord {
   long slot = 0;
-  int stage = 0;       ///< Block written.
-  int microbatch = 0;  ///< Microbatch (PipeDream, sync, LocalSGD) or -1.
-  int batch = 0;       ///< Data batch whose gradient was used.
-  int replica = 0;     ///< LocalSGD replica.
+  int stage = 0;      ///< Block written.
+  int microbatch = 0; ///< Microbatch (PipeDream, sync, LocalSGD) or -1.
+  int batch = 0;      ///< Data batch whose gradient was used.
+  int replica = 0;    ///< LocalSGD replica.
   /// delay[s'] = block updates (global order, all stages) between the read
   /// of block s' and this update: the k - j_k^{(s')} of the paper.
   std::vector<int> delay;
 };
 
 struct RunResult {
-  std::vector<CurvePoint> curve;  ///< numSamples + 1 points, slot 0..T.
+  std::vector<CurvePoint> curve; ///< numSamples + 1 points, slot 0..T.
   double initialSubopt = 0;
-  double finalSubopt = 0;   ///< At slot T (curve.back()).
-  long blockUpdates = 0;    ///< Applied within the budget.
-  long microbatches = 0;    ///< Microbatches whose F started (0 for RPD).
+  double finalSubopt = 0; ///< At slot T (curve.back()).
+  long blockUpdates = 0;  ///< Applied within the budget.
+  long microbatches = 0;  ///< Microbatches whose F started (0 for RPD).
   bool diverged = false;
-  std::vector<UpdateRecord> updates;  ///< When recordUpdates.
-  std::vector<double> finalPoint;     ///< x at T (LocalSGD: the average).
+  std::vector<UpdateRecord> updates; ///< When recordUpdates.
+  std::vector<double> finalPoint;    ///< x at T (LocalSGD: the average).
 };
 
 /// Runs one method. Errors: bad configuration (S < 1, S > dim, T < 1,
@@ -262,18 +262,18 @@ struct SweepEntry {
   double stepSize = 0;
   std::vector<RunResult> runs;   ///< One per seed (curves only).
   std::vector<double> meanCurve; ///< Mean f - f* over seeds per point.
-  double tailMean = 0;    ///< Mean of meanCurve over the tail window.
-  double finalMean = 0;   ///< meanCurve.back(): f - f* at T.
-  bool diverged = false;  ///< Some seed diverged.
-  bool stable = false;    ///< See selectStep().
+  double tailMean = 0;           ///< Mean of meanCurve over the tail window.
+  double finalMean = 0;          ///< meanCurve.back(): f - f* at T.
+  bool diverged = false;         ///< Some seed diverged.
+  bool stable = false;           ///< See selectStep().
 };
 
 /// The tuned result of one method.
 struct MethodResult {
   Method method = Method::PipeDream;
-  RunConfig config;  ///< Base configuration (step and seed of run 0).
+  RunConfig config; ///< Base configuration (step and seed of run 0).
   std::vector<SweepEntry> sweep;
-  int selected = -1;  ///< Index into sweep.
+  int selected = -1; ///< Index into sweep.
   bool selectedStable = false;
   const SweepEntry &best() const { return sweep[selected]; }
 };
@@ -329,8 +329,8 @@ struct Comparison {
 
 /// JSON report: objective, stages, budget_slots, noise_std, f_star,
 /// f_star_note, smoothness_constant (L), seeds, selection (the rule), and
-/// results[] with method, step_size (selected), final_suboptimality (mean over seeds at
-/// T), tail_mean, stable, block_updates, microbatches, the method's
+/// results[] with method, step_size (selected), final_suboptimality (mean over
+/// seeds at T), tail_mean, stable, block_updates, microbatches, the method's
 /// parameters, sweep[] (step_size, final_suboptimality, tail_mean, stable,
 /// diverged) and curve {slot[], block_updates[], suboptimality[]} (mean
 /// over seeds of the selected step).
@@ -359,8 +359,8 @@ struct ScalingPoint {
   /// Largest delay the simulator applied in the second half of the
   /// updates of one run at the fixed step (past the start-up transient).
   int maxDelay = 0;
-  double largestStableStep = 0;  ///< Largest stable grid step (0: none).
-  double floorAtFixedStep = 0;   ///< Tail mean at the fixed step.
+  double largestStableStep = 0; ///< Largest stable grid step (0: none).
+  double floorAtFixedStep = 0;  ///< Tail mean at the fixed step.
   /// The same runs with every read forced fresh (RunConfig::forceZeroDelay:
   /// same update order, batches and noise): the floor without staleness.
   double zeroDelayFloor = 0;
@@ -373,10 +373,10 @@ struct ScalingResult {
   Method method = Method::PipeDream;
   std::vector<ScalingPoint> points;
   double fixedStep = 0;
-  double stepExponent = 0, stepR2 = 0;    ///< largestStableStep ~ S^b.
-  double floorExponent = 0, floorR2 = 0;  ///< floorAtFixedStep ~ S^b.
-  double delayExponent = 0, delayR2 = 0;  ///< maxDelay ~ S^b.
-  double excessExponent = 0, excessR2 = 0;  ///< staleExcess ~ S^b.
+  double stepExponent = 0, stepR2 = 0;     ///< largestStableStep ~ S^b.
+  double floorExponent = 0, floorR2 = 0;   ///< floorAtFixedStep ~ S^b.
+  double delayExponent = 0, delayR2 = 0;   ///< maxDelay ~ S^b.
+  double excessExponent = 0, excessR2 = 0; ///< staleExcess ~ S^b.
 };
 
 /// For every S in `stageCounts`, runs `base.method` over the fine grid
@@ -386,9 +386,9 @@ struct ScalingResult {
 /// with a value <= 0 or not finite are left out of a fit).
 llvm::Expected<ScalingResult>
 runScaling(const Objective &obj, const RunConfig &base,
-           const std::vector<int> &stageCounts, const std::vector<double> &steps,
-           const std::vector<uint64_t> &seeds, double fixedStep,
-           const SelectionRule &rule = {},
+           const std::vector<int> &stageCounts,
+           const std::vector<double> &steps, const std::vector<uint64_t> &seeds,
+           double fixedStep, const SelectionRule &rule = {},
            const std::function<void(int, int)> &progress = nullptr);
 llvm::json::Value toJSON(const ScalingResult &r);
 std::string scalingTable(const ScalingResult &r);

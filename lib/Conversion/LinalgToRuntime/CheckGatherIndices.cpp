@@ -1,4 +1,5 @@
-//===- CheckGatherIndices.cpp - pipeopt-check-gather-indices ---------------===//
+//===- CheckGatherIndices.cpp - pipeopt-check-gather-indices
+//---------------===//
 //
 // Part of pipeopt. Data-dependent tensor.extract indices (gathers) are
 // compared with the extent they index; an index out of range is reported to
@@ -52,8 +53,8 @@ struct CheckGatherIndicesPass
         // No index is valid in an empty dimension, and no clamped one
         // either: reject it here rather than read outside the tensor.
         if (op.getTensor().getType().getDimSize(dim) == 0) {
-          op.emitError() << "gathers from dimension " << dim
-                         << " of " << op.getTensor().getType()
+          op.emitError() << "gathers from dimension " << dim << " of "
+                         << op.getTensor().getType()
                          << ", which is empty: every index is out of range";
           return signalPassFailure();
         }

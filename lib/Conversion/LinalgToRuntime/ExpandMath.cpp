@@ -1,4 +1,5 @@
-//===- ExpandMath.cpp - pipeopt-expand-math --------------------------------===//
+//===- ExpandMath.cpp - pipeopt-expand-math
+//--------------------------------===//
 //
 // Part of pipeopt. math.erf / math.erfc (no LLVM lowering) become upstream
 // polynomial approximations on f32 and libm calls otherwise. See the pass
@@ -23,8 +24,7 @@ using namespace mlir;
 
 namespace {
 
-struct ExpandMathPass
-    : pipeopt::impl::ExpandMathPassBase<ExpandMathPass> {
+struct ExpandMathPass : pipeopt::impl::ExpandMathPassBase<ExpandMathPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -52,11 +52,10 @@ struct ExpandMathPass
     // f32 (and vectors of f32): polynomial approximations.
     RewritePatternSet approx(ctx);
     bool all = approximateAll;
-    populateMathPolynomialApproximationPatterns(
-        approx, [all](StringRef name) {
-          name.consume_front("math.");
-          return all || name == "erf" || name == "erfc";
-        });
+    populateMathPolynomialApproximationPatterns(approx, [all](StringRef name) {
+      name.consume_front("math.");
+      return all || name == "erf" || name == "erfc";
+    });
     SmallVector<Operation *> scalarMath;
     module.walk([&](Operation *op) {
       if (op->getDialect() && isa<math::MathDialect>(op->getDialect()) &&

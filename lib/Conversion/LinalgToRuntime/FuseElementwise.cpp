@@ -1,4 +1,5 @@
-//===- FuseElementwise.cpp - pipeopt-fuse-elementwise ----------------------===//
+//===- FuseElementwise.cpp - pipeopt-fuse-elementwise
+//----------------------===//
 //
 // Part of pipeopt. Element-wise linalg chains become one linalg.generic each,
 // by upstream generalization and element-wise fusion, without touching the
@@ -125,8 +126,7 @@ struct FuseElementwisePass
         auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
         if (!linalgOp || !linalg::isaContractionOpInterface(linalgOp))
           return {};
-        return llvm::to_vector(
-            llvm::seq<unsigned>(0, linalgOp.getNumLoops()));
+        return llvm::to_vector(llvm::seq<unsigned>(0, linalgOp.getNumLoops()));
       };
       RewritePatternSet unit(&getContext());
       linalg::populateFoldUnitExtentDimsPatterns(unit, control);

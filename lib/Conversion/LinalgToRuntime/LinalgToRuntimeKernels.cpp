@@ -248,8 +248,7 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
     OpBuilder outer(op);
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
       Type element = cast<MemRefType>(m->out.getType()).getElementType();
-      FailureOr<func::FuncOp> fn =
-          decls.get(loc, "pipeopt_rt_matmul", element);
+      FailureOr<func::FuncOp> fn = decls.get(loc, "pipeopt_rt_matmul", element);
       if (failed(fn))
         return signalPassFailure();
       OpBuilder b = scoped(outer, loc);
@@ -267,8 +266,7 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
             filter = op.getDpsInputOperand(1)->get(),
             out = op.getDpsInitOperand(0)->get();
       Type element = cast<MemRefType>(out.getType()).getElementType();
-      FailureOr<func::FuncOp> fn =
-          decls.get(loc, "pipeopt_rt_conv2d", element);
+      FailureOr<func::FuncOp> fn = decls.get(loc, "pipeopt_rt_conv2d", element);
       if (failed(fn))
         return signalPassFailure();
       OpBuilder b = scoped(outer, loc);

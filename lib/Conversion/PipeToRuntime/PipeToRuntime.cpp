@@ -20,9 +20,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
@@ -193,8 +193,8 @@ std::optional<int64_t> gatherIndexBound(Value root) {
       } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
                      arith::IndexCastOp, arith::IndexCastUIOp,
                      tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                     tensor::ReshapeOp, tensor::CastOp,
-                     tensor::ExtractSliceOp>(user)) {
+                     tensor::ReshapeOp, tensor::CastOp, tensor::ExtractSliceOp>(
+                     user)) {
         if (use.getOperandNumber() == 0)
           push(user->getResult(0));
       } else if (auto extract = dyn_cast<tensor::ExtractOp>(user)) {
@@ -407,8 +407,8 @@ LogicalResult ProgramLowering::callAndCheck(Location loc, StringRef base,
   Value status = call.getResult(0);
   Value zero = arith::ConstantIntOp::create(b, loc, 0, 32);
   if (pending) {
-    Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                          pending, zero);
+    Value earlier =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, pending, zero);
     status = arith::SelectOp::create(b, loc, earlier, pending, status);
   }
   pending = status;
@@ -611,7 +611,8 @@ LogicalResult ProgramLowering::run() {
   for (Operation &op : program.getBody().front())
     if (failed(lowerOp(&op)))
       return failure();
-  Value status = pending ? pending : arith::ConstantIntOp::create(b, loc, 0, 32);
+  Value status =
+      pending ? pending : arith::ConstantIntOp::create(b, loc, 0, 32);
   cf::BranchOp::create(b, loc, exitBlock, ValueRange{status});
   return success();
 }

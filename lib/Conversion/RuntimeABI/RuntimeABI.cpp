@@ -102,8 +102,7 @@ bool pipeopt::runtimeHasKernelsFor(Type type) {
   return suffixIn(type, kKernelDTypes).has_value();
 }
 
-FailureOr<func::FuncOp> pipeopt::RuntimeDecls::get(Location loc,
-                                                   StringRef base,
+FailureOr<func::FuncOp> pipeopt::RuntimeDecls::get(Location loc, StringRef base,
                                                    Type element) {
   const RuntimeFnSpec *spec = nullptr;
   for (const RuntimeFnSpec &s : kRuntimeFns)
@@ -114,10 +113,9 @@ FailureOr<func::FuncOp> pipeopt::RuntimeDecls::get(Location loc,
                           << "' is not in RuntimeFunctions.def";
   std::string name = base.str();
   if (spec->instances != Instances::Untyped) {
-    std::optional<std::string> dtype =
-        spec->instances == Instances::AllDTypes
-            ? suffixIn(element, kRuntimeDTypes)
-            : suffixIn(element, kKernelDTypes);
+    std::optional<std::string> dtype = spec->instances == Instances::AllDTypes
+                                           ? suffixIn(element, kRuntimeDTypes)
+                                           : suffixIn(element, kKernelDTypes);
     if (!dtype)
       return emitError(loc) << "element type " << element
                             << " is not supported by the runtime's " << base;
@@ -153,8 +151,7 @@ FailureOr<func::FuncOp> pipeopt::RuntimeDecls::get(Location loc,
   b.setInsertionPointToEnd(module.getBody());
   auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
   fn.setPrivate();
-  fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
-              UnitAttr::get(ctx));
+  fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), UnitAttr::get(ctx));
   symbols.insert(fn);
   return fn;
 }

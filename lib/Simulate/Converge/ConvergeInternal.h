@@ -1,4 +1,5 @@
-//===- ConvergeInternal.h - Helpers shared by the Converge files -*- C++ -*-===//
+//===- ConvergeInternal.h - Helpers shared by the Converge files -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -53,7 +54,7 @@ public:
     while (r >= limit);
     return r % n;
   }
-  double gaussian() {  // Box-Muller, one value per call
+  double gaussian() { // Box-Muller, one value per call
     double u1 = uniform(), u2 = uniform();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }

@@ -95,7 +95,8 @@ void score(SweepEntry &e, const SelectionRule &rule) {
   const size_t from = n - tail, mid = from + tail / 2;
   e.tailMean = mean(e.meanCurve, from, n);
   e.finalMean = e.meanCurve.back();
-  double first = mean(e.meanCurve, from, mid), second = mean(e.meanCurve, mid, n);
+  double first = mean(e.meanCurve, from, mid),
+         second = mean(e.meanCurve, mid, n);
   e.stable = !e.diverged && std::isfinite(e.tailMean) &&
              e.tailMean < e.runs.front().initialSubopt &&
              second <= (1 + rule.growTolerance) * first;
@@ -142,12 +143,10 @@ int converge::selectStep(std::vector<SweepEntry> &sweep,
   return pick;
 }
 
-llvm::Expected<MethodResult>
-converge::tuneMethod(const Objective &obj, const RunConfig &base,
-                     const std::vector<double> &steps,
-                     const std::vector<uint64_t> &seeds,
-                     const SelectionRule &rule,
-                     const std::function<void(int, int)> &progress) {
+llvm::Expected<MethodResult> converge::tuneMethod(
+    const Objective &obj, const RunConfig &base,
+    const std::vector<double> &steps, const std::vector<uint64_t> &seeds,
+    const SelectionRule &rule, const std::function<void(int, int)> &progress) {
   if (steps.empty() || seeds.empty())
     return detail::error("a sweep needs at least one step size and one seed");
   MethodResult out;
@@ -188,20 +187,18 @@ namespace {
 llvm::json::Value number(double v) {
   if (std::isfinite(v))
     return v;
-  return nullptr;  // JSON has no infinity: null marks divergence
+  return nullptr; // JSON has no infinity: null marks divergence
 }
 
 llvm::json::Object methodParams(const RunConfig &c) {
   llvm::json::Object p;
   const int S = c.stages;
   switch (c.method) {
-  case Method::Sync:
-  {
+  case Method::Sync: {
     const int M = c.syncMicrobatches ? c.syncMicrobatches : S;
     p["microbatches_per_step"] = M;
     p["schedule"] = M >= S ? "1f1b" : "gpipe";
-  }
-    break;
+  } break;
   case Method::PipeDream:
     p["schedule"] = "pipedream";
     break;
@@ -230,12 +227,12 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
     const SweepEntry &b = m.best();
     llvm::json::Array sweep;
     for (const SweepEntry &e : m.sweep)
-      sweep.push_back(llvm::json::Object{
-          {"step_size", e.stepSize},
-          {"final_suboptimality", number(e.finalMean)},
-          {"tail_mean", number(e.tailMean)},
-          {"stable", e.stable},
-          {"diverged", e.diverged}});
+      sweep.push_back(
+          llvm::json::Object{{"step_size", e.stepSize},
+                             {"final_suboptimality", number(e.finalMean)},
+                             {"tail_mean", number(e.tailMean)},
+                             {"stable", e.stable},
+                             {"diverged", e.diverged}});
     llvm::json::Array slot, updates, sub;
     for (size_t i = 0; i < b.meanCurve.size(); ++i) {
       slot.push_back(static_cast<int64_t>(b.runs.front().curve[i].slot));
@@ -291,8 +288,9 @@ std::string converge::toCSV(const Comparison &c) {
              << (i == m.selected ? 1 : 0) << ','
              << (r < c.seeds.size() ? c.seeds[r] : r) << ',' << p.slot << ','
              << p.blockUpdates << ','
-             << (std::isfinite(p.subopt) ? llvm::formatv("{0:e6}", p.subopt).str()
-                                         : std::string("inf"))
+             << (std::isfinite(p.subopt)
+                     ? llvm::formatv("{0:e6}", p.subopt).str()
+                     : std::string("inf"))
              << '\n';
     }
   return out;
@@ -317,7 +315,7 @@ std::string converge::summaryTable(const Comparison &c) {
       vs << kv.second;
       items.push_back(kv.first.str() + "=" + v);
     }
-    std::sort(items.begin(), items.end());  // json::Object is unordered
+    std::sort(items.begin(), items.end()); // json::Object is unordered
     std::string params;
     for (const std::string &item : items)
       params += (params.empty() ? "" : " ") + item;
@@ -369,10 +367,11 @@ std::string converge::renderSVG(const Comparison &c) {
     auto py = [&](double y) {
       return mt + (H - mt - mb) * (hi - std::log10(y)) / (hi - lo);
     };
-    os << llvm::formatv("<text x=\"{0}\" y=\"18\" text-anchor=\"middle\" "
-                        "font-size=\"13\">{1}: f - f* vs {2} (S = {3})</text>\n",
-                        x0 + W / 2, c.objective,
-                        panel ? "block updates" : "simulated time", c.stages);
+    os << llvm::formatv(
+        "<text x=\"{0}\" y=\"18\" text-anchor=\"middle\" "
+        "font-size=\"13\">{1}: f - f* vs {2} (S = {3})</text>\n",
+        x0 + W / 2, c.objective, panel ? "block updates" : "simulated time",
+        c.stages);
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" "
                         "height=\"{3}\" fill=\"none\" stroke=\"black\"/>\n",
                         x0 + ml, mt, W - ml - mr, H - mt - mb);
@@ -399,8 +398,8 @@ std::string converge::renderSVG(const Comparison &c) {
           break;
         const CurvePoint &p = b.runs.front().curve[k];
         v = std::max(v, std::pow(10.0, lo));
-        pts += llvm::formatv("{0:f1},{1:f1} ", px(panel ? p.blockUpdates : p.slot),
-                             py(v))
+        pts += llvm::formatv("{0:f1},{1:f1} ",
+                             px(panel ? p.blockUpdates : p.slot), py(v))
                    .str();
       }
       os << llvm::formatv("<polyline fill=\"none\" stroke=\"{0}\" "
@@ -461,13 +460,11 @@ double converge::fitPowerLaw(const std::vector<double> &x,
   return b;
 }
 
-llvm::Expected<ScalingResult>
-converge::runScaling(const Objective &obj, const RunConfig &base,
-                     const std::vector<int> &stageCounts,
-                     const std::vector<double> &steps,
-                     const std::vector<uint64_t> &seeds, double fixedStep,
-                     const SelectionRule &rule,
-                     const std::function<void(int, int)> &progress) {
+llvm::Expected<ScalingResult> converge::runScaling(
+    const Objective &obj, const RunConfig &base,
+    const std::vector<int> &stageCounts, const std::vector<double> &steps,
+    const std::vector<uint64_t> &seeds, double fixedStep,
+    const SelectionRule &rule, const std::function<void(int, int)> &progress) {
   if (stageCounts.size() < 2)
     return detail::error("the scaling experiment needs at least two stage "
                          "counts");
@@ -555,13 +552,13 @@ converge::runScaling(const Objective &obj, const RunConfig &base,
 llvm::json::Value converge::toJSON(const ScalingResult &r) {
   llvm::json::Array pts;
   for (const ScalingPoint &p : r.points)
-    pts.push_back(llvm::json::Object{
-        {"stages", p.stages},
-        {"max_delay", p.maxDelay},
-        {"largest_stable_step", p.largestStableStep},
-        {"floor_at_fixed_step", number(p.floorAtFixedStep)},
-        {"zero_delay_floor", number(p.zeroDelayFloor)},
-        {"stale_excess", number(p.staleExcess)}});
+    pts.push_back(
+        llvm::json::Object{{"stages", p.stages},
+                           {"max_delay", p.maxDelay},
+                           {"largest_stable_step", p.largestStableStep},
+                           {"floor_at_fixed_step", number(p.floorAtFixedStep)},
+                           {"zero_delay_floor", number(p.zeroDelayFloor)},
+                           {"stale_excess", number(p.staleExcess)}});
   return llvm::json::Object{
       {"experiment", "scaling"},
       {"objective", r.objective},
@@ -584,9 +581,8 @@ std::string converge::scalingTable(const ScalingResult &r) {
   os << llvm::formatv("scaling: objective {0}, method {1}, fixed step {2:e3}\n",
                       r.objective, methodName(r.method), r.fixedStep);
   os << llvm::formatv("{0,6} {1,10} {2,20} {3,20} {4,17} {5,13}\n", "S",
-                      "max_delay", "largest_stable_step",
-                      "floor_at_fixed_step", "zero_delay_floor",
-                      "stale_excess");
+                      "max_delay", "largest_stable_step", "floor_at_fixed_step",
+                      "zero_delay_floor", "stale_excess");
   for (const ScalingPoint &p : r.points)
     os << llvm::formatv("{0,6} {1,10} {2,20:e3} {3,20:e3} {4,17:e3} "
                         "{5,13:e3}\n",
@@ -598,7 +594,6 @@ std::string converge::scalingTable(const ScalingResult &r) {
                       "S^{4:f2} (R^2 {5:f3}), max delay ~ S^{6:f2} (R^2 "
                       "{7:f3})\n",
                       r.stepExponent, r.stepR2, r.floorExponent, r.floorR2,
-                      r.excessExponent, r.excessR2, r.delayExponent,
-                      r.delayR2);
+                      r.excessExponent, r.excessR2, r.delayExponent, r.delayR2);
   return out;
 }

@@ -206,8 +206,8 @@ public:
 
   /// Assembles z from (replica, per-block version) and returns the noisy
   /// gradient of block s for `batch`, noise key `key`.
-  const double *gradient(int rep, const std::vector<int> &ver, int s,
-                         int batch, uint64_t key) {
+  const double *gradient(int rep, const std::vector<int> &ver, int s, int batch,
+                         uint64_t key) {
     for (int b = 0; b < S_; ++b) {
       const std::vector<double> &v = versions_[rep][b][ver[b]];
       std::copy(v.begin(), v.end(), z_.begin() + lo(b));
@@ -296,8 +296,8 @@ private:
 /// Per-(microbatch, block) reads of a table-driven run.
 struct Reads {
   int S;
-  std::vector<int> version;   ///< [m * S + s']
-  std::vector<long> updates;  ///< Block updates done at the read.
+  std::vector<int> version;  ///< [m * S + s']
+  std::vector<long> updates; ///< Block updates done at the read.
   Reads(int S, int M)
       : S(S), version(static_cast<size_t>(S) * M, -1),
         updates(static_cast<size_t>(S) * M, -1) {}
@@ -342,12 +342,12 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     const size_t key = static_cast<size_t>(a.microbatch) * S;
     if (a.phase == Phase::F) {
       if (a.weightVersion != e.currentVersion(0, a.stage))
-        return error(llvm::formatv(
-                         "{0}: the table's F(stage {1}, mb {2}) reads weight "
-                         "version {3}, the replay holds version {4}",
-                         name, a.stage, a.microbatch, a.weightVersion,
-                         e.currentVersion(0, a.stage))
-                         .str());
+        return error(
+            llvm::formatv("{0}: the table's F(stage {1}, mb {2}) reads weight "
+                          "version {3}, the replay holds version {4}",
+                          name, a.stage, a.microbatch, a.weightVersion,
+                          e.currentVersion(0, a.stage))
+                .str());
       reads.version[key + a.stage] = a.weightVersion;
       reads.updates[key + a.stage] = e.result().blockUpdates;
       if (a.stage == 0)
@@ -357,16 +357,16 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     // Backward of microbatch m on stage s: the gradient of block s at the
     // versions its forward pass read (weight stashing).
     for (int b = 0; b < S; ++b)
-      ver[b] = c.forceZeroDelay ? e.currentVersion(0, b)
-                                : reads.version[key + b];
+      ver[b] =
+          c.forceZeroDelay ? e.currentVersion(0, b) : reads.version[key + b];
     const int batch = a.microbatch % obj.numBatches();
     const double *g = e.gradient(0, ver, a.stage, batch, a.microbatch);
     const int len = e.hi(a.stage) - e.lo(a.stage);
     if (every == 1) {
       std::vector<int> delay(S);
       for (int b = 0; b < S; ++b)
-        delay[b] = static_cast<int>(e.result().blockUpdates -
-                                    reads.updates[key + b]);
+        delay[b] =
+            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
       record(e, c, ev.slot, a.stage, a.microbatch, batch, 0, std::move(delay));
       e.apply(0, a.stage, g, c.stepSize);
       continue;
@@ -379,8 +379,8 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     if (++pending[a.stage] == every) {
       std::vector<int> delay(S);
       for (int b = 0; b < S; ++b)
-        delay[b] = static_cast<int>(e.result().blockUpdates -
-                                    reads.updates[key + b]);
+        delay[b] =
+            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
       record(e, c, ev.slot, a.stage, a.microbatch, batch, 0, std::move(delay));
       e.apply(0, a.stage, sum.data(), c.stepSize / every);
       sum.assign(len, 0.0);
@@ -391,8 +391,8 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
 }
 
 /// Synchronous SGD: the 1F1B (flush) table of M microbatches (GPipe when
-/// M < S) repeated back to back; every stage applies the mean gradient of the step after its
-/// last backward of the step.
+/// M < S) repeated back to back; every stage applies the mean gradient of the
+/// step after its last backward of the step.
 llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
   const int S = c.stages;
   const int M = c.syncMicrobatches ? c.syncMicrobatches : S;
@@ -422,8 +422,8 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
         continue;
       }
       for (int b = 0; b < S; ++b)
-        ver[b] = c.forceZeroDelay ? e.currentVersion(0, b)
-                                  : reads.version[key + b];
+        ver[b] =
+            c.forceZeroDelay ? e.currentVersion(0, b) : reads.version[key + b];
       const int batch = static_cast<int>(mb % obj.numBatches());
       const double *g = e.gradient(0, ver, a.stage, batch, mb);
       const int len = e.hi(a.stage) - e.lo(a.stage);
@@ -444,7 +444,7 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
         pending[a.stage] = 0;
       }
     }
-    e.collapse();  // the step's reads are all consumed
+    e.collapse(); // the step's reads are all consumed
   }
   return llvm::Error::success();
 }
@@ -455,9 +455,9 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
 /// d ~ U{0..min(delta, k)}, reading block s' of x^{k-d}.
 llvm::Error runRPD(Engine &e, const Objective &obj, const RunConfig &c) {
   const int S = c.stages;
-  const long delta =
-      c.rpdDelta >= 0 ? c.rpdDelta
-                      : static_cast<long>(std::floor(S * S - S / 2.0));
+  const long delta = c.rpdDelta >= 0
+                         ? c.rpdDelta
+                         : static_cast<long>(std::floor(S * S - S / 2.0));
   llvm::Expected<int> M = pipeDreamMicrobatchesForBudget(S, c.budgetSlots);
   if (!M)
     return M.takeError();
@@ -526,12 +526,12 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
         // No staleness within a run: the replica's previous local step
         // has left this stage.
         if (e.currentVersion(rep, a.stage) != local)
-          return error(llvm::formatv(
-                           "localsgd round table: F(stage {0}, mb {1}) of "
-                           "replica {2} sees {3} local updates, expected {4}",
-                           a.stage, a.microbatch, rep,
-                           e.currentVersion(rep, a.stage), local)
-                           .str());
+          return error(
+              llvm::formatv("localsgd round table: F(stage {0}, mb {1}) of "
+                            "replica {2} sees {3} local updates, expected {4}",
+                            a.stage, a.microbatch, rep,
+                            e.currentVersion(rep, a.stage), local)
+                  .str());
         reads.version[key + a.stage] = local;
         reads.updates[key + a.stage] = e.result().blockUpdates;
         if (a.stage == 0)
@@ -544,8 +544,8 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
       const double *g = e.gradient(rep, ver, a.stage, batch, mb);
       std::vector<int> delay(S);
       for (int b = 0; b < S; ++b)
-        delay[b] = static_cast<int>(e.result().blockUpdates -
-                                    reads.updates[key + b]);
+        delay[b] =
+            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
       record(e, c, slot, a.stage, static_cast<int>(mb), batch, rep,
              std::move(delay));
       e.apply(rep, a.stage, g, c.stepSize);
@@ -585,8 +585,9 @@ llvm::Expected<int> converge::pipeDreamMicrobatchesForBudget(int stages,
     return makespan;
   };
   // Smallest M whose timeline length reaches the budget; M <= budget.
-  int lo = 1, hi = static_cast<int>(std::min<long>(
-                  budget, schedule::kMaxPipelineCount));
+  int lo = 1,
+      hi =
+          static_cast<int>(std::min<long>(budget, schedule::kMaxPipelineCount));
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
     llvm::Expected<long> len = length(mid);
@@ -720,9 +721,8 @@ llvm::Expected<RunResult> converge::runMethod(const Objective &obj,
                  "most 65536");
   if (c.rpdDelta > 100000000)
     return error("rpd delta must be at most 1e8");
-  const int replicas = c.method == Method::LocalSGD
-                           ? (c.replicas ? c.replicas : c.stages)
-                           : 1;
+  const int replicas =
+      c.method == Method::LocalSGD ? (c.replicas ? c.replicas : c.stages) : 1;
   Engine e(obj, c, replicas);
   e.advanceTo(0);
   llvm::Error err = llvm::Error::success();

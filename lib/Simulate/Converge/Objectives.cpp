@@ -97,13 +97,13 @@ bool choleskySolve(std::vector<double> &H, std::vector<double> &r, int n) {
       H[i * n + j] = v / d;
     }
   }
-  for (int i = 0; i < n; ++i) {  // L y = r
+  for (int i = 0; i < n; ++i) { // L y = r
     double v = r[i];
     for (int k = 0; k < i; ++k)
       v -= H[i * n + k] * r[k];
     r[i] = v / H[i * n + i];
   }
-  for (int i = n - 1; i >= 0; --i) {  // L^T x = y
+  for (int i = n - 1; i >= 0; --i) { // L^T x = y
     double v = r[i];
     for (int k = i + 1; k < n; ++k)
       v -= H[k * n + i] * r[k];
@@ -114,8 +114,7 @@ bool choleskySolve(std::vector<double> &H, std::vector<double> &r, int n) {
 
 /// lambda_max(X^T X / n) of a row-major n x d matrix by power iteration.
 double gramLambdaMax(const std::vector<double> &X, int n, int d) {
-  std::vector<double> v(d, 1.0 / std::sqrt(static_cast<double>(d))), w(d),
-      t(n);
+  std::vector<double> v(d, 1.0 / std::sqrt(static_cast<double>(d))), w(d), t(n);
   double lambda = 0;
   for (int it = 0; it < 300; ++it) {
     for (int i = 0; i < n; ++i) {
@@ -148,8 +147,8 @@ double gramLambdaMax(const std::vector<double> &X, int n, int d) {
 class LeastSquares : public Objective {
 public:
   using Objective::setNote;
-  LeastSquares(ObjectiveKind k, int n, int d, int batch,
-               std::vector<double> X, std::vector<double> y)
+  LeastSquares(ObjectiveKind k, int n, int d, int batch, std::vector<double> X,
+               std::vector<double> y)
       : Objective(k), n_(n), batch_(batch), X_(std::move(X)), y_(std::move(y)) {
     dim_ = d;
     numBatches_ = n / batch;
@@ -285,7 +284,7 @@ double newtonMinimum(const Objective &obj,
 // Logistic regression
 //===----------------------------------------------------------------------===//
 
-double logistic(double m) {  // log(1 + exp(-m)), stable
+double logistic(double m) { // log(1 + exp(-m)), stable
   return m > 0 ? std::log1p(std::exp(-m)) : -m + std::log1p(std::exp(m));
 }
 double sigmoid(double m) {
@@ -459,8 +458,7 @@ public:
         int iu[3] = {u * V_ + prev1_[i], VV + u * V_ + prev2_[i], 2 * VV + u};
         for (int v = 0; v < V_; ++v) {
           double w = ((u == v ? p[u] : 0.0) - p[u] * p[v]) / n_;
-          int iv[3] = {v * V_ + prev1_[i], VV + v * V_ + prev2_[i],
-                       2 * VV + v};
+          int iv[3] = {v * V_ + prev1_[i], VV + v * V_ + prev2_[i], 2 * VV + v};
           for (int a : iu)
             for (int c : iv)
               H[static_cast<size_t>(a) * d + c] += w;
@@ -517,13 +515,19 @@ converge::makeObjective(const ObjectiveParams &p) {
   double l2 = p.l2 >= 0 ? p.l2 : 1e-3;
   if (!inRange(d, 1, 4096))
     return detail::error(llvm::formatv("dimension must be in [1, 4096], got "
-                                       "{0}", d).str());
+                                       "{0}",
+                                       d)
+                             .str());
   if (!inRange(n, 1, 1 << 20))
     return detail::error(llvm::formatv("samples must be in [1, 1048576], got "
-                                       "{0}", n).str());
+                                       "{0}",
+                                       n)
+                             .str());
   if (!inRange(batch, 1, n))
     return detail::error(llvm::formatv("batch size must be in [1, samples = "
-                                       "{0}], got {1}", n, batch).str());
+                                       "{0}], got {1}",
+                                       n, batch)
+                             .str());
   if (lm && !inRange(V, 2, 64))
     return detail::error(
         llvm::formatv("vocabulary must be in [2, 64], got {0}", V).str());

@@ -64,7 +64,8 @@ double seconds(Clock::time_point a, Clock::time_point b) {
 }
 
 /// Median wall time of `reps` calls of f (after one warm-up call).
-template <typename F> double medianTime(int reps, F &&f) {
+template <typename F>
+double medianTime(int reps, F &&f) {
   f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -77,7 +78,8 @@ template <typename F> double medianTime(int reps, F &&f) {
 }
 
 /// A rank-2 memref descriptor as llvm.emit_c_interface passes it.
-template <typename T> struct MemRef2 {
+template <typename T>
+struct MemRef2 {
   struct {
     T *allocated, *aligned;
     int64_t offset, sizes[2], strides[2];
@@ -89,7 +91,8 @@ template <typename T> struct MemRef2 {
   }
 };
 
-template <typename T> double gemmTime(int64_t n, int reps) {
+template <typename T>
+double gemmTime(int64_t n, int reps) {
   std::vector<T> a(size_t(n * n), T(0.5)), b(size_t(n * n), T(0.25)),
       c(size_t(n * n), T(0));
   MemRef2<T> am(a.data(), n, n), bm(b.data(), n, n), cm(c.data(), n, n);
@@ -167,21 +170,22 @@ double loopbackOneWay(size_t bytes, int reps) {
 int usage(const char *msg) {
   if (msg)
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
-  std::cerr << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
-               "[--name NAME] [--shared-cores] [--quick] [--comm loopback|mpi]\n"
-               "  Measures this host through pipeopt's kernels and loopback "
-               "communicator and\n"
-               "  writes a hardware JSON for pipe-partition / pipe-simulate "
-               "hardware=FILE.\n"
-               "  --ranks R        ranks that will share this node (default 1)\n"
-               "  --shared-cores   scale the rates by cores / R when R exceeds "
-               "the cores\n"
-               "                   (all ranks busy at once)\n"
-               "  --quick          fewer repetitions (less accurate)\n"
-               "  --comm mpi       measure the link between two MPI processes\n"
-               "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
-               "...);\n"
-               "                   rank 0 writes the file\n";
+  std::cerr
+      << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
+         "[--name NAME] [--shared-cores] [--quick] [--comm loopback|mpi]\n"
+         "  Measures this host through pipeopt's kernels and loopback "
+         "communicator and\n"
+         "  writes a hardware JSON for pipe-partition / pipe-simulate "
+         "hardware=FILE.\n"
+         "  --ranks R        ranks that will share this node (default 1)\n"
+         "  --shared-cores   scale the rates by cores / R when R exceeds "
+         "the cores\n"
+         "                   (all ranks busy at once)\n"
+         "  --quick          fewer repetitions (less accurate)\n"
+         "  --comm mpi       measure the link between two MPI processes\n"
+         "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
+         "...);\n"
+         "                   rank 0 writes the file\n";
   return msg ? 2 : 0;
 }
 
@@ -286,13 +290,15 @@ int main(int argc, char **argv) {
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
     std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
-    double vt = medianTime(reps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
+    double vt =
+        medianTime(reps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
     double vector = 2.0 * vn * vreps / vt * share;
 
     progress("memory bandwidth (memcpy, 64 MiB)");
     const size_t mb = size_t(64) << 20;
     std::vector<uint8_t> src(mb, 1), dst(mb, 0);
-    double mt = medianTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
+    double mt =
+        medianTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
     double bandwidth = 2.0 * double(mb) / mt * share;
 
     progress("per-call overhead (8 x 8 x 8 GEMM)");
@@ -300,25 +306,24 @@ int main(int argc, char **argv) {
 
     progress(useMpi ? "MPI latency and bandwidth (2 processes)"
                     : "loopback latency and bandwidth");
-    double latency = useMpi ? ping(*mpiComm, 8, smallReps)
-                            : loopbackOneWay(8, smallReps);
-    double bigT = useMpi ? ping(*mpiComm, big, bigReps)
-                         : loopbackOneWay(big, bigReps);
-    double linkBandwidth =
-        double(big) / std::max(bigT - latency, 1e-9);
+    double latency =
+        useMpi ? ping(*mpiComm, 8, smallReps) : loopbackOneWay(8, smallReps);
+    double bigT =
+        useMpi ? ping(*mpiComm, big, bigReps) : loopbackOneWay(big, bigReps);
+    double linkBandwidth = double(big) / std::max(bigT - latency, 1e-9);
 
     char host[256] = "this host";
     gethostname(host, sizeof(host) - 1);
     nlohmann::ordered_json j;
     j["base"] = "cpu";
     j["name"] = name;
-    j["description"] =
-        std::string("measured by pipeopt-calibrate on ") + host + ": " +
-        std::to_string(cores) + " core(s), " + std::to_string(ranks) +
-        " rank(s) per node, " + std::to_string(threads) +
-        " BLAS thread(s) per rank, " + (useMpi ? "MPI" : "loopback") +
-        " link, " +
-        (share < 1 ? "rates scaled by cores / ranks, " : "") + kernelLibrary();
+    j["description"] = std::string("measured by pipeopt-calibrate on ") + host +
+                       ": " + std::to_string(cores) + " core(s), " +
+                       std::to_string(ranks) + " rank(s) per node, " +
+                       std::to_string(threads) + " BLAS thread(s) per rank, " +
+                       (useMpi ? "MPI" : "loopback") + " link, " +
+                       (share < 1 ? "rates scaled by cores / ranks, " : "") +
+                       kernelLibrary();
     j["peak_flops"] = {{"f32", f32}, {"f64", f64}};
     j["vector_flops"] = {{"f32", vector}};
     j["memory_bandwidth"] = bandwidth;
