@@ -965,11 +965,6 @@ void reportErrors(const std::vector<RankResult> &results) {
       printError(r.error);
 }
 
-std::string envOr(const char *name, const std::string &dflt) {
-  const char *v = std::getenv(name);
-  return v && *v ? std::string(v) : dflt;
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -1126,98 +1121,23 @@ int pipeoptRunMain(int argc, char **argv) {
     return 2;
   }
 
-  // Communicators.
-  std::unique_ptr<LoopbackWorld> world;
-  std::vector<std::unique_ptr<Communicator>> comms(localRanks.size());
+  // Communicators (one place knows every kind: createCommunicators).
+  CommWorld commWorld{o.comm, ncclOverMpi, ncclOverEnv, useMpi, procRank,
+                      procSize};
+  Communicators communicators;
   std::vector<RankResult> results(localRanks.size());
-  std::string commName;
   try {
-    if (o.comm == CommKind::Loopback) {
-      world = std::make_unique<LoopbackWorld>(m.numRanks);
-      for (size_t i = 0; i < localRanks.size(); ++i)
-        comms[i] = world->communicator(localRanks[i]);
-      commName = "loopback";
-    } else if (o.comm == CommKind::Mpi) {
-      comms[0] = createMpiCommunicator();
-      commName = "mpi";
-    } else {
-      std::string why = ncclAvailability();
-      if (!why.empty())
-        throw RuntimeError("--comm=nccl: " + why);
-      int ndev = cudaDeviceCount();
-      if (ndev < 1)
-        throw RuntimeError("--comm=nccl: no CUDA device is visible");
-      commName = "nccl";
-      // ncclCommInitRank has no timeout: a rank that never joins (not
-      // started, died, or given another id) would stall the others forever.
-      std::ostringstream who;
-      if (localRanks.size() == 1)
-        who << "rank " << localRanks[0];
-      else
-        who << "ranks 0-" << localRanks.back();
-      who << ": NCCL communicator setup (ncclCommInitRank) timed out after "
-          << o.timeoutS << " s waiting for the other ranks to join (one "
-          << "never started, died, or was given a different NCCL id)";
-      std::function<void()> abortJob;
-      if (useMpi)
-        abortJob = [] { mpiAbort(1); };
-      auto armWatchdog = [&] {
-        return std::make_unique<Watchdog>(
-            o.timeoutS, "pipeopt-run: error: " + who.str(), abortJob);
-      };
-      if (ncclOverMpi || ncclOverEnv) {
-        NcclId id{};
-        if (ncclOverMpi) {
-          if (procRank == 0)
-            id = ncclCreateId();
-          mpiBroadcast(id.data(), id.size(), 0);
-        } else {
-          std::string path = envOr("PIPEOPT_NCCL_ID_FILE", "");
-          if (path.empty())
-            throw RuntimeError("--comm=nccl with RANK/WORLD_SIZE needs "
-                               "PIPEOPT_NCCL_ID_FILE (a path on a shared "
-                               "file system, fresh for each run)");
-          id = ncclExchangeIdViaFile(procRank, path, o.timeoutS);
-        }
-        int local = std::atoi(
-            envOr("OMPI_COMM_WORLD_LOCAL_RANK",
-                  envOr("LOCAL_RANK", std::to_string(procRank)))
-                .c_str());
-        auto watchdog = armWatchdog();
-        comms[0] = createNcclCommunicator(procRank, procSize, id, local % ndev);
-      } else {
-        if (ndev < m.numRanks)
-          throw RuntimeError(
-              "--comm=nccl in one process needs one GPU per rank (" +
-              std::to_string(m.numRanks) + "), but " + std::to_string(ndev) +
-              " are visible; NCCL rejects two ranks on one GPU");
-        NcclId id = ncclCreateId();
-        auto watchdog = armWatchdog();
-        std::vector<std::thread> init;
-        std::vector<std::string> errs(localRanks.size());
-        for (size_t i = 0; i < localRanks.size(); ++i)
-          init.emplace_back([&, i] {
-            try {
-              comms[i] = createNcclCommunicator(localRanks[i], m.numRanks, id,
-                                                localRanks[i]);
-            } catch (const std::exception &e) {
-              errs[i] = e.what();
-            }
-          });
-        for (auto &t : init)
-          t.join();
-        for (auto &e : errs)
-          if (!e.empty())
-            throw RuntimeError(e);
-      }
-    }
+    communicators =
+        createCommunicators(commWorld, m.numRanks, localRanks, o.timeoutS);
   } catch (const std::exception &e) {
     printError(e.what());
-    comms.clear();
+    communicators.comms.clear();
     if (useMpi)
       mpiAbort(2);
     return 2;
   }
+  std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
+  const std::string &commName = communicators.name;
 
   // Kernel threads, before any kernel runs. Large buffers are kept by the
   // allocator instead of being mapped and unmapped on every call (each
@@ -1269,7 +1189,7 @@ int pipeoptRunMain(int argc, char **argv) {
     }
   }
   comms.clear();
-  world.reset();
+  communicators.world.reset();
   return exitCode;
 }
 

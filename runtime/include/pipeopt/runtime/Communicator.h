@@ -154,6 +154,42 @@ std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
 NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
                              double timeoutS);
 
+//===----------------------------------------------------------------------===//
+// The factory: every communicator kind in one place
+//===----------------------------------------------------------------------===//
+
+/// pipeopt-run --comm.
+enum class CommKind { Loopback, Mpi, Nccl };
+
+/// How this process takes part in a run, as pipeopt-run decided it from
+/// --comm and the launcher's environment.
+struct CommWorld {
+  CommKind kind = CommKind::Loopback;
+  bool ncclOverMpi = false; ///< NCCL, bootstrapped over MPI (mpirun)
+  bool ncclOverEnv = false; ///< NCCL, RANK/WORLD_SIZE + PIPEOPT_NCCL_ID_FILE
+  bool useMpi = false;      ///< MPI is initialized (mpi, or NCCL over MPI)
+  int procRank = 0, procSize = 1; ///< this process in the job
+};
+
+/// The communicators of the ranks one process runs, in the order of
+/// `localRanks`; `world` owns loopback communicators and outlives them.
+struct Communicators {
+  std::unique_ptr<LoopbackWorld> world;
+  std::vector<std::unique_ptr<Communicator>> comms;
+  std::string name; ///< "loopback", "mpi", "nccl"
+};
+
+/// Creates the communicators of `localRanks` (all ranks for loopback and
+/// single-process NCCL, this process's rank otherwise) of a run of
+/// `numRanks` ranks. NCCL setup, which has no timeout of its own, is
+/// watched: after `timeoutS` seconds it fails naming the ranks. Throws
+/// RuntimeError (NCCL or CUDA unavailable, too few GPUs, ...). Adding a
+/// communicator kind means a case here (lib/CommunicatorFactory.cpp) and a
+/// `--comm` value.
+Communicators createCommunicators(const CommWorld &world, int numRanks,
+                                  const std::vector<int> &localRanks,
+                                  double timeoutS);
+
 } // namespace rt
 } // namespace pipeopt
 

@@ -20,7 +20,6 @@ namespace pipeopt {
 namespace rt {
 
 /// Which communicator pipeopt-run uses.
-enum class CommKind { Loopback, Mpi, Nccl };
 
 /// Parsed pipeopt-run options.
 struct RunOptions {

@@ -1,0 +1,121 @@
+//===- CommunicatorFactory.cpp - Every communicator kind, in one place ----===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+//
+// createCommunicators (Communicator.h): the communicators of the ranks this
+// process runs, for --comm loopback (one world of threads), mpi (one rank
+// per process) and nccl (one GPU per rank, bootstrapped over MPI, a
+// torchrun-style file rendezvous, or threads of one process). Adding a
+// communicator is a case here and a --comm value in Runner.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Watchdog.h"
+
+#include <cstdlib>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+namespace pipeopt {
+namespace rt {
+
+namespace {
+std::string envOr(const char *name, const std::string &dflt) {
+  const char *v = std::getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+} // namespace
+
+Communicators createCommunicators(const CommWorld &w, int numRanks,
+                                  const std::vector<int> &localRanks,
+                                  double timeoutS) {
+  Communicators r;
+  r.comms.resize(localRanks.size());
+  if (w.kind == CommKind::Loopback) {
+    r.world = std::make_unique<LoopbackWorld>(numRanks);
+    for (size_t i = 0; i < localRanks.size(); ++i)
+      r.comms[i] = r.world->communicator(localRanks[i]);
+    r.name = "loopback";
+  } else if (w.kind == CommKind::Mpi) {
+    r.comms[0] = createMpiCommunicator();
+    r.name = "mpi";
+  } else {
+    std::string why = ncclAvailability();
+    if (!why.empty())
+      throw RuntimeError("--comm=nccl: " + why);
+    int ndev = cudaDeviceCount();
+    if (ndev < 1)
+      throw RuntimeError("--comm=nccl: no CUDA device is visible");
+    r.name = "nccl";
+    // ncclCommInitRank has no timeout: a rank that never joins (not
+    // started, died, or given another id) would stall the others forever.
+    std::ostringstream who;
+    if (localRanks.size() == 1)
+      who << "rank " << localRanks[0];
+    else
+      who << "ranks 0-" << localRanks.back();
+    who << ": NCCL communicator setup (ncclCommInitRank) timed out after "
+        << timeoutS << " s waiting for the other ranks to join (one "
+        << "never started, died, or was given a different NCCL id)";
+    std::function<void()> abortJob;
+    if (w.useMpi)
+      abortJob = [] { mpiAbort(1); };
+    auto armWatchdog = [&] {
+      return std::make_unique<Watchdog>(
+          timeoutS, "pipeopt-run: error: " + who.str(), abortJob);
+    };
+    if (w.ncclOverMpi || w.ncclOverEnv) {
+      NcclId id{};
+      if (w.ncclOverMpi) {
+        if (w.procRank == 0)
+          id = ncclCreateId();
+        mpiBroadcast(id.data(), id.size(), 0);
+      } else {
+        std::string path = envOr("PIPEOPT_NCCL_ID_FILE", "");
+        if (path.empty())
+          throw RuntimeError("--comm=nccl with RANK/WORLD_SIZE needs "
+                             "PIPEOPT_NCCL_ID_FILE (a path on a shared "
+                             "file system, fresh for each run)");
+        id = ncclExchangeIdViaFile(w.procRank, path, timeoutS);
+      }
+      int local = std::atoi(
+          envOr("OMPI_COMM_WORLD_LOCAL_RANK",
+                envOr("LOCAL_RANK", std::to_string(w.procRank)))
+              .c_str());
+      auto watchdog = armWatchdog();
+      r.comms[0] = createNcclCommunicator(w.procRank, w.procSize, id, local % ndev);
+    } else {
+      if (ndev < numRanks)
+        throw RuntimeError(
+            "--comm=nccl in one process needs one GPU per rank (" +
+            std::to_string(numRanks) + "), but " + std::to_string(ndev) +
+            " are visible; NCCL rejects two ranks on one GPU");
+      NcclId id = ncclCreateId();
+      auto watchdog = armWatchdog();
+      std::vector<std::thread> init;
+      std::vector<std::string> errs(localRanks.size());
+      for (size_t i = 0; i < localRanks.size(); ++i)
+        init.emplace_back([&, i] {
+          try {
+            r.comms[i] = createNcclCommunicator(localRanks[i], numRanks, id,
+                                              localRanks[i]);
+          } catch (const std::exception &e) {
+            errs[i] = e.what();
+          }
+        });
+      for (auto &t : init)
+        t.join();
+      for (auto &e : errs)
+        if (!e.empty())
+          throw RuntimeError(e);
+    }
+  }
+  return r;
+}
+
+} // namespace rt
+} // namespace pipeopt
