@@ -227,9 +227,10 @@ def pipeopt_exports(pipeopt, out):
                          os.devnull], capture_output=True, text=True)
                     if p.returncode:
                         made = False
+                        first = p.stderr.strip().splitlines()[0]
                         cases.append({"schedule": name, "ranks": r, "M": m,
                                       "pipeopt": "rejected: " +
-                                      p.stderr.strip().splitlines()[0]})
+                                      first.split("error: ", 1)[-1]})
                         break
                 if not made:
                     continue

@@ -179,9 +179,9 @@ llvm::Expected<Token> parseToken(llvm::StringRef orig) {
   if (needsMb && mb.empty())
     return bad("missing or bad microbatch index");
   if (t.consume_front("@")) {
-    if (tok.type->kind != TypeKind::Action || tok.type->phase == Phase::F ||
-        !(tok.type->phase == Phase::Send || tok.type->phase == Phase::Recv))
-      return bad("a peer suffix on a non-communication action");
+    if (tok.type->kind != TypeKind::Action ||
+        (tok.type->phase != Phase::Send && tok.type->phase != Phase::Recv))
+      return bad("a peer suffix on an action other than SEND_* / RECV_*");
     llvm::StringRef peer = t.take_while(llvm::isDigit);
     t = t.drop_front(peer.size());
     if (peer.empty() || !t.empty() || peer.getAsInteger(10, tok.peerStage))

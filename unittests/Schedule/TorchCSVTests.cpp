@@ -165,6 +165,13 @@ TEST(TorchCSV, ErrorsNameLineRankCellAndToken) {
   EXPECT_NE(message(importCSV("0F0,()OVERLAP_F_B\n"))
                 .find("OVERLAP_F_B of no actions"),
             std::string::npos);
+  EXPECT_NE(message(importCSV("0F0@1\n")).find(
+                "invalid action '0F0@1': a peer suffix on an action other "
+                "than SEND_* / RECV_*"),
+            std::string::npos);
+  EXPECT_NE(message(importCSV("0F0,F1\n")).find(
+                "line 1 (rank 0), cell 2: invalid action 'F1': no stage index"),
+            std::string::npos);
   EXPECT_EQ(message(importCSV("0F0,0WAIT_SEND_F0,0B0\n")),
             "line 1 (rank 0), cell 2: '0WAIT_SEND_F0' waits for 0SEND_F0, but "
             "rank 0 has not sent it before");
