@@ -11,7 +11,9 @@
 /// ("0F0", "1I3", "2W1", "1B3" = full backward, "0SEND_F1", "1RECV_B0");
 /// `_dump_csv` writes one csv row per rank with one action per cell and
 /// `_load_csv` reads it back (empty cells are idle slots, None in torch).
-/// We read both the compute-only and the compute+comms forms.
+/// We read both the compute-only and the compute+comms forms, with every
+/// action type of torch 2.15's `_ComputationType` (the mapping is in
+/// Schedule.h at formatAction() and in docs/TorchCSV.md).
 ///
 /// Differences, documented: rows end in '\n' (Python's csv writer uses
 /// "\r\n"; both are accepted on input); weightVersion is not part of the
@@ -27,6 +29,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <map>
+#include <tuple>
 
 using namespace pipeopt::schedule;
 using namespace pipeopt::schedule::detail;
@@ -72,61 +75,191 @@ std::string pipeopt::schedule::formatAction(const Action &a) {
   return out;
 }
 
-llvm::Expected<Action> pipeopt::schedule::parseAction(llvm::StringRef text) {
-  llvm::StringRef t = text.trim();
-  llvm::StringRef orig = t;
-  auto bad = [&](const char *why) {
+namespace {
+/// What a torch action type becomes in pipeopt.
+enum class TypeKind : uint8_t {
+  Action,         ///< F, I, W, B, SEND_*, RECV_*: a pipeopt Action.
+  WaitSend,       ///< WAIT_SEND_F / WAIT_SEND_B: checked and dropped.
+  Unshard,        ///< FSDP all-gather: skipped.
+  Reshard,        ///< FSDP free: skipped.
+  ReduceGrad,     ///< Data-parallel gradient reduction: skipped.
+  WaitReduceGrad, ///< Its wait: skipped.
+  Overlap,        ///< "(a;b)OVERLAP_F_B": expanded.
+};
+
+struct TypeInfo {
+  llvm::StringLiteral name;
+  TypeKind kind;
+  Phase phase;   ///< TypeKind::Action / WaitSend
+  bool backward; ///< comm: gradient
+  const char *what; ///< for messages
+};
+
+/// torch 2.15's `_ComputationType`, every member.
+const TypeInfo kTypes[] = {
+    {"F", TypeKind::Action, Phase::F, false, "forward"},
+    {"I", TypeKind::Action, Phase::B, false, "input gradient"},
+    {"W", TypeKind::Action, Phase::W, false, "weight gradient"},
+    {"B", TypeKind::Action, Phase::BW, false, "full backward"},
+    {"SEND_F", TypeKind::Action, Phase::Send, false, "send activation"},
+    {"RECV_F", TypeKind::Action, Phase::Recv, false, "receive activation"},
+    {"SEND_B", TypeKind::Action, Phase::Send, true, "send gradient"},
+    {"RECV_B", TypeKind::Action, Phase::Recv, true, "receive gradient"},
+    {"WAIT_SEND_F", TypeKind::WaitSend, Phase::Send, false,
+     "wait for an activation send"},
+    {"WAIT_SEND_B", TypeKind::WaitSend, Phase::Send, true,
+     "wait for a gradient send"},
+    {"UNSHARD", TypeKind::Unshard, Phase::F, false, "FSDP unshard"},
+    {"RESHARD", TypeKind::Reshard, Phase::F, false, "FSDP reshard"},
+    {"REDUCE_GRAD", TypeKind::ReduceGrad, Phase::F, false,
+     "gradient reduction"},
+    {"WAIT_REDUCE_GRAD", TypeKind::WaitReduceGrad, Phase::F, false,
+     "wait for a gradient reduction"},
+    {"OVERLAP_F_B", TypeKind::Overlap, Phase::F, false,
+     "overlapped forward and backward"},
+};
+
+constexpr const char *kTypeList =
+    "F, I (input gradient), W, B (full backward), SEND_F, RECV_F, SEND_B, "
+    "RECV_B, WAIT_SEND_F, WAIT_SEND_B, UNSHARD, RESHARD, REDUCE_GRAD, "
+    "WAIT_REDUCE_GRAD, (<action>;<action>)OVERLAP_F_B";
+
+const TypeInfo *findType(llvm::StringRef name) {
+  for (const TypeInfo &t : kTypes)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+/// One token "<stage><TYPE>[<microbatch>][@<peer stage>]".
+struct Token {
+  const TypeInfo *type = nullptr;
+  int stage = 0;
+  int microbatch = -1; ///< -1: none written
+  int peerStage = -1;  ///< -1: none written
+};
+
+/// Parses one (trimmed, non-empty, not parenthesised) token; the error is
+/// "invalid action '<text>': <why>".
+llvm::Expected<Token> parseToken(llvm::StringRef orig) {
+  llvm::StringRef t = orig;
+  auto bad = [&](const llvm::Twine &why) {
     return err("invalid action '{0}': {1} (expected <stage><type><microbatch> "
                "such as 2F0, 1I3, 0SEND_F1)",
-               orig, why);
+               orig, why.str());
   };
   size_t digits = t.find_first_not_of("0123456789");
-  if (digits == 0 || digits == llvm::StringRef::npos)
-    return bad("no stage index or no type");
-  Action a;
-  if (t.take_front(digits).getAsInteger(10, a.stage))
+  if (digits == 0)
+    return bad("no stage index");
+  if (digits == llvm::StringRef::npos)
+    return bad("no type");
+  Token tok;
+  if (t.take_front(digits).getAsInteger(10, tok.stage))
     return bad("bad stage index");
   t = t.drop_front(digits);
-  static const std::pair<const char *, std::pair<Phase, bool>> types[] = {
-      {"SEND_F", {Phase::Send, false}}, {"SEND_B", {Phase::Send, true}},
-      {"RECV_F", {Phase::Recv, false}}, {"RECV_B", {Phase::Recv, true}},
-      {"F", {Phase::F, false}},         {"I", {Phase::B, false}},
-      {"W", {Phase::W, false}},         {"B", {Phase::BW, false}}};
-  bool found = false;
-  for (auto &[name, kind] : types)
-    if (t.consume_front(name)) {
-      a.phase = kind.first;
-      a.backward = kind.second;
-      found = true;
-      break;
-    }
-  if (!found)
-    return bad("unknown type (UNSHARD/RESHARD/REDUCE_GRAD and overlapped "
-               "actions are not supported)");
-  llvm::StringRef mb = t, peer;
-  std::tie(mb, peer) = t.split('@');
-  if (mb.empty() || mb.getAsInteger(10, a.microbatch) || a.microbatch < 0)
+  size_t typeLen = t.find_first_not_of(
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_");
+  llvm::StringRef type = t.take_front(typeLen);
+  if (type.empty())
+    return bad("no type");
+  tok.type = findType(type);
+  if (!tok.type)
+    return bad(llvm::Twine("unknown type '") + type +
+               "' (torch 2.15 types, case-sensitive: " + kTypeList + ")");
+  t = t.drop_front(type.size());
+  if (tok.type->kind == TypeKind::Overlap)
+    return bad("OVERLAP_F_B groups sub-actions: (<action>;<action>)"
+               "OVERLAP_F_B");
+  llvm::StringRef mb = t.take_while(llvm::isDigit);
+  t = t.drop_front(mb.size());
+  if (!mb.empty() && mb.getAsInteger(10, tok.microbatch))
+    return bad("bad microbatch index");
+  bool needsMb = tok.type->kind == TypeKind::Action ||
+                 tok.type->kind == TypeKind::WaitSend;
+  if (needsMb && mb.empty())
     return bad("missing or bad microbatch index");
-  if (t.contains('@')) {
-    if (a.isCompute())
-      return bad("a peer suffix on a compute action");
-    if (peer.getAsInteger(10, a.peerStage) || a.peerStage < 0)
+  if (t.consume_front("@")) {
+    if (tok.type->kind != TypeKind::Action ||
+        (tok.type->phase != Phase::Send && tok.type->phase != Phase::Recv))
+      return bad("a peer suffix on an action other than SEND_* / RECV_*");
+    llvm::StringRef peer = t.take_while(llvm::isDigit);
+    t = t.drop_front(peer.size());
+    if (peer.empty() || !t.empty() || peer.getAsInteger(10, tok.peerStage))
       return bad("bad peer stage");
-  } else if (a.isComm()) {
-    a.peerStage = defaultPeer(a);
   }
+  if (!t.empty())
+    return bad(llvm::Twine("unexpected '") + t + "' after the microbatch index");
+  return tok;
+}
+
+Action toAction(const Token &tok) {
+  Action a;
+  a.phase = tok.type->phase;
+  a.stage = tok.stage;
+  a.microbatch = tok.microbatch;
+  a.backward = tok.type->backward;
+  if (a.isComm())
+    a.peerStage = tok.peerStage >= 0 ? tok.peerStage : defaultPeer(a);
   return a;
 }
 
-std::string pipeopt::schedule::exportCSV(const Schedule &s) {
+/// Splits `csv` into lines at "\r\n", "\n" or "\r".
+std::vector<llvm::StringRef> splitLines(llvm::StringRef csv) {
+  std::vector<llvm::StringRef> lines;
+  size_t start = 0;
+  for (size_t i = 0; i < csv.size(); ++i) {
+    if (csv[i] != '\n' && csv[i] != '\r')
+      continue;
+    lines.push_back(csv.slice(start, i));
+    if (csv[i] == '\r' && i + 1 < csv.size() && csv[i + 1] == '\n')
+      ++i;
+    start = i + 1;
+  }
+  if (start < csv.size())
+    lines.push_back(csv.drop_front(start));
+  return lines;
+}
+
+constexpr const char *kBlanks = " \t";
+} // namespace
+
+llvm::Expected<Action> pipeopt::schedule::parseAction(llvm::StringRef text) {
+  llvm::StringRef t = text.trim(kBlanks);
+  if (t.starts_with("("))
+    return err("invalid action '{0}': an OVERLAP_F_B group is several "
+               "actions (importCSV runs them one after the other)",
+               t);
+  auto tok = parseToken(t);
+  if (!tok)
+    return tok.takeError();
+  if (tok->type->kind != TypeKind::Action)
+    return err("invalid action '{0}': {1} ({2}) is a torch-only action with "
+               "no pipeopt equivalent (importCSV {3} it)",
+               t, tok->type->name, tok->type->what,
+               tok->type->kind == TypeKind::WaitSend ? "checks and drops"
+                                                     : "skips");
+  return toAction(*tok);
+}
+
+std::string pipeopt::schedule::exportCSV(const Schedule &s,
+                                         const CSVExportOptions &opts) {
   std::string out;
   for (const auto &row : s.actions) {
     bool first = true;
-    for (const Action &a : row) {
+    auto cell = [&](const std::string &text) {
       if (!first)
         out += ",";
       first = false;
-      out += formatAction(a);
+      out += text;
+    };
+    for (const Action &a : row) {
+      if (opts.computeOnly && a.isComm())
+        continue;
+      cell(formatAction(a));
+      if (!opts.computeOnly && opts.sendWaits && a.phase == Phase::Send)
+        cell(std::to_string(a.stage) +
+             (a.backward ? "WAIT_SEND_B" : "WAIT_SEND_F") +
+             std::to_string(a.microbatch));
     }
     out += "\n";
   }
@@ -137,11 +270,22 @@ llvm::Expected<Schedule>
 pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) {
   Schedule s;
   s.name = opts.name;
-  llvm::SmallVector<llvm::StringRef> lines;
-  csv.split(lines, '\n');
-  // A trailing newline leaves one empty last line.
-  if (!lines.empty() && lines.back().trim().empty())
+  CSVImportStats stats;
+  if (csv.starts_with("\xFF\xFE") || csv.starts_with("\xFE\xFF"))
+    return err("CSV schedule is UTF-16 (it starts with a UTF-16 byte-order "
+               "mark); save it as UTF-8 or ASCII");
+  csv.consume_front("\xEF\xBB\xBF"); // UTF-8 byte-order mark
+  std::vector<llvm::StringRef> lines = splitLines(csv);
+  // Blank lines at the end (an editor's extra newline) are not ranks.
+  while (!lines.empty() && lines.back().trim(kBlanks).empty())
     lines.pop_back();
+  for (size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].trim(kBlanks).empty())
+      return err("line {0} is blank: every line of a schedule CSV is one "
+                 "rank's actions, so it would be an idle rank {1} and shift "
+                 "the ranks after it; remove it (a rank with nothing to do "
+                 "is a line of empty cells, e.g. ',')",
+                 i + 1, i);
   if (opts.numStages > kMaxCSVIndex + 1 ||
       opts.numMicrobatches > kMaxCSVIndex + 1)
     return err("CSV import: {0} stages / {1} microbatches requested, more "
@@ -152,34 +296,110 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
                lines.size(), kMaxCSVIndex + 1);
   int maxStage = -1, maxMb = -1;
   for (size_t r = 0; r < lines.size(); ++r) {
-    llvm::StringRef line = lines[r].rtrim("\r");
+    llvm::StringRef line = lines[r];
     s.actions.emplace_back();
+    // Sends not yet matched by a WAIT_SEND: (stage, mb, backward) -> count.
+    std::map<std::tuple<int, int, bool>, int> unwaited;
     llvm::SmallVector<llvm::StringRef> cells;
     line.split(cells, ',');
-    for (auto [c, cell] : llvm::enumerate(cells)) {
-      if (cell.trim().empty())
+    for (auto [c, rawCell] : llvm::enumerate(cells)) {
+      llvm::StringRef cell = rawCell.trim(kBlanks);
+      if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"')
+        cell = cell.drop_front().drop_back().trim(kBlanks);
+      if (cell.empty())
         continue; // idle slot
-      auto a = parseAction(cell);
-      if (!a)
-        return err("rank {0}: {1}", r, llvm::toString(a.takeError()));
-      // Bound the indices before they size any table below (a typo such as
-      // "0F2000000000" must not turn into a multi-gigabyte allocation).
-      auto tooLarge = [&](const char *what, int value) {
-        return err("line {0} (rank {1}), cell {2}: action '{3}' has {4} {5}, "
-                   "more than the largest supported {4} {6}",
-                   r + 1, r, c + 1, cell.trim(), what, value, kMaxCSVIndex);
+      auto where = [&](llvm::Error e) {
+        return err("line {0} (rank {1}), cell {2}: {3}", r + 1, r, c + 1,
+                   llvm::toString(std::move(e)));
       };
-      if (a->stage > kMaxCSVIndex)
-        return tooLarge("stage index", a->stage);
-      if (a->peerStage > kMaxCSVIndex)
-        return tooLarge("peer stage index", a->peerStage);
-      if (a->microbatch > kMaxCSVIndex)
-        return tooLarge("microbatch index", a->microbatch);
-      maxStage = std::max({maxStage, a->stage, a->peerStage});
-      maxMb = std::max(maxMb, a->microbatch);
-      s.actions.back().push_back(*a);
+      // Plain tokens, or the sub-actions of an OVERLAP_F_B group.
+      llvm::SmallVector<llvm::StringRef> tokens;
+      if (cell.starts_with("(")) {
+        size_t close = cell.find(')');
+        llvm::StringRef type =
+            close == llvm::StringRef::npos ? "" : cell.drop_front(close + 1);
+        if (close == llvm::StringRef::npos || type.trim(kBlanks) != "OVERLAP_F_B")
+          return where(err("invalid action '{0}': a '(' group must be "
+                           "(<action>;<action>;...)OVERLAP_F_B",
+                           cell));
+        cell.slice(1, close).split(tokens, ';', -1, /*KeepEmpty=*/false);
+        for (llvm::StringRef &t : tokens)
+          t = t.trim(kBlanks);
+        llvm::erase_if(tokens, [](llvm::StringRef t) { return t.empty(); });
+        if (tokens.empty())
+          return where(err("invalid action '{0}': OVERLAP_F_B of no actions",
+                           cell));
+        ++stats.overlapped;
+      } else {
+        tokens.push_back(cell);
+      }
+      for (llvm::StringRef text : tokens) {
+        auto tok = parseToken(text);
+        if (!tok)
+          return where(tok.takeError());
+        bool inGroup = tokens.size() > 1 || cell.starts_with("(");
+        if (inGroup && (tok->type->kind != TypeKind::Action ||
+                        tok->type->phase == Phase::Send ||
+                        tok->type->phase == Phase::Recv))
+          return where(err("invalid action '{0}': OVERLAP_F_B groups compute "
+                           "actions (F, I, W, B), not {1}",
+                           cell, tok->type->name));
+        switch (tok->type->kind) {
+        case TypeKind::Action:
+          break;
+        case TypeKind::WaitSend: {
+          auto key = std::make_tuple(tok->stage, tok->microbatch,
+                                     tok->type->backward);
+          auto it = unwaited.find(key);
+          if (it == unwaited.end() || it->second == 0)
+            return where(err("'{0}' waits for {1}{2}{3}, but rank {4} has not "
+                             "sent it before",
+                             text, tok->stage,
+                             tok->type->backward ? "SEND_B" : "SEND_F",
+                             tok->microbatch, r));
+          --it->second;
+          ++stats.waitSend;
+          continue;
+        }
+        case TypeKind::Unshard:
+          ++stats.unshard;
+          continue;
+        case TypeKind::Reshard:
+          ++stats.reshard;
+          continue;
+        case TypeKind::ReduceGrad:
+          ++stats.reduceGrad;
+          continue;
+        case TypeKind::WaitReduceGrad:
+          ++stats.waitReduceGrad;
+          continue;
+        case TypeKind::Overlap:
+          llvm_unreachable("rejected by parseToken");
+        }
+        Action a = toAction(*tok);
+        // Bound the indices before they size any table below (a typo such as
+        // "0F2000000000" must not turn into a multi-gigabyte allocation).
+        auto tooLarge = [&](const char *what, int value) {
+          return err("line {0} (rank {1}), cell {2}: action '{3}' has {4} "
+                     "{5}, more than the largest supported {4} {6}",
+                     r + 1, r, c + 1, text, what, value, kMaxCSVIndex);
+        };
+        if (a.stage > kMaxCSVIndex)
+          return tooLarge("stage index", a.stage);
+        if (a.peerStage > kMaxCSVIndex)
+          return tooLarge("peer stage index", a.peerStage);
+        if (a.microbatch > kMaxCSVIndex)
+          return tooLarge("microbatch index", a.microbatch);
+        if (a.phase == Phase::Send)
+          ++unwaited[std::make_tuple(a.stage, a.microbatch, a.backward)];
+        maxStage = std::max({maxStage, a.stage, a.peerStage});
+        maxMb = std::max(maxMb, a.microbatch);
+        s.actions.back().push_back(a);
+      }
     }
   }
+  if (opts.stats)
+    *opts.stats = stats;
   if (s.actions.empty())
     return err("CSV schedule has no rows");
   s.numRanks = static_cast<int>(s.actions.size());
@@ -232,6 +452,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
           static_cast<int>(it - s.stageRank.begin()));
     }
   }
+  // Messages from here on name actions as the CSV writes them.
+  ScopedActionNaming torchNames(ActionNaming::Torch);
   // Graph: the chain plus skip edges named by explicit comm peers.
   StageGraph g = StageGraph::chain(NS);
   for (int r = 0; r < s.numRanks; ++r)

@@ -97,6 +97,12 @@ namespace {
 /// "send to rank 1 (F stage 0 mb 2)" / "recv from rank 0 (F stage 0 mb 2)":
 /// the value is named by its producing stage on both ends.
 std::string waitText(const Action &a) {
+  if (ScopedActionNaming::current() == ActionNaming::Torch)
+    return llvm::formatv("{0} {1} rank {2}: {3}",
+                         a.phase == Phase::Send ? "send" : "recv",
+                         a.phase == Phase::Send ? "to" : "from", a.peerRank,
+                         describe(a))
+        .str();
   int producer = a.phase == Phase::Send ? a.stage : a.peerStage;
   return llvm::formatv("{0} {1} rank {2} ({3} stage {4} mb {5})",
                        a.phase == Phase::Send ? "send" : "recv",

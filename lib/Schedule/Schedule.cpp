@@ -132,7 +132,40 @@ llvm::StringRef pipeopt::schedule::phaseName(Phase p) {
   return "?";
 }
 
+namespace {
+thread_local ActionNaming currentNaming = ActionNaming::Pipeopt;
+} // namespace
+
+ScopedActionNaming::ScopedActionNaming(ActionNaming naming)
+    : previous(currentNaming) {
+  currentNaming = naming;
+}
+ScopedActionNaming::~ScopedActionNaming() { currentNaming = previous; }
+ActionNaming ScopedActionNaming::current() { return currentNaming; }
+
 std::string pipeopt::schedule::describe(const Action &a) {
+  return describe(a, currentNaming);
+}
+
+std::string pipeopt::schedule::describe(const Action &a, ActionNaming naming) {
+  if (naming == ActionNaming::Torch) {
+    // torch's token first (what the user wrote), then what it means.
+    std::string token = formatAction(a);
+    if (a.isCompute()) {
+      const char *what = a.phase == Phase::F   ? "forward"
+                         : a.phase == Phase::B ? "input gradient"
+                         : a.phase == Phase::W ? "weight gradient"
+                                               : "full backward";
+      return llvm::formatv("{0} ({1}, stage {2}, mb {3})", token, what,
+                           a.stage, a.microbatch)
+          .str();
+    }
+    return llvm::formatv("{0} ({1}, stage {2} {3} {4}, mb {5})", token,
+                         a.backward ? "gradient" : "activation", a.stage,
+                         a.phase == Phase::Send ? "->" : "<-", a.peerStage,
+                         a.microbatch)
+        .str();
+  }
   if (a.isCompute())
     return llvm::formatv("{0}(stage {1}, mb {2})", phaseName(a.phase),
                          a.stage, a.microbatch)
@@ -482,8 +515,8 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
                    describe(a), firstAt[k].second);
       firstAt[k] = {r, i};
       if (a.phase == Phase::BW && pl.hasSplitB(a.stage, a.microbatch))
-        return err("rank {0}: {1} and B(stage {2}, mb {3}) both present", r,
-                   describe(a), a.stage, a.microbatch);
+        return err("rank {0}: {1} and {2} both present", r, describe(a),
+                   describe(Action::compute(Phase::B, a.stage, a.microbatch)));
     }
 
   // 2. Nothing missing.

@@ -219,15 +219,9 @@ LogicalResult pipeopt::writeScheduleCSV(Location loc, StringRef pass,
                                         StringRef path,
                                         const sched::Schedule &s,
                                         bool computeOnly) {
-  std::string text;
-  if (computeOnly) {
-    sched::Schedule compute = s;
-    for (std::vector<sched::Action> &row : compute.actions)
-      llvm::erase_if(row, [](const sched::Action &a) { return a.isComm(); });
-    text = sched::exportCSV(compute);
-  } else {
-    text = sched::exportCSV(s);
-  }
+  sched::CSVExportOptions opts;
+  opts.computeOnly = computeOnly;
+  std::string text = sched::exportCSV(s, opts);
   std::string errorMessage;
   std::unique_ptr<llvm::ToolOutputFile> file =
       openOutputFile(path, &errorMessage);

@@ -247,7 +247,7 @@ func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage =
 func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
   return %x : tensor<4xf32>
 }
-// expected-error@+1 {{rank 0: invalid action '0X1': unknown type}}
+// expected-error@+1 {{line 1 (rank 0), cell 2: invalid action '0X1': unknown type 'X' (torch 2.15 types}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>
@@ -281,7 +281,7 @@ func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage =
 func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
   return %x : tensor<4xf32>
 }
-// expected-error@+1 {{deadlock: rank 0 waits on recv from rank 1 (B stage 1 mb 0) -> rank 1 waits on recv from rank 0 (F stage 0 mb 0) -> rank 0}}
+// expected-error@+1 {{deadlock: rank 0 waits on recv from rank 1: 0RECV_B0 (gradient, stage 0 <- 1, mb 0) -> rank 1 waits on recv from rank 0: 1RECV_F0 (activation, stage 1 <- 0, mb 0) -> rank 0}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>

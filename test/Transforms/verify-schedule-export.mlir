@@ -24,8 +24,8 @@
 // RUN: sed 's/pipe.backward weight stage 1 microbatch 2/pipe.backward weight stage 1 microbatch 1/' %s | not pipeopt --pipe-verify-schedule="export-csv=%t.bad.csv" -o /dev/null 2>&1 | FileCheck %s --check-prefix=INVALID
 // RUN: not test -e %t.bad.csv
 
-// CSV: {{^}}0F0,0SEND_F0,0F1,0SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0F2,0SEND_F2,0RECV_B2,0B2{{$}}
-// CSV-NEXT: {{^}}1RECV_F0,1F0,1RECV_F1,1F1,1I0,1SEND_B0,1I1,1SEND_B1,1RECV_F2,1F2,1I2,1SEND_B2,1W0,1W1,1W2{{$}}
+// CSV: {{^}}0F0,0SEND_F0,0WAIT_SEND_F0,0F1,0SEND_F1,0WAIT_SEND_F1,0RECV_B0,0B0,0RECV_B1,0B1,0F2,0SEND_F2,0WAIT_SEND_F2,0RECV_B2,0B2{{$}}
+// CSV-NEXT: {{^}}1RECV_F0,1F0,1RECV_F1,1F1,1I0,1SEND_B0,1WAIT_SEND_B0,1I1,1SEND_B1,1WAIT_SEND_B1,1RECV_F2,1F2,1I2,1SEND_B2,1WAIT_SEND_B2,1W0,1W1,1W2{{$}}
 // CSV-NOT: {{.}}
 
 // C-CSV: {{^}}0F0,0F1,0B0,0B1,0F2,0B2{{$}}

@@ -322,18 +322,54 @@ llvm::Error checkDeadlockFree(const Schedule &s);
 //===----------------------------------------------------------------------===//
 
 /// torch `_Action` string form (torch/distributed/pipelining/schedules.py,
-/// `_Action.__repr__`): "<stage><type><microbatch>" with type F, I (input
-/// gradient = Phase::B), W, B (full backward = Phase::BW), SEND_F, RECV_F,
-/// SEND_B, RECV_B. The stage of a comm action is the local stage. Comm peers
-/// are implicit in torch (the adjacent stage: s+1 for SEND_F / RECV_B, s-1
-/// for RECV_F / SEND_B); any other peer stage (skip connection) is written
-/// with the extension suffix "@<peerStage>", e.g. "0SEND_F1@3".
+/// `_Action.__repr__`): "<stage><type><microbatch>". Mapping (torch 2.15's
+/// whole `_ComputationType`; docs/TorchCSV.md has the table):
+///   F -> Phase::F, I (input gradient) -> Phase::B, W -> Phase::W,
+///   B (full backward) -> Phase::BW, SEND_F / RECV_F / SEND_B / RECV_B ->
+///   Phase::Send / Phase::Recv (backward = the _B forms);
+///   WAIT_SEND_F / WAIT_SEND_B: completion of an earlier send; pipeopt's
+///   sends are blocking, so importCSV checks that the send came first and
+///   drops the wait (exportCSV writes one right after every send);
+///   UNSHARD, RESHARD (FSDP), REDUCE_GRAD, WAIT_REDUCE_GRAD (data-parallel
+///   gradient reduction): no pipeopt action; importCSV skips them and
+///   counts them (CSVImportStats);
+///   "(<a>;<b>;...)OVERLAP_F_B": importCSV runs the sub-actions one after
+///   the other, in the order written.
+/// The stage of a comm action is the local stage. Comm peers are implicit
+/// in torch (the adjacent stage: s+1 for SEND_F / RECV_B, s-1 for RECV_F /
+/// SEND_B); any other peer stage (skip connection) is written with the
+/// pipeopt extension suffix "@<peerStage>", e.g. "0SEND_F1@3" (torch cannot
+/// load those).
 std::string formatAction(const Action &a);
-/// Inverse of formatAction(); peerRank is left -1 (resolved by importCSV).
+/// Inverse of formatAction() for one pipeopt action (F, I, W, B, SEND_*,
+/// RECV_*); peerRank is left -1 (resolved by importCSV). torch-only types
+/// (WAIT_*, UNSHARD, RESHARD, REDUCE_GRAD, OVERLAP_F_B) are errors here that
+/// say so; importCSV accepts them.
 llvm::Expected<Action> parseAction(llvm::StringRef text);
 
+/// Options of exportCSV.
+struct CSVExportOptions {
+  /// Only the compute actions (F, I, W, B): torch's "compute_only" format.
+  bool computeOnly = false;
+  /// With communication: a WAIT_SEND_F / WAIT_SEND_B right after every
+  /// SEND_F / SEND_B, which torch 2.15's `_load_csv(format="compute_comms")`
+  /// requires ("Pipeline sends at rank r have no matching wait"). The wait
+  /// right after the send is pipeopt's blocking-send semantics.
+  bool sendWaits = true;
+};
+
 /// One row per rank, comma-separated actions, '\n' after every row.
-std::string exportCSV(const Schedule &s);
+std::string exportCSV(const Schedule &s, const CSVExportOptions &opts = {});
+
+/// What importCSV read that has no pipeopt action (see formatAction()).
+struct CSVImportStats {
+  int waitSend = 0;       ///< WAIT_SEND_F / WAIT_SEND_B (checked, dropped)
+  int unshard = 0;        ///< UNSHARD (skipped)
+  int reshard = 0;        ///< RESHARD (skipped)
+  int reduceGrad = 0;     ///< REDUCE_GRAD (skipped)
+  int waitReduceGrad = 0; ///< WAIT_REDUCE_GRAD (skipped)
+  int overlapped = 0;     ///< OVERLAP_F_B cells (expanded in order)
+};
 
 /// Options for importCSV: everything the torch CSV does not carry.
 struct CSVImportOptions {
@@ -342,13 +378,22 @@ struct CSVImportOptions {
   int numStages = 0;
   /// Number of microbatches; 0: 1 + the largest microbatch index seen.
   int numMicrobatches = 0;
+  /// When set, receives the counts of torch-only actions.
+  CSVImportStats *stats = nullptr;
 };
 
-/// Parse a CSV written by exportCSV() or torch `_dump_csv`. Placement is
-/// inferred from where compute actions appear (one pipeline per distinct
-/// stage->rank map); peers of comm actions are resolved from the placement.
-/// The result is validated and, if it contains comm actions, checked with
-/// checkDeadlockFree(); a deadlocking table is rejected with the cycle.
+/// Parse a CSV written by exportCSV() or torch `_dump_csv` (either format,
+/// any torch 2.15 action). Placement is inferred from where compute actions
+/// appear (one pipeline per distinct stage->rank map); peers of comm actions
+/// are resolved from the placement. Input handling: "\r\n", "\n" or "\r"
+/// line ends; a UTF-8 byte-order mark is skipped; cells are trimmed of
+/// spaces and tabs and of one pair of double quotes; empty cells are idle
+/// slots; blank lines at the end are ignored, a blank line between rows is
+/// an error (it would be a rank); a UTF-16 file is an error. Errors name
+/// the line, rank and cell. The result is validated and, if it contains
+/// comm actions, checked with checkDeadlockFree(); a deadlocking table is
+/// rejected with the cycle. Messages from those checks name actions in
+/// torch's terms ("1I3 (input gradient, stage 1, mb 3)").
 llvm::Expected<Schedule> importCSV(llvm::StringRef csv,
                                    const CSVImportOptions &opts = {});
 
@@ -388,8 +433,32 @@ int numComputeActions(const Schedule &s, int rank);
 /// Short name of a phase: "F", "B", "W", "BW", "SEND", "RECV".
 llvm::StringRef phaseName(Phase p);
 
-/// Human-readable form "F(stage 2, mb 3)", "SEND_F(stage 0 -> 1, mb 2)".
+/// How messages name actions.
+enum class ActionNaming : uint8_t {
+  Pipeopt, ///< "B(stage 2, mb 3)", "BW(stage 2, mb 3)"
+  Torch,   ///< "2I3 (input gradient, stage 2, mb 3)", "2B3 (full backward,
+           ///< stage 2, mb 3)": torch's CSV token and what it means
+};
+
+/// Human-readable form "F(stage 2, mb 3)", "SEND_F(stage 0 -> 1, mb 2)";
+/// in the current naming (ActionNaming::Pipeopt unless a
+/// ScopedActionNaming is active on this thread, as during importCSV).
 std::string describe(const Action &a);
+std::string describe(const Action &a, ActionNaming naming);
+
+/// Sets the naming describe() and the checks' messages use on this thread
+/// while it lives.
+class ScopedActionNaming {
+public:
+  explicit ScopedActionNaming(ActionNaming naming);
+  ~ScopedActionNaming();
+  ScopedActionNaming(const ScopedActionNaming &) = delete;
+  ScopedActionNaming &operator=(const ScopedActionNaming &) = delete;
+  static ActionNaming current();
+
+private:
+  ActionNaming previous;
+};
 
 } // namespace schedule
 } // namespace pipeopt

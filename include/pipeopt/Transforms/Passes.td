@@ -92,7 +92,9 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
     With `export-csv=<path>` the schedule the programs were emitted from is
     written as a torch.distributed.pipelining action CSV (schedule::exportCSV;
     `-` is stdout): by default the compute+comms form (the SEND/RECV actions
-    included; `csv=` keeps them as they are), with
+    included, each send followed by the WAIT_SEND torch 2.15's
+    `_load_csv(format="compute_comms")` requires; `csv=` keeps them as they
+    are; docs/TorchCSV.md), with
     `export-csv-compute-only` the compute actions only (`csv=` inserts the
     send/recv again). Either form re-imported with `csv=<path>` on the same
     stage graph gives the same programs (only the `schedule` attribute
