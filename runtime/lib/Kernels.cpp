@@ -9,7 +9,8 @@
 // CBLAS (OpenBLAS), 2-D convolutions as im2col + GEMM, and the error report
 // of an out-of-range gather index.
 //
-// OpenBLAS is loaded with dlopen at the first kernel call rather than linked:
+// OpenBLAS is loaded with dlopen on first use (pipeopt-run: when it sets the
+// kernel threads, before any rank runs) rather than linked:
 // its CPU detection runs in its load-time constructor, and on CPUs newer
 // than the library (Debian 12's 0.3.21 on Sapphire Rapids, for one) it falls
 // back to its SSE3 "Prescott" kernels, about 10x slower. Loading it late lets
@@ -34,6 +35,9 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
+#include <optional>
+#include <sched.h>
+#include <thread>
 
 namespace pipeopt {
 namespace rt {
@@ -320,53 +324,36 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
     throw bad("sizes do not match");
 
   // The output must be row-major for CBLAS; otherwise accumulate into a
-  // dense copy and write it back.
+  // dense row-major copy (the runtime's packMemRef / unpackMemRef) and write
+  // it back.
   Matrix<T> cm;
   bool cInPlace =
       asBlasMatrix(c.base, c.rows, c.cols, c.sr, c.sc, cm) && !cm.trans;
-  std::vector<T> cDense;
+  std::optional<Dense<T>> cDense;
   if (!cInPlace) {
-    cDense.resize(size_t(c.batch * c.rows * c.cols));
-    for (int64_t q = 0; q < c.batch; ++q)
-      for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j)
-          cDense[size_t((q * c.rows + i) * c.cols + j)] =
-              c.base[q * c.sb + i * c.sr + j * c.sc];
+    cDense.emplace(out, /*copyIn=*/true);
+    cm = {cDense->data, c.rows, c.cols, std::max<int64_t>(c.cols, 1), false};
+    c.sb = c.rows * c.cols;
   }
-  std::vector<T> scratch;
-  auto operand = [&](const View3 &v, int64_t q, Matrix<T> &m) {
+  // An operand BLAS cannot read in place is packed into its own scratch.
+  std::vector<T> scratchA, scratchB;
+  auto operand = [](const View3 &v, int64_t q, std::vector<T> &scratch) {
     T *p = v.base + q * v.sb;
+    Matrix<T> m;
     if (asBlasMatrix(p, v.rows, v.cols, v.sr, v.sc, m))
-      return;
+      return m;
     scratch.resize(size_t(v.rows * v.cols));
     for (int64_t i = 0; i < v.rows; ++i)
       for (int64_t j = 0; j < v.cols; ++j)
         scratch[size_t(i * v.cols + j)] = p[i * v.sr + j * v.sc];
-    m = {scratch.data(), v.rows, v.cols, std::max<int64_t>(v.cols, 1), false};
+    return Matrix<T>{scratch.data(), v.rows, v.cols,
+                     std::max<int64_t>(v.cols, 1), false};
   };
-  for (int64_t q = 0; q < c.batch; ++q) {
-    Matrix<T> am, bm;
-    std::vector<T> aCopy;
-    operand(a, q, am);
-    if (am.data == scratch.data() && !scratch.empty()) {
-      aCopy.swap(scratch);
-      am.data = aCopy.data();
-    }
-    operand(b, q, bm);
-    if (cInPlace) {
-      asBlasMatrix(c.base + q * c.sb, c.rows, c.cols, c.sr, c.sc, cm);
-      gemmAccumulate(am, bm, cm.data, cm.ld);
-    } else {
-      gemmAccumulate(am, bm, cDense.data() + q * c.rows * c.cols,
-                     std::max<int64_t>(c.cols, 1));
-    }
-  }
-  if (!cInPlace)
-    for (int64_t q = 0; q < c.batch; ++q)
-      for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j)
-          c.base[q * c.sb + i * c.sr + j * c.sc] =
-              cDense[size_t((q * c.rows + i) * c.cols + j)];
+  for (int64_t q = 0; q < c.batch; ++q)
+    gemmAccumulate(operand(a, q, scratchA), operand(b, q, scratchB),
+                   cm.data + q * c.sb, cm.ld);
+  if (cDense && cDense->copied())
+    unpackMemRef(out, cDense->data);
 }
 
 template <typename T>
@@ -501,6 +488,17 @@ int kernelThreads() {
 }
 
 std::string kernelLibrary() { return blas().name; }
+
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int defaultKernelThreads(int cores, int ranksOnNode) {
+  return std::max(1, std::max(cores, 1) / std::max(ranksOnNode, 1));
+}
 
 } // namespace rt
 } // namespace pipeopt

@@ -19,7 +19,6 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
-#include <sched.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -971,24 +970,7 @@ void reportErrors(const std::vector<RankResult> &results) {
 // main
 //===----------------------------------------------------------------------===//
 
-int defaultKernelThreads(int cores, int ranksOnNode) {
-  if (cores < 1)
-    cores = 1;
-  if (ranksOnNode < 1)
-    ranksOnNode = 1;
-  return std::max(1, cores / ranksOnNode);
-}
-
 namespace {
-/// Cores this process may run on (its affinity mask; it is what mpirun
-/// binding and taskset restrict).
-int usableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 /// Ranks of this job on this node: all of them for loopback (one process),
 /// the launcher's local size for MPI / torchrun-style starts.
 int ranksOnThisNode(const Manifest &m, bool distributed) {

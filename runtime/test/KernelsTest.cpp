@@ -11,7 +11,6 @@
 
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
-#include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
 #include <gtest/gtest.h>

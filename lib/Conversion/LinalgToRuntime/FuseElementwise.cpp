@@ -72,51 +72,43 @@ struct FuseElementwisePass
     ModuleOp module = getOperation();
     IRRewriter rewriter(&getContext());
 
-    SmallVector<linalg::LinalgOp> named;
-    module.walk([&](Operation *op) {
-      if (isa<linalg::MapOp, linalg::ElementwiseOp, linalg::BroadcastOp,
-              linalg::TransposeOp>(op) &&
-          cast<linalg::LinalgOp>(op).hasPureTensorSemantics())
-        named.push_back(cast<linalg::LinalgOp>(op));
-    });
-    for (linalg::LinalgOp op : named) {
-      rewriter.setInsertionPoint(op);
-      if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
-        ++numGeneralized;
-    }
-    // Contractions that read a transpose become generics too, so that the
-    // transpose can be fused into their operand maps (below).
-    SmallVector<linalg::LinalgOp> readsTranspose;
-    module.walk([&](linalg::LinalgOp op) {
-      if (!isa<linalg::GenericOp>(op) && op.hasPureTensorSemantics() &&
-          linalg::isaContractionOpInterface(op) &&
-          llvm::any_of(op.getDpsInputs(), [](Value v) {
-            return isPurePermutation(v.getDefiningOp());
-          }))
-        readsTranspose.push_back(op);
-    });
-    for (linalg::LinalgOp op : readsTranspose) {
-      rewriter.setInsertionPoint(op);
-      if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
-        ++numGeneralized;
-    }
-
-    // Unit dimensions (TOSA's leading batch of 1 on every tensor) are
-    // dropped from the generics, so that reshapes between a transpose and
-    // the contraction it feeds (transpose -> expand_shape [1, K, N] ->
-    // batch_matmul) fold away and the transpose can be fused below.
-    {
-      SmallVector<linalg::LinalgOp> unitBatch;
-      module.walk([&](linalg::BatchMatmulOp op) {
-        if (op.hasPureTensorSemantics() &&
-            op.getStaticLoopRanges().front() == 1)
-          unitBatch.push_back(op);
+    // Named ops `pred` selects become linalg.generic (collected first: the
+    // rewrite replaces the op being walked).
+    auto generalize = [&](llvm::function_ref<bool(linalg::LinalgOp)> pred) {
+      SmallVector<linalg::LinalgOp> ops;
+      module.walk([&](linalg::LinalgOp op) {
+        if (!isa<linalg::GenericOp>(op) && op.hasPureTensorSemantics() &&
+            pred(op))
+          ops.push_back(op);
       });
-      for (linalg::LinalgOp op : unitBatch) {
+      for (linalg::LinalgOp op : ops) {
         rewriter.setInsertionPoint(op);
         if (succeeded(linalg::generalizeNamedOp(rewriter, op)))
           ++numGeneralized;
       }
+    };
+    // Element-wise named ops, for the fusion below.
+    generalize([](linalg::LinalgOp op) {
+      return isa<linalg::MapOp, linalg::ElementwiseOp, linalg::BroadcastOp,
+                 linalg::TransposeOp>(op.getOperation());
+    });
+    // Contractions that read a transpose (generic by now), so that it can
+    // be fused into their operand maps, and batch-1 batch_matmuls (TOSA's
+    // leading 1 on every tensor), whose unit dimension is dropped next so
+    // that the reshapes between a transpose and the contraction it feeds
+    // (transpose -> expand_shape [1, K, N] -> batch_matmul) fold away.
+    generalize([](linalg::LinalgOp op) {
+      if (!linalg::isaContractionOpInterface(op))
+        return false;
+      if (isa<linalg::BatchMatmulOp>(op.getOperation()) &&
+          op.getStaticLoopRanges().front() == 1)
+        return true;
+      return llvm::any_of(op.getDpsInputs(), [](Value v) {
+        return isPurePermutation(v.getDefiningOp());
+      });
+    });
+
+    {
       // Only contractions lose their unit dimensions: on element-wise ops
       // the reshapes it adds around every result cost a copy when the
       // result is a function result (measured: a fused chain fell from

@@ -220,64 +220,51 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
       ops.push_back(op);
   });
 
-  auto unranked = [](OpBuilder &b, Location loc, Value v) -> Value {
-    auto type = cast<MemRefType>(v.getType());
-    return memref::CastOp::create(
-        b, loc, UnrankedMemRefType::get(type.getElementType(), 0), v);
-  };
-  auto i64 = [](OpBuilder &b, Location loc, int64_t v) -> Value {
-    return arith::ConstantIntOp::create(b, loc, v, 64);
-  };
-
-  // Every call sits in a memref.alloca_scope: its memref<*xT> operands are
-  // descriptors the LLVM lowering puts on the stack, and inside a loop (an
-  // scf.for of the model) they would otherwise pile up until the stack
-  // overflows (200,000 iterations did).
-  auto scoped = [](OpBuilder &outer, Location loc) {
+  // Replaces `op` by `base_<T>(memrefs as memref<*xT>..., scalars as i64...)`
+  // inside a memref.alloca_scope: the memref<*xT> operands are descriptors
+  // the LLVM lowering puts on the stack, and inside a loop (an scf.for of
+  // the model) they would otherwise pile up until the stack overflows
+  // (200,000 iterations did).
+  auto replaceWithCall = [&](linalg::LinalgOp op, StringRef base,
+                             ArrayRef<Value> memrefs,
+                             ArrayRef<int64_t> scalars) -> LogicalResult {
+    Location loc = op.getLoc();
+    Type element = cast<MemRefType>(memrefs.front().getType()).getElementType();
+    FailureOr<func::FuncOp> fn = decls.get(loc, base, element);
+    if (failed(fn))
+      return failure();
+    OpBuilder outer(op);
     auto scope = memref::AllocaScopeOp::create(outer, loc, TypeRange{});
     Block *body = new Block();
     scope.getBodyRegion().push_back(body);
     OpBuilder b = OpBuilder::atBlockBegin(body);
+    SmallVector<Value> args;
+    for (Value v : memrefs)
+      args.push_back(memref::CastOp::create(
+          b, loc, UnrankedMemRefType::get(element, 0), v));
+    for (int64_t v : scalars)
+      args.push_back(arith::ConstantIntOp::create(b, loc, v, 64));
+    func::CallOp::create(b, loc, *fn, args);
     memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-    b.setInsertionPointToStart(body);
-    return b;
+    op->erase();
+    return success();
   };
 
   for (linalg::LinalgOp op : ops) {
-    Location loc = op.getLoc();
-    OpBuilder outer(op);
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
-      Type element = cast<MemRefType>(m->out.getType()).getElementType();
-      FailureOr<func::FuncOp> fn = decls.get(loc, "pipeopt_rt_matmul", element);
-      if (failed(fn))
+      if (failed(replaceWithCall(op, "pipeopt_rt_matmul",
+                                 {m->lhs, m->rhs, m->out},
+                                 {m->transLhs, m->transRhs})))
         return signalPassFailure();
-      OpBuilder b = scoped(outer, loc);
-      func::CallOp::create(
-          b, loc, *fn,
-          ValueRange{unranked(b, loc, m->lhs), unranked(b, loc, m->rhs),
-                     unranked(b, loc, m->out), i64(b, loc, m->transLhs),
-                     i64(b, loc, m->transRhs)});
-      op->erase();
       ++numMatmuls;
-      continue;
-    }
-    if (FailureOr<ConvCall> c = matchConv(op); succeeded(c)) {
-      Value in = op.getDpsInputOperand(0)->get(),
-            filter = op.getDpsInputOperand(1)->get(),
-            out = op.getDpsInitOperand(0)->get();
-      Type element = cast<MemRefType>(out.getType()).getElementType();
-      FailureOr<func::FuncOp> fn = decls.get(loc, "pipeopt_rt_conv2d", element);
-      if (failed(fn))
+    } else if (FailureOr<ConvCall> c = matchConv(op); succeeded(c)) {
+      if (failed(replaceWithCall(op, "pipeopt_rt_conv2d",
+                                 {op.getDpsInputOperand(0)->get(),
+                                  op.getDpsInputOperand(1)->get(),
+                                  op.getDpsInitOperand(0)->get()},
+                                 {c->layout, c->strides[0], c->strides[1],
+                                  c->dilations[0], c->dilations[1]})))
         return signalPassFailure();
-      OpBuilder b = scoped(outer, loc);
-      func::CallOp::create(
-          b, loc, *fn,
-          ValueRange{unranked(b, loc, in), unranked(b, loc, filter),
-                     unranked(b, loc, out), i64(b, loc, c->layout),
-                     i64(b, loc, c->strides[0]), i64(b, loc, c->strides[1]),
-                     i64(b, loc, c->dilations[0]),
-                     i64(b, loc, c->dilations[1])});
-      op->erase();
       ++numConvs;
     }
   }

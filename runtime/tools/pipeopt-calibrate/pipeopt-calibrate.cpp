@@ -34,7 +34,6 @@
 
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Kernels.h"
-#include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/Types.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
@@ -47,7 +46,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <sched.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -114,13 +112,6 @@ multiplyAdd(float *__restrict y, const float *__restrict x, int n, int reps) {
   for (int r = 0; r < reps; ++r)
     for (int i = 0; i < n; ++i)
       y[i] = y[i] * 0.999f + x[i];
-}
-
-int usableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 /// Ping-pong between rank 0 (`self`) and rank 1 of a communicator:

@@ -30,6 +30,15 @@ void setKernelThreads(int threads);
 /// (0 if never called).
 int kernelThreads();
 
+/// Cores this process may run on: its affinity mask (what mpirun binding and
+/// taskset restrict), at least 1.
+int usableCores();
+
+/// The kernel threads per rank pipeopt-run uses when --threads is not given
+/// (and pipeopt-calibrate measures with): `cores` (of this node, as this
+/// process may use them) divided by `ranksOnNode`, rounded down, at least 1.
+int defaultKernelThreads(int cores, int ranksOnNode);
+
 /// The library behind the kernels, for reports: "OpenBLAS (SkylakeX
 /// kernels)", or the built-in fallback loops when OpenBLAS cannot be loaded
 /// (libopenblas.so.0, or the file named by PIPEOPT_BLAS_LIBRARY). Loads it

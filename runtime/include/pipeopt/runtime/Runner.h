@@ -40,11 +40,6 @@ struct RunOptions {
   int threads = 0;
 };
 
-/// The kernel threads per rank pipeopt-run uses when --threads is not given:
-/// `cores` (of this node, as this process may use them) divided by
-/// `ranksOnNode`, rounded down, at least 1.
-int defaultKernelThreads(int cores, int ranksOnNode);
-
 /// Parses the command line; throws RuntimeError with a usage hint on error.
 RunOptions parseRunOptions(int argc, char **argv);
 /// Usage text.
