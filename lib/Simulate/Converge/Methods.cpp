@@ -301,6 +301,29 @@ struct Reads {
   Reads(int S, int M)
       : S(S), version(static_cast<size_t>(S) * M, -1),
         updates(static_cast<size_t>(S) * M, -1) {}
+
+  /// The forward of microbatch `mb` on `stage` read block `stage` at weight
+  /// version `v`, after `blockUpdates` block updates.
+  void forward(int mb, int stage, int v, long blockUpdates) {
+    version[index(mb, stage)] = v;
+    updates[index(mb, stage)] = blockUpdates;
+  }
+  /// The versions the forward passes of microbatch `mb` read, per block.
+  void versions(int mb, std::vector<int> &ver) const {
+    for (int b = 0; b < S; ++b)
+      ver[b] = version[index(mb, b)];
+  }
+  /// Block updates applied since the forward of microbatch `mb` read each
+  /// block (its staleness, per block), now that `blockUpdates` are done.
+  std::vector<int> delays(int mb, long blockUpdates) const {
+    std::vector<int> d(S);
+    for (int b = 0; b < S; ++b)
+      d[b] = static_cast<int>(blockUpdates - updates[index(mb, b)]);
+    return d;
+  }
+
+private:
+  size_t index(int mb, int s) const { return static_cast<size_t>(mb) * S + s; }
 };
 
 /// Records update delays when asked.
@@ -339,7 +362,6 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     if (ev.slot >= c.budgetSlots || !e.advanceTo(ev.slot))
       break;
     const Action &a = *ev.action;
-    const size_t key = static_cast<size_t>(a.microbatch) * S;
     if (a.phase == Phase::F) {
       if (a.weightVersion != e.currentVersion(0, a.stage))
         return error(
@@ -348,26 +370,24 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
                           name, a.stage, a.microbatch, a.weightVersion,
                           e.currentVersion(0, a.stage))
                 .str());
-      reads.version[key + a.stage] = a.weightVersion;
-      reads.updates[key + a.stage] = e.result().blockUpdates;
+      reads.forward(a.microbatch, a.stage, a.weightVersion,
+                    e.result().blockUpdates);
       if (a.stage == 0)
         ++e.result().microbatches;
       continue;
     }
     // Backward of microbatch m on stage s: the gradient of block s at the
     // versions its forward pass read (weight stashing).
-    for (int b = 0; b < S; ++b)
-      ver[b] =
-          c.forceZeroDelay ? e.currentVersion(0, b) : reads.version[key + b];
+    reads.versions(a.microbatch, ver);
+    if (c.forceZeroDelay)
+      for (int b = 0; b < S; ++b)
+        ver[b] = e.currentVersion(0, b);
     const int batch = a.microbatch % obj.numBatches();
     const double *g = e.gradient(0, ver, a.stage, batch, a.microbatch);
     const int len = e.hi(a.stage) - e.lo(a.stage);
     if (every == 1) {
-      std::vector<int> delay(S);
-      for (int b = 0; b < S; ++b)
-        delay[b] =
-            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
-      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0, std::move(delay));
+      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0,
+             reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(0, a.stage, g, c.stepSize);
       continue;
     }
@@ -377,11 +397,8 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     for (int j = 0; j < len; ++j)
       sum[j] += g[j];
     if (++pending[a.stage] == every) {
-      std::vector<int> delay(S);
-      for (int b = 0; b < S; ++b)
-        delay[b] =
-            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
-      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0, std::move(delay));
+      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0,
+             reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(0, a.stage, sum.data(), c.stepSize / every);
       sum.assign(len, 0.0);
       pending[a.stage] = 0;
@@ -413,17 +430,17 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
         return llvm::Error::success();
       const Action &a = *ev.action;
       const long mb = step * M + a.microbatch;
-      const size_t key = static_cast<size_t>(a.microbatch) * S;
       if (a.phase == Phase::F) {
-        reads.version[key + a.stage] = e.currentVersion(0, a.stage);
-        reads.updates[key + a.stage] = e.result().blockUpdates;
+        reads.forward(a.microbatch, a.stage, e.currentVersion(0, a.stage),
+                      e.result().blockUpdates);
         if (a.stage == 0)
           ++e.result().microbatches;
         continue;
       }
-      for (int b = 0; b < S; ++b)
-        ver[b] =
-            c.forceZeroDelay ? e.currentVersion(0, b) : reads.version[key + b];
+      reads.versions(a.microbatch, ver);
+      if (c.forceZeroDelay)
+        for (int b = 0; b < S; ++b)
+          ver[b] = e.currentVersion(0, b);
       const int batch = static_cast<int>(mb % obj.numBatches());
       const double *g = e.gradient(0, ver, a.stage, batch, mb);
       const int len = e.hi(a.stage) - e.lo(a.stage);
@@ -433,12 +450,8 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
       for (int j = 0; j < len; ++j)
         sum[j] += g[j];
       if (++pending[a.stage] == M) {
-        std::vector<int> delay(S);
-        for (int b = 0; b < S; ++b)
-          delay[b] = static_cast<int>(e.result().blockUpdates -
-                                      reads.updates[key + b]);
         record(e, c, slot, a.stage, static_cast<int>(mb), batch, 0,
-               std::move(delay));
+               reads.delays(a.microbatch, e.result().blockUpdates));
         e.apply(0, a.stage, sum.data(), c.stepSize / M);
         sum.assign(len, 0.0);
         pending[a.stage] = 0;
@@ -521,7 +534,6 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
       const Action &a = *ev.action;
       const int rep = a.microbatch % R, local = a.microbatch / R;
       const long mb = round * M + a.microbatch;
-      const size_t key = static_cast<size_t>(a.microbatch) * S;
       if (a.phase == Phase::F) {
         // No staleness within a run: the replica's previous local step
         // has left this stage.
@@ -532,22 +544,16 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
                             a.stage, a.microbatch, rep,
                             e.currentVersion(rep, a.stage), local)
                   .str());
-        reads.version[key + a.stage] = local;
-        reads.updates[key + a.stage] = e.result().blockUpdates;
+        reads.forward(a.microbatch, a.stage, local, e.result().blockUpdates);
         if (a.stage == 0)
           ++e.result().microbatches;
         continue;
       }
-      for (int b = 0; b < S; ++b)
-        ver[b] = reads.version[key + b];
+      reads.versions(a.microbatch, ver);
       const int batch = static_cast<int>(mb % obj.numBatches());
       const double *g = e.gradient(rep, ver, a.stage, batch, mb);
-      std::vector<int> delay(S);
-      for (int b = 0; b < S; ++b)
-        delay[b] =
-            static_cast<int>(e.result().blockUpdates - reads.updates[key + b]);
       record(e, c, slot, a.stage, static_cast<int>(mb), batch, rep,
-             std::move(delay));
+             reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(rep, a.stage, g, c.stepSize);
     }
     if ((round + 1) * period <= c.budgetSlots)
