@@ -1,0 +1,531 @@
+#!/usr/bin/env python3
+"""torch.autograd reference cases for pipeopt's differentiation tests.
+
+Writes, for every case, into test/Autodiff/Inputs/torch/<case>/ (or --out):
+
+  model.mlir    the model as one function @forward(params..., data...) ->
+                output, exported by torch-mlir
+                (torch_mlir.fx.export_and_import, linalg-on-tensors). Every
+                parameter is a function argument (the model is exported
+                through torch.func.functional_call), the function returns
+                the model's output (prediction or logits), not the loss.
+  arg_<i>.npy   the value of argument i (f32 parameters and data, i64 token
+                ids)
+  target.npy    the loss target: f32 of the output's shape (mse) or i64
+                class indices of the output's shape less its last dimension
+                (cross-entropy)
+  output.npy    torch's forward output (f32)
+  loss.npy      torch's loss, 0-d f32 (torch.nn.MSELoss or CrossEntropyLoss,
+                mean over every element / position of the whole batch)
+  grad_<i>.npy  torch.autograd's gradient of the loss with respect to every
+                f32 argument i (parameters and float data inputs)
+  case.json     function name, loss kind, the arguments (index, name, kind
+                param|data, dtype, shape, gradient file and its tolerance),
+                the tolerance, the microbatch counts that divide the batch,
+                the versions used and the histogram of the exported MLIR's
+                operations (linalg region bodies included)
+
+Everything is computed in float32, as the model runs. The script also
+recomputes each case in float64 and fails unless the f32 and f64 outputs,
+losses and gradients agree to F64_RTOL (max abs difference <= F64_RTOL *
+max abs f64 value, per array), so that a case is well conditioned and a
+1e-4 relative comparison against it is meaningful. A gradient that is zero
+in exact arithmetic (f64 max <= 1e-12 of the case's largest gradient: the
+key bias of softmax attention) gets an absolute tolerance instead, RTOL
+times the case's largest gradient. The cnn case also checks that no ReLU
+input and no max-pool tie is within MIN_MARGIN of switching.
+
+Usage: python3 scripts/export-torch-cases.py [--out DIR] [--case NAME ...]
+
+Needs torch and numpy, and torch-mlir from PyPI (pip install torch-mlir
+packaging; the cases were generated with TORCH_MLIR_VERSION below). The
+tests read the committed files only; CI never runs this script. Seeds are
+fixed and torch runs on one CPU thread, so a rerun with the same versions
+writes the same files.
+"""
+
+import argparse
+import collections
+import importlib.metadata
+import json
+import math
+import os
+import re
+import sys
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch_mlir import fx as tmfx
+    from torch_mlir import ir as tmir
+except ImportError as e:  # pragma: no cover - developer tool
+    sys.exit("export-torch-cases.py: error: %s (needs torch, numpy and "
+             "torch-mlir: pip install torch-mlir packaging)" % e)
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_OUT = os.path.join(REPO, "test", "Autodiff", "Inputs", "torch")
+TORCH_MLIR_VERSION = "20261001"
+# The tolerance the gradient tests use against these files (f32):
+# max|actual - reference| <= RTOL * max|reference|, per array, as
+# pipeopt-npy-diff --rtol computes it.
+RTOL = 1e-4
+# f32 and f64 torch must agree this well for a case to be committed.
+F64_RTOL = 1e-5
+BATCH = 4
+# Smallest distance allowed from a point where the model is not
+# differentiable (ReLU at 0, a max-pool tie), far above f32 rounding.
+MIN_MARGIN = 1e-5
+MAX_MODEL_BYTES = 200 * 1024
+
+
+# ---------------------------------------------------------------------------
+# Models. Each builder returns (module, [(name, data tensor)], loss, target).
+# ---------------------------------------------------------------------------
+
+def perturb_layer_norm(ln, g):
+    """LayerNorm weight 1 + 0.2 N(0,1), bias 0.1 N(0,1) (not the identity)."""
+    with torch.no_grad():
+        ln.weight.copy_(1 + 0.2 * torch.randn(ln.weight.shape, generator=g))
+        ln.bias.copy_(0.1 * torch.randn(ln.bias.shape, generator=g))
+
+
+class MlpGelu(nn.Module):
+    def __init__(self, d_in=16, d_hidden=32, d_out=8):
+        super().__init__()
+        self.fc1 = nn.Linear(d_in, d_hidden)
+        self.act = nn.GELU(approximate="none")
+        self.fc2 = nn.Linear(d_hidden, d_out)
+
+    def forward(self, x):
+        return self.fc2(self.act(self.fc1(x)))
+
+
+def build_mlp_gelu(g):
+    m = MlpGelu()
+    x = torch.randn(BATCH, 16, generator=g)
+    target = 0.5 * torch.randn(BATCH, 8, generator=g)
+    return m, [("x", x)], "mse", target
+
+
+class TransformerBlock(nn.Module):
+    """Pre-LN block: x + Attn(LN1(x)); then h + MLP(LN2(h))."""
+
+    def __init__(self, d=16, heads=2, d_mlp=32):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.q = nn.Linear(d, d)
+        self.k = nn.Linear(d, d)
+        self.v = nn.Linear(d, d)
+        self.o = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc1 = nn.Linear(d, d_mlp)
+        self.fc2 = nn.Linear(d_mlp, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        hd = d // self.heads
+        a = self.ln1(x)
+
+        def split(t):  # [b, s, d] -> [b, heads, s, hd]
+            return t.reshape(b, s, self.heads, hd).transpose(1, 2)
+
+        q, k, v = split(self.q(a)), split(self.k(a)), split(self.v(a))
+        scores = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(hd)
+        p = torch.softmax(scores, dim=-1)
+        att = torch.matmul(p, v).transpose(1, 2).reshape(b, s, d)
+        h = x + self.o(att)
+        return h + self.fc2(F.gelu(self.fc1(self.ln2(h))))
+
+
+def build_transformer_block(g):
+    m = TransformerBlock()
+    perturb_layer_norm(m.ln1, g)
+    perturb_layer_norm(m.ln2, g)
+    # Larger q/k weights than nn.Linear's default: attention that is not
+    # nearly uniform, so the softmax's gradient matters.
+    with torch.no_grad():
+        m.q.weight.mul_(2.0)
+        m.k.weight.mul_(2.0)
+    x = torch.randn(BATCH, 8, 16, generator=g)
+    target = torch.randn(BATCH, 8, 16, generator=g)
+    return m, [("x", x)], "mse", target
+
+
+class Cnn(nn.Module):
+    """[4,3,8,8] -> conv 3x3 pad 1 -> ReLU -> conv 3x3 stride 2 pad 1 ->
+    ReLU -> MaxPool 2 -> AvgPool 2 -> flatten -> Linear -> logits [4,5]."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 8, 3, stride=2, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.avg = nn.AvgPool2d(2)
+        self.fc = nn.Linear(8, classes)
+
+    def forward(self, x):
+        h = F.relu(self.conv1(x))
+        h = self.pool(F.relu(self.conv2(h)))
+        return self.fc(torch.flatten(self.avg(h), 1))
+
+    def margins(self, x):
+        """Distances from the points where the model is not differentiable
+        (a ReLU input at 0, two max-pool candidates equal): a rounding
+        difference smaller than these cannot change which branch is taken."""
+        c1 = self.conv1(x)
+        c2 = self.conv2(F.relu(c1))
+        r2 = F.relu(c2)
+        b, c, hh, ww = r2.shape
+        win = r2.reshape(b, c, hh // 2, 2, ww // 2, 2).permute(
+            0, 1, 2, 4, 3, 5).reshape(b, c, hh // 2, ww // 2, 4)
+        top2 = win.topk(2, dim=-1).values
+        gap = top2[..., 0] - top2[..., 1]
+        # A window whose maximum is 0 (every ReLU closed) passes no gradient
+        # whichever element wins; only open windows need a clear winner.
+        gap = gap[top2[..., 0] > 0]
+        return {"|conv1 out| (ReLU input)": c1.abs().min().item(),
+                "|conv2 out| (ReLU input)": c2.abs().min().item(),
+                "max-pool top-2 gap": gap.min().item()}
+
+
+def build_cnn(g):
+    m = Cnn()
+    # Positive conv biases keep most ReLUs open; a larger head makes the
+    # logits (and so the softmax) clearly non-uniform.
+    with torch.no_grad():
+        m.conv1.bias.copy_(0.1 + 0.1 * torch.rand(4, generator=g))
+        m.conv2.bias.copy_(0.1 + 0.1 * torch.rand(8, generator=g))
+        m.fc.weight.mul_(6.0)
+    x = torch.randn(BATCH, 3, 8, 8, generator=g)
+    target = torch.randint(0, 5, (BATCH,), generator=g, dtype=torch.int64)
+    return m, [("x", x)], "cross-entropy", target
+
+
+class EmbeddingLm(nn.Module):
+    """ids [4,8] -> Embedding(32, 16) -> tanh(Linear) -> tied head
+    (h @ embedding.weight.T) -> logits [4,8,32]."""
+
+    def __init__(self, vocab=32, d=16):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, ids):
+        h = torch.tanh(self.proj(self.embed(ids)))
+        return torch.matmul(h, self.embed.weight.t())
+
+
+def build_embedding_lm(g):
+    m = EmbeddingLm()
+    with torch.no_grad():
+        m.embed.weight.copy_(0.7 * torch.randn(32, 16, generator=g))
+    ids = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
+    target = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
+    return m, [("ids", ids)], "cross-entropy", target
+
+
+CASES = collections.OrderedDict([
+    ("mlp_gelu", (build_mlp_gelu,
+                  "Linear(16,32) -> GELU (erf) -> Linear(32,8); x [4,16]; "
+                  "loss mse")),
+    ("transformer_block", (build_transformer_block,
+                           "pre-LN transformer block, 2-head softmax "
+                           "attention, hidden 16, MLP 32 with GELU; "
+                           "x [4,8,16]; loss mse")),
+    ("cnn", (build_cnn,
+             "conv3x3 pad1 -> ReLU -> conv3x3 stride2 pad1 -> ReLU -> "
+             "MaxPool2 -> AvgPool2 -> Linear(8,5); x [4,3,8,8] NCHW; loss "
+             "cross-entropy over 5 classes")),
+    ("embedding_lm", (build_embedding_lm,
+                      "Embedding(32,16) -> tanh(Linear(16,16)) -> tied LM "
+                      "head h @ E^T; ids [4,8] int64; loss cross-entropy "
+                      "over 32 tokens at every position")),
+])
+
+
+# ---------------------------------------------------------------------------
+# Functional form: every parameter an argument.
+# ---------------------------------------------------------------------------
+
+class Functional(nn.Module):
+    """forward(*params, *data) = module(*data) with the given parameters.
+
+    Holds the module only for its structure: its own parameters are
+    replaced on every call (torch.func.functional_call), so that
+    torch.export sees them as user inputs, not as weights to freeze."""
+
+    def __init__(self, module, param_names):
+        super().__init__()
+        self.module = module
+        self.param_names = list(param_names)
+
+    def forward(self, *args):
+        n = len(self.param_names)
+        params = dict(zip(self.param_names, args[:n]))
+        return torch.func.functional_call(self.module, params, tuple(args[n:]))
+
+
+def loss_of(kind, out, target):
+    if kind == "mse":
+        return F.mse_loss(out, target)
+    return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+
+
+def run_torch(fn, args, kind, target, dtype):
+    """Output, loss and gradients (None for integer args) in `dtype`."""
+    leaves = []
+    for a in args:
+        if a.is_floating_point():
+            a = a.detach().to(dtype).requires_grad_(True)
+        leaves.append(a)
+    t = target.to(dtype) if target.is_floating_point() else target
+    out = fn(*leaves)
+    loss = loss_of(kind, out, t)
+    floats = [a for a in leaves if a.is_floating_point()]
+    grads = iter(torch.autograd.grad(loss, floats))
+    return (out.detach(), loss.detach(),
+            [next(grads) if a.is_floating_point() else None for a in leaves])
+
+
+def rel_err(a, ref):
+    a = a.double()
+    ref = ref.double()
+    scale = ref.abs().max().item()
+    return (a - ref).abs().max().item() / (scale if scale > 0 else 1.0)
+
+
+# ---------------------------------------------------------------------------
+# Export and checks of the MLIR.
+# ---------------------------------------------------------------------------
+
+def export_mlir(fn, args):
+    module = tmfx.export_and_import(fn, *args,
+                                    output_type="linalg-on-tensors",
+                                    func_name="forward")
+    return module
+
+
+def op_histogram(module):
+    """{op name: count} over every op nested in the module (linalg bodies
+    included), and the list of top-level ops of @forward's body."""
+    hist = collections.Counter()
+
+    def visit(op):
+        hist[op.name] += 1
+        return tmir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for wrapper in ("builtin.module", "func.func", "func.return"):
+        hist.pop(wrapper, None)
+    return dict(sorted(hist.items()))
+
+
+def check_mlir(text, args, case):
+    """Everything the tests rely on: one public @forward, every parameter
+    an argument, ranked static tensors only, no resources or globals."""
+    for bad in ("dense_resource", "ml_program", "torch.", "?x", "x?",
+                "tensor<*"):
+        if bad in text:
+            sys.exit("export-torch-cases.py: error: %s: the exported MLIR "
+                     "contains '%s'" % (case, bad))
+    m = re.search(r"func\.func @forward\((.*?)\)\s*->", text)
+    if not m or text.count("func.func") != 1:
+        sys.exit("export-torch-cases.py: error: %s: expected exactly one "
+                 "function @forward" % case)
+    nargs = len(re.findall(r"%arg\d+:", m.group(1)))
+    if nargs != len(args):
+        sys.exit("export-torch-cases.py: error: %s: @forward has %d "
+                 "arguments, expected %d (every parameter and input)"
+                 % (case, nargs, len(args)))
+    # Large splat-free constants would mean a parameter was frozen.
+    for c in re.findall(r"arith\.constant dense<([^>]*)>", text):
+        if "," in c:
+            sys.exit("export-torch-cases.py: error: %s: non-splat tensor "
+                     "constant in the exported MLIR (a frozen parameter?)"
+                     % case)
+
+
+# ---------------------------------------------------------------------------
+# Writing.
+# ---------------------------------------------------------------------------
+
+DTYPES = {torch.float32: "f32", torch.int64: "i64"}
+
+
+def save(path, tensor, written):
+    arr = tensor.detach().cpu().numpy()
+    if arr.dtype == np.float64:
+        raise AssertionError(path)
+    np.save(path, np.ascontiguousarray(arr))
+    written.append(path)
+
+
+def make_case(name, builder, description, out_root):
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(sum(map(ord, name)))
+    module, data, kind, target = builder(g)
+    module.eval()
+    params = list(module.named_parameters())
+    fn = Functional(module, [n for n, _ in params])
+    args = [p.detach().clone() for _, p in params] + [t for _, t in data]
+    kinds = ["param"] * len(params) + ["data"] * len(data)
+    names = [n for n, _ in params] + [n for n, _ in data]
+
+    # The functional form computes what the module computes.
+    with torch.no_grad():
+        direct = module(*[t for _, t in data])
+        assert torch.equal(direct, fn(*args)), name
+
+    if hasattr(module, "margins"):
+        with torch.no_grad():
+            for what, v in module.margins(*[t for _, t in data]).items():
+                print("  margin: min %s %.2e" % (what, v))
+                if v < MIN_MARGIN:
+                    sys.exit("export-torch-cases.py: error: %s: %s is %.1e "
+                             "< %.0e: a rounding difference could change "
+                             "the gradient; change the seed or the init"
+                             % (name, what, v, MIN_MARGIN))
+    out32, loss32, grads32 = run_torch(fn, args, kind, target, torch.float32)
+    out64, loss64, grads64 = run_torch(fn, args, kind, target, torch.float64)
+    print("%s: loss %.6g (f64 %.6g)" % (name, loss32.item(), loss64.item()))
+    worst = max(rel_err(out32, out64), rel_err(loss32, loss64))
+    print("  output: shape %s, max|y| %.3g, f32 vs f64 rel err %.2e"
+          % (list(out32.shape), out32.abs().max().item(),
+             rel_err(out32, out64)))
+    # A gradient that is zero in exact arithmetic (the key bias of softmax
+    # attention: softmax is invariant to a shift that is the same for every
+    # key) is f32 rounding noise in torch as in pipeopt: it is compared
+    # with an absolute tolerance, RTOL times the largest gradient of the
+    # case, instead of relative to itself.
+    largest = max(g.abs().max().item() for g in grads64 if g is not None)
+    tolerances = []
+    for i, (g32, g64) in enumerate(zip(grads32, grads64)):
+        tolerances.append(None)
+        if g32 is None:
+            continue
+        if g64.abs().max().item() <= 1e-12 * largest:
+            tolerances[i] = (RTOL, RTOL * largest)
+            e = g32.abs().max().item() / largest
+            print("  grad_%d %-14s %-16s zero in exact arithmetic (f64 max "
+                  "%.1e); f32 noise %.1e of the largest gradient, atol %.2e"
+                  % (i, names[i], str(list(g32.shape)),
+                     g64.abs().max().item(), e, RTOL * largest))
+            worst = max(worst, e)
+            continue
+        tolerances[i] = (RTOL, 0.0)
+        e = rel_err(g32, g64)
+        worst = max(worst, e)
+        print("  grad_%d %-14s %-16s max|g| %.3g, f32 vs f64 rel err %.2e"
+              % (i, names[i], str(list(g32.shape)), g32.abs().max().item(), e))
+        if g32.abs().max().item() < 1e-3:
+            sys.exit("export-torch-cases.py: error: %s: gradient of %s is "
+                     "tiny (max %.2g): adjust the initialization"
+                     % (name, names[i], g32.abs().max().item()))
+    if worst > F64_RTOL:
+        sys.exit("export-torch-cases.py: error: %s: f32 and f64 torch "
+                 "disagree (%.2e > %.0e): the case is ill conditioned"
+                 % (name, worst, F64_RTOL))
+    print("  f32 vs f64: worst rel err %.2e <= %.0e: ok" % (worst, F64_RTOL))
+
+    module_ir = export_mlir(fn, args)
+    text = str(module_ir)
+    check_mlir(text, args, name)
+    hist = op_histogram(module_ir)
+
+    out_dir = os.path.join(out_root, name)
+    os.makedirs(out_dir, exist_ok=True)
+    for f in os.listdir(out_dir):  # no stale files from an older layout
+        if f.endswith(".npy") or f in ("model.mlir", "case.json"):
+            os.remove(os.path.join(out_dir, f))
+    written = []
+    header = ("// %s: %s.\n"
+              "// Generated by scripts/export-torch-cases.py (torch %s, "
+              "torch-mlir %s, torch_mlir.fx.export_and_import "
+              "linalg-on-tensors); do not edit.\n"
+              % (name, description, torch.__version__.split("+")[0],
+                 importlib.metadata.version("torch-mlir")))
+    model_path = os.path.join(out_dir, "model.mlir")
+    with open(model_path, "w") as f:
+        f.write(header + text)
+    written.append(model_path)
+    if os.path.getsize(model_path) > MAX_MODEL_BYTES:
+        sys.exit("export-torch-cases.py: error: %s: model.mlir is %d bytes"
+                 % (name, os.path.getsize(model_path)))
+
+    arg_entries = []
+    for i, a in enumerate(args):
+        save(os.path.join(out_dir, "arg_%d.npy" % i), a, written)
+        entry = collections.OrderedDict([
+            ("index", i), ("name", names[i]), ("kind", kinds[i]),
+            ("dtype", DTYPES[a.dtype]), ("shape", list(a.shape)),
+            ("grad", "grad_%d.npy" % i if grads32[i] is not None else None)])
+        if tolerances[i] is not None:
+            entry["grad_tolerance"] = {"rtol": tolerances[i][0],
+                                       "atol": float("%.3g" % tolerances[i][1])}
+        arg_entries.append(entry)
+        if grads32[i] is not None:
+            save(os.path.join(out_dir, "grad_%d.npy" % i), grads32[i], written)
+    save(os.path.join(out_dir, "target.npy"), target, written)
+    save(os.path.join(out_dir, "output.npy"), out32, written)
+    save(os.path.join(out_dir, "loss.npy"), loss32.reshape(()), written)
+
+    case = collections.OrderedDict([
+        ("case", name),
+        ("description", description),
+        ("function", "forward"),
+        ("loss", kind),
+        ("args", arg_entries),
+        ("output", {"dtype": "f32", "shape": list(out32.shape)}),
+        ("target", {"dtype": DTYPES[target.dtype],
+                    "shape": list(target.shape)}),
+        ("batch", BATCH),
+        ("num_microbatches_ok",
+         [m for m in (1, 2, 4) if BATCH % m == 0]),
+        ("tolerance", collections.OrderedDict([
+            ("rtol", RTOL), ("atol", 0.0),
+            ("meaning", "per array: max|actual - reference| <= rtol * "
+                        "max|reference| + atol (pipeopt-npy-diff --rtol "
+                        "--atol), for the output, the loss and every "
+                        "gradient; args[i].grad_tolerance gives the "
+                        "gradient's own (an atol where the exact gradient "
+                        "is zero)"),
+        ])),
+        ("f32_vs_f64_rel_err", float("%.3g" % worst)),
+        ("torch", torch.__version__),
+        ("torch_mlir", importlib.metadata.version("torch-mlir")),
+        ("mlir_ops", hist),
+    ])
+    json_path = os.path.join(out_dir, "case.json")
+    with open(json_path, "w") as f:
+        json.dump(case, f, indent=2)
+        f.write("\n")
+    written.append(json_path)
+    for p in written:
+        print("  wrote %s (%d bytes)" % (os.path.relpath(p), os.path.getsize(p)))
+    print("  ops: " + ", ".join("%s %d" % kv for kv in hist.items()))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=DEFAULT_OUT,
+                    help="output directory (default: %(default)s)")
+    ap.add_argument("--case", action="append", choices=list(CASES),
+                    help="only this case (repeatable; default: all)")
+    opts = ap.parse_args()
+    if importlib.metadata.version("torch-mlir") != TORCH_MLIR_VERSION:
+        print("export-torch-cases.py: warning: torch-mlir %s, the committed "
+              "files were made with %s" % (
+                  importlib.metadata.version("torch-mlir"),
+                  TORCH_MLIR_VERSION), file=sys.stderr)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    for name in opts.case or CASES:
+        builder, description = CASES[name]
+        make_case(name, builder, description, opts.out)
+
+
+if __name__ == "__main__":
+    main()
