@@ -455,4 +455,87 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Differentiation (training)
+//===----------------------------------------------------------------------===//
+
+def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of model or stage functions "
+                "into F, B, W and B+W.";
+  let description = [{
+    For each selected function `@f` (TOSA is lowered to linalg in it first,
+    and element-wise arith/math on tensors become linalg.generic) the pass
+    adds, after `@f` and with its visibility (docs/Training.md; the library
+    is `include/pipeopt/Autodiff/Autodiff.h`):
+
+    - `@<p>_fwd(args...) -> (results..., saved...)`: the forward, also
+      returning what the backward reads;
+    - `@<p>_bwd(args..., saved..., d_results...) -> (d_args...)`: B and W
+      fused, one gradient per differentiated argument in argument order;
+    - `@<p>_b(args..., saved..., d_results...) -> (d_inputs..., stash...)`:
+      the input gradients (B, on the critical path of a pipeline);
+    - `@<p>_w(args..., saved..., d_results..., stash...) -> (d_weights...)`:
+      the weight gradients (W, deferrable: what zero-bubble schedules move
+      into bubbles; Qi et al., ICLR 2024).
+
+    `d_results` has one gradient per floating-point result that depends on
+    a differentiated argument. Every floating-point tensor argument is
+    differentiated; the trainable ones (`trainable`) are the weights whose
+    gradients W computes, the others (activations, data) get theirs in B.
+
+    With a loss (the function returns one floating-point scalar, or
+    `loss=mse|cross-entropy` appends one over result 0 with a target
+    argument appended last; see Autodiff.h for the exact definitions, which
+    are torch.nn.MSELoss and CrossEntropyLoss with mean reduction), `<p>` is
+    `f` and the functions above differentiate `@f_loss(args..., [target]) ->
+    tensor<f32>`; the pass also adds `@f_grad(args..., [target]) ->
+    (loss, d_args...)`, the whole training step of one microbatch (F, then
+    B+W seeded with d loss = 1). Without a loss `<p>` is `f` and there is no
+    `@f_grad`.
+
+    `@f` gets `pipe.gradient = {wrt = array<i64: ...>, trainable =
+    array<i64: ...>, seeded = array<i64: ...>, loss = "self"|"mse"|
+    "cross-entropy"|"none", num_saved, saved_bytes, stash_bytes, fwd, bwd, b,
+    w[, loss_fn, grad]}`. `saved_bytes` (per call, i.e. per microbatch) is
+    the activation memory the backward keeps: saved values plus the
+    non-trainable arguments it reads. `recompute` chooses what is saved:
+    `none` saves everything the backward reads, `elementwise` recomputes
+    cheap element-wise and data-movement results, `all` recomputes the whole
+    forward (saved_bytes then counts only the arguments).
+
+    Errors: an op the library cannot differentiate on a path from a
+    differentiated argument to a seeded result is reported at that op, by
+    name, and no generated function is left behind; so are bad option
+    values, an unknown function, a loss that does not fit the result,
+    generated names that already exist, a function differentiated twice,
+    and trainable indices that are not floating-point tensor arguments.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect"];
+  let options = [
+    Option<"functions", "functions", "std::string", "\"\"",
+           "Comma-separated functions to differentiate (default: every "
+           "stage function, i.e. with pipe.stage, else the one public "
+           "function with a body)">,
+    Option<"loss", "loss", "std::string", "\"none\"",
+           "none (a model returning one float scalar is its own loss; "
+           "otherwise result gradients are inputs), mse, cross-entropy">,
+    Option<"trainable", "trainable", "std::string", "\"auto\"",
+           "Weights: auto (floating-point arguments that are not "
+           "per-microbatch data), all, none, or argument indices I,J,...">,
+    Option<"microbatchArgs", "microbatch-args", "std::string", "\"auto\"",
+           "Per-microbatch data arguments for trainable=auto: auto (leading "
+           "dimension is the batch dimension of result 0), all, none, or "
+           "indices">,
+    Option<"recompute", "recompute", "std::string", "\"none\"",
+           "What the backward recomputes instead of saving: none, "
+           "elementwise, all">,
+  ];
+}
+
 #endif // PIPEOPT_TRANSFORMS_PASSES_TD

@@ -1,0 +1,161 @@
+//===- Autodiff.h - reverse-mode AD of linalg-on-tensors functions -*- C++ -*-===//
+//
+// Part of pipeopt. Reverse-mode automatic differentiation of a func.func over
+// linalg on tensors (+ tensor, arith, math), the transformation behind
+// pipe-differentiate (docs/Training.md). It is pure IR-to-IR code with no
+// pass machinery, so other compilers can call it on their own functions.
+//
+// Given @f(args...) -> (results...) it builds, next to @f in its module:
+//
+//   @<p>_fwd(args...)                          -> (results..., saved...)
+//   @<p>_bwd(args..., saved..., d_results...)  -> (d_wrt...)        B+W fused
+//   @<p>_b  (args..., saved..., d_results...)  -> (d_inputs..., stash...)
+//   @<p>_w  (args..., saved..., d_results..., stash...) -> (d_weights...)
+//
+// where <p> is the prefix (default: f's name), `d_results` has one tensor per
+// *seeded* result (a floating-point result that depends on a differentiated
+// argument), `d_wrt` one gradient per differentiated argument in ascending
+// argument order (same type as the argument), d_inputs / d_weights are d_wrt
+// split into non-weights (B, on the pipeline's critical path) and weights (W,
+// deferrable; Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §2),
+// `saved` are the forward values the backward reads (chosen by Recompute),
+// and `stash` are the values B computes that W needs (the gradients of the
+// outputs of the ops that read weights).
+//
+// Supported ops (anything else on a path from a differentiated argument to a
+// seeded result is an error at that op, never a wrong gradient):
+//   - every linalg structured op: linalg.generic whose outputs are either
+//     element-wise (the output map is a permutation of all loops; the output
+//     operand may be read) or reductions `acc = combine(acc, h(ins))` with
+//     combine in {addf, maximumf, minimumf, maxnumf, minnumf}; named ops
+//     (matmul, batch_matmul, matvec, conv_*, depthwise, pooling_*, fill,
+//     copy, map, reduce, broadcast, transpose, ...) are differentiated
+//     through their generic form; inputs may use any affine map (strided
+//     convolutions), and a tensor read inside the body with tensor.extract
+//     (a gather: embeddings) gets its gradient by a scatter-add loop;
+//   - scalar arith/math inside bodies and at top level: addf subf mulf divf
+//     negf, maximumf minimumf maxnumf minnumf (ties split the gradient half
+//     and half, as torch.maximum), select, extf truncf, exp exp2 expm1 log
+//     log1p log2 log10 tanh sin cos erf erfc sqrt rsqrt powf fpowi absf
+//     (gradient 0 at 0, as torch.abs), fma;
+//   - tensor.expand_shape, collapse_shape, extract_slice, insert_slice, pad
+//     (static low/high, inactive padding value), concat, cast, extract.
+// Integer, index and boolean values carry no gradient; comparisons and
+// integer-to-float casts have none.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_AUTODIFF_AUTODIFF_H
+#define PIPEOPT_AUTODIFF_AUTODIFF_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pipeopt::autodiff {
+
+/// What the forward saves for the backward versus what the backward
+/// recomputes from the arguments and the saved values.
+enum class Recompute {
+  /// Save every forward value the backward reads (except constants and
+  /// values that depend on no argument, which are always recomputed).
+  None,
+  /// Recompute values produced by cheap element-wise or data-movement ops
+  /// (all-parallel linalg ops, reshapes, slices, pads) from their operands;
+  /// save the results of contractions, reductions and convolutions.
+  Elementwise,
+  /// Save nothing: the backward recomputes the whole forward from the
+  /// arguments (full activation recomputation per stage; Chen et al.,
+  /// "Training Deep Nets with Sublinear Memory Cost", 2016).
+  All,
+};
+
+/// Parses "none" | "elementwise" | "all".
+std::optional<Recompute> parseRecompute(llvm::StringRef text);
+
+/// What to differentiate and how.
+struct Options {
+  /// Arguments whose gradients are wanted, ascending. Non-float arguments
+  /// are an error.
+  llvm::SmallVector<unsigned> wrt;
+  /// The subset of `wrt` that are weights: their gradients are W; the
+  /// others' are B.
+  llvm::SmallVector<unsigned> weights;
+  Recompute recompute = Recompute::None;
+  /// Prefix of the generated functions (default: the function's name).
+  std::string prefix;
+};
+
+/// The generated functions and their bookkeeping.
+struct Gradient {
+  mlir::func::FuncOp fwd, bwd, b, w;
+  /// Results of the original function that take a gradient argument
+  /// (d_results), ascending.
+  llvm::SmallVector<unsigned> seeded;
+  unsigned numSaved = 0;
+  unsigned numStash = 0;
+  /// Bytes per call (one microbatch) the backward keeps from the forward:
+  /// the saved values plus the non-weight arguments the backward reads
+  /// (activation memory; what the cost model and simulator use).
+  int64_t savedBytes = 0;
+  /// Bytes per call of the B -> W stash.
+  int64_t stashBytes = 0;
+};
+
+/// Differentiates `f` (one block, ops as listed above; TOSA must already be
+/// lowered to linalg) and inserts the four functions of the file comment
+/// after it. On failure an error is emitted at the offending op and nothing
+/// is left in the module.
+mlir::FailureOr<Gradient> differentiate(mlir::func::FuncOp f,
+                                        const Options &options);
+
+/// Loss appended to a model's first result.
+enum class Loss {
+  /// The model's only result is a floating-point scalar (tensor<f32>,
+  /// tensor<1xf32> or f32): it is the loss.
+  Self,
+  /// mean((y - t)^2) over all elements (torch.nn.MSELoss, mean); the target
+  /// t has y's type.
+  MSE,
+  /// Cross entropy over the last dimension of y (logits [..., C]) with
+  /// integer class indices t of shape [...]: the mean over positions of
+  /// logsumexp(y) - y[t] (torch.nn.CrossEntropyLoss, mean).
+  CrossEntropy,
+};
+
+/// Parses "mse" | "cross-entropy".
+std::optional<Loss> parseLoss(llvm::StringRef text);
+
+/// Builds `@<name>(args..., [target]) -> tensor<f32>`: f's body followed by
+/// the loss over its first result (Self: f's result as tensor<f32>). The
+/// target is the last argument for MSE and CrossEntropy. Errors (no result,
+/// an integer result, a non-scalar result for Self, an integer target type)
+/// are emitted at f.
+mlir::FailureOr<mlir::func::FuncOp>
+buildLossFunction(mlir::func::FuncOp f, Loss loss, llvm::StringRef name);
+
+/// Builds `@<name>(args...) -> (tensor<f32> loss, d_wrt...)` for a loss
+/// function (one tensor<f32> result): the forward, then the backward seeded
+/// with d loss = 1, in one function.
+mlir::FailureOr<mlir::func::FuncOp>
+buildGradientFunction(mlir::func::FuncOp lossFn, const Options &options,
+                      llvm::StringRef name);
+
+/// The arguments of `f` that are per-example data: those whose leading
+/// dimension is the batch dimension, i.e. reaches the leading dimension of
+/// result 0 through the ops' indexing maps and reshapes (a contraction's
+/// right-hand side, a filter or a gathered table is never data, even when
+/// it shares a unit batch loop). Integer arguments are included when they
+/// index a gather (token ids). Returned ascending.
+llvm::SmallVector<unsigned> dataArguments(mlir::func::FuncOp f);
+
+} // namespace pipeopt::autodiff
+
+#endif // PIPEOPT_AUTODIFF_AUTODIFF_H
