@@ -39,7 +39,6 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -122,6 +121,92 @@ SmallVector<Value> readValues(Operation *op) {
     values.append(above.begin(), above.end());
   }
   return values;
+}
+
+/// Which results of `op` depend on an active value: result j does when the
+/// value its body yields depends (through the body's ops, except those
+/// without a gradient) on a block argument of an active operand or on an
+/// active value the body captures. For other ops: all float results when any
+/// value they read is active.
+SmallVector<bool> resultActivity(Operation *op,
+                                 function_ref<bool(Value)> isActive) {
+  SmallVector<bool> result(op->getNumResults(), false);
+  if (hasNoGradient(op))
+    return result;
+  auto l = dyn_cast<linalg::LinalgOp>(op);
+  if (!l || !l.getBlock()) {
+    bool any = llvm::any_of(readValues(op), isActive);
+    for (auto [i, r] : llvm::enumerate(op->getResults()))
+      result[i] = any && isFloatLike(r.getType());
+    return result;
+  }
+  Block *body = l.getBlock();
+  llvm::DenseSet<Value> dep;
+  for (OpOperand &o : op->getOpOperands())
+    if (isActive(o.get()))
+      dep.insert(body->getArgument(o.getOperandNumber()));
+  for (Operation &bop : body->without_terminator()) {
+    if (hasNoGradient(&bop))
+      continue;
+    bool any = false;
+    bop.walk([&](Operation *nested) {
+      for (Value v : nested->getOperands()) {
+        bool captured = !l->getRegion(0).isAncestor(v.getParentRegion());
+        if (dep.contains(v) || (captured && isActive(v)))
+          any = true;
+      }
+    });
+    if (any)
+      for (Value r : bop.getResults())
+        dep.insert(r);
+  }
+  Operation *yield = body->getTerminator();
+  for (auto [i, r] : llvm::enumerate(op->getResults()))
+    result[i] = isFloatLike(r.getType()) && dep.contains(yield->getOperand(i));
+  return result;
+}
+
+/// `g` without the inputs its body does not read (adjoint generics read
+/// every forward operand at first), so that they are neither saved nor
+/// loaded, and a two-input contraction stays one (the BLAS kernels' match).
+/// Kept when the remaining maps would not determine every loop's range.
+linalg::GenericOp pruneInputs(OpBuilder &b, linalg::GenericOp g) {
+  Block *body = g.getBlock();
+  // The body clones the whole forward payload; drop what the adjoint does
+  // not use first.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body)))
+    if (&op != body->getTerminator() && op.use_empty() &&
+        wouldOpBeTriviallyDead(&op))
+      op.erase();
+  SmallVector<Value> ins;
+  SmallVector<AffineMap> maps;
+  SmallVector<unsigned> drop;
+  for (OpOperand *o : g.getDpsInputOperands()) {
+    unsigned i = o->getOperandNumber();
+    if (body->getArgument(i).use_empty()) {
+      drop.push_back(i);
+      continue;
+    }
+    ins.push_back(o->get());
+    maps.push_back(g.getMatchingIndexingMap(o));
+  }
+  if (drop.empty())
+    return g;
+  for (OpOperand &o : g.getDpsInitsMutable())
+    maps.push_back(g.getMatchingIndexingMap(&o));
+  if (!inversePermutation(concatAffineMaps(maps, b.getContext())))
+    return g;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(g);
+  auto pruned = linalg::GenericOp::create(
+      b, g.getLoc(), g->getResultTypes(), ins, g.getDpsInits(), maps,
+      g.getIteratorTypesArray());
+  pruned.getRegion().takeBody(g.getRegion());
+  for (unsigned i : llvm::reverse(drop))
+    pruned.getBlock()->eraseArgument(i);
+  g->replaceAllUsesWith(pruned->getResults());
+  g->erase();
+  return pruned;
 }
 
 /// How output j of a linalg op combines its body value with the output.
@@ -235,15 +320,13 @@ public:
     // Active: depends on a differentiated argument.
     for (unsigned i : wrt)
       active.insert(args[i]);
-    for (Operation *op : fwdOps) {
-      if (hasNoGradient(op))
-        continue;
-      if (llvm::any_of(readValues(op),
-                       [&](Value v) { return active.contains(v); }))
-        for (Value r : op->getResults())
-          if (isFloatLike(r.getType()))
-            active.insert(r);
-    }
+    for (Operation *op : fwdOps)
+      for (auto [r, a] : llvm::zip(op->getResults(),
+                                   resultActivity(op, [&](Value v) {
+                                     return active.contains(v);
+                                   })))
+        if (a)
+          active.insert(r);
     // Useful: reaches a seeded result.
     for (auto [r, s] : llvm::zip(results, seeds))
       if (s)
@@ -729,7 +812,7 @@ private:
       generic->erase();
       return failure();
     }
-    adj[x] = generic.getResult(0);
+    adj[x] = pruneInputs(b, generic).getResult(0);
     return success();
   }
 
@@ -819,15 +902,12 @@ private:
 /// ops and the values their regions capture).
 llvm::DenseSet<Value> activeIn(Block &body, ArrayRef<Value> roots) {
   llvm::DenseSet<Value> active(roots.begin(), roots.end());
-  for (Operation &op : body.without_terminator()) {
-    if (hasNoGradient(&op))
-      continue;
-    if (llvm::any_of(readValues(&op),
-                     [&](Value v) { return active.contains(v); }))
-      for (Value r : op.getResults())
-        if (isFloatLike(r.getType()))
-          active.insert(r);
-  }
+  for (Operation &op : body.without_terminator())
+    for (auto [r, a] : llvm::zip(op.getResults(), resultActivity(&op, [&](Value v) {
+                                   return active.contains(v);
+                                 })))
+      if (a)
+        active.insert(r);
   return active;
 }
 
@@ -970,23 +1050,6 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     return failure();
   }
   func::ReturnOp::create(b, f.getLoc(), grads);
-  // Adjoint generics read every forward operand; drop those their bodies do
-  // not use, so that they are neither saved nor recomputed.
-  // Only backward ops are rewritten: the forward clones are tracked by
-  // pointer.
-  {
-    llvm::DenseSet<Operation *> fwd(d.fwdOps.begin(), d.fwdOps.end());
-    SmallVector<Operation *> backward;
-    for (Operation &op : bb)
-      if (!fwd.contains(&op) && isa<linalg::GenericOp>(op))
-        backward.push_back(&op);
-    RewritePatternSet patterns(f->getContext());
-    linalg::populateEraseUnusedOperandsAndResultsPatterns(patterns);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    (void)applyOpPatternsGreedily(backward, std::move(patterns), config);
-  }
-
   // --- What the backward reads from the forward: save or recompute ----------
   llvm::DenseSet<Operation *> fwdSet(d.fwdOps.begin(), d.fwdOps.end());
   llvm::DenseSet<Operation *> argDependent;

@@ -314,8 +314,7 @@ void DifferentiatePass::runOnOperation() {
     if (targets.empty()) {
       SmallVector<func::FuncOp> candidates;
       for (auto fn : module.getOps<func::FuncOp>())
-        if (fn.isPublic() && !fn.isExternal() &&
-            !fn->hasAttr("pipe.gradient"))
+        if (fn.isPublic() && !fn.isExternal())
           candidates.push_back(fn);
       if (candidates.size() != 1) {
         InFlightDiagnostic diag =

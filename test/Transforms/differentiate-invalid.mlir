@@ -1,0 +1,78 @@
+// RUN: pipeopt %s -split-input-file -pipe-differentiate -verify-diagnostics
+
+// An op without a derivative rule on the path from an argument to the
+// result is an error at that op, by name.
+func.func @atan(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    // expected-error @+1 {{pipe-differentiate: cannot differentiate 'math.atan' in the body of 'linalg.generic' (no derivative rule for this op)}}
+    %t = math.atan %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A product reduction has no rule.
+func.func @product(%x: tensor<4xf32>) -> tensor<f32> {
+  %one = arith.constant 1.0 : f32
+  %e = tensor.empty() : tensor<f32>
+  %f = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
+  // expected-error @+1 {{pipe-differentiate: cannot differentiate 'linalg.generic': result 0 is a reduction that combines with 'arith.mulf' (differentiable reductions: addf, subf, maximumf, minimumf, maxnumf, minnumf)}}
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}
+      ins(%x : tensor<4xf32>) outs(%f : tensor<f32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.mulf %acc, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<f32>
+  return %r : tensor<f32>
+}
+
+// -----
+
+// Control flow is not differentiated.
+func.func @loop(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  // expected-error @+1 {{pipe-differentiate: cannot differentiate 'scf.for': no adjoint rule for this op}}
+  %r = scf.for %i = %c0 to %c3 step %c1 iter_args(%acc = %x) -> (tensor<4xf32>) {
+    %e = tensor.empty() : tensor<4xf32>
+    %s = linalg.add ins(%acc, %acc : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+    scf.yield %s : tensor<4xf32>
+  }
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// A padding value that depends on an argument.
+func.func @pad(%x: tensor<4xf32>, %v: tensor<f32>) -> tensor<6xf32> {
+  %s = tensor.extract %v[] : tensor<f32>
+  // expected-error @+1 {{pipe-differentiate: cannot differentiate 'tensor.pad': the padding value depends on a differentiated argument}}
+  %p = tensor.pad %x low[1] high[1] {
+  ^bb0(%i: index):
+    tensor.yield %s : f32
+  } : tensor<4xf32> to tensor<6xf32>
+  return %p : tensor<6xf32>
+}
+
+// -----
+
+// The generated names must be free.
+// expected-error @+1 {{pipe-differentiate: cannot create @f_bwd: the symbol already exists}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+func.func private @f_bwd()
+
+// -----
+
+// Differentiating twice.
+// expected-error @+1 {{pipe-differentiate: @g is already differentiated (it has pipe.gradient)}}
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = {}} {
+  return %x : tensor<4xf32>
+}
