@@ -538,4 +538,41 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
   ];
 }
 
+def LiftConstantsPass : Pass<"pipe-lift-constants", "::mlir::ModuleOp"> {
+  let summary = "Turn a model's float tensor constants into arguments "
+                "(trainable weights), writing their values as .npy.";
+  let description = [{
+    Frontends often freeze weights as constants: torch-mlir's default
+    export writes them as `dense_resource` blobs, TOSA exports as
+    `tosa.const`. Constants are not trainable, so training needs them as
+    arguments. For the model function (`function`, default: the one public
+    function with a body) every `arith.constant` and `tosa.const` at the top
+    level of the body whose value is a floating-point tensor, not a splat,
+    with at least `min-elements` elements, becomes a new argument appended
+    after the existing ones, in program order. Splats (zeros, -inf, scales)
+    and small tensors stay constants.
+
+    With `output-dir`, the value of the constant that became argument `i` is
+    written to `<output-dir>/arg_<i>.npy` (C order, little-endian), so that
+    a run can load it: `pipeopt-run model.so --input i=<dir>/arg_i.npy`.
+    The function gets `pipe.lifted_constants = array<i64: ...>`, the indices
+    of the new arguments.
+
+    Errors: a model function that is called by another function (its
+    callers would need the new arguments), a `dense_resource` whose blob is
+    not in the file (elided), an element type that .npy cannot hold, an
+    unwritable output file, and bad options; each leaves the module
+    unchanged.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let options = [
+    Option<"function", "function", "std::string", "\"\"",
+           "Model function (default: the one public function with a body)">,
+    Option<"minElements", "min-elements", "int64_t", "2",
+           "Smallest constant (elements) that becomes an argument (>= 1)">,
+    Option<"outputDir", "output-dir", "std::string", "\"\"",
+           "Directory (must exist) for arg_<i>.npy; empty: write nothing">,
+  ];
+}
+
 #endif // PIPEOPT_TRANSFORMS_PASSES_TD
