@@ -787,6 +787,16 @@ void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
   cache[op] = c;
 }
 
+void CostAnalysis::setBackward(Operation *op, double backwardInputSeconds,
+                               double backwardWeightSeconds) {
+  OpCost c = get(op);
+  if (c.measured)
+    return;
+  c.backwardInputSeconds = backwardInputSeconds;
+  c.backwardWeightSeconds = backwardWeightSeconds;
+  cache[op] = c;
+}
+
 void CostAnalysis::scale(Operation *op, double factor) {
   OpCost c = get(op);
   c.forwardSeconds *= factor;

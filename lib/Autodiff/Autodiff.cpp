@@ -28,6 +28,12 @@
 #include "AutodiffInternal.h"
 #include "pipeopt/Analysis/CostModel.h"
 
+#include "mlir/Conversion/TosaToArith/TosaToArith.h"
+#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
+#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -1546,4 +1552,87 @@ SmallVector<unsigned> autodiff::dataArguments(func::FuncOp f) {
     if (marked.contains(i))
       data.push_back(i);
   return data;
+}
+
+//===----------------------------------------------------------------------===//
+// One op on its own (cost model)
+//===----------------------------------------------------------------------===//
+
+void autodiff::buildPrepareForDifferentiation(OpPassManager &pm) {
+  pm.addPass(tosa::createTosaToLinalgNamed());
+  pm.addPass(tosa::createTosaToLinalg());
+  pm.addPass(createTosaToArithPass());
+  pm.addPass(createTosaToTensorPass());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+FailureOr<OpBackward>
+autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
+                          function_ref<void(Operation *, bool)> visit) {
+  MLIRContext *ctx = op->getContext();
+  // Arguments: operands, then captured values.
+  SmallVector<Value> inputs(op->getOperands());
+  if (op->getNumRegions()) {
+    llvm::SetVector<Value> above;
+    getUsedValuesDefinedAbove(op->getRegions(), above);
+    for (Value v : above)
+      if (!llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+  }
+  SmallVector<unsigned> wrt, weights;
+  for (auto [i, v] : llvm::enumerate(inputs)) {
+    auto rt = dyn_cast<RankedTensorType>(v.getType());
+    if (!rt || !isa<FloatType>(rt.getElementType()) || !rt.hasStaticShape())
+      continue;
+    wrt.push_back(i);
+    // A value passed twice counts as a weight if any occurrence is one.
+    for (unsigned w : weightOperands)
+      if (w < op->getNumOperands() && op->getOperand(w) == v)
+        weights.push_back(i);
+  }
+  llvm::sort(weights);
+  weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
+  if (wrt.empty() ||
+      llvm::none_of(op->getResults(), [](Value r) {
+        auto rt = dyn_cast<RankedTensorType>(r.getType());
+        return rt && isa<FloatType>(rt.getElementType());
+      }))
+    return failure();
+
+  // Diagnostics of the temporary IR are not the user's.
+  ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
+  OpBuilder b(ctx);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
+  b.setInsertionPointToEnd(module->getBody());
+  SmallVector<Type> types;
+  for (Value v : inputs)
+    types.push_back(v.getType());
+  auto fn = func::FuncOp::create(
+      b, op->getLoc(), "op",
+      FunctionType::get(ctx, types, op->getResultTypes()));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToEnd(entry);
+  IRMapping m;
+  for (auto [v, a] : llvm::zip(inputs, entry->getArguments()))
+    m.map(v, a);
+  Operation *clone = b.clone(*op, m);
+  func::ReturnOp::create(b, op->getLoc(), clone->getResults());
+  if (clone->getDialect() &&
+      clone->getDialect()->getNamespace() == "tosa") {
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    buildPrepareForDifferentiation(pm.nest<func::FuncOp>());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+  Options options;
+  options.wrt = wrt;
+  options.weights = weights;
+  FailureOr<Gradient> grad = differentiate(fn, options);
+  if (failed(grad))
+    return failure();
+  for (auto [f, isW] : {std::pair{grad->b, false}, std::pair{grad->w, true}})
+    for (Operation &g : f.getBody().front().without_terminator())
+      visit(&g, isW);
+  return OpBackward{grad->savedBytes, grad->stashBytes};
 }

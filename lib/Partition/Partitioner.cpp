@@ -83,6 +83,7 @@ struct GraphInfo {
 /// Per-stage raw quantities, before pricing.
 struct Raw {
   double compute = 0, flops = 0, params = 0, acts = 0;
+  double forward = 0, backwardInput = 0, backwardWeight = 0;
   double recvBytes = 0, sendBytes = 0, fanoutBytes = 0;
   long long recvMsgs = 0, sendMsgs = 0;
   int numOps = 0, numRemat = 0;
@@ -270,6 +271,15 @@ struct Priced {
   int worstMemoryStage = -1; // largest mem/cap ratio above 1, or -1
 };
 
+/// Adds a node's F (and, when training, B and W) times to a stage's.
+void addPhases(Raw &r, const Node &n, bool training) {
+  r.forward += n.forwardSeconds;
+  if (training) {
+    r.backwardInput += n.backwardInputSeconds;
+    r.backwardWeight += n.backwardWeightSeconds;
+  }
+}
+
 /// Prices `stageOf` (per node; remat entries ignored). Assumes validity.
 Priced price(const GraphInfo &info, const Options &opts,
              llvm::ArrayRef<int> stageOf) {
@@ -281,6 +291,7 @@ Priced price(const GraphInfo &info, const Options &opts,
     Raw &r = p.raw[stageOf[id]];
     const Node &n = g.nodes[id];
     r.compute += info.nodeTime[id];
+    addPhases(r, n, opts.training);
     r.flops += n.flops;
     r.params += n.paramBytes;
     r.acts += n.outputBytes;
@@ -329,6 +340,7 @@ Priced price(const GraphInfo &info, const Options &opts,
     st.erase(std::unique(st.begin(), st.end()), st.end());
     for (int s : st) {
       p.raw[s].compute += info.nodeTime[r];
+      addPhases(p.raw[s], g.nodes[r], opts.training);
       p.raw[s].flops += g.nodes[r].flops;
       p.raw[s].numRemat += 1;
     }
@@ -339,6 +351,9 @@ Priced price(const GraphInfo &info, const Options &opts,
     const Raw &r = p.raw[s];
     StageReport sr;
     sr.computeSeconds = r.compute;
+    sr.forwardSeconds = r.forward;
+    sr.backwardInputSeconds = r.backwardInput;
+    sr.backwardWeightSeconds = r.backwardWeight;
     sr.commSeconds = commOf(coeffs[s], r.recvMsgs, r.recvBytes, r.sendMsgs,
                             r.sendBytes);
     sr.timeSeconds = sr.computeSeconds + sr.commSeconds;
@@ -1482,6 +1497,9 @@ llvm::json::Value pipeopt::partition::toJSON(const Report &r) {
     stages.push_back(llvm::json::Object{
         {"time_s", s.timeSeconds},
         {"compute_s", s.computeSeconds},
+        {"forward_s", s.forwardSeconds},
+        {"backward_input_s", s.backwardInputSeconds},
+        {"backward_weight_s", s.backwardWeightSeconds},
         {"comm_s", s.commSeconds},
         {"flops", s.flops},
         {"param_bytes", s.paramBytes},

@@ -11,13 +11,9 @@
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
-#include "mlir/Conversion/TosaToArith/TosaToArith.h"
-#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
-#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -101,22 +97,6 @@ struct DifferentiatePass
 };
 
 } // namespace
-
-/// TOSA -> linalg and element-wise tensor arith/math -> linalg, in `f`.
-static LogicalResult lowerToLinalg(Pass &pass, func::FuncOp f,
-                                   function_ref<LogicalResult(
-                                       OpPassManager &, Operation *)>
-                                       run) {
-  OpPassManager pm(func::FuncOp::getOperationName());
-  pm.addPass(tosa::createTosaToLinalgNamed());
-  pm.addPass(tosa::createTosaToLinalg());
-  pm.addPass(createTosaToArithPass());
-  pm.addPass(createTosaToTensorPass());
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  (void)pass;
-  return run(pm, f);
-}
 
 LogicalResult DifferentiatePass::differentiateOne(
     func::FuncOp f, bool isLastStage, const IndexOption &trainableOpt,
@@ -341,10 +321,9 @@ void DifferentiatePass::runOnOperation() {
                      << " is already differentiated (it has pipe.gradient)";
       return signalPassFailure();
     }
-    if (failed(lowerToLinalg(*this, fn,
-                             [&](OpPassManager &pm, Operation *op) {
-                               return runPipeline(pm, op);
-                             })))
+    OpPassManager pm(func::FuncOp::getOperationName());
+    autodiff::buildPrepareForDifferentiation(pm);
+    if (failed(runPipeline(pm, fn)))
       return signalPassFailure();
     auto s = fn->getAttrOfType<IntegerAttr>("pipe.stage");
     bool isLast = !s || s.getInt() == lastStage;

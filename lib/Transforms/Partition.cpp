@@ -14,6 +14,7 @@
 #include "OptionRange.h"
 
 #include "pipeopt/Analysis/CostModel.h"
+#include "RealBackward.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Partition/Partitioner.h"
@@ -21,7 +22,13 @@
 #include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Schedule/Schedule.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/PassManager.h"
@@ -170,6 +177,11 @@ void PartitionPass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-partition", optimizerFactor)))
     return signalPassFailure();
+  if (backwardCost != "generated" && backwardCost != "rule") {
+    emitError(loc) << "pipe-partition: backward-cost must be 'generated' or 'rule', got '"
+                   << backwardCost << "'";
+    return signalPassFailure();
+  }
   std::optional<cost::Profile> prof;
   if (!profile.empty()) {
     auto p = cost::loadProfile(profile);
@@ -302,6 +314,9 @@ LogicalResult PartitionPass::partitionFunction(
     if (auto err = cost::applyProfile(analysis, body, *profile))
       return fn.emitError()
              << "pipe-partition: " << llvm::toString(std::move(err));
+
+  if (training && backwardCost == "generated")
+    costRealBackward(analysis, ops, hw);
 
   // Graph (shared with pipeopt-explore --model).
   llvm::Expected<FunctionGraph> built = buildPartitionGraph(fn, analysis);

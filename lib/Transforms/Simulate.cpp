@@ -25,7 +25,15 @@
 #include "pipeopt/Simulate/Trace.h"
 #include "pipeopt/Transforms/Passes.h"
 
+#include "RealBackward.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
@@ -163,6 +171,15 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
     sim::StageCost &c = res.costs.stages[k];
     cost::CostAnalysis analysis(fn, hw);
     analysis.emitRemarks = false;
+    // Training schedules: B and W from the generated backward of each op
+    // (RealBackward.h) instead of the per-op-class rule.
+    if (!s.forwardOnly && backwardCost == "generated" &&
+        fn.getBody().hasOneBlock()) {
+      SmallVector<Operation *> ops;
+      for (Operation &op : fn.getBody().front().without_terminator())
+        ops.push_back(&op);
+      costRealBackward(analysis, ops, hw);
+    }
     llvm::DenseSet<Value> weights;
     for (Block &block : fn.getBody())
       for (Operation &op : block.without_terminator()) {
@@ -383,6 +400,11 @@ void SimulatePass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-simulate", optimizerFactor)))
     return signalPassFailure();
+  if (backwardCost != "generated" && backwardCost != "rule") {
+    emitError(loc) << "pipe-simulate: backward-cost must be 'generated' or 'rule', got '"
+                   << backwardCost << "'";
+    return signalPassFailure();
+  }
   if (traceLevel != "event" && traceLevel != "table") {
     emitError(loc) << "pipe-simulate: trace-level must be 'event' or "
                       "'table', got '"

@@ -1,22 +1,24 @@
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=gpipe num-microbatches=4" --pipe-simulate -o /dev/null | FileCheck %s --check-prefix=GPIPE
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=gpipe num-microbatches=4" --pipe-simulate="report=%t.gpipe.json" -o /dev/null
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=gpipe num-microbatches=4" --pipe-simulate=backward-cost=rule -o /dev/null | FileCheck %s --check-prefix=GPIPE
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=gpipe num-microbatches=4" --pipe-simulate="backward-cost=rule report=%t.gpipe.json" -o /dev/null
 // RUN: %python %S/Inputs/simulate-check.py %t.gpipe.json "bubble.table=3/7" "bubble.formula=3/7" "event>table" "formula=table" weights=65536 ranks=4 stages=4 microbatches=4 schedule=gpipe | FileCheck %s --check-prefix=CHECK-PASS
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=8" --pipe-simulate="system=ideal report=%t.ideal.json" -o /dev/null
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=8" --pipe-simulate="backward-cost=rule system=ideal report=%t.ideal.json" -o /dev/null
 // RUN: %python %S/Inputs/simulate-check.py %t.ideal.json "bubble.table=3/11" "event=table" "formula=table" schedule=1f1b | FileCheck %s --check-prefix=CHECK-PASS
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=8" --pipe-simulate="system=compute-medium/net-slow" -o /dev/null | FileCheck %s --check-prefix=ONEF
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=zb-h1 num-microbatches=8" --pipe-simulate -o /dev/null | FileCheck %s --check-prefix=ZBH1
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=pipedream num-microbatches=12" --pipe-simulate -o /dev/null | FileCheck %s --check-prefix=PD
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=interleaved-1f1b virtual-stages=2 num-microbatches=4" --pipe-simulate="optimizer-factor=0" -o /dev/null | FileCheck %s --check-prefix=INTER
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=forward-only num-microbatches=4" --pipe-simulate -o /dev/null | FileCheck %s --check-prefix=FWD
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="trace=%t.trace.json svg=%t.svg" -o /dev/null
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=8" --pipe-simulate="backward-cost=rule system=compute-medium/net-slow" -o /dev/null | FileCheck %s --check-prefix=ONEF
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=zb-h1 num-microbatches=8" --pipe-simulate=backward-cost=rule -o /dev/null | FileCheck %s --check-prefix=ZBH1
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=pipedream num-microbatches=12" --pipe-simulate=backward-cost=rule -o /dev/null | FileCheck %s --check-prefix=PD
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=interleaved-1f1b virtual-stages=2 num-microbatches=4" --pipe-simulate="backward-cost=rule optimizer-factor=0" -o /dev/null | FileCheck %s --check-prefix=INTER
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=forward-only num-microbatches=4" --pipe-simulate=backward-cost=rule -o /dev/null | FileCheck %s --check-prefix=FWD
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="backward-cost=rule trace=%t.trace.json svg=%t.svg" -o /dev/null
 // RUN: FileCheck %s --check-prefix=TRACE < %t.trace.json
 // RUN: FileCheck %s --check-prefix=SVG < %t.svg
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="report=- trace-level=table trace=%t.table.json" | FileCheck %s --check-prefix=IR
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="backward-cost=rule report=- trace-level=table trace=%t.table.json" | FileCheck %s --check-prefix=IR
 // RUN: FileCheck %s --check-prefix=TTRACE < %t.table.json
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=forward-only num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-fwd4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-FWD
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-1f1b4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-1F1B
-// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="profile=%S/Inputs/simulate-profile-1f1b4.json report=%t.prof.json" -o /dev/null
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=forward-only num-microbatches=4" --pipe-simulate="backward-cost=rule profile=%S/Inputs/simulate-profile-fwd4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-FWD
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="backward-cost=rule profile=%S/Inputs/simulate-profile-1f1b4.json" -o /dev/null | FileCheck %s --check-prefix=PROF-1F1B
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate="backward-cost=rule profile=%S/Inputs/simulate-profile-1f1b4.json report=%t.prof.json" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PROF-JSON < %t.prof.json
+// RUN: pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate -o /dev/null | FileCheck %s --check-prefix=GENERATED
+// RUN: not pipeopt %S/Inputs/simulate-uniform4.mlir --pipe-schedule="schedule=1f1b num-microbatches=4" --pipe-simulate=backward-cost=measured -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCOST
 
 // pipe-simulate on a uniform 4-stage model (every stage one 16x64 * 64x64
 // f32 matmul, Inputs/simulate-uniform4.mlir): the cost model gives every
@@ -125,3 +127,12 @@
 // PROF-JSON: "name": "@u on h100, measured ({{.*}}simulate-profile-1f1b4.json)"
 // PROF-JSON: "forward_s": 0.25
 // PROF-JSON: "measured": true
+
+// The default B and W times cost each op's generated backward: B of a
+// matmul with a weight is one matmul (dx = dy w^T), F's time exactly; W
+// (dw = x^T dy) reads its zero-initialized accumulator too, so it is a
+// little more. The per-op-class rule (above) says B = W = F.
+// GENERATED: stage costs
+// GENERATED-NEXT: F (s)
+// GENERATED-NEXT: 0 [[F:[0-9.e+-]+]] [[F]] 2.01223e-06 4096 65536 4096
+// BADCOST: pipe-simulate: backward-cost must be 'generated' or 'rule', got 'measured'

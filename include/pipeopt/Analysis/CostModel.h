@@ -285,6 +285,10 @@ public:
   /// given is scaled with the forward measurement (or split from
   /// `backwardFull` in the ratio of the B and W estimates).
   void setMeasured(mlir::Operation *op, const Profile::Times &times);
+  /// Replaces the estimated backward times of `op` (seconds), e.g. with
+  /// the cost of its generated B and W ops; measured times are kept.
+  void setBackward(mlir::Operation *op, double backwardInputSeconds,
+                   double backwardWeightSeconds);
   /// Scales forward, B and W times of `op` by `factor`, marking it measured.
   void scale(mlir::Operation *op, double factor);
 

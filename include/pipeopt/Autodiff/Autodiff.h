@@ -50,6 +50,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -147,6 +148,33 @@ buildLossFunction(mlir::func::FuncOp f, Loss loss, llvm::StringRef name);
 mlir::FailureOr<mlir::func::FuncOp>
 buildGradientFunction(mlir::func::FuncOp lossFn, const Options &options,
                       llvm::StringRef name);
+
+/// Adds to `funcPM` (a func.func pass manager) what differentiate() needs
+/// first: TOSA -> linalg/tensor/arith, element-wise arith/math on tensors ->
+/// linalg.generic, canonicalization.
+void buildPrepareForDifferentiation(mlir::OpPassManager &funcPM);
+
+/// The backward of one op on its own, for the cost model.
+struct OpBackward {
+  /// Bytes the op's backward keeps from its forward (saved values and the
+  /// non-weight operands it reads), per call.
+  int64_t savedBytes = 0;
+  /// Bytes B stashes for W.
+  int64_t stashBytes = 0;
+};
+
+/// Differentiates a copy of `op` alone: a temporary function whose
+/// arguments are op's operands (and the values its regions capture), with
+/// the operands `weightOperands` as weights; TOSA ops are lowered to linalg
+/// first. Calls `visit(generated, isW)` for every op of the generated B
+/// (isW = false) and W (isW = true) functions, so that a caller can cost
+/// them, then erases everything. Failure (no diagnostic): `op` has no
+/// derivative rule, or is not worth one (no float operand).
+/// The temporary IR uses op's context: the linalg, tensor, arith, math,
+/// scf and affine dialects must be loaded.
+mlir::FailureOr<OpBackward>
+differentiateOp(mlir::Operation *op, llvm::ArrayRef<unsigned> weightOperands,
+                llvm::function_ref<void(mlir::Operation *, bool)> visit);
 
 /// The arguments of `f` that are per-example data: those whose leading
 /// dimension is the batch dimension, i.e. reaches the leading dimension of

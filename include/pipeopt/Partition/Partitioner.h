@@ -263,6 +263,9 @@ struct Partition {
 struct StageReport {
   double timeSeconds = 0;    ///< compute + comm (s)
   double computeSeconds = 0; ///< incl. remat copies (s)
+  /// computeSeconds split into F, B and W (s; B = W = 0 unless training).
+  double forwardSeconds = 0, backwardInputSeconds = 0,
+         backwardWeightSeconds = 0;
   double commSeconds = 0;    ///< priced transfers (s)
   double flops = 0;          ///< forward FLOP incl. remat copies
   double paramBytes = 0;

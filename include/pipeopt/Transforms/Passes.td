@@ -263,6 +263,13 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     profile whose stages do not match the programs', and unwritable output
     files. The IR is not modified.
   }];
+  // The generated backward that costs B and W of training schedules.
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect"];
   let options = [
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset for the cost model: h100, h200, a100, cpu">,
@@ -272,6 +279,10 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "System for the event level: empty = the hardware's topology, a "
            "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
            "a JSON file with one system">,
+    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
+           "Where B and W times come from: generated (cost the ops of each "
+           "op's generated backward, pipe-differentiate's library) or rule "
+           "(per op class: B = W = F for a contraction with a weight, ...)">,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per weight byte (gradients, optimizer state); -1 = "
            "3 (fp32 Adam) for training schedules, 0 for forward-only">,
@@ -361,8 +372,16 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     `pipe.stage` attributes with `strategy=manual`; bad option values; and
     unreadable or malformed JSON files (hardware, profile).
   }];
+  // linalg ... affine: the IR of the generated backward that costs B and W
+  // when training.
   let dependentDialects = ["::pipeopt::pipe::PipeDialect",
-                           "::mlir::func::FuncDialect"];
+                           "::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect"];
   let options = [
     Option<"numStages", "num-stages", "int64_t", "2",
            "Number of pipeline stages (>= 1)">,
@@ -390,6 +409,10 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
            "Measured profile JSON (per op or per stage) overriding estimates">,
     Option<"training", "training", "bool", "false",
            "Stage time includes backward (B + W) and gradient traffic">,
+    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
+           "Where B and W times come from: generated (cost the ops of each "
+           "op's generated backward, pipe-differentiate's library) or rule "
+           "(per op class: B = W = F for a contraction with a weight, ...)">,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per parameter byte (gradients, optimizer state); "
            "-1 = 3 (fp32 Adam) when training, else 0">,

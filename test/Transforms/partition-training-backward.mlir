@@ -1,0 +1,26 @@
+// With training, pipe-partition's B and W times come from each op's
+// generated backward (backward-cost=generated, the default): for a matmul
+// with a weight, B (dx = dy w^T) costs exactly F, W (dw = x^T dy) a little
+// more (it also reads its zero-initialized accumulator); with
+// backward-cost=rule the per-op-class rule gives B = W = F. The report
+// shows every stage's F, B and W.
+//
+// RUN: pipeopt %s --pipe-partition="num-stages=1 training=true report=%t.json" -o /dev/null
+// RUN: FileCheck %s --input-file=%t.json
+// RUN: pipeopt %s --pipe-partition="num-stages=1 training=true backward-cost=rule report=%t.rule.json" -o /dev/null
+// RUN: FileCheck %s --input-file=%t.rule.json --check-prefix=RULE
+// RUN: not pipeopt %s --pipe-partition="num-stages=1 backward-cost=none" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+
+// CHECK: "backward_input_s": [[F:[0-9.e+-]+]],
+// CHECK-NEXT: "backward_weight_s": 2.0122{{[0-9]*}}e-06,
+// CHECK: "forward_s": [[F]],
+// RULE: "backward_input_s": [[F:[0-9.e+-]+]],
+// RULE-NEXT: "backward_weight_s": [[F]],
+// RULE: "forward_s": [[F]],
+// BAD: pipe-partition: backward-cost must be 'generated' or 'rule', got 'none'
+
+func.func @m(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> tensor<16x64xf32> {
+  %e = tensor.empty() : tensor<16x64xf32>
+  %y = linalg.matmul ins(%x, %w : tensor<16x64xf32>, tensor<64x64xf32>) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
