@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
 #include <cstdio>
@@ -254,6 +255,25 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
           throw RuntimeError(what + ": microbatch out of range [0, " +
                              std::to_string(ctx.manifest->numMicrobatches) +
                              ")");
+        if (meta->reduce == OutputReduce::Mean) {
+          // Summed as it is written (Reduce.h); a second write of one
+          // microbatch would count it twice.
+          ReducedOutput &acc = ctx.reducedOutputs[int(resultIndex)];
+          if (!acc.microbatches.insert(int(mb)).second)
+            throw RuntimeError(
+                outputName(*meta) + " for microbatch " + std::to_string(mb) +
+                ": the program already wrote it for this microbatch in this "
+                "call, but the manifest" +
+                manifestName(ctx) +
+                " averages this output over the microbatches (\"reduce\": "
+                "\"mean\"), which counts every microbatch once");
+          std::vector<uint8_t> packed(v.byteSize());
+          packMemRef(v, packed.data());
+          if (acc.sum.empty())
+            acc.sum.assign(size_t(numElements(v.sizes)), 0.0);
+          addToSum(dtype, packed.data(), acc.sum);
+          return;
+        }
       } else {
         // A shared output is stored once per call. Writes for two
         // different microbatches mean that the program produces one value

@@ -2,6 +2,7 @@
 
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/ManifestKeys.h"
+#include "pipeopt/runtime/Reduce.h"
 
 #include <nlohmann/json.hpp>
 
@@ -276,6 +277,23 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         out.microbatched = r.boolean(*mb, p + "." + manifest::kMicrobatched);
       if (const Json *n = r.get(o, manifest::kName))
         out.name = r.string(*n, p + "." + manifest::kName);
+      if (const Json *red = r.get(o, manifest::kReduce)) {
+        std::string path = p + "." + manifest::kReduce;
+        std::string value = r.string(*red, path);
+        if (value != manifest::kReduceMean)
+          r.fail(path, "must be \"mean\" (the mean over all microbatches) "
+                       "or absent (one value per microbatch); got '" +
+                           value + "'");
+        out.reduce = OutputReduce::Mean;
+        if (!out.microbatched)
+          r.fail(path, "is \"mean\", but the output is not microbatched "
+                       "(\"microbatched\": false): a mean is over the values "
+                       "of all microbatches");
+        if (!isFloatDType(out.dtype))
+          r.fail(path, "is \"mean\", but the output's dtype is " +
+                           std::string(dtypeName(out.dtype)) +
+                           "; a mean needs f32, f64, f16 or bf16");
+      }
       if (!seen.insert(out.index).second)
         r.fail(p + ".index", "duplicates output index " +
                                  std::to_string(out.index));

@@ -13,6 +13,7 @@
 #include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/Watchdog.h"
 
 #include <nlohmann/json.hpp>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -52,6 +54,9 @@ std::string runUsage() {
   --comm KIND            loopback (default; ranks as threads) | mpi (one rank
                          per process under mpirun) | nccl (one rank per GPU)
   --iterations N         measured iterations of the schedule (default 1)
+  --steps N              training builds: measured training steps (their
+                         name for --iterations; without an optimizer every
+                         step computes the same gradients)
   --warmup N             unmeasured iterations first (default 0)
   --timeout-s S          max wait of any send/recv, seconds (default 60)
   --input I=FILE.npy     data of model input I; for a microbatched input either
@@ -59,7 +64,11 @@ std::string runUsage() {
                          the leading dim), or a comma list of M files of shape
                          [...shape]; a shared input: one file of its shape
   --seed N               seed of the random data of inputs without --input
-  --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape])
+  --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape];
+                         "reduce": "mean": the mean over microbatches)
+  --save-grads           training builds: write the named outputs as
+                         <name>.npy (grad_<i>.npy, loss.npy) into
+                         --output-dir instead of output_<i>.npy
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this
@@ -80,6 +89,7 @@ static int parseInt(const std::string &opt, const std::string &v, int lo) {
 
 RunOptions parseRunOptions(int argc, char **argv) {
   RunOptions o;
+  bool iterationsGiven = false;
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {
     std::string a = args[i], value;
@@ -116,6 +126,13 @@ RunOptions parseRunOptions(int argc, char **argv) {
                            "'");
     } else if (a == "--iterations") {
       o.iterations = parseInt(a, next(), 1);
+      iterationsGiven = true;
+    } else if (a == "--steps") {
+      o.steps = parseInt(a, next(), 1);
+    } else if (a == "--save-grads") {
+      if (hasValue)
+        throw RuntimeError("--save-grads takes no value");
+      o.saveGrads = true;
     } else if (a == "--warmup") {
       o.warmup = parseInt(a, next(), 0);
     } else if (a == "--timeout-s") {
@@ -172,9 +189,69 @@ RunOptions parseRunOptions(int argc, char **argv) {
   }
   if (o.modelPath.empty())
     throw RuntimeError("no model .so given");
+  if (o.steps > 0) {
+    if (iterationsGiven)
+      throw RuntimeError("--steps and --iterations both given: --steps is "
+                         "a training build's name for --iterations; give "
+                         "one of them");
+    o.iterations = o.steps;
+  }
+  if (o.saveGrads && o.outputDir.empty())
+    throw RuntimeError("--save-grads needs --output-dir DIR (the directory "
+                       "that receives grad_<i>.npy and loss.npy)");
   if (o.manifestPath.empty())
     o.manifestPath = defaultManifestPath(o.modelPath);
   return o;
+}
+
+bool isTrainingBuild(const Manifest &m) {
+  return std::any_of(
+      m.outputs.begin(), m.outputs.end(),
+      [](const ManifestOutput &o) { return o.reduce == OutputReduce::Mean; });
+}
+
+std::string outputFileName(const ManifestOutput &output, const RunOptions &o) {
+  if (o.saveGrads && !output.name.empty())
+    return output.name + ".npy";
+  return "output_" + std::to_string(output.index) + ".npy";
+}
+
+void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
+  if (!o.saveGrads && o.steps == 0)
+    return;
+  if (!isTrainingBuild(m))
+    throw RuntimeError(
+        std::string(o.saveGrads ? "--save-grads" : "--steps") +
+        ": the model is not a training build (no output of the manifest " +
+        o.manifestPath +
+        " has \"reduce\": \"mean\", i.e. no loss or "
+        "gradients averaged over microbatches); compile a training step "
+        "with pipeopt-compile --reference --train" +
+        (o.saveGrads ? "" : ", or count forward runs with --iterations"));
+  if (!o.saveGrads)
+    return;
+  std::map<std::string, int> files;
+  for (const ManifestOutput &out : m.outputs) {
+    const std::string &n = out.name;
+    bool plain = !n.empty() && n[0] != '.' &&
+                 std::all_of(n.begin(), n.end(), [](char c) {
+                   return std::isalnum(static_cast<unsigned char>(c)) ||
+                          c == '_' || c == '-' || c == '.';
+                 });
+    if (!n.empty() && !plain)
+      throw RuntimeError("--save-grads: output " + std::to_string(out.index) +
+                         " of the manifest " + o.manifestPath + " is named '" +
+                         n +
+                         "', which is not a plain file name (letters, "
+                         "digits, '_', '-' and '.', not starting with '.')");
+    std::string file = outputFileName(out, o);
+    auto [it, inserted] = files.insert({file, out.index});
+    if (!inserted)
+      throw RuntimeError("--save-grads: outputs " + std::to_string(it->second) +
+                         " and " + std::to_string(out.index) +
+                         " of the manifest " + o.manifestPath +
+                         " would both be written to " + file);
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -440,6 +517,8 @@ enum ControlTag : int32_t {
   TagOutputCount = 4,
   TagOutput = 5,
   TagModelEvidence = 6,
+  TagReducedCount = 7,
+  TagReduced = 8,
 };
 
 /// What rank 0 collects from every rank.
@@ -447,6 +526,10 @@ struct RankReport {
   std::vector<double> iterationS;
   std::vector<TraceEvent> events;
   std::map<std::pair<int, int>, HostTensor> outputs;
+  /// Outputs with "reduce": "mean": output index -> the sum of the values
+  /// the rank wrote in its last call (with --output-dir; the microbatches
+  /// are in outputsWritten).
+  std::map<int, std::vector<double>> reducedSums;
   /// What the program did, to check the manifest against: RankContext's
   /// microbatchedInputReads and inputsReadPerMicrobatch, and the
   /// (output index, microbatch or -1) the rank wrote.
@@ -469,6 +552,9 @@ RankReport evidenceOf(const RankContext &ctx) {
   r.inputsReadPerMicrobatch = ctx.inputsReadPerMicrobatch;
   for (const auto &kv : ctx.outputs)
     r.outputsWritten.insert(kv.first);
+  for (const auto &[index, acc] : ctx.reducedOutputs)
+    for (int mb : acc.microbatches)
+      r.outputsWritten.insert({index, mb});
   return r;
 }
 
@@ -563,13 +649,21 @@ void sendReport(Communicator &c, const RankContext &ctx,
   int64_t count = withOutputs ? int64_t(ctx.outputs.size()) : 0;
   sendControl(c, 0, TagOutputCount, &count, sizeof(count), timeoutS,
               DType::I64, {1});
-  if (!withOutputs)
-    return;
-  for (const auto &kv : ctx.outputs)
-    sendControl(c, 0, TagOutput, kv.second.data.data(), kv.second.data.size(),
-                timeoutS, kv.second.dtype,
-                kv.second.shape.empty() ? Shape{} : kv.second.shape,
-                kv.first.first, kv.first.second);
+  if (withOutputs)
+    for (const auto &kv : ctx.outputs)
+      sendControl(c, 0, TagOutput, kv.second.data.data(), kv.second.data.size(),
+                  timeoutS, kv.second.dtype,
+                  kv.second.shape.empty() ? Shape{} : kv.second.shape,
+                  kv.first.first, kv.first.second);
+  // The sums of "reduce": "mean" outputs, as f64 vectors.
+  int64_t reduced = withOutputs ? int64_t(ctx.reducedOutputs.size()) : 0;
+  sendControl(c, 0, TagReducedCount, &reduced, sizeof(reduced), timeoutS,
+              DType::I64, {1});
+  if (withOutputs)
+    for (const auto &[index, acc] : ctx.reducedOutputs)
+      sendControl(c, 0, TagReduced, acc.sum.data(),
+                  acc.sum.size() * sizeof(double), timeoutS, DType::F64,
+                  {int64_t(acc.sum.size())}, index, -1);
 }
 
 RankReport recvReport(Communicator &c, int src, double timeoutS) {
@@ -607,6 +701,14 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
     t.shape = m.header.getShape();
     t.data = std::move(m.payload);
     r.outputs[{m.header.valueIndex, m.header.microbatch}] = std::move(t);
+  }
+  m = recvControl(c, src, TagReducedCount, timeoutS);
+  std::memcpy(&count, m.payload.data(), sizeof(count));
+  for (int64_t i = 0; i < count; ++i) {
+    m = recvControl(c, src, TagReduced, timeoutS);
+    std::vector<double> &sum = r.reducedSums[m.header.valueIndex];
+    sum.resize(m.payload.size() / sizeof(double));
+    std::memcpy(sum.data(), m.payload.data(), sum.size() * sizeof(double));
   }
   return r;
 }
@@ -693,8 +795,11 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         result.reports[0].inputsReadPerMicrobatch =
             std::move(own.inputsReadPerMicrobatch);
         result.reports[0].outputsWritten = std::move(own.outputsWritten);
-        if (withOutputs)
+        if (withOutputs) {
           result.reports[0].outputs = ctx.outputs;
+          for (const auto &[index, acc] : ctx.reducedOutputs)
+            result.reports[0].reducedSums[index] = acc.sum;
+        }
         // A peer that is still blocked gives up on its own after at most
         // --timeout-s and its error names the message it waited for, which
         // is the root cause. Rank 0 therefore waits twice as long for the
@@ -790,7 +895,53 @@ void finish(const Manifest &m, const RunOptions &o,
   std::set<std::pair<int, int>> written;
   for (const auto &r : reports)
     written.insert(r.outputsWritten.begin(), r.outputsWritten.end());
+  // A mean over microbatches needs each microbatch's value exactly once in
+  // a call (each rank counts its own writes in its last call; here the
+  // ranks' writes are put together).
   for (const ManifestOutput &mo : m.outputs) {
+    if (mo.reduce != OutputReduce::Mean)
+      continue;
+    std::string what = "output " + std::to_string(mo.index) +
+                       (mo.name.empty() ? "" : " ('" + mo.name + "')");
+    std::map<int, int> writer; // microbatch -> rank
+    for (int r = 0; r < int(reports.size()); ++r)
+      for (const auto &w : reports[size_t(r)].outputsWritten) {
+        if (w.first != mo.index)
+          continue;
+        auto [it, first] = writer.insert({w.second, r});
+        if (!first)
+          throw RuntimeError(
+              what +
+              " is averaged over microbatches (\"reduce\": \"mean\" "
+              "in the manifest " +
+              o.manifestPath + "), but ranks " + std::to_string(it->second) +
+              " and " + std::to_string(r) + " both wrote it for microbatch " +
+              std::to_string(w.second) +
+              " in the last call: a mean counts every microbatch once");
+      }
+    for (int mb = 0; mb < m.numMicrobatches; ++mb) {
+      if (writer.count(mb))
+        continue;
+      std::string got;
+      for (const auto &w : writer)
+        got += (got.empty() ? "" : ", ") + std::to_string(w.first);
+      throw RuntimeError(
+          what +
+          " is averaged over microbatches (\"reduce\": \"mean\" in "
+          "the manifest " +
+          o.manifestPath +
+          "), but no rank wrote it for "
+          "microbatch " +
+          std::to_string(mb) + " of " + std::to_string(m.numMicrobatches) +
+          " in the last call (" +
+          (got.empty() ? std::string("it was written for no microbatch")
+                       : "written for microbatch(es) " + got) +
+          "): the mean needs every microbatch's value");
+    }
+  }
+  for (const ManifestOutput &mo : m.outputs) {
+    if (mo.reduce == OutputReduce::Mean)
+      continue;
     for (int mb = mo.microbatched ? 0 : -1;
          mb < (mo.microbatched ? m.numMicrobatches : 0); ++mb)
       if (!written.count({mo.index, mb}))
@@ -802,6 +953,8 @@ void finish(const Manifest &m, const RunOptions &o,
             "; is it the manifest of this model?)");
   }
 
+  float meanLoss = 0;
+  bool hasLoss = false;
   if (!o.outputDir.empty()) {
     ensureDir(o.outputDir);
     std::map<std::pair<int, int>, const HostTensor *> all;
@@ -812,7 +965,28 @@ void finish(const Manifest &m, const RunOptions &o,
       HostTensor t;
       t.dtype = mo.dtype;
       t.shape = mo.shape;
-      if (mo.microbatched) {
+      if (mo.reduce == OutputReduce::Mean) {
+        // The ranks' sums (in rank order, in double), divided by M and
+        // rounded once.
+        std::vector<double> sum(size_t(numElements(mo.shape)), 0.0);
+        for (const auto &r : reports)
+          if (auto it = r.reducedSums.find(mo.index);
+              it != r.reducedSums.end()) {
+            if (it->second.size() != sum.size())
+              throw RuntimeError("output " + std::to_string(mo.index) +
+                                 ": a rank sent a sum of " +
+                                 std::to_string(it->second.size()) +
+                                 " elements for " +
+                                 typeString(mo.dtype, mo.shape));
+            for (size_t i = 0; i < sum.size(); ++i)
+              sum[i] += it->second[i];
+          }
+        t = meanFromSum(sum, m.numMicrobatches, mo.dtype, mo.shape);
+        if (mo.name == "loss" && t.dtype == DType::F32 && t.data.size() == 4) {
+          std::memcpy(&meanLoss, t.data.data(), 4);
+          hasLoss = true;
+        }
+      } else if (mo.microbatched) {
         t.shape.insert(t.shape.begin(), m.numMicrobatches);
         for (int mb = 0; mb < m.numMicrobatches; ++mb) {
           auto it = all.find({mo.index, mb});
@@ -830,8 +1004,7 @@ void finish(const Manifest &m, const RunOptions &o,
                              " was never written by any rank");
         t.data = it->second->data;
       }
-      writeNpy(o.outputDir + "/output_" + std::to_string(mo.index) + ".npy",
-               t);
+      writeNpy(o.outputDir + "/" + outputFileName(mo, o), t);
     }
   }
 
@@ -933,18 +1106,28 @@ void finish(const Manifest &m, const RunOptions &o,
   }
 
   if (!o.quiet) {
+    // A training build's iteration is one training step (F, B and W of
+    // every microbatch).
+    const char *iteration = isTrainingBuild(m) ? "training step" : "iteration";
     char line[256];
     std::snprintf(line, sizeof(line),
                   "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
-                  "microbatch(es), %d iteration(s)\n",
-                  m.numRanks, commName.c_str(), m.numStages,
-                  m.numMicrobatches, o.iterations);
+                  "microbatch(es), %d %s(s)\n",
+                  m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
+                  o.iterations, iteration);
     out << line;
     std::snprintf(line, sizeof(line),
-                  "pipeopt-run: median iteration %.6f s, throughput %.2f "
+                  "pipeopt-run: median %s %.6f s, throughput %.2f "
                   "microbatches/s\n",
-                  med, mbPerS);
+                  iteration, med, mbPerS);
     out << line;
+    if (hasLoss) {
+      std::snprintf(line, sizeof(line),
+                    "pipeopt-run: loss %.8g (mean over %d microbatches, last "
+                    "step)\n",
+                    double(meanLoss), m.numMicrobatches);
+      out << line;
+    }
     out << "pipeopt-run: kernels: " << kernelLibrary() << ", "
         << kernelThreads() << " thread(s) per rank\n";
   }
@@ -1035,6 +1218,7 @@ int pipeoptRunMain(int argc, char **argv) {
     // the file and die with SIGBUS on the first access (ElfCheck.h).
     checkElfFile(o.modelPath);
     m = readManifest(o.manifestPath);
+    checkTrainingOptions(m, o);
     checkInputSizes(m);
     bool distributed = useMpi || ncclOverEnv;
     if (distributed) {

@@ -1,4 +1,5 @@
-//===- FakeModel.cpp - A hand-written "compiled model" for tests -*- C++ -*-===//
+//===- FakeModel.cpp - A hand-written "compiled model" for tests -*- C++
+//-*-===//
 //
 // Stands in for a model .so produced by the compiler: exports
 // pipeopt_rank_0/1 (two stages, one per rank, GPipe order: all forwards, then
@@ -8,10 +9,20 @@
 // microbatches of g = 2*y (not microbatched). Rank 1 sends g from a
 // transposed (non-contiguous) buffer.
 //
+// A training step too (pipeopt_train_0 on one rank, pipeopt_train_split_0/1
+// on two, with microbatches 0-1 on rank 0 and 2-3 on rank 1): per
+// microbatch, y = x * w (broadcast over rows), loss = mean(y^2) over its 6
+// elements and grad_w[j] = sum_i 2 * y[i][j] * x[i][j] / 6. Outputs: 0 =
+// loss f32[] and 1 = grad_w f32[3], both averaged over microbatches
+// ("reduce": "mean"), 2 = y f32[2x3] per microbatch. The gradient is
+// written from a strided (every other element) buffer.
+//
 // PIPEOPT_FAKE_MODEL_BUG selects a fault: "shape" (rank 1 expects f32[2x4]),
 // "stall" (rank 0 returns without sending), "fail" (rank 0 returns 1),
 // "exit" (rank 0 process exits immediately), "kill" (rank 0 process is
-// killed by SIGKILL).
+// killed by SIGKILL); for the training step: "skip-mb3" (the gradient of
+// microbatch 3 is never written), "twice" (the gradient of microbatch 0 is
+// written twice), "overlap" (rank 1 of the split runs microbatches 1-3).
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,5 +146,60 @@ pipeopt_single_0(void) {
   }
   MemRef<2> ma(acc, {2, 3});
   CHECK(_mlir_ciface_pipeopt_rt_output_f32(1, -1, ma.get()));
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Training step
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// F+B+W of microbatch mb: loss, gradient of w, and y.
+int32_t trainStep(int mb) {
+  float x[6], w[3], y[6], loss = 0, grad[6] = {0};
+  MemRef<2> mx(x, {2, 3}), my(y, {2, 3});
+  MemRef<1> mw(w, {3});
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 0, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(0, mb, mx.get()));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(1, 0, mw.get()));
+  for (int i = 0; i < 6; ++i) {
+    y[i] = x[i] * w[i % 3];
+    loss += y[i] * y[i] / 6.0f;
+    grad[2 * (i % 3)] += 2.0f * y[i] * x[i] / 6.0f;
+  }
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 0, mb));
+  MemRef<0> ml(&loss);
+  MemRef<1> mg(grad, {3}, {2});
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(0, mb, ml.get()));
+  if (!(std::strcmp(bug(), "skip-mb3") == 0 && mb == 3))
+    CHECK(_mlir_ciface_pipeopt_rt_output_f32(1, mb, mg.get()));
+  if (std::strcmp(bug(), "twice") == 0 && mb == 0)
+    CHECK(_mlir_ciface_pipeopt_rt_output_f32(1, mb, mg.get()));
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(2, mb, my.get()));
+  return 0;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_train_0(void) {
+  for (int mb = 0; mb < kM; ++mb)
+    CHECK(trainStep(mb));
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_train_split_0(void) {
+  for (int mb = 0; mb < kM / 2; ++mb)
+    CHECK(trainStep(mb));
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_train_split_1(void) {
+  int first = std::strcmp(bug(), "overlap") == 0 ? kM / 2 - 1 : kM / 2;
+  for (int mb = first; mb < kM; ++mb)
+    CHECK(trainStep(mb));
   return 0;
 }

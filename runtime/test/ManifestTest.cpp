@@ -152,6 +152,54 @@ TEST(Manifest, StageRankMustAgreeWithActions) {
                      "2, but num_microbatches = 3");
 }
 
+TEST(Manifest, OutputReduction) {
+  // A training build's outputs: the loss and a gradient, averaged over
+  // microbatches, and a plain (stacked) output next to them.
+  Manifest m = parseManifest(R"({
+    "num_ranks": 1, "num_stages": 1, "num_microbatches": 2,
+    "outputs": [{"index": 0, "shape": [], "dtype": "f32", "reduce": "mean",
+                 "name": "loss"},
+                {"index": 1, "shape": [3], "dtype": "bf16", "reduce": "mean",
+                 "microbatched": true, "name": "grad_0"},
+                {"index": 2, "shape": [2], "dtype": "i32"}]
+  })",
+                             "m");
+  ASSERT_EQ(m.outputs.size(), 3u);
+  EXPECT_EQ(m.outputs[0].reduce, OutputReduce::Mean);
+  EXPECT_EQ(m.outputs[0].name, "loss");
+  EXPECT_EQ(m.outputs[1].reduce, OutputReduce::Mean);
+  EXPECT_EQ(m.outputs[1].name, "grad_0");
+  EXPECT_EQ(m.outputs[2].reduce, OutputReduce::None);
+  EXPECT_TRUE(m.outputs[2].microbatched);
+
+  auto output = [](const std::string &fields) {
+    return R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 2,
+               "outputs": [{"index": 0, "shape": [3], )" +
+           fields + "}]}";
+  };
+  try {
+    parseManifest(output(R"("dtype": "f32", "reduce": "sum")"), "m.json");
+    FAIL() << "no error";
+  } catch (const RuntimeError &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.json: field 'outputs[0].reduce' must be \"mean\" (the mean "
+              "over all microbatches) or absent (one value per microbatch); "
+              "got 'sum'");
+  }
+  expectError(output(R"("dtype": "f32", "reduce": "none")"),
+              "field 'outputs[0].reduce' must be \"mean\"");
+  expectError(output(R"("dtype": "f32", "reduce": true)"),
+              "field 'outputs[0].reduce' must be a string, got boolean");
+  expectError(output(R"("dtype": "f32", "reduce": "mean",
+                        "microbatched": false)"),
+              "m.json: field 'outputs[0].reduce' is \"mean\", but the output "
+              "is not microbatched (\"microbatched\": false): a mean is over "
+              "the values of all microbatches");
+  expectError(output(R"("dtype": "i64", "reduce": "mean")"),
+              "m.json: field 'outputs[0].reduce' is \"mean\", but the "
+              "output's dtype is i64; a mean needs f32, f64, f16 or bf16");
+}
+
 TEST(Manifest, DefaultPath) {
   EXPECT_EQ(defaultManifestPath("/a/b/model.so"), "/a/b/model.manifest.json");
   EXPECT_EQ(defaultManifestPath("model"), "model.manifest.json");

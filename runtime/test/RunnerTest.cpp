@@ -587,6 +587,225 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
   EXPECT_FALSE(std::ifstream(dir + "/out2/output_0.npy").good());
 }
 
+/// The fake training step (FakeModel.cpp) computed independently, in double:
+/// per microbatch loss = mean(y^2), grad_w[j] = sum_i 2 y[i][j] x[i][j] / 6,
+/// y = x * w; averaged over the 4 microbatches.
+struct TrainingReference {
+  double loss = 0;
+  std::vector<double> grad = std::vector<double>(3, 0.0);
+  explicit TrainingReference(const Data &d) {
+    for (int mb = 0; mb < 4; ++mb)
+      for (int i = 0; i < 6; ++i) {
+        double x = d.x[mb * 6 + i], w = d.w[i % 3], y = x * w;
+        loss += y * y / 6 / 4;
+        grad[i % 3] += 2 * y * x / 6 / 4;
+      }
+  }
+};
+
+std::string trainRun(const std::string &manifest = FAKE_TRAIN_MANIFEST) {
+  return withManifest(manifest);
+}
+
+/// Writes x and w of Data to `dir` and returns the --input options.
+std::string trainInputs(const std::string &dir, const Data &d) {
+  writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
+  writeNpy(dir + "/w.npy", f32({3}, d.w));
+  return " --input 0=" + dir + "/x.npy --input 1=" + dir + "/w.npy";
+}
+
+void checkTrainingOutputs(const std::string &lossFile,
+                          const std::string &gradFile, const Data &d) {
+  TrainingReference ref(d);
+  // The mean over microbatches: a sum would be 4 times as large, the last
+  // microbatch alone or a stacked [4, ...] array would differ too.
+  HostTensor loss = readNpy(lossFile);
+  EXPECT_EQ(loss.shape, Shape{});
+  ASSERT_EQ(values(loss).size(), 1u);
+  EXPECT_FLOAT_EQ(values(loss)[0], float(ref.loss));
+  HostTensor grad = readNpy(gradFile);
+  EXPECT_EQ(grad.shape, Shape{3});
+  std::vector<float> g = values(grad);
+  ASSERT_EQ(g.size(), 3u);
+  for (int j = 0; j < 3; ++j)
+    EXPECT_FLOAT_EQ(g[j], float(ref.grad[j])) << j;
+}
+
+TEST(RunnerTraining, OutputsAreAveragedOverMicrobatches) {
+  std::string dir = tmpDir("train");
+  Data d;
+  TrainingReference ref(d);
+  // The reference values differ clearly from what a wrong reduction gives.
+  double last = 0;
+  for (int i = 18; i < 24; ++i)
+    last += std::pow(d.x[i] * d.w[i % 3], 2) / 6;
+  ASSERT_GT(std::fabs(last - ref.loss), 0.1 * ref.loss);
+
+  std::string in = trainInputs(dir, d);
+  CmdResult r = runCommand(trainRun() + in + " --output-dir " + dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  checkTrainingOutputs(dir + "/out/output_0.npy", dir + "/out/output_1.npy", d);
+  // An output without "reduce" is still stacked per microbatch.
+  HostTensor y = readNpy(dir + "/out/output_2.npy");
+  EXPECT_EQ(y.shape, (Shape{4, 2, 3}));
+  std::vector<float> yv = values(y);
+  for (int i = 0; i < 24; ++i)
+    EXPECT_EQ(yv[i], d.x[i] * d.w[i % 3]);
+  EXPECT_NE(r.output.find("1 rank(s) over loopback, 1 stage(s), 4 "
+                          "microbatch(es), 1 training step(s)"),
+            std::string::npos)
+      << r.output;
+  // The printed loss is the written one (8 significant digits).
+  size_t at = r.output.find("pipeopt-run: loss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_NEAR(std::strtod(r.output.c_str() + at + 18, nullptr), ref.loss,
+              1e-6 * ref.loss)
+      << r.output;
+  EXPECT_NE(r.output.find("(mean over 4 microbatches, last step)", at),
+            std::string::npos)
+      << r.output;
+
+  // --save-grads names the files after the outputs; --steps runs 3 steps,
+  // which without an optimizer compute the same values. Two ranks that
+  // each write half of the microbatches give the same means.
+  for (const std::string &manifest : {std::string(FAKE_TRAIN_MANIFEST),
+                                      std::string(FAKE_TRAIN_SPLIT_MANIFEST)}) {
+    std::string out = dir + "/grads" + std::to_string(manifest.size());
+    r = runCommand(trainRun(manifest) + in +
+                   " --save-grads --steps 3 "
+                   "--warmup 1 --output-dir " +
+                   out + " --profile " + out + ".json");
+    ASSERT_EQ(r.code, 0) << r.output;
+    checkTrainingOutputs(out + "/loss.npy", out + "/grad_1.npy", d);
+    EXPECT_EQ(readNpy(out + "/y.npy").shape, (Shape{4, 2, 3}));
+    EXPECT_FALSE(std::ifstream(out + "/output_0.npy").good());
+    EXPECT_NE(r.output.find("microbatch(es), 3 training step(s)"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("median training step"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(readJson(out + ".json")["iterations"], 3);
+  }
+}
+
+TEST(RunnerTraining, EveryMicrobatchOnceInTheMean) {
+  std::string dir = tmpDir("train_bad");
+  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=skip-mb3 " + trainRun() +
+                           " --output-dir " + dir + "/a");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: output 1 ('grad_1') is averaged "
+                          "over microbatches (\"reduce\": \"mean\" in the "
+                          "manifest " FAKE_TRAIN_MANIFEST
+                          "), but no rank wrote "
+                          "it for microbatch 3 of 4 in the last call (written "
+                          "for microbatch(es) 0, 1, 2): the mean needs every "
+                          "microbatch's value"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::ifstream(dir + "/a/output_1.npy").good());
+  // Without --output-dir too.
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=skip-mb3 " + trainRun());
+  EXPECT_EQ(r.code, 1) << r.output;
+
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=twice " + trainRun());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(
+      r.output.find(
+          "pipeopt-run: error: rank 0: output 1 ('grad_1') for "
+          "microbatch 0: the program already wrote it for "
+          "this microbatch in this call, but the manifest " FAKE_TRAIN_MANIFEST
+          " averages this output over the "
+          "microbatches (\"reduce\": \"mean\"), which counts "
+          "every microbatch once"),
+      std::string::npos)
+      << r.output;
+
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=overlap " +
+                 trainRun(FAKE_TRAIN_SPLIT_MANIFEST));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: output 0 ('loss') is averaged "
+                          "over microbatches (\"reduce\": \"mean\" in the "
+                          "manifest " FAKE_TRAIN_SPLIT_MANIFEST
+                          "), but ranks 0 "
+                          "and 1 both wrote it for microbatch 1 in the last "
+                          "call: a mean counts every microbatch once"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(RunnerTraining, OptionErrors) {
+  std::string dir = tmpDir("train_opts");
+  // Forward builds have no gradients to save and no training steps.
+  CmdResult r = runCommand(base() + " --save-grads --output-dir " + dir);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(
+      r.output.find("pipeopt-run: error: --save-grads: the model is not "
+                    "a training build (no output of the manifest " FAKE_MANIFEST
+                    " has \"reduce\": \"mean\", i.e. no "
+                    "loss or gradients averaged over microbatches); "
+                    "compile a training step with pipeopt-compile "
+                    "--reference --train"),
+      std::string::npos)
+      << r.output;
+  r = runCommand(base() + " --steps 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--steps: the model is not a training build"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("or count forward runs with --iterations"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(trainRun() + " --save-grads");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--save-grads needs --output-dir DIR"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(trainRun() + " --steps 2 --iterations 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--steps and --iterations both given"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(trainRun() + " --steps 0");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--steps expects an integer >= 1, got '0'"),
+            std::string::npos)
+      << r.output;
+
+  // Names that are not plain file names, and two outputs with one file.
+  auto edited = [&](const std::string &name, const std::string &from,
+                    const std::string &to) {
+    std::ifstream in(FAKE_TRAIN_MANIFEST);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    size_t pos = json.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    json.replace(pos, from.size(), to);
+    std::string path = dir + "/" + name;
+    std::ofstream(path) << json;
+    return path;
+  };
+  std::string escape =
+      edited("escape.json", "\"name\": \"grad_1\"", "\"name\": \"../grad_1\"");
+  r = runCommand(withManifest(escape) + " --save-grads --output-dir " + dir +
+                 "/o");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--save-grads: output 1 of the manifest " + escape +
+                          " is named '../grad_1', which is not a plain file "
+                          "name"),
+            std::string::npos)
+      << r.output;
+  std::string clash =
+      edited("clash.json", "\"name\": \"y\"", "\"name\": \"loss\"");
+  r = runCommand(withManifest(clash) + " --save-grads --output-dir " + dir +
+                 "/o");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--save-grads: outputs 0 and 2 of the manifest " +
+                          clash + " would both be written to loss.npy"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(RandomInput, DataWeightsAndBiases) {
   auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
     ManifestInput in;

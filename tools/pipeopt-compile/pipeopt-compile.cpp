@@ -1,11 +1,13 @@
-//===- pipeopt-compile.cpp - model.mlir -> model.so + manifest -----*- C++ -*-===//
+//===- pipeopt-compile.cpp - model.mlir -> model.so + manifest -----*- C++
+//-*-===//
 //
 // Part of pipeopt. Compiles a model into the shared object and manifest that
 // pipeopt-run executes (docs/Runtime.md):
 //
 //   1. parse the input (func + tosa/linalg, optionally already scheduled);
 //   2. if it has no pipe.program: either build the unpartitioned reference
-//      program (--reference), or run the front half
+//      program (--reference; with --train over the training step @f_grad
+//      that pipe-differentiate derives), or run the front half
 //      (pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule);
 //   3. run pipeopt-lower-to-llvm in-process (writes the manifest);
 //   4. translate to LLVM IR, optimize (-O3 by default) and emit an object
@@ -129,6 +131,32 @@ static cl::opt<std::string> microbatchArgs(
     cl::desc("Model arguments that differ per microbatch: auto, all, none or "
              "a comma-separated index list (convert-pipe-to-runtime)"),
     cl::init("auto"), cl::cat(category));
+
+// Training (--train): pipe-differentiate's options, forwarded as they are
+// (the pass checks them). Only the reference can be executed for now.
+static cl::opt<bool>
+    train("train",
+          cl::desc("Compile a training step: loss and gradients of every "
+                   "trainable argument, averaged over the microbatches (needs "
+                   "--reference; pipe-differentiate)"),
+          cl::cat(category));
+static cl::opt<std::string>
+    loss("loss",
+         cl::desc("Loss for --train: none (the model returns its own f32 "
+                  "scalar loss), mse (target: the type of result 0) or "
+                  "cross-entropy (result 0 is logits [..., C]; target: i64 "
+                  "class indices [...])"),
+         cl::init("none"), cl::cat(category));
+static cl::opt<std::string> trainable(
+    "trainable",
+    cl::desc("Arguments that get gradients for --train: auto, all, none or "
+             "a comma-separated index list"),
+    cl::init("auto"), cl::cat(category));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("What backward recomputes instead of saving, for --train: none, "
+             "elementwise or all"),
+    cl::init("none"), cl::cat(category));
 
 enum class Emit { Scheduled, LLVMDialect, LLVMIR, Object, SharedObject };
 static cl::opt<Emit> emit(
@@ -304,15 +332,118 @@ static std::string stemOf(llvm::StringRef path) {
   return std::string(s);
 }
 
+/// Name of the dictionary attribute pipe-differentiate puts on the model
+/// function (the generated functions, `wrt`, `loss`, ...).
+static constexpr llvm::StringLiteral kGradientAttr = "pipe.gradient";
+
+/// --train: runs pipe-differentiate on the model function `modelName` with
+/// this tool's options and prepares the function that computes one
+/// microbatch's loss and gradients (`@<f>_grad(args..., [target]) -> (loss,
+/// grad_i...)`) for the reference program: its results are named "loss" and
+/// "grad_<i>" and averaged over microbatches (result attributes
+/// pipe.output_name / pipe.reduce, which buildSingleStageProgram moves onto
+/// the pipe.output ops), and a target argument (loss mse / cross-entropy) is
+/// marked pipe.microbatched (it is data, whatever --microbatch-args says).
+/// With `runPass` false the model was differentiated before (it carries
+/// pipe.gradient) and its functions are used as they are. Returns the name
+/// of that function, or failure after printing an error.
+static FailureOr<std::string>
+buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
+  MLIRContext *ctx = module.getContext();
+  std::string pipeline =
+      ("pipe-differentiate{functions=" + modelName + " loss=" + loss +
+       " trainable=" + trainable + " microbatch-args=" + microbatchArgs +
+       " recompute=" + recompute + "}")
+          .str();
+  if (runPass) {
+    PassManager pm(ctx, ModuleOp::getOperationName());
+    std::string perr;
+    llvm::raw_string_ostream perrs(perr);
+    if (failed(parsePassPipeline(pipeline, pm, perrs))) {
+      fail("--train: cannot run '" + pipeline +
+           "': " + llvm::StringRef(perr).trim());
+      return failure();
+    }
+    if (failed(pm.run(module))) {
+      fail("--train: pipe-differentiate failed on @" + modelName);
+      return failure();
+    }
+  }
+  auto model = module.lookupSymbol<func::FuncOp>(modelName);
+  auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
+                    : DictionaryAttr();
+  if (!info) {
+    fail("--train: pipe-differentiate left no '" + kGradientAttr +
+         "' attribute on @" + modelName);
+    return failure();
+  }
+  auto gradRef = info.getAs<FlatSymbolRefAttr>("grad");
+  auto wrt = info.getAs<DenseI64ArrayAttr>("wrt");
+  auto lossKind = info.getAs<StringAttr>("loss");
+  if (!gradRef || !wrt || !lossKind) {
+    fail("--train: the model has no loss to differentiate (" + kGradientAttr +
+         " of @" + modelName +
+         " names no 'grad' function): give "
+         "--loss=mse or --loss=cross-entropy, or let the model return its "
+         "loss as one f32 scalar (tensor<f32>)");
+    return failure();
+  }
+  auto grad = module.lookupSymbol<func::FuncOp>(gradRef.getAttr());
+  FunctionType modelType = model.getFunctionType();
+  bool hasTarget =
+      lossKind.getValue() == "mse" || lossKind.getValue() == "cross-entropy";
+  unsigned wantArgs = modelType.getNumInputs() + (hasTarget ? 1 : 0);
+  if (!grad || grad.isExternal()) {
+    fail("--train: " + kGradientAttr + " of @" + modelName + " names @" +
+         gradRef.getValue() +
+         " as its gradient function, but the module has no function with a "
+         "body of that name");
+    return failure();
+  }
+  if (grad.getNumArguments() != wantArgs ||
+      grad.getNumResults() != 1 + wrt.size()) {
+    std::string type;
+    llvm::raw_string_ostream os(type);
+    os << grad.getFunctionType();
+    fail("--train: the gradient function @" + gradRef.getValue() +
+         " has type '" + type + "', but " + Twine(wantArgs) +
+         " arguments (the model's" + (hasTarget ? " and a target" : "") +
+         ") and " + Twine(1 + wrt.size()) +
+         " results (the loss and one gradient per 'wrt' index of " +
+         kGradientAttr + ") were expected");
+    return failure();
+  }
+  Builder b(ctx);
+  auto mean = b.getStringAttr("mean");
+  grad.setResultAttr(0, pipeopt::pipe::PipeDialect::getOutputNameAttrName(),
+                     b.getStringAttr("loss"));
+  grad.setResultAttr(0, pipeopt::pipe::PipeDialect::getReduceAttrName(), mean);
+  for (auto [k, i] : llvm::enumerate(wrt.asArrayRef())) {
+    grad.setResultAttr(k + 1,
+                       pipeopt::pipe::PipeDialect::getOutputNameAttrName(),
+                       b.getStringAttr("grad_" + std::to_string(i)));
+    grad.setResultAttr(k + 1, pipeopt::pipe::PipeDialect::getReduceAttrName(),
+                       mean);
+  }
+  if (hasTarget)
+    grad.setArgAttr(wantArgs - 1,
+                    pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
+                    b.getUnitAttr());
+  return gradRef.getValue().str();
+}
+
 /// Keeps only what the model function reaches: functions it calls
 /// (transitively) become private, so pipe-prepare's inliner folds them in
 /// and removes them; functions it does not reach (other models, unused
 /// helpers) are erased, so that they are neither partitioned into a second
-/// set of programs nor compiled.
-static void keepReachedFunctions(ModuleOp module, func::FuncOp model) {
+/// set of programs nor compiled. `roots` (the model, and for --train the
+/// functions its pipe.gradient names) keep their visibility.
+static void keepReachedFunctions(ModuleOp module,
+                                 llvm::ArrayRef<func::FuncOp> roots) {
   llvm::DenseSet<Operation *> reached;
-  SmallVector<func::FuncOp> work{model};
-  reached.insert(model);
+  SmallVector<func::FuncOp> work(roots.begin(), roots.end());
+  for (func::FuncOp root : roots)
+    reached.insert(root);
   while (!work.empty()) {
     func::FuncOp f = work.pop_back_val();
     if (auto uses = SymbolTable::getSymbolUses(f))
@@ -323,7 +454,7 @@ static void keepReachedFunctions(ModuleOp module, func::FuncOp model) {
             work.push_back(callee);
   }
   for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    if (f == model || f.isExternal())
+    if (llvm::is_contained(roots, f) || f.isExternal())
       continue;
     if (reached.contains(f))
       f.setPrivate();
@@ -341,6 +472,19 @@ int main(int argc, char **argv) {
       "pipeopt-compile: compile a model to <model>.so + "
       "<model>.manifest.json for pipeopt-run\n");
   StepTimer timer;
+
+  // Training options without --train would be ignored; a pipelined
+  // training build cannot run yet.
+  if (!train)
+    for (cl::Option *opt :
+         std::initializer_list<cl::Option *>{&loss, &trainable, &recompute})
+      if (opt->getNumOccurrences())
+        return fail("--" + opt->ArgStr +
+                    " applies only to training builds "
+                    "(--train)");
+  if (train && !reference)
+    return fail("--train: training execution of pipelined schedules is not "
+                "implemented yet (issue 11); use --reference");
 
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
@@ -482,14 +626,46 @@ int main(int argc, char **argv) {
     // recursive model or a call of an external function is a diagnostic
     // here, not a crash or a failed dlopen at run time.
     std::string modelName = model->getSymName().str();
-    keepReachedFunctions(*module, *model);
+    // --train on a model that was differentiated before (pipe.gradient, e.g.
+    // `pipeopt -pipe-differentiate` run by hand): its functions are used as
+    // they are, and the functions pipe.gradient names are kept.
+    SmallVector<func::FuncOp> roots{*model};
+    bool differentiated = train && (*model)->hasAttr(kGradientAttr);
+    if (differentiated) {
+      for (cl::Option *opt :
+           std::initializer_list<cl::Option *>{&loss, &trainable, &recompute})
+        if (opt->getNumOccurrences())
+          return fail("--" + opt->ArgStr + " does not apply: @" + modelName +
+                      " was differentiated before (it has '" + kGradientAttr +
+                      "'), so its gradient function is compiled as it is");
+      for (NamedAttribute entry :
+           (*model)->getAttrOfType<DictionaryAttr>(kGradientAttr))
+        if (auto ref = dyn_cast<FlatSymbolRefAttr>(entry.getValue()))
+          if (auto fn = module->lookupSymbol<func::FuncOp>(ref.getAttr()))
+            roots.push_back(fn);
+    }
+    keepReachedFunctions(*module, roots);
     {
       PassManager pm(&context, ModuleOp::getOperationName());
       pm.addPass(pipeopt::createPreparePass());
       if (failed(pm.run(*module)))
         return fail("pipe-prepare failed on the reference model");
     }
-    if (failed(pipeopt::buildSingleStageProgram(*module, modelName,
+    // --train: the program runs the training step of each microbatch
+    // (loss and gradients, averaged over microbatches) instead of the model.
+    std::string programFunction = modelName;
+    if (train) {
+      FailureOr<std::string> step =
+          buildTrainingStep(*module, modelName, !differentiated);
+      if (failed(step))
+        return 1;
+      programFunction = *step;
+      // Only what the training step reaches is compiled (not the model
+      // function or the split F / B / W functions it was derived with).
+      keepReachedFunctions(*module,
+                           {module->lookupSymbol<func::FuncOp>(*step)});
+    }
+    if (failed(pipeopt::buildSingleStageProgram(*module, programFunction,
                                                 numMicrobatches)))
       return 1;
   } else if (!hasPrograms) {
@@ -497,7 +673,7 @@ int main(int argc, char **argv) {
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
-    keepReachedFunctions(*module, *model);
+    keepReachedFunctions(*module, {*model});
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
     if (!frontHalf.empty()) {

@@ -33,7 +33,13 @@ def ConvertPipeToRuntimePass
     * `pipe.send %v to p <tag>`: `bufferization.to_buffer %v read_only`,
       cast to `memref<*xT>`, `pipeopt_rt_send_<T>(p, i, j, m, k, dir, buf)`.
     * `pipe.output %v result i microbatch m`: `pipeopt_rt_output_<T>(i, m,
-      buf)` on the buffer of `%v`.
+      buf)` on the buffer of `%v`. Its `reduce mean` and `name` go to the
+      manifest's output entry (`"reduce": "mean"`, `"name"`): the runtime
+      then writes the mean over microbatches (a training step's loss and
+      gradients). Every `pipe.output` of one result, in every program, must
+      agree on both, names are unique, and a `mean` result must be written
+      exactly once for every microbatch over all programs (errors at the
+      op).
     * `pipe.forward @f(...) stage s microbatch m`:
       `pipeopt_rt_action_begin(0, s, m)`, `func.call @f(...)`,
       `pipeopt_rt_action_end(0, s, m)`.
@@ -91,7 +97,9 @@ def ConvertPipeToRuntimePass
            "batch-1 export, except those a stage reads as a weight: a "
            "contraction's right-hand side or filter, a gather table), "
            "'all', 'none', or a comma-separated list of argument indices "
-           "such as '0,3'">,
+           "such as '0,3'. A model argument that a stage function's "
+           "parameter marks 'pipe.microbatched' (a training target) is "
+           "per microbatch in every case">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -27,6 +27,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -141,6 +142,8 @@ struct MicrobatchPolicy {
   }
 
   bool isMicrobatched(int64_t index, RankedTensorType type) const {
+    if (forced.count(index))
+      return true;
     switch (kind) {
     case Kind::All:
       return true;
@@ -161,6 +164,11 @@ struct MicrobatchPolicy {
   /// weight [1, K, N] has a leading 1 too, but is the same for every
   /// microbatch.
   std::set<int64_t> weights;
+
+  /// Model arguments that a stage function marks `pipe.microbatched` (a
+  /// training target, which pipeopt-compile --train appends): per
+  /// microbatch whatever the policy says.
+  std::set<int64_t> forced;
 
   /// Model arguments used as gather indices (an embedding's token ids) ->
   /// the smallest extent they index; written to the manifest as
@@ -211,6 +219,16 @@ std::optional<int64_t> gatherIndexBound(Value root) {
   return bound;
 }
 
+/// A model result and how the programs write it.
+struct BoundaryOutput {
+  BoundaryTensor tensor;
+  /// The pipe.output ops' `reduce mean` and `name` (all agree).
+  bool mean = false;
+  std::string name;
+  /// For a mean: the microbatches written, over all programs.
+  std::set<int64_t> microbatches;
+};
+
 /// Everything the manifest records, collected while converting.
 struct ManifestData {
   int64_t numRanks = 0;
@@ -218,7 +236,7 @@ struct ManifestData {
   int64_t numMicrobatches = 0;
   std::string schedule;
   std::map<int64_t, BoundaryTensor> inputs;
-  std::map<int64_t, BoundaryTensor> outputs;
+  std::map<int64_t, BoundaryOutput> outputs;
   /// [rank] -> forward actions (stage, microbatch) in program order.
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> actions;
   /// (stage, microbatch) -> rank that runs its forward.
@@ -238,6 +256,64 @@ LogicalResult recordBoundary(std::map<int64_t, BoundaryTensor> &table,
                             << " elsewhere";
   diag.attachNote(it->second.loc) << "first seen here";
   return failure();
+}
+
+/// Records the pipe.output `out`: its type (as recordBoundary), and its
+/// reduction and name, which every pipe.output of the result, in every
+/// program, must share; a mean result is written at most once per
+/// microbatch over all programs.
+LogicalResult recordOutput(std::map<int64_t, BoundaryOutput> &table,
+                           pipe::OutputOp out) {
+  auto type = cast<RankedTensorType>(out.getValue().getType());
+  int64_t index = out.getResult();
+  BoundaryOutput entry{BoundaryTensor{type, out.getLoc()},
+                       out.getReduce().has_value(),
+                       out.getNameAttr() ? out.getName()->str() : "",
+                       {}};
+  auto [it, inserted] = table.try_emplace(index, entry);
+  BoundaryOutput &first = it->second;
+  if (!inserted) {
+    if (first.tensor.type != type) {
+      InFlightDiagnostic diag = emitError(out.getLoc())
+                                << "model result " << index << " is " << type
+                                << " here but " << first.tensor.type
+                                << " elsewhere";
+      diag.attachNote(first.tensor.loc) << "first seen here";
+      return failure();
+    }
+    if (first.mean != entry.mean || first.name != entry.name) {
+      auto describe = [](const BoundaryOutput &o) {
+        return std::string(o.mean ? "reduce mean" : "no reduction") +
+               (o.name.empty() ? ", no name" : ", name \"" + o.name + "\"");
+      };
+      InFlightDiagnostic diag =
+          out.emitOpError() << "writes model result " << index << " with "
+                            << describe(entry) << ", but another program "
+                            << "writes it with " << describe(first)
+                            << "; every pipe.output of one result must agree";
+      diag.attachNote(first.tensor.loc) << "first seen here";
+      return failure();
+    }
+  }
+  if (!entry.name.empty())
+    for (const auto &[other, o] : table)
+      if (other != index && o.name == entry.name) {
+        InFlightDiagnostic diag = out.emitOpError()
+                                  << "names model result " << index << " \""
+                                  << entry.name << "\", but result " << other
+                                  << " has that name already; result names "
+                                     "must be unique";
+        diag.attachNote(o.tensor.loc) << "result " << other;
+        return failure();
+      }
+  if (first.mean &&
+      !first.microbatches.insert(int64_t(out.getMicrobatch())).second)
+    return out.emitOpError()
+           << "writes model result " << index << " (reduce mean) for "
+           << "microbatch " << out.getMicrobatch()
+           << ", which another program writes too; a mean counts every "
+              "microbatch once";
+  return success();
 }
 
 llvm::json::Array shapeJson(RankedTensorType type) {
@@ -262,27 +338,34 @@ llvm::json::Value manifestJson(const ManifestData &m,
     entries.push_back(pipeopt::runtimeEntryPointName(r));
   root[manifest::kEntryPoints] = std::move(entries);
 
-  auto tensors = [&](const std::map<int64_t, BoundaryTensor> &table,
-                     bool isInput) {
-    llvm::json::Array array;
-    for (const auto &[index, t] : table)
-      array.push_back(llvm::json::Object{
-          {manifest::kIndex, index},
-          {manifest::kShape, shapeJson(t.type)},
-          {manifest::kDType, *runtimeDTypeName(t.type.getElementType())},
-          // Every output is per microbatch.
-          {manifest::kMicrobatched,
-           !isInput || policy.isMicrobatched(index, t.type)}});
-    if (isInput)
-      for (llvm::json::Value &entry : array)
-        if (auto it = policy.indexBounds.find(
-                *entry.getAsObject()->getInteger(manifest::kIndex));
-            it != policy.indexBounds.end())
-          (*entry.getAsObject())[manifest::kIndexBound] = it->second;
-    return array;
+  auto tensor = [&](int64_t index, RankedTensorType type, bool microbatched) {
+    return llvm::json::Object{
+        {manifest::kIndex, index},
+        {manifest::kShape, shapeJson(type)},
+        {manifest::kDType, *runtimeDTypeName(type.getElementType())},
+        {manifest::kMicrobatched, microbatched}};
   };
-  root[manifest::kInputs] = tensors(m.inputs, /*isInput=*/true);
-  root[manifest::kOutputs] = tensors(m.outputs, /*isInput=*/false);
+  llvm::json::Array inputs;
+  for (const auto &[index, t] : m.inputs) {
+    llvm::json::Object entry =
+        tensor(index, t.type, policy.isMicrobatched(index, t.type));
+    if (auto it = policy.indexBounds.find(index);
+        it != policy.indexBounds.end())
+      entry[manifest::kIndexBound] = it->second;
+    inputs.push_back(std::move(entry));
+  }
+  root[manifest::kInputs] = std::move(inputs);
+  // Every output is per microbatch: stacked, or averaged ("reduce").
+  llvm::json::Array outputs;
+  for (const auto &[index, o] : m.outputs) {
+    llvm::json::Object entry = tensor(index, o.tensor.type, true);
+    if (o.mean)
+      entry[manifest::kReduce] = manifest::kReduceMean;
+    if (!o.name.empty())
+      entry[manifest::kName] = o.name;
+    outputs.push_back(std::move(entry));
+  }
+  root[manifest::kOutputs] = std::move(outputs);
 
   // stage -> rank. Every microbatch has its own mapping (schedules with
   // several pipelines, e.g. Chimera, map stages differently per
@@ -541,10 +624,7 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
   if (auto output = dyn_cast<pipe::OutputOp>(op)) {
     if (failed(checkTensor(op, output.getValue().getType())))
       return failure();
-    if (failed(recordBoundary(
-            manifest.outputs, output.getResult(),
-            cast<RankedTensorType>(output.getValue().getType()), op->getLoc(),
-            "result")))
+    if (failed(recordOutput(manifest.outputs, output)))
       return failure();
     return drain(op, output.getValue(), "pipeopt_rt_output",
                  {int64_t(output.getResult()),
@@ -674,6 +754,8 @@ void ConvertPipeToRuntimePass::runOnOperation() {
           if (auto in = v.getDefiningOp<pipe::InputOp>()) {
             if (w.count(k))
               policy->weights.insert(in.getArgument());
+            if (fn.getArgAttr(k, pipe::PipeDialect::getMicrobatchedAttrName()))
+              policy->forced.insert(in.getArgument());
             auto type = dyn_cast<RankedTensorType>(v.getType());
             if (fn.isExternal() || !type ||
                 !type.getElementType().isSignlessInteger())
@@ -780,6 +862,22 @@ void ConvertPipeToRuntimePass::runOnOperation() {
     if (failed(lowering.run()))
       return signalPassFailure();
   }
+  // A mean is over every microbatch: one missing would silently average
+  // over fewer (the runtime checks this again against the manifest).
+  for (const auto &[index, o] : manifest.outputs) {
+    if (!o.mean || int64_t(o.microbatches.size()) == manifest.numMicrobatches)
+      continue;
+    int64_t missing = 0;
+    while (o.microbatches.count(missing))
+      ++missing;
+    emitError(o.tensor.loc)
+        << "model result " << index
+        << (o.name.empty() ? "" : " (\"" + o.name + "\")")
+        << " is averaged over microbatches (reduce mean), but no program "
+           "writes it for microbatch "
+        << missing << " of " << manifest.numMicrobatches;
+    return signalPassFailure();
+  }
   for (pipe::ProgramOp p : programs)
     p.erase();
   numPrograms = programs.size();
@@ -805,6 +903,12 @@ void ConvertPipeToRuntimePass::runOnOperation() {
     fn.erase();
   for (auto fn : module.getOps<func::FuncOp>())
     fn->removeAttr("pipe.rank");
+  // pipe.microbatched has been read (the policy's `forced` arguments).
+  auto microbatched = StringAttr::get(
+      module.getContext(), pipe::PipeDialect::getMicrobatchedAttrName());
+  for (auto fn : module.getOps<func::FuncOp>())
+    for (unsigned i = 0; i < fn.getNumArguments(); ++i)
+      fn.removeArgAttr(i, microbatched);
 
   // ml_program globals: constant loads become arith.constant (one-shot
   // bufferization has no model for global_load_const); plain loads are
@@ -925,6 +1029,34 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
                               << " is not a ranked tensor";
 
   OpBuilder b(module.getContext());
+  // How each model result is written (result attributes pipe.reduce and
+  // pipe.output_name, e.g. set by pipeopt-compile --train on the loss and
+  // the gradients): moved from the function onto its pipe.output ops.
+  MLIRContext *ctx = module.getContext();
+  StringRef reduceName = pipe::PipeDialect::getReduceAttrName();
+  StringRef nameName = pipe::PipeDialect::getOutputNameAttrName();
+  SmallVector<pipe::OutputReductionAttr> reduceOf(type.getNumResults());
+  SmallVector<StringAttr> nameOf(type.getNumResults());
+  for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    if (Attribute a = fn.getResultAttr(i, reduceName)) {
+      auto text = dyn_cast<StringAttr>(a);
+      std::optional<pipe::OutputReduction> kind =
+          text ? pipe::symbolizeOutputReduction(text.getValue()) : std::nullopt;
+      if (!kind)
+        return fn.emitOpError()
+               << "result " << i << ": attribute '" << reduceName
+               << "' must be \"mean\", got " << a;
+      reduceOf[i] = pipe::OutputReductionAttr::get(ctx, *kind);
+    }
+    if (Attribute a = fn.getResultAttr(i, nameName)) {
+      nameOf[i] = dyn_cast<StringAttr>(a);
+      if (!nameOf[i] || nameOf[i].getValue().empty())
+        return fn.emitOpError() << "result " << i << ": attribute '" << nameName
+                                << "' must be a non-empty string";
+    }
+    fn.removeResultAttr(i, StringAttr::get(ctx, reduceName));
+    fn.removeResultAttr(i, StringAttr::get(ctx, nameName));
+  }
   // A value returned twice (`return %0, %0`) becomes one result of the
   // stage function, written to both model outputs (buffer-results-to-out-
   // params crashes on a function returning one buffer twice).
@@ -932,17 +1064,20 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
   if (fn.getBody().hasOneBlock()) {
     Operation *ret = fn.getBody().front().getTerminator();
     SmallVector<Value> unique;
-    for (Value v : ret->getOperands()) {
+    llvm::BitVector repeated(ret->getNumOperands());
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
       auto *it = llvm::find(unique, v);
       resultOf.push_back(static_cast<unsigned>(it - unique.begin()));
       if (it == unique.end())
         unique.push_back(v);
+      else
+        repeated.set(i);
     }
-    if (unique.size() != ret->getNumOperands()) {
+    if (repeated.any()) {
       ret->setOperands(unique);
-      fn.setFunctionType(FunctionType::get(
-          module.getContext(), type.getInputs(),
-          ValueRange(unique).getTypes()));
+      // Drops the repeated results' types and attributes.
+      if (failed(fn.eraseResults(repeated)))
+        return fn.emitOpError() << "cannot remove its repeated results";
     }
   }
   if (resultOf.empty())
@@ -964,9 +1099,14 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
     auto forward = pipe::ForwardOp::create(
         b, loc, fn.getFunctionType().getResults(), fn.getSymName(),
         /*stage=*/uint64_t(0), uint64_t(mb), args);
-    for (auto [i, r] : llvm::enumerate(resultOf))
-      pipe::OutputOp::create(b, loc, forward.getResult(r), uint64_t(i),
-                             uint64_t(mb));
+    for (auto [i, r] : llvm::enumerate(resultOf)) {
+      auto out = pipe::OutputOp::create(b, loc, forward.getResult(r),
+                                        uint64_t(i), uint64_t(mb));
+      if (reduceOf[i])
+        out.setReduceAttr(reduceOf[i]);
+      if (nameOf[i])
+        out.setNameAttr(nameOf[i]);
+    }
   }
   return success();
 }

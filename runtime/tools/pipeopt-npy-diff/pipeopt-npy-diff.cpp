@@ -1,4 +1,5 @@
-//===- pipeopt-npy-diff.cpp - compare .npy outputs ----------------*- C++ -*-===//
+//===- pipeopt-npy-diff.cpp - compare .npy outputs ----------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Compares tensors written by pipeopt-run (--output-dir)
 // against a reference:
@@ -6,8 +7,10 @@
 //   pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] ACTUAL REFERENCE
 //
 // ACTUAL and REFERENCE are two .npy files, or two directories (every
-// output_<i>.npy of REFERENCE is compared with the same file in ACTUAL; a
-// file that only one of them has is an error naming it). For each pair it
+// output_<i>.npy, grad_<i>.npy and loss.npy of REFERENCE, i.e. what
+// pipeopt-run --output-dir writes with and without --save-grads, is compared
+// with the same file in ACTUAL; a file that only one of them has is an error
+// naming it). For each pair it
 // prints one line:
 //
 //   PATH: ok: N elements T, max abs error E (element I) <= bound B
@@ -215,14 +218,16 @@ bool isDirectory(const std::string &path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/// The output_<i>.npy names in `dir`, sorted (none if it cannot be read).
+/// The output_<i>.npy, grad_<i>.npy and loss.npy names in `dir`, sorted
+/// (none if it cannot be read).
 std::vector<std::string> outputFiles(const std::string &dir) {
   std::vector<std::string> names;
   if (DIR *d = opendir(dir.c_str())) {
     while (dirent *e = readdir(d)) {
       std::string n = e->d_name;
-      if (n.rfind("output_", 0) == 0 && n.size() > 4 &&
-          n.compare(n.size() - 4, 4, ".npy") == 0)
+      bool npy = n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0;
+      if (npy && (n.rfind("output_", 0) == 0 || n.rfind("grad_", 0) == 0 ||
+                  n == "loss.npy"))
         names.push_back(n);
     }
     closedir(d);
@@ -236,7 +241,8 @@ int usage() {
                "usage: pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] "
                "ACTUAL REFERENCE\n"
                "  ACTUAL, REFERENCE: .npy files, or directories of "
-               "output_<i>.npy (pipeopt-run --output-dir)\n"
+               "output_<i>.npy, grad_<i>.npy, loss.npy\n"
+               "  (pipeopt-run --output-dir [--save-grads])\n"
                "  passes when max|actual-reference| <= rtol*max|reference| + "
                "atol (default rtol 1e-5, atol 0)\n"
                "  NaN/Inf fails; --allow-nan ignores positions that are NaN "
@@ -298,7 +304,9 @@ int run(int argc, char **argv) {
 
   std::vector<std::string> names = outputFiles(o.reference);
   if (names.empty()) {
-    std::fprintf(stderr, "pipeopt-npy-diff: error: no output_<i>.npy in %s\n",
+    std::fprintf(stderr,
+                 "pipeopt-npy-diff: error: no output_<i>.npy, grad_<i>.npy "
+                 "or loss.npy in %s\n",
                  o.reference.c_str());
     return 2;
   }

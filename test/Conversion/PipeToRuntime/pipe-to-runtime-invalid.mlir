@@ -131,3 +131,72 @@ pipe.program @p rank 0 of 1 microbatches 2 {
   // expected-error @+1 {{'pipe.output' op is for microbatch 1, but operand #0 is model argument 0 of microbatch 0, which differs per microbatch (microbatch-args=auto)}}
   pipe.output %x0 result 0 microbatch 1 : tensor<1x4xf32>
 }
+
+// -----
+
+// Reduced (mean) outputs across the programs of a pipeline.
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-note @+1 {{first seen here}}
+  pipe.output %y result 0 microbatch 0 reduce mean name "loss" : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op writes model result 0 with no reduction, name "loss", but another program writes it with reduce mean, name "loss"; every pipe.output of one result must agree}}
+  pipe.output %y result 0 microbatch 1 name "loss" : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-note @+1 {{result 0}}
+  pipe.output %y result 0 microbatch 0 name "y" : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op names model result 1 "y", but result 0 has that name already; result names must be unique}}
+  pipe.output %y result 1 microbatch 1 name "y" : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y result 0 microbatch 0 reduce mean : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op writes model result 0 (reduce mean) for microbatch 0, which another program writes too; a mean counts every microbatch once}}
+  pipe.output %x result 0 microbatch 0 reduce mean : tensor<4xf32>
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 3 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{model result 0 ("grad_0") is averaged over microbatches (reduce mean), but no program writes it for microbatch 1 of 3}}
+  pipe.output %y result 0 microbatch 0 reduce mean name "grad_0" : tensor<4xf32>
+  %x2 = pipe.input 0 microbatch 2 : tensor<4xf32>
+  %y2 = pipe.forward @s0(%x2) stage 0 microbatch 2 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y2 result 0 microbatch 2 reduce mean name "grad_0" : tensor<4xf32>
+}

@@ -305,3 +305,88 @@ pipe.program @p rank 0 of 1 microbatches 1 {
   %y = tosa.abs %x : (tensor<4xf32>) -> tensor<4xf32>
   pipe.output %y result 0 microbatch 0 : tensor<4xf32>
 }
+
+// -----
+
+// Output reductions and names.
+
+pipe.program @p rank 0 of 1 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xi32>
+  // expected-error @+1 {{'pipe.output' op reduce mean needs a floating-point tensor, got 'tensor<4xi32>'}}
+  pipe.output %x result 0 microbatch 0 reduce mean : tensor<4xi32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op name must not be empty}}
+  pipe.output %x result 0 microbatch 0 name "" : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{earlier pipe.output}}
+  pipe.output %x result 0 microbatch 0 reduce mean name "loss" : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op writes result 0 with no reduction, name "loss", but an earlier pipe.output of result 0 has reduce mean, name "loss"; every pipe.output of one result must agree}}
+  pipe.output %x result 0 microbatch 1 name "loss" : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{earlier pipe.output}}
+  pipe.output %x result 0 microbatch 0 reduce mean name "grad_0" : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op writes result 0 with reduce mean, no name, but an earlier pipe.output of result 0 has reduce mean, name "grad_0"}}
+  pipe.output %x result 0 microbatch 1 reduce mean : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{result 0}}
+  pipe.output %x result 0 microbatch 0 name "y" : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op names result 1 "y", but result 0 has that name already; result names must be unique}}
+  pipe.output %x result 1 microbatch 0 name "y" : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  pipe.output %x result 0 microbatch 1 reduce mean : tensor<4xf32>
+  // expected-error @+1 {{'pipe.output' op writes result 0 (reduce mean) for microbatch 1 a second time; a mean counts every microbatch once}}
+  pipe.output %x result 0 microbatch 1 reduce mean : tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{custom op 'pipe.output' expected string or keyword containing one of the following enum values for attribute 'reduce' [mean]}}
+  pipe.output %x result 0 microbatch 0 reduce sum : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op argument 0: attribute 'pipe.microbatched' must be a unit attribute}}
+func.func private @f(%x: tensor<4xf32> {pipe.microbatched = 1 : i64})
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: attribute 'pipe.output_name' must be a non-empty string}}
+func.func private @f() -> (tensor<4xf32> {pipe.output_name = ""})
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: attribute 'pipe.reduce' must be "mean" (the mean over microbatches), got "sum"}}
+func.func private @f() -> (tensor<4xf32> {pipe.reduce = "sum"})
+
+// -----
+
+// expected-error @+1 {{'func.func' op result 0: attribute 'pipe.reduce' needs a floating-point tensor, got 'tensor<4xi64>'}}
+func.func private @f() -> (tensor<4xi64> {pipe.reduce = "mean"})

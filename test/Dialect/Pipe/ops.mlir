@@ -59,3 +59,32 @@ pipe.program @mlp_rank1 rank 1 of 2 microbatches 2 {
   // CHECK: pipe.output %{{.*}} result 0 microbatch 0 : tensor<4x8xf32>
   pipe.output %y result 0 microbatch 0 : tensor<4x8xf32>
 }
+
+// A training step's results: averaged over microbatches and named.
+// CHECK-LABEL: func.func @step
+// CHECK-SAME: %{{.*}}: tensor<4xf32> {pipe.microbatched}
+// CHECK-SAME: (tensor<f32> {pipe.output_name = "loss", pipe.reduce = "mean"}, tensor<4xf32> {pipe.output_name = "grad_0", pipe.reduce = "mean"})
+func.func @step(%w: tensor<4xf32>, %t: tensor<4xf32> {pipe.microbatched})
+    -> (tensor<f32> {pipe.output_name = "loss", pipe.reduce = "mean"},
+        tensor<4xf32> {pipe.output_name = "grad_0", pipe.reduce = "mean"})
+    attributes {pipe.stage = 0 : i64} {
+  %l = tensor.empty() : tensor<f32>
+  return %l, %w : tensor<f32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: pipe.program @step_rank0 rank 0 of 1 microbatches 2
+pipe.program @step_rank0 rank 0 of 1 microbatches 2 {
+  %w = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %t0 = pipe.input 1 microbatch 0 : tensor<4xf32>
+  %l0, %g0 = pipe.forward @step(%w, %t0) stage 0 microbatch 0 : (tensor<4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)
+  // CHECK: pipe.output %{{.*}} result 0 microbatch 0 reduce mean name "loss" : tensor<f32>
+  pipe.output %l0 result 0 microbatch 0 reduce mean name "loss" : tensor<f32>
+  // CHECK: pipe.output %{{.*}} result 1 microbatch 0 reduce mean : tensor<4xf32>
+  pipe.output %g0 result 1 microbatch 0 reduce mean : tensor<4xf32>
+  %t1 = pipe.input 1 microbatch 1 : tensor<4xf32>
+  %l1, %g1 = pipe.forward @step(%w, %t1) stage 0 microbatch 1 : (tensor<4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)
+  pipe.output %l1 result 0 microbatch 1 reduce mean name "loss" : tensor<f32>
+  pipe.output %g1 result 1 microbatch 1 reduce mean : tensor<4xf32>
+  // CHECK: pipe.output %{{.*}} result 2 microbatch 1 name "w" : tensor<4xf32>
+  pipe.output %w result 2 microbatch 1 name "w" : tensor<4xf32>
+}

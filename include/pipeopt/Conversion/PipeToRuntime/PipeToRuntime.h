@@ -29,6 +29,14 @@ std::string runtimeEntryPointName(int64_t rank);
 /// order, reads all model arguments (pipe.input), calls the function once
 /// (pipe.forward ... stage 0) and writes all its results (pipe.output).
 ///
+/// A model result with the result attributes `pipe.reduce = "mean"` and / or
+/// `pipe.output_name = "<name>"` gets `reduce mean` / `name "<name>"` on its
+/// pipe.output ops (the attributes are moved there, off the function): the
+/// runtime then writes the mean over microbatches instead of the stacked
+/// values (a training build's loss and gradients; pipeopt-compile --train
+/// sets them on `@f_grad`). Another `pipe.reduce` value, or an empty name, is
+/// an error.
+///
 /// This is the reference build `pipeopt-compile --reference` lowers through
 /// convert-pipe-to-runtime exactly like a pipelined program, so pipelined
 /// outputs can be compared with the unpartitioned model's. It does not use

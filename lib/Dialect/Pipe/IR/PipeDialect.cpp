@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -146,5 +147,56 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
   }
   // Other pipe.* attributes (e.g. pipe.num_stages on the stage graph) are
   // documented by the passes that set them; accept them.
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Argument and result attributes of functions
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipeDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned regionIndex,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == getMicrobatchedAttrName() &&
+      !isa<UnitAttr>(attr.getValue()))
+    return op->emitOpError()
+           << "argument " << argIndex << ": attribute '"
+           << getMicrobatchedAttrName() << "' must be a unit attribute";
+  // Other pipe.* argument attributes are documented by the passes that set
+  // them; accept them.
+  return success();
+}
+
+LogicalResult PipeDialect::verifyRegionResultAttribute(Operation *op,
+                                                       unsigned regionIndex,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (attr.getName() == getOutputNameAttrName()) {
+    auto name = dyn_cast<StringAttr>(attr.getValue());
+    if (!name || name.getValue().empty())
+      return op->emitOpError()
+             << "result " << resultIndex << ": attribute '"
+             << getOutputNameAttrName() << "' must be a non-empty string";
+    return success();
+  }
+  if (attr.getName() == getReduceAttrName()) {
+    auto reduce = dyn_cast<StringAttr>(attr.getValue());
+    if (!reduce || !symbolizeOutputReduction(reduce.getValue()))
+      return op->emitOpError()
+             << "result " << resultIndex << ": attribute '"
+             << getReduceAttrName() << "' must be \"mean\" (the mean over "
+             << "microbatches), got " << attr.getValue();
+    if (auto fn = dyn_cast<FunctionOpInterface>(op)) {
+      Type type = fn.getResultTypes()[resultIndex];
+      auto shaped = dyn_cast<ShapedType>(type);
+      if (!shaped || !isa<FloatType>(shaped.getElementType()))
+        return op->emitOpError()
+               << "result " << resultIndex << ": attribute '"
+               << getReduceAttrName() << "' needs a floating-point tensor, got "
+               << type;
+    }
+    return success();
+  }
   return success();
 }

@@ -11,7 +11,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <optional>
+#include <set>
 
 using namespace mlir;
 using namespace pipeopt::pipe;
@@ -110,6 +113,15 @@ static LogicalResult verifyOperandMicrobatches(Operation *op,
   return success();
 }
 
+/// "reduce mean, name \"grad_0\"", "no reduction, no name", ... for messages.
+static std::string describeOutput(OutputOp out) {
+  std::string text = out.getReduce() ? "reduce mean" : "no reduction";
+  text += out.getNameAttr()
+              ? ", name \"" + out.getNameAttr().getValue().str() + "\""
+              : std::string(", no name");
+  return text;
+}
+
 /// Checks a send/recv peer and tag against the enclosing program.
 static LogicalResult verifyTransfer(Operation *op, ProgramOp program,
                                     int64_t peer, TagAttr tag) {
@@ -169,6 +181,46 @@ LogicalResult ProgramOp::verify() {
       diag.attachNote(op.getLoc()) << "this op";
       return diag;
     }
+  // The outputs of one result agree on how they are combined and named;
+  // names identify results (they become file names), and a mean counts
+  // every microbatch once.
+  llvm::DenseMap<uint64_t, OutputOp> firstOutput;
+  llvm::DenseMap<StringAttr, OutputOp> byName;
+  std::set<std::pair<uint64_t, uint64_t>> meanWrites;
+  for (auto out : getBody().front().getOps<OutputOp>()) {
+    auto [it, first] = firstOutput.try_emplace(out.getResult(), out);
+    OutputOp earlier = it->second;
+    if (!first && (earlier.getReduceAttr() != out.getReduceAttr() ||
+                   earlier.getNameAttr() != out.getNameAttr())) {
+      InFlightDiagnostic diag =
+          out.emitOpError()
+          << "writes result " << out.getResult() << " with "
+          << describeOutput(out) << ", but an earlier pipe.output of result "
+          << out.getResult() << " has " << describeOutput(earlier)
+          << "; every pipe.output of one result must agree";
+      diag.attachNote(earlier.getLoc()) << "earlier pipe.output";
+      return diag;
+    }
+    if (first && out.getNameAttr()) {
+      auto [named, isNew] = byName.try_emplace(out.getNameAttr(), out);
+      if (!isNew) {
+        InFlightDiagnostic diag =
+            out.emitOpError()
+            << "names result " << out.getResult() << " " << out.getNameAttr()
+            << ", but result " << named->second.getResult()
+            << " has that name already; result names must be unique";
+        diag.attachNote(named->second.getLoc())
+            << "result " << named->second.getResult();
+        return diag;
+      }
+    }
+    if (out.getReduce() &&
+        !meanWrites.insert({out.getResult(), out.getMicrobatch()}).second)
+      return out.emitOpError()
+             << "writes result " << out.getResult() << " (reduce mean) for "
+             << "microbatch " << out.getMicrobatch()
+             << " a second time; a mean counts every microbatch once";
+  }
   return success();
 }
 
@@ -181,6 +233,14 @@ LogicalResult InputOp::verify() {
 }
 
 LogicalResult OutputOp::verify() {
+  if (getReduce()) {
+    auto type = cast<RankedTensorType>(getValue().getType());
+    if (!isa<FloatType>(type.getElementType()))
+      return emitOpError() << "reduce mean needs a floating-point tensor, got "
+                           << type;
+  }
+  if (getNameAttr() && getNameAttr().getValue().empty())
+    return emitOpError() << "name must not be empty";
   if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
     return failure();
   return verifyOperandMicrobatches(*this, getMicrobatch());

@@ -50,6 +50,14 @@ struct TraceEvent {
   double endS = 0;
 };
 
+/// This call's running sum of an output with "reduce": "mean" on one rank:
+/// the values of the microbatches written so far, added in double
+/// precision (Reduce.h), and which microbatches they were.
+struct ReducedOutput {
+  std::vector<double> sum; ///< numElements(shape) elements
+  std::set<int> microbatches;
+};
+
 /// State of one rank.
 class RankContext {
 public:
@@ -73,8 +81,13 @@ public:
   /// Measured actions, in order.
   std::vector<TraceEvent> events;
   /// Outputs produced by this rank: (resultIndex, microbatch or -1) ->
-  /// tensor. Later iterations overwrite earlier ones.
+  /// tensor. Later iterations overwrite earlier ones. Outputs with "reduce":
+  /// "mean" are not stored here but summed in reducedOutputs.
   std::map<std::pair<int, int>, HostTensor> outputs;
+  /// Per output with "reduce": "mean", the sum of the values this rank
+  /// wrote in the current (after the run: the last) call. Reset by
+  /// beginCall(); rank 0 adds the ranks' sums and divides by M.
+  std::map<int, ReducedOutput> reducedOutputs;
 
   /// Records the first error ("rank R: " is prepended) and poisons.
   void fail(const std::string &message);
@@ -112,6 +125,7 @@ public:
     sharedInputReads.clear();
     sharedOutputWrites.clear();
     microbatchedInputFirstRead.clear();
+    reducedOutputs.clear();
   }
 
 private:

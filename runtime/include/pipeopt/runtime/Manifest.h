@@ -31,13 +31,24 @@ struct ManifestInput {
   int64_t indexBound = 0;
 };
 
+/// How the values of one output's microbatches are combined.
+enum class OutputReduce {
+  None, ///< every microbatch's value is kept: written as [M, ...shape]
+  Mean, ///< "reduce": "mean": the mean over all M microbatches, of shape
+        ///< `shape` (a training build's loss and gradients)
+};
+
 /// One model output.
 struct ManifestOutput {
   int index = 0;            ///< result index used by pipeopt_rt_output_*
   Shape shape;              ///< per-microbatch shape if microbatched
   DType dtype = DType::F32;
   bool microbatched = true; ///< one value per microbatch vs. one in total
+  /// Optional; "loss" and "grad_<i>" in training builds, where pipeopt-run
+  /// --save-grads writes the output as <name>.npy.
   std::string name;
+  /// Mean needs a floating-point dtype and microbatched = true (checked).
+  OutputReduce reduce = OutputReduce::None;
 };
 
 /// One scheduled action of a rank (optional in the manifest).
@@ -70,10 +81,12 @@ struct Manifest {
 };
 
 /// Parses manifest JSON text; `what` prefixes error messages. Throws
-/// RuntimeError on a wrong type or value, and on fields that contradict each
-/// other: a forward (F) action on a rank that `stage_rank` does not give
-/// that stage, the same F action (stage, microbatch) listed twice, or
-/// `actions` without any action for some microbatch < num_microbatches.
+/// RuntimeError on a wrong type or value (an output's "reduce" other than
+/// "mean"), and on fields that contradict each other: "reduce": "mean" on an
+/// output that is not microbatched or not floating-point, a forward (F) action
+/// on a rank that `stage_rank` does not give that stage, the same F action
+/// (stage, microbatch) listed twice, or `actions` without any action for some
+/// microbatch < num_microbatches.
 Manifest parseManifest(const std::string &jsonText, const std::string &what);
 /// Reads and parses a manifest file.
 Manifest readManifest(const std::string &path);

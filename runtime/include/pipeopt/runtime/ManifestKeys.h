@@ -14,6 +14,9 @@ namespace manifest {
 #define PIPEOPT_MANIFEST_KEY(Identifier, Key)                                  \
   inline constexpr const char k##Identifier[] = Key;
 #include "pipeopt/runtime/ManifestKeys.def"
+
+/// The one value of outputs[].reduce: the mean over all microbatches.
+inline constexpr const char kReduceMean[] = "mean";
 } // namespace manifest
 } // namespace pipeopt
 

@@ -26,7 +26,7 @@ struct RunOptions {
   std::string modelPath;
   std::string manifestPath; ///< default: <model stem>.manifest.json
   CommKind comm = CommKind::Loopback;
-  int iterations = 1;       ///< measured iterations
+  int iterations = 1;       ///< measured iterations (= --steps if given)
   int warmup = 0;           ///< unmeasured iterations run first
   double timeoutS = 60;     ///< per blocking communication call, seconds
   uint64_t seed = 0;        ///< for inputs without --input
@@ -35,13 +35,39 @@ struct RunOptions {
   std::string tracePath;    ///< Chrome trace JSON if set
   std::string profilePath;  ///< profile JSON if set
   bool quiet = false;
+  /// --steps N: a training build's measured steps (its name for
+  /// --iterations; 0: not given). Without an optimizer (issue 11) every
+  /// step computes the gradients of the same weights.
+  int steps = 0;
+  /// --save-grads: write every named output of a training build as
+  /// <outputDir>/<name>.npy (grad_<i>.npy, loss.npy) instead of
+  /// output_<index>.npy. Needs --output-dir.
+  bool saveGrads = false;
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;
 };
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
+/// What needs the manifest (--steps and --save-grads need a training build)
+/// is checked by checkTrainingOptions.
 RunOptions parseRunOptions(int argc, char **argv);
+
+/// True if `manifest` is a training build: some output has "reduce":
+/// "mean" (the loss and gradients, averaged over microbatches).
+bool isTrainingBuild(const Manifest &manifest);
+
+/// The file that --output-dir gets for `output`: "<name>.npy" with
+/// --save-grads if it has a name, else "output_<index>.npy".
+std::string outputFileName(const ManifestOutput &output,
+                           const RunOptions &options);
+
+/// Checks --steps and --save-grads against the manifest: both need a
+/// training build; with --save-grads every output name must be a plain
+/// file name (letters, digits, '_', '-', '.', not starting with '.') and no
+/// two outputs may get the same file. Throws RuntimeError naming the
+/// problem (pipeopt-run exits with 2).
+void checkTrainingOptions(const Manifest &manifest, const RunOptions &options);
 /// Usage text.
 std::string runUsage();
 

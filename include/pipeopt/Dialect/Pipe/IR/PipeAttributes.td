@@ -26,6 +26,12 @@ def Pipe_BackwardKind : I32EnumAttr<"BackwardKind",
   let cppNamespace = "::pipeopt::pipe";
 }
 
+def Pipe_OutputReduction : I32EnumAttr<"OutputReduction",
+    "how the microbatches' values of one model result are combined", [
+      I32EnumAttrCase<"Mean", 0, "mean">]> {
+  let cppNamespace = "::pipeopt::pipe";
+}
+
 def Pipe_TagAttr : Pipe_Attr<"Tag", "tag"> {
   let summary = "Identifies one point-to-point transfer of a pipeline step.";
   let description = [{

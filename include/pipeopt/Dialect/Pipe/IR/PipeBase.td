@@ -38,11 +38,25 @@ def Pipe_Dialect : Dialect {
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Name of the discardable attribute holding an op's stage index.
     static constexpr ::llvm::StringLiteral getStageAttrName() { return "pipe.stage"; }
     /// Name of the discardable attribute holding an op's `#pipe.cost`.
     static constexpr ::llvm::StringLiteral getCostAttrName() { return "pipe.cost"; }
+    /// Unit attribute on an argument of a stage (or model) function: the
+    /// model argument it receives differs per microbatch, whatever
+    /// convert-pipe-to-runtime's `microbatch-args` says (a training
+    /// target).
+    static constexpr ::llvm::StringLiteral getMicrobatchedAttrName() { return "pipe.microbatched"; }
+    /// String attribute on a result of a model function: the name of the
+    /// model result (`pipe.output ... name`; "loss", "grad_<i>").
+    static constexpr ::llvm::StringLiteral getOutputNameAttrName() { return "pipe.output_name"; }
+    /// String attribute on a result of a model function: how its
+    /// microbatches' values combine; "mean" is the only value
+    /// (`pipe.output ... reduce mean`).
+    static constexpr ::llvm::StringLiteral getReduceAttrName() { return "pipe.reduce"; }
   }];
 }
 

@@ -126,15 +126,51 @@ def Pipe_InputOp : Pipe_ProgramBodyOp<"input"> {
 def Pipe_OutputOp : Pipe_ProgramBodyOp<"output"> {
   let summary = "Writes one model result of one microbatch.";
   let description = [{
+    Writes `value` as model result `result` of microbatch `microbatch`.
+
+    Without `reduce`, every microbatch's value is kept: the runtime writes the
+    result stacked over microbatches, `[M, ...shape]`. With `reduce mean`
+    the runtime averages the values of all `M` microbatches of a call
+    (summing in double precision, so the order of the writes does not
+    matter) and writes one tensor of the value's shape: the global-batch
+    gradient of a training step is the mean of the microbatch gradients
+    (equal-sized microbatches), and so is its loss. A `mean` result must
+    be a floating-point tensor, and every microbatch's value must be written
+    exactly once per call (the runtime checks).
+
+    `name` (optional) names the result in the manifest and in the files of
+    `pipeopt-run --save-grads` (`loss`, `grad_<i>` for the gradient of model
+    argument `i`).
+
+    Verified: `reduce mean` only on floating-point tensors; `name` not
+    empty. Within one `pipe.program`, every `pipe.output` of one result
+    carries the same `reduce` and `name`, two results do not share a name,
+    and a `mean` result is written at most once per microbatch
+    (`convert-pipe-to-runtime` checks the same across the programs of a
+    pipeline, and that a `mean` result is written for every microbatch).
+
     ```mlir
     pipe.output %y result 0 microbatch 3 : tensor<1x10xf32>
+    pipe.output %g result 1 microbatch 3 reduce mean name "grad_0"
+        : tensor<10x10xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$value, NonNegI64Attr:$result,
-                       NonNegI64Attr:$microbatch);
+                       NonNegI64Attr:$microbatch,
+                       OptionalAttr<Pipe_OutputReduction>:$reduce,
+                       OptionalAttr<StrAttr>:$name);
   let assemblyFormat = [{
-    $value `result` $result `microbatch` $microbatch attr-dict `:` type($value)
+    $value `result` $result `microbatch` $microbatch (`reduce` $reduce^)?
+    (`name` $name^)? attr-dict `:` type($value)
   }];
+  let builders = [
+    // A result kept per microbatch (no reduction), without a name.
+    OpBuilder<(ins "::mlir::Value":$value, "uint64_t":$result,
+                   "uint64_t":$microbatch), [{
+      build($_builder, $_state, value, result, microbatch,
+            ::pipeopt::pipe::OutputReductionAttr(), ::mlir::StringAttr());
+    }]>
+  ];
   let hasVerifier = 1;
 }
 
