@@ -359,7 +359,8 @@ def save(path, tensor, written):
     arr = tensor.detach().cpu().numpy()
     if arr.dtype == np.float64:
         raise AssertionError(path)
-    np.save(path, np.ascontiguousarray(arr))
+    # copy(order="C"), not np.ascontiguousarray, which makes a 0-d array 1-d.
+    np.save(path, arr.copy(order="C"))
     written.append(path)
 
 
@@ -438,7 +439,8 @@ def make_case(name, builder, description, out_root):
     out_dir = os.path.join(out_root, name)
     os.makedirs(out_dir, exist_ok=True)
     for f in os.listdir(out_dir):  # no stale files from an older layout
-        if f.endswith(".npy") or f in ("model.mlir", "case.json"):
+        if f.endswith(".npy") or f in ("model.mlir", "model.mb2.mlir",
+                                        "case.json"):
             os.remove(os.path.join(out_dir, f))
     written = []
     header = ("// %s: %s.\n"
@@ -447,13 +449,20 @@ def make_case(name, builder, description, out_root):
               "linalg-on-tensors); do not edit.\n"
               % (name, description, torch.__version__.split("+")[0],
                  importlib.metadata.version("torch-mlir")))
-    model_path = os.path.join(out_dir, "model.mlir")
-    with open(model_path, "w") as f:
-        f.write(header + text)
-    written.append(model_path)
-    if os.path.getsize(model_path) > MAX_MODEL_BYTES:
-        sys.exit("export-torch-cases.py: error: %s: model.mlir is %d bytes"
-                 % (name, os.path.getsize(model_path)))
+    # The same function for half the batch (model.mb2.mlir): pipeopt runs
+    # the batch as 2 microbatches of BATCH/2 each, whose mean gradient is
+    # the batch's (tests of pipeopt-compile --train --num-microbatches 2).
+    half = [a if k == "param" else a[: BATCH // 2] for a, k in zip(args, kinds)]
+    text_mb2 = str(export_mlir(fn, half))
+    check_mlir(text_mb2, half, name)
+    for file_name, body in (("model.mlir", text), ("model.mb2.mlir", text_mb2)):
+        model_path = os.path.join(out_dir, file_name)
+        with open(model_path, "w") as f:
+            f.write(header + body)
+        written.append(model_path)
+        if os.path.getsize(model_path) > MAX_MODEL_BYTES:
+            sys.exit("export-torch-cases.py: error: %s: %s is %d bytes"
+                     % (name, file_name, os.path.getsize(model_path)))
 
     arg_entries = []
     for i, a in enumerate(args):

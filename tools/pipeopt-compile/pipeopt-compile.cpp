@@ -413,12 +413,29 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
          kGradientAttr + ") were expected");
     return failure();
   }
+  // The outputs are the loss and the gradients of the trainable arguments
+  // (grad_<i>); the data's gradients pipe-differentiate also computes are
+  // dropped (and their code with them, as dead code).
+  SmallVector<int64_t> outputWrt(wrt.asArrayRef());
+  if (auto trainableArgs = info.getAs<DenseI64ArrayAttr>("trainable")) {
+    Operation *ret = grad.getBody().front().getTerminator();
+    SmallVector<Value> keep{ret->getOperand(0)};
+    outputWrt.clear();
+    for (auto [k, i] : llvm::enumerate(wrt.asArrayRef()))
+      if (llvm::is_contained(trainableArgs.asArrayRef(), i)) {
+        keep.push_back(ret->getOperand(k + 1));
+        outputWrt.push_back(i);
+      }
+    ret->setOperands(keep);
+    grad.setFunctionType(FunctionType::get(
+        ctx, grad.getArgumentTypes(), ValueRange(keep).getTypes()));
+  }
   Builder b(ctx);
   auto mean = b.getStringAttr("mean");
   grad.setResultAttr(0, pipeopt::pipe::PipeDialect::getOutputNameAttrName(),
                      b.getStringAttr("loss"));
   grad.setResultAttr(0, pipeopt::pipe::PipeDialect::getReduceAttrName(), mean);
-  for (auto [k, i] : llvm::enumerate(wrt.asArrayRef())) {
+  for (auto [k, i] : llvm::enumerate(outputWrt)) {
     grad.setResultAttr(k + 1,
                        pipeopt::pipe::PipeDialect::getOutputNameAttrName(),
                        b.getStringAttr("grad_" + std::to_string(i)));
