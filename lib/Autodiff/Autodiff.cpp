@@ -818,7 +818,20 @@ private:
       generic->erase();
       return failure();
     }
-    adj[x] = pruneInputs(b, generic).getResult(0);
+    linalg::GenericOp pruned = pruneInputs(b, generic);
+    // d(x + y)/dx: the adjoint is the result's gradient itself, not a copy.
+    Block *pb = pruned.getBlock();
+    if (allParallel && pruned.getNumDpsInputs() == 1 &&
+        pruned.getIndexingMapsArray()[0] == outMap &&
+        outMap.isPermutation() && outMap.isIdentity() &&
+        pruned.getDpsInputOperand(0)->get().getType() == x.getType() &&
+        pb->getOperations().size() == 1 &&
+        pb->getTerminator()->getOperand(0) == pb->getArgument(0)) {
+      adj[x] = pruned.getDpsInputOperand(0)->get();
+      pruned->erase();
+      return success();
+    }
+    adj[x] = pruned.getResult(0);
     return success();
   }
 

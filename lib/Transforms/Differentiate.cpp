@@ -217,9 +217,9 @@ LogicalResult DifferentiatePass::differentiateOne(
     gradFn = *g;
   }
 
-  // Clean up the generated functions.
+  // Clean up the generated functions: the library leaves no dead code, but
+  // repeated constants, empties and zero fills.
   OpPassManager pm(func::FuncOp::getOperationName());
-  pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   for (func::FuncOp fn : {grad->fwd, grad->bwd, grad->b, grad->w, lossFn,
                           gradFn})

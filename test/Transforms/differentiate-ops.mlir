@@ -34,7 +34,7 @@
 // the transpose's adjoint is the inverse transpose.
 // MAX-LABEL: func.func @max_transpose_bwd(
 // MAX: arith.cmpf oeq
-// MAX-NEXT: arith.select
+// MAX: arith.select
 // MAX: linalg.generic {{.*}}ins(%{{.*}} : tensor<4x3xf32>) outs(%{{.*}} : tensor<3x4xf32>)
 // MAX-NEXT: ^bb0(%{{.*}}: f32, %{{.*}}: f32):
 // MAX-NEXT: linalg.yield
