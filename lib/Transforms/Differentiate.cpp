@@ -229,6 +229,7 @@ LogicalResult DifferentiatePass::differentiateOne(
   SmallVector<NamedAttribute> attrs = {
       b.getNamedAttr("wrt", indexArray(b, options.wrt)),
       b.getNamedAttr("trainable", indexArray(b, trainable)),
+      b.getNamedAttr("data", indexArray(b, data)),
       b.getNamedAttr("seeded", indexArray(b, grad->seeded)),
       b.getNamedAttr("loss", b.getStringAttr(lossName)),
       b.getNamedAttr("num_saved", b.getI64IntegerAttr(grad->numSaved)),

@@ -446,6 +446,15 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
     grad.setArgAttr(wantArgs - 1,
                     pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
                     b.getUnitAttr());
+  // The arguments pipe-differentiate took for per-microbatch data (its
+  // batch-dimension analysis, or --microbatch-args) are per microbatch in
+  // the program too: the runtime's own `auto` rule (a leading 1) would share
+  // a batch-4 input between the microbatches.
+  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+    for (int64_t i : data.asArrayRef())
+      if (i >= 0 && i < int64_t(grad.getNumArguments()))
+        grad.setArgAttr(i, pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
+                        b.getUnitAttr());
   return gradRef.getValue().str();
 }
 

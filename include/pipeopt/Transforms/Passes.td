@@ -517,7 +517,7 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
     `@f_grad`.
 
     `@f` gets `pipe.gradient = {wrt = array<i64: ...>, trainable =
-    array<i64: ...>, seeded = array<i64: ...>, loss = "self"|"mse"|
+    array<i64: ...>, data = array<i64: ...>, seeded = array<i64: ...>, loss = "self"|"mse"|
     "cross-entropy"|"none", num_saved, saved_bytes, stash_bytes, fwd, bwd, b,
     w[, loss_fn, grad]}`. `saved_bytes` (per call, i.e. per microbatch) is
     the activation memory the backward keeps: saved values plus the

@@ -3,7 +3,7 @@ torch.autograd's (test/Autodiff/Inputs/torch/<case>, made by
 scripts/export-torch-cases.py).
 
 torch-grad.py PIPEOPT COMPILE RUN DIFF CASE OUTDIR [PIPE-DIFFERENTIATE OPTIONS]
-torch-grad.py PIPEOPT COMPILE RUN DIFF CASE OUTDIR --train=M [PIPEOPT-COMPILE OPTIONS]
+torch-grad.py PIPEOPT COMPILE RUN DIFF CASE OUTDIR --train=M [--auto] [PIPEOPT-COMPILE OPTIONS]
 
 PIPEOPT, COMPILE, RUN, DIFF are the paths of pipeopt, pipeopt-compile,
 pipeopt-run and pipeopt-npy-diff.
@@ -57,11 +57,16 @@ def train_reference(tool, meta, case, out, microbatches, options):
     so = os.path.join(out, "train.so")
     # model.mb<M>.mlir is the model for BATCH/M examples.
     model = "model.mlir" if microbatches == 1 else "model.mb%d.mlir" % microbatches
+    # --auto: pipeopt-compile's own classification of parameters and data
+    # (--trainable=auto --microbatch-args=auto) instead of case.json's.
+    classify = ["--trainable=" + ",".join(trainable),
+                "--microbatch-args=" + ",".join(data)]
+    if "--auto" in options:
+        classify = []
+        options = [o for o in options if o != "--auto"]
     run([tool("pipeopt-compile"), os.path.join(case, model),
-         "--reference", "--train", "--loss=" + meta["loss"],
-         "--trainable=" + ",".join(trainable),
-         "--microbatch-args=" + ",".join(data),
-         "--num-microbatches", str(microbatches), "-O1", "-o", so] +
+         "--reference", "--train", "--loss=" + meta["loss"]] + classify +
+        ["--num-microbatches", str(microbatches), "-O1", "-o", so] +
         list(options))
     inputs = []
     for a in args:
