@@ -457,8 +457,7 @@ int main(int argc, char **argv) {
           &llvm::errs()))
     return kError;
 
-  // --- Option checks
-  // ----------------------------------------------------------
+  // --- Option checks -------------------------------------------------------
   if (useExisting)
     for (cl::Option *opt : std::initializer_list<cl::Option *>{
              &loss, &trainable, &microbatchArgs})
@@ -504,8 +503,7 @@ int main(int argc, char **argv) {
       return error("--input: argument " + key + " is given twice");
   }
 
-  // --- Parse
-  // ------------------------------------------------------------------
+  // --- Parse ---------------------------------------------------------------
   DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
   MLIRContext context(registry);
@@ -523,8 +521,7 @@ int main(int argc, char **argv) {
     return error("cannot parse " + inputFile);
   auto tStart = Clock::now();
 
-  // --- Model function
-  // ---------------------------------------------------------
+  // --- Model function ------------------------------------------------------
   func::FuncOp model;
   if (useExisting) {
     if (!function.empty()) {
@@ -575,8 +572,7 @@ int main(int argc, char **argv) {
   }
   std::string modelName = model.getSymName().str();
 
-  // --- pipe-prepare, TOSA -> linalg
-  // -------------------------------------------
+  // --- pipe-prepare, TOSA -> linalg ----------------------------------------
   {
     PassManager pm(&context, ModuleOp::getOperationName());
     pm.addPass(pipeopt::createPreparePass());
@@ -586,8 +582,7 @@ int main(int argc, char **argv) {
   }
   model = module->lookupSymbol<func::FuncOp>(modelName);
 
-  // --- Precision, differentiation
-  // ---------------------------------------------
+  // --- Precision, differentiation ------------------------------------------
   GradientInfo info;
   if (useExisting) {
     if (failed(readGradientInfo(model, info)))
@@ -641,8 +636,7 @@ int main(int argc, char **argv) {
   if (failed(checkABI(model, lossFn, gradFn, info, hasTarget)))
     return kError;
 
-  // --- Argument facts (before the IR is lowered)
-  // ------------------------------
+  // --- Argument facts (before the IR is lowered) ---------------------------
   unsigned numModelArgs = model.getNumArguments();
   unsigned numInputs = numModelArgs + (hasTarget ? 1 : 0);
   SmallVector<RankedTensorType> inputTypes;
@@ -658,8 +652,11 @@ int main(int argc, char **argv) {
     names.push_back(i < numModelArgs ? argumentName(model, i)
                                      : std::string("target"));
   }
-  // Integer inputs used as gather indices stay below the extent they index;
-  // a cross-entropy target below the number of classes.
+  // Integer inputs used as gather indices must stay below the extent they
+  // index (the compiled code does not check them): `indexBounds`, checked
+  // on --input. Random ones are drawn below `drawBounds`: those, and the
+  // number of classes for a cross-entropy target (outside [0, C) a target
+  // is legal: it picks no class).
   std::map<unsigned, int64_t> indexBounds;
   for (unsigned i = 0; i < numInputs; ++i) {
     if (!inputTypes[i].getElementType().isSignlessInteger())
@@ -673,6 +670,7 @@ int main(int argc, char **argv) {
         indexBounds[i] =
             indexBounds.count(i) ? std::min(indexBounds[i], *b) : *b;
   }
+  std::map<unsigned, int64_t> drawBounds = indexBounds;
   if (info.lossKind == "cross-entropy") {
     auto logits = dyn_cast<RankedTensorType>(
         model.getResultTypes().empty() ? Type() : model.getResultTypes()[0]);
@@ -686,14 +684,13 @@ int main(int argc, char **argv) {
       return error("cross-entropy: the target argument of @" + info.lossFn +
                    " must be an integer tensor, got " +
                    typeString(inputTypes.back()));
-    indexBounds[numInputs - 1] =
-        indexBounds.count(numInputs - 1)
-            ? std::min(indexBounds[numInputs - 1], classes)
+    drawBounds[numInputs - 1] =
+        drawBounds.count(numInputs - 1)
+            ? std::min(drawBounds[numInputs - 1], classes)
             : classes;
   }
 
-  // --- Inputs
-  // -----------------------------------------------------------------
+  // --- Inputs --------------------------------------------------------------
   SmallVector<Tensor> args(numInputs);
   for (auto &[key, path] : inputPaths) {
     unsigned index;
@@ -761,7 +758,7 @@ int main(int argc, char **argv) {
     Tensor t(kind, type.getShape());
     std::mt19937_64 g = rng(seed, kInputs, i);
     int64_t bound = kind == ElementKind::I1 ? 2
-                    : indexBounds.count(i)  ? indexBounds[i]
+                    : drawBounds.count(i)   ? drawBounds[i]
                                             : 10;
     if (!pipeopt::jit::isFloat(kind) && bound <= 0)
       return error(llvm::formatv("argument {0} indexes an empty dimension; "
@@ -780,13 +777,13 @@ int main(int argc, char **argv) {
                               kind == ElementKind::I1 ? ""
                               : indexBounds.count(i)
                                   ? " (the extent it indexes)"
-                                  : " (not used as an index)")
+                              : drawBounds.count(i) ? " (the classes)"
+                                                    : " (not used as an index)")
                     .str());
     args[i] = std::move(t);
   }
 
-  // --- JIT
-  // ----------------------------------------------------------------------
+  // --- JIT -----------------------------------------------------------------
   std::string lossName = info.lossFn, gradName = info.gradFn;
   auto tJit = Clock::now();
   auto jit = pipeopt::jit::JitModule::create(*module, {lossName, gradName});
@@ -830,8 +827,7 @@ int main(int argc, char **argv) {
     return error(llvm::toString(gradResults.takeError()));
   double lossFromGrad = (*gradResults)[0].get(0);
 
-  // --- Defaults
-  // -------------------------------------------------------------------
+  // --- Defaults ------------------------------------------------------------
   int64_t totalElements = 0;
   for (int64_t i : info.wrt)
     totalElements += args[i].numElements();
@@ -861,8 +857,7 @@ int main(int argc, char **argv) {
                       "directions)",
       h, rtolV, atolV);
 
-  // --- Checks
-  // ---------------------------------------------------------------------
+  // --- Checks --------------------------------------------------------------
   SmallVector<Row> rows;
   auto argRow = [&](unsigned i) {
     Row row;
@@ -998,8 +993,7 @@ int main(int argc, char **argv) {
   lossRow.type = "vs @" + lossName;
   record(lossRow, lossFromGrad, l0, rtolV, 0, "loss");
 
-  // --- Report
-  // ---------------------------------------------------------------------
+  // --- Report --------------------------------------------------------------
   size_t nameWidth = 4, typeWidth = 4;
   for (const Row &r : rows) {
     nameWidth = std::max(nameWidth, r.name.size());
