@@ -42,6 +42,7 @@ tools = [
     ToolSubst("pipeopt-npy-diff", unresolved="ignore"),
     ToolSubst("pipeopt-converge", unresolved="ignore"),
     ToolSubst("pipeopt-calibrate", unresolved="ignore"),
+    ToolSubst("pipeopt-gradcheck", unresolved="ignore"),
     "mlir-opt",
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -29,6 +29,7 @@
 
 namespace pipeopt::test {
 // Test-only passes (test/lib), declared here as upstream MLIR does.
+void registerTestConvertToF64Pass();
 void registerTestCostModelPass();
 } // namespace pipeopt::test
 
@@ -54,6 +55,7 @@ void pipeopt::registerAllPasses() {
   // Upstream passes, so the lowering pipelines can be replayed step by step.
   mlir::registerAllPasses();
   registerPipeoptPasses();
+  test::registerTestConvertToF64Pass();
   test::registerTestCostModelPass();
   registerPipeoptConversionPasses();
   registerPipeoptPipelines();

@@ -91,17 +91,20 @@ void pipeopt::buildPipeoptPipeline(OpPassManager &pm,
 // pipeopt-lower-to-llvm
 //===----------------------------------------------------------------------===//
 
+void pipeopt::addTosaToLinalgPasses(OpPassManager &pm) {
+  // TOSA -> linalg/arith/tensor, per function (models' README recipe).
+  // Linalg input passes through unchanged.
+  OpPassManager &fpm = pm.nest<func::FuncOp>();
+  fpm.addPass(tosa::createTosaToLinalgNamed());
+  fpm.addPass(tosa::createTosaToLinalg());
+  fpm.addPass(createTosaToArithPass());
+  fpm.addPass(createTosaToTensorPass());
+}
+
 void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
                                        const LowerToLLVMOptions &options) {
-  if (options.tosaToLinalg) {
-    // TOSA -> linalg/arith/tensor, per function (models' README recipe).
-    // Linalg input passes through unchanged.
-    OpPassManager &fpm = pm.nest<func::FuncOp>();
-    fpm.addPass(tosa::createTosaToLinalgNamed());
-    fpm.addPass(tosa::createTosaToLinalg());
-    fpm.addPass(createTosaToArithPass());
-    fpm.addPass(createTosaToTensorPass());
-  }
+  if (options.tosaToLinalg)
+    addTosaToLinalgPasses(pm);
 
   // Elementwise arith/math on tensors (e.g. arith.maximumf in the JAX
   // ResNet's relu helpers) -> linalg.generic, which bufferizes.

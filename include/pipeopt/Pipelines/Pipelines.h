@@ -139,6 +139,13 @@ struct LowerToLLVMOptions
       llvm::cl::init(false)};
 };
 
+/// Adds the TOSA -> linalg / arith / tensor lowering of every func.func to
+/// `pm` (anchored on builtin.module): tosa-to-linalg-named, tosa-to-linalg,
+/// tosa-to-arith, tosa-to-tensor. Linalg input passes through unchanged.
+/// The first step of buildLowerToLLVMPipeline (with `tosa-to-linalg`);
+/// pipeopt-gradcheck runs it before differentiating.
+void addTosaToLinalgPasses(mlir::OpPassManager &pm);
+
 /// Adds the CPU lowering of a scheduled module (pipe.programs + stage
 /// functions on tensors; TOSA or linalg) to LLVM dialect: TOSA -> linalg,
 /// convert-pipe-to-runtime, element-wise fusion, gather index checks, math

@@ -176,49 +176,6 @@ struct MicrobatchPolicy {
   std::map<int64_t, int64_t> indexBounds;
 };
 
-/// The smallest extent that `root` (a function argument, or any value)
-/// indexes through a data-dependent tensor.extract: the value, followed
-/// through linalg regions (as an input operand, and back out through
-/// linalg.yield), integer casts and tensor reshapes, ends up as index `d` of
-/// a `tensor.extract` from a tensor whose dimension `d` is static.
-std::optional<int64_t> gatherIndexBound(Value root) {
-  std::optional<int64_t> bound;
-  SmallVector<Value> work{root};
-  llvm::DenseSet<Value> seen{root};
-  auto push = [&](Value v) {
-    if (seen.insert(v).second)
-      work.push_back(v);
-  };
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (OpOperand &use : v.getUses()) {
-      Operation *user = use.getOwner();
-      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
-        if (linalgOp.isDpsInput(&use) && linalgOp.getBlock())
-          push(linalgOp.getMatchingBlockArgument(&use));
-      } else if (auto yield = dyn_cast<linalg::YieldOp>(user)) {
-        push(yield->getParentOp()->getResult(use.getOperandNumber()));
-      } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
-                     arith::IndexCastOp, arith::IndexCastUIOp,
-                     tensor::CollapseShapeOp, tensor::ExpandShapeOp,
-                     tensor::ReshapeOp, tensor::CastOp, tensor::ExtractSliceOp>(
-                     user)) {
-        if (use.getOperandNumber() == 0)
-          push(user->getResult(0));
-      } else if (auto extract = dyn_cast<tensor::ExtractOp>(user)) {
-        unsigned first = extract.getIndices().getBeginOperandIndex();
-        if (use.getOperandNumber() < first)
-          continue;
-        int64_t extent = extract.getTensor().getType().getDimSize(
-            use.getOperandNumber() - first);
-        if (!ShapedType::isDynamic(extent))
-          bound = bound ? std::min(*bound, extent) : extent;
-      }
-    }
-  }
-  return bound;
-}
-
 /// A model result and how the programs write it.
 struct BoundaryOutput {
   BoundaryTensor tensor;
@@ -761,7 +718,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
                 !type.getElementType().isSignlessInteger())
               continue;
             if (std::optional<int64_t> bound =
-                    gatherIndexBound(fn.getArgument(k))) {
+                    pipeopt::gatherIndexBound(fn.getArgument(k))) {
               auto [it, inserted] =
                   policy->indexBounds.try_emplace(in.getArgument(), *bound);
               if (!inserted)
@@ -977,6 +934,46 @@ void ConvertPipeToRuntimePass::runOnOperation() {
 }
 
 } // namespace
+
+// Declared in PipeToRuntime.h.
+std::optional<int64_t> pipeopt::gatherIndexBound(Value root) {
+  std::optional<int64_t> bound;
+  SmallVector<Value> work{root};
+  llvm::DenseSet<Value> seen{root};
+  auto push = [&](Value v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto linalgOp = dyn_cast<linalg::LinalgOp>(user)) {
+        if (linalgOp.isDpsInput(&use) && linalgOp.getBlock())
+          push(linalgOp.getMatchingBlockArgument(&use));
+      } else if (auto yield = dyn_cast<linalg::YieldOp>(user)) {
+        push(yield->getParentOp()->getResult(use.getOperandNumber()));
+      } else if (isa<arith::ExtSIOp, arith::ExtUIOp, arith::TruncIOp,
+                     arith::IndexCastOp, arith::IndexCastUIOp,
+                     tensor::CollapseShapeOp, tensor::ExpandShapeOp,
+                     tensor::ReshapeOp, tensor::CastOp, tensor::ExtractSliceOp>(
+                     user)) {
+        if (use.getOperandNumber() == 0)
+          push(user->getResult(0));
+      } else if (auto extract = dyn_cast<tensor::ExtractOp>(user)) {
+        unsigned first = extract.getIndices().getBeginOperandIndex();
+        if (use.getOperandNumber() < first)
+          continue;
+        int64_t extent = extract.getTensor().getType().getDimSize(
+            use.getOperandNumber() - first);
+        if (!ShapedType::isDynamic(extent))
+          bound = bound ? std::min(*bound, extent) : extent;
+      }
+    }
+  }
+  return bound;
+}
+
 
 //===----------------------------------------------------------------------===//
 // Single-stage reference program

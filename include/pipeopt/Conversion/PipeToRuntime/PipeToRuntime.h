@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace pipeopt {
 
@@ -55,6 +56,17 @@ mlir::LogicalResult buildSingleStageProgram(mlir::ModuleOp module,
 mlir::FailureOr<mlir::func::FuncOp> findModelFunction(mlir::ModuleOp module,
                                                       llvm::StringRef function,
                                                       llvm::StringRef hint);
+
+/// The smallest extent that `root` (a function argument of integer tensor
+/// type, or any value) indexes through a data-dependent tensor.extract (a
+/// gather, e.g. an embedding lookup or a lowered tosa.gather): the value,
+/// followed through linalg regions (as an input operand, and back out
+/// through linalg.yield), integer casts and tensor reshapes, ends up as index
+/// `d` of a `tensor.extract` from a tensor whose dimension `d` is static.
+/// nullopt if `root` reaches no such index. Works on linalg-on-tensors
+/// (after TOSA lowering). Random inputs in [0, bound) stay in range;
+/// convert-pipe-to-runtime writes it to the manifest as "index_bound".
+std::optional<int64_t> gatherIndexBound(mlir::Value root);
 
 } // namespace pipeopt
 
