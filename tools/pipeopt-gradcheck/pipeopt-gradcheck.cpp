@@ -27,7 +27,11 @@
 #include "pipeopt/Transforms/ConvertToF64.h"
 #include "pipeopt/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -211,6 +215,37 @@ std::mt19937_64 rng(uint64_t seed, uint64_t stream, uint64_t sub = 0) {
                     uint32_t(sub),    uint32_t(sub >> 32)};
   return std::mt19937_64(seq);
 }
+/// True if `arg` reaches the operand of a sqrt, rsqrt or log through
+/// additions (x + eps), copies, broadcasts and reshapes only.
+bool needsPositive(Value arg) {
+  SmallVector<Value> work{arg};
+  llvm::DenseSet<Value> seen{arg};
+  auto push = [&](Value v) {
+    if (seen.insert(v).second)
+      work.push_back(v);
+  };
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<math::SqrtOp, math::RsqrtOp, math::LogOp, math::Log2Op,
+              math::Log10Op>(user))
+        return true;
+      if (auto l = dyn_cast<linalg::LinalgOp>(user)) {
+        if (l.getBlock() && l.isDpsInput(&use))
+          push(l.getMatchingBlockArgument(&use));
+      } else if (auto y = dyn_cast<linalg::YieldOp>(user)) {
+        push(y->getParentOp()->getResult(use.getOperandNumber()));
+      } else if (isa<arith::AddFOp, tensor::ExpandShapeOp,
+                     tensor::CollapseShapeOp, tensor::CastOp,
+                     tensor::ExtractSliceOp>(user)) {
+        push(user->getResult(0));
+      }
+    }
+  }
+  return false;
+}
+
 /// Uniform in [-1, 1), from 53 random bits.
 double uniformPM1(std::mt19937_64 &g) {
   return double(g() >> 11) * 0x1.0p-52 - 1.0;
@@ -671,6 +706,14 @@ int main(int argc, char **argv) {
             indexBounds.count(i) ? std::min(indexBounds[i], *b) : *b;
   }
   std::map<unsigned, int64_t> drawBounds = indexBounds;
+  // Float arguments that reach sqrt, rsqrt or log through additions,
+  // copies, broadcasts and reshapes (a batch normalization's variance, to
+  // which eps is added) are drawn positive, so the loss is finite.
+  std::set<unsigned> positive;
+  for (unsigned i = 0; i < numInputs; ++i)
+    if (isa<FloatType>(inputTypes[i].getElementType()) &&
+        needsPositive(lossFn.getArgument(i)))
+      positive.insert(i);
   if (info.lossKind == "cross-entropy") {
     auto logits = dyn_cast<RankedTensorType>(
         model.getResultTypes().empty() ? Type() : model.getResultTypes()[0]);
@@ -764,15 +807,19 @@ int main(int argc, char **argv) {
       return error(llvm::formatv("argument {0} indexes an empty dimension; "
                                  "no index is valid",
                                  i));
+    bool pos = positive.count(i) != 0;
     for (int64_t e = 0; e < t.numElements(); ++e)
-      t.set(e, pipeopt::jit::isFloat(kind) ? 0.5 * uniformPM1(g)
-                                           : double(g() % uint64_t(bound)));
+      t.set(e, !pipeopt::jit::isFloat(kind) ? double(g() % uint64_t(bound))
+               : pos                        ? 1.0 + 0.5 * uniformPM1(g)
+                                            : 0.5 * uniformPM1(g));
     if (showProgress())
       llvm::errs() << llvm::formatv(
           "pipeopt-gradcheck: argument {0} ({1}, {2}): random {3}\n", i,
           names[i], t.typeString(),
           pipeopt::jit::isFloat(kind)
-              ? std::string("uniform in [-0.5, 0.5)")
+              ? std::string(pos ? "uniform in [0.5, 1.5) (it reaches a "
+                                  "sqrt, rsqrt or log)"
+                                : "uniform in [-0.5, 0.5)")
               : llvm::formatv("integers in [0, {0}){1}", bound,
                               kind == ElementKind::I1 ? ""
                               : indexBounds.count(i)
