@@ -8,10 +8,10 @@
 // RUN: pipeopt %S/Inputs/differentiate-mlp.mlir -pipe-differentiate=loss=mse | FileCheck %s --check-prefix=MSE
 
 // The bookkeeping: x, w, b differentiated; w, b trainable; one saved value
-// (the matmul result m, 80 bytes) plus x (48 bytes) kept for the backward;
+// (the matmul result m, 80 bytes) plus x (48 bytes, data) kept for the backward;
 // B stashes d m (80 bytes) for W.
 // CHECK-LABEL: func.func @mlp(
-// CHECK-SAME: pipe.gradient = {b = @mlp_b, bwd = @mlp_bwd, fwd = @mlp_fwd, loss = "none", num_saved = 1 : i64, num_stash = 1 : i64, saved_bytes = 128 : i64, seeded = array<i64: 0>, stash_bytes = 80 : i64, trainable = array<i64: 1, 2>, w = @mlp_w, wrt = array<i64: 0, 1, 2>}
+// CHECK-SAME: pipe.gradient = {b = @mlp_b, bwd = @mlp_bwd, data = array<i64: 0>, fwd = @mlp_fwd, loss = "none", num_saved = 1 : i64, num_stash = 1 : i64, saved_bytes = 128 : i64, seeded = array<i64: 0>, stash_bytes = 80 : i64, trainable = array<i64: 1, 2>, w = @mlp_w, wrt = array<i64: 0, 1, 2>}
 
 // F returns y and the saved m.
 // CHECK-LABEL: func.func @mlp_fwd(
