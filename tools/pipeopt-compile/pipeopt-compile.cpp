@@ -458,36 +458,6 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   return gradRef.getValue().str();
 }
 
-/// Keeps only what the model function reaches: functions it calls
-/// (transitively) become private, so pipe-prepare's inliner folds them in
-/// and removes them; functions it does not reach (other models, unused
-/// helpers) are erased, so that they are neither partitioned into a second
-/// set of programs nor compiled. `roots` (the model, and for --train the
-/// functions its pipe.gradient names) keep their visibility.
-static void keepReachedFunctions(ModuleOp module,
-                                 llvm::ArrayRef<func::FuncOp> roots) {
-  llvm::DenseSet<Operation *> reached;
-  SmallVector<func::FuncOp> work(roots.begin(), roots.end());
-  for (func::FuncOp root : roots)
-    reached.insert(root);
-  while (!work.empty()) {
-    func::FuncOp f = work.pop_back_val();
-    if (auto uses = SymbolTable::getSymbolUses(f))
-      for (const SymbolTable::SymbolUse &use : *uses)
-        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                module, use.getSymbolRef()))
-          if (reached.insert(callee).second)
-            work.push_back(callee);
-  }
-  for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    if (llvm::is_contained(roots, f) || f.isExternal())
-      continue;
-    if (reached.contains(f))
-      f.setPrivate();
-    else
-      f.erase();
-  }
-}
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -670,7 +640,7 @@ int main(int argc, char **argv) {
           if (auto fn = module->lookupSymbol<func::FuncOp>(ref.getAttr()))
             roots.push_back(fn);
     }
-    keepReachedFunctions(*module, roots);
+    pipeopt::keepReachedFunctions(*module, roots);
     {
       PassManager pm(&context, ModuleOp::getOperationName());
       pm.addPass(pipeopt::createPreparePass());
@@ -688,7 +658,7 @@ int main(int argc, char **argv) {
       programFunction = *step;
       // Only what the training step reaches is compiled (not the model
       // function or the split F / B / W functions it was derived with).
-      keepReachedFunctions(*module,
+      pipeopt::keepReachedFunctions(*module,
                            {module->lookupSymbol<func::FuncOp>(*step)});
     }
     if (failed(pipeopt::buildSingleStageProgram(*module, programFunction,
@@ -699,7 +669,7 @@ int main(int argc, char **argv) {
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
-    keepReachedFunctions(*module, {*model});
+    pipeopt::keepReachedFunctions(*module, {*model});
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
     if (!frontHalf.empty()) {

@@ -283,31 +283,6 @@ std::string argumentName(func::FuncOp fn, unsigned i) {
   return "%arg" + std::to_string(i);
 }
 
-/// Keeps `roots` and the functions they call (made private, so pipe-prepare
-/// inlines and removes them); erases every other function with a body.
-void keepReachedFunctions(ModuleOp module, llvm::ArrayRef<func::FuncOp> roots) {
-  llvm::DenseSet<Operation *> reached;
-  SmallVector<func::FuncOp> work(roots.begin(), roots.end());
-  for (func::FuncOp r : roots)
-    reached.insert(r);
-  while (!work.empty()) {
-    func::FuncOp f = work.pop_back_val();
-    if (auto uses = SymbolTable::getSymbolUses(f))
-      for (const SymbolTable::SymbolUse &use : *uses)
-        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
-                module, use.getSymbolRef()))
-          if (reached.insert(callee).second)
-            work.push_back(callee);
-  }
-  for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    if (llvm::is_contained(roots, f) || f.isExternal())
-      continue;
-    if (reached.contains(f))
-      f.setPrivate();
-    else
-      f.erase();
-  }
-}
 
 /// What the model's `pipe.gradient` attribute says.
 struct GradientInfo {
@@ -596,14 +571,14 @@ int main(int argc, char **argv) {
       fn.setPublic();
       roots.push_back(fn);
     }
-    keepReachedFunctions(*module, roots);
+    pipeopt::keepReachedFunctions(*module, roots);
   } else {
     FailureOr<func::FuncOp> found = pipeopt::findModelFunction(
         *module, function, "choose one with --function=NAME");
     if (failed(found))
       return kError;
     model = *found;
-    keepReachedFunctions(*module, {model});
+    pipeopt::keepReachedFunctions(*module, {model});
   }
   std::string modelName = model.getSymName().str();
 

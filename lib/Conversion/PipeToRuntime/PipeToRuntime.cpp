@@ -979,6 +979,31 @@ std::optional<int64_t> pipeopt::gatherIndexBound(Value root) {
 // Single-stage reference program
 //===----------------------------------------------------------------------===//
 
+void pipeopt::keepReachedFunctions(ModuleOp module,
+                                   ArrayRef<func::FuncOp> roots) {
+  llvm::DenseSet<Operation *> reached;
+  SmallVector<func::FuncOp> work(roots.begin(), roots.end());
+  for (func::FuncOp root : roots)
+    reached.insert(root);
+  while (!work.empty()) {
+    func::FuncOp f = work.pop_back_val();
+    if (auto uses = SymbolTable::getSymbolUses(f))
+      for (const SymbolTable::SymbolUse &use : *uses)
+        if (auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+                module, use.getSymbolRef()))
+          if (reached.insert(callee).second)
+            work.push_back(callee);
+  }
+  for (auto f : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+    if (llvm::is_contained(roots, f) || f.isExternal())
+      continue;
+    if (reached.contains(f))
+      f.setPrivate();
+    else
+      f.erase();
+  }
+}
+
 FailureOr<func::FuncOp> pipeopt::findModelFunction(ModuleOp module,
                                                    StringRef function,
                                                    StringRef hint) {

@@ -48,6 +48,14 @@ mlir::LogicalResult buildSingleStageProgram(mlir::ModuleOp module,
                                             llvm::StringRef function,
                                             int64_t numMicrobatches);
 
+/// Keeps `roots` and what they reach: functions they call (transitively)
+/// become private, so that pipe-prepare's inliner folds them in and removes
+/// them; functions with a body they do not reach (other models, unused
+/// helpers) are erased, so that they are neither partitioned nor compiled.
+/// The roots keep their visibility; declarations are kept.
+void keepReachedFunctions(mlir::ModuleOp module,
+                          llvm::ArrayRef<mlir::func::FuncOp> roots);
+
 /// The model function of `module`: the function named `function` (which must
 /// have a body), or, if `function` is empty, the only public function with a
 /// body. Errors are diagnostics: no such function, or zero / several
