@@ -1030,6 +1030,31 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
       return failure();
 
   Block &body = f.getBody().front();
+  if (options.wrt.empty())
+    return f.emitError() << kPrefix << "@"
+                         << (options.prefix.empty() ? f.getSymName()
+                                                    : StringRef(options.prefix))
+                         << " has no floating-point tensor argument to "
+                            "differentiate";
+  // Zeros and slices of the adjoints need static shapes.
+  for (BlockArgument a : body.getArguments())
+    if (auto t = dyn_cast<RankedTensorType>(a.getType()); t && !t.hasStaticShape())
+      return f.emitError() << kPrefix << "argument " << a.getArgNumber()
+                           << " has the dynamic shape " << t
+                           << "; only static shapes are differentiated";
+  WalkResult dynamic = body.walk([&](Operation *op) {
+    for (Value r : op->getResults())
+      if (auto t = dyn_cast<RankedTensorType>(r.getType());
+          t && !t.hasStaticShape()) {
+        op->emitError() << kPrefix << "this op's result has the dynamic "
+                                      "shape "
+                        << t << "; only static shapes are differentiated";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (dynamic.wasInterrupted())
+    return failure();
   SmallVector<Value> roots;
   for (unsigned i : options.wrt)
     roots.push_back(body.getArgument(i));
@@ -1047,6 +1072,11 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     grad.seeded.push_back(i);
     bwdInputs.push_back(r.getType());
   }
+  if (grad.seeded.empty())
+    return f.emitError()
+           << kPrefix << "no result of @" << f.getSymName()
+           << " is a floating-point tensor that depends on a differentiated "
+              "argument: there is no gradient to compute";
   SmallVector<Type> wrtTypes;
   for (unsigned i : options.wrt)
     wrtTypes.push_back(type.getInput(i));
@@ -1371,8 +1401,11 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
     unsigned rank = yt.getRank();
     auto posType = RankedTensorType::get(yt.getShape().drop_back(), elem);
     AffineMap id = b.getMultiDimIdentityMap(rank);
-    AffineMap pos = AffineMap::getMultiDimIdentityMap(rank, b.getContext())
-                        .getMajorSubMap(rank - 1);
+    // Positions: every loop but the classes (no result for rank-1 logits).
+    SmallVector<AffineExpr> posDims;
+    for (unsigned d = 0; d + 1 < rank; ++d)
+      posDims.push_back(b.getAffineDimExpr(d));
+    AffineMap pos = AffineMap::get(rank, 0, posDims, b.getContext());
     SmallVector<utils::IteratorType> its(rank - 1,
                                          utils::IteratorType::parallel);
     its.push_back(utils::IteratorType::reduction);
@@ -1532,8 +1565,13 @@ SmallVector<unsigned> autodiff::dataArguments(func::FuncOp f) {
       continue;
     }
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(def)) {
+      // The outer part of a split dimension ([32] -> [4, 8]) is that
+      // dimension; a unit dimension an expand adds in front of one
+      // ([10] -> [1, 10], a bias) is not.
       for (auto [i, group] : llvm::enumerate(e.getReassociationIndices()))
-        if (!group.empty() && group.front() == int64_t(d))
+        if (!group.empty() && group.front() == int64_t(d) &&
+            (e.getResultType().getDimSize(d) != 1 ||
+             e.getSrcType().getDimSize(i) == 1))
           push(e.getSrc(), i);
       continue;
     }
@@ -1559,6 +1597,35 @@ SmallVector<unsigned> autodiff::dataArguments(func::FuncOp f) {
       for (Value o : def->getOperands())
         push(o, d);
       continue;
+    }
+  }
+  // A batch-1 model whose batch dimension is squeezed away (JAX, torch-mlir
+  // exports at batch 1) reaches no argument: then the arguments with a
+  // leading 1 (rank >= 2) that no op reads as a parameter (through
+  // reshapes) are the data, as convert-pipe-to-runtime's `auto` rule says.
+  if (marked.empty()) {
+    for (BlockArgument a : body.getArguments()) {
+      auto t = dyn_cast<RankedTensorType>(a.getType());
+      if (!t || t.getRank() < 2 || t.getDimSize(0) != 1)
+        continue;
+      bool parameter = false;
+      SmallVector<Value> work{a};
+      while (!work.empty() && !parameter) {
+        Value v = work.pop_back_val();
+        for (OpOperand &use : v.getUses()) {
+          Operation *user = use.getOwner();
+          if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+                  tensor::CastOp>(user)) {
+            work.push_back(user->getResult(0));
+            continue;
+          }
+          if (llvm::is_contained(cost::parameterOperands(user),
+                                 use.getOperandNumber()))
+            parameter = true;
+        }
+      }
+      if (!parameter)
+        marked.insert(a.getArgNumber());
     }
   }
   for (unsigned i = 0; i < body.getNumArguments(); ++i)

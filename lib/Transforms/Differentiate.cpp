@@ -22,6 +22,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 namespace pipeopt {
 #define GEN_PASS_DEF_DIFFERENTIATEPASS
@@ -104,10 +105,11 @@ LogicalResult DifferentiatePass::differentiateOne(
   Builder b(f->getContext());
   FunctionType type = f.getFunctionType();
   unsigned numArgs = type.getNumInputs();
-  for (const IndexOption *o : {&trainableOpt, &dataOpt})
+  for (auto [o, name] : {std::pair{&trainableOpt, "trainable"},
+                         std::pair{&dataOpt, "microbatch-args"}})
     for (unsigned i : o->indices)
       if (i >= numArgs)
-        return f.emitError() << kPass << "argument " << i
+        return f.emitError() << kPass << name << ": argument " << i
                              << " does not exist: @" << f.getSymName()
                              << " has " << numArgs << " arguments";
 
@@ -127,6 +129,11 @@ LogicalResult DifferentiatePass::differentiateOne(
     data = dataOpt.indices;
     break;
   }
+  // Constants pipe-lift-constants made arguments are weights, never data.
+  if (auto lifted = f->getAttrOfType<DenseI64ArrayAttr>("pipe.lifted_constants"))
+    llvm::erase_if(data, [&](unsigned i) {
+      return llvm::is_contained(lifted.asArrayRef(), int64_t(i));
+    });
   SmallVector<unsigned> trainable;
   switch (trainableOpt.kind) {
   case IndexOption::Auto:
@@ -280,6 +287,13 @@ void DifferentiatePass::runOnOperation() {
     SmallVector<StringRef> names;
     StringRef(functions).split(names, ',', -1, false);
     for (StringRef n : names) {
+      if (llvm::any_of(targets, [&](func::FuncOp t) {
+            return t.getSymName() == n.trim();
+          })) {
+        emitError(loc) << kPass << "functions: @" << n.trim()
+                       << " is listed twice";
+        return signalPassFailure();
+      }
       auto fn = module.lookupSymbol<func::FuncOp>(n.trim());
       if (!fn || fn.isExternal()) {
         emitError(loc) << kPass << "no function @" << n.trim()
@@ -293,9 +307,18 @@ void DifferentiatePass::runOnOperation() {
       if (!fn.isExternal() && fn->hasAttr("pipe.stage"))
         targets.push_back(fn);
     if (targets.empty()) {
+      // Functions an earlier run generated are not candidates, so that a
+      // second run names the differentiated model.
+      llvm::StringSet<> generated;
+      for (auto fn : module.getOps<func::FuncOp>())
+        if (auto info = fn->getAttrOfType<DictionaryAttr>("pipe.gradient"))
+          for (NamedAttribute a : info)
+            if (auto ref = dyn_cast<FlatSymbolRefAttr>(a.getValue()))
+              generated.insert(ref.getValue());
       SmallVector<func::FuncOp> candidates;
       for (auto fn : module.getOps<func::FuncOp>())
-        if (fn.isPublic() && !fn.isExternal())
+        if (fn.isPublic() && !fn.isExternal() &&
+            !generated.contains(fn.getSymName()))
           candidates.push_back(fn);
       if (candidates.size() != 1) {
         InFlightDiagnostic diag =

@@ -76,3 +76,35 @@ func.func private @f_bwd()
 func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = {}} {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Dynamic shapes.
+// expected-error @+1 {{pipe-differentiate: argument 1 has the dynamic shape 'tensor<?x3xf32>'; only static shapes are differentiated}}
+func.func @dynamic(%w: tensor<3x2xf32>, %x: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  return %x : tensor<?x3xf32>
+}
+
+// -----
+
+// Nothing to differentiate: scalar arguments only.
+// expected-error @+1 {{pipe-differentiate: @scalars has no floating-point tensor argument to differentiate}}
+func.func @scalars(%w: f32, %x: f32) -> f32 {
+  %m = arith.mulf %w, %x : f32
+  return %m : f32
+}
+
+// -----
+
+// No result depends on an argument (an integer result).
+// expected-error @+1 {{pipe-differentiate: no result of @int_result is a floating-point tensor that depends on a differentiated argument: there is no gradient to compute}}
+func.func @int_result(%x: tensor<4xf32>) -> tensor<4xi32> {
+  %e = tensor.empty() : tensor<4xi32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xi32>) {
+  ^bb0(%a: f32, %o: i32):
+    %t = arith.fptosi %a : f32 to i32
+    linalg.yield %t : i32
+  } -> tensor<4xi32>
+  return %r : tensor<4xi32>
+}

@@ -178,10 +178,13 @@ differentiateOp(mlir::Operation *op, llvm::ArrayRef<unsigned> weightOperands,
 
 /// The arguments of `f` that are per-example data: those whose leading
 /// dimension is the batch dimension, i.e. reaches the leading dimension of
-/// result 0 through the ops' indexing maps and reshapes (a contraction's
-/// right-hand side, a filter or a gathered table is never data, even when
-/// it shares a unit batch loop). Integer arguments are included when they
-/// index a gather (token ids). Returned ascending.
+/// result 0 through the ops' indexing maps, reshapes (not through a unit
+/// dimension an expand adds: [10] -> [1, 10]), slices and pads (a contraction's right-hand side, a
+/// filter or a gathered table is never followed, even when it shares a unit
+/// batch loop). Integer arguments are included when they index a gather
+/// (token ids). When no argument is reached (a batch-1 model whose batch
+/// dimension is squeezed away), the arguments with a leading 1 and rank >= 2
+/// that no op reads as a parameter. Returned ascending.
 llvm::SmallVector<unsigned> dataArguments(mlir::func::FuncOp f);
 
 } // namespace pipeopt::autodiff
