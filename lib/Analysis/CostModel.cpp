@@ -797,6 +797,12 @@ void CostAnalysis::setBackward(Operation *op, double backwardInputSeconds,
   cache[op] = c;
 }
 
+void CostAnalysis::setSavedActivationBytes(Operation *op, double bytes) {
+  OpCost c = get(op);
+  c.savedActivationBytes = bytes;
+  cache[op] = c;
+}
+
 void CostAnalysis::scale(Operation *op, double factor) {
   OpCost c = get(op);
   c.forwardSeconds *= factor;

@@ -1714,5 +1714,26 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
   for (auto [f, isW] : {std::pair{grad->b, false}, std::pair{grad->w, true}})
     for (Operation &g : f.getBody().front().without_terminator())
       visit(&g, isW);
-  return OpBackward{grad->savedBytes, grad->stashBytes};
+  OpBackward r{grad->savedBytes, grad->stashBytes, {}, {}, 0};
+  // What B+W reads: its first arguments are the function's (op's operands,
+  // then captured values); F returns op's results, then the saved values.
+  Block &bb = grad->bwd.getBody().front();
+  r.readsOperand.assign(op->getNumOperands(), false);
+  for (unsigned i = 0; i < op->getNumOperands(); ++i)
+    r.readsOperand[i] = !bb.getArgument(i).use_empty();
+  r.readsResult.assign(op->getNumResults(), false);
+  Operation *ret = grad->fwd.getBody().front().getTerminator();
+  unsigned numResults = op->getNumResults();
+  for (unsigned k = 0; k < grad->numSaved; ++k) {
+    Value saved = ret->getOperand(numResults + k);
+    auto it = llvm::find(ret->getOperands().take_front(numResults), saved);
+    if (it != ret->operand_begin() + numResults)
+      r.readsResult[it - ret->operand_begin()] = true;
+    else if (auto a = dyn_cast<BlockArgument>(saved);
+             a && a.getArgNumber() < op->getNumOperands())
+      r.readsOperand[a.getArgNumber()] = true;
+    else
+      r.internalSavedBytes += bytesOf(saved.getType());
+  }
+  return r;
 }

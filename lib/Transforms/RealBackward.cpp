@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace pipeopt;
@@ -32,21 +33,25 @@ static bool isAccumulatorInit(Operation *op) {
 
 /// Training: the B and W times of every op from its generated backward
 /// (pipeopt/Autodiff: the op differentiated on its own, every generated op
-/// costed by the roofline), in place of the per-op-class rule. Ops that
-/// differ only in their operands (a transformer's repeated layers) are
+/// costed by the roofline), in place of the per-op-class rule, and the
+/// saved activations: an op's results that its own backward or a
+/// consumer's reads (plus a lowered TOSA op's saved intermediates). Ops
+/// that differ only in their operands (a transformer's repeated layers) are
 /// differentiated once. Ops without a derivative rule keep the rule.
-void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
-                             ArrayRef<Operation *> ops,
-                             const cost::Hardware &hw) {
+double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
+                                 ArrayRef<Operation *> ops,
+                                 const cost::Hardware &hw) {
   struct Entry {
     Operation *op;
-    double b, w;
-    bool ok;
+    double b = 0, w = 0;
+    bool ok = false;
+    autodiff::OpBackward reads;
   };
   llvm::DenseMap<llvm::hash_code, SmallVector<Entry, 1>> seen;
+  llvm::DenseMap<Operation *, Entry> entries;
+  llvm::DenseSet<Value> needed; // results some backward reads
+  llvm::DenseSet<Value> neededArgs; // non-weight arguments one reads
   for (Operation *op : ops) {
-    if (analysis.get(op).measured)
-      continue;
     llvm::hash_code h = llvm::hash_combine(
         OperationEquivalence::computeHash(
             op, OperationEquivalence::ignoreHashValue,
@@ -62,7 +67,7 @@ void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
               e.op, op, OperationEquivalence::ignoreValueEquivalence, nullptr,
               OperationEquivalence::IgnoreLocations))
         found = &e;
-    Entry entry{op, 0, 0, false};
+    Entry entry{op};
     if (found) {
       entry = *found;
       entry.op = op;
@@ -75,10 +80,46 @@ void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
             (isW ? entry.w : entry.b) += t;
           });
       entry.ok = succeeded(r);
+      if (entry.ok)
+        entry.reads = std::move(*r);
       bucket.push_back(entry);
     }
-    if (entry.ok)
-      analysis.setBackward(op, entry.b, entry.w);
+    if (entry.ok) {
+      if (!analysis.get(op).measured)
+        analysis.setBackward(op, entry.b, entry.w);
+      SmallVector<unsigned> params = cost::parameterOperands(op);
+      for (auto [i, read] : llvm::enumerate(entry.reads.readsOperand))
+        if (read) {
+          needed.insert(op->getOperand(i));
+          if (isa<BlockArgument>(op->getOperand(i)) &&
+              !llvm::is_contained(params, unsigned(i)))
+            neededArgs.insert(op->getOperand(i));
+        }
+      for (auto [j, read] : llvm::enumerate(entry.reads.readsResult))
+        if (read)
+          needed.insert(op->getResult(j));
+    }
+    entries[op] = std::move(entry);
   }
+  // Saved activations. An op without a float result (an index computation,
+  // token ids) has no backward of its own but may be read by a consumer's;
+  // an op with one that could not be differentiated keeps the rule.
+  for (Operation *op : ops) {
+    const Entry &e = entries[op];
+    bool floatResult = llvm::any_of(op->getResultTypes(), [](Type t) {
+      auto rt = dyn_cast<RankedTensorType>(t);
+      return rt && isa<FloatType>(rt.getElementType());
+    });
+    if (!e.ok && floatResult)
+      continue;
+    double bytes = e.ok ? double(e.reads.internalSavedBytes) : 0.0;
+    for (Value r : op->getResults())
+      if (needed.contains(r))
+        bytes += cost::typeBytes(r.getType());
+    analysis.setSavedActivationBytes(op, bytes);
+  }
+  double argBytes = 0;
+  for (Value a : neededArgs)
+    argBytes += cost::typeBytes(a.getType());
+  return argBytes;
 }
-

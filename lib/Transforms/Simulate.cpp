@@ -178,7 +178,8 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       SmallVector<Operation *> ops;
       for (Operation &op : fn.getBody().front().without_terminator())
         ops.push_back(&op);
-      costRealBackward(analysis, ops, hw);
+      // The stage inputs its backward reads are kept per microbatch too.
+      c.activationBytes += costRealBackward(analysis, ops, hw);
     }
     llvm::DenseSet<Value> weights;
     for (Block &block : fn.getBody())

@@ -11,9 +11,13 @@
 // RUN: FileCheck %s --input-file=%t.rule.json --check-prefix=RULE
 // RUN: not pipeopt %s --pipe-partition="num-stages=1 backward-cost=none" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 
+// The backward of y = x w reads x and w, both arguments, not y: no op
+// result is saved (the rule counts y, 4096 B).
+// CHECK: "activation_bytes": 0,
 // CHECK: "backward_input_s": [[F:[0-9.e+-]+]],
 // CHECK-NEXT: "backward_weight_s": 2.0122{{[0-9]*}}e-06,
 // CHECK: "forward_s": [[F]],
+// RULE: "activation_bytes": 4096,
 // RULE: "backward_input_s": [[F:[0-9.e+-]+]],
 // RULE-NEXT: "backward_weight_s": [[F]],
 // RULE: "forward_s": [[F]],

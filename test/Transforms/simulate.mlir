@@ -131,7 +131,9 @@
 // The default B and W times cost each op's generated backward: B of a
 // matmul with a weight is one matmul (dx = dy w^T), F's time exactly; W
 // (dw = x^T dy) reads its zero-initialized accumulator too, so it is a
-// little more. The per-op-class rule (above) says B = W = F.
+// little more. The per-op-class rule (above) says B = W = F. The
+// activation is what the backward reads: the stage input x (16x64 f32 =
+// 4096 B), not the matmul's result (the rule's 4096 B by coincidence).
 // GENERATED: stage costs
 // GENERATED-NEXT: F (s)
 // GENERATED-NEXT: 0 [[F:[0-9.e+-]+]] [[F]] 2.01223e-06 4096 65536 4096

@@ -289,6 +289,9 @@ public:
   /// the cost of its generated B and W ops; measured times are kept.
   void setBackward(mlir::Operation *op, double backwardInputSeconds,
                    double backwardWeightSeconds);
+  /// Replaces the estimated saved-activation bytes of `op` (per
+  /// microbatch), e.g. with what its generated backward reads.
+  void setSavedActivationBytes(mlir::Operation *op, double bytes);
   /// Scales forward, B and W times of `op` by `factor`, marking it measured.
   void scale(mlir::Operation *op, double factor);
 

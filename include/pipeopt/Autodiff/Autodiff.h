@@ -161,6 +161,13 @@ struct OpBackward {
   int64_t savedBytes = 0;
   /// Bytes B stashes for W.
   int64_t stashBytes = 0;
+  /// Per operand of the op: whether its backward reads it.
+  llvm::SmallVector<bool> readsOperand;
+  /// Per result of the op: whether its backward reads it (saved).
+  llvm::SmallVector<bool> readsResult;
+  /// Bytes of saved values that are neither operands nor results (the
+  /// intermediates of a TOSA op lowered to several linalg ops).
+  int64_t internalSavedBytes = 0;
 };
 
 /// Differentiates a copy of `op` alone: a temporary function whose
