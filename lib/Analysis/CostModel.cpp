@@ -725,6 +725,15 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
     break;
   }
 
+  // B and W FLOPs in the ratio of the times (the rule's B = F means the
+  // same FLOPs as F).
+  if (c.forwardSeconds > 0) {
+    c.backwardInputFlops =
+        c.flops * c.backwardInputSeconds / c.forwardSeconds;
+    c.backwardWeightFlops =
+        c.flops * c.backwardWeightSeconds / c.forwardSeconds;
+  }
+
   // Saved activations: the results of ops that compute something.
   if (c.kind != OpKind::Constant && c.kind != OpKind::View &&
       c.kind != OpKind::Fill)
@@ -788,12 +797,16 @@ void CostAnalysis::setMeasured(Operation *op, const Profile::Times &times) {
 }
 
 void CostAnalysis::setBackward(Operation *op, double backwardInputSeconds,
-                               double backwardWeightSeconds) {
+                               double backwardWeightSeconds,
+                               double backwardInputFlops,
+                               double backwardWeightFlops) {
   OpCost c = get(op);
-  if (c.measured)
-    return;
-  c.backwardInputSeconds = backwardInputSeconds;
-  c.backwardWeightSeconds = backwardWeightSeconds;
+  c.backwardInputFlops = backwardInputFlops;
+  c.backwardWeightFlops = backwardWeightFlops;
+  if (!c.measured) {
+    c.backwardInputSeconds = backwardInputSeconds;
+    c.backwardWeightSeconds = backwardWeightSeconds;
+  }
   cache[op] = c;
 }
 

@@ -84,6 +84,7 @@ struct GraphInfo {
 struct Raw {
   double compute = 0, flops = 0, params = 0, acts = 0;
   double forward = 0, backwardInput = 0, backwardWeight = 0;
+  double backwardInputFlops = 0, backwardWeightFlops = 0;
   double recvBytes = 0, sendBytes = 0, fanoutBytes = 0;
   long long recvMsgs = 0, sendMsgs = 0;
   int numOps = 0, numRemat = 0;
@@ -277,6 +278,8 @@ void addPhases(Raw &r, const Node &n, bool training) {
   if (training) {
     r.backwardInput += n.backwardInputSeconds;
     r.backwardWeight += n.backwardWeightSeconds;
+    r.backwardInputFlops += n.backwardInputFlops;
+    r.backwardWeightFlops += n.backwardWeightFlops;
   }
 }
 
@@ -354,6 +357,8 @@ Priced price(const GraphInfo &info, const Options &opts,
     sr.forwardSeconds = r.forward;
     sr.backwardInputSeconds = r.backwardInput;
     sr.backwardWeightSeconds = r.backwardWeight;
+    sr.backwardInputFlops = r.backwardInputFlops;
+    sr.backwardWeightFlops = r.backwardWeightFlops;
     sr.commSeconds = commOf(coeffs[s], r.recvMsgs, r.recvBytes, r.sendMsgs,
                             r.sendBytes);
     sr.timeSeconds = sr.computeSeconds + sr.commSeconds;
@@ -1500,6 +1505,8 @@ llvm::json::Value pipeopt::partition::toJSON(const Report &r) {
         {"forward_s", s.forwardSeconds},
         {"backward_input_s", s.backwardInputSeconds},
         {"backward_weight_s", s.backwardWeightSeconds},
+        {"backward_input_flops", s.backwardInputFlops},
+        {"backward_weight_flops", s.backwardWeightFlops},
         {"comm_s", s.commSeconds},
         {"flops", s.flops},
         {"param_bytes", s.paramBytes},

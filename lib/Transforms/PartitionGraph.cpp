@@ -129,6 +129,8 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
     node.backwardInputSeconds = c.backwardInputSeconds;
     node.backwardWeightSeconds = c.backwardWeightSeconds;
     node.flops = c.flops;
+    node.backwardInputFlops = c.backwardInputFlops;
+    node.backwardWeightFlops = c.backwardWeightFlops;
     node.rematerializable = remat[i];
     if (!remat[i]) {
       node.outputBytes = c.savedActivationBytes;

@@ -43,7 +43,7 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
                                  const cost::Hardware &hw) {
   struct Entry {
     Operation *op;
-    double b = 0, w = 0;
+    double b = 0, w = 0, bFlops = 0, wFlops = 0;
     bool ok = false;
     autodiff::OpBackward reads;
   };
@@ -76,8 +76,9 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
           op, cost::parameterOperands(op), [&](Operation *g, bool isW) {
             if (isAccumulatorInit(g))
               return;
-            double t = cost::estimateOp(g, hw.device).forwardSeconds;
-            (isW ? entry.w : entry.b) += t;
+            cost::OpCost c = cost::estimateOp(g, hw.device);
+            (isW ? entry.w : entry.b) += c.forwardSeconds;
+            (isW ? entry.wFlops : entry.bFlops) += c.flops;
           });
       entry.ok = succeeded(r);
       if (entry.ok)
@@ -85,8 +86,7 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
       bucket.push_back(entry);
     }
     if (entry.ok) {
-      if (!analysis.get(op).measured)
-        analysis.setBackward(op, entry.b, entry.w);
+      analysis.setBackward(op, entry.b, entry.w, entry.bFlops, entry.wFlops);
       SmallVector<unsigned> params = cost::parameterOperands(op);
       for (auto [i, read] : llvm::enumerate(entry.reads.readsOperand))
         if (read) {

@@ -3,7 +3,7 @@
 // with a weight, B (dx = dy w^T) costs exactly F, W (dw = x^T dy) a little
 // more (it also reads its zero-initialized accumulator); with
 // backward-cost=rule the per-op-class rule gives B = W = F. The report
-// shows every stage's F, B and W.
+// shows every stage's F, B and W times and FLOPs.
 //
 // RUN: pipeopt %s --pipe-partition="num-stages=1 training=true report=%t.json" -o /dev/null
 // RUN: FileCheck %s --input-file=%t.json
@@ -13,12 +13,18 @@
 
 // The backward of y = x w reads x and w, both arguments, not y: no op
 // result is saved (the rule counts y, 4096 B).
+// B and W each do the forward's 2 x 16 x 64 x 64 = 131072 FLOP.
 // CHECK: "activation_bytes": 0,
-// CHECK: "backward_input_s": [[F:[0-9.e+-]+]],
+// CHECK: "backward_input_flops": 131072,
+// CHECK-NEXT: "backward_input_s": [[F:[0-9.e+-]+]],
+// CHECK-NEXT: "backward_weight_flops": 131072,
 // CHECK-NEXT: "backward_weight_s": 2.0122{{[0-9]*}}e-06,
+// CHECK: "flops": 131072,
 // CHECK: "forward_s": [[F]],
 // RULE: "activation_bytes": 4096,
-// RULE: "backward_input_s": [[F:[0-9.e+-]+]],
+// RULE: "backward_input_flops": 131072,
+// RULE-NEXT: "backward_input_s": [[F:[0-9.e+-]+]],
+// RULE-NEXT: "backward_weight_flops": 131072,
 // RULE-NEXT: "backward_weight_s": [[F]],
 // RULE: "forward_s": [[F]],
 // BAD: pipe-partition: backward-cost must be 'generated' or 'rule', got 'none'

@@ -173,6 +173,9 @@ struct OpCost {
   double backwardInputSeconds = 0;
   /// Backward weight-gradient time W (seconds).
   double backwardWeightSeconds = 0;
+  /// B and W floating-point operations (FLOP): the rule's B / F and W / F
+  /// time ratios times `flops`, or the generated backward's own.
+  double backwardInputFlops = 0, backwardWeightFlops = 0;
   /// Bytes of the parameters this op reads (function arguments or constants
   /// in weight positions, see isParameter()); shared weights are counted by
   /// every reader here, the partition pass attributes them once.
@@ -288,7 +291,8 @@ public:
   /// Replaces the estimated backward times of `op` (seconds), e.g. with
   /// the cost of its generated B and W ops; measured times are kept.
   void setBackward(mlir::Operation *op, double backwardInputSeconds,
-                   double backwardWeightSeconds);
+                   double backwardWeightSeconds, double backwardInputFlops,
+                   double backwardWeightFlops);
   /// Replaces the estimated saved-activation bytes of `op` (per
   /// microbatch), e.g. with what its generated backward reads.
   void setSavedActivationBytes(mlir::Operation *op, double bytes);

@@ -108,6 +108,8 @@ struct Node {
   double backwardWeightSeconds = 0;
   /// Forward floating-point operations (FLOP); reported, not optimized.
   double flops = 0;
+  /// B and W floating-point operations (FLOP), when training; reported.
+  double backwardInputFlops = 0, backwardWeightFlops = 0;
   /// Parameter bytes owned by this node. A weight listed in the `weights` of
   /// several placed nodes must be attributed here to its first reader in the
   /// order only; every other stage that reads it is charged one more copy
@@ -268,6 +270,8 @@ struct StageReport {
          backwardWeightSeconds = 0;
   double commSeconds = 0;    ///< priced transfers (s)
   double flops = 0;          ///< forward FLOP incl. remat copies
+  /// B and W FLOP incl. remat copies (0 unless training).
+  double backwardInputFlops = 0, backwardWeightFlops = 0;
   double paramBytes = 0;
   double activationBytes = 0; ///< per microbatch
   double sendBytes = 0;       ///< Out(s): once per value
