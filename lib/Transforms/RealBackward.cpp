@@ -38,9 +38,9 @@ static bool isAccumulatorInit(Operation *op) {
 /// consumer's reads (plus a lowered TOSA op's saved intermediates). Ops
 /// that differ only in their operands (a transformer's repeated layers) are
 /// differentiated once. Ops without a derivative rule keep the rule.
-double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
-                                 ArrayRef<Operation *> ops,
-                                 const cost::Hardware &hw) {
+void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
+                               ArrayRef<Operation *> ops,
+                               const cost::Hardware &hw) {
   struct Entry {
     Operation *op;
     double b = 0, w = 0, bFlops = 0, wFlops = 0;
@@ -51,6 +51,7 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
   llvm::DenseMap<Operation *, Entry> entries;
   llvm::DenseSet<Value> needed; // results some backward reads
   llvm::DenseSet<Value> neededArgs; // non-weight arguments one reads
+  llvm::DenseMap<Operation *, double> argBytesOf; // ... charged to this op
   for (Operation *op : ops) {
     llvm::hash_code h = llvm::hash_combine(
         OperationEquivalence::computeHash(
@@ -90,10 +91,14 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
       SmallVector<unsigned> params = cost::parameterOperands(op);
       for (auto [i, read] : llvm::enumerate(entry.reads.readsOperand))
         if (read) {
-          needed.insert(op->getOperand(i));
-          if (isa<BlockArgument>(op->getOperand(i)) &&
-              !llvm::is_contained(params, unsigned(i)))
-            neededArgs.insert(op->getOperand(i));
+          Value v = op->getOperand(i);
+          needed.insert(v);
+          // A function argument (a stage input, the data) the backward
+          // reads is kept by the first op that reads it.
+          if (isa<BlockArgument>(v) &&
+              !llvm::is_contained(params, unsigned(i)) &&
+              neededArgs.insert(v).second)
+            argBytesOf[op] += cost::typeBytes(v.getType());
         }
       for (auto [j, read] : llvm::enumerate(entry.reads.readsResult))
         if (read)
@@ -113,13 +118,10 @@ double pipeopt::costRealBackward(cost::CostAnalysis &analysis,
     if (!e.ok && floatResult)
       continue;
     double bytes = e.ok ? double(e.reads.internalSavedBytes) : 0.0;
+    bytes += argBytesOf.lookup(op);
     for (Value r : op->getResults())
       if (needed.contains(r))
         bytes += cost::typeBytes(r.getType());
     analysis.setSavedActivationBytes(op, bytes);
   }
-  double argBytes = 0;
-  for (Value a : neededArgs)
-    argBytes += cost::typeBytes(a.getType());
-  return argBytes;
 }

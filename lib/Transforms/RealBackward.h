@@ -21,14 +21,14 @@ namespace pipeopt {
 /// `hw.device`. Ops that differ only in their operands (a transformer's
 /// repeated layers) are differentiated once; measured ops and ops without a
 /// derivative rule keep their times. Saved-activation bytes become the
-/// bytes of each op's results that its own or a consumer's backward reads.
-/// Returns the bytes of the function arguments (not read as weights) some
-/// backward reads: the stage inputs a stage keeps per microbatch. The
+/// bytes of each op's results that its own or a consumer's backward reads,
+/// plus, for the first op whose backward reads a function argument that is
+/// not a weight (a stage input, the data), that argument's bytes. The
 /// caller's pass must declare the linalg, tensor, arith, math, scf and
 /// affine dialects as dependent.
-double costRealBackward(cost::CostAnalysis &analysis,
-                        llvm::ArrayRef<mlir::Operation *> ops,
-                        const cost::Hardware &hw);
+void costRealBackward(cost::CostAnalysis &analysis,
+                      llvm::ArrayRef<mlir::Operation *> ops,
+                      const cost::Hardware &hw);
 
 } // namespace pipeopt
 

@@ -178,8 +178,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       SmallVector<Operation *> ops;
       for (Operation &op : fn.getBody().front().without_terminator())
         ops.push_back(&op);
-      // The stage inputs its backward reads are kept per microbatch too.
-      c.activationBytes += costRealBackward(analysis, ops, hw);
+      costRealBackward(analysis, ops, hw);
     }
     llvm::DenseSet<Value> weights;
     for (Block &block : fn.getBody())
