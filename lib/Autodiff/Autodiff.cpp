@@ -215,6 +215,20 @@ linalg::GenericOp pruneInputs(OpBuilder &b, linalg::GenericOp g) {
   return pruned;
 }
 
+/// The values `ops` (in order) compute that depend on `roots`: the
+/// results resultActivity() marks, transitively.
+llvm::DenseSet<Value> activeIn(ArrayRef<Operation *> ops,
+                               ArrayRef<Value> roots) {
+  llvm::DenseSet<Value> active(roots.begin(), roots.end());
+  for (Operation *op : ops)
+    for (auto [r, a] : llvm::zip(op->getResults(), resultActivity(op, [&](Value v) {
+                                   return active.contains(v);
+                                 })))
+      if (a)
+        active.insert(r);
+  return active;
+}
+
 /// How output j of a linalg op combines its body value with the output.
 enum class Combine { Elementwise, Sum, Difference, Max, Min };
 
@@ -282,6 +296,10 @@ public:
     return success();
   }
 
+  /// The clone of an original body value (itself if not cloned: a value
+  /// captured from outside).
+  Value cloneOf(Value bodyValue) { return bm.lookupOrDefault(bodyValue); }
+
   /// The adjoint of (the clone of) an original body value, or null.
   Value adjointOf(Value bodyValue) {
     return adj.lookup(bm.lookupOrDefault(bodyValue));
@@ -324,15 +342,10 @@ public:
       results.push_back(fwdMap.lookupOrDefault(r));
 
     // Active: depends on a differentiated argument.
+    SmallVector<Value> roots;
     for (unsigned i : wrt)
-      active.insert(args[i]);
-    for (Operation *op : fwdOps)
-      for (auto [r, a] : llvm::zip(op->getResults(),
-                                   resultActivity(op, [&](Value v) {
-                                     return active.contains(v);
-                                   })))
-        if (a)
-          active.insert(r);
+      roots.push_back(args[i]);
+    active = activeIn(fwdOps, roots);
     // Useful: reaches a seeded result.
     for (auto [r, s] : llvm::zip(results, seeds))
       if (s)
@@ -715,7 +728,7 @@ private:
       case Combine::Min: {
         // The gradient goes to every element equal to the extremum.
         Value eq = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
-                                         currentBodyValue(rev, s.bodyValue),
+                                         rev.cloneOf(s.bodyValue),
                                          y(s.result));
         Value zero =
             arith::ConstantOp::create(nb, loc, g.getType(),
@@ -726,11 +739,6 @@ private:
       }
       rev.seed(s.bodyValue, g);
     }
-  }
-
-  /// The clone of a body value (set by seedBody's caller through bm).
-  Value currentBodyValue(BodyReverse &, Value bodyValue) {
-    return currentMapping->lookupOrDefault(bodyValue);
   }
 
   LogicalResult operandAdjoint(linalg::LinalgOp op, linalg::GenericOp g,
@@ -795,7 +803,6 @@ private:
             bm.map(a, args[i]);
           BodyReverse rev(nb, g, bm);
           rev.cloneBody();
-          currentMapping = &bm;
           seedBody(
               nb, l, rev, seeds, [&](unsigned j) { return args[dyPos[j]]; },
               [&](unsigned j) { return args[yPos[j]]; });
@@ -881,7 +888,6 @@ private:
               bm.map(index.getResult(), ivs[index.getDim()]);
           BodyReverse rev(nb, g, bm);
           rev.cloneBody();
-          currentMapping = &bm;
           auto p = [&](unsigned j) {
             return g.getMatchingIndexingMap(g.getDpsInitOperand(j));
           };
@@ -914,21 +920,7 @@ private:
   OpBuilder &b;
   llvm::DenseSet<Value> active, useful;
   DenseMap<Value, Value> adj;
-  IRMapping *currentMapping = nullptr;
 };
-
-/// Values `f`'s body computes that depend on `roots` (forward slice over
-/// ops and the values their regions capture).
-llvm::DenseSet<Value> activeIn(Block &body, ArrayRef<Value> roots) {
-  llvm::DenseSet<Value> active(roots.begin(), roots.end());
-  for (Operation &op : body.without_terminator())
-    for (auto [r, a] : llvm::zip(op.getResults(), resultActivity(&op, [&](Value v) {
-                                   return active.contains(v);
-                                 })))
-      if (a)
-        active.insert(r);
-  return active;
-}
 
 /// Ops of `body` (top level) that compute `roots`, transitively.
 llvm::DenseSet<Operation *> sliceOf(Block &body, ArrayRef<Value> roots) {
@@ -1058,7 +1050,10 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   SmallVector<Value> roots;
   for (unsigned i : options.wrt)
     roots.push_back(body.getArgument(i));
-  llvm::DenseSet<Value> active = activeIn(body, roots);
+  SmallVector<Operation *> bodyOps;
+  for (Operation &op : body.without_terminator())
+    bodyOps.push_back(&op);
+  llvm::DenseSet<Value> active = activeIn(bodyOps, roots);
   Gradient grad;
   SmallVector<Type> bwdInputs(type.getInputs());
   for (auto [i, r] : llvm::enumerate(body.getTerminator()->getOperands())) {
