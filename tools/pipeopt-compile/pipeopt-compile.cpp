@@ -48,6 +48,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -112,8 +113,8 @@ static cl::opt<int64_t>
                     cl::init(4), cl::cat(category));
 static cl::opt<std::string>
     schedule("schedule",
-             cl::desc("Schedule for pipe-schedule (front half); must be "
-                      "forward-only for execution"),
+             cl::desc("Schedule for pipe-schedule (front half); default "
+                      "forward-only, with --train 1f1b"),
              cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
              cl::cat(category));
 static cl::opt<std::string> partitionOptions(
@@ -133,13 +134,37 @@ static cl::opt<std::string> microbatchArgs(
     cl::init("auto"), cl::cat(category));
 
 // Training (--train): pipe-differentiate's options, forwarded as they are
-// (the pass checks them). Only the reference can be executed for now.
+// (the pass checks them), and the optimizer the runtime applies.
 static cl::opt<bool>
     train("train",
           cl::desc("Compile a training step: loss and gradients of every "
-                   "trainable argument, averaged over the microbatches (needs "
-                   "--reference; pipe-differentiate)"),
+                   "trainable argument, averaged over the microbatches, and "
+                   "the --optimizer update (pipe-differentiate; pipelined: "
+                   "pipe-materialize-backward)"),
           cl::cat(category));
+static cl::opt<std::string> optimizer(
+    "optimizer",
+    cl::desc("Update after each training step: none, sgd, momentum (SGD with "
+             "momentum) or adamw; default none with --reference (loss and "
+             "gradients only), sgd otherwise"),
+    cl::cat(category));
+static cl::opt<double> lr("lr", cl::desc("Learning rate (default 0.01)"),
+                          cl::init(0.01), cl::cat(category));
+static cl::opt<double> momentumOpt(
+    "momentum", cl::desc("Momentum of --optimizer momentum (default 0.9)"),
+    cl::init(0.9), cl::cat(category));
+static cl::opt<std::string>
+    betas("betas", cl::desc("AdamW's B1,B2 (default 0.9,0.999)"),
+          cl::init("0.9,0.999"), cl::cat(category));
+static cl::opt<double> epsOpt("eps",
+                              cl::desc("AdamW's epsilon (default 1e-8)"),
+                              cl::init(1e-8), cl::cat(category));
+static cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Weight decay: L2 added to the gradient for sgd / momentum "
+             "(torch.optim.SGD), decoupled for adamw (torch.optim.AdamW); "
+             "default 0"),
+    cl::init(0.0), cl::cat(category));
 static cl::opt<std::string>
     loss("loss",
          cl::desc("Loss for --train: none (the model returns its own f32 "
@@ -441,6 +466,12 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
                        b.getStringAttr("grad_" + std::to_string(i)));
     grad.setResultAttr(k + 1, pipeopt::pipe::PipeDialect::getReduceAttrName(),
                        mean);
+    // With an optimizer the runtime takes the gradients (pipe.gradient),
+    // as in pipelined builds, and updates the weights after each step.
+    if (optimizer != "none")
+      grad.setResultAttr(k + 1,
+                         pipeopt::pipe::PipeDialect::getGradientOfAttrName(),
+                         b.getI64IntegerAttr(i));
   }
   if (hasTarget)
     grad.setArgAttr(wantArgs - 1,
@@ -459,6 +490,105 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
 }
 
 
+/// AdamW's betas from --betas "B1,B2" (each in [0, 1)).
+static double beta1 = 0.9, beta2 = 0.999;
+static LogicalResult parseBetas() {
+  auto [first, second] = llvm::StringRef(betas).split(',');
+  if (first.trim().getAsDouble(beta1) || second.trim().getAsDouble(beta2) ||
+      !(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1)) {
+    fail("--betas: expected two numbers B1,B2 in [0, 1), got '" + betas + "'");
+    return failure();
+  }
+  return success();
+}
+
+/// --train: the module attribute pipe.optimizer that convert-pipe-to-runtime
+/// writes to the manifest ("training"); the runtime applies the update.
+static void setOptimizer(ModuleOp module) {
+  Builder b(module.getContext());
+  SmallVector<NamedAttribute> entries{
+      b.getNamedAttr("name", b.getStringAttr(optimizer))};
+  if (optimizer != "none") {
+    entries.push_back(b.getNamedAttr("lr", b.getF64FloatAttr(lr)));
+    entries.push_back(
+        b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)));
+  }
+  if (optimizer == "momentum")
+    entries.push_back(
+        b.getNamedAttr("momentum", b.getF64FloatAttr(momentumOpt)));
+  if (optimizer == "adamw") {
+    entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
+    entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
+    entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(epsOpt)));
+  }
+  module->setAttr(pipeopt::pipe::PipeDialect::getOptimizerAttrName(),
+                  b.getDictionaryAttr(entries));
+}
+
+/// Pipelined --train: replaces the model function `modelName` by its loss
+/// function (`@<f>_loss(args..., [target]) -> tensor<f32>`, built by
+/// pipe-differentiate with this tool's --loss / --trainable /
+/// --microbatch-args) so that the front half partitions and schedules the
+/// loss too. The data arguments and the target are marked
+/// pipe.microbatched and the trainable arguments recorded as pipe.trainable
+/// (pipe-materialize-backward reads both). Returns the loss function's name.
+static FailureOr<std::string> buildTrainingModel(ModuleOp module,
+                                                 llvm::StringRef modelName) {
+  MLIRContext *ctx = module.getContext();
+  std::string pipeline =
+      ("pipe-prepare,pipe-differentiate{functions=" + modelName +
+       " loss=" + loss + " trainable=" + trainable +
+       " microbatch-args=" + microbatchArgs + "}")
+          .str();
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  std::string perr;
+  llvm::raw_string_ostream perrs(perr);
+  if (failed(parsePassPipeline(pipeline, pm, perrs))) {
+    fail("--train: cannot run '" + pipeline +
+         "': " + llvm::StringRef(perr).trim());
+    return failure();
+  }
+  if (failed(pm.run(module))) {
+    fail("--train: pipe-differentiate failed on @" + modelName);
+    return failure();
+  }
+  auto model = module.lookupSymbol<func::FuncOp>(modelName);
+  auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
+                    : DictionaryAttr();
+  auto lossRef = info ? info.getAs<FlatSymbolRefAttr>("loss_fn")
+                      : FlatSymbolRefAttr();
+  auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(lossRef.getAttr())
+                        : func::FuncOp();
+  if (!lossFn) {
+    fail("--train: @" + modelName +
+         " has no loss to train: give --loss=mse or --loss=cross-entropy, or "
+         "let the model return its loss as one f32 scalar (tensor<f32>)");
+    return failure();
+  }
+  Builder b(ctx);
+  auto microbatched = pipeopt::pipe::PipeDialect::getMicrobatchedAttrName();
+  bool hasTarget = lossFn.getNumArguments() > model.getNumArguments();
+  if (hasTarget)
+    lossFn.setArgAttr(lossFn.getNumArguments() - 1, microbatched,
+                      b.getUnitAttr());
+  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+    for (int64_t i : data.asArrayRef())
+      lossFn.setArgAttr(i, microbatched, b.getUnitAttr());
+  if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
+    lossFn->setAttr("pipe.trainable", t);
+  lossFn.setPublic();
+  // The runtime feeds per-microbatch slices to exactly these arguments (its
+  // `auto` rule would take a TOSA bias [1, 1, N], a parameter, for data).
+  std::string dataList;
+  for (unsigned i = 0; i < lossFn.getNumArguments(); ++i)
+    if (lossFn.getArgAttr(i, microbatched))
+      dataList += (dataList.empty() ? "" : ",") + std::to_string(i);
+  microbatchArgs = dataList.empty() ? "none" : dataList;
+  std::string name = lossFn.getSymName().str();
+  pipeopt::keepReachedFunctions(module, {lossFn});
+  return name;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeopt::registerAllPasses();
@@ -469,18 +599,47 @@ int main(int argc, char **argv) {
       "<model>.manifest.json for pipeopt-run\n");
   StepTimer timer;
 
-  // Training options without --train would be ignored; a pipelined
-  // training build cannot run yet.
+  // Training options without --train would be ignored.
   if (!train)
-    for (cl::Option *opt :
-         std::initializer_list<cl::Option *>{&loss, &trainable, &recompute})
+    for (cl::Option *opt : std::initializer_list<cl::Option *>{
+             &loss, &trainable, &recompute, &optimizer, &lr, &momentumOpt,
+             &betas, &epsOpt, &weightDecay})
       if (opt->getNumOccurrences())
         return fail("--" + opt->ArgStr +
                     " applies only to training builds "
                     "(--train)");
-  if (train && !reference)
-    return fail("--train: training execution of pipelined schedules is not "
-                "implemented yet (issue 11); use --reference");
+  if (train) {
+    if (optimizer.empty())
+      optimizer = reference ? "none" : "sgd";
+    if (!llvm::is_contained({"none", "sgd", "momentum", "adamw"},
+                            optimizer.getValue()))
+      return fail("--optimizer: expected none, sgd, momentum or adamw; got '" +
+                  optimizer + "'");
+    if (failed(parseBetas()))
+      return 1;
+    for (auto [opt, value] : {std::pair<cl::opt<double> *, double>{&lr, lr},
+                              {&momentumOpt, momentumOpt},
+                              {&epsOpt, epsOpt},
+                              {&weightDecay, weightDecay}})
+      if (!(value >= 0) || !std::isfinite(value))
+        return fail("--" + opt->ArgStr + ": expected a finite value >= 0, got " +
+                    llvm::formatv("{0}", value).str());
+    if (optimizer == "none")
+      for (cl::Option *opt : std::initializer_list<cl::Option *>{
+               &lr, &momentumOpt, &betas, &epsOpt, &weightDecay})
+        if (opt->getNumOccurrences())
+          return fail("--" + opt->ArgStr +
+                      " applies only with an optimizer (--optimizer "
+                      "sgd|momentum|adamw)");
+    if (optimizer != "momentum" && momentumOpt.getNumOccurrences())
+      return fail("--momentum applies only to --optimizer momentum");
+    if (optimizer != "adamw")
+      for (cl::Option *opt : std::initializer_list<cl::Option *>{&betas, &epsOpt})
+        if (opt->getNumOccurrences())
+          return fail("--" + opt->ArgStr + " applies only to --optimizer adamw");
+    if (!reference && schedule.getNumOccurrences() == 0)
+      schedule = "1f1b";
+  }
 
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
@@ -669,6 +828,13 @@ int main(int argc, char **argv) {
         *module, function, "choose one with --function=NAME");
     if (failed(model))
       return 1;
+    if (train) {
+      FailureOr<std::string> lossName =
+          buildTrainingModel(*module, model->getSymName());
+      if (failed(lossName))
+        return 1;
+      model = module->lookupSymbol<func::FuncOp>(*lossName);
+    }
     pipeopt::keepReachedFunctions(*module, {*model});
     PassManager pm(&context, ModuleOp::getOperationName());
     std::string pipeline;
@@ -691,8 +857,13 @@ int main(int argc, char **argv) {
       pipeopt::buildPipeoptPipeline(pm, *options);
       pipeline = "pipeopt-pipeline{" + pipeline + "}";
     }
+    if (train)
+      pm.addPass(pipeopt::createMaterializeBackwardPass(
+          pipeopt::MaterializeBackwardPassOptions{/*trainable=*/"auto",
+                                                  recompute.getValue()}));
     if (failed(pm.run(*module)))
-      return fail("front half failed (" + pipeline + ")");
+      return fail("front half failed (" + pipeline +
+                  (train ? ", pipe-materialize-backward" : "") + ")");
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
     // the front half ends with, so an inconsistent table (a missing send,
@@ -703,6 +874,8 @@ int main(int argc, char **argv) {
       return fail("the pipe.programs of the input do not form a valid "
                   "schedule (pipe-verify-schedule)");
   }
+  if (train)
+    setOptimizer(*module);
   timer.done("schedule");
   if (saveTemps || emit == Emit::Scheduled) {
     std::string path =

@@ -598,4 +598,74 @@ def LiftConstantsPass : Pass<"pipe-lift-constants", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// pipe-materialize-backward
+//===----------------------------------------------------------------------===//
+
+def MaterializeBackwardPass
+    : Pass<"pipe-materialize-backward", "::mlir::ModuleOp"> {
+  let summary = "Turns a scheduled training pipeline into executable F, B, W "
+                "and gradient actions.";
+  let description = [{
+    Input: a module after `pipe-schedule` of a training schedule (the stage
+    graph function, one `pipe.program` per rank with callee-less
+    `pipe.backward` actions). The stage graph function must return one
+    floating-point scalar, the loss (pipeopt-compile --train builds it with
+    `autodiff::buildLossFunction` before partitioning).
+
+    Every stage function is differentiated (`autodiff::differentiate`,
+    include/pipeopt/Autodiff/Autodiff.h) with respect to its floating-point
+    activation inputs (B) and its trainable model arguments (W), and every
+    program is rewritten (docs/Training.md, "Pipelined training"):
+
+    - `pipe.forward @s` calls `@s_fwd`, which also returns the values the
+      backward reads; they stay alive in the program until the last backward
+      action of the same (stage, microbatch) uses them, so a rank's
+      activation memory follows its schedule.
+    - `pipe.backward full|input|weight` gets a callee, `@s_train_bw`,
+      `@s_train_b` or `@s_train_w`: they build the gradients of the stage's
+      results (the sum of the incoming gradients of each result; 1 for the
+      loss), call the generated B+W / B / W and return the outgoing
+      gradients in the schedule's order, then the weight gradients
+      (`full`) or the B -> W stash (`input`). Each takes only the values
+      its backward reads.
+    - every weight gradient becomes a `pipe.gradient` of its model argument
+      (the runtime accumulates, reduces across ranks, averages over
+      microbatches and applies the optimizer).
+    - `pipe.stash_bytes` on every forward and backward action records the
+      non-weight bytes the rank still holds for that (stage, microbatch)
+      after it (what its later backward actions take);
+      convert-pipe-to-runtime reports it to the runtime, which measures each
+      rank's peak.
+
+    Errors: a module without a scheduled stage graph, a stage graph that does
+    not return one floating-point scalar (the loss), a stage whose backward
+    the autodiff library cannot build (the error is at the op), trainable
+    indices that are not floating-point arguments, programs that are
+    already materialized, and a backward action with no earlier forward of
+    the same (stage, microbatch) on its rank.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::pipeopt::pipe::PipeDialect"];
+  let options = [
+    Option<"trainable", "trainable", "std::string", "\"auto\"",
+           "Model arguments that are trained: auto (the stage graph "
+           "function's pipe.trainable attribute, else every floating-point "
+           "argument not marked pipe.microbatched), none, or indices I,J,...">,
+    Option<"recompute", "recompute", "std::string", "\"none\"",
+           "What the backward recomputes instead of saving: none, "
+           "elementwise, all">,
+  ];
+  let statistics = [
+    Statistic<"numStages", "stages", "Stage functions differentiated">,
+    Statistic<"numGradients", "gradients", "pipe.gradient ops emitted">,
+  ];
+}
+
 #endif // PIPEOPT_TRANSFORMS_PASSES_TD

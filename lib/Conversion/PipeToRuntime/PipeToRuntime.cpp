@@ -194,8 +194,18 @@ struct ManifestData {
   std::string schedule;
   std::map<int64_t, BoundaryTensor> inputs;
   std::map<int64_t, BoundaryOutput> outputs;
-  /// [rank] -> forward actions (stage, microbatch) in program order.
-  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> actions;
+  /// One action of a rank: kind (PIPEOPT_RT_ACTION_*: 0 F, 1 B, 2 W,
+  /// 3 BW), stage, microbatch.
+  struct Action {
+    int64_t kind, stage, microbatch;
+  };
+  /// [rank] -> actions in program order.
+  std::map<int64_t, std::vector<Action>> actions;
+  /// Trainable model argument -> ranks that hand the runtime its gradient
+  /// (pipe.gradient).
+  std::map<int64_t, std::set<int64_t>> parameters;
+  /// The module's pipe.optimizer attribute (null: none given).
+  DictionaryAttr optimizer;
   /// (stage, microbatch) -> rank that runs its forward.
   std::map<std::pair<int64_t, int64_t>, int64_t> forwardRank;
 };
@@ -365,13 +375,41 @@ llvm::json::Value manifestJson(const ManifestData &m,
     llvm::json::Array list;
     auto it = m.actions.find(r);
     if (it != m.actions.end())
-      for (auto [stage, mb] : it->second)
-        list.push_back(llvm::json::Object{{manifest::kKind, "F"},
-                                          {manifest::kStage, stage},
-                                          {manifest::kMicrobatch, mb}});
+      for (const ManifestData::Action &a : it->second) {
+        static const char *const kinds[] = {"F", "B", "W", "BW"};
+        list.push_back(llvm::json::Object{{manifest::kKind, kinds[a.kind]},
+                                          {manifest::kStage, a.stage},
+                                          {manifest::kMicrobatch, a.microbatch}});
+      }
     actions.push_back(std::move(list));
   }
   root[manifest::kActions] = std::move(actions);
+
+  // Training builds: the trainable arguments and the optimizer the runtime
+  // applies after each step (runtime/docs/Runtime.md, "Training builds").
+  if (!m.parameters.empty() || m.optimizer) {
+    llvm::json::Array params;
+    for (const auto &[index, ranks] : m.parameters) {
+      llvm::json::Array rs;
+      for (int64_t r : ranks)
+        rs.push_back(r);
+      params.push_back(llvm::json::Object{{manifest::kIndex, index},
+                                          {manifest::kRanks, std::move(rs)}});
+    }
+    root[manifest::kParameters] = std::move(params);
+    llvm::json::Object training;
+    training[manifest::kOptimizer] = "none";
+    if (m.optimizer)
+      for (NamedAttribute entry : m.optimizer) {
+        StringRef key = entry.getName().getValue();
+        if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+          training[key] = f.getValueAsDouble();
+        else if (auto t = dyn_cast<StringAttr>(entry.getValue()))
+          training[key == "name" ? manifest::kOptimizer : key] =
+              t.getValue().str();
+      }
+    root[manifest::kTraining] = std::move(training);
+  }
   return llvm::json::Value(std::move(root));
 }
 
@@ -420,6 +458,17 @@ private:
                       ArrayRef<int64_t> scalars);
 
   LogicalResult lowerOp(Operation *op);
+  /// After an action with `pipe.stash_bytes`: tells the runtime how many
+  /// activation bytes the rank still holds for (stage, microbatch).
+  LogicalResult reportStash(Operation *op, int64_t stage, int64_t mb) {
+    auto bytes = op->getAttrOfType<IntegerAttr>("pipe.stash_bytes");
+    if (!bytes)
+      return success();
+    Location loc = op->getLoc();
+    return callAndCheck(loc, "pipeopt_rt_stash", Type(),
+                        {i64(loc, stage), i64(loc, mb),
+                         i64(loc, bytes.getInt())});
+  }
 
   pipe::ProgramOp program;
   RuntimeDecls &decls;
@@ -606,7 +655,9 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
                             {kind, i64(loc, stage), i64(loc, mb)},
                             /*check=*/true)))
       return failure();
-    manifest.actions[rank].push_back({stage, mb});
+    manifest.actions[rank].push_back({0, stage, mb});
+    if (failed(reportStash(op, stage, mb)))
+      return failure();
     auto [it, inserted] = manifest.forwardRank.try_emplace({stage, mb}, rank);
     if (!inserted && it->second != rank)
       return op->emitOpError()
@@ -615,10 +666,47 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     manifest.numStages = std::max(manifest.numStages, stage + 1);
     return success();
   }
-  if (isa<pipe::BackwardOp>(op))
-    return op->emitOpError()
-           << "training (backward) actions cannot be executed yet; use a "
-              "forward-only schedule";
+  if (auto backward = dyn_cast<pipe::BackwardOp>(op)) {
+    if (!backward.getCallee())
+      return op->emitOpError()
+             << "has no callee: run pipe-materialize-backward first (it "
+                "generates the functions backward actions call; "
+                "pipeopt-compile --train does)";
+    Location loc = op->getLoc();
+    int64_t stage = backward.getStage();
+    int64_t mb = backward.getMicrobatch();
+    int64_t kind = backward.getKind() == pipe::BackwardKind::Input    ? 1
+                   : backward.getKind() == pipe::BackwardKind::Weight ? 2
+                                                                      : 3;
+    if (failed(callAndCheck(loc, "pipeopt_rt_action_begin", Type(),
+                            {i64(loc, kind), i64(loc, stage), i64(loc, mb)})))
+      return failure();
+    SmallVector<Value> args;
+    for (Value v : backward.getArgs())
+      args.push_back(mapping.lookupOrDefault(v));
+    auto call = func::CallOp::create(b, loc, *backward.getCallee(),
+                                     backward.getResultTypes(), args);
+    mapping.map(backward.getResults(), call.getResults());
+    if (failed(callAndCheck(loc, "pipeopt_rt_action_end", Type(),
+                            {i64(loc, kind), i64(loc, stage), i64(loc, mb)},
+                            /*check=*/true)))
+      return failure();
+    manifest.actions[rank].push_back({kind, stage, mb});
+    return reportStash(op, stage, mb);
+  }
+  if (auto gradient = dyn_cast<pipe::GradientOp>(op)) {
+    if (failed(checkTensor(op, gradient.getValue().getType())))
+      return failure();
+    int64_t arg = gradient.getArgument();
+    auto type = cast<RankedTensorType>(gradient.getValue().getType());
+    if (failed(recordBoundary(manifest.inputs, arg, type, op->getLoc(),
+                              "argument")))
+      return failure();
+    manifest.parameters[arg].insert(rank);
+    return drain(op, gradient.getValue(), "pipeopt_rt_gradient",
+                 {arg, int64_t(gradient.getStage()),
+                  int64_t(gradient.getMicrobatch())});
+  }
   if (op->getDialect() && isa<pipe::PipeDialect>(op->getDialect()))
     return op->emitOpError() << "cannot be converted to runtime calls";
   // Other ops (constants, tensor.empty, ...) are copied as they are.
@@ -771,6 +859,8 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   // Programs must describe one pipeline: same ranks and microbatches, one
   // program per rank.
   ManifestData manifest;
+  manifest.optimizer = module->getAttrOfType<DictionaryAttr>(
+      pipe::PipeDialect::getOptimizerAttrName());
   manifest.numRanks = programs.front().getNumRanks();
   manifest.numMicrobatches = programs.front().getNumMicrobatches();
   std::map<int64_t, pipe::ProgramOp> byRank;
@@ -1059,7 +1149,20 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
   StringRef nameName = pipe::PipeDialect::getOutputNameAttrName();
   SmallVector<pipe::OutputReductionAttr> reduceOf(type.getNumResults());
   SmallVector<StringAttr> nameOf(type.getNumResults());
+  SmallVector<std::optional<uint64_t>> gradientOf(type.getNumResults());
+  StringRef gradientOfName = pipe::PipeDialect::getGradientOfAttrName();
   for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    if (auto a = fn.getResultAttrOfType<IntegerAttr>(i, gradientOfName)) {
+      int64_t arg = a.getInt();
+      if (arg < 0 || arg >= int64_t(type.getNumInputs()) ||
+          type.getInput(arg) != type.getResult(i))
+        return fn.emitOpError()
+               << "result " << i << " is marked as the gradient of argument "
+               << arg << ", which does not exist or has another type";
+      gradientOf[i] = uint64_t(arg);
+      fn.removeResultAttr(i, StringAttr::get(module.getContext(),
+                                             gradientOfName));
+    }
     if (Attribute a = fn.getResultAttr(i, reduceName)) {
       auto text = dyn_cast<StringAttr>(a);
       std::optional<pipe::OutputReduction> kind =
@@ -1122,6 +1225,11 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
         b, loc, fn.getFunctionType().getResults(), fn.getSymName(),
         /*stage=*/uint64_t(0), uint64_t(mb), args);
     for (auto [i, r] : llvm::enumerate(resultOf)) {
+      if (gradientOf[i]) {
+        pipe::GradientOp::create(b, loc, forward.getResult(r), *gradientOf[i],
+                                 /*stage=*/0, uint64_t(mb));
+        continue;
+      }
       auto out = pipe::OutputOp::create(b, loc, forward.getResult(r),
                                         uint64_t(i), uint64_t(mb));
       if (reduceOf[i])

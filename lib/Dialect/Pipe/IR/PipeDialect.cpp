@@ -198,5 +198,10 @@ LogicalResult PipeDialect::verifyRegionResultAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == getGradientOfAttrName() &&
+      !isa<IntegerAttr>(attr.getValue()))
+    return op->emitOpError() << "result " << resultIndex << ": attribute '"
+                             << getGradientOfAttrName()
+                             << "' must be an integer (a model argument)";
   return success();
 }

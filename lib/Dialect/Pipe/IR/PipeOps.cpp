@@ -71,6 +71,8 @@ std::optional<int64_t> pipeopt::pipe::getMicrobatch(Operation *op) {
     return static_cast<int64_t>(o.getMicrobatch());
   if (auto o = dyn_cast<BackwardOp>(op))
     return static_cast<int64_t>(o.getMicrobatch());
+  if (auto o = dyn_cast<GradientOp>(op))
+    return static_cast<int64_t>(o.getMicrobatch());
   if (auto o = dyn_cast<SendOp>(op))
     return static_cast<int64_t>(o.getTag().getMicrobatch());
   if (auto o = dyn_cast<RecvOp>(op))
@@ -171,11 +173,12 @@ LogicalResult ProgramOp::verify() {
     return emitOpError() << "body must not have block arguments; read model "
                             "arguments with pipe.input";
   for (Operation &op : getBody().front())
-    if (!isa<InputOp, OutputOp, ForwardOp, BackwardOp, SendOp, RecvOp>(op)) {
+    if (!isa<InputOp, OutputOp, ForwardOp, BackwardOp, SendOp, RecvOp,
+             GradientOp>(op)) {
       InFlightDiagnostic diag =
           emitOpError() << "holds only pipe.input, pipe.output, "
-                           "pipe.forward, pipe.backward, pipe.send and "
-                           "pipe.recv, but contains '"
+                           "pipe.forward, pipe.backward, pipe.send, "
+                           "pipe.recv and pipe.gradient, but contains '"
                         << op.getName()
                         << "' (computation belongs in stage functions)";
       diag.attachNote(op.getLoc()) << "this op";
@@ -258,10 +261,40 @@ LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult BackwardOp::verify() {
-  if (getKind() == BackwardKind::Weight && getNumResults() != 0)
+  if (getKind() == BackwardKind::Weight && !getCallee() &&
+      getNumResults() != 0)
     return emitOpError() << "a weight-gradient (W) action produces no "
                             "gradients for other stages, but has "
                          << getNumResults() << " results";
+  if (getKind() == BackwardKind::Weight)
+    for (Value r : getResults())
+      for (Operation *user : r.getUsers())
+        if (!isa<GradientOp>(user)) {
+          InFlightDiagnostic diag =
+              emitOpError() << "is a weight-gradient (W) action: its results "
+                               "are weight gradients, which only "
+                               "pipe.gradient may use";
+          diag.attachNote(user->getLoc()) << "used here";
+          return diag;
+        }
+  if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
+    return failure();
+  return verifyOperandMicrobatches(*this, getMicrobatch());
+}
+
+LogicalResult
+BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  if (!getCallee())
+    return success();
+  return verifyStageCallee(*this, symbolTable, getCalleeAttr(), getStage(),
+                           getArgs().getTypes(), getResultTypes());
+}
+
+LogicalResult GradientOp::verify() {
+  auto type = cast<RankedTensorType>(getValue().getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return emitOpError() << "contributes a gradient of type " << type
+                         << ", but gradients are floating-point";
   if (failed(verifyMicrobatch(*this, programOf(*this), getMicrobatch())))
     return failure();
   return verifyOperandMicrobatches(*this, getMicrobatch());

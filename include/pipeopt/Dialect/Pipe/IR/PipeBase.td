@@ -57,6 +57,17 @@ def Pipe_Dialect : Dialect {
     /// microbatches' values combine; "mean" is the only value
     /// (`pipe.output ... reduce mean`).
     static constexpr ::llvm::StringLiteral getReduceAttrName() { return "pipe.reduce"; }
+    /// Integer attribute on a result of a model function: the result is the
+    /// gradient of model argument <value> for one microbatch; the
+    /// single-stage program hands it to the runtime with `pipe.gradient`
+    /// instead of writing it (pipeopt-compile --reference --train with an
+    /// optimizer).
+    static constexpr ::llvm::StringLiteral getGradientOfAttrName() { return "pipe.gradient_of"; }
+    /// Dictionary attribute on the module: the optimizer the runtime applies
+    /// after each training step (`name`: none, sgd, momentum, adamw; `lr`,
+    /// `momentum`, `beta1`, `beta2`, `eps`, `weight_decay`: f64), written to
+    /// the manifest's "training" field by convert-pipe-to-runtime.
+    static constexpr ::llvm::StringLiteral getOptimizerAttrName() { return "pipe.optimizer"; }
   }];
 }
 

@@ -197,29 +197,82 @@ def Pipe_ForwardOp : Pipe_ProgramBodyOp<"forward",
   let hasVerifier = 1;
 }
 
-def Pipe_BackwardOp : Pipe_ProgramBodyOp<"backward"> {
+def Pipe_BackwardOp : Pipe_ProgramBodyOp<"backward",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Runs (part of) the backward pass of one stage on one microbatch.";
   let description = [{
     `kind` is `full` (input and weight gradients, "B+W"), `input` (B: the
     gradient with respect to the stage's inputs, on the critical path) or
     `weight` (W: the gradient with respect to its weights, deferrable as in
-    zero-bubble schedules). Operands are the incoming gradients (and any
-    stashed values); results are the outgoing gradients.
+    zero-bubble schedules).
 
-    Executing backward actions is not implemented by the runtime yet;
-    `convert-pipe-to-runtime` rejects programs that contain them.
+    As pipe-schedule emits it, the op has no callee: operands are the
+    incoming gradients (one per value the stage sends to a later stage, in
+    the order of the stage graph's outgoing edges) and results the outgoing
+    gradients (one per value the stage receives); a W has no results.
+    Such a program can be verified and simulated but not executed.
+
+    `pipe-materialize-backward` gives it a `callee`, a generated function
+    that computes this action (docs/Training.md): the operands are then the
+    callee's arguments (the forward's arguments and saved values, the
+    incoming gradients and, for W, the B's stash) and the results its
+    results: a `full` or `input` action's outgoing gradients come first,
+    followed by the weight gradients (`full`) or the stash for W (`input`);
+    a `weight` action's results are its weight gradients, which only
+    `pipe.gradient` consumes. Operand and result types must match the
+    callee's function type.
 
     ```mlir
     %gx = pipe.backward input stage 1 microbatch 0 ins(%gy : tensor<4x8xf32>)
         -> tensor<4x8xf32>
+    %gx, %gw = pipe.backward full @s1_train_bw stage 1 microbatch 0
+        ins(%x, %w, %gy : tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x8xf32>)
+        -> tensor<4x8xf32>, tensor<8x8xf32>
     ```
   }];
-  let arguments = (ins Pipe_BackwardKind:$kind, NonNegI64Attr:$stage,
+  let arguments = (ins Pipe_BackwardKind:$kind,
+                       OptionalAttr<FlatSymbolRefAttr>:$callee,
+                       NonNegI64Attr:$stage,
                        NonNegI64Attr:$microbatch, Variadic<AnyType>:$args);
   let results = (outs Variadic<AnyType>:$results);
   let assemblyFormat = [{
-    $kind `stage` $stage `microbatch` $microbatch
+    $kind ($callee^)? `stage` $stage `microbatch` $microbatch
     (`ins` `(` $args^ `:` type($args) `)`)? attr-dict (`->` type($results)^)?
+  }];
+  let builders = [
+    // The schedule's form, without a callee.
+    OpBuilder<(ins "::mlir::TypeRange":$results,
+                   "::pipeopt::pipe::BackwardKind":$kind, "uint64_t":$stage,
+                   "uint64_t":$microbatch, "::mlir::ValueRange":$args), [{
+      build($_builder, $_state, results, kind, ::mlir::FlatSymbolRefAttr(),
+            stage, microbatch, args);
+    }]>
+  ];
+  let hasVerifier = 1;
+}
+
+def Pipe_GradientOp : Pipe_ProgramBodyOp<"gradient"> {
+  let summary = "Contributes one microbatch's gradient of a trainable model argument.";
+  let description = [{
+    Adds `value`, the gradient of the loss of microbatch `microbatch` with
+    respect to model argument `argument` as computed by the backward of
+    stage `stage`, to the runtime's gradient accumulator of that argument.
+    A weight read by several stages (a tied embedding) gets one
+    contribution per stage; they add. At the end of the iteration the
+    runtime sums the contributions of all ranks, averages over the
+    microbatches and applies the optimizer (runtime/docs/Runtime.md,
+    "Training builds"). `value` has the argument's type and a
+    floating-point element type.
+
+    ```mlir
+    pipe.gradient %gw argument 2 stage 1 microbatch 0 : tensor<8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$value, NonNegI64Attr:$argument,
+                       NonNegI64Attr:$stage, NonNegI64Attr:$microbatch);
+  let assemblyFormat = [{
+    $value `argument` $argument `stage` $stage `microbatch` $microbatch
+    attr-dict `:` type($value)
   }];
   let hasVerifier = 1;
 }
