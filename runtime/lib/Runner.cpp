@@ -56,8 +56,8 @@ std::string runUsage() {
                          per process under mpirun) | nccl (one rank per GPU)
   --iterations N         measured iterations of the schedule (default 1)
   --steps N              training builds: measured training steps (their
-                         name for --iterations; without an optimizer every
-                         step computes the same gradients)
+                         name for --iterations); with "parameters" in the
+                         manifest each step updates the weights
   --warmup N             unmeasured iterations first (default 0)
   --timeout-s S          max wait of any send/recv, seconds (default 60)
   --input I=FILE.npy     data of model input I; for a microbatched input either
@@ -69,7 +69,8 @@ std::string runUsage() {
                          "reduce": "mean": the mean over microbatches)
   --save-grads           training builds: write the named outputs as
                          <name>.npy (grad_<i>.npy, loss.npy) into
-                         --output-dir instead of output_<i>.npy
+                         --output-dir instead of output_<i>.npy, and the
+                         last step's mean gradient of every parameter
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this
