@@ -21,7 +21,9 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -34,6 +36,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -71,6 +74,11 @@ std::string runUsage() {
                          <name>.npy (grad_<i>.npy, loss.npy) into
                          --output-dir instead of output_<i>.npy, and the
                          last step's mean gradient of every parameter
+  --checkpoint-dir C     training builds with parameters: a complete
+  --checkpoint-every K   checkpoint C/step-<k> after every K-th step (written
+                         atomically; C/latest names the newest)
+  --resume C             continue from C's latest checkpoint: --steps N is
+                         the total, the remaining steps run
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this
@@ -131,6 +139,12 @@ RunOptions parseRunOptions(int argc, char **argv) {
       iterationsGiven = true;
     } else if (a == "--steps") {
       o.steps = parseInt(a, next(), 1);
+    } else if (a == "--checkpoint-dir") {
+      o.checkpointDir = next();
+    } else if (a == "--checkpoint-every") {
+      o.checkpointEvery = parseInt(a, next(), 1);
+    } else if (a == "--resume") {
+      o.resumeDir = next();
     } else if (a == "--save-grads") {
       if (hasValue)
         throw RuntimeError("--save-grads takes no value");
@@ -198,6 +212,9 @@ RunOptions parseRunOptions(int argc, char **argv) {
                          "one of them");
     o.iterations = o.steps;
   }
+  if (o.checkpointDir.empty() != (o.checkpointEvery == 0))
+    throw RuntimeError("--checkpoint-dir and --checkpoint-every K go "
+                       "together (a checkpoint after every K-th step)");
   if (o.saveGrads && o.outputDir.empty())
     throw RuntimeError("--save-grads needs --output-dir DIR (the directory "
                        "that receives grad_<i>.npy and loss.npy)");
@@ -235,6 +252,12 @@ void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
                        optimizerName(m.training.optimizer) +
                        "', and warm-up steps would change the weights; run "
                        "without --warmup");
+  if ((!o.checkpointDir.empty() || !o.resumeDir.empty()) && !m.hasParameters)
+    throw RuntimeError(
+        std::string(o.resumeDir.empty() ? "--checkpoint-dir" : "--resume") +
+        ": the manifest " + o.manifestPath +
+        " has no \"parameters\"; checkpoints hold the weights and optimizer "
+        "state of a training build with parameters");
   if (!o.saveGrads && o.steps == 0)
     return;
   if (!isTrainingBuild(m))
@@ -1101,10 +1124,175 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
   return true;
 }
 
+void writeText(const std::string &path, const std::string &text);
+void writeTrainingFiles(const Manifest &m, const RunOptions &o,
+                        const RankResult &result);
+
+/// A checkpoint read back for --resume.
+struct Checkpoint {
+  int step = 0;
+  std::vector<float> losses;
+  std::map<int, GatheredParameter> parameters;
+};
+
+/// Reads the checkpoint that `dir`/latest names, for the manifest `m`;
+/// throws RuntimeError naming the file when it is missing or does not fit
+/// the manifest.
+Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
+  std::vector<uint8_t> bytes = readFileBytes(dir + "/latest", "checkpoint");
+  std::string name(bytes.begin(), bytes.end());
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    name.pop_back();
+  if (name.rfind("step-", 0) != 0 || name.find('/') != std::string::npos)
+    throw RuntimeError(dir + "/latest: names '" + name +
+                       "', not a checkpoint step-<k>");
+  std::string ck = dir + "/" + name;
+  bytes = readFileBytes(ck + "/checkpoint.json", "checkpoint");
+  Json j;
+  try {
+    j = Json::parse(std::string(bytes.begin(), bytes.end()));
+  } catch (const Json::exception &e) {
+    throw RuntimeError(ck + "/checkpoint.json: invalid JSON: " + e.what());
+  }
+  auto bad = [&](const std::string &why) {
+    return RuntimeError(ck + ": " + why);
+  };
+  if (!j.is_object() || j.value("format", "") != "pipeopt-checkpoint" ||
+      !j.contains("step") || !j["step"].is_number_integer())
+    throw bad("checkpoint.json is not a pipeopt checkpoint");
+  Checkpoint c;
+  c.step = j["step"].get<int>();
+  if (j.value("num_microbatches", -1) != m.numMicrobatches)
+    throw bad("the checkpoint has " +
+              std::to_string(j.value("num_microbatches", -1)) +
+              " microbatches, the manifest " + m.source + " " +
+              std::to_string(m.numMicrobatches));
+  std::string opt = j.value("optimizer", "");
+  if (opt != optimizerName(m.training.optimizer))
+    throw bad("the checkpoint was written with optimizer '" + opt +
+              "', the manifest " + m.source + " trains with '" +
+              optimizerName(m.training.optimizer) + "'");
+  HostTensor losses = readNpy(ck + "/loss.npy");
+  if (losses.dtype != DType::F32 || losses.shape != Shape{c.step})
+    throw bad("loss.npy is " + typeString(losses.dtype, losses.shape) +
+              ", expected f32[" + std::to_string(c.step) + "]");
+  c.losses.resize(size_t(c.step));
+  if (c.step > 0)
+    std::memcpy(c.losses.data(), losses.data.data(), losses.data.size());
+  bytes = readFileBytes(ck + "/optimizer.json", "checkpoint");
+  Json oj = Json::parse(std::string(bytes.begin(), bytes.end()), nullptr,
+                        false);
+  auto f64 = [&](const std::string &file, size_t n) {
+    HostTensor t = readNpy(file);
+    if (t.dtype != DType::F64 || size_t(numElements(t.shape)) != n)
+      throw bad(file + " is " + typeString(t.dtype, t.shape) + ", expected " +
+                std::to_string(n) + " f64 elements");
+    std::vector<double> v(n);
+    std::memcpy(v.data(), t.data.data(), n * 8);
+    return v;
+  };
+  for (const ManifestParameter &p : m.parameters) {
+    std::string i = std::to_string(p.index);
+    const ManifestInput *in = m.findInput(p.index);
+    GatheredParameter g;
+    g.value = readNpy(ck + "/weight_" + i + ".npy");
+    if (g.value.dtype != in->dtype || g.value.shape != in->shape)
+      throw bad("weight_" + i + ".npy is " +
+                typeString(g.value.dtype, g.value.shape) + ", but the "
+                "manifest declares " + parameterName(m, p.index) + " " +
+                typeString(in->dtype, in->shape));
+    size_t n = size_t(numElements(in->shape));
+    OptimizerKind k = m.training.optimizer;
+    if (k == OptimizerKind::Momentum && c.step > 0)
+      g.first = f64(ck + "/momentum_" + i + ".npy", n);
+    if (k == OptimizerKind::AdamW && c.step > 0) {
+      g.first = f64(ck + "/adam_m_" + i + ".npy", n);
+      g.second = f64(ck + "/adam_v_" + i + ".npy", n);
+    }
+    g.step = c.step;
+    if (oj.is_object() && oj.contains("parameters") &&
+        oj["parameters"].contains(i))
+      g.step = oj["parameters"][i].value("step", int64_t(c.step));
+    c.parameters[p.index] = std::move(g);
+  }
+  return c;
+}
+
+/// fsync(2) of a file or directory (best effort: errors are ignored on
+/// file systems that cannot sync directories).
+void syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// Writes the checkpoint of step `step` into `dir`/step-<step> atomically:
+/// everything goes into `dir`/tmp-<step> (synced), which is then renamed;
+/// `dir`/latest (the name of the newest checkpoint) is replaced by rename
+/// too. A crash at any point leaves `latest` naming a complete checkpoint
+/// (or absent before the first one).
+void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
+                     const std::vector<float> &losses,
+                     const std::map<int, GatheredParameter> &params) {
+  ensureDir(dir);
+  std::string name = "step-" + std::to_string(step);
+  std::string tmp = dir + "/tmp-" + std::to_string(step);
+  std::string final = dir + "/" + name;
+  if (std::system(("rm -rf '" + tmp + "'").c_str()) != 0)
+    throw RuntimeError("cannot remove the stale " + tmp);
+  ensureDir(tmp);
+  RankResult r;
+  r.losses = losses;
+  r.parameters = params;
+  RunOptions files;
+  files.outputDir = tmp;
+  writeTrainingFiles(m, files, r);
+  Json j = {{"format", "pipeopt-checkpoint"},
+            {"version", 1},
+            {"step", step},
+            {"num_microbatches", m.numMicrobatches},
+            {"optimizer", optimizerName(m.training.optimizer)},
+            {"parameters", Json::array()}};
+  for (const auto &kv : params)
+    j["parameters"].push_back(kv.first);
+  writeText(tmp + "/checkpoint.json", j.dump(2) + "\n");
+  std::vector<std::string> written = {"loss.npy", "optimizer.json",
+                                      "checkpoint.json"};
+  for (const auto &kv : params)
+    for (const char *prefix : {"weight_", "momentum_", "adam_m_", "adam_v_"})
+      written.push_back(prefix + std::to_string(kv.first) + ".npy");
+  for (const std::string &f : written)
+    syncPath(tmp + "/" + f);
+  syncPath(tmp);
+  // A checkpoint of this step from an earlier run is moved aside first
+  // (rename cannot replace a non-empty directory).
+  struct stat st;
+  if (::stat(final.c_str(), &st) == 0) {
+    std::string old = dir + "/old-" + std::to_string(step);
+    if (std::system(("rm -rf '" + old + "'").c_str()) != 0 ||
+        ::rename(final.c_str(), old.c_str()) != 0)
+      throw RuntimeError("cannot move the old checkpoint " + final +
+                         " aside: " + std::strerror(errno));
+    std::system(("rm -rf '" + old + "'").c_str());
+  }
+  if (::rename(tmp.c_str(), final.c_str()) != 0)
+    throw RuntimeError("cannot rename " + tmp + " to " + final + ": " +
+                       std::strerror(errno));
+  std::string latestTmp = dir + "/latest.tmp";
+  writeText(latestTmp, name + "\n");
+  syncPath(latestTmp);
+  if (::rename(latestTmp.c_str(), (dir + "/latest").c_str()) != 0)
+    throw RuntimeError("cannot update " + dir + "/latest: " +
+                       std::strerror(errno));
+  syncPath(dir);
+}
+
 /// Runs one rank to completion (in the calling thread).
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             RankResult &result) {
+             const Checkpoint *resume, RankResult &result) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
@@ -1112,6 +1300,19 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
   try {
     phase = "setting up the parameters";
     ctx.initParameters();
+    int first = 0; // steps done before this run (--resume)
+    if (resume) {
+      first = resume->step;
+      for (auto &[index, st] : ctx.parameters) {
+        const GatheredParameter &g = resume->parameters.at(index);
+        st.value = g.value;
+        st.optimizer.first = g.first;
+        st.optimizer.second = g.second;
+        st.optimizer.step = g.step;
+      }
+      if (rank == 0)
+        result.losses = resume->losses;
+    }
     phase = "at the start barrier";
     barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
@@ -1156,19 +1357,35 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (measured)
         iterS.push_back(t1 - t0);
       if (m.hasParameters) {
-        int step = it + 1;
+        int step = first + it + 1;
+        int measuredStep = first + it - o.warmup + 1;
         phase = "ending training step " + std::to_string(step);
-        if (!endTrainingStep(ctx, comm, m, o, step, measured,
-                             it - o.warmup + 1, o.iterations, t0, result))
+        if (!endTrainingStep(ctx, comm, m, o, step, measured, measuredStep,
+                             first + o.iterations, t0, result))
           break;
+        if (measured && o.checkpointEvery > 0 &&
+            measuredStep % o.checkpointEvery == 0) {
+          phase = "writing the checkpoint of step " +
+                  std::to_string(measuredStep);
+          std::map<int, GatheredParameter> params;
+          std::string error = gatherParameters(ctx, comm, m, step, true,
+                                               o.timeoutS, &params);
+          if (!error.empty()) {
+            ctx.fail(error);
+            break;
+          }
+          if (rank == 0)
+            writeCheckpoint(m, o.checkpointDir, measuredStep, result.losses,
+                            params);
+        }
         comm.flush(o.timeoutS);
       }
     }
     if (!ctx.isPoisoned() && m.hasParameters) {
       phase = "gathering the parameters";
       std::string error =
-          gatherParameters(ctx, comm, m, o.warmup + o.iterations, true,
-                           o.timeoutS, &result.parameters);
+          gatherParameters(ctx, comm, m, first + o.warmup + o.iterations,
+                           true, o.timeoutS, &result.parameters);
       if (!error.empty())
         ctx.fail(error);
       comm.flush(o.timeoutS);
@@ -1725,6 +1942,7 @@ int pipeoptRunMain(int argc, char **argv) {
   // Load the model and its entry points.
   std::vector<EntryFn> entries(size_t(m.numRanks), nullptr);
   InputStore inputs;
+  std::optional<Checkpoint> resume;
   try {
     // dlopen searches the library path for a name without '/', never the
     // working directory: make `pipeopt-run model.so` mean ./model.so.
@@ -1763,6 +1981,17 @@ int pipeoptRunMain(int argc, char **argv) {
                          ": the model has more ranks than the manifest (is "
                          "it the manifest of this model?)");
     inputs = loadInputs(m, o);
+    if (!o.resumeDir.empty()) {
+      resume = readCheckpoint(m, o.resumeDir);
+      if (resume->step >= o.iterations)
+        throw RuntimeError("--resume " + o.resumeDir + ": the latest "
+                           "checkpoint is of step " +
+                           std::to_string(resume->step) + ", but --steps " +
+                           std::to_string(o.iterations) +
+                           " asks for no more steps (--steps is the total "
+                           "number of steps)");
+      o.iterations -= resume->step;
+    }
   } catch (const std::exception &e) {
     printError(e.what());
     if (useMpi)
@@ -1803,13 +2032,13 @@ int pipeoptRunMain(int argc, char **argv) {
   // Run.
   if (localRanks.size() == 1) {
     runRank(localRanks[0], *comms[0], m, inputs, entries[localRanks[0]], o,
-            results[0]);
+            resume ? &*resume : nullptr, results[0]);
   } else {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
-                results[i]);
+                resume ? &*resume : nullptr, results[i]);
       });
     for (auto &t : threads)
       t.join();

@@ -222,7 +222,8 @@ pipeopt_train_split_1(void) {
 // Faults (PIPEOPT_FAKE_MODEL_BUG): "tied" (ptrain reports grad_w in two
 // halves, from stage 0 and stage 1), "p-none" (pdp rank 1 reports no grad_w),
 // "p-skip3" (pdp rank 1 reports no grad_w for microbatch 3), "p-unknown"
-// (ptrain reports a gradient of input 0).
+// (ptrain reports a gradient of input 0), "die5" (the process exits in the
+// 5th call of pipeopt_pdp_0).
 
 namespace {
 
@@ -348,6 +349,9 @@ pipeopt_ppipe_1(void) {
 
 extern "C" __attribute__((visibility("default"))) int32_t
 pipeopt_pdp_0(void) {
+  static int calls = 0;
+  if (++calls == 5 && std::strcmp(bug(), "die5") == 0)
+    _exit(3); // the process dies in step 5
   for (int mb = 0; mb < kM / 2; ++mb)
     CHECK(pStep(mb));
   return 0;

@@ -1101,6 +1101,86 @@ TEST(RunnerParameters, Errors) {
       << r.output;
 }
 
+TEST(RunnerParameters, CheckpointAndResumeAreBitIdentical) {
+  std::string dir = tmpDir("params_ckpt");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  std::string manifest = withTraining(
+      dir, FAKE_PDP_MANIFEST,
+      R"("training": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1})");
+  std::string run = withManifest(manifest) + in + " --quiet";
+  CmdResult r = runCommand(run + " --steps 10 --output-dir " + dir + "/full");
+  ASSERT_EQ(r.code, 0) << r.output;
+  // 4 steps with a checkpoint every 2, then the remaining 6 from it.
+  r = runCommand(run + " --steps 4 --checkpoint-dir " + dir +
+                 "/ck --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck/latest"), "step-4\n");
+  EXPECT_TRUE(std::ifstream(dir + "/ck/step-2/weight_1.npy").good());
+  EXPECT_FALSE(std::ifstream(dir + "/ck/tmp-4/weight_1.npy").good());
+  // A checkpoint that a crash left half-written is never taken.
+  std::system(("mkdir -p " + dir + "/ck/tmp-6 && echo junk > " + dir +
+               "/ck/tmp-6/weight_1.npy")
+                  .c_str());
+  r = runCommand(run + " --steps 10 --resume " + dir + "/ck --output-dir " +
+                 dir + "/resumed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
+                        "adam_v_2.npy", "loss.npy", "optimizer.json"})
+    EXPECT_EQ(fileBytes(dir + "/resumed/" + f), fileBytes(dir + "/full/" + f))
+        << f;
+  EXPECT_EQ(readNpy(dir + "/resumed/loss.npy").shape, Shape{10});
+
+  // The process dies in step 5 of 10 with a checkpoint every 2: resuming
+  // loses steps 5 only and ends with the same weights.
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=die5 " + run +
+                 " --steps 10 --checkpoint-dir " + dir +
+                 "/ck2 --checkpoint-every 2");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck2/latest"), "step-4\n");
+  r = runCommand(run + " --steps 10 --resume " + dir +
+                 "/ck2 --checkpoint-dir " + dir +
+                 "/ck2 --checkpoint-every 2 --output-dir " + dir + "/killed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck2/latest"), "step-10\n");
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"})
+    EXPECT_EQ(fileBytes(dir + "/killed/" + f), fileBytes(dir + "/full/" + f))
+        << f;
+
+  // Errors: nothing left to run, no checkpoint, options.
+  r = runCommand(run + " --steps 4 --resume " + dir + "/ck");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the latest checkpoint is of step 4, but --steps 4 "
+                          "asks for no more steps"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(run + " --steps 4 --resume " + dir + "/none");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/none/latest"), std::string::npos)
+      << r.output;
+  r = runCommand(run + " --checkpoint-every 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--checkpoint-dir and --checkpoint-every K go "
+                          "together"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(trainRun() + " --checkpoint-dir " + dir +
+                 "/x --checkpoint-every 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("has no \"parameters\"; checkpoints hold"),
+            std::string::npos)
+      << r.output;
+  // A checkpoint of another optimizer does not fit.
+  r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in + " --steps 10 --resume " +
+                 dir + "/ck");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the checkpoint was written with optimizer "
+                          "'adamw', the manifest " FAKE_PDP_MANIFEST
+                          " trains with 'sgd'"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(RandomInput, DataWeightsAndBiases) {
   auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
     ManifestInput in;
