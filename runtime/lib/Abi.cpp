@@ -10,6 +10,7 @@
 #include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -193,8 +194,20 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
       throw RuntimeError(what + ": no such model input was loaded (check the "
                                 "manifest's \"inputs\")");
     const ManifestInput &meta = entry->first;
-    const HostTensor &t = entry->second;
+    const HostTensor *data = &entry->second;
     what = inputName(meta) + " for microbatch " + std::to_string(mb);
+    // A parameter of a training build: this rank's current copy.
+    if (ctx.manifest && ctx.manifest->findParameter(meta.index)) {
+      auto it = ctx.parameters.find(meta.index);
+      if (it == ctx.parameters.end())
+        throw RuntimeError(
+            what + ": the input is a parameter that the manifest" +
+            manifestName(ctx) + " does not give this rank (its \"ranks\" in "
+            "\"parameters\" lack rank " + std::to_string(ctx.rank) +
+            "), so this rank keeps no copy of it that the optimizer updates");
+      data = &it->second.value;
+    }
+    const HostTensor &t = *data;
     MemRefView v = decodeMemRef(buf, dtype);
     if (dtype != meta.dtype || v.sizes != meta.shape)
       throw RuntimeError(what + ": the program reads " +
@@ -299,6 +312,80 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
     t.data.resize(v.byteSize());
     packMemRef(v, t.data.data());
     ctx.outputs[{int(resultIndex), key}] = std::move(t);
+  });
+}
+
+int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
+                     pipeopt_rt_unranked_memref *buf) {
+  return guarded("pipeopt_rt_gradient", [&](RankContext &ctx) {
+    std::string what = "gradient of input " + std::to_string(argIndex) +
+                       " from stage " + std::to_string(stage) +
+                       " for microbatch " + std::to_string(mb);
+    const Manifest *m = ctx.manifest;
+    const ManifestParameter *param = m ? m->findParameter(int(argIndex)) : nullptr;
+    if (!param)
+      throw RuntimeError(what + ": input " + std::to_string(argIndex) +
+                         " is not a parameter of the manifest" +
+                         manifestName(ctx) + " (\"parameters\")");
+    const ManifestInput *in = m->findInput(param->index);
+    what = "gradient of parameter " + std::to_string(argIndex) +
+           (in->name.empty() ? "" : " ('" + in->name + "')") +
+           " from stage " + std::to_string(stage) + " for microbatch " +
+           std::to_string(mb);
+    auto it = ctx.parameters.find(param->index);
+    if (it == ctx.parameters.end()) {
+      std::string list;
+      for (int r : param->ranks)
+        list += (list.empty() ? "" : ", ") + std::to_string(r);
+      throw RuntimeError(what + ": the manifest" + manifestName(ctx) +
+                         " lists the parameter on rank(s) " + list +
+                         " (\"parameters\"), not on rank " +
+                         std::to_string(ctx.rank));
+    }
+    if (!isFloatDType(dtype))
+      throw RuntimeError(what + ": a gradient needs f32, f64, f16 or bf16, "
+                                "but the program reports " +
+                         std::string(dtypeName(dtype)));
+    MemRefView v;
+    try {
+      v = decodeMemRef(buf, dtype);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + ": " + e.what());
+    }
+    if (dtype != in->dtype || v.sizes != in->shape)
+      throw RuntimeError(what + ": the program reports " +
+                         typeString(dtype, v.sizes) +
+                         " but the manifest declares the parameter " +
+                         typeString(in->dtype, in->shape));
+    if (mb < 0 || mb >= m->numMicrobatches)
+      throw RuntimeError(what + ": microbatch out of range [0, " +
+                         std::to_string(m->numMicrobatches) + ")");
+    ParameterState &st = it->second;
+    std::vector<uint8_t> packed(v.byteSize());
+    packMemRef(v, packed.data());
+    addToSum(dtype, packed.data(), st.gradSum);
+    st.microbatches.insert(int(mb));
+  });
+}
+
+int32_t stashImpl(int64_t stage, int64_t mb, int64_t bytes) {
+  return guarded("pipeopt_rt_stash", [&](RankContext &ctx) {
+    std::string what = "stash for stage " + std::to_string(stage) +
+                       " microbatch " + std::to_string(mb);
+    if (bytes < 0)
+      throw RuntimeError(what + ": negative size " + std::to_string(bytes) +
+                         " bytes");
+    if (ctx.manifest && (stage < 0 || stage >= ctx.manifest->numStages))
+      throw RuntimeError(what + ": stage out of range [0, " +
+                         std::to_string(ctx.manifest->numStages) + ")");
+    if (ctx.manifest && (mb < 0 || mb >= ctx.manifest->numMicrobatches))
+      throw RuntimeError(what + ": microbatch out of range [0, " +
+                         std::to_string(ctx.manifest->numMicrobatches) + ")");
+    int64_t &held = ctx.stash[{int(stage), int(mb)}];
+    ctx.stashBytes += bytes - held;
+    held = bytes;
+    ctx.stashPeakBytes = std::max(ctx.stashPeakBytes, ctx.stashBytes);
+    ctx.stashUsed = true;
   });
 }
 
@@ -431,6 +518,11 @@ extern "C" {
   int32_t _mlir_ciface_pipeopt_rt_output_##Suffix(                             \
       int64_t resultIndex, int64_t mb, pipeopt_rt_unranked_memref *buf) {      \
     return outputImpl(DType::DTypeEnum, resultIndex, mb, buf);                 \
+  }                                                                            \
+  int32_t _mlir_ciface_pipeopt_rt_gradient_##Suffix(                           \
+      int64_t argIndex, int64_t stage, int64_t mb,                             \
+      pipeopt_rt_unranked_memref *buf) {                                       \
+    return gradientImpl(DType::DTypeEnum, argIndex, stage, mb, buf);           \
   }
 #include "pipeopt/runtime/RuntimeFunctions.def"
 
@@ -447,6 +539,14 @@ int32_t pipeopt_rt_action_end(int64_t kind, int64_t stage, int64_t mb) {
 int32_t _mlir_ciface_pipeopt_rt_action_end(int64_t kind, int64_t stage,
                                            int64_t mb) {
   return actionEnd(kind, stage, mb);
+}
+
+int32_t pipeopt_rt_stash(int64_t stage, int64_t mb, int64_t bytes) {
+  return stashImpl(stage, mb, bytes);
+}
+int32_t _mlir_ciface_pipeopt_rt_stash(int64_t stage, int64_t mb,
+                                      int64_t bytes) {
+  return stashImpl(stage, mb, bytes);
 }
 
 const char *pipeopt_rt_last_error(void) {

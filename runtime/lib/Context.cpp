@@ -46,6 +46,25 @@ RankContext::RankContext(int rank, Communicator *comm, const Manifest *manifest,
     : rank(rank), comm(comm), manifest(manifest), inputs(inputs),
       timeoutS(timeoutS) {}
 
+void RankContext::initParameters() {
+  parameters.clear();
+  if (!manifest)
+    return;
+  for (const ManifestParameter &p : manifest->parameters) {
+    if (!std::binary_search(p.ranks.begin(), p.ranks.end(), rank))
+      continue;
+    const auto *entry = inputs ? inputs->find(p.index) : nullptr;
+    if (!entry)
+      throw RuntimeError("parameter " + std::to_string(p.index) +
+                         ": its input was not loaded");
+    ParameterState &st = parameters[p.index];
+    st.param = &p;
+    st.input = manifest->findInput(p.index);
+    st.value = entry->second; // this rank's own copy
+    st.gradSum.assign(size_t(numElements(st.value.shape)), 0.0);
+  }
+}
+
 void RankContext::fail(const std::string &message) {
   if (poisoned)
     return;

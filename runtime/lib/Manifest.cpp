@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -61,6 +63,15 @@ public:
     if (!v.is_boolean())
       fail(path, "must be true or false, got " + v.dump());
     return v.get<bool>();
+  }
+  double number(const Json &v, const std::string &path) const {
+    if (!v.is_number())
+      fail(path, "must be a number, got " + std::string(v.type_name()) + " " +
+                     v.dump());
+    double x = v.get<double>();
+    if (!std::isfinite(x))
+      fail(path, "must be finite, got " + v.dump());
+    return x;
   }
   const Json &array(const Json &v, const std::string &path) const {
     if (!v.is_array())
@@ -191,6 +202,127 @@ const ManifestInput *Manifest::findInput(int index) const {
     if (i.index == index)
       return &i;
   return nullptr;
+}
+
+const ManifestParameter *Manifest::findParameter(int index) const {
+  for (const auto &p : parameters)
+    if (p.index == index)
+      return &p;
+  return nullptr;
+}
+
+const char *optimizerName(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::None:
+    return "none";
+  case OptimizerKind::Sgd:
+    return "sgd";
+  case OptimizerKind::Momentum:
+    return "momentum";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  return "?";
+}
+
+/// "training" and "parameters" (Runtime.md, "Manifest"): a parameter is a
+/// shared floating-point input; its ranks are distinct ranks of the run.
+static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
+  using namespace manifest;
+  if (const Json *v = r.get(root, kTraining)) {
+    m.hasParameters = true;
+    const Json &o = r.object(*v, kTraining);
+    TrainingConfig &t = m.training;
+    std::string base = std::string(kTraining) + ".";
+    if (const Json *opt = r.get(o, kOptimizer)) {
+      std::string path = base + kOptimizer;
+      std::string name = r.string(*opt, path);
+      if (name == "none")
+        t.optimizer = OptimizerKind::None;
+      else if (name == "sgd")
+        t.optimizer = OptimizerKind::Sgd;
+      else if (name == "momentum")
+        t.optimizer = OptimizerKind::Momentum;
+      else if (name == "adamw")
+        t.optimizer = OptimizerKind::AdamW;
+      else
+        r.fail(path, "must be one of none, sgd, momentum, adamw; got '" +
+                         name + "'");
+    }
+    auto read = [&](const char *key, double &into, double lo, bool loOpen,
+                    double hi, bool hiOpen, const char *range) {
+      const Json *x = r.get(o, key);
+      if (!x)
+        return false;
+      std::string path = base + key;
+      double value = r.number(*x, path);
+      if ((loOpen ? value <= lo : value < lo) ||
+          (hiOpen ? value >= hi : value > hi))
+        r.fail(path, std::string("must be in ") + range + ", got " +
+                         x->dump());
+      into = value;
+      return true;
+    };
+    const double inf = std::numeric_limits<double>::infinity();
+    bool hasLr = read(kLr, t.lr, 0, false, inf, true, "[0, inf)");
+    read(kMomentum, t.momentum, 0, false, 1, false, "[0, 1]");
+    read(kBeta1, t.beta1, 0, false, 1, true, "[0, 1)");
+    read(kBeta2, t.beta2, 0, false, 1, true, "[0, 1)");
+    read(kEps, t.eps, 0, true, inf, true, "(0, inf)");
+    read(kWeightDecay, t.weightDecay, 0, false, inf, true, "[0, inf)");
+    if (!hasLr && t.optimizer != OptimizerKind::None)
+      r.fail(base + kLr, std::string("is required with optimizer '") +
+                             optimizerName(t.optimizer) + "' but missing");
+  }
+  const Json *v = r.get(root, kParameters);
+  if (!v)
+    return;
+  m.hasParameters = true;
+  r.array(*v, kParameters);
+  std::set<int> seen;
+  for (size_t i = 0; i < v->size(); ++i) {
+    std::string p = std::string(kParameters) + "[" + std::to_string(i) + "]";
+    const Json &o = r.object((*v)[i], p);
+    ManifestParameter param;
+    std::string indexPath = p + "." + kIndex;
+    param.index = int(r.requiredInt(o, kIndex, indexPath, 0, 1 << 20));
+    const ManifestInput *in = m.findInput(param.index);
+    if (!in)
+      r.fail(indexPath, "is " + std::to_string(param.index) +
+                            ", but 'inputs' lists no input with that index");
+    if (in->microbatched)
+      r.fail(indexPath, "is input " + std::to_string(param.index) +
+                            ", which is microbatched (data); a parameter is "
+                            "shared by all microbatches (\"microbatched\": "
+                            "false)");
+    if (!isFloatDType(in->dtype))
+      r.fail(indexPath, "is input " + std::to_string(param.index) +
+                            " of dtype " + dtypeName(in->dtype) +
+                            "; a parameter needs f32, f64, f16 or bf16");
+    if (!seen.insert(param.index).second)
+      r.fail(indexPath, "repeats parameter " + std::to_string(param.index));
+    std::string ranksPath = p + "." + kRanks;
+    const Json *ranks = r.get(o, kRanks);
+    if (!ranks)
+      r.fail(ranksPath, "is required but missing");
+    r.array(*ranks, ranksPath);
+    if (ranks->empty())
+      r.fail(ranksPath, "must list at least one rank");
+    for (size_t k = 0; k < ranks->size(); ++k) {
+      int rank = int(r.integer((*ranks)[k],
+                               ranksPath + "[" + std::to_string(k) + "]", 0,
+                               m.numRanks - 1));
+      if (std::find(param.ranks.begin(), param.ranks.end(), rank) !=
+          param.ranks.end())
+        r.fail(ranksPath + "[" + std::to_string(k) + "]",
+               "repeats rank " + std::to_string(rank));
+      param.ranks.push_back(rank);
+    }
+    std::sort(param.ranks.begin(), param.ranks.end());
+    m.parameters.push_back(std::move(param));
+  }
+  std::sort(m.parameters.begin(), m.parameters.end(),
+            [](const auto &a, const auto &b) { return a.index < b.index; });
 }
 
 const ManifestOutput *Manifest::findOutput(int index) const {
@@ -376,6 +508,7 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
       m.actions.push_back(std::move(list));
     }
   }
+  parseTraining(root, m, r);
   checkSchedule(m, r);
   m.source = what;
   return m;

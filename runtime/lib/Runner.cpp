@@ -13,6 +13,7 @@
 #include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/Watchdog.h"
 
@@ -20,7 +21,9 @@
 
 #include <dlfcn.h>
 #include <malloc.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -33,6 +36,7 @@
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -55,8 +59,8 @@ std::string runUsage() {
                          per process under mpirun) | nccl (one rank per GPU)
   --iterations N         measured iterations of the schedule (default 1)
   --steps N              training builds: measured training steps (their
-                         name for --iterations; without an optimizer every
-                         step computes the same gradients)
+                         name for --iterations); with "parameters" in the
+                         manifest each step updates the weights
   --warmup N             unmeasured iterations first (default 0)
   --timeout-s S          max wait of any send/recv, seconds (default 60)
   --input I=FILE.npy     data of model input I; for a microbatched input either
@@ -68,7 +72,13 @@ std::string runUsage() {
                          "reduce": "mean": the mean over microbatches)
   --save-grads           training builds: write the named outputs as
                          <name>.npy (grad_<i>.npy, loss.npy) into
-                         --output-dir instead of output_<i>.npy
+                         --output-dir instead of output_<i>.npy, and the
+                         last step's mean gradient of every parameter
+  --checkpoint-dir C     training builds with parameters: a complete
+  --checkpoint-every K   checkpoint C/step-<k> after every K-th step (written
+                         atomically; C/latest names the newest)
+  --resume C             continue from C's latest checkpoint: --steps N is
+                         the total, the remaining steps run
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this
@@ -129,6 +139,12 @@ RunOptions parseRunOptions(int argc, char **argv) {
       iterationsGiven = true;
     } else if (a == "--steps") {
       o.steps = parseInt(a, next(), 1);
+    } else if (a == "--checkpoint-dir") {
+      o.checkpointDir = next();
+    } else if (a == "--checkpoint-every") {
+      o.checkpointEvery = parseInt(a, next(), 1);
+    } else if (a == "--resume") {
+      o.resumeDir = next();
     } else if (a == "--save-grads") {
       if (hasValue)
         throw RuntimeError("--save-grads takes no value");
@@ -196,6 +212,9 @@ RunOptions parseRunOptions(int argc, char **argv) {
                          "one of them");
     o.iterations = o.steps;
   }
+  if (o.checkpointDir.empty() != (o.checkpointEvery == 0))
+    throw RuntimeError("--checkpoint-dir and --checkpoint-every K go "
+                       "together (a checkpoint after every K-th step)");
   if (o.saveGrads && o.outputDir.empty())
     throw RuntimeError("--save-grads needs --output-dir DIR (the directory "
                        "that receives grad_<i>.npy and loss.npy)");
@@ -205,7 +224,7 @@ RunOptions parseRunOptions(int argc, char **argv) {
 }
 
 bool isTrainingBuild(const Manifest &m) {
-  return std::any_of(
+  return m.hasParameters || std::any_of(
       m.outputs.begin(), m.outputs.end(),
       [](const ManifestOutput &o) { return o.reduce == OutputReduce::Mean; });
 }
@@ -216,7 +235,29 @@ std::string outputFileName(const ManifestOutput &output, const RunOptions &o) {
   return "output_" + std::to_string(output.index) + ".npy";
 }
 
+/// The index of the output named "loss" with "reduce": "mean", or -1.
+static int lossOutput(const Manifest &m) {
+  for (const ManifestOutput &o : m.outputs)
+    if (o.name == "loss" && o.reduce == OutputReduce::Mean)
+      return o.index;
+  return -1;
+}
+
 void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
+  if (m.hasParameters && o.warmup > 0 &&
+      m.training.optimizer != OptimizerKind::None)
+    throw RuntimeError("--warmup " + std::to_string(o.warmup) +
+                       ": the manifest " + o.manifestPath +
+                       " trains with optimizer '" +
+                       optimizerName(m.training.optimizer) +
+                       "', and warm-up steps would change the weights; run "
+                       "without --warmup");
+  if ((!o.checkpointDir.empty() || !o.resumeDir.empty()) && !m.hasParameters)
+    throw RuntimeError(
+        std::string(o.resumeDir.empty() ? "--checkpoint-dir" : "--resume") +
+        ": the manifest " + o.manifestPath +
+        " has no \"parameters\"; checkpoints hold the weights and optimizer "
+        "state of a training build with parameters");
   if (!o.saveGrads && o.steps == 0)
     return;
   if (!isTrainingBuild(m))
@@ -231,7 +272,18 @@ void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
   if (!o.saveGrads)
     return;
   std::map<std::string, int> files;
+  // The files of the parameters (-1: not an output) come first.
+  if (m.hasParameters) {
+    files.insert({"loss.npy", -1});
+    files.insert({"optimizer.json", -1});
+    for (const ManifestParameter &p : m.parameters)
+      for (const char *prefix :
+           {"weight_", "grad_", "momentum_", "adam_m_", "adam_v_"})
+        files.insert({prefix + std::to_string(p.index) + ".npy", -1});
+  }
   for (const ManifestOutput &out : m.outputs) {
+    if (m.hasParameters && out.index == lossOutput(m))
+      continue; // written as loss.npy, the per-step losses
     const std::string &n = out.name;
     bool plain = !n.empty() && n[0] != '.' &&
                  std::all_of(n.begin(), n.end(), [](char c) {
@@ -246,6 +298,11 @@ void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
                          "digits, '_', '-' and '.', not starting with '.')");
     std::string file = outputFileName(out, o);
     auto [it, inserted] = files.insert({file, out.index});
+    if (!inserted && it->second < 0)
+      throw RuntimeError("--save-grads: output " + std::to_string(out.index) +
+                         " of the manifest " + o.manifestPath +
+                         " would be written to " + file +
+                         ", which holds the training state of a parameter");
     if (!inserted)
       throw RuntimeError("--save-grads: outputs " + std::to_string(it->second) +
                          " and " + std::to_string(out.index) +
@@ -519,6 +576,11 @@ enum ControlTag : int32_t {
   TagModelEvidence = 6,
   TagReducedCount = 7,
   TagReduced = 8,
+  TagGradient = 9,   ///< a rank's gradient accumulator of one parameter
+  TagStepLoss = 10,  ///< a rank's loss sum, count and time of one step
+  TagParamValue = 11, ///< a rank's copy of one parameter (gathering)
+  TagParamState = 12, ///< its mean gradient and optimizer state (f64)
+  TagStash = 13,     ///< a rank's peak stashed bytes
 };
 
 /// What rank 0 collects from every rank.
@@ -536,6 +598,9 @@ struct RankReport {
   std::set<std::pair<int, int>> microbatchedInputReads;
   std::set<int> inputsReadPerMicrobatch;
   std::set<std::pair<int, int>> outputsWritten;
+  /// pipeopt_rt_stash: whether the rank called it, and its peak total.
+  bool stashUsed = false;
+  int64_t stashPeak = 0;
 };
 
 /// Kinds of the (kind, index, microbatch) triples of a TagModelEvidence
@@ -655,6 +720,9 @@ void sendReport(Communicator &c, const RankContext &ctx,
                   timeoutS, kv.second.dtype,
                   kv.second.shape.empty() ? Shape{} : kv.second.shape,
                   kv.first.first, kv.first.second);
+  int64_t stash[2] = {ctx.stashUsed ? 1 : 0, ctx.stashPeakBytes};
+  sendControl(c, 0, TagStash, stash, sizeof(stash), timeoutS, DType::I64,
+              {2});
   // The sums of "reduce": "mean" outputs, as f64 vectors.
   int64_t reduced = withOutputs ? int64_t(ctx.reducedOutputs.size()) : 0;
   sendControl(c, 0, TagReducedCount, &reduced, sizeof(reduced), timeoutS,
@@ -702,6 +770,12 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
     t.data = std::move(m.payload);
     r.outputs[{m.header.valueIndex, m.header.microbatch}] = std::move(t);
   }
+  m = recvControl(c, src, TagStash, timeoutS);
+  int64_t stash[2] = {0, 0};
+  if (m.payload.size() == sizeof(stash))
+    std::memcpy(stash, m.payload.data(), sizeof(stash));
+  r.stashUsed = stash[0] != 0;
+  r.stashPeak = stash[1];
   m = recvControl(c, src, TagReducedCount, timeoutS);
   std::memcpy(&count, m.payload.data(), sizeof(count));
   for (int64_t i = 0; i < count; ++i) {
@@ -714,21 +788,532 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
 }
 
 /// Result of one local rank.
+/// A parameter as rank 0 gathers it (from the lowest rank of its list).
+struct GatheredParameter {
+  HostTensor value;
+  std::vector<double> meanGrad, first, second;
+  int64_t step = 0;
+};
+
 struct RankResult {
   bool ok = true;
   std::string error;
   std::vector<RankReport> reports; ///< rank 0 only: [rank]
+  /// Training builds with parameters (rank 0 only): the per-step losses
+  /// (NaN for a step without a loss output), the gathered parameters, the
+  /// ranks' peak stashed bytes (-1: the rank never called pipeopt_rt_stash).
+  std::vector<float> losses;
+  std::map<int, GatheredParameter> parameters;
+  std::vector<int64_t> stashPeak;
 };
+
+
+std::string parameterName(const Manifest &m, int index) {
+  const ManifestInput *in = m.findInput(index);
+  return "parameter " + std::to_string(index) +
+         (in && !in->name.empty() ? " ('" + in->name + "')" : "");
+}
+
+std::string rankList(const std::vector<int> &ranks) {
+  std::string s;
+  for (int r : ranks)
+    s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+/// Sends a control message whose payload is `values` (f64).
+void sendDoubles(Communicator &c, int dst, int32_t tag,
+                 const std::vector<double> &values, int index, int step,
+                 double timeoutS) {
+  sendControl(c, dst, tag, values.data(), values.size() * sizeof(double),
+              timeoutS, DType::F64, {int64_t(values.size())}, index, step);
+}
+
+/// Receives a control message `tag` from `src` about parameter `index` in
+/// step `step`; checks both against its header (the ranks must agree on the
+/// parameters and the step). `what` names the exchange for errors.
+Message recvAbout(Communicator &c, int src, int32_t tag, int index, int step,
+                  double timeoutS, const std::string &what) {
+  Message msg;
+  try {
+    msg = recvControl(c, src, tag, timeoutS);
+  } catch (const RuntimeError &e) {
+    throw RuntimeError(what + ": " + e.what());
+  }
+  if (msg.header.valueIndex != index || msg.header.microbatch != step)
+    throw RuntimeError(what + ": rank " + std::to_string(src) +
+                       " sent parameter " +
+                       std::to_string(msg.header.valueIndex) + " of step " +
+                       std::to_string(msg.header.microbatch) +
+                       ": the ranks disagree on the parameters (is it the "
+                       "manifest of this model?)");
+  return msg;
+}
+
+/// The end of a training step on one rank (a manifest with parameters):
+/// for every parameter this rank keeps, the ranks of its list exchange
+/// their accumulators (pairwise, in a global order that is deadlock-free
+/// even with rendezvous sends), sum them in ascending rank order, check
+/// that every rank reported and every microbatch is covered, divide by M
+/// and apply the optimizer. Returns an error message ("" if none); throws
+/// on communication errors.
+std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
+                            const Manifest &m, int step, double timeoutS) {
+  const size_t M = size_t(m.numMicrobatches);
+  for (auto &[index, st] : ctx.parameters) {
+    const std::vector<int> &ranks = st.param->ranks;
+    size_t n = st.gradSum.size();
+    // Payload: the n sums, then one byte per microbatch (reported or not).
+    std::vector<uint8_t> mine(n * sizeof(double) + M, 0);
+    std::memcpy(mine.data(), st.gradSum.data(), n * sizeof(double));
+    for (int mb : st.microbatches)
+      mine[n * sizeof(double) + size_t(mb)] = 1;
+    std::map<int, std::vector<uint8_t>> all;
+    for (int peer : ranks) {
+      if (peer == ctx.rank)
+        continue;
+      std::string what = "exchanging the gradient of " +
+                         parameterName(m, index) + " with rank " +
+                         std::to_string(peer) + " in step " +
+                         std::to_string(step);
+      auto receive = [&] {
+        Message msg = recvAbout(comm, peer, TagGradient, index, step,
+                                timeoutS, what);
+        if (msg.payload.size() != mine.size())
+          throw RuntimeError(what + ": rank " + std::to_string(peer) +
+                             " sent " + std::to_string(msg.payload.size()) +
+                             " bytes, expected " +
+                             std::to_string(mine.size()) + " (" +
+                             std::to_string(n) + " sums and " +
+                             std::to_string(M) + " microbatch flags)");
+        all[peer] = std::move(msg.payload);
+      };
+      auto send = [&] {
+        try {
+          sendControl(comm, peer, TagGradient, mine.data(), mine.size(),
+                      timeoutS, DType::I8, {}, index, step);
+        } catch (const RuntimeError &e) {
+          throw RuntimeError(what + ": " + e.what());
+        }
+      };
+      if (ctx.rank < peer) {
+        send();
+        receive();
+      } else {
+        receive();
+        send();
+      }
+    }
+    all[ctx.rank] = std::move(mine);
+    // Sum in ascending rank order: every copy gets the same bits.
+    std::vector<double> total(n, 0.0);
+    std::vector<bool> covered(M, false);
+    for (int r : ranks) {
+      const std::vector<uint8_t> &bytes = all[r];
+      const uint8_t *flags = bytes.data() + n * sizeof(double);
+      bool any = false;
+      for (size_t mb = 0; mb < M; ++mb)
+        if (flags[mb]) {
+          covered[mb] = true;
+          any = true;
+        }
+      if (!any)
+        return parameterName(m, index) + ": rank " + std::to_string(r) +
+               " is in its \"ranks\" (" + rankList(ranks) +
+               ") in the manifest " + m.source +
+               " but reported no gradient for it in step " +
+               std::to_string(step) +
+               " (a rank that reads a parameter reports its gradient with "
+               "pipeopt_rt_gradient)";
+      for (size_t i = 0; i < n; ++i) {
+        double x;
+        std::memcpy(&x, bytes.data() + i * sizeof(double), sizeof(double));
+        total[i] += x;
+      }
+    }
+    for (size_t mb = 0; mb < M; ++mb) {
+      if (covered[mb])
+        continue;
+      std::string got;
+      for (size_t k = 0; k < M; ++k)
+        if (covered[k])
+          got += (got.empty() ? "" : ", ") + std::to_string(k);
+      return parameterName(m, index) + ": no rank of its \"ranks\" (" +
+             rankList(ranks) + ") reported a gradient for microbatch " +
+             std::to_string(mb) + " of " + std::to_string(M) + " in step " +
+             std::to_string(step) + " (reported for microbatch(es) " + got +
+             "): the schedule misses a weight-gradient (W or backward) "
+             "action";
+    }
+    for (double &x : total)
+      x /= double(M);
+    std::vector<double> w = tensorToDoubles(st.value);
+    optimizerStep(m.training, w, total, st.optimizer);
+    doublesToTensor(w, st.value);
+    st.meanGrad = std::move(total);
+  }
+  return "";
+}
+
+/// Rank 0 receives every parameter from the lowest rank of its list (its
+/// value and, with `withState`, mean gradient and optimizer state) and
+/// checks the other ranks' copies bit for bit; the other ranks send theirs.
+/// Every rank calls it at the same steps. Returns an error ("" if none).
+std::string gatherParameters(RankContext &ctx, Communicator &comm,
+                             const Manifest &m, int step, bool withState,
+                             double timeoutS,
+                             std::map<int, GatheredParameter> *out) {
+  std::string error;
+  for (const ManifestParameter &p : m.parameters) {
+    int owner = p.ranks.front();
+    std::string name = parameterName(m, p.index);
+    if (ctx.rank != 0) {
+      auto it = ctx.parameters.find(p.index);
+      if (it == ctx.parameters.end())
+        continue;
+      const ParameterState &st = it->second;
+      sendControl(comm, 0, TagParamValue, st.value.data.data(),
+                  st.value.data.size(), timeoutS, st.value.dtype,
+                  st.value.shape, p.index, step);
+      if (withState && ctx.rank == owner) {
+        std::vector<double> state = st.meanGrad;
+        state.insert(state.end(), st.optimizer.first.begin(),
+                     st.optimizer.first.end());
+        state.insert(state.end(), st.optimizer.second.begin(),
+                     st.optimizer.second.end());
+        state.push_back(double(st.optimizer.step));
+        state.push_back(double(st.meanGrad.size()));
+        state.push_back(double(st.optimizer.first.size()));
+        sendDoubles(comm, 0, TagParamState, state, p.index, step, timeoutS);
+      }
+      continue;
+    }
+    // Rank 0: every copy in rank order, the lowest rank's is the reference.
+    GatheredParameter g;
+    bool haveRef = false;
+    int refRank = -1;
+    for (int r : p.ranks) {
+      HostTensor copy;
+      if (r == 0) {
+        const ParameterState &st = ctx.parameters.at(p.index);
+        copy = st.value;
+        if (r == owner && withState) {
+          g.meanGrad = st.meanGrad;
+          g.first = st.optimizer.first;
+          g.second = st.optimizer.second;
+          g.step = st.optimizer.step;
+        }
+      } else {
+        std::string what = "gathering " + name + " from rank " +
+                           std::to_string(r) + " after step " +
+                           std::to_string(step);
+        Message msg = recvAbout(comm, r, TagParamValue, p.index, step,
+                                2 * timeoutS, what);
+        copy.dtype = DType(msg.header.dtype);
+        copy.shape = msg.header.getShape();
+        copy.data = std::move(msg.payload);
+        if (r == owner && withState) {
+          Message sm = recvAbout(comm, r, TagParamState, p.index, step,
+                                 2 * timeoutS, what);
+          std::vector<double> state(sm.payload.size() / sizeof(double));
+          std::memcpy(state.data(), sm.payload.data(),
+                      state.size() * sizeof(double));
+          if (state.size() < 3)
+            throw RuntimeError(what + ": a truncated optimizer state");
+          size_t firstN = size_t(state.back());
+          size_t gradN = size_t(state[state.size() - 2]);
+          g.step = int64_t(state[state.size() - 3]);
+          state.resize(state.size() - 3);
+          if (gradN + firstN > state.size())
+            throw RuntimeError(what + ": a malformed optimizer state");
+          g.meanGrad.assign(state.begin(), state.begin() + long(gradN));
+          g.first.assign(state.begin() + long(gradN),
+                         state.begin() + long(gradN + firstN));
+          g.second.assign(state.begin() + long(gradN + firstN), state.end());
+        }
+      }
+      if (!haveRef) {
+        g.value = std::move(copy);
+        haveRef = true;
+        refRank = r;
+        continue;
+      }
+      if (error.empty() && (copy.data != g.value.data ||
+                            copy.shape != g.value.shape ||
+                            copy.dtype != g.value.dtype)) {
+        double maxDiff = 0;
+        if (copy.dtype == g.value.dtype && copy.shape == g.value.shape) {
+          std::vector<double> a = tensorToDoubles(g.value),
+                              b = tensorToDoubles(copy);
+          for (size_t i = 0; i < a.size(); ++i)
+            maxDiff = std::max(maxDiff, std::fabs(a[i] - b[i]));
+        }
+        std::ostringstream os;
+        os << name << ": rank " << r << "'s copy differs from rank "
+           << refRank << "'s after step " << step
+           << " (max abs difference " << maxDiff
+           << "): the ranks of a parameter must compute the same update";
+        error = os.str();
+      }
+    }
+    if (out)
+      (*out)[p.index] = std::move(g);
+  }
+  return error;
+}
+
+/// The end of one training step of a build with parameters, after the
+/// entry point returned and the rank's sends completed: the gradient
+/// reduction and optimizer update, then the step's loss and time to rank 0,
+/// which prints the progress line. Returns false (with ctx failed) on an
+/// error the ranks detected; throws on communication errors.
+bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
+                     const RunOptions &o, int step, bool measured,
+                     int measuredStep, int totalSteps, double t0,
+                     RankResult &result) {
+  std::string error = reduceAndUpdate(ctx, comm, m, step, o.timeoutS);
+  if (!error.empty()) {
+    ctx.fail(error);
+    return false;
+  }
+  double seconds = ctx.now() - t0;
+  int lossIndex = lossOutput(m);
+  std::vector<double> mine = {0.0, 0.0, seconds};
+  if (lossIndex >= 0)
+    if (auto it = ctx.reducedOutputs.find(lossIndex);
+        it != ctx.reducedOutputs.end() && !it->second.sum.empty()) {
+      mine[0] = it->second.sum[0];
+      mine[1] = double(it->second.microbatches.size());
+    }
+  if (ctx.rank != 0) {
+    sendDoubles(comm, 0, TagStepLoss, mine, -1, step, o.timeoutS);
+    return true;
+  }
+  double sum = mine[0], count = mine[1], slowest = seconds;
+  for (int r = 1; r < comm.size(); ++r) {
+    Message msg =
+        recvAbout(comm, r, TagStepLoss, -1, step, 2 * o.timeoutS,
+                  "collecting the loss of step " + std::to_string(step));
+    if (msg.payload.size() != 3 * sizeof(double))
+      throw RuntimeError("collecting the loss of step " +
+                         std::to_string(step) + ": rank " + std::to_string(r) +
+                         " sent a malformed message");
+    double v[3];
+    std::memcpy(v, msg.payload.data(), sizeof(v));
+    sum += v[0];
+    count += v[1];
+    slowest = std::max(slowest, v[2]);
+  }
+  if (!measured)
+    return true;
+  float loss = std::nanf("");
+  if (lossIndex >= 0 && count > 0)
+    loss = float(sum / double(m.numMicrobatches));
+  result.losses.push_back(loss);
+  if (!o.quiet) {
+    char line[256];
+    if (lossIndex >= 0)
+      std::snprintf(line, sizeof(line),
+                    "pipeopt-run: step %d/%d: loss %.6g (%.4f s)\n",
+                    measuredStep, totalSteps, double(loss), slowest);
+    else
+      std::snprintf(line, sizeof(line), "pipeopt-run: step %d/%d (%.4f s)\n",
+                    measuredStep, totalSteps, slowest);
+    std::cout << line << std::flush;
+  }
+  return true;
+}
+
+void writeText(const std::string &path, const std::string &text);
+void writeTrainingFiles(const Manifest &m, const RunOptions &o,
+                        const RankResult &result);
+
+/// A checkpoint read back for --resume.
+struct Checkpoint {
+  int step = 0;
+  std::vector<float> losses;
+  std::map<int, GatheredParameter> parameters;
+};
+
+/// Reads the checkpoint that `dir`/latest names, for the manifest `m`;
+/// throws RuntimeError naming the file when it is missing or does not fit
+/// the manifest.
+Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
+  std::vector<uint8_t> bytes = readFileBytes(dir + "/latest", "checkpoint");
+  std::string name(bytes.begin(), bytes.end());
+  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    name.pop_back();
+  if (name.rfind("step-", 0) != 0 || name.find('/') != std::string::npos)
+    throw RuntimeError(dir + "/latest: names '" + name +
+                       "', not a checkpoint step-<k>");
+  std::string ck = dir + "/" + name;
+  bytes = readFileBytes(ck + "/checkpoint.json", "checkpoint");
+  Json j;
+  try {
+    j = Json::parse(std::string(bytes.begin(), bytes.end()));
+  } catch (const Json::exception &e) {
+    throw RuntimeError(ck + "/checkpoint.json: invalid JSON: " + e.what());
+  }
+  auto bad = [&](const std::string &why) {
+    return RuntimeError(ck + ": " + why);
+  };
+  if (!j.is_object() || j.value("format", "") != "pipeopt-checkpoint" ||
+      !j.contains("step") || !j["step"].is_number_integer())
+    throw bad("checkpoint.json is not a pipeopt checkpoint");
+  Checkpoint c;
+  c.step = j["step"].get<int>();
+  if (j.value("num_microbatches", -1) != m.numMicrobatches)
+    throw bad("the checkpoint has " +
+              std::to_string(j.value("num_microbatches", -1)) +
+              " microbatches, the manifest " + m.source + " " +
+              std::to_string(m.numMicrobatches));
+  std::string opt = j.value("optimizer", "");
+  if (opt != optimizerName(m.training.optimizer))
+    throw bad("the checkpoint was written with optimizer '" + opt +
+              "', the manifest " + m.source + " trains with '" +
+              optimizerName(m.training.optimizer) + "'");
+  HostTensor losses = readNpy(ck + "/loss.npy");
+  if (losses.dtype != DType::F32 || losses.shape != Shape{c.step})
+    throw bad("loss.npy is " + typeString(losses.dtype, losses.shape) +
+              ", expected f32[" + std::to_string(c.step) + "]");
+  c.losses.resize(size_t(c.step));
+  if (c.step > 0)
+    std::memcpy(c.losses.data(), losses.data.data(), losses.data.size());
+  bytes = readFileBytes(ck + "/optimizer.json", "checkpoint");
+  Json oj = Json::parse(std::string(bytes.begin(), bytes.end()), nullptr,
+                        false);
+  auto f64 = [&](const std::string &file, size_t n) {
+    HostTensor t = readNpy(file);
+    if (t.dtype != DType::F64 || size_t(numElements(t.shape)) != n)
+      throw bad(file + " is " + typeString(t.dtype, t.shape) + ", expected " +
+                std::to_string(n) + " f64 elements");
+    std::vector<double> v(n);
+    std::memcpy(v.data(), t.data.data(), n * 8);
+    return v;
+  };
+  for (const ManifestParameter &p : m.parameters) {
+    std::string i = std::to_string(p.index);
+    const ManifestInput *in = m.findInput(p.index);
+    GatheredParameter g;
+    g.value = readNpy(ck + "/weight_" + i + ".npy");
+    if (g.value.dtype != in->dtype || g.value.shape != in->shape)
+      throw bad("weight_" + i + ".npy is " +
+                typeString(g.value.dtype, g.value.shape) + ", but the "
+                "manifest declares " + parameterName(m, p.index) + " " +
+                typeString(in->dtype, in->shape));
+    size_t n = size_t(numElements(in->shape));
+    OptimizerKind k = m.training.optimizer;
+    if (k == OptimizerKind::Momentum && c.step > 0)
+      g.first = f64(ck + "/momentum_" + i + ".npy", n);
+    if (k == OptimizerKind::AdamW && c.step > 0) {
+      g.first = f64(ck + "/adam_m_" + i + ".npy", n);
+      g.second = f64(ck + "/adam_v_" + i + ".npy", n);
+    }
+    g.step = c.step;
+    if (oj.is_object() && oj.contains("parameters") &&
+        oj["parameters"].contains(i))
+      g.step = oj["parameters"][i].value("step", int64_t(c.step));
+    c.parameters[p.index] = std::move(g);
+  }
+  return c;
+}
+
+/// fsync(2) of a file or directory (best effort: errors are ignored on
+/// file systems that cannot sync directories).
+void syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// Writes the checkpoint of step `step` into `dir`/step-<step> atomically:
+/// everything goes into `dir`/tmp-<step> (synced), which is then renamed;
+/// `dir`/latest (the name of the newest checkpoint) is replaced by rename
+/// too. A crash at any point leaves `latest` naming a complete checkpoint
+/// (or absent before the first one).
+void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
+                     const std::vector<float> &losses,
+                     const std::map<int, GatheredParameter> &params) {
+  ensureDir(dir);
+  std::string name = "step-" + std::to_string(step);
+  std::string tmp = dir + "/tmp-" + std::to_string(step);
+  std::string final = dir + "/" + name;
+  if (std::system(("rm -rf '" + tmp + "'").c_str()) != 0)
+    throw RuntimeError("cannot remove the stale " + tmp);
+  ensureDir(tmp);
+  RankResult r;
+  r.losses = losses;
+  r.parameters = params;
+  RunOptions files;
+  files.outputDir = tmp;
+  writeTrainingFiles(m, files, r);
+  Json j = {{"format", "pipeopt-checkpoint"},
+            {"version", 1},
+            {"step", step},
+            {"num_microbatches", m.numMicrobatches},
+            {"optimizer", optimizerName(m.training.optimizer)},
+            {"parameters", Json::array()}};
+  for (const auto &kv : params)
+    j["parameters"].push_back(kv.first);
+  writeText(tmp + "/checkpoint.json", j.dump(2) + "\n");
+  std::vector<std::string> written = {"loss.npy", "optimizer.json",
+                                      "checkpoint.json"};
+  for (const auto &kv : params)
+    for (const char *prefix : {"weight_", "momentum_", "adam_m_", "adam_v_"})
+      written.push_back(prefix + std::to_string(kv.first) + ".npy");
+  for (const std::string &f : written)
+    syncPath(tmp + "/" + f);
+  syncPath(tmp);
+  // A checkpoint of this step from an earlier run is moved aside first
+  // (rename cannot replace a non-empty directory).
+  struct stat st;
+  if (::stat(final.c_str(), &st) == 0) {
+    std::string old = dir + "/old-" + std::to_string(step);
+    if (std::system(("rm -rf '" + old + "'").c_str()) != 0 ||
+        ::rename(final.c_str(), old.c_str()) != 0)
+      throw RuntimeError("cannot move the old checkpoint " + final +
+                         " aside: " + std::strerror(errno));
+    std::system(("rm -rf '" + old + "'").c_str());
+  }
+  if (::rename(tmp.c_str(), final.c_str()) != 0)
+    throw RuntimeError("cannot rename " + tmp + " to " + final + ": " +
+                       std::strerror(errno));
+  std::string latestTmp = dir + "/latest.tmp";
+  writeText(latestTmp, name + "\n");
+  syncPath(latestTmp);
+  if (::rename(latestTmp.c_str(), (dir + "/latest").c_str()) != 0)
+    throw RuntimeError("cannot update " + dir + "/latest: " +
+                       std::strerror(errno));
+  syncPath(dir);
+}
 
 /// Runs one rank to completion (in the calling thread).
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             RankResult &result) {
+             const Checkpoint *resume, RankResult &result) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
   std::string phase = "at the start barrier";
   try {
+    phase = "setting up the parameters";
+    ctx.initParameters();
+    int first = 0; // steps done before this run (--resume)
+    if (resume) {
+      first = resume->step;
+      for (auto &[index, st] : ctx.parameters) {
+        const GatheredParameter &g = resume->parameters.at(index);
+        st.value = g.value;
+        st.optimizer.first = g.first;
+        st.optimizer.second = g.second;
+        st.optimizer.step = g.step;
+      }
+      if (rank == 0)
+        result.losses = resume->losses;
+    }
+    phase = "at the start barrier";
     barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
@@ -771,6 +1356,39 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       comm.flush(o.timeoutS);
       if (measured)
         iterS.push_back(t1 - t0);
+      if (m.hasParameters) {
+        int step = first + it + 1;
+        int measuredStep = first + it - o.warmup + 1;
+        phase = "ending training step " + std::to_string(step);
+        if (!endTrainingStep(ctx, comm, m, o, step, measured, measuredStep,
+                             first + o.iterations, t0, result))
+          break;
+        if (measured && o.checkpointEvery > 0 &&
+            measuredStep % o.checkpointEvery == 0) {
+          phase = "writing the checkpoint of step " +
+                  std::to_string(measuredStep);
+          std::map<int, GatheredParameter> params;
+          std::string error = gatherParameters(ctx, comm, m, step, true,
+                                               o.timeoutS, &params);
+          if (!error.empty()) {
+            ctx.fail(error);
+            break;
+          }
+          if (rank == 0)
+            writeCheckpoint(m, o.checkpointDir, measuredStep, result.losses,
+                            params);
+        }
+        comm.flush(o.timeoutS);
+      }
+    }
+    if (!ctx.isPoisoned() && m.hasParameters) {
+      phase = "gathering the parameters";
+      std::string error =
+          gatherParameters(ctx, comm, m, first + o.warmup + o.iterations,
+                           true, o.timeoutS, &result.parameters);
+      if (!error.empty())
+        ctx.fail(error);
+      comm.flush(o.timeoutS);
     }
     if (!ctx.isPoisoned()) {
       // Drop warm-up events.
@@ -795,6 +1413,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         result.reports[0].inputsReadPerMicrobatch =
             std::move(own.inputsReadPerMicrobatch);
         result.reports[0].outputsWritten = std::move(own.outputsWritten);
+        result.reports[0].stashUsed = ctx.stashUsed;
+        result.reports[0].stashPeak = ctx.stashPeakBytes;
         if (withOutputs) {
           result.reports[0].outputs = ctx.outputs;
           for (const auto &[index, acc] : ctx.reducedOutputs)
@@ -835,9 +1455,64 @@ void writeText(const std::string &path, const std::string &text) {
 }
 
 /// Writes outputs, trace and profile and prints the summary (rank 0).
+/// Writes a training build's parameters, optimizer state and per-step
+/// losses into --output-dir (Runtime.md, "Training builds").
+void writeTrainingFiles(const Manifest &m, const RunOptions &o,
+                        const RankResult &result) {
+  const std::string &dir = o.outputDir;
+  HostTensor losses;
+  losses.dtype = DType::F32;
+  losses.shape = {int64_t(result.losses.size())};
+  losses.data.resize(result.losses.size() * 4);
+  if (!result.losses.empty())
+    std::memcpy(losses.data.data(), result.losses.data(), losses.data.size());
+  writeNpy(dir + "/loss.npy", losses);
+  auto f64 = [](const std::vector<double> &v, const Shape &shape) {
+    HostTensor t;
+    t.dtype = DType::F64;
+    t.shape = shape;
+    t.data.resize(v.size() * 8);
+    if (!v.empty())
+      std::memcpy(t.data.data(), v.data(), t.data.size());
+    return t;
+  };
+  Json state = Json::object();
+  for (const auto &[index, g] : result.parameters) {
+    std::string i = std::to_string(index);
+    writeNpy(dir + "/weight_" + i + ".npy", g.value);
+    if (!g.first.empty())
+      writeNpy(dir + "/" +
+                   (m.training.optimizer == OptimizerKind::AdamW
+                        ? "adam_m_"
+                        : "momentum_") +
+                   i + ".npy",
+               f64(g.first, g.value.shape));
+    if (!g.second.empty())
+      writeNpy(dir + "/adam_v_" + i + ".npy", f64(g.second, g.value.shape));
+    if (o.saveGrads && !g.meanGrad.empty()) {
+      HostTensor grad = g.value;
+      doublesToTensor(g.meanGrad, grad);
+      writeNpy(dir + "/grad_" + i + ".npy", grad);
+    }
+    state[i] = {{"step", g.step}};
+  }
+  const TrainingConfig &t = m.training;
+  Json j = {{"optimizer", optimizerName(t.optimizer)},
+            {"lr", t.lr},
+            {"momentum", t.momentum},
+            {"beta1", t.beta1},
+            {"beta2", t.beta2},
+            {"eps", t.eps},
+            {"weight_decay", t.weightDecay},
+            {"steps", result.losses.size()},
+            {"parameters", state}};
+  writeText(dir + "/optimizer.json", j.dump(2) + "\n");
+}
+
 void finish(const Manifest &m, const RunOptions &o,
-            const std::vector<RankReport> &reports, const std::string &commName,
+            const RankResult &result, const std::string &commName,
             std::ostream &out) {
+  const std::vector<RankReport> &reports = result.reports;
   int R = int(reports.size());
   std::vector<double> iterMax(size_t(o.iterations), 0.0);
   for (const auto &r : reports)
@@ -961,7 +1636,13 @@ void finish(const Manifest &m, const RunOptions &o,
     for (const auto &r : reports)
       for (const auto &kv : r.outputs)
         all[kv.first] = &kv.second;
+    if (m.hasParameters)
+      writeTrainingFiles(m, o, result);
     for (const ManifestOutput &mo : m.outputs) {
+      // A training build with parameters writes its per-step losses
+      // (loss.npy, above) instead of the last step's.
+      if (m.hasParameters && mo.index == lossOutput(m))
+        continue;
       HostTensor t;
       t.dtype = mo.dtype;
       t.shape = mo.shape;
@@ -1039,6 +1720,21 @@ void finish(const Manifest &m, const RunOptions &o,
     writeText(o.tracePath, trace.dump(1) + "\n");
   }
 
+  // Peak stashed activations per rank (pipeopt_rt_stash), when any rank
+  // stashed anything.
+  bool stashed = std::any_of(reports.begin(), reports.end(),
+                             [](const RankReport &r) { return r.stashUsed; });
+  Json stashJson = nullptr;
+  std::string stashLine;
+  if (stashed) {
+    stashJson = Json::array();
+    for (const RankReport &r : reports) {
+      stashJson.push_back(r.stashPeak);
+      stashLine += (stashLine.empty() ? "" : ", ") +
+                   std::to_string(r.stashPeak) + " B";
+    }
+  }
+
   if (!o.profilePath.empty()) {
     // [stage][kind] -> durations; stage -> ranks that ran it.
     std::vector<std::array<std::vector<double>, 4>> dur(size_t(m.numStages));
@@ -1100,6 +1796,7 @@ void finish(const Manifest &m, const RunOptions &o,
                     {"microbatches_per_s", mbPerS},
                     {"stages", stages},
                     {"ranks", ranks},
+                    {"peak_stash_bytes_per_rank", stashJson},
                     {"kernel_library", kernelLibrary()},
                     {"kernel_threads", kernelThreads()}};
     writeText(o.profilePath, profile.dump(2) + "\n");
@@ -1128,6 +1825,9 @@ void finish(const Manifest &m, const RunOptions &o,
                     double(meanLoss), m.numMicrobatches);
       out << line;
     }
+    if (stashed)
+      out << "pipeopt-run: peak stashed activations per rank: " << stashLine
+          << "\n";
     out << "pipeopt-run: kernels: " << kernelLibrary() << ", "
         << kernelThreads() << " thread(s) per rank\n";
   }
@@ -1242,6 +1942,7 @@ int pipeoptRunMain(int argc, char **argv) {
   // Load the model and its entry points.
   std::vector<EntryFn> entries(size_t(m.numRanks), nullptr);
   InputStore inputs;
+  std::optional<Checkpoint> resume;
   try {
     // dlopen searches the library path for a name without '/', never the
     // working directory: make `pipeopt-run model.so` mean ./model.so.
@@ -1280,6 +1981,17 @@ int pipeoptRunMain(int argc, char **argv) {
                          ": the model has more ranks than the manifest (is "
                          "it the manifest of this model?)");
     inputs = loadInputs(m, o);
+    if (!o.resumeDir.empty()) {
+      resume = readCheckpoint(m, o.resumeDir);
+      if (resume->step >= o.iterations)
+        throw RuntimeError("--resume " + o.resumeDir + ": the latest "
+                           "checkpoint is of step " +
+                           std::to_string(resume->step) + ", but --steps " +
+                           std::to_string(o.iterations) +
+                           " asks for no more steps (--steps is the total "
+                           "number of steps)");
+      o.iterations -= resume->step;
+    }
   } catch (const std::exception &e) {
     printError(e.what());
     if (useMpi)
@@ -1320,13 +2032,13 @@ int pipeoptRunMain(int argc, char **argv) {
   // Run.
   if (localRanks.size() == 1) {
     runRank(localRanks[0], *comms[0], m, inputs, entries[localRanks[0]], o,
-            results[0]);
+            resume ? &*resume : nullptr, results[0]);
   } else {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
-                results[i]);
+                resume ? &*resume : nullptr, results[i]);
       });
     for (auto &t : threads)
       t.join();
@@ -1348,7 +2060,7 @@ int pipeoptRunMain(int argc, char **argv) {
     if (localRanks[i] != 0)
       continue;
     try {
-      finish(m, o, results[i].reports, commName, std::cout);
+      finish(m, o, results[i], commName, std::cout);
     } catch (const std::exception &e) {
       printError(e.what());
       exitCode = 1;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <thread>
 
 using namespace pipeopt::rt;
@@ -335,6 +336,203 @@ TEST(Abi, UnbalancedActionsAreErrors) {
   EXPECT_NE(out[0].error.find("invalid action kind 7"), std::string::npos);
 }
 
+//===----------------------------------------------------------------------===//
+// Training builds: gradients and stashed activations
+//===----------------------------------------------------------------------===//
+
+/// Two ranks, 4 microbatches; input 1 = w f32[3] is a parameter of rank 0
+/// only, input 2 = an i32[2] shared input, input 0 = microbatched data.
+struct TrainAbi {
+  Manifest man = parseManifest(R"({"num_ranks": 2, "num_stages": 2,
+      "num_microbatches": 4,
+      "inputs": [{"index": 0, "shape": [2], "dtype": "f32",
+                  "microbatched": true},
+                 {"index": 1, "shape": [3], "dtype": "f32", "name": "w"},
+                 {"index": 2, "shape": [2], "dtype": "i32"}],
+      "training": {"optimizer": "sgd", "lr": 0.5},
+      "parameters": [{"index": 1, "ranks": [0]}]})",
+                               "m.json");
+  InputStore inputs;
+  TrainAbi() {
+    HostTensor x;
+    x.dtype = DType::F32;
+    x.shape = {4, 2};
+    x.data.assign(32, 0);
+    inputs.set(man.inputs[0], 4, x);
+    HostTensor w;
+    w.dtype = DType::F32;
+    w.shape = {3};
+    float wv[3] = {1, 2, 3};
+    w.data.assign(reinterpret_cast<uint8_t *>(wv),
+                  reinterpret_cast<uint8_t *>(wv) + 12);
+    inputs.set(man.inputs[1], 4, w);
+    HostTensor i;
+    i.dtype = DType::I32;
+    i.shape = {2};
+    i.data.assign(8, 0);
+    inputs.set(man.inputs[2], 4, i);
+  }
+  /// Runs `body` on rank `rank` (the other rank does nothing); returns its
+  /// first error.
+  std::string run(int rank, const std::function<int32_t()> &body,
+                  std::vector<std::unique_ptr<RankContext>> *keep = nullptr) {
+    auto out = runRanks(
+        2, 1,
+        [&](int r) -> int32_t {
+          currentContext()->initParameters();
+          return r == rank ? body() : 0;
+        },
+        &man, &inputs, keep);
+    return out[size_t(rank)].error;
+  }
+};
+
+TEST(AbiTraining, GradientsAccumulateInDouble) {
+  TrainAbi t;
+  std::vector<std::unique_ptr<RankContext>> ctxs;
+  std::string err = t.run(
+      0,
+      [] {
+        float a[3] = {1, 2, 3}, b[3] = {0.5f, 0.5f, 0.5f},
+              c[6] = {1e8f, 0, 1, 0, -1e8f, 0};
+        MemRef<1> ma(a, {3}), mb(b, {3});
+        MemRef<1> mc(c, {3}, {2}); // strided
+        // Microbatch 0 from two stages (a tied weight): the two add up.
+        if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 0, ma.get()) ||
+            _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 0, mb.get()) ||
+            _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 3, mc.get()) ||
+            _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 3, ma.get()))
+          return 1;
+        // The parameter reads this rank's copy, which the launcher updates.
+        float w[3];
+        MemRef<1> mw(w, {3});
+        if (_mlir_ciface_pipeopt_rt_input_f32(1, 2, mw.get()) || w[2] != 3)
+          return 2;
+        float nine = 9;
+        std::memcpy(currentContext()->parameters.at(1).value.data.data(),
+                    &nine, 4);
+        if (_mlir_ciface_pipeopt_rt_input_f32(1, 2, mw.get()) || w[0] != 9)
+          return 3;
+        return 0;
+      },
+      &ctxs);
+  EXPECT_EQ(err, "");
+  const ParameterState &st = ctxs[0]->parameters.at(1);
+  // Summed in double: the small terms next to 1e8 survive (in f32 they
+  // would be lost).
+  EXPECT_EQ(st.gradSum, (std::vector<double>{1e8 + 1.5 + 1, 2.5 + 1 + 2,
+                                             3.5 - 1e8 + 3}));
+  EXPECT_EQ(st.microbatches, (std::set<int>{0, 3}));
+  // Rank 1 keeps no copy; the shared input store is untouched.
+  EXPECT_TRUE(ctxs[1]->parameters.empty());
+  float w0;
+  std::memcpy(&w0, t.inputs.find(1)->second.data.data(), 4);
+  EXPECT_EQ(w0, 1.0f);
+  // A new call starts from zero.
+  ctxs[0]->beginCall();
+  EXPECT_EQ(ctxs[0]->parameters.at(1).gradSum,
+            (std::vector<double>{0, 0, 0}));
+  EXPECT_TRUE(ctxs[0]->parameters.at(1).microbatches.empty());
+}
+
+TEST(AbiTraining, GradientErrors) {
+  TrainAbi t;
+  float g3[3] = {0, 0, 0}, g4[4] = {0, 0, 0, 0};
+  MemRef<1> m3(g3, {3}), m4(g4, {4});
+  int32_t i3[3] = {0, 0, 0};
+  MemRef<1> mi(i3, {3});
+  double d3[3] = {0, 0, 0};
+  MemRef<1> md(d3, {3});
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f32(2, 1, 0, m3.get());
+            }),
+            "rank 0: gradient of input 2 from stage 1 for microbatch 0: input "
+            "2 is not a parameter of the manifest m.json (\"parameters\")");
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f32(7, 1, 0, m3.get());
+            }),
+            "rank 0: gradient of input 7 from stage 1 for microbatch 0: input "
+            "7 is not a parameter of the manifest m.json (\"parameters\")");
+  EXPECT_EQ(t.run(1, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 2, m3.get());
+            }),
+            "rank 1: gradient of parameter 1 ('w') from stage 1 for "
+            "microbatch 2: the manifest m.json lists the parameter on rank(s) "
+            "0 (\"parameters\"), not on rank 1");
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 1, m4.get());
+            }),
+            "rank 0: gradient of parameter 1 ('w') from stage 0 for "
+            "microbatch 1: the program reports f32[4] but the manifest "
+            "declares the parameter f32[3]");
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f64(1, 0, 1, md.get());
+            }),
+            "rank 0: gradient of parameter 1 ('w') from stage 0 for "
+            "microbatch 1: the program reports f64[3] but the manifest "
+            "declares the parameter f32[3]");
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_i32(1, 0, 1, mi.get());
+            }),
+            "rank 0: gradient of parameter 1 ('w') from stage 0 for "
+            "microbatch 1: a gradient needs f32, f64, f16 or bf16, but the "
+            "program reports i32");
+  EXPECT_EQ(t.run(0, [&] {
+              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 4, m3.get());
+            }),
+            "rank 0: gradient of parameter 1 ('w') from stage 0 for "
+            "microbatch 4: microbatch out of range [0, 4)");
+  // Reading a parameter on a rank that keeps no copy of it.
+  EXPECT_EQ(t.run(1, [&] {
+              return _mlir_ciface_pipeopt_rt_input_f32(1, 0, m3.get());
+            }),
+            "rank 1: input 1 ('w') for microbatch 0: the input is a parameter "
+            "that the manifest m.json does not give this rank (its \"ranks\" "
+            "in \"parameters\" lack rank 1), so this rank keeps no copy of it "
+            "that the optimizer updates");
+  // Poisoned afterwards, like every other call.
+  EXPECT_NE(t.run(0, [&] {
+              if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 4, m3.get()) == 0)
+                return 0;
+              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 0, m3.get()) ==
+                             0
+                         ? 0
+                         : 1;
+            }),
+            "");
+}
+
+TEST(AbiTraining, StashKeepsTotalAndPeak) {
+  TrainAbi t;
+  std::vector<std::unique_ptr<RankContext>> ctxs;
+  EXPECT_EQ(t.run(
+                0,
+                [] {
+                  // F of microbatches 0 and 1 (100 B each), a split B that
+                  // keeps 30 B of microbatch 0, then W frees it, F of 2.
+                  return pipeopt_rt_stash(0, 0, 100) ||
+                         pipeopt_rt_stash(0, 1, 100) ||
+                         pipeopt_rt_stash(0, 0, 30) ||
+                         _mlir_ciface_pipeopt_rt_stash(1, 0, 5) ||
+                         pipeopt_rt_stash(0, 0, 0) ||
+                         pipeopt_rt_stash(0, 2, 60);
+                },
+                &ctxs),
+            "");
+  EXPECT_TRUE(ctxs[0]->stashUsed);
+  EXPECT_FALSE(ctxs[1]->stashUsed);
+  EXPECT_EQ(ctxs[0]->stashPeakBytes, 200);
+  EXPECT_EQ(ctxs[0]->stashBytes, 165);
+  EXPECT_EQ(t.run(0, [] { return pipeopt_rt_stash(1, 2, -1); }),
+            "rank 0: stash for stage 1 microbatch 2: negative size -1 bytes");
+  EXPECT_EQ(t.run(0, [] { return pipeopt_rt_stash(2, 0, 1); }),
+            "rank 0: stash for stage 2 microbatch 0: stage out of range "
+            "[0, 2)");
+  EXPECT_EQ(t.run(0, [] { return pipeopt_rt_stash(0, 4, 1); }),
+            "rank 0: stash for stage 0 microbatch 4: microbatch out of range "
+            "[0, 4)");
+}
+
 TEST(Abi, EveryDefEntryIsExported) {
   void *self = dlopen(nullptr, RTLD_NOW);
   ASSERT_NE(self, nullptr);
@@ -356,8 +554,8 @@ TEST(Abi, EveryDefEntryIsExported) {
   EXPECT_NE(dlsym(RTLD_DEFAULT, "_mlir_ciface_" #Name), nullptr) << #Name;     \
   ++count;
 #include "pipeopt/runtime/RuntimeFunctions.def"
-  // 4 typed functions x 8 dtypes, 2 kernels x {f32, f64}, 3 untyped.
-  EXPECT_EQ(count, 4 * 8 + 2 * 2 + 3);
+  // 5 typed functions x 8 dtypes, 2 kernels x {f32, f64}, 4 untyped.
+  EXPECT_EQ(count, 5 * 8 + 2 * 2 + 4);
 }
 
 } // namespace

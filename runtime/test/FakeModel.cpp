@@ -203,3 +203,166 @@ pipeopt_train_split_1(void) {
     CHECK(trainStep(mb));
   return 0;
 }
+
+//===----------------------------------------------------------------------===//
+// Training with parameters (manifest "parameters"; pipeopt_rt_gradient)
+//===----------------------------------------------------------------------===//
+//
+// y = x * w + b per microbatch (x f32[2x3] input 0, microbatched; w f32[3]
+// input 1 and b f32[3] input 2 are parameters), loss = mean(y^2) over its 6
+// elements. Stage 0: h = x * w; stage 1: y = h + b and the loss. Backward:
+// dy = 2 y / 6, grad_b[j] = sum_i dy[i][j], grad_w[j] = sum_i dy[i][j] x[i][j].
+// Each F stashes its 24 bytes (x, y) until its backward.
+//
+//   pipeopt_ptrain_0        one rank, both stages, F F BW BW per microbatch
+//   pipeopt_ppipe_0/1       stage s on rank s, GPipe order (all F, all BW)
+//   pipeopt_pdp_0/1         data parallel: microbatches 0-1 on rank 0, 2-3
+//                           on rank 1, both ranks keep both parameters
+//
+// Faults (PIPEOPT_FAKE_MODEL_BUG): "tied" (ptrain reports grad_w in two
+// halves, from stage 0 and stage 1), "p-none" (pdp rank 1 reports no grad_w),
+// "p-skip3" (pdp rank 1 reports no grad_w for microbatch 3), "p-unknown"
+// (ptrain reports a gradient of input 0), "die5" (the process exits in the
+// 5th call of pipeopt_pdp_0).
+
+namespace {
+
+struct PTrainMb {
+  float x[6], w[3], b[3], h[6], y[6], dy[6];
+};
+
+int32_t pForward0(PTrainMb &s, int mb) {
+  MemRef<2> mx(s.x, {2, 3});
+  MemRef<1> mw(s.w, {3});
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 0, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(0, mb, mx.get()));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(1, 0, mw.get()));
+  for (int i = 0; i < 6; ++i)
+    s.h[i] = s.x[i] * s.w[i % 3];
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 0, mb));
+  CHECK(pipeopt_rt_stash(0, mb, 24));
+  return 0;
+}
+
+int32_t pForward1(PTrainMb &s, int mb) {
+  MemRef<1> mb_(s.b, {3});
+  float loss = 0;
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_F, 1, mb));
+  CHECK(_mlir_ciface_pipeopt_rt_input_f32(2, 0, mb_.get()));
+  for (int i = 0; i < 6; ++i) {
+    s.y[i] = s.h[i] + s.b[i % 3];
+    loss += s.y[i] * s.y[i] / 6.0f;
+  }
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_F, 1, mb));
+  MemRef<0> ml(&loss);
+  CHECK(_mlir_ciface_pipeopt_rt_output_f32(0, mb, ml.get()));
+  CHECK(pipeopt_rt_stash(1, mb, 24));
+  return 0;
+}
+
+int32_t pBackward1(PTrainMb &s, int mb) {
+  float gb[3] = {0, 0, 0};
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_BW, 1, mb));
+  for (int i = 0; i < 6; ++i) {
+    s.dy[i] = 2.0f * s.y[i] / 6.0f;
+    gb[i % 3] += s.dy[i];
+  }
+  MemRef<1> mg(gb, {3});
+  CHECK(_mlir_ciface_pipeopt_rt_gradient_f32(2, 1, mb, mg.get()));
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_BW, 1, mb));
+  CHECK(pipeopt_rt_stash(1, mb, 0));
+  return 0;
+}
+
+/// `report` false: compute but do not report grad_w.
+int32_t pBackward0(PTrainMb &s, int mb, bool report = true) {
+  float gw[3] = {0, 0, 0};
+  CHECK(pipeopt_rt_action_begin(PIPEOPT_RT_ACTION_BW, 0, mb));
+  for (int i = 0; i < 6; ++i)
+    gw[i % 3] += s.dy[i] * s.x[i];
+  MemRef<1> mg(gw, {3});
+  if (std::strcmp(bug(), "tied") == 0) {
+    // Two halves (exact in binary) from two stages: they add up.
+    float half[3] = {gw[0] / 2, gw[1] / 2, gw[2] / 2};
+    MemRef<1> mh(half, {3});
+    CHECK(_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, mb, mh.get()));
+    CHECK(_mlir_ciface_pipeopt_rt_gradient_f32(1, 1, mb, mh.get()));
+  } else if (report) {
+    CHECK(_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, mb, mg.get()));
+  }
+  if (std::strcmp(bug(), "p-unknown") == 0)
+    CHECK(_mlir_ciface_pipeopt_rt_gradient_f32(0, 0, mb, mg.get()));
+  CHECK(pipeopt_rt_action_end(PIPEOPT_RT_ACTION_BW, 0, mb));
+  CHECK(pipeopt_rt_stash(0, mb, 0));
+  return 0;
+}
+
+int32_t pStep(int mb, bool reportW = true) {
+  PTrainMb s;
+  CHECK(pForward0(s, mb));
+  CHECK(pForward1(s, mb));
+  CHECK(pBackward1(s, mb));
+  CHECK(pBackward0(s, mb, reportW));
+  return 0;
+}
+
+} // namespace
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_ptrain_0(void) {
+  for (int mb = 0; mb < kM; ++mb)
+    CHECK(pStep(mb));
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_ppipe_0(void) {
+  PTrainMb s[kM];
+  for (int mb = 0; mb < kM; ++mb) {
+    CHECK(pForward0(s[mb], mb));
+    MemRef<2> mh(s[mb].h, {2, 3});
+    CHECK(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, mb, 0, 0, mh.get()));
+  }
+  for (int mb = 0; mb < kM; ++mb) {
+    MemRef<2> md(s[mb].dy, {2, 3});
+    CHECK(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, mb, 0, 1, md.get()));
+    CHECK(pBackward0(s[mb], mb));
+  }
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_ppipe_1(void) {
+  PTrainMb s[kM];
+  for (int mb = 0; mb < kM; ++mb) {
+    MemRef<2> mh(s[mb].h, {2, 3});
+    CHECK(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, mb, 0, 0, mh.get()));
+    CHECK(pForward1(s[mb], mb));
+  }
+  for (int mb = 0; mb < kM; ++mb) {
+    CHECK(pBackward1(s[mb], mb));
+    MemRef<2> md(s[mb].dy, {2, 3});
+    CHECK(_mlir_ciface_pipeopt_rt_send_f32(0, 1, 0, mb, 0, 1, md.get()));
+  }
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_pdp_0(void) {
+  static int calls = 0;
+  if (++calls == 5 && std::strcmp(bug(), "die5") == 0)
+    _exit(3); // the process dies in step 5
+  for (int mb = 0; mb < kM / 2; ++mb)
+    CHECK(pStep(mb));
+  return 0;
+}
+
+extern "C" __attribute__((visibility("default"))) int32_t
+pipeopt_pdp_1(void) {
+  for (int mb = kM / 2; mb < kM; ++mb) {
+    bool report = !(std::strcmp(bug(), "p-none") == 0 ||
+                    (std::strcmp(bug(), "p-skip3") == 0 && mb == 3));
+    CHECK(pStep(mb, report));
+  }
+  return 0;
+}

@@ -200,6 +200,119 @@ TEST(Manifest, OutputReduction) {
               "output's dtype is i64; a mean needs f32, f64, f16 or bf16");
 }
 
+/// A 3-rank manifest with inputs 0 (data), 1 (w f32[2,2]), 2 (b bf16[2]),
+/// 3 (ids i32[2]), and `rest` appended.
+std::string trainManifest(const std::string &rest) {
+  return R"({"num_ranks": 3, "num_stages": 3, "num_microbatches": 2,
+    "inputs": [{"index": 0, "shape": [2], "dtype": "f32", "microbatched": true},
+               {"index": 1, "shape": [2, 2], "dtype": "f32"},
+               {"index": 2, "shape": [2], "dtype": "bf16"},
+               {"index": 3, "shape": [2], "dtype": "i32"}])" +
+         (rest.empty() ? "" : ", " + rest) + "}";
+}
+
+TEST(Manifest, TrainingAndParameters) {
+  Manifest m = parseManifest(trainManifest(""), "m.json");
+  EXPECT_FALSE(m.hasParameters);
+  EXPECT_EQ(m.training.optimizer, OptimizerKind::None);
+
+  m = parseManifest(
+      trainManifest(R"("training": {"optimizer": "adamw", "lr": 0.01},
+                       "parameters": [{"index": 2, "ranks": [2, 0]},
+                                      {"index": 1, "ranks": [1]}])"),
+      "m.json");
+  EXPECT_TRUE(m.hasParameters);
+  const TrainingConfig &t = m.training;
+  EXPECT_EQ(t.optimizer, OptimizerKind::AdamW);
+  EXPECT_EQ(t.lr, 0.01);
+  // Defaults.
+  EXPECT_EQ(t.momentum, 0.9);
+  EXPECT_EQ(t.beta1, 0.9);
+  EXPECT_EQ(t.beta2, 0.999);
+  EXPECT_EQ(t.eps, 1e-8);
+  EXPECT_EQ(t.weightDecay, 0.0);
+  ASSERT_EQ(m.parameters.size(), 2u);
+  EXPECT_EQ(m.parameters[0].index, 1); // sorted
+  EXPECT_EQ(m.parameters[1].ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(m.findParameter(2), &m.parameters[1]);
+  EXPECT_EQ(m.findParameter(0), nullptr);
+
+  m = parseManifest(
+      trainManifest(R"("training": {"optimizer": "momentum", "lr": 1,
+                       "momentum": 0.5, "beta1": 0.8, "beta2": 0.99,
+                       "eps": 1e-6, "weight_decay": 0.1})"),
+      "m.json");
+  EXPECT_TRUE(m.hasParameters);
+  EXPECT_EQ(m.training.momentum, 0.5);
+  EXPECT_EQ(m.training.beta1, 0.8);
+  EXPECT_EQ(m.training.beta2, 0.99);
+  EXPECT_EQ(m.training.eps, 1e-6);
+  EXPECT_EQ(m.training.weightDecay, 0.1);
+  // "parameters" without "training": optimizer none.
+  m = parseManifest(trainManifest(R"("parameters": [{"index": 1, "ranks": [0]}])"),
+                    "m.json");
+  EXPECT_TRUE(m.hasParameters);
+  EXPECT_EQ(m.training.optimizer, OptimizerKind::None);
+  EXPECT_EQ(std::string(optimizerName(OptimizerKind::Momentum)), "momentum");
+}
+
+TEST(Manifest, TrainingFieldErrors) {
+  auto params = [](const std::string &entry) {
+    return trainManifest(R"("parameters": [)" + entry + "]");
+  };
+  auto training = [](const std::string &body) {
+    return trainManifest(R"("training": {)" + body + "}");
+  };
+  expectError(params(R"({"index": 5, "ranks": [0]})"),
+              "m.json: field 'parameters[0].index' is 5, but 'inputs' lists "
+              "no input with that index");
+  expectError(params(R"({"index": 0, "ranks": [0]})"),
+              "m.json: field 'parameters[0].index' is input 0, which is "
+              "microbatched (data); a parameter is shared by all microbatches");
+  expectError(params(R"({"index": 3, "ranks": [0]})"),
+              "m.json: field 'parameters[0].index' is input 3 of dtype i32; a "
+              "parameter needs f32, f64, f16 or bf16");
+  expectError(params(R"({"index": 1, "ranks": [0]}, {"index": 1, "ranks": [1]})"),
+              "m.json: field 'parameters[1].index' repeats parameter 1");
+  expectError(params(R"({"ranks": [0]})"),
+              "m.json: field 'parameters[0].index' is required but missing");
+  expectError(params(R"({"index": 1})"),
+              "m.json: field 'parameters[0].ranks' is required but missing");
+  expectError(params(R"({"index": 1, "ranks": []})"),
+              "m.json: field 'parameters[0].ranks' must list at least one rank");
+  expectError(params(R"({"index": 1, "ranks": [0, 3]})"),
+              "m.json: field 'parameters[0].ranks[1]' must be in [0, 2], got 3");
+  expectError(params(R"({"index": 1, "ranks": [1, 0, 1]})"),
+              "m.json: field 'parameters[0].ranks[2]' repeats rank 1");
+  expectError(params(R"({"index": 1, "ranks": 0})"),
+              "m.json: field 'parameters[0].ranks' must be an array");
+  expectError(trainManifest(R"("parameters": {})"),
+              "m.json: field 'parameters' must be an array");
+  expectError(training(R"("optimizer": "adam", "lr": 1)"),
+              "m.json: field 'training.optimizer' must be one of none, sgd, "
+              "momentum, adamw; got 'adam'");
+  expectError(training(R"("optimizer": "sgd")"),
+              "m.json: field 'training.lr' is required with optimizer 'sgd' "
+              "but missing");
+  expectError(training(R"("optimizer": "sgd", "lr": "0.1")"),
+              "m.json: field 'training.lr' must be a number, got string");
+  expectError(training(R"("optimizer": "sgd", "lr": -1)"),
+              "m.json: field 'training.lr' must be in [0, inf), got -1");
+  expectError(training(R"("optimizer": "adamw", "lr": 1, "beta2": 1)"),
+              "m.json: field 'training.beta2' must be in [0, 1), got 1");
+  expectError(training(R"("optimizer": "adamw", "lr": 1, "eps": 0)"),
+              "m.json: field 'training.eps' must be in (0, inf), got 0");
+  expectError(training(R"("optimizer": "momentum", "lr": 1, "momentum": 2)"),
+              "m.json: field 'training.momentum' must be in [0, 1], got 2");
+  expectError(training(R"("optimizer": "sgd", "lr": 1, "weight_decay": -0.5)"),
+              "m.json: field 'training.weight_decay' must be in [0, inf), got "
+              "-0.5");
+  expectError(trainManifest(R"("training": [])"),
+              "m.json: field 'training' must be an object");
+  // Optimizer none needs no lr.
+  EXPECT_NO_THROW(parseManifest(training(R"("optimizer": "none")"), "m.json"));
+}
+
 TEST(Manifest, DefaultPath) {
   EXPECT_EQ(defaultManifestPath("/a/b/model.so"), "/a/b/model.manifest.json");
   EXPECT_EQ(defaultManifestPath("model"), "model.manifest.json");

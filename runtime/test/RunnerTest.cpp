@@ -806,6 +806,381 @@ TEST(RunnerTraining, OptionErrors) {
       << r.output;
 }
 
+//===----------------------------------------------------------------------===//
+// Training with parameters: reduction, optimizers, per-step losses, stash
+//===----------------------------------------------------------------------===//
+
+/// The fake model's training (FakeModel.cpp, "Training with parameters")
+/// computed here: each microbatch's gradients in f32 in the model's order,
+/// their sum over microbatches in double, / 4, then the optimizer in double
+/// (the formulas of Runtime.md) and the weights rounded to f32.
+struct ParamReference {
+  std::string optimizer = "sgd";
+  double lr = 0.1, mu = 0.9, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0;
+  std::vector<float> x, w, b;
+  std::vector<float> losses;
+  std::vector<double> gw, gb; // the last step's mean gradients
+  std::vector<double> mw, mb, vw, vb;
+  int t = 0;
+
+  explicit ParamReference(const Data &d) : x(d.x), w(d.w) {
+    b = {0.1f, 0.2f, -0.3f};
+  }
+  void update(std::vector<float> &p, const std::vector<double> &g,
+              std::vector<double> &m, std::vector<double> &v) {
+    for (size_t j = 0; j < p.size(); ++j) {
+      double wj = p[j];
+      if (optimizer == "sgd") {
+        wj -= lr * (g[j] + wd * wj);
+      } else if (optimizer == "momentum") {
+        double gp = g[j] + wd * wj;
+        m[j] = t == 1 ? gp : mu * m[j] + gp;
+        wj -= lr * m[j];
+      } else if (optimizer == "adamw") {
+        wj *= 1 - lr * wd;
+        m[j] = b1 * m[j] + (1 - b1) * g[j];
+        v[j] = b2 * v[j] + (1 - b2) * g[j] * g[j];
+        double mhat = m[j] / (1 - std::pow(b1, t)),
+               vhat = v[j] / (1 - std::pow(b2, t));
+        wj -= lr * mhat / (std::sqrt(vhat) + eps);
+      }
+      p[j] = float(wj);
+    }
+  }
+  void step() {
+    ++t;
+    gw.assign(3, 0);
+    gb.assign(3, 0);
+    double loss = 0;
+    for (int mb = 0; mb < 4; ++mb) {
+      const float *xm = x.data() + 6 * mb;
+      float y[6], l = 0, fw[3] = {0, 0, 0}, fb[3] = {0, 0, 0};
+      for (int i = 0; i < 6; ++i) {
+        y[i] = xm[i] * w[i % 3] + b[i % 3];
+        l += y[i] * y[i] / 6.0f;
+      }
+      for (int i = 0; i < 6; ++i) {
+        float dy = 2.0f * y[i] / 6.0f;
+        fb[i % 3] += dy;
+        fw[i % 3] += dy * xm[i];
+      }
+      loss += l;
+      for (int j = 0; j < 3; ++j) {
+        gw[j] += fw[j];
+        gb[j] += fb[j];
+      }
+    }
+    losses.push_back(float(loss / 4));
+    for (int j = 0; j < 3; ++j) {
+      gw[j] /= 4;
+      gb[j] /= 4;
+    }
+    if (mw.empty())
+      mw = mb = vw = vb = std::vector<double>(3, 0.0);
+    update(w, gw, mw, vw);
+    update(b, gb, mb, vb);
+  }
+};
+
+/// `manifest` with its "training" object replaced by `training`.
+std::string withTraining(const std::string &dir, const std::string &manifest,
+                         const std::string &training) {
+  std::ifstream in(manifest);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  std::string from = R"("training": {"optimizer": "sgd", "lr": 0.1})";
+  size_t pos = json.find(from);
+  EXPECT_NE(pos, std::string::npos);
+  json.replace(pos, from.size(), training);
+  static int n = 0;
+  std::string path = dir + "/m" + std::to_string(n++) + ".manifest.json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+std::string paramInputs(const std::string &dir, const Data &d) {
+  writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
+  writeNpy(dir + "/w.npy", f32({3}, d.w));
+  writeNpy(dir + "/b.npy", f32({3}, {0.1f, 0.2f, -0.3f}));
+  return " --input 0=" + dir + "/x.npy --input 1=" + dir +
+         "/w.npy --input 2=" + dir + "/b.npy";
+}
+
+void expectClose(const std::vector<float> &got, const std::vector<float> &want,
+                 const std::string &what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-12)
+        << what << "[" << i << "]";
+}
+
+std::string fileBytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(RunnerParameters, SgdStepsMatchTheReference) {
+  std::string dir = tmpDir("params_sgd");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  CmdResult r = runCommand(withManifest(FAKE_PTRAIN_MANIFEST) + in +
+                           " --steps 3 --save-grads --output-dir " + dir +
+                           "/out --profile " + dir + "/profile.json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ParamReference ref(d);
+  for (int s = 0; s < 3; ++s)
+    ref.step();
+  // The weights after 3 updates, the per-step losses (before each update),
+  // the last step's mean gradient.
+  expectClose(values(readNpy(dir + "/out/weight_1.npy")), ref.w, "w");
+  expectClose(values(readNpy(dir + "/out/weight_2.npy")), ref.b, "b");
+  HostTensor losses = readNpy(dir + "/out/loss.npy");
+  EXPECT_EQ(losses.shape, Shape{3});
+  expectClose(values(losses), ref.losses, "loss");
+  EXPECT_LT(ref.losses[2], ref.losses[0]);
+  std::vector<float> gw(ref.gw.begin(), ref.gw.end());
+  expectClose(values(readNpy(dir + "/out/grad_1.npy")), gw, "grad_w");
+  // No output file for the loss output besides loss.npy.
+  EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
+  EXPECT_FALSE(std::ifstream(dir + "/out/momentum_1.npy").good());
+  nlohmann::json opt = readJson(dir + "/out/optimizer.json");
+  EXPECT_EQ(opt["optimizer"], "sgd");
+  EXPECT_EQ(opt["parameters"]["1"]["step"], 3);
+  // The progress lines, and the stash: 2 stages x 24 B on the one rank.
+  for (int s = 0; s < 3; ++s) {
+    char want[64];
+    std::snprintf(want, sizeof(want), "pipeopt-run: step %d/3: loss %.6g (",
+                  s + 1, double(ref.losses[size_t(s)]));
+    EXPECT_NE(r.output.find(want), std::string::npos) << want << r.output;
+  }
+  EXPECT_NE(r.output.find("pipeopt-run: peak stashed activations per rank: "
+                          "48 B\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(readJson(dir + "/profile.json")["peak_stash_bytes_per_rank"],
+            nlohmann::json::array({48}));
+
+  // Two stages on two ranks (GPipe: 4 microbatches stashed on each), and
+  // the same weight reported in two halves from two stages: the same bits.
+  r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + in +
+                 " --steps 3 --output-dir " + dir + "/pipe");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("peak stashed activations per rank: 96 B, 96 B"),
+            std::string::npos)
+      << r.output;
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=tied " +
+                 withManifest(FAKE_PTRAIN_MANIFEST) + in +
+                 " --steps 3 --output-dir " + dir + "/tied --quiet");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"}) {
+    EXPECT_EQ(fileBytes(dir + "/pipe/" + f), fileBytes(dir + "/out/" + f))
+        << f;
+    EXPECT_EQ(fileBytes(dir + "/tied/" + f), fileBytes(dir + "/out/" + f))
+        << f;
+  }
+}
+
+TEST(RunnerParameters, DataParallelReductionAcrossRanks) {
+  // Both ranks keep both parameters and see half of the microbatches each:
+  // the gradients are summed across the ranks (rank 0 checks that the two
+  // copies stay bit-identical) and match the reference.
+  std::string dir = tmpDir("params_dp");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  for (const std::string &opt :
+       {std::string("sgd"), std::string("momentum"), std::string("adamw")}) {
+    std::string training =
+        opt == "sgd" ? R"("training": {"optimizer": "sgd", "lr": 0.1, "weight_decay": 0.01})"
+        : opt == "momentum"
+            ? R"("training": {"optimizer": "momentum", "lr": 0.05, "momentum": 0.8, "weight_decay": 0.01})"
+            : R"("training": {"optimizer": "adamw", "lr": 0.01, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6, "weight_decay": 0.1})";
+    ParamReference ref(d);
+    ref.optimizer = opt;
+    ref.wd = opt == "adamw" ? 0.1 : 0.01;
+    if (opt == "momentum") {
+      ref.lr = 0.05;
+      ref.mu = 0.8;
+    } else if (opt == "adamw") {
+      ref.lr = 0.01;
+      ref.b1 = 0.8;
+      ref.b2 = 0.99;
+      ref.eps = 1e-6;
+    }
+    for (int s = 0; s < 2; ++s)
+      ref.step();
+    for (const char *manifest : {FAKE_PTRAIN_MANIFEST, FAKE_PDP_MANIFEST}) {
+      std::string out = dir + "/" + opt + std::to_string(std::strlen(manifest));
+      CmdResult r = runCommand(withManifest(withTraining(dir, manifest,
+                                                         training)) +
+                               in + " --steps 2 --quiet --output-dir " + out);
+      ASSERT_EQ(r.code, 0) << opt << r.output;
+      expectClose(values(readNpy(out + "/weight_1.npy")), ref.w, opt + " w");
+      expectClose(values(readNpy(out + "/weight_2.npy")), ref.b, opt + " b");
+      expectClose(values(readNpy(out + "/loss.npy")), ref.losses, opt + " loss");
+      if (opt == "sgd")
+        continue;
+      std::string m = opt == "adamw" ? "/adam_m_1.npy" : "/momentum_1.npy";
+      HostTensor state = readNpy(out + m);
+      ASSERT_EQ(state.dtype, DType::F64);
+      std::vector<double> sv(3);
+      std::memcpy(sv.data(), state.data.data(), 24);
+      for (int j = 0; j < 3; ++j)
+        EXPECT_NEAR(sv[j], ref.mw[j], 1e-6 * std::fabs(ref.mw[j])) << opt;
+      if (opt == "adamw") {
+        HostTensor v = readNpy(out + "/adam_v_2.npy");
+        std::memcpy(sv.data(), v.data.data(), 24);
+        for (int j = 0; j < 3; ++j)
+          EXPECT_NEAR(sv[j], ref.vb[j], 1e-6 * std::fabs(ref.vb[j])) << opt;
+        EXPECT_EQ(readJson(out + "/optimizer.json")["parameters"]["2"]["step"],
+                  2);
+      }
+    }
+  }
+}
+
+TEST(RunnerParameters, OptimizerNoneKeepsTheWeights) {
+  std::string dir = tmpDir("params_none");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  std::string manifest = withTraining(dir, FAKE_PDP_MANIFEST,
+                                      R"("training": {"optimizer": "none"})");
+  // --warmup is allowed without an optimizer.
+  CmdResult r = runCommand(withManifest(manifest) + in +
+                           " --steps 2 --warmup 1 --output-dir " + dir +
+                           "/out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/out/weight_1.npy"), fileBytes(dir + "/w.npy"));
+  std::vector<float> l = values(readNpy(dir + "/out/loss.npy"));
+  ASSERT_EQ(l.size(), 2u);
+  EXPECT_EQ(l[0], l[1]);
+  EXPECT_NE(r.output.find("step 2/2: loss"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("step 3/2"), std::string::npos) << r.output;
+}
+
+TEST(RunnerParameters, Errors) {
+  std::string dir = tmpDir("params_err");
+  CmdResult r = runCommand(withManifest(FAKE_PTRAIN_MANIFEST) + " --warmup 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: --warmup 1: the manifest " FAKE_PTRAIN_MANIFEST
+                          " trains with optimizer 'sgd', and warm-up steps "
+                          "would change the weights; run without --warmup"),
+            std::string::npos)
+      << r.output;
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=p-none " +
+                 withManifest(FAKE_PDP_MANIFEST) + " --steps 2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find(": parameter 1 ('w'): rank 1 is in its \"ranks\" "
+                          "(0, 1) in the manifest " FAKE_PDP_MANIFEST
+                          " but reported no gradient for it in step 1 (a "
+                          "rank that reads a parameter reports its gradient "
+                          "with pipeopt_rt_gradient)"),
+            std::string::npos)
+      << r.output;
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=p-skip3 " +
+                 withManifest(FAKE_PDP_MANIFEST) + " --steps 2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("error: rank 0: parameter 1 ('w'): no rank of its "
+                          "\"ranks\" (0, 1) reported a gradient for "
+                          "microbatch 3 of 4 in step 1 (reported for "
+                          "microbatch(es) 0, 1, 2): the schedule misses a "
+                          "weight-gradient (W or backward) action"),
+            std::string::npos)
+      << r.output;
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=p-unknown " +
+                 withManifest(FAKE_PTRAIN_MANIFEST));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("error: rank 0: gradient of input 0 from stage 0 "
+                          "for microbatch 0: input 0 is not a parameter of "
+                          "the manifest " FAKE_PTRAIN_MANIFEST
+                          " (\"parameters\")"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(RunnerParameters, CheckpointAndResumeAreBitIdentical) {
+  std::string dir = tmpDir("params_ckpt");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  std::string manifest = withTraining(
+      dir, FAKE_PDP_MANIFEST,
+      R"("training": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1})");
+  std::string run = withManifest(manifest) + in + " --quiet";
+  CmdResult r = runCommand(run + " --steps 10 --output-dir " + dir + "/full");
+  ASSERT_EQ(r.code, 0) << r.output;
+  // 4 steps with a checkpoint every 2, then the remaining 6 from it.
+  r = runCommand(run + " --steps 4 --checkpoint-dir " + dir +
+                 "/ck --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck/latest"), "step-4\n");
+  EXPECT_TRUE(std::ifstream(dir + "/ck/step-2/weight_1.npy").good());
+  EXPECT_FALSE(std::ifstream(dir + "/ck/tmp-4/weight_1.npy").good());
+  // A checkpoint that a crash left half-written is never taken.
+  std::system(("mkdir -p " + dir + "/ck/tmp-6 && echo junk > " + dir +
+               "/ck/tmp-6/weight_1.npy")
+                  .c_str());
+  r = runCommand(run + " --steps 10 --resume " + dir + "/ck --output-dir " +
+                 dir + "/resumed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
+                        "adam_v_2.npy", "loss.npy", "optimizer.json"})
+    EXPECT_EQ(fileBytes(dir + "/resumed/" + f), fileBytes(dir + "/full/" + f))
+        << f;
+  EXPECT_EQ(readNpy(dir + "/resumed/loss.npy").shape, Shape{10});
+
+  // The process dies in step 5 of 10 with a checkpoint every 2: resuming
+  // loses steps 5 only and ends with the same weights.
+  r = runCommand("PIPEOPT_FAKE_MODEL_BUG=die5 " + run +
+                 " --steps 10 --checkpoint-dir " + dir +
+                 "/ck2 --checkpoint-every 2");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck2/latest"), "step-4\n");
+  r = runCommand(run + " --steps 10 --resume " + dir +
+                 "/ck2 --checkpoint-dir " + dir +
+                 "/ck2 --checkpoint-every 2 --output-dir " + dir + "/killed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/ck2/latest"), "step-10\n");
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"})
+    EXPECT_EQ(fileBytes(dir + "/killed/" + f), fileBytes(dir + "/full/" + f))
+        << f;
+
+  // Errors: nothing left to run, no checkpoint, options.
+  r = runCommand(run + " --steps 4 --resume " + dir + "/ck");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the latest checkpoint is of step 4, but --steps 4 "
+                          "asks for no more steps"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(run + " --steps 4 --resume " + dir + "/none");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/none/latest"), std::string::npos)
+      << r.output;
+  r = runCommand(run + " --checkpoint-every 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--checkpoint-dir and --checkpoint-every K go "
+                          "together"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(trainRun() + " --checkpoint-dir " + dir +
+                 "/x --checkpoint-every 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("has no \"parameters\"; checkpoints hold"),
+            std::string::npos)
+      << r.output;
+  // A checkpoint of another optimizer does not fit.
+  r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in + " --steps 10 --resume " +
+                 dir + "/ck");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the checkpoint was written with optimizer "
+                          "'adamw', the manifest " FAKE_PDP_MANIFEST
+                          " trains with 'sgd'"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(RandomInput, DataWeightsAndBiases) {
   auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
     ManifestInput in;
@@ -921,6 +1296,24 @@ TEST(RunnerMpi, KilledRankMakesOthersTimeOut) {
             std::string::npos)
       << r.output;
   EXPECT_LT(r.seconds, 12.0) << r.output;
+}
+
+TEST(RunnerMpi, ParametersReduceOverMpi) {
+  // The data-parallel training (gradients summed across the two processes)
+  // gives the loopback run's weights bit for bit.
+  std::string dir = tmpDir("mpi_params");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  CmdResult r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in +
+                           " --steps 3 --quiet --output-dir " + dir + "/lb");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = runCommand(std::string("'") + MPIEXEC + "' " + MPIEXEC_FLAGS + " -np 2 " +
+                 withManifest(FAKE_PDP_MANIFEST) + " --comm=mpi" + in +
+                 " --steps 3 --output-dir " + dir + "/mpi");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 3/3: loss"), std::string::npos) << r.output;
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"})
+    EXPECT_EQ(fileBytes(dir + "/mpi/" + f), fileBytes(dir + "/lb/" + f)) << f;
 }
 
 TEST(RunnerMpi, KilledRankEndsTheJob) {

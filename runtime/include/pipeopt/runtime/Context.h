@@ -13,7 +13,9 @@
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Optimizer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -56,6 +58,26 @@ struct TraceEvent {
 struct ReducedOutput {
   std::vector<double> sum; ///< numElements(shape) elements
   std::set<int> microbatches;
+};
+
+/// One rank's copy of a trainable parameter of a training build (manifest
+/// "parameters"): its current value, this step's gradient accumulator and
+/// its optimizer state. Every rank in the parameter's "ranks" has one.
+struct ParameterState {
+  const ManifestParameter *param = nullptr;
+  const ManifestInput *input = nullptr;
+  /// The rank's current weights (dtype and shape of the input); what
+  /// pipeopt_rt_input_* of the parameter's index reads.
+  HostTensor value;
+  /// This step's sum of the reported contributions (pipeopt_rt_gradient_*),
+  /// in double, and the microbatches they were reported for. Reset by
+  /// beginCall().
+  std::vector<double> gradSum;
+  std::set<int> microbatches;
+  /// The last step's mean gradient g over all ranks of the parameter (after
+  /// the reduction), for --save-grads.
+  std::vector<double> meanGrad;
+  OptimizerState optimizer;
 };
 
 /// State of one rank.
@@ -119,8 +141,28 @@ public:
   /// together to find inputs that the program reads once and shares.
   std::set<std::pair<int, int>> microbatchedInputReads;
   std::set<int> inputsReadPerMicrobatch;
+  /// Training builds: this rank's copies of the parameters whose "ranks"
+  /// include it, by input index (initParameters()).
+  std::map<int, ParameterState> parameters;
+  /// Creates `parameters` from the manifest and the inputs (the initial
+  /// weights). Needs both; a no-op for a manifest without parameters.
+  /// Throws RuntimeError if a parameter's input was not loaded.
+  void initParameters();
+
+  /// Activations stashed for later backward actions (pipeopt_rt_stash):
+  /// (stage, microbatch) -> bytes, their total now and its peak over the
+  /// run, and whether the program called pipeopt_rt_stash at all.
+  std::map<std::pair<int, int>, int64_t> stash;
+  int64_t stashBytes = 0;
+  int64_t stashPeakBytes = 0;
+  bool stashUsed = false;
+
   /// To be called before every call of the entry point.
   void beginCall() {
+    for (auto &kv : parameters) {
+      std::fill(kv.second.gradSum.begin(), kv.second.gradSum.end(), 0.0);
+      kv.second.microbatches.clear();
+    }
     actionsBegun = 0;
     sharedInputReads.clear();
     sharedOutputWrites.clear();

@@ -58,6 +58,28 @@ struct ManifestAction {
   int microbatch = 0;
 };
 
+/// The optimizer of a training build ("training": {"optimizer": ...}).
+enum class OptimizerKind { None, Sgd, Momentum, AdamW };
+
+/// "training": the optimizer that pipeopt-run applies at the end of every
+/// step, with its hyper-parameters (defaults as documented in Runtime.md).
+struct TrainingConfig {
+  OptimizerKind optimizer = OptimizerKind::None;
+  double lr = 0;          ///< required unless optimizer is none
+  double momentum = 0.9;  ///< momentum: the buffer's decay
+  double beta1 = 0.9;     ///< adamw
+  double beta2 = 0.999;   ///< adamw
+  double eps = 1e-8;      ///< adamw
+  double weightDecay = 0; ///< sgd/momentum: L2 added to g; adamw: decoupled
+};
+
+/// "parameters[]": a trainable model argument and the ranks that read it,
+/// each of which keeps a copy, reports its gradient and updates it.
+struct ManifestParameter {
+  int index = 0;          ///< an entry of "inputs" (not microbatched, float)
+  std::vector<int> ranks; ///< ascending, distinct, non-empty
+};
+
 /// Parsed manifest.
 struct Manifest {
   int formatVersion = 1;
@@ -73,12 +95,24 @@ struct Manifest {
   /// flat one as a single pipeline; empty without stage_rank.
   std::vector<std::vector<int>> stageRankPipelines;
   std::vector<std::vector<ManifestAction>> actions; ///< [rank], or empty
+  /// "training" (absent: optimizer none).
+  TrainingConfig training;
+  /// "parameters", sorted by index; empty if absent.
+  std::vector<ManifestParameter> parameters;
+  /// True if "parameters" or "training" is present: a training build whose
+  /// weights pipeopt-run keeps, reduces gradients for and updates
+  /// (runtime/docs/Runtime.md, "Training builds").
+  bool hasParameters = false;
   /// Where the manifest came from (parseManifest's `what`), for messages.
   std::string source;
 
   const ManifestInput *findInput(int index) const;
   const ManifestOutput *findOutput(int index) const;
+  const ManifestParameter *findParameter(int index) const;
 };
+
+/// "none", "sgd", "momentum", "adamw".
+const char *optimizerName(OptimizerKind kind);
 
 /// Parses manifest JSON text; `what` prefixes error messages. Throws
 /// RuntimeError on a wrong type or value (an output's "reduce" other than

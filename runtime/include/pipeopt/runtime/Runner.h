@@ -43,6 +43,14 @@ struct RunOptions {
   /// <outputDir>/<name>.npy (grad_<i>.npy, loss.npy) instead of
   /// output_<index>.npy. Needs --output-dir.
   bool saveGrads = false;
+  /// Training builds with parameters: after every checkpointEvery-th step
+  /// write a complete checkpoint into checkpointDir (Runtime.md,
+  /// "Checkpoints"); 0 / "": none.
+  std::string checkpointDir;
+  int checkpointEvery = 0;
+  /// --resume C: continue from the latest complete checkpoint in C; --steps
+  /// is then the total number of steps, of which the remaining ones run.
+  std::string resumeDir;
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;

@@ -219,6 +219,34 @@ typedef struct pipeopt_rt_memref_head {
  *   manifest lists "actions", the begins of one call must be exactly that
  *   rank's list, in order; when it has "stage_rank", a forward action must
  *   run on a rank that it gives the stage.
+ *
+ * TRAINING BUILDS (manifest "parameters"; runtime/docs/Runtime.md)
+ *
+ * int32_t _mlir_ciface_pipeopt_rt_gradient_<T>(int64_t argIndex,
+ *     int64_t stage, int64_t microbatch, pipeopt_rt_unranked_memref *buf);
+ *   Adds buf, this (stage, microbatch)'s contribution to the weight
+ *   gradient of parameter argIndex (a model input listed in the manifest's
+ *   "parameters"), to the rank's accumulator of that parameter, in double.
+ *   Several calls for the same (argIndex, microbatch) add up (a weight that
+ *   two stages read, e.g. a tied embedding). After the entry point returns
+ *   (one call = one training step), the ranks in the parameter's "ranks"
+ *   sum their accumulators in ascending rank order, divide by M and apply
+ *   the optimizer to their copies; every rank of the list must have
+ *   reported at least one microbatch, and together they must have reported
+ *   all M. Errors: argIndex is not a parameter; this rank is not in its
+ *   "ranks"; an integer or i1 T; a dtype or shape other than the manifest
+ *   input's; a microbatch outside [0, M). Reading a parameter with
+ *   pipeopt_rt_input_<T> gives the rank's current copy (the value before
+ *   this step's update); a rank not in its "ranks" may not read it.
+ *
+ * int32_t pipeopt_rt_stash(int64_t stage, int64_t microbatch, int64_t bytes);
+ *   Sets the activation bytes this rank holds for (stage, microbatch) for
+ *   later backward actions to `bytes` (called after each F with what the
+ *   backward reads, after a split B with what W still needs, and with 0
+ *   after W or a full backward). The runtime keeps the rank's total and its
+ *   peak over the run (pipeopt-run prints it, and the profile has
+ *   "peak_stash_bytes_per_rank"). Negative bytes, or a stage or microbatch
+ *   out of range, is an error.
  */
 
 /*
