@@ -217,11 +217,22 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
     size_t slice = v.byteSize();
     size_t offset = 0;
     if (meta.microbatched) {
-      int64_t m = t.shape.empty() ? 0 : t.shape[0];
+      // A dataset [steps, M, ...] gives the current step's slice.
+      int steps = ctx.inputs->dataSteps(meta.index);
+      size_t leading = steps > 0 ? 1 : 0;
+      int64_t m = t.shape.size() <= leading ? 0 : t.shape[leading];
       if (mb < 0 || mb >= m)
         throw RuntimeError(what + ": microbatch out of range [0, " +
                            std::to_string(m) + ")");
       offset = size_t(mb) * slice;
+      if (steps > 0) {
+        if (ctx.dataStep < 0 || ctx.dataStep >= steps)
+          throw RuntimeError(what + ": step " +
+                             std::to_string(ctx.dataStep + 1) +
+                             " has no data (the dataset has " +
+                             std::to_string(steps) + " steps)");
+        offset += size_t(ctx.dataStep) * size_t(m) * slice;
+      }
       ctx.microbatchedInputReads.insert({meta.index, int(mb)});
       auto [firstRead, isNew] =
           ctx.microbatchedInputFirstRead.insert({meta.index, mb});

@@ -12,7 +12,7 @@ namespace rt {
 //===----------------------------------------------------------------------===//
 
 void InputStore::set(const ManifestInput &meta, int numMicrobatches,
-                     HostTensor tensor) {
+                     HostTensor tensor, int dataSteps) {
   std::string what = "input " + std::to_string(meta.index);
   if (!meta.name.empty())
     what += " ('" + meta.name + "')";
@@ -23,6 +23,12 @@ void InputStore::set(const ManifestInput &meta, int numMicrobatches,
   Shape want = meta.shape;
   if (meta.microbatched)
     want.insert(want.begin(), numMicrobatches);
+  if (dataSteps > 0) {
+    if (!meta.microbatched)
+      throw RuntimeError(what + ": only a microbatched input can be a "
+                                "dataset (one slice per step)");
+    want.insert(want.begin(), dataSteps);
+  }
   if (tensor.shape != want)
     throw RuntimeError(what + ": expected " + typeString(meta.dtype, want) +
                        (meta.microbatched ? " (microbatches x per-microbatch "
@@ -30,6 +36,10 @@ void InputStore::set(const ManifestInput &meta, int numMicrobatches,
                                           : "") +
                        " but got " + typeString(tensor.dtype, tensor.shape));
   entries[meta.index] = {meta, std::move(tensor)};
+  if (dataSteps > 0)
+    steps[meta.index] = dataSteps;
+  else
+    steps.erase(meta.index);
 }
 
 const std::pair<ManifestInput, HostTensor> *InputStore::find(int index) const {

@@ -230,7 +230,6 @@ const char *optimizerName(OptimizerKind kind) {
 static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
   using namespace manifest;
   if (const Json *v = r.get(root, kTraining)) {
-    m.hasParameters = true;
     const Json &o = r.object(*v, kTraining);
     TrainingConfig &t = m.training;
     std::string base = std::string(kTraining) + ".";
@@ -277,7 +276,6 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
   const Json *v = r.get(root, kParameters);
   if (!v)
     return;
-  m.hasParameters = true;
   r.array(*v, kParameters);
   std::set<int> seen;
   for (size_t i = 0; i < v->size(); ++i) {
@@ -323,6 +321,10 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
   }
   std::sort(m.parameters.begin(), m.parameters.end(),
             [](const auto &a, const auto &b) { return a.index < b.index; });
+  // An empty list (the compiler's unpartitioned --train reference, which
+  // writes its gradients as outputs) trains nothing: such a manifest runs as
+  // a training build without parameters.
+  m.hasParameters = !m.parameters.empty();
 }
 
 const ManifestOutput *Manifest::findOutput(int index) const {

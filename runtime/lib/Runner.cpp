@@ -66,7 +66,9 @@ std::string runUsage() {
   --input I=FILE.npy     data of model input I; for a microbatched input either
                          one file [M, ...shape] or [M*d0, d1, ...] (split along
                          the leading dim), or a comma list of M files of shape
-                         [...shape]; a shared input: one file of its shape
+                         [...shape]; a shared input: one file of its shape;
+                         a dataset: [N, M, ...shape] or [N, M*d0, d1, ...]
+                         for N steps, one slice per step
   --seed N               seed of the random data of inputs without --input
   --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape];
                          "reduce": "mean": the mean over microbatches)
@@ -509,17 +511,42 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
     }
     const auto &files = it->second;
     HostTensor t;
+    int dataSteps = 0;
     if (files.size() == 1) {
       t = readNpy(files[0]);
       if (t.dtype != in.dtype)
         throw RuntimeError(files[0] + ": " + what + " has dtype " +
                            dtypeName(t.dtype) + " but the manifest says " +
                            dtypeName(in.dtype));
-      if (in.microbatched && t.shape != full) {
+      // A dataset: one of the single-file forms per step, [N, M, ...shape]
+      // or [N, M*d0, d1, ...] (one more dimension than the form; N = the
+      // steps of the run).
+      Shape split = in.shape;
+      if (!split.empty())
+        split[0] *= m.numMicrobatches;
+      Shape rest(t.shape.empty() ? t.shape.begin() : t.shape.begin() + 1,
+                 t.shape.end());
+      bool perStepFull = t.shape.size() == full.size() + 1 && rest == full;
+      bool perStepSplit = !in.shape.empty() &&
+                          t.shape.size() == full.size() && rest == split &&
+                          t.shape != full;
+      if (in.microbatched && (perStepFull || perStepSplit)) {
+        int64_t n = t.shape[0];
+        if (n != o.iterations)
+          throw RuntimeError(
+              files[0] + ": " + what + " is a dataset of " +
+              std::to_string(n) + " step(s) (" +
+              typeString(t.dtype, t.shape) + ": steps x " +
+              typeString(t.dtype, rest) + "), but the run has " +
+              std::to_string(o.iterations) +
+              " step(s) (--steps / --iterations): a dataset gives every "
+              "step its own data");
+        dataSteps = int(n);
+        Shape perStep = full;
+        perStep.insert(perStep.begin(), n);
+        t.shape = perStep; // same bytes in C order
+      } else if (in.microbatched && t.shape != full) {
         // Accept [M*d0, d1, ...]: the whole batch, split along dim 0.
-        Shape split = in.shape;
-        if (!split.empty())
-          split[0] *= m.numMicrobatches;
         if (split.empty() || t.shape != split)
           throw RuntimeError(
               files[0] + ": " + what + " is microbatched with per-microbatch "
@@ -554,7 +581,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
         t.data.insert(t.data.end(), part.data.begin(), part.data.end());
       }
     }
-    store.set(in, m.numMicrobatches, std::move(t));
+    store.set(in, m.numMicrobatches, std::move(t), dataSteps);
   }
   return store;
 }
@@ -1325,6 +1352,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       else
         ctx.iteration = it - o.warmup;
       ctx.beginCall();
+      // Warm-up calls read step 0's slice of a dataset.
+      ctx.dataStep = measured ? first + it - o.warmup : 0;
       double t0 = ctx.now();
       int32_t rc = entry();
       double t1 = ctx.now();

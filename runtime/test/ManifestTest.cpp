@@ -242,7 +242,10 @@ TEST(Manifest, TrainingAndParameters) {
                        "momentum": 0.5, "beta1": 0.8, "beta2": 0.99,
                        "eps": 1e-6, "weight_decay": 0.1})"),
       "m.json");
-  EXPECT_TRUE(m.hasParameters);
+  // "training" without parameters (or with an empty list) trains nothing.
+  EXPECT_FALSE(m.hasParameters);
+  EXPECT_FALSE(parseManifest(trainManifest(R"("parameters": [])"), "m.json")
+                   .hasParameters);
   EXPECT_EQ(m.training.momentum, 0.5);
   EXPECT_EQ(m.training.beta1, 0.8);
   EXPECT_EQ(m.training.beta2, 0.99);

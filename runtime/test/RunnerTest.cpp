@@ -1181,6 +1181,56 @@ TEST(RunnerParameters, CheckpointAndResumeAreBitIdentical) {
       << r.output;
 }
 
+TEST(RunnerParameters, DatasetGivesEveryStepItsData) {
+  std::string dir = tmpDir("params_data");
+  Data d;
+  paramInputs(dir, d);
+  // 3 steps of their own x: step s is d.x scaled by (1 + s / 2).
+  std::vector<float> all;
+  ParamReference ref(d);
+  for (int s = 0; s < 3; ++s) {
+    std::vector<float> xs;
+    for (float v : d.x)
+      xs.push_back(v * (1.0f + 0.5f * float(s)));
+    all.insert(all.end(), xs.begin(), xs.end());
+    ref.x = xs;
+    ref.step();
+  }
+  writeNpy(dir + "/data.npy", f32({3, 4, 2, 3}, all));
+  writeNpy(dir + "/data_split.npy", f32({3, 8, 3}, all));
+  std::string rest = " --input 1=" + dir + "/w.npy --input 2=" + dir +
+                     "/b.npy --steps 3 --quiet --output-dir ";
+  CmdResult r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" +
+                           dir + "/data.npy" + rest + dir + "/a");
+  ASSERT_EQ(r.code, 0) << r.output;
+  expectClose(values(readNpy(dir + "/a/weight_1.npy")), ref.w, "w");
+  expectClose(values(readNpy(dir + "/a/loss.npy")), ref.losses, "loss");
+  r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
+                 "/data_split.npy" + rest + dir + "/b");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/a/weight_1.npy"), fileBytes(dir + "/b/weight_1.npy"));
+  // A resumed run reads the steps after its checkpoint.
+  r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
+                 "/data.npy --input 1=" + dir + "/w.npy --input 2=" + dir +
+                 "/b.npy --steps 3 --quiet --checkpoint-dir " + dir +
+                 "/ck --checkpoint-every 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::system(("printf 'step-1\\n' > " + dir + "/ck/latest").c_str());
+  r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
+                 "/data.npy --resume " + dir + "/ck" + rest + dir + "/c");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(dir + "/a/weight_2.npy"), fileBytes(dir + "/c/weight_2.npy"));
+  // The number of steps must match.
+  r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
+                 "/data.npy --steps 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(dir + "/data.npy: input 0 is a dataset of 3 step(s) "
+                          "(f32[3x4x2x3]: steps x f32[4x2x3]), but the run "
+                          "has 2 step(s)"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(RandomInput, DataWeightsAndBiases) {
   auto input = [](Shape shape, bool microbatched, DType t = DType::F32) {
     ManifestInput in;

@@ -32,14 +32,23 @@ public:
   /// Sets input `meta.index`. For a microbatched input `tensor` must have
   /// shape [M, ...meta.shape]; otherwise exactly meta.shape. Throws
   /// RuntimeError on a dtype or shape mismatch.
-  void set(const ManifestInput &meta, int numMicrobatches, HostTensor tensor);
+  /// With `dataSteps` > 0 (a dataset, microbatched inputs only) `tensor`
+  /// holds one [M, ...meta.shape] slice per step: [dataSteps, M, ...].
+  void set(const ManifestInput &meta, int numMicrobatches, HostTensor tensor,
+           int dataSteps = 0);
   /// Input `index` or nullptr.
   const std::pair<ManifestInput, HostTensor> *find(int index) const;
+  /// The number of steps of input `index` if it is a dataset, else 0.
+  int dataSteps(int index) const {
+    auto it = steps.find(index);
+    return it == steps.end() ? 0 : it->second;
+  }
   /// Number of inputs set.
   size_t size() const { return entries.size(); }
 
 private:
   std::map<int, std::pair<ManifestInput, HostTensor>> entries;
+  std::map<int, int> steps;
 };
 
 /// One measured action (times in seconds since the context's origin).
@@ -98,6 +107,9 @@ public:
 
   /// Iteration number stamped on trace events.
   int iteration = 0;
+  /// The step whose slice a dataset input gives (InputStore::dataSteps):
+  /// the measured step, counted over the whole training from 0.
+  int dataStep = 0;
   /// Time origin of trace events.
   Clock::time_point origin = Clock::now();
   /// Measured actions, in order.

@@ -99,9 +99,10 @@ struct Manifest {
   TrainingConfig training;
   /// "parameters", sorted by index; empty if absent.
   std::vector<ManifestParameter> parameters;
-  /// True if "parameters" or "training" is present: a training build whose
-  /// weights pipeopt-run keeps, reduces gradients for and updates
-  /// (runtime/docs/Runtime.md, "Training builds").
+  /// True if "parameters" lists at least one parameter: a training build
+  /// whose weights pipeopt-run keeps, reduces gradients for and updates
+  /// (runtime/docs/Runtime.md, "Training builds with parameters"). An empty
+  /// list, or "training" alone, changes nothing.
   bool hasParameters = false;
   /// Where the manifest came from (parseManifest's `what`), for messages.
   std::string source;
