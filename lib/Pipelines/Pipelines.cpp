@@ -139,6 +139,9 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   math.approximateAll = options.approximateMath;
   pm.addPass(createExpandMathPass(math));
 
+  // buffer-results-to-out-params needs one allocation per result.
+  pm.addPass(createCopyAliasedResultsPass());
+
   // Tensors -> memrefs across function boundaries; every function argument
   // and result gets an identity layout so the calls line up.
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -849,7 +849,8 @@ int main(int argc, char **argv) {
       // --partition-options (pipeopt-pipeline options) after, so they win.
       pipeline = "num-stages=" + std::to_string(numStages) +
                  " num-microbatches=" + std::to_string(numMicrobatches) +
-                 " schedule=" + schedule + " " + partitionOptions;
+                 " schedule=" + schedule + (train ? " training=true" : "") +
+                 " " + partitionOptions;
       auto options =
           pipeopt::PipeoptPipelineOptions::createFromString(pipeline);
       if (!options)

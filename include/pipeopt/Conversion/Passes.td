@@ -148,6 +148,25 @@ def FuseElementwisePass
   ];
 }
 
+def CopyAliasedResultsPass
+    : Pass<"pipeopt-copy-aliased-results", "::mlir::ModuleOp"> {
+  let summary = "Give every function result its own tensor before bufferization.";
+  let description = [{
+    `buffer-results-to-out-params` (which makes stage functions
+    destination-passing) crashes on a function that returns one of its
+    arguments or the same tensor twice (upstream MLIR 22). Generated
+    backward functions do both once canonicalization has folded them (the
+    gradient of `x * 1` is the incoming gradient itself; one value is the
+    gradient of two inputs). This pass copies such results
+    (`linalg.copy` into a fresh `tensor.empty`) in every function with a
+    body except the entry points, so each returned buffer is allocated by
+    its function. Runs right before `one-shot-bufferize`, after the last
+    canonicalization, which would fold the copies away.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def ExpandMathPass : Pass<"pipeopt-expand-math", "::mlir::ModuleOp"> {
   let summary = "Lower math functions that have no LLVM intrinsic.";
   let description = [{

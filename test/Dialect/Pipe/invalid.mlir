@@ -199,6 +199,63 @@ pipe.program @p rank 0 of 2 microbatches 2 {
 
 // -----
 
+// A materialized W's results are weight gradients: only pipe.gradient takes them.
+func.func private @s0_train_w(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.backward' op is a weight-gradient (W) action: its results are weight gradients, which only pipe.gradient may use}}
+  %g = pipe.backward weight @s0_train_w stage 0 microbatch 1 ins(%x : tensor<4xf32>) -> tensor<4xf32>
+  // expected-note @+1 {{used here}}
+  pipe.send %g to 1 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<4xf32>
+}
+
+// -----
+
+func.func private @s0_train_bw(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<8xf32>
+  // expected-error @+1 {{'pipe.backward' op operand types do not match callee @s0_train_bw of type '(tensor<4xf32>) -> tensor<4xf32>'}}
+  %g = pipe.backward full @s0_train_bw stage 0 microbatch 1 ins(%x : tensor<8xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+func.func private @s0_train_bw(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.backward' op calls @s0_train_bw of stage 1 as stage 0}}
+  %g = pipe.backward full @s0_train_bw stage 0 microbatch 1 ins(%x : tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xi32>
+  // expected-error @+1 {{'pipe.gradient' op contributes a gradient of type 'tensor<4xi32>', but gradients are floating-point}}
+  pipe.gradient %x argument 0 stage 0 microbatch 1 : tensor<4xi32>
+}
+
+// -----
+
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.gradient' op microbatch 2 out of range for a program of 2 microbatches}}
+  pipe.gradient %x argument 0 stage 0 microbatch 2 : tensor<4xf32>
+}
+
+// -----
+
+func.func private @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64}
+pipe.program @p rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 1 : tensor<4xf32>
+  // expected-note @+1 {{operand #0 defined here}}
+  %y = pipe.forward @s0(%x) stage 0 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error @+1 {{'pipe.gradient' op is for microbatch 0, but operand #0 belongs to microbatch 1}}
+  pipe.gradient %y argument 0 stage 0 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
 pipe.program @p rank 0 of 2 microbatches 2 {
   %x = pipe.input 0 microbatch 1 : tensor<4xf32>
   // expected-error @+1 {{'pipe.send' op peer rank 2 out of range for 2 ranks}}
@@ -298,7 +355,7 @@ pipe.program @p rank 0 of 2 microbatches 2 {
 
 // -----
 
-// expected-error @+1 {{'pipe.program' op holds only pipe.input, pipe.output, pipe.forward, pipe.backward, pipe.send and pipe.recv, but contains 'tosa.abs' (computation belongs in stage functions)}}
+// expected-error @+1 {{'pipe.program' op holds only pipe.input, pipe.output, pipe.forward, pipe.backward, pipe.send, pipe.recv and pipe.gradient, but contains 'tosa.abs' (computation belongs in stage functions)}}
 pipe.program @p rank 0 of 1 microbatches 1 {
   %x = pipe.input 0 microbatch 0 : tensor<4xf32>
   // expected-note @+1 {{this op}}

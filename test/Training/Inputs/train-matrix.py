@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Pipelined training against the unpartitioned training reference.
+
+For one model, trains every (schedule, ranks, microbatches, optimizer,
+communicator) combination given for --steps steps and compares the final
+weights (weight_<i>.npy of every trainable argument) and the per-step
+losses with those of `pipeopt-compile --reference --train` on the same
+data: the reference runs the whole model's training step (@f_grad, the
+model differentiated as one function) for every microbatch on one rank,
+the pipelined build the stage functions' F / B / W as the schedule orders
+them on R ranks, with the activations and gradients sent between ranks.
+They share the runtime's optimizer code and nothing else.
+
+Prints one line per combination:
+
+  1f1b ranks=2 microbatches=4 sgd loopback: ok (4 weights, 3 losses)
+
+and, per mismatching file, pipeopt-npy-diff's FAIL line; exits 1 if any
+combination fails. Tools are taken from PATH (lit puts build/bin there).
+
+Usage: train-matrix.py MODEL WORKDIR --loss mse [--microbatch-args LIST]
+         [--schedules a,b] [--ranks 2,4] [--microbatches 4,8]
+         [--optimizers sgd,adamw] [--comms loopback,mpi] [--mpirun CMD]
+         [--steps 3] [--seed N]
+"""
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+# Schedules that place two stages (chunks) on every rank: R ranks need 2R
+# stages (pipeopt-pipeline's num-stages help).
+TWO_CHUNK = {"interleaved-1f1b", "looped-bfs", "zb-v", "dualpipev", "hanayo"}
+
+# Hyper-parameters of each optimizer (pipeopt-compile flags).
+OPTIMIZERS = {
+    "sgd": ["--optimizer", "sgd", "--lr", "0.1"],
+    "momentum": ["--optimizer", "momentum", "--lr", "0.05", "--momentum", "0.9",
+                 "--weight-decay", "0.01"],
+    "adamw": ["--optimizer", "adamw", "--lr", "0.01", "--betas", "0.9,0.999",
+              "--eps", "1e-8", "--weight-decay", "0.01"],
+}
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       text=True, **kw)
+    return p.returncode, p.stdout
+
+
+def must(cmd):
+    rc, out = run(cmd)
+    if rc != 0:
+        sys.stdout.write("command failed (%d): %s\n%s" %
+                         (rc, " ".join(shlex.quote(c) for c in cmd), out))
+        sys.exit(1)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("work")
+    ap.add_argument("--loss", required=True)
+    ap.add_argument("--microbatch-args", default=None)
+    ap.add_argument("--schedules", default="gpipe,1f1b,interleaved-1f1b,"
+                    "looped-bfs,zb-h1,zb-v,dualpipev,chimera,hanayo")
+    ap.add_argument("--ranks", default="2,4")
+    ap.add_argument("--microbatches", default="4,8")
+    ap.add_argument("--optimizers", default="sgd,adamw")
+    ap.add_argument("--comms", default="loopback")
+    ap.add_argument("--mpirun", default="mpirun")
+    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+
+    common = [a.model, "--train", "--loss", a.loss, "-O", "0"]
+    if a.microbatch_args is not None:
+        common += ["--microbatch-args", a.microbatch_args]
+    failures = 0
+    for m in [int(x) for x in a.microbatches.split(",")]:
+        for opt in a.optimizers.split(","):
+            ref = os.path.join(a.work, "ref-m%d-%s" % (m, opt))
+            must(["pipeopt-compile", *common, "--reference",
+                  "--num-microbatches", str(m), *OPTIMIZERS[opt],
+                  "-o", ref + ".so"])
+            inputs = os.path.join(a.work, "in-m%d" % m)
+            if not os.path.isdir(inputs):
+                must(["pipeopt-npy-diff", "--make-inputs",
+                      ref + ".manifest.json", inputs, "--seed", str(a.seed)])
+            feed = []
+            for f in sorted(os.listdir(inputs)):
+                if f.startswith("input_") and f.endswith(".npy"):
+                    feed += ["--input", "%s=%s" % (f[6:-4],
+                                                   os.path.join(inputs, f))]
+            must(["pipeopt-run", ref + ".so", "--steps", str(a.steps),
+                  "--quiet", "--output-dir", ref, *feed])
+            refs = sorted(f for f in os.listdir(ref)
+                          if f.startswith("weight_") or f == "loss.npy")
+            if not any(f.startswith("weight_") for f in refs):
+                print("reference m=%d %s wrote no weights" % (m, opt))
+                sys.exit(1)
+            for sched in a.schedules.split(","):
+                for r in [int(x) for x in a.ranks.split(",")]:
+                    stages = 2 * r if sched in TWO_CHUNK else r
+                    name = "%s-r%d-m%d-%s" % (sched, r, m, opt)
+                    so = os.path.join(a.work, name + ".so")
+                    rc, out = run(["pipeopt-compile", *common,
+                                   "--schedule", sched,
+                                   "--num-stages", str(stages),
+                                   "--num-microbatches", str(m),
+                                   *OPTIMIZERS[opt], "-o", so])
+                    if rc != 0:
+                        print("%s ranks=%d microbatches=%d %s: compile "
+                              "FAILED\n%s" % (sched, r, m, opt, out))
+                        failures += 1
+                        continue
+                    with open(os.path.join(a.work, name + ".manifest.json")) as f:
+                        ranks = json.load(f)["num_ranks"]
+                    if ranks != r:
+                        print("%s: %d ranks, expected %d" % (name, ranks, r))
+                        failures += 1
+                        continue
+                    for comm in a.comms.split(","):
+                        out_dir = os.path.join(a.work, name + "-" + comm)
+                        cmd = ["pipeopt-run", so, "--steps", str(a.steps),
+                               "--quiet", "--timeout-s", "60",
+                               "--output-dir", out_dir, *feed]
+                        if comm == "mpi":
+                            cmd = shlex.split(a.mpirun) + ["-np", str(r)] + \
+                                cmd + ["--comm", "mpi"]
+                        rc, out = run(cmd)
+                        label = "%s ranks=%d microbatches=%d %s %s" % (
+                            sched, r, m, opt, comm)
+                        if rc != 0:
+                            print("%s: run FAILED\n%s" % (label, out))
+                            failures += 1
+                            continue
+                        bad = []
+                        for f in refs:
+                            rc, out = run(["pipeopt-npy-diff",
+                                           os.path.join(out_dir, f),
+                                           os.path.join(ref, f)])
+                            if rc != 0:
+                                bad.append(out.strip())
+                        if bad:
+                            print("%s: FAIL\n%s" % (label, "\n".join(bad)))
+                            failures += 1
+                        else:
+                            print("%s: ok (%d weights, %d losses)" % (
+                                label, len(refs) - 1, a.steps))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
