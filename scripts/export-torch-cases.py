@@ -562,6 +562,8 @@ def make_case(name, builder, description, out_root):
 # ---------------------------------------------------------------------------
 
 TRAIN_STEPS = 3
+# loss.npy's tolerance (the weights': RTOL), as the gradient tests' loss.
+LOSS_RTOL = 1e-5
 # The optimizers of the pipelined-training tests, with their hyperparameters
 # (pipeopt-compile's --optimizer / --lr / --momentum / --betas / --eps /
 # --weight-decay, and the torch.optim class that defines them).
@@ -729,11 +731,12 @@ def make_train_refs(name, fn, args, kinds, names, kind, target, out_dir,
                      "amsgrad=False, foreach=False)"}[spec["optimizer"]]
         entry["flags"] = optimizer_flags(spec)
         entry["tolerance"] = collections.OrderedDict([
-            ("rtol", RTOL), ("atol", 0.0),
             ("meaning", "per array: max|actual - reference| <= rtol * "
                         "max|reference| + atol (pipeopt-npy-diff --rtol "
-                        "--atol), for loss.npy and every weight_<i>.npy "
-                        "but those in weight_tolerance"),
+                        "--atol); 'loss' for loss.npy, 'weights' for every "
+                        "weight_<i>.npy but those in weight_tolerance"),
+            ("loss", {"rtol": LOSS_RTOL, "atol": 0.0}),
+            ("weights", {"rtol": RTOL, "atol": 0.0}),
             ("weight_tolerance", exceptions)])
         entry["f32_vs_f64_rel_err"] = f64_err
         config["optimizers"][opt_name] = entry
