@@ -3,7 +3,7 @@ weights and losses with torch.optim's (test/Autodiff/Inputs/torch/<case>/
 train, made by scripts/export-torch-cases.py --train-only).
 
 torch-train.py COMPILE RUN DIFF CASE OUTDIR [--opt NAME]... [--schedule S]...
-               [-O N] [--override FLAG=VALUE]...
+               [-O N] [--partition-options OPTS] [--override FLAG=VALUE]...
 
 COMPILE, RUN, DIFF are the paths of pipeopt-compile, pipeopt-run and
 pipeopt-npy-diff; CASE is the case's directory. For every optimizer
@@ -13,8 +13,8 @@ pipeopt-npy-diff; CASE is the case's directory. For every optimizer
 1. pipeopt-compile CASE/model.mb2.mlir (the model for half the batch)
    --train --loss <case.json loss> --trainable=<params>
    --microbatch-args=<data> --num-stages 2 --num-microbatches 2
-   --schedule S -O N <the optimizer's flags in config.json>
-   -o OUTDIR/<opt>-<S>.so;
+   --schedule S -O N (default 0) [--partition-options OPTS]
+   <the optimizer's flags in config.json> -o OUTDIR/<opt>-<S>.so;
 2. pipeopt-run --steps <config.json steps> with every committed argument
    CASE/arg_<i>.npy (the data whole: the runtime splits the batch of 4 into
    2 microbatches of 2) and the target CASE/target.npy, --output-dir
@@ -55,11 +55,12 @@ def parse(argv):
         usage("expected COMPILE RUN DIFF CASE OUTDIR")
     tools = dict(zip(("compile", "run", "diff"), argv[:3]))
     case, out = argv[3], argv[4]
-    opts, schedules, level, overrides = [], [], "0", []
+    opts, schedules, level, overrides, partition = [], [], "0", [], []
     rest = list(argv[5:])
     while rest:
         a = rest.pop(0)
-        if a in ("--opt", "--schedule", "-O", "--override") and not rest:
+        if a in ("--opt", "--schedule", "-O", "--override",
+                 "--partition-options") and not rest:
             usage("%s needs a value" % a)
         if a == "--opt":
             opts.append(rest.pop(0))
@@ -67,6 +68,8 @@ def parse(argv):
             schedules.append(rest.pop(0))
         elif a == "-O":
             level = rest.pop(0)
+        elif a == "--partition-options":
+            partition = ["--partition-options=" + rest.pop(0)]
         elif a == "--override":
             flag, sep, value = rest.pop(0).partition("=")
             if not sep:
@@ -74,10 +77,12 @@ def parse(argv):
             overrides.append((flag, value))
         else:
             usage("unknown argument '%s'" % a)
-    return tools, case, out, opts, schedules or ["1f1b"], level, overrides
+    return (tools, case, out, opts, schedules or ["1f1b"], level, overrides,
+            partition)
 
 
-def job(tools, case, out, meta, config, opt, schedule, level, overrides):
+def job(tools, case, out, meta, config, opt, schedule, level, overrides,
+        partition):
     """Compiles and runs one (optimizer, schedule); returns (run directory,
     log) or raises RuntimeError with the failing tool's output."""
     spec = config["optimizers"][opt]
@@ -101,7 +106,8 @@ def job(tools, case, out, meta, config, opt, schedule, level, overrides):
                    "--trainable=" + ",".join(trainable),
                    "--microbatch-args=" + ",".join(data),
                    "--num-stages", "2", "--num-microbatches", "2",
-                   "--schedule", schedule, "-O" + level] + flags + ["-o", so]
+                   "--schedule", schedule, "-O" + level] + partition + \
+        flags + ["-o", so]
     rc, log = run(compile_cmd)
     if rc != 0:
         raise RuntimeError("%s\n%s failed (exit %d)" % (
@@ -122,7 +128,8 @@ def job(tools, case, out, meta, config, opt, schedule, level, overrides):
 
 
 def main(argv):
-    tools, case, out, opts, schedules, level, overrides = parse(argv)
+    (tools, case, out, opts, schedules, level, overrides,
+     partition) = parse(argv)
     meta = json.load(open(os.path.join(case, "case.json")))
     config = json.load(open(os.path.join(case, "train", "config.json")))
     for o in opts:
@@ -134,7 +141,8 @@ def main(argv):
     jobs = [(o, s) for o in opts for s in schedules]
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = [pool.submit(job, tools, case, out, meta, config, o, s,
-                               level, overrides) for o, s in jobs]
+                               level, overrides, partition)
+                   for o, s in jobs]
         for (opt, schedule), fut in zip(jobs, futures):
             try:
                 rundir = fut.result()
@@ -162,9 +170,10 @@ def main(argv):
                                os.path.join(ref, f)])
                 sys.stdout.write(log)
                 if rc != 0:
-                    sys.exit("torch-train.py: error: %s %s %s: %s does not "
-                             "match torch's" % (os.path.basename(case), opt,
-                                                schedule, f))
+                    sys.exit("torch-train.py: error: %s %s %s: %s: "
+                             "pipeopt-npy-diff failed (no match, or a file "
+                             "missing)" % (os.path.basename(case), opt,
+                                           schedule, f))
 
 
 if __name__ == "__main__":
