@@ -24,6 +24,17 @@ Writes, for every case, into test/Autodiff/Inputs/torch/<case>/ (or --out):
                 the tolerance, the microbatch counts that divide the batch,
                 the versions used and the histogram of the exported MLIR's
                 operations (linalg region bodies included)
+  train/<opt>/weight_<i>.npy, train/<opt>/loss.npy
+                torch.optim's training on the committed batch (the same
+                data every step, the loss a mean over the batch): every
+                parameter after TRAIN_STEPS steps of optimizer <opt> (sgd,
+                momentum, adamw: OPTIMIZERS below), and the loss before
+                each step (f32[TRAIN_STEPS]), f32
+  train/config.json
+                the steps, each optimizer's hyperparameters, its
+                pipeopt-compile flags, the tolerance of the comparison
+                (and the weights that need their own) and the f32-vs-f64
+                errors of the training
 
 Everything is computed in float32, as the model runs. The script also
 recomputes each case in float64 and fails unless the f32 and f64 outputs,
@@ -35,7 +46,16 @@ key bias of softmax attention) gets an absolute tolerance instead, RTOL
 times the case's largest gradient. The cnn case also checks that no ReLU
 input and no max-pool tie is within MIN_MARGIN of switching.
 
+The training references are recomputed in float64 too and must agree
+to F64_RTOL as well.
+
 Usage: python3 scripts/export-torch-cases.py [--out DIR] [--case NAME ...]
+       python3 scripts/export-torch-cases.py --train-only [--case NAME ...]
+
+--train-only writes only train/ (needs no torch-mlir): it rebuilds each
+model from its seeds, requires every rebuilt argument and target to equal
+the committed arg_<i>.npy / target.npy bit for bit, and leaves every other
+file alone.
 
 Needs torch and numpy, and torch-mlir from PyPI (pip install torch-mlir
 packaging; the cases were generated with TORCH_MLIR_VERSION below). The
@@ -58,11 +78,20 @@ try:
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
-    from torch_mlir import fx as tmfx
-    from torch_mlir import ir as tmir
 except ImportError as e:  # pragma: no cover - developer tool
-    sys.exit("export-torch-cases.py: error: %s (needs torch, numpy and "
-             "torch-mlir: pip install torch-mlir packaging)" % e)
+    sys.exit("export-torch-cases.py: error: %s (needs torch and numpy)" % e)
+
+
+def import_torch_mlir():
+    """torch-mlir is needed for the export only (not for --train-only)."""
+    global tmfx, tmir
+    try:
+        from torch_mlir import fx as tmfx
+        from torch_mlir import ir as tmir
+    except ImportError as e:  # pragma: no cover - developer tool
+        sys.exit("export-torch-cases.py: error: %s (the export needs "
+                 "torch-mlir: pip install torch-mlir packaging; "
+                 "--train-only does not)" % e)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(REPO, "test", "Autodiff", "Inputs", "torch")
@@ -364,7 +393,10 @@ def save(path, tensor, written):
     written.append(path)
 
 
-def make_case(name, builder, description, out_root):
+def build_case(name, builder):
+    """The case's module, its functional form and its arguments, from the
+    fixed seeds: the same values on every call (the export and
+    --train-only build them identically)."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(sum(map(ord, name)))
     module, data, kind, target = builder(g)
@@ -374,6 +406,12 @@ def make_case(name, builder, description, out_root):
     args = [p.detach().clone() for _, p in params] + [t for _, t in data]
     kinds = ["param"] * len(params) + ["data"] * len(data)
     names = [n for n, _ in params] + [n for n, _ in data]
+    return module, data, kind, target, fn, args, kinds, names
+
+
+def make_case(name, builder, description, out_root):
+    module, data, kind, target, fn, args, kinds, names = build_case(
+        name, builder)
 
     # The functional form computes what the module computes.
     with torch.no_grad():
@@ -515,6 +553,233 @@ def make_case(name, builder, description, out_root):
     for p in written:
         print("  wrote %s (%d bytes)" % (os.path.relpath(p), os.path.getsize(p)))
     print("  ops: " + ", ".join("%s %d" % kv for kv in hist.items()))
+    make_train_refs(name, fn, args, kinds, names, kind, target, out_dir,
+                    tolerances)
+
+
+# ---------------------------------------------------------------------------
+# Training references: torch.optim on the committed batch (train/).
+# ---------------------------------------------------------------------------
+
+TRAIN_STEPS = 3
+# loss.npy's tolerance (the weights': RTOL), as the gradient tests' loss.
+LOSS_RTOL = 1e-5
+# The optimizers of the pipelined-training tests, with their hyperparameters
+# (pipeopt-compile's --optimizer / --lr / --momentum / --betas / --eps /
+# --weight-decay, and the torch.optim class that defines them).
+OPTIMIZERS = collections.OrderedDict([
+    ("sgd", collections.OrderedDict([
+        ("optimizer", "sgd"), ("lr", 0.1)])),
+    ("momentum", collections.OrderedDict([
+        ("optimizer", "momentum"), ("lr", 0.05), ("momentum", 0.9),
+        ("weight_decay", 0.01)])),
+    ("adamw", collections.OrderedDict([
+        ("optimizer", "adamw"), ("lr", 0.01), ("betas", [0.9, 0.999]),
+        ("eps", 1e-8), ("weight_decay", 0.01)])),
+])
+
+
+def optimizer_flags(spec):
+    """pipeopt-compile's flags for one OPTIMIZERS entry."""
+    flags = ["--optimizer", spec["optimizer"], "--lr", repr(spec["lr"])]
+    if "momentum" in spec:
+        flags += ["--momentum", repr(spec["momentum"])]
+    if "betas" in spec:
+        flags += ["--betas", ",".join(repr(b) for b in spec["betas"])]
+    if "eps" in spec:
+        flags += ["--eps", repr(spec["eps"])]
+    if "weight_decay" in spec:
+        flags += ["--weight-decay", repr(spec["weight_decay"])]
+    return flags
+
+
+def torch_optimizer(spec, params):
+    """torch.optim for one OPTIMIZERS entry, single-tensor (foreach=False)
+    as pipeopt-run's optimizer follows it."""
+    wd = spec.get("weight_decay", 0.0)
+    if spec["optimizer"] == "sgd":
+        return torch.optim.SGD(params, lr=spec["lr"], weight_decay=wd,
+                               foreach=False)
+    if spec["optimizer"] == "momentum":
+        return torch.optim.SGD(params, lr=spec["lr"],
+                               momentum=spec["momentum"], dampening=0,
+                               nesterov=False, weight_decay=wd,
+                               foreach=False)
+    assert spec["optimizer"] == "adamw", spec
+    return torch.optim.AdamW(params, lr=spec["lr"],
+                             betas=tuple(spec["betas"]), eps=spec["eps"],
+                             weight_decay=wd, amsgrad=False, foreach=False)
+
+
+def train_torch(fn, args, kinds, kind, target, spec, dtype):
+    """TRAIN_STEPS steps of the optimizer on the whole batch (the same data
+    every step, the loss a mean over the batch): the loss before each step
+    and the parameters after the last, in `dtype`."""
+    params = [a.detach().to(dtype).clone().requires_grad_(True)
+              for a, k in zip(args, kinds) if k == "param"]
+    data = [a.to(dtype) if a.is_floating_point() else a
+            for a, k in zip(args, kinds) if k == "data"]
+    t = target.to(dtype) if target.is_floating_point() else target
+    opt = torch_optimizer(spec, params)
+    losses = []
+    for _ in range(TRAIN_STEPS):
+        opt.zero_grad(set_to_none=True)
+        # One tensor per parameter: a parameter used twice (the tied
+        # embedding table) gets the sum of both uses' gradients.
+        loss = loss_of(kind, fn(*params, *data), t)
+        loss.backward()
+        losses.append(loss.detach().clone())
+        opt.step()
+    return torch.stack(losses), [p.detach().clone() for p in params]
+
+
+def adam_step_bound(b1, b2, t):
+    """max |m_hat_t| / sqrt(v_hat_t) over every gradient sequence g_1..g_t
+    (Cauchy-Schwarz on m_t = (1-b1) sum b1^(t-k) g_k against v_t = (1-b2)
+    sum b2^(t-k) g_k^2): an Adam(W) step moves an element by at most lr
+    times this, whatever its gradient."""
+    s = sum((b1 * b1 / b2) ** j for j in range(t))
+    return ((1 - b1) / (1 - b1 ** t) * math.sqrt((1 - b2 ** t) / (1 - b2))
+            * math.sqrt(s))
+
+
+def make_train_refs(name, fn, args, kinds, names, kind, target, out_dir,
+                    grad_tolerances):
+    """train/<opt>/weight_<i>.npy (every parameter after TRAIN_STEPS steps)
+    and loss.npy (f32[TRAIN_STEPS], the loss before each step), f32 torch;
+    train/config.json: the hyperparameters, pipeopt-compile's flags, the
+    tolerance of every weight, the f32-vs-f64 check."""
+    train_dir = os.path.join(out_dir, "train")
+    params = [i for i, k in enumerate(kinds) if k == "param"]
+    written = []
+    config = collections.OrderedDict([
+        ("case", name),
+        ("steps", TRAIN_STEPS),
+        ("batch", BATCH),
+        ("data", "the committed batch (arg_<i>.npy of the data args, "
+                 "target.npy), the same every step; loss a mean over the "
+                 "batch; loss.npy[k] is the loss before step k+1"),
+        ("torch", torch.__version__),
+        ("dtype", "float32"),
+        ("parameters", params),
+        ("optimizers", collections.OrderedDict()),
+    ])
+    for opt_name, spec in OPTIMIZERS.items():
+        loss32, w32 = train_torch(fn, args, kinds, kind, target, spec,
+                                  torch.float32)
+        loss64, w64 = train_torch(fn, args, kinds, kind, target, spec,
+                                  torch.float64)
+        d = os.path.join(train_dir, opt_name)
+        os.makedirs(d, exist_ok=True)
+        for f in os.listdir(d):
+            if f.endswith(".npy"):
+                os.remove(os.path.join(d, f))
+        save(os.path.join(d, "loss.npy"), loss32, written)
+        exceptions = collections.OrderedDict()
+        f64_err = collections.OrderedDict()
+        f64_err["loss"] = float("%.3g" % rel_err(loss32, loss64))
+        worst = f64_err["loss"]
+        print("%s %s: loss %s (f64 %s), f32 vs f64 rel err %.2e" % (
+            name, opt_name, " ".join("%.6g" % v for v in loss32.tolist()),
+            " ".join("%.6g" % v for v in loss64.tolist()), f64_err["loss"]))
+        for i, a32, a64 in zip(params, w32, w64):
+            save(os.path.join(d, "weight_%d.npy" % i), a32, written)
+            gt = grad_tolerances[i]
+            if spec["optimizer"] == "adamw" and gt[1] > 0:
+                # The exact gradient is zero (the attention's key bias):
+                # both torch's and pipeopt's are f32 rounding noise, which
+                # AdamW normalizes into steps of order lr with arbitrary
+                # signs. The one thing known is Adam's bound on a step,
+                # lr * adam_step_bound; two runs from the same start (the
+                # same decay) differ by at most twice the sum over steps.
+                b1, b2 = spec["betas"]
+                bound = 2 * spec["lr"] * sum(
+                    adam_step_bound(b1, b2, t)
+                    for t in range(1, TRAIN_STEPS + 1))
+                atol = math.ceil(bound * 1e3) / 1e3
+                exceptions[str(i)] = {
+                    "rtol": 0.0, "atol": atol,
+                    "why": "exact gradient zero (case.json grad_tolerance "
+                           "atol): AdamW steps of rounding noise; 2 x lr x "
+                           "sum of Adam's per-step bound over %d steps "
+                           "(%.4g), rounded up to 1e-3"
+                           % (TRAIN_STEPS, bound)}
+                e = (a32.double() - a64).abs().max().item()
+                print("  weight_%-3d %-14s exact gradient zero: f32 vs f64 "
+                      "max abs diff %.2e (noise), atol %.2g" % (
+                          i, names[i], e, atol))
+                f64_err["weight_%d" % i] = "abs %.3g (noise)" % e
+                continue
+            e = rel_err(a32, a64)
+            worst = max(worst, e)
+            f64_err["weight_%d" % i] = float("%.3g" % e)
+            print("  weight_%-3d %-14s max|w| %.3g, moved %.3g, f32 vs f64 "
+                  "rel err %.2e" % (i, names[i], a32.abs().max().item(),
+                                    (a32 - args[i]).abs().max().item(), e))
+        if worst > F64_RTOL:
+            sys.exit("export-torch-cases.py: error: %s %s: f32 and f64 "
+                     "training disagree (%.2e > %.0e): ill conditioned"
+                     % (name, opt_name, worst, F64_RTOL))
+        print("  f32 vs f64: worst rel err %.2e <= %.0e: ok" % (worst,
+                                                               F64_RTOL))
+        entry = collections.OrderedDict(spec)
+        entry["torch_optim"] = {
+            "sgd": "torch.optim.SGD(lr, foreach=False)",
+            "momentum": "torch.optim.SGD(lr, momentum, dampening=0, "
+                        "nesterov=False, weight_decay, foreach=False)",
+            "adamw": "torch.optim.AdamW(lr, betas, eps, weight_decay, "
+                     "amsgrad=False, foreach=False)"}[spec["optimizer"]]
+        entry["flags"] = optimizer_flags(spec)
+        entry["tolerance"] = collections.OrderedDict([
+            ("meaning", "per array: max|actual - reference| <= rtol * "
+                        "max|reference| + atol (pipeopt-npy-diff --rtol "
+                        "--atol); 'loss' for loss.npy, 'weights' for every "
+                        "weight_<i>.npy but those in weight_tolerance"),
+            ("loss", {"rtol": LOSS_RTOL, "atol": 0.0}),
+            ("weights", {"rtol": RTOL, "atol": 0.0}),
+            ("weight_tolerance", exceptions)])
+        entry["f32_vs_f64_rel_err"] = f64_err
+        config["optimizers"][opt_name] = entry
+    json_path = os.path.join(train_dir, "config.json")
+    with open(json_path, "w") as f:
+        json.dump(config, f, indent=2)
+        f.write("\n")
+    written.append(json_path)
+    for p in written:
+        print("  wrote %s (%d bytes)" % (os.path.relpath(p), os.path.getsize(p)))
+
+
+def train_only(name, builder, out_root):
+    """Rebuilds the case from its seeds, checks that it is the committed one
+    (every arg_<i>.npy and target.npy bit for bit, and the committed
+    gradients' tolerances) and writes its training references; neither the
+    MLIR nor the other files are touched."""
+    module, data, kind, target, fn, args, kinds, names = build_case(
+        name, builder)
+    out_dir = os.path.join(out_root, name)
+    meta = json.load(open(os.path.join(out_dir, "case.json")))
+    if len(meta["args"]) != len(args):
+        sys.exit("export-torch-cases.py: error: %s: %d args, the committed "
+                 "case has %d" % (name, len(args), len(meta["args"])))
+    pairs = [("arg_%d.npy" % i, a) for i, a in enumerate(args)]
+    pairs.append(("target.npy", target))
+    for f, a in pairs:
+        committed = np.load(os.path.join(out_dir, f))
+        mine = a.detach().cpu().numpy()
+        if (committed.dtype != mine.dtype or committed.shape != mine.shape
+                or not np.array_equal(committed, mine)):
+            sys.exit("export-torch-cases.py: error: %s: %s differs from "
+                     "the rebuilt case (dtype %s/%s, shape %s/%s)" % (
+                         name, f, committed.dtype, mine.dtype,
+                         committed.shape, mine.shape))
+    print("%s: rebuilt case equals the committed arg_0..%d.npy and "
+          "target.npy bit for bit" % (name, len(args) - 1))
+    tolerances = []
+    for a in meta["args"]:
+        t = a.get("grad_tolerance")
+        tolerances.append((t["rtol"], t["atol"]) if t else None)
+    make_train_refs(name, fn, args, kinds, names, kind, target, out_dir,
+                    tolerances)
 
 
 def main():
@@ -523,14 +788,24 @@ def main():
                     help="output directory (default: %(default)s)")
     ap.add_argument("--case", action="append", choices=list(CASES),
                     help="only this case (repeatable; default: all)")
+    ap.add_argument("--train-only", action="store_true",
+                    help="only the training references (train/): rebuild "
+                    "the models, check them against the committed "
+                    "arguments, run torch.optim; needs no torch-mlir and "
+                    "writes nothing else")
     opts = ap.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    if opts.train_only:
+        for name in opts.case or CASES:
+            train_only(name, CASES[name][0], opts.out)
+        return
+    import_torch_mlir()
     if importlib.metadata.version("torch-mlir") != TORCH_MLIR_VERSION:
         print("export-torch-cases.py: warning: torch-mlir %s, the committed "
               "files were made with %s" % (
                   importlib.metadata.version("torch-mlir"),
                   TORCH_MLIR_VERSION), file=sys.stderr)
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
     for name in opts.case or CASES:
         builder, description = CASES[name]
         make_case(name, builder, description, opts.out)
