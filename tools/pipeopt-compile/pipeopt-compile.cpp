@@ -875,8 +875,21 @@ int main(int argc, char **argv) {
       return fail("the pipe.programs of the input do not form a valid "
                   "schedule (pipe-verify-schedule)");
   }
-  if (train)
+  // A reference without an optimizer keeps the plain manifest (loss and
+  // gradients as outputs).
+  if (train && !(reference && optimizer == "none"))
     setOptimizer(*module);
+  if (!train) {
+    bool hasBackward = false;
+    module->walk([&](pipeopt::pipe::BackwardOp op) {
+      hasBackward = !op.getCallee();
+      return hasBackward ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (hasBackward)
+      return fail("--schedule " + schedule +
+                  " has backward actions: add --train (with --loss) to "
+                  "compile a training step, or use --schedule forward-only");
+  }
   timer.done("schedule");
   if (saveTemps || emit == Emit::Scheduled) {
     std::string path =

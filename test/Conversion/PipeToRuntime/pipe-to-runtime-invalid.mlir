@@ -6,7 +6,7 @@ func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i
 pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
   %x = pipe.input 0 microbatch 0 : tensor<4xf32>
   %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
-  // expected-error @+1 {{'pipe.backward' op training (backward) actions cannot be executed yet; use a forward-only schedule}}
+  // expected-error @+1 {{'pipe.backward' op has no callee: run pipe-materialize-backward first (it generates the functions backward actions call; pipeopt-compile --train does)}}
   pipe.backward full stage 0 microbatch 0
 }
 

@@ -75,8 +75,15 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lift-constants", action="store_true",
+                    help="make the model's weight constants arguments first "
+                         "(pipe-lift-constants), so that they are trained")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
+    if a.lift_constants:
+        lifted = os.path.join(a.work, "lifted.mlir")
+        must(["pipeopt", a.model, "--pipe-lift-constants", "-o", lifted])
+        a.model = lifted
 
     common = [a.model, "--train", "--loss", a.loss, "-O", "0"]
     if a.microbatch_args is not None:
@@ -106,6 +113,12 @@ def main():
                 sys.exit(1)
             for sched in a.schedules.split(","):
                 for r in [int(x) for x in a.ranks.split(",")]:
+                    if sched == "dualpipev" and m < 2 * r:
+                        # DualPipeV's two directions need 2R microbatches.
+                        print("%s ranks=%d microbatches=%d %s: skipped "
+                              "(needs microbatches >= 2 x ranks)" %
+                              (sched, r, m, opt))
+                        continue
                     stages = 2 * r if sched in TWO_CHUNK else r
                     name = "%s-r%d-m%d-%s" % (sched, r, m, opt)
                     so = os.path.join(a.work, name + ".so")
