@@ -102,6 +102,30 @@ echo "   (the cpu preset models a large server; the calibrated file is this host
 echo "   The cost model's roofline counts every op's bytes once and no fusion, so"
 echo "   it errs on memory-bound ops; the measured per-stage times remove that"
 echo "   error, and what remains is time outside the actions.)"
+step "7. Train: 1f1b on $STAGES ranks, $MICROBATCHES microbatches, 5 SGD steps (loss mse, lr 0.001), against the unpartitioned training step"
+# The loss is appended to the model and partitioned with it; every stage's
+# B and W are generated (pipe-differentiate's library), the runtime averages
+# the microbatches' gradients and updates the weights (docs/Training.md).
+"$BIN/pipeopt-compile" "$MODEL" --train --loss mse --schedule 1f1b \
+  --num-stages "$STAGES" --num-microbatches "$MICROBATCHES" \
+  --microbatch-args="$MICROBATCH_ARGS" \
+  --optimizer sgd --lr 0.001 -o "$OUT/train.so"
+"$BIN/pipeopt-compile" "$MODEL" --reference --train --loss mse \
+  --num-microbatches "$MICROBATCHES" --microbatch-args="$MICROBATCH_ARGS" \
+  --optimizer sgd --lr 0.001 -o "$OUT/train-reference.so"
+"$BIN/pipeopt-npy-diff" --make-inputs "$OUT/train-reference.manifest.json" \
+  "$OUT/train-in" --seed 7 > /dev/null
+TRAIN_IN=()
+for f in "$OUT"/train-in/input_*.npy; do
+  i=${f##*input_}; TRAIN_IN+=(--input "${i%.npy}=$f")
+done
+"$BIN/pipeopt-run" "$OUT/train.so" "${TRAIN_IN[@]}" --steps 5 \
+  --output-dir "$OUT/train-out"
+"$BIN/pipeopt-run" "$OUT/train-reference.so" "${TRAIN_IN[@]}" --steps 5 \
+  --output-dir "$OUT/train-reference-out" --quiet
+echo "   final weights and per-step losses, pipelined vs unpartitioned:"
+"$BIN/pipeopt-npy-diff" "$OUT/train-out" "$OUT/train-reference-out"
+
 echo
 echo "Done. Trace (open in https://ui.perfetto.dev or chrome://tracing): $OUT/trace.json"
 echo "Measured profile (feed back with pipe-partition profile=...): $OUT/profile.json"

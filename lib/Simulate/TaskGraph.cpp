@@ -301,7 +301,9 @@ std::vector<double> detail::peakActivation(const schedule::Schedule &s,
           live -= c.activationBytes;
         break;
       case Phase::B:
+        // What W still needs may exceed what B frees (B's stash for W).
         live -= c.activationBytes - c.weightGradHoldBytes;
+        peak[r] = std::max(peak[r], live);
         break;
       case Phase::W:
         live -= c.weightGradHoldBytes;

@@ -207,6 +207,25 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       c.weightBytes += cost::typeBytes(w.getType());
     c.weightBytes *= 1 + optFactor;
   }
+  // Materialized training programs (pipe-materialize-backward) record the
+  // bytes each action leaves held for its (stage, microbatch): after F the
+  // activation, after a split B what W still reads. They replace the cost
+  // model's per-op estimate, so the simulated peak is that of the program
+  // the runtime executes (and measures).
+  for (pipe::ProgramOp p : *byRank)
+    for (Operation &op : p.getBody().front()) {
+      auto bytes = op.getAttrOfType<IntegerAttr>("pipe.stash_bytes");
+      if (!bytes)
+        continue;
+      if (auto f = dyn_cast<pipe::ForwardOp>(op); f && f.getStage() < S)
+        res.costs.stages[f.getStage()].activationBytes =
+            static_cast<double>(bytes.getInt());
+      else if (auto b = dyn_cast<pipe::BackwardOp>(op);
+               b && b.getKind() == pipe::BackwardKind::Input &&
+               b.getStage() < S)
+        res.costs.stages[b.getStage()].weightGradHoldBytes =
+            static_cast<double>(bytes.getInt());
+    }
   for (const sched::StageEdge &e : table->graph.edges)
     if (e.to == e.from + 1 && e.from < S)
       res.costs.stages[e.from].boundaryBytes += e.bytes;

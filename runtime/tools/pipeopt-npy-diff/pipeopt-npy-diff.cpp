@@ -7,8 +7,9 @@
 //   pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] ACTUAL REFERENCE
 //
 // ACTUAL and REFERENCE are two .npy files, or two directories (every
-// output_<i>.npy, grad_<i>.npy and loss.npy of REFERENCE, i.e. what
-// pipeopt-run --output-dir writes with and without --save-grads, is compared
+// output_<i>.npy, grad_<i>.npy, weight_<i>.npy and loss.npy of REFERENCE,
+// i.e. what pipeopt-run --output-dir writes with and without --save-grads
+// and after training steps, is compared
 // with the same file in ACTUAL; a file that only one of them has is an error
 // naming it). For each pair it
 // prints one line:
@@ -218,7 +219,8 @@ bool isDirectory(const std::string &path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/// The output_<i>.npy, grad_<i>.npy and loss.npy names in `dir`, sorted
+/// The output_<i>.npy, grad_<i>.npy, weight_<i>.npy and loss.npy names in
+/// `dir`, sorted
 /// (none if it cannot be read).
 std::vector<std::string> outputFiles(const std::string &dir) {
   std::vector<std::string> names;
@@ -227,7 +229,7 @@ std::vector<std::string> outputFiles(const std::string &dir) {
       std::string n = e->d_name;
       bool npy = n.size() > 4 && n.compare(n.size() - 4, 4, ".npy") == 0;
       if (npy && (n.rfind("output_", 0) == 0 || n.rfind("grad_", 0) == 0 ||
-                  n == "loss.npy"))
+                  n.rfind("weight_", 0) == 0 || n == "loss.npy"))
         names.push_back(n);
     }
     closedir(d);
@@ -241,7 +243,7 @@ int usage() {
                "usage: pipeopt-npy-diff [--rtol R] [--atol A] [--allow-nan] "
                "ACTUAL REFERENCE\n"
                "  ACTUAL, REFERENCE: .npy files, or directories of "
-               "output_<i>.npy, grad_<i>.npy, loss.npy\n"
+               "output_<i>.npy, grad_<i>.npy, weight_<i>.npy, loss.npy\n"
                "  (pipeopt-run --output-dir [--save-grads])\n"
                "  passes when max|actual-reference| <= rtol*max|reference| + "
                "atol (default rtol 1e-5, atol 0)\n"
@@ -305,8 +307,8 @@ int run(int argc, char **argv) {
   std::vector<std::string> names = outputFiles(o.reference);
   if (names.empty()) {
     std::fprintf(stderr,
-                 "pipeopt-npy-diff: error: no output_<i>.npy, grad_<i>.npy "
-                 "or loss.npy in %s\n",
+                 "pipeopt-npy-diff: error: no output_<i>.npy, grad_<i>.npy, "
+                 "weight_<i>.npy or loss.npy in %s\n",
                  o.reference.c_str());
     return 2;
   }

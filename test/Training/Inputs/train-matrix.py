@@ -75,6 +75,10 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--pipelined-extra", default="",
+                    help="extra pipeopt-compile flags for the pipelined builds "
+                         "only (a deliberately wrong build: the comparison "
+                         "must fail)")
     ap.add_argument("--lift-constants", action="store_true",
                     help="make the model's weight constants arguments first "
                          "(pipe-lift-constants), so that they are trained")
@@ -126,7 +130,9 @@ def main():
                                    "--schedule", sched,
                                    "--num-stages", str(stages),
                                    "--num-microbatches", str(m),
-                                   *OPTIMIZERS[opt], "-o", so])
+                                   *OPTIMIZERS[opt],
+                                   *shlex.split(a.pipelined_extra),
+                                   "-o", so])
                     if rc != 0:
                         print("%s ranks=%d microbatches=%d %s: compile "
                               "FAILED\n%s" % (sched, r, m, opt, out))
