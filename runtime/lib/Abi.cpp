@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
@@ -243,8 +244,13 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
       // it at its first use and reuses the tensor). Reads for two different
       // microbatches mean that the program takes one slice per microbatch:
       // the manifest's "microbatched": false is not this model's.
+      // Asynchronous training reads a parameter at every microbatch's first
+      // use: it may have changed since the previous read.
+      bool rereadParameter =
+          ctx.manifest && ctx.manifest->training.updateEvery > 0 &&
+          ctx.manifest->findParameter(meta.index);
       auto [it, first] = ctx.sharedInputReads.insert({meta.index, mb});
-      if (!first && it->second != mb)
+      if (!first && it->second != mb && !rereadParameter)
         throw RuntimeError(
             what + ": the manifest" + manifestName(ctx) + " says this input "
             "is shared by all microbatches (\"microbatched\": false), but "
@@ -374,8 +380,28 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
     ParameterState &st = it->second;
     std::vector<uint8_t> packed(v.byteSize());
     packMemRef(v, packed.data());
+    const int k = m->training.updateEvery;
+    if (k > 0 && st.microbatches.count(int(mb)))
+      throw RuntimeError(what + ": reported twice for this microbatch in this "
+                                "call; asynchronous updates (\"update_every\" " +
+                         std::to_string(k) +
+                         " in the manifest" + manifestName(ctx) +
+                         ") count one gradient per microbatch");
     addToSum(dtype, packed.data(), st.gradSum);
     st.microbatches.insert(int(mb));
+    if (k > 0 && ++st.pending == k) {
+      // PipeDream (k = 1) / PipeDream-2BW: update now with the mean of the
+      // last k microbatches' gradients; later reads see the new version,
+      // earlier reads keep theirs (the program holds their buffers).
+      for (double &x : st.gradSum)
+        x /= double(k);
+      std::vector<double> w = tensorToDoubles(st.value);
+      optimizerStep(m->training, w, st.gradSum, st.optimizer);
+      doublesToTensor(w, st.value);
+      st.meanGrad = st.gradSum;
+      std::fill(st.gradSum.begin(), st.gradSum.end(), 0.0);
+      st.pending = 0;
+    }
   });
 }
 

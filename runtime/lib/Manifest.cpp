@@ -269,6 +269,9 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
     read(kBeta2, t.beta2, 0, false, 1, true, "[0, 1)");
     read(kEps, t.eps, 0, true, inf, true, "(0, inf)");
     read(kWeightDecay, t.weightDecay, 0, false, inf, true, "[0, inf)");
+    if (r.get(o, kUpdateEvery))
+      t.updateEvery = int(r.requiredInt(o, kUpdateEvery, base + kUpdateEvery,
+                                        0, 1 << 20));
     if (!hasLr && t.optimizer != OptimizerKind::None)
       r.fail(base + kLr, std::string("is required with optimizer '") +
                              optimizerName(t.optimizer) + "' but missing");
@@ -325,6 +328,24 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
   // writes its gradients as outputs) trains nothing: such a manifest runs as
   // a training build without parameters.
   m.hasParameters = !m.parameters.empty();
+  // Asynchronous updates happen on the one rank that holds a parameter, as
+  // its gradients arrive: copies on several ranks would need a reduction
+  // per update.
+  if (m.training.updateEvery > 0 &&
+      m.numMicrobatches % m.training.updateEvery != 0)
+    r.fail(std::string(kTraining) + "." + kUpdateEvery,
+           "is " + std::to_string(m.training.updateEvery) +
+               ", which does not divide num_microbatches (" +
+               std::to_string(m.numMicrobatches) +
+               "): an asynchronous update may not straddle two steps");
+  if (m.training.updateEvery > 0)
+    for (size_t i = 0; i < m.parameters.size(); ++i)
+      if (m.parameters[i].ranks.size() != 1)
+        r.fail(std::string(kParameters) + "[" + std::to_string(i) + "]." +
+                   kRanks,
+               "lists " + std::to_string(m.parameters[i].ranks.size()) +
+                   " ranks, but asynchronous updates (\"training\": "
+                   "\"update_every\") need every parameter on one rank");
 }
 
 const ManifestOutput *Manifest::findOutput(int index) const {

@@ -887,6 +887,19 @@ Message recvAbout(Communicator &c, int src, int32_t tag, int index, int step,
 std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                             const Manifest &m, int step, double timeoutS) {
   const size_t M = size_t(m.numMicrobatches);
+  // Asynchronous schedules updated each parameter as its gradients arrived
+  // (pipeopt_rt_gradient); the step only checks that none is missing.
+  if (m.training.updateEvery > 0) {
+    for (auto &[index, st] : ctx.parameters)
+      if (st.microbatches.size() != M || st.pending != 0)
+        return parameterName(m, index) + ": rank " + std::to_string(ctx.rank) +
+               " reported its gradient for " +
+               std::to_string(st.microbatches.size()) + " of " +
+               std::to_string(M) + " microbatches in step " +
+               std::to_string(step) +
+               " (asynchronous updates need every microbatch's)";
+    return "";
+  }
   for (auto &[index, st] : ctx.parameters) {
     const std::vector<int> &ranks = st.param->ranks;
     size_t n = st.gradSum.size();

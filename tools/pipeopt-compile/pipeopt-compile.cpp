@@ -516,6 +516,23 @@ static void setOptimizer(ModuleOp module) {
   if (optimizer == "momentum")
     entries.push_back(
         b.getNamedAttr("momentum", b.getF64FloatAttr(momentumOpt)));
+  // Asynchronous schedules update a stage's weights as its gradients
+  // arrive: PipeDream after every backward (weight stashing keeps the
+  // version each microbatch's forward read for its backward), PipeDream-2BW
+  // once per S backwards (double-buffered weights). The schedule table's
+  // weight versions (schedule::assignWeightVersions) follow the same rule.
+  if (!reference)
+    if (const auto *info =
+            pipeopt::schedule::findScheduleByKey(schedule.getValue())) {
+      using WV = pipeopt::schedule::WeightVersions;
+      if (info->weightVersions == WV::PerBackward)
+        entries.push_back(
+            b.getNamedAttr("update_every", b.getI64IntegerAttr(1)));
+      else if (info->weightVersions == WV::PerRound)
+        entries.push_back(b.getNamedAttr(
+            "update_every", b.getI64IntegerAttr(std::max<int64_t>(
+                                1, numStages.getValue()))));
+    }
   if (optimizer == "adamw") {
     entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
     entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));

@@ -404,6 +404,8 @@ llvm::json::Value manifestJson(const ManifestData &m,
         StringRef key = entry.getName().getValue();
         if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
           training[key] = f.getValueAsDouble();
+        else if (auto n = dyn_cast<IntegerAttr>(entry.getValue()))
+          training[key] = n.getInt();
         else if (auto t = dyn_cast<StringAttr>(entry.getValue()))
           training[key == "name" ? manifest::kOptimizer : key] =
               t.getValue().str();
@@ -483,6 +485,9 @@ private:
   IRMapping mapping;
   /// Shared (not microbatched) inputs already read: argument -> tensor.
   llvm::DenseMap<int64_t, Value> sharedInputs;
+  /// The module's optimizer updates within a call ("update_every"): no
+  /// input is read once and shared.
+  bool rereadWeights = false;
 };
 
 LogicalResult ProgramLowering::callAndCheck(Location loc, StringRef base,
@@ -588,7 +593,9 @@ LogicalResult ProgramLowering::lowerOp(Operation *op) {
     if (failed(recordBoundary(manifest.inputs, arg, type, op->getLoc(),
                               "argument")))
       return failure();
-    bool shared = !policy.isMicrobatched(arg, type);
+    // Asynchronous training updates weights within a call: every
+    // microbatch reads them anew (and keeps its version for its backward).
+    bool shared = !policy.isMicrobatched(arg, type) && !rereadWeights;
     if (shared) {
       if (Value v = sharedInputs.lookup(arg)) {
         mapping.map(input.getResult(), v);
@@ -724,6 +731,9 @@ LogicalResult ProgramLowering::run() {
   fn.setPublic();
   fn->setAttr("pipe.rank", b.getI64IntegerAttr(program.getRank()));
   Block *entry = fn.addEntryBlock();
+  if (manifest.optimizer)
+    if (auto k = manifest.optimizer.getAs<IntegerAttr>("update_every"))
+      rereadWeights = k.getInt() > 0;
   exitBlock = new Block();
   exitBlock->addArgument(i32, loc);
   fn.getBody().push_back(exitBlock);

@@ -87,6 +87,9 @@ struct ParameterState {
   /// the reduction), for --save-grads.
   std::vector<double> meanGrad;
   OptimizerState optimizer;
+  /// Asynchronous updates ("update_every" k): contributions in gradSum
+  /// since the last update (an update happens when it reaches k).
+  int pending = 0;
 };
 
 /// State of one rank.

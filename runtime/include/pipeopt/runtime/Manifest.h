@@ -71,6 +71,15 @@ struct TrainingConfig {
   double beta2 = 0.999;   ///< adamw
   double eps = 1e-8;      ///< adamw
   double weightDecay = 0; ///< sgd/momentum: L2 added to g; adamw: decoupled
+  /// 0: synchronous (flush) schedules, one update per step with the mean of
+  /// all M microbatches' gradients. k >= 1: asynchronous schedules
+  /// (PipeDream: 1, PipeDream-2BW: the number of stages, Narayanan et al.
+  /// ICML'21 §3.1): a parameter is updated as soon as k microbatch
+  /// gradients of it have been reported, with their mean, counted over the
+  /// whole run; a read of the parameter returns the value at that moment
+  /// (the program keeps the buffer it read for the microbatch's backward:
+  /// weight stashing).
+  int updateEvery = 0;
 };
 
 /// "parameters[]": a trainable model argument and the ranks that read it,
