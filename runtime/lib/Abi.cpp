@@ -405,6 +405,17 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
   });
 }
 
+/// Throws `what`: stage/microbatch out of range, when the manifest is known.
+void checkStageAndMicrobatch(const RankContext &ctx, const std::string &what,
+                             int64_t stage, int64_t mb) {
+  if (ctx.manifest && (stage < 0 || stage >= ctx.manifest->numStages))
+    throw RuntimeError(what + ": stage out of range [0, " +
+                       std::to_string(ctx.manifest->numStages) + ")");
+  if (ctx.manifest && (mb < 0 || mb >= ctx.manifest->numMicrobatches))
+    throw RuntimeError(what + ": microbatch out of range [0, " +
+                       std::to_string(ctx.manifest->numMicrobatches) + ")");
+}
+
 int32_t stashImpl(int64_t stage, int64_t mb, int64_t bytes) {
   return guarded("pipeopt_rt_stash", [&](RankContext &ctx) {
     std::string what = "stash for stage " + std::to_string(stage) +
@@ -412,12 +423,7 @@ int32_t stashImpl(int64_t stage, int64_t mb, int64_t bytes) {
     if (bytes < 0)
       throw RuntimeError(what + ": negative size " + std::to_string(bytes) +
                          " bytes");
-    if (ctx.manifest && (stage < 0 || stage >= ctx.manifest->numStages))
-      throw RuntimeError(what + ": stage out of range [0, " +
-                         std::to_string(ctx.manifest->numStages) + ")");
-    if (ctx.manifest && (mb < 0 || mb >= ctx.manifest->numMicrobatches))
-      throw RuntimeError(what + ": microbatch out of range [0, " +
-                         std::to_string(ctx.manifest->numMicrobatches) + ")");
+    checkStageAndMicrobatch(ctx, what, stage, mb);
     int64_t &held = ctx.stash[{int(stage), int(mb)}];
     ctx.stashBytes += bytes - held;
     held = bytes;
@@ -433,12 +439,7 @@ void checkAction(const RankContext &ctx, int64_t kind, int64_t stage,
   if (kind < 0 || kind > 3)
     throw RuntimeError(what + ": invalid action kind " + std::to_string(kind) +
                        " (0=F, 1=B, 2=W, 3=BW)");
-  if (ctx.manifest && (stage < 0 || stage >= ctx.manifest->numStages))
-    throw RuntimeError(what + ": stage out of range [0, " +
-                       std::to_string(ctx.manifest->numStages) + ")");
-  if (ctx.manifest && (mb < 0 || mb >= ctx.manifest->numMicrobatches))
-    throw RuntimeError(what + ": microbatch out of range [0, " +
-                       std::to_string(ctx.manifest->numMicrobatches) + ")");
+  checkStageAndMicrobatch(ctx, what, stage, mb);
 }
 
 /// The program's actions must be the manifest's: the next entry of this

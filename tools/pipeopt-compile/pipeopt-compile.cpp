@@ -361,6 +361,26 @@ static std::string stemOf(llvm::StringRef path) {
 /// function (the generated functions, `wrt`, `loss`, ...).
 static constexpr llvm::StringLiteral kGradientAttr = "pipe.gradient";
 
+/// Runs the pass pipeline `pipeline` (pipe-differentiate of `modelName`) on
+/// `module`; prints the error and fails if it cannot be parsed or fails.
+static LogicalResult runDifferentiate(ModuleOp module,
+                                      llvm::StringRef pipeline,
+                                      llvm::StringRef modelName) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  std::string perr;
+  llvm::raw_string_ostream perrs(perr);
+  if (failed(parsePassPipeline(pipeline, pm, perrs))) {
+    fail("--train: cannot run '" + pipeline +
+         "': " + llvm::StringRef(perr).trim());
+    return failure();
+  }
+  if (failed(pm.run(module))) {
+    fail("--train: pipe-differentiate failed on @" + modelName);
+    return failure();
+  }
+  return success();
+}
+
 /// --train: runs pipe-differentiate on the model function `modelName` with
 /// this tool's options and prepares the function that computes one
 /// microbatch's loss and gradients (`@<f>_grad(args..., [target]) -> (loss,
@@ -380,20 +400,8 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
        " trainable=" + trainable + " microbatch-args=" + microbatchArgs +
        " recompute=" + recompute + "}")
           .str();
-  if (runPass) {
-    PassManager pm(ctx, ModuleOp::getOperationName());
-    std::string perr;
-    llvm::raw_string_ostream perrs(perr);
-    if (failed(parsePassPipeline(pipeline, pm, perrs))) {
-      fail("--train: cannot run '" + pipeline +
-           "': " + llvm::StringRef(perr).trim());
-      return failure();
-    }
-    if (failed(pm.run(module))) {
-      fail("--train: pipe-differentiate failed on @" + modelName);
-      return failure();
-    }
-  }
+  if (runPass && failed(runDifferentiate(module, pipeline, modelName)))
+    return failure();
   auto model = module.lookupSymbol<func::FuncOp>(modelName);
   auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
                     : DictionaryAttr();
@@ -557,18 +565,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
        " loss=" + loss + " trainable=" + trainable +
        " microbatch-args=" + microbatchArgs + "}")
           .str();
-  PassManager pm(ctx, ModuleOp::getOperationName());
-  std::string perr;
-  llvm::raw_string_ostream perrs(perr);
-  if (failed(parsePassPipeline(pipeline, pm, perrs))) {
-    fail("--train: cannot run '" + pipeline +
-         "': " + llvm::StringRef(perr).trim());
+  if (failed(runDifferentiate(module, pipeline, modelName)))
     return failure();
-  }
-  if (failed(pm.run(module))) {
-    fail("--train: pipe-differentiate failed on @" + modelName);
-    return failure();
-  }
   auto model = module.lookupSymbol<func::FuncOp>(modelName);
   auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
                     : DictionaryAttr();
