@@ -29,7 +29,9 @@ prints exactly that per step), and the table shows the median over the
 measured steps of --rounds alternating rounds (torch, pipeopt loopback,
 pipeopt MPI, torch, ...; the load of a shared machine changes), each after
 --warmup unmeasured steps (pipeopt: steps run and dropped, since
-pipeopt-run's --warmup is for builds without an optimizer).
+pipeopt-run's --warmup is for builds without an optimizer), and the
+smallest of each side's per-round medians ("best round", the least
+disturbed by other work on the machine).
 
 Same computation: both sides start from the same weights (torch's
 nn.Linear init, seed 0, fed to pipeopt-run as .npy, transposed to [1, in,
@@ -324,16 +326,19 @@ def main():
         # so that a change of the machine's load hits every side alike; the
         # median is over the measured steps of all rounds.
         times = {side: [] for side in ["torch"] + comms}
+        best = {side: float("inf") for side in ["torch"] + comms}
         result = {}
         for rnd in range(a.rounds):
             t, l_torch, w_torch = run_torch(a, stages, threads)
             times["torch"] += t
+            best["torch"] = min(best["torch"], statistics.median(t))
             print("%d stages, round %d: torch median %.2f ms, losses %s" %
                   (stages, rnd + 1, statistics.median(t) * 1e3,
                    " ".join("%.6g" % v for v in l_torch[:3])), flush=True)
             for comm in comms:
                 t, l, out_dir = run_pipeopt(a, so, stages, threads, feed, comm)
                 times[comm] += t
+                best[comm] = min(best[comm], statistics.median(t))
                 rel = max(abs(p - q) / abs(q) for p, q in zip(l, l_torch))
                 wdiff, moved = weight_difference(a, out_dir, w_torch)
                 result[comm] = (rel, wdiff, moved)
@@ -344,19 +349,20 @@ def main():
                       flush=True)
         med_torch = statistics.median(times["torch"])
         rows.append((stages, "torch Schedule1F1B, gloo, %d procs" % stages, threads,
-                     med_torch, None, None))
+                     med_torch, None, best["torch"], None, None))
         for comm in comms:
             med = statistics.median(times[comm])
             rows.append((stages, "pipeopt 1f1b, %s" % comm, threads, med, med / med_torch,
-                         result[comm]))
+                         best[comm], best[comm] / best["torch"], result[comm]))
     print()
-    print("| stages | side | threads/rank | median step | pipeopt/torch | "
-          "loss vs torch: max rel. diff (%d steps) | final weights vs torch: max abs diff "
-          "/ max update |" % (a.warmup + a.steps))
-    print("|---|---|---|---|---|---|---|")
-    for stages, side, threads, med, ratio, cmp in rows:
-        print("| %d | %s | %d | %.2f ms | %s | %s | %s |" %
+    print("| stages | side | threads/rank | median step | pipeopt/torch | best round's "
+          "median | pipeopt/torch | loss vs torch: max rel. diff (%d steps) | final weights "
+          "vs torch: max abs diff / max update |" % (a.warmup + a.steps))
+    print("|---|---|---|---|---|---|---|---|---|")
+    for stages, side, threads, med, ratio, bmed, bratio, cmp in rows:
+        print("| %d | %s | %d | %.2f ms | %s | %.2f ms | %s | %s | %s |" %
               (stages, side, threads, med * 1e3, "" if ratio is None else "%.2fx" % ratio,
+               bmed * 1e3, "" if bratio is None else "%.2fx" % bratio,
                "" if cmp is None else "%.1e" % cmp[0],
                "" if cmp is None else "%.1e / %.1e" % (cmp[1], cmp[2])))
     print("\nfiles in", tmp)
