@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -222,6 +223,17 @@ RunOptions parseRunOptions(int argc, char **argv) {
                        "that receives grad_<i>.npy and loss.npy)");
   if (o.manifestPath.empty())
     o.manifestPath = defaultManifestPath(o.modelPath);
+  // Fault injection for tests (Runtime.md, "Testing failures").
+  if (const char *f = std::getenv("PIPEOPT_FAULT_KILL")) {
+    int rank = -1, step = 0, end = 0;
+    if (std::sscanf(f, "%d:%d%n", &rank, &step, &end) != 2 ||
+        f[end] != '\0' || rank < 0 || step < 1)
+      throw RuntimeError(std::string("PIPEOPT_FAULT_KILL must be "
+                                     "<rank>:<step> (step >= 1); got '") +
+                         f + "'");
+    o.faultKillRank = rank;
+    o.faultKillStep = step;
+  }
   return o;
 }
 
@@ -1364,6 +1376,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         ctx.iteration = -1;
       else
         ctx.iteration = it - o.warmup;
+      // PIPEOPT_FAULT_KILL: a real crash, mid-run (no cleanup, no message).
+      if (measured && rank == o.faultKillRank &&
+          first + it - o.warmup + 1 == o.faultKillStep)
+        ::raise(SIGKILL);
       ctx.beginCall();
       // Warm-up calls read step 0's slice of a dataset.
       ctx.dataStep = measured ? first + it - o.warmup : 0;

@@ -54,6 +54,11 @@ struct RunOptions {
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;
+  /// PIPEOPT_FAULT_KILL=<rank>:<step> (tests only, Runtime.md "Testing
+  /// failures"): that rank raises SIGKILL at the start of that step (counted
+  /// from 1 like --checkpoint-every). -1: no fault.
+  int faultKillRank = -1;
+  int faultKillStep = 0;
 };
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
