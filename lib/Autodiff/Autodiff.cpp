@@ -1356,6 +1356,13 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
   auto scalarType = RankedTensorType::get({}, elem);
   func::FuncOp fn = newFunction(
       f, name, FunctionType::get(f.getContext(), inputs, {scalarType}));
+  // The target of a cross entropy holds class indices in [0, C): the
+  // runtime checks them (the one-hot selection below would silently drop an
+  // index out of range).
+  if (loss == Loss::CrossEntropy && yt)
+    fn.setArgAttr(inputs.size() - 1, kClassCountAttr,
+                  IntegerAttr::get(IntegerType::get(f.getContext(), 64),
+                                   yt.getShape().back()));
   Block &body = fn.getBody().front();
   OpBuilder b = OpBuilder::atBlockEnd(&body);
   IRMapping m;

@@ -90,14 +90,20 @@ struct StageBackward {
 
 /// Marks the arguments of `fn` (a forward of stage k) that receive
 /// per-microbatch data (pipe.microbatched on the stage graph function's
-/// argument) as such; convert-pipe-to-runtime reads the marks.
+/// argument) as such, and passes on class-index targets (pipe.class_count);
+/// convert-pipe-to-runtime reads the marks.
 void markData(const StageGraphInfo &info, int k, func::FuncOp fn) {
   auto microbatched = pipe::PipeDialect::getMicrobatchedAttrName();
   Builder b(fn.getContext());
-  for (auto [p, src] : llvm::enumerate(info.sources[k]))
-    if (src.fromStage < 0 &&
-        func::FuncOp(info.func).getArgAttr(src.argIndex, microbatched))
+  func::FuncOp graph = info.func;
+  for (auto [p, src] : llvm::enumerate(info.sources[k])) {
+    if (src.fromStage >= 0)
+      continue;
+    if (graph.getArgAttr(src.argIndex, microbatched))
       fn.setArgAttr(p, microbatched, b.getUnitAttr());
+    if (Attribute c = graph.getArgAttr(src.argIndex, autodiff::kClassCountAttr))
+      fn.setArgAttr(p, autodiff::kClassCountAttr, c);
+  }
 }
 
 bool isFloatTensor(Type t) {

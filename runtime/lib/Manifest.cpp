@@ -411,6 +411,14 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         in.indexBound =
             r.requiredInt(o, manifest::kIndexBound,
                           p + "." + manifest::kIndexBound, 1, INT64_MAX);
+      if (const Json *c = r.get(o, manifest::kClassIndices)) {
+        in.classIndices =
+            r.boolean(*c, p + "." + manifest::kClassIndices);
+        if (in.classIndices && (in.indexBound == 0 || isFloatDType(in.dtype)))
+          r.fail(p + "." + manifest::kClassIndices,
+                 "is true, but class indices need an integer dtype and "
+                 "\"index_bound\" (the number of classes)");
+      }
       if (!seen.insert(in.index).second)
         r.fail(p + ".index", "duplicates input index " +
                                  std::to_string(in.index));

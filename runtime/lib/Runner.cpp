@@ -503,6 +503,34 @@ uint64_t inputSeed(uint64_t seed, int64_t index) {
   return seed * 1000003ull + uint64_t(index) + 1;
 }
 
+/// Every value of a class-index input (a cross-entropy target) must be a
+/// class: in [0, index_bound).
+void checkClassIndices(const ManifestInput &in, const HostTensor &t,
+                       const std::string &file) {
+  size_t n = size_t(numElements(t.shape));
+  size_t width = t.data.size() / std::max<size_t>(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t v = 0;
+    const uint8_t *p = t.data.data() + i * width;
+    if (width == 8) {
+      std::memcpy(&v, p, 8);
+    } else if (width == 4) {
+      int32_t x;
+      std::memcpy(&x, p, 4);
+      v = x;
+    } else {
+      v = int8_t(*p);
+    }
+    if (v < 0 || v >= in.indexBound)
+      throw RuntimeError(file + ": input " + std::to_string(in.index) +
+                         " holds class indices in [0, " +
+                         std::to_string(in.indexBound) +
+                         ") (a cross-entropy target; \"class_indices\" in "
+                         "the manifest), but element " + std::to_string(i) +
+                         " is " + std::to_string(v));
+  }
+}
+
 InputStore loadInputs(const Manifest &m, const RunOptions &o) {
   for (const auto &kv : o.inputFiles)
     if (!m.findInput(kv.first))
@@ -593,6 +621,8 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
         t.data.insert(t.data.end(), part.data.begin(), part.data.end());
       }
     }
+    if (in.classIndices)
+      checkClassIndices(in, t, files[0]);
     store.set(in, m.numMicrobatches, std::move(t), dataSteps);
   }
   return store;

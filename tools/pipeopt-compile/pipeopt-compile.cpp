@@ -361,6 +361,31 @@ static std::string stemOf(llvm::StringRef path) {
 /// function (the generated functions, `wrt`, `loss`, ...).
 static constexpr llvm::StringLiteral kGradientAttr = "pipe.gradient";
 
+/// The trainable arguments pipe-differentiate chose (`info` = its
+/// pipe.gradient attribute): none is an error (training would change
+/// nothing), and so is data among them (its value differs per microbatch).
+static LogicalResult checkTrainable(DictionaryAttr info,
+                                    llvm::StringRef modelName) {
+  auto t = info.getAs<DenseI64ArrayAttr>("trainable");
+  auto data = info.getAs<DenseI64ArrayAttr>("data");
+  if (!t || t.empty()) {
+    fail("--train: @" + modelName +
+         " has no trainable argument (--trainable " + trainable +
+         "): training would change nothing. Its weights may be constants: "
+         "make them arguments with pipeopt -pipe-lift-constants");
+    return failure();
+  }
+  if (data)
+    for (int64_t i : t.asArrayRef())
+      if (llvm::is_contained(data.asArrayRef(), i)) {
+        fail("--trainable: argument " + Twine(i) + " of @" + modelName +
+             " is per-microbatch data (--microbatch-args " + microbatchArgs +
+             "), not a parameter");
+        return failure();
+      }
+  return success();
+}
+
 /// Runs the pass pipeline `pipeline` (pipe-differentiate of `modelName`) on
 /// `module`; prints the error and fails if it cannot be parsed or fails.
 static LogicalResult runDifferentiate(ModuleOp module,
@@ -446,6 +471,8 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
          kGradientAttr + ") were expected");
     return failure();
   }
+  if (optimizer != "none" && failed(checkTrainable(info, modelName)))
+    return failure();
   // The outputs are the loss and the gradients of the trainable arguments
   // (grad_<i>); the data's gradients pipe-differentiate also computes are
   // dropped (and their code with them, as dead code).
@@ -481,10 +508,19 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
                          pipeopt::pipe::PipeDialect::getGradientOfAttrName(),
                          b.getI64IntegerAttr(i));
   }
-  if (hasTarget)
+  if (hasTarget) {
     grad.setArgAttr(wantArgs - 1,
                     pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
                     b.getUnitAttr());
+    // Class indices of a cross entropy are checked by the runtime.
+    auto lossRef = info.getAs<FlatSymbolRefAttr>("loss_fn");
+    if (auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(
+                                    lossRef.getAttr())
+                              : func::FuncOp())
+      if (Attribute c = lossFn.getArgAttr(lossFn.getNumArguments() - 1,
+                                          pipeopt::pipe::PipeDialect::getClassCountAttrName()))
+        grad.setArgAttr(wantArgs - 1, pipeopt::pipe::PipeDialect::getClassCountAttrName(), c);
+  }
   // The arguments pipe-differentiate took for per-microbatch data (its
   // batch-dimension analysis, or --microbatch-args) are per microbatch in
   // the program too: the runtime's own `auto` rule (a leading 1) would share
@@ -589,6 +625,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
     for (int64_t i : data.asArrayRef())
       lossFn.setArgAttr(i, microbatched, b.getUnitAttr());
+  if (failed(checkTrainable(info, modelName)))
+    return failure();
   if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
     lossFn->setAttr("pipe.trainable", t);
   lossFn.setPublic();
@@ -648,12 +686,32 @@ int main(int argc, char **argv) {
                       "sgd|momentum|adamw)");
     if (optimizer != "momentum" && momentumOpt.getNumOccurrences())
       return fail("--momentum applies only to --optimizer momentum");
+    // The ranges the runtime's manifest reader enforces, checked here so
+    // that no .so is built that pipeopt-run would refuse.
+    if (momentumOpt > 1)
+      return fail("--momentum: expected a value in [0, 1], got " +
+                  llvm::formatv("{0}", momentumOpt.getValue()).str());
+    if (optimizer == "adamw" && !(epsOpt > 0))
+      return fail("--eps: expected a value > 0, got " +
+                  llvm::formatv("{0}", epsOpt.getValue()).str());
     if (optimizer != "adamw")
       for (cl::Option *opt : std::initializer_list<cl::Option *>{&betas, &epsOpt})
         if (opt->getNumOccurrences())
           return fail("--" + opt->ArgStr + " applies only to --optimizer adamw");
     if (!reference && schedule.getNumOccurrences() == 0)
       schedule = "1f1b";
+    // PipeDream-2BW updates every S backwards; an update may not straddle
+    // two steps (the runtime's rule).
+    if (const auto *info =
+            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
+      if (!reference &&
+          info->weightVersions == pipeopt::schedule::WeightVersions::PerRound &&
+          numStages > 0 && numMicrobatches % numStages != 0)
+        return fail("--schedule " + schedule + " updates the weights every " +
+                    Twine(numStages.getValue()) +
+                    " microbatches (one per stage), which must divide "
+                    "--num-microbatches (" +
+                    Twine(numMicrobatches.getValue()) + ")");
   }
 
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
@@ -765,6 +823,27 @@ int main(int argc, char **argv) {
   // Front-half options that would be ignored are errors, not silent no-ops:
   // an input that is already scheduled is compiled as it is, and the
   // reference is one stage.
+  if (train && hasPrograms && !reference) {
+    // pipe-materialize-backward's programs are compiled as they are; a
+    // schedule with callee-less backward actions was built without the
+    // loss, which --train appends before partitioning.
+    bool materialized = true;
+    module->walk([&](pipeopt::pipe::BackwardOp op) {
+      materialized &= bool(op.getCallee());
+    });
+    if (!materialized)
+      return fail("--train: this input already has pipe.programs whose "
+                  "backward actions have no callee; --train appends the loss "
+                  "before partitioning, so give it the unscheduled model (or "
+                  "run pipe-materialize-backward on a schedule of a model "
+                  "that returns its loss)");
+    for (cl::Option *opt :
+         std::initializer_list<cl::Option *>{&loss, &trainable, &recompute})
+      if (opt->getNumOccurrences())
+        return fail("--" + opt->ArgStr +
+                    " does not apply to this input: its training programs "
+                    "are already materialized (pipe-materialize-backward)");
+  }
   if (reference || hasPrograms) {
     SmallVector<cl::Option *> unused{&numStages, &schedule, &partitionOptions,
                                      &frontHalf};
@@ -890,6 +969,25 @@ int main(int argc, char **argv) {
       return fail("the pipe.programs of the input do not form a valid "
                   "schedule (pipe-verify-schedule)");
   }
+  // Asynchronous updates happen on the one rank that holds a weight.
+  if (train && !reference)
+    if (const auto *info =
+            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
+      if (info->async()) {
+        std::map<uint64_t, std::set<uint64_t>> ranksOf;
+        module->walk([&](pipeopt::pipe::GradientOp g) {
+          ranksOf[g.getArgument()].insert(
+              g->getParentOfType<pipeopt::pipe::ProgramOp>().getRank());
+        });
+        for (auto &[arg, ranks] : ranksOf)
+          if (ranks.size() > 1)
+            return fail("--schedule " + schedule +
+                        " updates each weight on its own rank as its "
+                        "gradients arrive, but argument " + Twine(arg) +
+                        " is read by stages on " + Twine(ranks.size()) +
+                        " ranks (a tied weight); use a synchronous schedule "
+                        "such as 1f1b");
+      }
   // A reference without an optimizer keeps the plain manifest (loss and
   // gradients as outputs).
   if (train && !(reference && optimizer == "none"))
@@ -901,9 +999,11 @@ int main(int argc, char **argv) {
       return hasBackward ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (hasBackward)
-      return fail("--schedule " + schedule +
-                  " has backward actions: add --train (with --loss) to "
-                  "compile a training step, or use --schedule forward-only");
+      return fail(
+          (hasPrograms ? Twine("the input's programs have")
+                       : "--schedule " + schedule + " has") +
+          " backward actions: compile the unscheduled model with --train "
+          "(and --loss) for a training step, or use --schedule forward-only");
   }
   timer.done("schedule");
   if (saveTemps || emit == Emit::Scheduled) {

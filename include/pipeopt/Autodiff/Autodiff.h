@@ -134,9 +134,16 @@ enum class Loss {
 /// Parses "mse" | "cross-entropy".
 std::optional<Loss> parseLoss(llvm::StringRef text);
 
+/// Argument attribute (i64) that buildLossFunction puts on a cross-entropy
+/// target: its values are class indices in [0, value). The same name as the
+/// pipe dialect's PipeDialect::getClassCountAttrName() (this library does
+/// not depend on the dialect).
+inline constexpr llvm::StringLiteral kClassCountAttr = "pipe.class_count";
+
 /// Builds `@<name>(args..., [target]) -> tensor<f32>`: f's body followed by
 /// the loss over its first result (Self: f's result as tensor<f32>). The
-/// target is the last argument for MSE and CrossEntropy. Errors (no result,
+/// target is the last argument for MSE and CrossEntropy (with
+/// kClassCountAttr = C for CrossEntropy). Errors (no result,
 /// an integer result, a non-scalar result for Self, an integer target type)
 /// are emitted at f.
 mlir::FailureOr<mlir::func::FuncOp>

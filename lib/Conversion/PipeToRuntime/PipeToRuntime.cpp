@@ -174,6 +174,9 @@ struct MicrobatchPolicy {
   /// the smallest extent they index; written to the manifest as
   /// "index_bound" so that pipeopt-run's random inputs stay in range.
   std::map<int64_t, int64_t> indexBounds;
+  /// Model arguments that hold class indices (pipe.class_count): their
+  /// values must be in [0, index bound); the runtime checks them on load.
+  std::set<int64_t> classIndices;
 };
 
 /// A model result and how the programs write it.
@@ -319,6 +322,8 @@ llvm::json::Value manifestJson(const ManifestData &m,
     if (auto it = policy.indexBounds.find(index);
         it != policy.indexBounds.end())
       entry[manifest::kIndexBound] = it->second;
+    if (policy.classIndices.count(index))
+      entry[manifest::kClassIndices] = true;
     inputs.push_back(std::move(entry));
   }
   root[manifest::kInputs] = std::move(inputs);
@@ -811,6 +816,11 @@ void ConvertPipeToRuntimePass::runOnOperation() {
               policy->weights.insert(in.getArgument());
             if (fn.getArgAttr(k, pipe::PipeDialect::getMicrobatchedAttrName()))
               policy->forced.insert(in.getArgument());
+            if (auto c = fn.getArgAttrOfType<IntegerAttr>(
+                    k, pipe::PipeDialect::getClassCountAttrName())) {
+              policy->indexBounds[in.getArgument()] = c.getInt();
+              policy->classIndices.insert(in.getArgument());
+            }
             auto type = dyn_cast<RankedTensorType>(v.getType());
             if (fn.isExternal() || !type ||
                 !type.getElementType().isSignlessInteger())

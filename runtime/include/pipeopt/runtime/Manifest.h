@@ -29,6 +29,11 @@ struct ManifestInput {
   /// For integer inputs used as gather indices ("index_bound"): the extent
   /// they index; random data is drawn from [0, indexBound). 0 if none.
   int64_t indexBound = 0;
+  /// "class_indices": the values are class indices (a cross-entropy
+  /// target) and must be in [0, indexBound); pipeopt-run checks every
+  /// value it loads (a class out of range would silently drop out of the
+  /// loss).
+  bool classIndices = false;
 };
 
 /// How the values of one output's microbatches are combined.

@@ -68,6 +68,12 @@ def Pipe_Dialect : Dialect {
     /// `momentum`, `beta1`, `beta2`, `eps`, `weight_decay`: f64), written to
     /// the manifest's "training" field by convert-pipe-to-runtime.
     static constexpr ::llvm::StringLiteral getOptimizerAttrName() { return "pipe.optimizer"; }
+    /// Integer attribute on an integer argument of a stage (or model)
+    /// function: its values are class indices in [0, <value>) (a
+    /// cross-entropy target, set by autodiff::buildLossFunction);
+    /// convert-pipe-to-runtime writes "index_bound" and "class_indices" to
+    /// the manifest and pipeopt-run checks the values it loads.
+    static constexpr ::llvm::StringLiteral getClassCountAttrName() { return "pipe.class_count"; }
   }];
 }
 
