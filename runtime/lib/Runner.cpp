@@ -866,6 +866,8 @@ struct GatheredParameter {
 
 struct RankResult {
   bool ok = true;
+  /// The non-finite-loss warning was printed (once per run).
+  bool warnedNonFinite = false;
   std::string error;
   std::vector<RankReport> reports; ///< rank 0 only: [rank]
   /// Training builds with parameters (rank 0 only): the per-step losses
@@ -1202,6 +1204,15 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
       std::snprintf(line, sizeof(line), "pipeopt-run: step %d/%d (%.4f s)\n",
                     measuredStep, totalSteps, slowest);
     std::cout << line << std::flush;
+  }
+  // The first non-finite loss is worth saying once: the weights are lost.
+  if (lossIndex >= 0 && count > 0 && !std::isfinite(loss) &&
+      !result.warnedNonFinite) {
+    result.warnedNonFinite = true;
+    std::cerr << "pipeopt-run: warning: the loss of step " << measuredStep
+              << " is " << (std::isnan(loss) ? "nan" : "inf")
+              << ": training diverged (a smaller --lr?) or the data holds "
+                 "nan/inf; the weights written will not be finite\n";
   }
   return true;
 }
