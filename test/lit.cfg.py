@@ -52,7 +52,11 @@ llvm_config.with_environment("PATH", config.pipeopt_tools_dir, append_path=True)
 if getattr(config, "have_mpi", False):
     config.available_features.add("mpi")
     # Runtime end-to-end tests run ranks as processes (test/Runtime).
+    # Each mpirun gets its own TMPDIR (test/lib/mpirun-isolated.sh): tests
+    # that start mpirun at the same time race on Open MPI's session directory.
     config.substitutions.append(
-        ("%mpirun", config.mpiexec + " --allow-run-as-root --oversubscribe"))
+        ("%mpirun", "sh " + os.path.join(config.pipeopt_src_root, "test", "lib",
+                                         "mpirun-isolated.sh") + " " +
+         config.mpiexec + " --allow-run-as-root --oversubscribe"))
 if os.path.isdir(config.models_dir):
     config.available_features.add("models")
