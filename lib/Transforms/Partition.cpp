@@ -210,7 +210,7 @@ void PartitionPass::runOnOperation() {
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>())
     // Skip stage functions and stage graphs (already outlined).
-    if (!fn.isExternal() && !fn->hasAttr("pipe.stage") &&
+    if (!fn.isExternal() && !fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()) &&
         fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
   if (fns.empty()) {
@@ -340,7 +340,7 @@ LogicalResult PartitionPass::partitionFunction(
     for (auto [i, op] : llvm::enumerate(ops)) {
       if (remat[i])
         continue;
-      auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
+      auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
       if (!attr)
         return op->emitError()
                << "pipe-partition: strategy=manual needs a 'pipe.stage' "
@@ -388,21 +388,21 @@ LogicalResult PartitionPass::partitionFunction(
     int stage;
     if (remat[i]) {
       stage = p.rematStages[i].empty() ? lastStage : p.rematStages[i].front();
-      op->setAttr("pipe.remat", b.getUnitAttr());
+      op->setAttr(pipe::PipeDialect::RematAttrHelper::getNameStr(), b.getUnitAttr());
       ++numRemat;
     } else {
       stage = p.stageOf[i];
-      op->removeAttr("pipe.remat");
+      op->removeAttr(pipe::PipeDialect::RematAttrHelper::getNameStr());
       ++numPlaced;
     }
-    op->setAttr("pipe.stage", b.getI64IntegerAttr(stage));
+    op->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(stage));
     if (annotateCosts) {
       const cost::OpCost &c = analysis.get(op);
-      op->setAttr("pipe.cost", pipe::CostAttr::get(ctx, c.flops, c.bytes(),
+      op->setAttr(pipe::PipeDialect::CostAttrHelper::getNameStr(), pipe::CostAttr::get(ctx, c.flops, c.bytes(),
                                                    c.forwardSeconds));
     }
   }
-  fn->setAttr("pipe.num_stages", b.getI64IntegerAttr(numStages));
+  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), b.getI64IntegerAttr(numStages));
 
   for (const part::TiedWeight &t : result->report.tiedWeights) {
     std::string stages;

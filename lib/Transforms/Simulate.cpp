@@ -18,6 +18,7 @@
 #include "OptionRange.h"
 #include "ProgramTable.h"
 
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
@@ -214,7 +215,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   // the runtime executes (and measures).
   for (pipe::ProgramOp p : *byRank)
     for (Operation &op : p.getBody().front()) {
-      auto bytes = op.getAttrOfType<IntegerAttr>("pipe.stash_bytes");
+      auto bytes = op.getAttrOfType<IntegerAttr>(pipe::PipeDialect::StashBytesAttrHelper::getNameStr());
       if (!bytes)
         continue;
       if (auto f = dyn_cast<pipe::ForwardOp>(op); f && f.getStage() < S)

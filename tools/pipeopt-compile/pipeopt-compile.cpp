@@ -359,7 +359,8 @@ static std::string stemOf(llvm::StringRef path) {
 
 /// Name of the dictionary attribute pipe-differentiate puts on the model
 /// function (the generated functions, `wrt`, `loss`, ...).
-static constexpr llvm::StringLiteral kGradientAttr = "pipe.gradient";
+static constexpr llvm::StringLiteral kGradientAttr =
+    pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr();
 
 /// The trainable arguments pipe-differentiate chose (`info` = its
 /// pipe.gradient attribute): none is an error (training would change
@@ -582,7 +583,7 @@ static void setOptimizer(ModuleOp module) {
     entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
     entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(epsOpt)));
   }
-  module->setAttr(pipeopt::pipe::PipeDialect::getOptimizerAttrName(),
+  module->setAttr(pipeopt::pipe::PipeDialect::OptimizerAttrHelper::getNameStr(),
                   b.getDictionaryAttr(entries));
 }
 
@@ -628,7 +629,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   if (failed(checkTrainable(info, modelName)))
     return failure();
   if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
-    lossFn->setAttr("pipe.trainable", t);
+    lossFn->setAttr(
+        pipeopt::pipe::PipeDialect::TrainableAttrHelper::getNameStr(), t);
   lossFn.setPublic();
   // The runtime feeds per-microbatch slices to exactly these arguments (its
   // `auto` rule would take a TOSA bias [1, 1, N], a parameter, for data).

@@ -30,10 +30,10 @@ static LogicalResult verifyStageCallee(Operation *op,
   if (!fn)
     return op->emitOpError() << "callee " << callee
                              << " does not name a func.func";
-  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::getStageAttrName());
+  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::StageAttrHelper::getNameStr());
   if (!stageAttr)
     return op->emitOpError() << "callee " << callee << " is not a stage function (no '"
-                             << PipeDialect::getStageAttrName() << "' attribute)";
+                             << PipeDialect::StageAttrHelper::getNameStr() << "' attribute)";
   if (stageAttr.getInt() != stage)
     return op->emitOpError() << "calls " << callee << " of stage "
                              << stageAttr.getInt() << " as stage " << stage;
