@@ -146,11 +146,6 @@ void PartitionPass::runOnOperation() {
     emitError(loc) << "pipe-partition: " << llvm::toString(inFlight.takeError());
     return signalPassFailure();
   }
-  auto strat = part::parseStrategy(strategy);
-  if (!strat) {
-    emitError(loc) << "pipe-partition: " << llvm::toString(strat.takeError());
-    return signalPassFailure();
-  }
   auto hw = cost::getPreset(device);
   if (!hw) {
     emitError(loc) << "pipe-partition: " << llvm::toString(hw.takeError());
@@ -177,11 +172,6 @@ void PartitionPass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-partition", optimizerFactor)))
     return signalPassFailure();
-  if (backwardCost != "generated" && backwardCost != "rule") {
-    emitError(loc) << "pipe-partition: backward-cost must be 'generated' or 'rule', got '"
-                   << backwardCost << "'";
-    return signalPassFailure();
-  }
   std::optional<cost::Profile> prof;
   if (!profile.empty()) {
     auto p = cost::loadProfile(profile);
@@ -229,7 +219,7 @@ void PartitionPass::runOnOperation() {
     return signalPassFailure();
   }
   for (func::FuncOp fn : fns)
-    if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, *strat,
+    if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, strategy,
                                  results)))
       return signalPassFailure();
 
@@ -315,7 +305,7 @@ LogicalResult PartitionPass::partitionFunction(
       return fn.emitError()
              << "pipe-partition: " << llvm::toString(std::move(err));
 
-  if (training && backwardCost == "generated")
+  if (training && backwardCost == BackwardCost::Generated)
     costRealBackward(analysis, ops, hw);
 
   // Graph (shared with pipeopt-explore --model).

@@ -174,7 +174,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
     analysis.emitRemarks = false;
     // Training schedules: B and W from the generated backward of each op
     // (RealBackward.h) instead of the per-op-class rule.
-    if (!s.forwardOnly && backwardCost == "generated" &&
+    if (!s.forwardOnly && backwardCost == BackwardCost::Generated &&
         fn.getBody().hasOneBlock()) {
       SmallVector<Operation *> ops;
       for (Operation &op : fn.getBody().front().without_terminator())
@@ -269,7 +269,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   res.eval = std::move(*ev);
   if (!trace.empty() || !svg.empty()) {
     llvm::Expected<sim::Metrics> m =
-        traceLevel == "table"
+        traceLevel == sim::Level::Table
             ? sim::simulateTable(s, res.costs, sys, &res.timeline,
                                  &table->graph)
             : sim::simulateEvents(s, res.costs, sys, &res.timeline,
@@ -420,17 +420,6 @@ void SimulatePass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-simulate", optimizerFactor)))
     return signalPassFailure();
-  if (backwardCost != "generated" && backwardCost != "rule") {
-    emitError(loc) << "pipe-simulate: backward-cost must be 'generated' or 'rule', got '"
-                   << backwardCost << "'";
-    return signalPassFailure();
-  }
-  if (traceLevel != "event" && traceLevel != "table") {
-    emitError(loc) << "pipe-simulate: trace-level must be 'event' or "
-                      "'table', got '"
-                   << traceLevel << "'";
-    return signalPassFailure();
-  }
   if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
     emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
                       "scheduled function, the module has "
@@ -516,7 +505,8 @@ void SimulatePass::runOnOperation() {
     std::string title =
         llvm::formatv("@{0}: {1}, {2} ranks, {3} microbatches, {4}, {5} level",
                       r.function, r.schedule.name, r.schedule.numRanks,
-                      r.schedule.numMicrobatches, sys.name, traceLevel)
+                      r.schedule.numMicrobatches, sys.name,
+                      sim::levelName(traceLevel))
             .str();
     if (!trace.empty() &&
         failed(write("trace", trace, sim::chromeTraceJSON(r.timeline, title))))

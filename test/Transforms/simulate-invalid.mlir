@@ -41,7 +41,7 @@
 // SYS-BAD: error: pipe-simulate: system: {{.*}}bad.json: system config: invalid JSON
 // SYS-TWO: error: pipe-simulate: system file '{{.*}}two.json' defines 2 systems; give a file with exactly one
 // OPT: error: pipe-simulate: optimizer-factor must be a finite number between 0 and 1e6 (or -1 for the default), got -2
-// LEVEL: error: pipe-simulate: trace-level must be 'event' or 'table', got 'gantt'
+// LEVEL: for the --trace-level option: Cannot find option named 'gantt'!
 // WRITE-REPORT: error: pipe-simulate: report: cannot write '{{.*}}nodir/r.json'
 // WRITE-TRACE: error: pipe-simulate: trace: cannot write '{{.*}}nodir/t.json'
 // WRITE-SVG: error: pipe-simulate: svg: cannot write '{{.*}}nodir/t.svg'

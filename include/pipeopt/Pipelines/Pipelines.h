@@ -10,6 +10,7 @@
 #ifndef PIPEOPT_PIPELINES_PIPELINES_H
 #define PIPEOPT_PIPELINES_PIPELINES_H
 
+#include "pipeopt/Partition/Partitioner.h"
 #include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/Pass/PassOptions.h"
@@ -67,11 +68,18 @@ struct PipeoptPipelineOptions
       llvm::cl::desc("Per-stage memory limit (80GB, 16GiB; empty: the "
                      "device's capacity; 0: unlimited)"),
       llvm::cl::init("")};
-  Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Partitioning strategy: balanced, uniform, params, "
-                     "manual"),
-      llvm::cl::init("balanced")};
+  Option<partition::Strategy> strategy{
+      *this, "strategy", llvm::cl::desc("Partitioning strategy"),
+      llvm::cl::init(partition::Strategy::Balanced),
+      llvm::cl::values(
+          clEnumValN(partition::Strategy::Balanced, "balanced",
+                     "optimal bottleneck"),
+          clEnumValN(partition::Strategy::Uniform, "uniform",
+                     "equal op counts"),
+          clEnumValN(partition::Strategy::Params, "params",
+                     "balanced parameter bytes"),
+          clEnumValN(partition::Strategy::Manual, "manual",
+                     "keep and check the existing pipe.stage attributes"))};
   Option<bool> training{
       *this, "training",
       llvm::cl::desc("Partition for training (stage time includes B and W)"),

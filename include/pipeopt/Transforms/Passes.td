@@ -279,10 +279,16 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "System for the event level: empty = the hardware's topology, a "
            "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
            "a JSON file with one system">,
-    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
-           "Where B and W times come from: generated (cost the ops of each "
-           "op's generated backward, pipe-differentiate's library) or rule "
-           "(per op class: B = W = F for a contraction with a weight, ...)">,
+    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
+           "::pipeopt::BackwardCost::Generated",
+           "Where B and W times come from",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
+                        "cost the ops of each op's generated backward "
+                        "(pipe-differentiate's library)"),
+             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
+                        "per op class: B = W = F for a contraction with a "
+                        "weight, ..."))}]>,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per weight byte (gradients, optimizer state); -1 = "
            "3 (fp32 Adam) for training schedules, 0 for forward-only">,
@@ -293,8 +299,14 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Write a Chrome/Perfetto trace JSON of the simulated timeline">,
     Option<"svg", "svg", "std::string", "\"\"",
            "Write an SVG Gantt chart of the simulated timeline">,
-    Option<"traceLevel", "trace-level", "std::string", "\"event\"",
-           "Timeline for trace= and svg=: event or table">,
+    Option<"traceLevel", "trace-level", "::pipeopt::sim::Level",
+           "::pipeopt::sim::Level::Event",
+           "Timeline for trace= and svg=",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::sim::Level::Event, "event",
+                        "communication-aware event simulation"),
+             clEnumValN(::pipeopt::sim::Level::Table, "table",
+                        "the table with free communication"))}]>,
     Option<"profile", "profile", "std::string", "\"\"",
            "Measured per-stage times (pipeopt-run --profile JSON, "
            "docs/CostModel.md \"Profile JSON\"): override the cost model's "
@@ -399,20 +411,34 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-stage memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
-    Option<"strategy", "strategy", "std::string", "\"balanced\"",
-           "balanced (optimal bottleneck), uniform (equal op counts), params "
-           "(balanced parameter bytes), manual (keep and check the existing "
-           "pipe.stage attributes)">,
+    Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
+           "::pipeopt::partition::Strategy::Balanced",
+           "How stages are cut",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::partition::Strategy::Balanced, "balanced",
+                        "optimal bottleneck"),
+             clEnumValN(::pipeopt::partition::Strategy::Uniform, "uniform",
+                        "equal op counts"),
+             clEnumValN(::pipeopt::partition::Strategy::Params, "params",
+                        "balanced parameter bytes"),
+             clEnumValN(::pipeopt::partition::Strategy::Manual, "manual",
+                        "keep and check the existing pipe.stage attributes"))}]>,
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file; `-` prints a table to stdout">,
     Option<"profile", "profile", "std::string", "\"\"",
            "Measured profile JSON (per op or per stage) overriding estimates">,
     Option<"training", "training", "bool", "false",
            "Stage time includes backward (B + W) and gradient traffic">,
-    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
-           "Where B and W times come from: generated (cost the ops of each "
-           "op's generated backward, pipe-differentiate's library) or rule "
-           "(per op class: B = W = F for a contraction with a weight, ...)">,
+    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
+           "::pipeopt::BackwardCost::Generated",
+           "Where B and W times come from",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
+                        "cost the ops of each op's generated backward "
+                        "(pipe-differentiate's library)"),
+             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
+                        "per op class: B = W = F for a contraction with a "
+                        "weight, ..."))}]>,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per parameter byte (gradients, optimizer state); "
            "-1 = 3 (fp32 Adam) when training, else 0">,
