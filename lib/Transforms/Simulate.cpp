@@ -22,8 +22,10 @@
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
+#include "pipeopt/Transforms/ModelCostTables.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "RealBackward.h"
@@ -83,23 +85,6 @@ private:
 };
 
 } // namespace
-
-/// The system of the hardware's topology: speed 1 (the cost table is already
-/// in the device's seconds), its ranks per node, one NIC per rank (the cost
-/// model's topology has no NIC sharing) and its intra / inter-node links.
-static sim::SystemConfig systemFromHardware(const cost::Hardware &hw) {
-  sim::SystemConfig s;
-  s.name = hw.device.name + " topology";
-  s.computeSpeed = 1.0;
-  s.gpusPerNode = std::max(1, hw.topology.ranksPerNode);
-  s.nicsPerNode = s.gpusPerNode;
-  s.intraNode = {hw.topology.intraNode.latency,
-                 hw.topology.intraNode.bandwidth};
-  s.interNode = {hw.topology.interNode.latency,
-                 hw.topology.interNode.bandwidth};
-  s.overlap = true;
-  return s;
-}
 
 FailureOr<SimResult>
 SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
@@ -349,16 +334,11 @@ static void appendRows(llvm::json::Array &rows, const SimResult &r,
                        const sim::SystemConfig &sys) {
   for (sim::Level level : kLevels) {
     const sim::Metrics &m = r.eval.at(level);
-    llvm::json::Object row{{"function", r.function},
-                           {"schedule", r.schedule.name},
-                           {"stages", r.schedule.numRanks},
-                           {"model_stages", r.schedule.numStages},
-                           {"microbatches", r.schedule.numMicrobatches},
-                           {"system", sys.name},
-                           {"level", sim::levelName(level).str()},
-                           {"available", m.available},
-                           {"note", m.note}};
-    sim::addMetricsJSON(row, m);
+    llvm::json::Object row = sim::rowJSON(
+        {r.schedule.name, r.schedule.numRanks, r.schedule.numStages,
+         r.schedule.numMicrobatches, sys.name},
+        level, m);
+    row["function"] = r.function;
     rows.push_back(std::move(row));
   }
 }
@@ -476,13 +456,7 @@ void SimulatePass::runOnOperation() {
       appendRows(rows, r, sys);
       llvm::json::Array stages;
       for (const sim::StageCost &c : r.costs.stages)
-        stages.push_back(
-            llvm::json::Object{{"forward_s", c.forwardSec},
-                               {"backward_input_s", c.backwardInputSec},
-                               {"backward_weight_s", c.backwardWeightSec},
-                               {"activation_bytes", c.activationBytes},
-                               {"weight_bytes", c.weightBytes},
-                               {"boundary_bytes", c.boundaryBytes}});
+        stages.push_back(sim::stageCostJSON(c));
       functions.push_back(llvm::json::Object{
           {"function", r.function},
           {"schedule", r.schedule.name},

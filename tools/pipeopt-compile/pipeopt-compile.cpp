@@ -103,9 +103,19 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     schedule("schedule",
              cl::desc("Schedule for pipe-schedule (front half); default "
-                      "forward-only, with --train 1f1b"),
+                      "forward-only, with --train 1f1b; 'auto': the "
+                      "explorer's choice of schedule, microbatches (unless "
+                      "--num-microbatches is given) and chunks per rank "
+                      "for --num-stages ranks (pipe-auto-schedule)"),
              cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
              cl::cat(category));
+static cl::opt<std::string> memoryLimitOpt(
+    "memory-limit",
+    cl::desc("Per-device memory limit (80GiB, 16GB, 8e9; front half): "
+             "pipe-partition's, and with --schedule auto the limit the "
+             "chosen configuration's peak per-rank memory must fit "
+             "(default: the device's capacity)"),
+    cl::value_desc("bytes"), cl::cat(category));
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
@@ -821,9 +831,12 @@ int main(int argc, char **argv) {
                     " does not apply to this input: its training programs "
                     "are already materialized (pipe-materialize-backward)");
   }
+  if (schedule == "auto" && !frontHalf.empty())
+    return fail("--schedule auto chooses the front half's configuration; it "
+                "does not apply with --front-half");
   if (reference || hasPrograms) {
     SmallVector<cl::Option *> unused{&numStages, &schedule, &partitionOptions,
-                                     &frontHalf};
+                                     &frontHalf, &memoryLimitOpt};
     if (!reference) {
       unused.push_back(&numMicrobatches);
       unused.push_back(&function);
@@ -918,9 +931,17 @@ int main(int argc, char **argv) {
     } else {
       // The registered pipeopt-pipeline, with this tool's options first and
       // --partition-options (pipeopt-pipeline options) after, so they win.
+      // With --schedule auto, num-microbatches is only passed when given
+      // (pipe-auto-schedule then keeps it; otherwise it chooses M).
+      const bool autoSchedule = schedule == "auto";
       pipeline = "num-stages=" + std::to_string(numStages) +
-                 " num-microbatches=" + std::to_string(numMicrobatches) +
+                 (!autoSchedule || numMicrobatches.getNumOccurrences()
+                      ? " num-microbatches=" + std::to_string(numMicrobatches)
+                      : std::string()) +
                  " schedule=" + schedule + (train ? " training=true" : "") +
+                 (memoryLimitOpt.getNumOccurrences()
+                      ? " memory-limit=" + memoryLimitOpt
+                      : std::string()) +
                  " " + partitionOptions;
       auto options =
           pipeopt::PipeoptPipelineOptions::createFromString(pipeline);
@@ -936,6 +957,14 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline +
                   (train ? ", pipe-materialize-backward" : "") + ")");
+    // --schedule auto: the rest of the build follows the choice.
+    if (auto choice =
+            (*module)->getAttrOfType<DictionaryAttr>("pipe.auto_schedule")) {
+      if (auto name = choice.getAs<StringAttr>("schedule"))
+        schedule = name.str();
+      if (auto m = choice.getAs<IntegerAttr>("num_microbatches"))
+        numMicrobatches = m.getInt();
+    }
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
     // the front half ends with, so an inconsistent table (a missing send,

@@ -48,8 +48,20 @@ struct PipeoptPipelineOptions
       *this, "schedule",
       llvm::cl::desc("Schedule for pipe-schedule and pipe-partition's "
                      "memory rule (a name or alias of the schedule registry; "
-                     "`pipeopt --help` lists them under pipe-schedule)"),
+                     "`pipeopt --help` lists them under pipe-schedule), or "
+                     "'auto': pipe-auto-schedule chooses schedule, "
+                     "microbatches and chunks per rank with the explorer "
+                     "(num-stages then counts ranks; num-microbatches, when "
+                     "given, is kept)"),
       llvm::cl::init(std::string(schedule::kDefaultSchedule))};
+  ListOption<std::string> autoSchedules{
+      *this, "auto-schedules",
+      llvm::cl::desc("schedule=auto only: candidate schedules (default: "
+                     "pipe-auto-schedule's)")};
+  ListOption<int64_t> autoMicrobatches{
+      *this, "auto-microbatches",
+      llvm::cl::desc("schedule=auto without num-microbatches: candidate "
+                     "microbatch counts (default: 1, 2, 4, 8 x ranks)")};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Chunks per rank for interleaved schedules (0: the "
@@ -101,7 +113,10 @@ struct PipeoptPipelineOptions
 
 /// Adds the front half of DESIGN.md §2 to `pm` (anchored on builtin.module):
 /// pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule and, with
-/// `verify`, pipe-verify-schedule. The result holds the stage functions, the
+/// `verify`, pipe-verify-schedule. With `schedule=auto`, pipe-prepare,
+/// pipe-auto-schedule (which chooses the configuration and runs the three
+/// middle passes with it; num-stages = ranks, virtual-stages = an extra
+/// chunks-per-rank candidate) and pipe-verify-schedule. The result holds the stage functions, the
 /// stage graph and one `pipe.program` per rank, ready for
 /// `pipeopt-lower-to-llvm` (forward-only schedules) or `pipe-simulate`.
 void buildPipeoptPipeline(mlir::OpPassManager &pm,
