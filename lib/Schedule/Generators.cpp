@@ -691,6 +691,121 @@ void zbvPaperOrder(Schedule &s, int S, int M) {
 
 } // namespace
 
+/// Interleaved zero bubble, ZB1P (Qi et al., "Zero Bubble Pipeline
+/// Parallelism", ICLR 2024, §3 applied to Megatron's interleaved placement;
+/// the rule of torch 2.15's ScheduleInterleavedZeroBubble): v chunks per
+/// rank, stage k on rank k % S, backward split into B (input gradient) and W
+/// (weight gradient). Microbatches run in R = max(1, floor(M / S)) rounds of
+/// G = M / R (M must be a multiple of R). Rank r of S:
+///  - forward op k = 0 .. vM-1 runs chunk (k / G) mod v, backward op j runs
+///    chunk v-1 - (j / G) mod v; each stage takes its microbatches in order;
+///  - warm-up: w = min((v-1) G + S-1-r, vM) forwards (interleaved 1F1B's
+///    warm-up with one forward, not two, per hop from the last rank: the
+///    W's fill what 1F1B leaves for the second);
+///  - steady, k = w .. vM-1: F op k, B op k-w, then, once r backwards have
+///    been done before it (k-w >= r), the W of backward op k-w-r;
+///  - cool-down, j = vM-w .. vM-1: B op j, then the W of op j-r if j >= r;
+///  - the remaining r W's, oldest first.
+/// The r deferred W's per rank are the ZB-H1 idea: rank r delays its W's by
+/// r backwards, so that they fill the slots where it would wait for the
+/// backward from rank r+1. With F = B = W = 1 slot it takes 3vM + S - 1
+/// slots on the whole sweep S in {2,4,8}, M in {S,2S,16}, v = 2 (the unit
+/// time optimum: the last rank starts at slot S-1 and has 3vM slots of
+/// work).
+llvm::Expected<Schedule>
+pipeopt::schedule::makeInterleavedZB(const ScheduleParams &p) {
+  const ScheduleInfo &info = detail::infoOf(makeInterleavedZB);
+  auto sh = resolve(info, p);
+  if (!sh)
+    return sh.takeError();
+  int S = sh->S, v = sh->v, M = sh->M;
+  const int rounds = std::max(1, M / S), G = M / rounds;
+  if (M % rounds != 0)
+    return err("{0} needs num-microbatches to be a multiple of the number of "
+               "rounds max(1, floor(M / S)) = {1} (S = {2}), got {3}",
+               info.name, rounds, S, M);
+  Schedule s = skeleton(info, *sh, loopedPlacement(S, v));
+  const int total = v * M;
+  for (int r = 0; r < S; ++r) {
+    auto &row = s.actions[r];
+    std::vector<int> nextF(v, 0), nextB(v, 0), nextW(v, 0);
+    auto fwdChunk = [&](int k) { return (k / G) % v; };
+    auto bwdChunk = [&](int j) { return v - 1 - (j / G) % v; };
+    auto fwd = [&](int k) {
+      int c = fwdChunk(k);
+      row.push_back(F(c * S + r, nextF[c]++));
+    };
+    auto bwd = [&](int j) {
+      int c = bwdChunk(j);
+      row.push_back(Bi(c * S + r, nextB[c]++));
+    };
+    auto wgt = [&](int j) {
+      int c = bwdChunk(j);
+      row.push_back(Wg(c * S + r, nextW[c]++));
+    };
+    const int warm = std::min((v - 1) * G + S - 1 - r, total);
+    int doneW = 0;
+    for (int k = 0; k < warm; ++k)
+      fwd(k);
+    for (int k = warm; k < total; ++k) {
+      fwd(k);
+      bwd(k - warm);
+      if (k - warm >= r)
+        wgt(doneW++);
+    }
+    for (int j = total - warm; j < total; ++j) {
+      bwd(j);
+      if (j >= r)
+        wgt(doneW++);
+    }
+    while (doneW < total)
+      wgt(doneW++);
+  }
+  return s;
+}
+
+/// ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §2.2,
+/// Fig. 3 bottom): one stage per rank, backward split into B and W; more
+/// warm-up forwards than 1F1B fill the bubble before the first B, and the
+/// W's are deferred to the tail, which turns ZB-H1's trapezoid into a
+/// parallelogram. Greedy realisation: every slot a rank runs its ready B
+/// (oldest microbatch), else a forward while fewer than 2(S-r)-1 of its
+/// microbatches have F done and B not yet, else its oldest pending W.
+/// Derivation with F = B = W = 1 slot (rank r of S):
+///  - F_0 reaches rank r at slot r and rank S-1 runs B_0 right after its
+///    F_0 (slot S), so B_0 reaches rank r at slot 2S-1-r: rank r has
+///    2(S-1-r)+1 slots before it, exactly filled by the warm-up forwards
+///    F_0 .. F_{2(S-r)-2}; hence the per-rank peak in flight
+///    min(2(S-r)-1, M) (rank 0: 2S-1, about 2x 1F1B's S -- the paper's
+///    (2p-1) M_B);
+///  - after that a B arrives every 3 slots and the slots between are filled
+///    by one F and one W, or by two W's once the forwards are used up;
+///    with M >= 2S-1 every rank is then busy without a gap from slot r to
+///    slot 3M+r (its busy span is 3M: no bubble inside any rank);
+///  - the makespan is 3M + S - 1: the last rank cannot start before slot
+///    S-1 and has 3M slots of work, and it never idles after F_0. For
+///    S <= M < 2S-1 the makespan is the same (ranks may idle in between).
+/// So in unit time ZB-H2 takes as long as ZB-H1 (whose bubble (S-1)(F+B-W)
+/// is also S-1 slots); what the parallelogram buys is that no rank idles
+/// between its first and its last action, which pays off when the times
+/// differ or when the optimizer step need not wait for all ranks (§2.2,
+/// §4). Needs M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::makeZBH2(const ScheduleParams &p) {
+  const ScheduleInfo &info = detail::infoOf(makeZBH2);
+  auto sh = resolve(info, p);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages(info.name, *sh))
+    return std::move(e);
+  int S = sh->S, M = sh->M;
+  GreedyConfig cfg;
+  cfg.split = true;
+  cfg.deferW = true;
+  cfg.cap = [M](int, int) { return M; }; // no per-stage cap: the rank cap
+  cfg.rankCap = [S](int r) { return 2 * (S - r) - 1; };
+  return greedy(skeleton(info, *sh, loopedPlacement(S, 1)), cfg);
+}
+
 /// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", 2024,
 /// §4; the zero-bubble repository's ZB-V): two chunks per rank in a V:
 /// stage s on rank s and stage 2S-1-s on rank s, B/W split. Needs M >= S.
