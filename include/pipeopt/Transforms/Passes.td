@@ -314,7 +314,7 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     staleness.
 
     Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
-    writes, runtime/docs/Runtime.md; read with `cost::loadProfile`) replaces
+    writes, docs/Runtime.md; read with `cost::loadProfile`) replaces
     the estimated F of stage k by the measured `forward_s`, and B / W by the
     measured `backward_input_s` / `backward_weight_s`, or `backward_s` /
     `backward_full_s` split in the ratio of the estimates; a backward time
