@@ -53,6 +53,17 @@ static cl::opt<long> budgetOpt(
     "budget", cl::init(2000),
     cl::desc("Common time budget T in slots (F = B = one slot; default 2000)"),
     cl::cat(category));
+static cl::opt<std::string> costTableOpt(
+    "cost-table", cl::init(""),
+    cl::desc("Time model from a cost table (JSON, the format pipeopt-explore "
+             "reads; resampled to S stages): every F / B of stage s takes the "
+             "table's forward / backward (B + W) seconds instead of one slot"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<double> budgetSecOpt(
+    "budget-s", cl::init(0.0),
+    cl::desc("With --cost-table: the budget T in seconds (default: --budget "
+             "x the mean over stages of (F + B) / 2)"),
+    cl::cat(category));
 static cl::opt<unsigned long long>
     seedOpt("seed", cl::init(1), cl::desc("First optimizer seed (default 1)"),
             cl::cat(category));
@@ -279,6 +290,35 @@ int main(int argc, char **argv) {
     return fail("--microbatches and --replicas must be >= 1 (0: the default)");
   if (deltaOpt < -1)
     return fail("--rpd-delta must be >= 0");
+  if (budgetSecOpt.getNumOccurrences() && costTableOpt.empty())
+    return fail("--budget-s needs --cost-table (without it the budget is "
+                "--budget slots)");
+  if (!costTableOpt.empty()) {
+    if (experimentOpt == Experiment::Scaling)
+      return fail("--cost-table applies to --experiment compare");
+    llvm::Expected<sim::CostTable> t = sim::loadCostTable(costTableOpt);
+    if (!t)
+      return fail("--cost-table " + costTableOpt + ": " +
+                  llvm::toString(t.takeError()));
+    sim::CostTable r = t->size() == stagesOpt ? *t : t->resample(stagesOpt);
+    double half = 0;
+    for (const sim::StageCost &sc : r.stages) {
+      if (!(sc.forwardSec > 0 && sc.backwardSec() > 0))
+        return fail("--cost-table " + costTableOpt +
+                    ": every stage needs F > 0 and B + W > 0 seconds "
+                    "(after resampling to " +
+                    llvm::Twine(stagesOpt.getValue()) + " stages)");
+      half += (sc.forwardSec + sc.backwardSec()) / 2;
+    }
+    half /= r.size();
+    if (budgetSecOpt.getNumOccurrences() &&
+        !(std::isfinite(budgetSecOpt) && budgetSecOpt > 0))
+      return fail("--budget-s must be a finite number > 0");
+    base.costs = std::make_shared<const sim::CostTable>(std::move(r));
+    base.budgetSec = budgetSecOpt.getNumOccurrences()
+                         ? budgetSecOpt.getValue()
+                         : static_cast<double>(budgetOpt) * half;
+  }
   std::vector<uint64_t> seeds;
   for (int i = 0; i < seedsOpt; ++i)
     seeds.push_back(seedOpt + i);
@@ -327,6 +367,8 @@ int main(int argc, char **argv) {
     cmp.objective = (*obj)->name().str();
     cmp.stages = stagesOpt;
     cmp.budgetSlots = budgetOpt;
+    cmp.costs = base.costs;
+    cmp.budgetSec = base.budgetSec;
     cmp.noiseStd = noiseOpt;
     cmp.fStar = (*obj)->optimum();
     cmp.fStarNote = (*obj)->optimumNote();
