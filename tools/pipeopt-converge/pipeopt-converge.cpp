@@ -34,7 +34,7 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("pipeopt-converge options");
 
 enum class Format { Text, JSON };
-enum class Experiment { Compare, Scaling };
+enum class Experiment { Compare, Scaling, Explore };
 
 static cl::opt<std::string> objectiveOpt(
     "objective", cl::init("quadratic"),
@@ -152,11 +152,15 @@ static cl::opt<Experiment> experimentOpt(
                           "tuned comparison of the methods (default)"),
                clEnumValN(Experiment::Scaling, "scaling",
                           "largest stable step and error floor vs S, with "
-                          "fitted exponents")),
+                          "fitted exponents"),
+               clEnumValN(Experiment::Explore, "explore",
+                          "best method (tuned) per S of --stages-list at the "
+                          "budget, with its margin over the runner-up")),
     cl::cat(category));
 static cl::list<int>
     stagesListOpt("stages-list", cl::CommaSeparated,
-                  cl::desc("scaling: stage counts (default 2,4,8,16)"),
+                  cl::desc("scaling, explore: stage counts (default "
+                           "2,4,8,16)"),
                   cl::cat(category));
 static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
@@ -295,7 +299,11 @@ int main(int argc, char **argv) {
                 "--budget slots)");
   if (!costTableOpt.empty()) {
     if (experimentOpt == Experiment::Scaling)
-      return fail("--cost-table applies to --experiment compare");
+      return fail("--cost-table applies to --experiment compare and explore");
+    if (experimentOpt == Experiment::Explore &&
+        !budgetSecOpt.getNumOccurrences())
+      return fail("--experiment explore with --cost-table needs --budget-s "
+                  "(one budget in seconds for every S)");
     llvm::Expected<sim::CostTable> t = sim::loadCostTable(costTableOpt);
     if (!t)
       return fail("--cost-table " + costTableOpt + ": " +
@@ -325,7 +333,37 @@ int main(int argc, char **argv) {
   const double L = (*obj)->smoothness();
 
   std::string out;
-  if (experimentOpt == Experiment::Scaling) {
+  if (experimentOpt == Experiment::Explore) {
+    if (!svgOpt.empty() || !csvOpt.empty())
+      return fail("--svg and --csv apply to --experiment compare");
+    if (fixedStepOpt.getNumOccurrences())
+      return fail("--fixed-step applies to --experiment scaling");
+    std::vector<int> stages(stagesListOpt.begin(), stagesListOpt.end());
+    if (stages.empty())
+      stages = {2, 4, 8, 16};
+    for (int S : stages)
+      if (S < 1 || S > (*obj)->dim())
+        return fail(llvm::formatv("--stages-list: every S must be in [1, {0}], "
+                                  "got {1}",
+                                  (*obj)->dim(), S));
+    SelectionRule rule;
+    rule.smoothness = smoothOpt;
+    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctaveOpt);
+    auto progress = [&](int done, int total) {
+      if (!quietOpt)
+        llvm::errs() << llvm::formatv(
+            "pipeopt-converge: explore {0}/{1} (S, method) tunings\n", done,
+            total);
+    };
+    llvm::Expected<ExploreResult> r = exploreStages(
+        **obj, base, stages, methods, steps, seeds, rule, progress);
+    if (!r)
+      return fail(r.takeError());
+    if (formatOpt == Format::JSON)
+      out = llvm::formatv("{0:2}", toJSON(*r)).str() + "\n";
+    else
+      out = exploreTable(*r);
+  } else if (experimentOpt == Experiment::Scaling) {
     if (methods.size() != 1)
       return fail("--experiment scaling takes exactly one method in "
                   "--methods (e.g. --methods=pipedream)");

@@ -425,6 +425,59 @@ runScaling(const Objective &obj, const RunConfig &base,
 llvm::json::Value toJSON(const ScalingResult &r);
 std::string scalingTable(const ScalingResult &r);
 
+//===----------------------------------------------------------------------===//
+// Explorer: the best method per stage count
+//===----------------------------------------------------------------------===//
+
+/// One method's tuned result at one S (exploreStages).
+struct ExploreEntry {
+  Method method = Method::PipeDream;
+  double stepSize = 0;    ///< Selected step (selectStep).
+  double finalSubopt = 0; ///< Mean over seeds of f - f* at T; +inf: diverged.
+  double tailMean = 0;
+  bool stable = false;
+  long blockUpdates = 0;  ///< Of the selected step's first seed.
+};
+struct ExploreRow {
+  int stages = 0;
+  std::vector<ExploreEntry> entries; ///< In the order of `methods`.
+  int best = -1;     ///< Lowest finite finalSubopt (-1: every method diverged).
+  int runnerUp = -1; ///< Second lowest finite (-1: none).
+  /// runner-up f - f* / best f - f* (>= 1; +inf without a finite runner-up).
+  double margin = 0;
+};
+struct ExploreResult {
+  std::string objective;
+  long budgetSlots = 0;
+  std::shared_ptr<const sim::CostTable> costs; ///< Cost-table time model.
+  double budgetSec = 0;
+  std::vector<ExploreRow> rows; ///< One per stage count, in input order.
+};
+
+/// For every S of `stageCounts` tunes every method of `methods` (tuneMethod:
+/// `steps` x `seeds`, `rule`; base.stages and base.method are replaced) and
+/// reports the method with the lowest final f - f* at the common budget T
+/// (slots, or seconds when base.costs is set: the table is resampled to each
+/// S) and its margin over the runner-up: the question "which method at this
+/// S?" of the fair time-budget protocol (arXiv 2606.03498, notes section 4).
+/// Errors: empty lists and any run's error (prefixed with S and method).
+llvm::Expected<ExploreResult>
+exploreStages(const Objective &obj, const RunConfig &base,
+              const std::vector<int> &stageCounts,
+              const std::vector<Method> &methods,
+              const std::vector<double> &steps,
+              const std::vector<uint64_t> &seeds,
+              const SelectionRule &rule = {},
+              const std::function<void(int, int)> &progress = nullptr);
+/// JSON: experiment "explore", objective, time_model, budget_slots or
+/// budget_s, rows[] with stages, best, best_final_suboptimality, runner_up,
+/// margin (null when undefined) and methods[] (method, step_size,
+/// final_suboptimality, tail_mean, stable, block_updates).
+llvm::json::Value toJSON(const ExploreResult &r);
+/// Text table: one line per S with the best method, its f - f*, the
+/// runner-up, the margin and every method's f - f*.
+std::string exploreTable(const ExploreResult &r);
+
 } // namespace converge
 } // namespace pipeopt
 
