@@ -37,17 +37,30 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 
 using namespace pipeopt::partition;
+
+char PartitionError::ID = 0;
 
 namespace {
 
 constexpr int kNoUse = std::numeric_limits<int>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-llvm::Error makeError(const llvm::Twine &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+/// What a PartitionError names (-1: nothing).
+struct ErrorAt {
+  int node = -1, otherNode = -1, stage = -1, weight = -1;
+};
+
+llvm::Error makeError(const llvm::Twine &msg, ErrorAt at = {}) {
+  auto e = std::make_unique<PartitionError>(msg.str());
+  e->node = at.node;
+  e->otherNode = at.otherNode;
+  e->stage = at.stage;
+  e->weight = at.weight;
+  return llvm::Error(std::move(e));
 }
 
 /// A value (one result of a placed node) and its placed consumers.
@@ -167,7 +180,8 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
     for (double v : vals)
       if (!(v >= 0) || !std::isfinite(v))
         return makeError(llvm::formatv(
-            "op '{0}' has a negative or non-finite time/size", nodeName(g, id)));
+            "op '{0}' has a negative or non-finite time/size", nodeName(g, id)),
+            ErrorAt{id});
     info.nodeTime[id] = n.forwardSeconds;
     if (opts.training)
       info.nodeTime[id] += n.backwardInputSeconds + n.backwardWeightSeconds;
@@ -175,7 +189,8 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
     for (int w : n.weights)
       if (w < 0)
         return makeError(llvm::formatv("op '{0}' uses a negative weight id {1}",
-                                       nodeName(g, id), w));
+                                       nodeName(g, id), w),
+                         ErrorAt{id});
   }
   // Edges: values and remat uses.
   std::map<std::pair<int, int>, int> valueIds;
@@ -190,10 +205,12 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
       return makeError(llvm::formatv(
           "edge '{0}' -> '{1}' does not go forward: nodes must be given in a "
           "topological order",
-          nodeName(g, e.from), nodeName(g, e.to)));
+          nodeName(g, e.from), nodeName(g, e.to)),
+          ErrorAt{e.from, e.to});
     if (!(e.bytes >= 0) || !std::isfinite(e.bytes))
       return makeError(llvm::formatv("edge '{0}' -> '{1}' has invalid bytes",
-                                     nodeName(g, e.from), nodeName(g, e.to)));
+                                     nodeName(g, e.from), nodeName(g, e.to)),
+                       ErrorAt{e.from, e.to});
     bool fromRemat = g.nodes[e.from].rematerializable;
     bool toRemat = g.nodes[e.to].rematerializable;
     if (fromRemat) {
@@ -204,7 +221,8 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
       return makeError(llvm::formatv(
           "rematerializable op '{0}' uses the result of op '{1}', which is "
           "not rematerializable",
-          nodeName(g, e.to), nodeName(g, e.from)));
+          nodeName(g, e.to), nodeName(g, e.from)),
+          ErrorAt{e.to, e.from});
     auto key = std::make_pair(e.from, e.result);
     auto it = valueIds.find(key);
     int vid;
@@ -229,7 +247,8 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
       return makeError(llvm::formatv(
           "weight {0} has a negative or non-finite size",
           w < g.weightNames.size() ? "'" + g.weightNames[w] + "'"
-                                   : std::to_string(w)));
+                                   : std::to_string(w)),
+          ErrorAt{-1, -1, -1, static_cast<int>(w)});
   // Weights read by several placed nodes.
   {
     std::map<int, std::vector<int>> readers;
@@ -411,12 +430,14 @@ llvm::Error checkAssignment(const GraphInfo &info, llvm::ArrayRef<int> stageOf,
     int s = stageOf[id];
     if (s < 0)
       return makeError(
-          llvm::formatv("{0}: op '{1}' has no stage", what, nodeName(g, id)));
+          llvm::formatv("{0}: op '{1}' has no stage", what, nodeName(g, id)),
+          ErrorAt{id});
     if (s >= numStages)
       return makeError(llvm::formatv(
           "{0}: op '{1}' is assigned to stage {2} but there are only {3} "
           "stages",
-          what, nodeName(g, id), s, numStages));
+          what, nodeName(g, id), s, numStages),
+          ErrorAt{id, -1, s});
     ++count[s];
   }
   for (const ValueInfo &v : info.values)
@@ -426,10 +447,12 @@ llvm::Error checkAssignment(const GraphInfo &info, llvm::ArrayRef<int> stageOf,
             "{0}: op '{1}' (stage {2}) feeds op '{3}' (stage {4}): stages "
             "must not decrease along dependencies",
             what, nodeName(g, v.producer), stageOf[v.producer],
-            nodeName(g, c), stageOf[c]));
+            nodeName(g, c), stageOf[c]),
+            ErrorAt{v.producer, c});
   for (int s = 0; s < numStages; ++s)
     if (count[s] == 0)
-      return makeError(llvm::formatv("{0}: stage {1} has no ops", what, s));
+      return makeError(llvm::formatv("{0}: stage {1} has no ops", what, s),
+                       ErrorAt{-1, -1, s});
   return llvm::Error::success();
 }
 
@@ -1071,7 +1094,8 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
     if (s < -1 || s >= numStages)
       return makeError(llvm::formatv(
           "op '{0}' is fixed to stage {1} but there are only {2} stages",
-          nodeName(g, x.order[p]), s, numStages));
+          nodeName(g, x.order[p]), s, numStages),
+          ErrorAt{x.order[p], -1, s});
   }
   for (const ValueInfo &v : info.values) {
     int a = g.nodes[v.producer].fixedStage;
@@ -1081,7 +1105,8 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
         return makeError(llvm::formatv(
             "op '{0}' (fixed to stage {1}) feeds op '{2}' (fixed to stage "
             "{3}): stages must not decrease along dependencies",
-            nodeName(g, v.producer), a, nodeName(g, c), b));
+            nodeName(g, v.producer), a, nodeName(g, c), b),
+            ErrorAt{v.producer, c});
     }
   }
   if (!needContiguous)
@@ -1096,20 +1121,23 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
         return makeError(llvm::formatv(
             "op '{0}' is fixed to stage {1} but only {2} ops come before it, "
             "too few for stages 0..{3}",
-            nodeName(g, x.order[p]), s, p, s - 1));
+            nodeName(g, x.order[p]), s, p, s - 1),
+            ErrorAt{x.order[p]});
     } else {
       int a = x.pinPos[prevPos];
       if (s < a)
         return makeError(llvm::formatv(
             "op '{0}' (fixed to stage {1}) comes after op '{2}' (fixed to "
             "stage {3}) in the order, so the stages cannot be contiguous",
-            nodeName(g, x.order[p]), s, nodeName(g, x.order[prevPos]), a));
+            nodeName(g, x.order[p]), s, nodeName(g, x.order[prevPos]), a),
+            ErrorAt{x.order[p], x.order[prevPos]});
       if (s - a > p - prevPos)
         return makeError(llvm::formatv(
             "ops '{0}' (stage {1}) and '{2}' (stage {3}) are only {4} "
             "positions apart, too few for stages {5}..{6} in between",
             nodeName(g, x.order[prevPos]), a, nodeName(g, x.order[p]), s,
-            p - prevPos, a + 1, s - 1));
+            p - prevPos, a + 1, s - 1),
+            ErrorAt{x.order[prevPos], x.order[p]});
     }
     prevPos = p;
   }
@@ -1120,7 +1148,8 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
       return makeError(llvm::formatv(
           "op '{0}' is fixed to stage {1} but only {2} ops come after it, too "
           "few for stages {3}..{4}",
-          nodeName(g, x.order[prevPos]), s, after, s + 1, numStages - 1));
+          nodeName(g, x.order[prevPos]), s, after, s + 1, numStages - 1),
+          ErrorAt{x.order[prevPos]});
   }
   return llvm::Error::success();
 }
@@ -1175,7 +1204,8 @@ llvm::Error checkMemoryFeasible(const OrderIndex &x, const Options &opts,
   return makeError(llvm::formatv(
       "no split into {0} stages fits in memory; at best, {1}", numStages,
       memoryMessage(opts, worst, segmentParams(x, cuts[worst], cuts[worst + 1]),
-                    x.prefActs[cuts[worst + 1]] - x.prefActs[cuts[worst]])));
+                    x.prefActs[cuts[worst + 1]] - x.prefActs[cuts[worst]])),
+      ErrorAt{-1, -1, worst});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1266,7 +1296,8 @@ llvm::Error memoryErrorIfAny(const Options &opts, const Priced &p) {
   int s = p.worstMemoryStage;
   return makeError(llvm::formatv(
       "the {0} split does not fit in memory: {1}", toString(opts.strategy),
-      memoryMessage(opts, s, p.raw[s].params, p.raw[s].acts)));
+      memoryMessage(opts, s, p.raw[s].params, p.raw[s].acts)),
+      ErrorAt{-1, -1, s});
 }
 
 } // namespace
@@ -1403,7 +1434,8 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
   for (int s = 0; s < numStages; ++s)
     if (options.memory.inFlightOf(s) < 0)
       return makeError(llvm::formatv(
-          "stage {0} has a negative number of in-flight microbatches", s));
+          "stage {0} has a negative number of in-flight microbatches", s),
+          ErrorAt{-1, -1, s});
 
   OrderIndex x = buildIndex(info);
   PinBounds pins = pinBounds(x, numStages);

@@ -41,7 +41,7 @@ using namespace pipeopt::schedule::detail;
 llvm::Expected<Schedule>
 pipeopt::schedule::insertCommunication(const Schedule &s, const StageGraph &g) {
   if (s.hasCommunication())
-    return err("schedule '{0}' already has send/recv actions", s.name);
+    return tableErr("schedule '{0}' already has send/recv actions", s.name);
   if (llvm::Error e = validate(s, g))
     return std::move(e);
   auto slotsOr = slotsWithGraph(s, g);
@@ -130,11 +130,17 @@ llvm::Error pipeopt::schedule::checkDeadlockFree(const Schedule &s) {
   };
   for (int r = 0; r < R; ++r) {
     skipCompute(r);
-    for (const Action &a : s.actions[r])
+    for (int i = 0; i < static_cast<int>(s.actions[r].size()); ++i) {
+      const Action &a = s.actions[r][i];
       if (a.isComm() && (a.peerRank < 0 || a.peerRank >= R))
-        return err("rank {0}: {1} names rank {2}, outside 0..{3}", r,
-                   describe(a), a.peerRank, R - 1);
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} names rank {2}, outside 0..{3}", r,
+                           describe(a), a.peerRank, R - 1);
+    }
   }
+  auto here = [&](int r) {
+    return ActionRef{r, static_cast<int>(pc[r])};
+  };
   bool progress = true;
   while (progress) {
     progress = false;
@@ -152,9 +158,11 @@ llvm::Error pipeopt::schedule::checkDeadlockFree(const Schedule &s) {
       const Action &rcv = a.phase == Phase::Send ? b : a;
       int sr = a.phase == Phase::Send ? r : q, rr = a.phase == Phase::Send ? q : r;
       if (!matches(snd, sr, rcv, rr))
-        return err("mismatched send/recv: rank {0} posts {1} to rank {2}, "
-                   "but rank {2} posts {3} from rank {0}",
-                   sr, describe(snd), rr, describe(rcv));
+        return scheduleErr({ScheduleErrorKind::Mismatched, here(sr), snd,
+                            here(rr)},
+                           "mismatched send/recv: rank {0} posts {1} to rank "
+                           "{2}, but rank {2} posts {3} from rank {0}",
+                           sr, describe(snd), rr, describe(rcv));
       ++pc[r];
       ++pc[q];
       skipCompute(r);
@@ -178,18 +186,24 @@ llvm::Error pipeopt::schedule::checkDeadlockFree(const Schedule &s) {
     const Action &a = s.actions[r][pc[r]];
     int q = a.peerRank;
     if (finished(q))
-      return err("unmatched {0}: rank {1} waits on {2}, but rank {3} has "
-                 "finished its actions",
-                 a.phase == Phase::Send ? "send" : "recv", r, waitText(a), q);
+      return scheduleErr({ScheduleErrorKind::Unmatched, here(r), a, {q, -1}},
+                         "unmatched {0}: rank {1} waits on {2}, but rank {3} "
+                         "has finished its actions",
+                         a.phase == Phase::Send ? "send" : "recv", r,
+                         waitText(a), q);
     r = q;
   }
+  ErrorSite site{ScheduleErrorKind::Deadlock};
   std::string text = "deadlock: ";
   for (int i = seenAt[r]; i < static_cast<int>(chain.size()); ++i) {
     int cr = chain[i];
     text += llvm::formatv("rank {0} waits on {1} -> ", cr,
                           waitText(s.actions[cr][pc[cr]]))
                 .str();
+    site.cycle.push_back(here(cr));
   }
   text += "rank " + std::to_string(r);
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), text);
+  site.at = site.cycle.front();
+  site.action = s.actions[site.at.rank][site.at.index];
+  return scheduleErr(std::move(site), "{0}", text);
 }

@@ -22,6 +22,8 @@
 using namespace pipeopt::schedule;
 using namespace pipeopt::schedule::detail;
 
+char ScheduleError::ID = 0;
+
 //===----------------------------------------------------------------------===//
 // Core types
 //===----------------------------------------------------------------------===//
@@ -275,10 +277,17 @@ Execution execute(const Schedule &s, const StageGraph &g,
   return ex;
 }
 
+/// Why execution stalled: the text of the cycle of waiting ranks and, per
+/// rank in it, the action it waits at.
+struct Stall {
+  std::string text;
+  std::vector<ActionRef> cycle;
+};
+
 /// Explain why execution stalled: follow "waits for" from the first blocked
-/// rank until a rank repeats and print that cycle.
-std::string explainStall(const Schedule &s, const StageGraph &g,
-                         const Placement &pl, const Execution &ex) {
+/// rank until a rank repeats and describe that cycle.
+Stall explainStall(const Schedule &s, const StageGraph &g, const Placement &pl,
+                   const Execution &ex) {
   int R = static_cast<int>(s.actions.size());
   auto split = [&](int st, int mb) { return pl.hasSplitB(st, mb); };
   // For a blocked rank: the (dep action, its rank) it waits for.
@@ -314,14 +323,27 @@ std::string explainStall(const Schedule &s, const StageGraph &g,
     texts.push_back(t);
     r = nr;
   }
-  std::string out;
+  Stall out;
   int from = r >= 0 ? seenAt[r] : 0;
   for (int i = from; i < static_cast<int>(texts.size()); ++i) {
     if (i != from)
-      out += "; ";
-    out += texts[i];
+      out.text += "; ";
+    out.text += texts[i];
+    out.cycle.push_back(ActionRef{ranks[i], ex.next[ranks[i]]});
   }
   return out;
+}
+
+/// The ScheduleErrorKind::Cycle error of a stalled execution.
+llvm::Error stallError(const Schedule &s, const Stall &stall,
+                       const char *fmt) {
+  ErrorSite site{ScheduleErrorKind::Cycle};
+  if (!stall.cycle.empty()) {
+    site.at = stall.cycle.front();
+    site.action = s.actions[site.at.rank][site.at.index];
+  }
+  site.cycle = stall.cycle;
+  return scheduleErr(std::move(site), fmt, stall.text);
 }
 } // namespace
 
@@ -336,8 +358,8 @@ pipeopt::schedule::detail::slotsWithGraph(const Schedule &s,
   Placement pl(s);
   Execution ex = execute(s, g, pl);
   if (!ex.complete)
-    return err("no consistent execution order: {0}",
-               explainStall(s, g, pl, ex));
+    return stallError(s, explainStall(s, g, pl, ex),
+                      "no consistent execution order: {0}");
   return ex.slots;
 }
 
@@ -347,43 +369,43 @@ pipeopt::schedule::detail::slotsWithGraph(const Schedule &s,
 
 static llvm::Error checkShape(const Schedule &s, const StageGraph &g) {
   if (s.numRanks <= 0 || s.numStages <= 0 || s.numMicrobatches <= 0)
-    return err("schedule '{0}' has numRanks {1}, numStages {2}, "
+    return tableErr("schedule '{0}' has numRanks {1}, numStages {2}, "
                "numMicrobatches {3}; all must be positive",
                s.name, s.numRanks, s.numStages, s.numMicrobatches);
   if (static_cast<int>(s.actions.size()) != s.numRanks)
-    return err("schedule has {0} action lists for {1} ranks", s.actions.size(),
+    return tableErr("schedule has {0} action lists for {1} ranks", s.actions.size(),
                s.numRanks);
   if (g.numStages != s.numStages)
-    return err("stage graph has {0} stages, schedule has {1}", g.numStages,
+    return tableErr("stage graph has {0} stages, schedule has {1}", g.numStages,
                s.numStages);
   for (const StageEdge &e : g.edges)
     if (e.from < 0 || e.to >= g.numStages || e.from >= e.to)
-      return err("stage graph edge {0} -> {1} is not a forward edge between "
+      return tableErr("stage graph edge {0} -> {1} is not a forward edge between "
                  "existing stages",
                  e.from, e.to);
   if (s.stageRank.empty())
-    return err("schedule has no stage placement (stageRank is empty)");
+    return tableErr("schedule has no stage placement (stageRank is empty)");
   for (int p = 0; p < s.numPipelines(); ++p) {
     if (static_cast<int>(s.stageRank[p].size()) != s.numStages)
-      return err("pipeline {0} places {1} stages, expected {2}", p,
+      return tableErr("pipeline {0} places {1} stages, expected {2}", p,
                  s.stageRank[p].size(), s.numStages);
     for (int st = 0; st < s.numStages; ++st)
       if (s.stageRank[p][st] < 0 || s.stageRank[p][st] >= s.numRanks)
-        return err("pipeline {0} places stage {1} on rank {2}, outside 0..{3}",
+        return tableErr("pipeline {0} places stage {1} on rank {2}, outside 0..{3}",
                    p, st, s.stageRank[p][st], s.numRanks - 1);
   }
   if (!s.microbatchPipeline.empty()) {
     if (static_cast<int>(s.microbatchPipeline.size()) != s.numMicrobatches)
-      return err("microbatchPipeline has {0} entries for {1} microbatches",
+      return tableErr("microbatchPipeline has {0} entries for {1} microbatches",
                  s.microbatchPipeline.size(), s.numMicrobatches);
     for (int m = 0; m < s.numMicrobatches; ++m)
       if (s.microbatchPipeline[m] < 0 ||
           s.microbatchPipeline[m] >= s.numPipelines())
-        return err("microbatch {0} is assigned to pipeline {1}, but there are "
+        return tableErr("microbatch {0} is assigned to pipeline {1}, but there are "
                    "{2} pipelines",
                    m, s.microbatchPipeline[m], s.numPipelines());
   } else if (s.numPipelines() != 1) {
-    return err("{0} pipelines but no microbatch -> pipeline assignment",
+    return tableErr("{0} pipelines but no microbatch -> pipeline assignment",
                s.numPipelines());
   }
   return llvm::Error::success();
@@ -404,8 +426,10 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
         continue;
       if (!pl.idx.inRange(a.stage, a.microbatch) ||
           !pl.idx.inRange(a.peerStage, a.microbatch))
-        return err("rank {0}: {1} refers to a stage or microbatch out of range",
-                   r, describe(a));
+        return scheduleErr(
+            {ScheduleErrorKind::BadAction, {r, i}, a},
+            "rank {0}: {1} refers to a stage or microbatch out of range", r,
+            describe(a));
       // The value's producer and consumer stages.
       bool isSend = a.phase == Phase::Send;
       int producer = isSend ? a.stage : a.peerStage;
@@ -414,23 +438,34 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
       bool edge = llvm::any_of(
           g.edges, [&](const StageEdge &e) { return e.from == lo && e.to == hi; });
       if (!edge)
-        return err("rank {0}: {1} has no stage-graph edge {2} -> {3}", r,
-                   describe(a), lo, hi);
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} has no stage-graph edge {2} -> {3}",
+                           r, describe(a), lo, hi);
       if (s.rankOf(a.stage, a.microbatch) != r)
-        return err("rank {0}: {1} but stage {2} runs on rank {3} for mb {4}", r,
-                   describe(a), a.stage, s.rankOf(a.stage, a.microbatch),
-                   a.microbatch);
+        return scheduleErr(
+            {ScheduleErrorKind::BadAction, {r, i}, a},
+            "rank {0}: {1} but stage {2} runs on rank {3} for mb {4}", r,
+            describe(a), a.stage, s.rankOf(a.stage, a.microbatch),
+            a.microbatch);
       if (s.rankOf(a.peerStage, a.microbatch) != a.peerRank)
-        return err("rank {0}: {1} names peer rank {2}, but stage {3} runs on "
-                   "rank {4} for mb {5}",
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} names peer rank {2}, but stage {3} "
+                           "runs on rank {4} for mb {5}",
                    r, describe(a), a.peerRank, a.peerStage,
                    s.rankOf(a.peerStage, a.microbatch), a.microbatch);
       if (a.peerRank == r)
-        return err("rank {0}: {1} sends to its own rank", r, describe(a));
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} sends to its own rank", r,
+                           describe(a));
       auto &tab = isSend ? sends : recvs;
       Key k{producer, consumer, a.microbatch, a.backward};
-      if (!tab.emplace(k, std::make_pair(r, i)).second)
-        return err("rank {0}: duplicate {1}", r, describe(a));
+      auto [first, inserted] = tab.emplace(k, std::make_pair(r, i));
+      if (!inserted)
+        return scheduleErr({ScheduleErrorKind::Duplicate,
+                            {r, i},
+                            a,
+                            {first->second.first, first->second.second}},
+                           "rank {0}: duplicate {1}", r, describe(a));
       // Order against the compute that produces / consumes the value.
       Phase bwd = pl.hasSplitB(a.stage, a.microbatch) ? Phase::B : Phase::BW;
       Phase localPhase = a.backward ? bwd : Phase::F;
@@ -438,11 +473,16 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
       if (pl.rank[ck] == r) {
         Action c = Action::compute(localPhase, a.stage, a.microbatch);
         if (isSend && pl.pos[ck] > i)
-          return err("rank {0}: {1} appears before {2}", r, describe(a),
-                     describe(c));
+          return scheduleErr(
+              {ScheduleErrorKind::Order, {r, i}, a, {r, pl.pos[ck]}},
+              "rank {0}: {1} appears before {2}", r, describe(a), describe(c));
         if (!isSend && pl.pos[ck] < i)
-          return err("rank {0}: {1} appears before {2}", r, describe(c),
-                     describe(a));
+          return scheduleErr({ScheduleErrorKind::Order,
+                              {r, pl.pos[ck]},
+                              s.actions[r][pl.pos[ck]],
+                              {r, i}},
+                             "rank {0}: {1} appears before {2}", r,
+                             describe(c), describe(a));
       }
     }
   // Every cross-rank value needs exactly one matching pair.
@@ -457,25 +497,32 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
         int producer = bwd ? e.to : e.from, consumer = bwd ? e.from : e.to;
         Key k{producer, consumer, m, bwd};
         int pr = bwd ? rt : rf, cr = bwd ? rf : rt;
-        if (!sends.count(k))
-          return err("rank {0}: missing {1}", pr,
-                     describe(Action::send(producer, m, cr, consumer, bwd)));
-        if (!recvs.count(k))
-          return err("rank {0}: missing {1}", cr,
-                     describe(Action::recv(consumer, m, pr, producer, bwd)));
+        if (!sends.count(k)) {
+          Action missing = Action::send(producer, m, cr, consumer, bwd);
+          return scheduleErr({ScheduleErrorKind::Missing, {pr, -1}, missing},
+                             "rank {0}: missing {1}", pr, describe(missing));
+        }
+        if (!recvs.count(k)) {
+          Action missing = Action::recv(consumer, m, pr, producer, bwd);
+          return scheduleErr({ScheduleErrorKind::Missing, {cr, -1}, missing},
+                             "rank {0}: missing {1}", cr, describe(missing));
+        }
       }
     }
   for (auto &kv : sends)
     if (!recvs.count(kv.first)) {
-      const Action &a = s.actions[kv.second.first][kv.second.second];
-      return err("rank {0}: {1} has no matching receive", kv.second.first,
-                 describe(a));
+      auto [r, i] = kv.second;
+      const Action &a = s.actions[r][i];
+      return scheduleErr({ScheduleErrorKind::Unmatched, {r, i}, a},
+                         "rank {0}: {1} has no matching receive", r,
+                         describe(a));
     }
   for (auto &kv : recvs)
     if (!sends.count(kv.first)) {
-      const Action &a = s.actions[kv.second.first][kv.second.second];
-      return err("rank {0}: {1} has no matching send", kv.second.first,
-                 describe(a));
+      auto [r, i] = kv.second;
+      const Action &a = s.actions[r][i];
+      return scheduleErr({ScheduleErrorKind::Unmatched, {r, i}, a},
+                         "rank {0}: {1} has no matching send", r, describe(a));
     }
   return llvm::Error::success();
 }
@@ -495,28 +542,43 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
       if (a.isComm())
         continue;
       if (!idx.inRange(a.stage, a.microbatch))
-        return err("rank {0}: {1} is out of range ({2} stages, {3} "
-                   "microbatches)",
-                   r, describe(a), s.numStages, s.numMicrobatches);
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} is out of range ({2} stages, {3} "
+                           "microbatches)",
+                           r, describe(a), s.numStages, s.numMicrobatches);
       if (s.forwardOnly && a.phase != Phase::F)
-        return err("rank {0}: {1} in a forward-only schedule", r, describe(a));
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} in a forward-only schedule", r,
+                           describe(a));
       if (!s.splitBackward && (a.phase == Phase::B || a.phase == Phase::W))
-        return err("rank {0}: {1} in a schedule without split backward (use "
-                   "BW)",
-                   r, describe(a));
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} in a schedule without split "
+                           "backward (use BW)",
+                           r, describe(a));
       int want = s.rankOf(a.stage, a.microbatch);
       if (want != r)
-        return err("rank {0}: {1} belongs on rank {2} (stage {3} of pipeline "
-                   "{4})",
-                   r, describe(a), want, a.stage, s.pipelineOf(a.microbatch));
+        return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
+                           "rank {0}: {1} belongs on rank {2} (stage {3} of "
+                           "pipeline {4})",
+                           r, describe(a), want, a.stage,
+                           s.pipelineOf(a.microbatch));
       int k = idx.key(a.phase, a.stage, a.microbatch);
       if (firstAt[k].first >= 0)
-        return err("rank {0}: {1} appears twice (first at position {2})", r,
-                   describe(a), firstAt[k].second);
+        return scheduleErr({ScheduleErrorKind::Duplicate,
+                            {r, i},
+                            a,
+                            {firstAt[k].first, firstAt[k].second}},
+                           "rank {0}: {1} appears twice (first at position "
+                           "{2})",
+                           r, describe(a), firstAt[k].second);
       firstAt[k] = {r, i};
-      if (a.phase == Phase::BW && pl.hasSplitB(a.stage, a.microbatch))
-        return err("rank {0}: {1} and {2} both present", r, describe(a),
-                   describe(Action::compute(Phase::B, a.stage, a.microbatch)));
+      if (a.phase == Phase::BW && pl.hasSplitB(a.stage, a.microbatch)) {
+        int kb = idx.key(Phase::B, a.stage, a.microbatch);
+        return scheduleErr(
+            {ScheduleErrorKind::BadAction, {r, i}, a, {pl.rank[kb], pl.pos[kb]}},
+            "rank {0}: {1} and {2} both present", r, describe(a),
+            describe(Action::compute(Phase::B, a.stage, a.microbatch)));
+      }
     }
 
   // 2. Nothing missing.
@@ -524,8 +586,10 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
     for (int st = 0; st < s.numStages; ++st) {
       int r = s.rankOf(st, m);
       auto missing = [&](Phase p) {
-        return err("missing {0} (expected on rank {1})",
-                   describe(Action::compute(p, st, m)), r);
+        Action a = Action::compute(p, st, m);
+        return scheduleErr({ScheduleErrorKind::Missing, {r, -1}, a},
+                           "missing {0} (expected on rank {1})", describe(a),
+                           r);
       };
       if (!pl.has(Phase::F, st, m))
         return missing(Phase::F);
@@ -552,17 +616,19 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
       for (auto [ph, st] : computeDeps(g, a.phase, a.stage, a.microbatch, split)) {
         int k = idx.key(ph, st, a.microbatch);
         if (pl.rank[k] == r && pl.pos[k] > i)
-          return err("rank {0}: {1} appears before {2}", r, describe(a),
-                     describe(Action::compute(ph, st, a.microbatch)));
+          return scheduleErr(
+              {ScheduleErrorKind::Order, {r, i}, a, {r, pl.pos[k]}},
+              "rank {0}: {1} appears before {2}", r, describe(a),
+              describe(Action::compute(ph, st, a.microbatch)));
       }
     }
 
   // 4. A consistent global execution exists.
   Execution ex = execute(s, g, pl);
   if (!ex.complete)
-    return err("no consistent execution order (cross-rank dependency "
-               "cycle): {0}",
-               explainStall(s, g, pl, ex));
+    return stallError(s, explainStall(s, g, pl, ex),
+                      "no consistent execution order (cross-rank dependency "
+                      "cycle): {0}");
 
   // 5. Communication, if lowered.
   if (s.hasCommunication())

@@ -17,6 +17,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,33 @@ llvm::Error err(const char *fmt, Ts &&...vals) {
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
       llvm::formatv(fmt, std::forward<Ts>(vals)...).str());
+}
+
+/// Where a ScheduleError points (see ScheduleError for the fields).
+struct ErrorSite {
+  ScheduleErrorKind kind = ScheduleErrorKind::Table;
+  ActionRef at;
+  std::optional<Action> action;
+  ActionRef related;
+  std::vector<ActionRef> cycle;
+};
+
+/// A ScheduleError at `site` whose message is formatv(fmt, vals...).
+template <typename... Ts>
+llvm::Error scheduleErr(ErrorSite site, const char *fmt, Ts &&...vals) {
+  auto e = std::make_unique<ScheduleError>(
+      site.kind, llvm::formatv(fmt, std::forward<Ts>(vals)...).str());
+  e->at = site.at;
+  e->action = std::move(site.action);
+  e->related = site.related;
+  e->cycle = std::move(site.cycle);
+  return llvm::Error(std::move(e));
+}
+
+/// A ScheduleErrorKind::Table error (no rank, no action).
+template <typename... Ts>
+llvm::Error tableErr(const char *fmt, Ts &&...vals) {
+  return scheduleErr(ErrorSite{}, fmt, std::forward<Ts>(vals)...);
 }
 
 /// Compute dependencies of the compute action (phase, stage, mb), given

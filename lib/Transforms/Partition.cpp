@@ -37,7 +37,6 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <set>
@@ -357,15 +356,18 @@ LogicalResult PartitionPass::partitionFunction(
 
   auto result = part::partition(graph, options);
   if (!result) {
-    std::string message = llvm::toString(result.takeError());
-    // Point at the op the message names ("linalg.matmul#12"), if any.
+    // At the op of the node the error names first (node i is ops[i]), else
+    // at the function.
     Location where = fn.getLoc();
-    llvm::Regex nodeRef("([A-Za-z_][A-Za-z0-9_]*\\.[A-Za-z0-9_.]+)#([0-9]+)");
-    SmallVector<StringRef> groups;
-    unsigned idx;
-    if (nodeRef.match(message, &groups) && !groups[2].getAsInteger(10, idx) &&
-        idx < ops.size() && ops[idx]->getName().getStringRef() == groups[1])
-      where = ops[idx]->getLoc();
+    std::string message;
+    llvm::handleAllErrors(
+        result.takeError(),
+        [&](const part::PartitionError &e) {
+          message = e.text;
+          if (e.node >= 0 && e.node < static_cast<int>(built->ops.size()))
+            where = built->ops[e.node]->getLoc();
+        },
+        [&](const llvm::ErrorInfoBase &e) { message = e.message(); });
     return emitError(where) << "pipe-partition: " << message;
   }
 

@@ -60,19 +60,6 @@ static std::string describeTransfer(Operation *op) {
   return text;
 }
 
-/// First "rank <N>" in `text` after `from`; -1 if none.
-static int firstRankIn(StringRef text, size_t from = 0) {
-  size_t pos = text.find("rank ", from);
-  if (pos == StringRef::npos)
-    return -1;
-  StringRef rest = text.drop_front(pos + 5);
-  unsigned n = 0;
-  size_t len = rest.find_first_not_of("0123456789");
-  if (rest.take_front(len).getAsInteger(10, n))
-    return -1;
-  return static_cast<int>(n);
-}
-
 /// Checks every pipe.input / pipe.output of `programs` against the
 /// signature of the model function `fn`: the argument / result index exists
 /// and the tensor type is that argument's / result's type. Errors at the op.
@@ -187,30 +174,27 @@ VerifySchedulePass::verifyGroup(StringRef base,
   const sched::Schedule &s = table->schedule;
   const std::vector<std::vector<Operation *>> &opOf = table->opOf;
 
-  // Report a library error at the op it names ("rank N: <action> ...") or
-  // at the program of the rank it names.
+  // Report a library error (a schedule::ScheduleError) at the op of the
+  // action it names, else at the program of the rank it names (an action
+  // that is missing), else at the first program.
+  auto opAt = [&](const sched::ActionRef &ref) -> Operation * {
+    if (ref.rank < 0 || ref.rank >= R)
+      return first;
+    if (ref.index >= 0 &&
+        ref.index < static_cast<int>(opOf[ref.rank].size()))
+      return opOf[ref.rank][ref.index];
+    return byRank[ref.rank];
+  };
   auto reportAt = [&](const Twine &prefix, llvm::Error e) -> LogicalResult {
-    std::string msg = llvm::toString(std::move(e));
-    Operation *at = first;
-    StringRef text(msg);
-    if (text.starts_with("rank ")) {
-      int r = firstRankIn(text);
-      if (r >= 0 && r < R) {
-        at = byRank[r];
-        StringRef rest = text.drop_front(text.find(": ") + 2);
-        for (size_t i = 0; i < s.actions[r].size(); ++i)
-          if (rest.starts_with(sched::describe(s.actions[r][i]))) {
-            at = opOf[r][i];
-            break;
-          }
-      }
-    } else if (size_t pos = text.find("expected on rank ");
-               pos != StringRef::npos) {
-      int r = firstRankIn(text, pos);
-      if (r >= 0 && r < R)
-        at = byRank[r];
-    }
-    return at->emitError() << prefix << msg;
+    llvm::handleAllErrors(
+        std::move(e),
+        [&](const sched::ScheduleError &se) {
+          opAt(se.at)->emitError() << prefix << se.text;
+        },
+        [&](const llvm::ErrorInfoBase &other) {
+          first->emitError() << prefix << other.message();
+        });
+    return failure();
   };
 
   // 5. The library's checks.
@@ -257,16 +241,8 @@ VerifySchedulePass::verifyGroup(StringRef base,
     if (pc[r] < comms[r].size())
       blocked = r;
 
-  if (llvm::Error e = sched::checkDeadlockFree(s)) {
-    std::string msg = llvm::toString(std::move(e));
-    int r = firstRankIn(msg);
-    Operation *at = first;
-    if (r >= 0 && r < R && pc[r] < comms[r].size())
-      at = comms[r][pc[r]];
-    else if (blocked >= 0)
-      at = comms[blocked][pc[blocked]];
-    return at->emitError() << msg;
-  }
+  if (llvm::Error e = sched::checkDeadlockFree(s))
+    return reportAt("", std::move(e));
   if (blocked >= 0) {
     Operation *a = comms[blocked][pc[blocked]];
     int64_t q = peerOf(a);

@@ -7,6 +7,7 @@
 // RUN: pipeopt %t/manual-missing.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/manual-range.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/manual-order.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/manual-order-later.mlir -pipe-partition="num-stages=2 strategy=manual" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/num-stages.mlir -pipe-partition="num-stages=0" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/num-microbatches.mlir -pipe-partition="num-microbatches=0" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/num-stages-wide.mlir -pipe-partition="num-stages=4294967298" -verify-diagnostics -o /dev/null
@@ -53,6 +54,17 @@ func.func @f(%x: tensor<4x32xf32>, %w0: tensor<32x32xf32>, %w1: tensor<32x32xf32
   %1 = linalg.matmul ins(%0, %w1 : tensor<4x32xf32>, tensor<32x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
   %2 = linalg.matmul ins(%1, %w2 : tensor<4x32xf32>, tensor<32x32xf32>) outs(%c : tensor<4x32xf32>) -> tensor<4x32xf32>
   return %2 : tensor<4x32xf32>
+}
+
+//--- manual-order-later.mlir
+// The same with the offending producer in the middle: the error is at that
+// op (the partitioner's error names its node), not at the function.
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %x, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  // expected-error @+1 {{pipe-partition: manual strategy: op 'arith.mulf#1' (stage 1) feeds op 'arith.subf#2' (stage 0): stages must not decrease along dependencies}}
+  %1 = arith.mulf %0, %0 {pipe.stage = 1 : i64} : tensor<4xf32>
+  %2 = arith.subf %1, %x {pipe.stage = 0 : i64} : tensor<4xf32>
+  return %2 : tensor<4xf32>
 }
 
 //--- manual-missing.mlir

@@ -327,3 +327,81 @@ pipe.program @m_rank0 rank 0 of 1 microbatches 1 {
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// A backward listed before its forward on the same rank: the error is at
+// the backward.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %g = pipe.recv from 1 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4xf32>
+  pipe.backward full stage 0 microbatch 0 ins(%g : tensor<4xf32>)
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error@+1 {{invalid schedule: rank 1: BW(stage 1, mb 0) appears before F(stage 1, mb 0)}}
+  %g = pipe.backward full stage 1 microbatch 0 -> tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %g to 0 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<4xf32>
+}
+
+// -----
+
+// A forward that appears twice: the error is at the second one.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{invalid schedule: rank 1: F(stage 1, mb 0) appears twice (first at position 1)}}
+  %z = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// A cross-rank dependency cycle: rank 0 runs BW(0, 0) before F(0, 1), rank
+// 1 runs F(1, 1) before BW(1, 0). The error is at the action of the first
+// waiting rank.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 2 {
+  %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a0 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  // expected-error@+1 {{invalid schedule: no consistent execution order (cross-rank dependency cycle): rank 0 waits at BW(stage 0, mb 0) for BW(stage 1, mb 0) on rank 1; rank 1 waits at F(stage 1, mb 1) for F(stage 0, mb 1) on rank 0}}
+  pipe.backward full stage 0 microbatch 0 ins(%x0 : tensor<4xf32>)
+  %x1 = pipe.input 0 microbatch 1 : tensor<4xf32>
+  %a1 = pipe.forward @m_stage0(%x1) stage 0 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.backward full stage 0 microbatch 1 ins(%x1 : tensor<4xf32>)
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 2 {
+  %y0 = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %b0 = pipe.forward @m_stage1(%y0) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  %y1 = pipe.input 0 microbatch 1 : tensor<4xf32>
+  %b1 = pipe.forward @m_stage1(%y1) stage 1 microbatch 1 : (tensor<4xf32>) -> tensor<4xf32>
+  %g0 = pipe.backward full stage 1 microbatch 0 -> tensor<4xf32>
+  %g1 = pipe.backward full stage 1 microbatch 1 -> tensor<4xf32>
+}

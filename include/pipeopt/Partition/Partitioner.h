@@ -320,6 +320,43 @@ struct Result {
 };
 
 //===----------------------------------------------------------------------===//
+// Errors
+//===----------------------------------------------------------------------===//
+
+/// The error partition() and evaluate() return: the message (message() is
+/// the text documented on partition()) plus the node, stage or weight it is
+/// about, so that a caller can place a diagnostic without reading the text.
+/// Read it with llvm::handleErrors(e, [](const PartitionError &pe) {...}).
+/// Fields a message does not name stay -1:
+///  - `node`: the node (index into Graph::nodes) the message names first:
+///    the op with a bad time/size or weight id; the source of an edge that
+///    does not go forward or has bad bytes; the rematerializable consumer
+///    of a placed node; the op without a stage, with a stage out of range or
+///    feeding an earlier stage; the op whose fixed stage is inconsistent.
+///  - `otherNode`: the second node the message names (the consumer of a
+///    decreasing dependency, the other op of two inconsistent fixed stages).
+///  - `stage`: the stage out of range, without ops, with a negative
+///    in-flight count, or whose memory exceeds its limit.
+///  - `weight`: the weight (index into Graph::weightBytes) with a negative
+///    or non-finite size.
+class PartitionError : public llvm::ErrorInfo<PartitionError> {
+public:
+  static char ID;
+  explicit PartitionError(std::string text) : text(std::move(text)) {}
+
+  std::string text;
+  int node = -1;
+  int otherNode = -1;
+  int stage = -1;
+  int weight = -1;
+
+  void log(llvm::raw_ostream &os) const override { os << text; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
+//===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
 
@@ -328,14 +365,16 @@ struct Result {
 /// forward in the order, bad ids, remat node fed by a placed node), more
 /// stages than placed ops ("cannot split 5 ops into 8 stages"), memory that
 /// cannot be met (names the stage, its params/activations/in-flight and the
-/// limit), and inconsistent fixed stages.
+/// limit), and inconsistent fixed stages. Every error is a PartitionError.
 llvm::Expected<Result> partition(const Graph &graph, const Options &options);
 
 /// Prices an arbitrary assignment `stageOf` (per node; entries of
 /// rematerializable nodes are ignored) under the objective's definition.
 /// Stages must be non-decreasing along edges and non-empty; placed nodes
 /// need not be contiguous in the given order (they are stably reordered by
-/// stage). Memory limits are reported, not enforced.
+/// stage). Memory limits are reported, not enforced. Errors are
+/// PartitionErrors (a bad graph as in partition(), a bad assignment with
+/// its node or stage).
 llvm::Expected<Result> evaluate(const Graph &graph, const Options &options,
                                 llvm::ArrayRef<int> stageOf);
 

@@ -29,6 +29,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -289,6 +290,85 @@ llvm::Expected<Schedule> makeForwardOnly(const ScheduleParams &p);
 // Checks and lowering
 //===----------------------------------------------------------------------===//
 
+/// What a failed check is about (ScheduleError::kind).
+enum class ScheduleErrorKind : uint8_t {
+  /// The table as a whole: counts, placement (stageRank,
+  /// microbatchPipeline), the stage graph, or a table that already has
+  /// Send/Recv actions. No rank or action is set.
+  Table,
+  /// An action that may not stand where it is: out of range, a phase the
+  /// schedule does not use, on the wrong rank, a Send/Recv with a bad peer
+  /// or without a stage-graph edge, a BW next to a B of the same
+  /// (stage, mb). `at` is the action.
+  BadAction,
+  /// An action that appears twice; `at` is the second occurrence,
+  /// `related` the first.
+  Duplicate,
+  /// An action that is absent; `action` is it, `at.rank` the rank that
+  /// should hold it, `at.index` -1.
+  Missing,
+  /// An action listed before one it depends on (same rank); `at` is the
+  /// earlier action, `related` its dependency (or, for a Recv after its
+  /// consumer, `at` is the consumer and `related` the Recv).
+  Order,
+  /// validate(): no consistent global execution order exists; `cycle`
+  /// holds the action each waiting rank is stuck at, `at` its first entry.
+  Cycle,
+  /// A Send with no Recv (or a Recv with no Send) in the table, or
+  /// checkDeadlockFree(): a rank waits on a peer that has finished
+  /// (`related.rank` is that peer, `related.index` -1).
+  Unmatched,
+  /// checkDeadlockFree(): two ranks post a Send and a Recv to each other
+  /// that do not carry the same value; `at` is the Send, `related` the Recv.
+  Mismatched,
+  /// checkDeadlockFree(): blocked ranks waiting on each other in a cycle;
+  /// `cycle` lists (rank, index of the Send/Recv it waits at) in the order
+  /// of the message, `at` is its first entry.
+  Deadlock,
+};
+
+/// One action of a table: actions[rank][index]. index is -1 when the
+/// action is not in the table (ScheduleErrorKind::Missing) or not known.
+struct ActionRef {
+  int rank = -1;
+  int index = -1;
+  bool operator==(const ActionRef &o) const {
+    return rank == o.rank && index == o.index;
+  }
+};
+
+/// The error validate(), checkDeadlockFree() and insertCommunication()
+/// return: the message of each violation (message() is the text documented
+/// on those functions) plus where it is, so that callers locate it without
+/// reading the text. Read it with llvm::handleErrors(e, [](const
+/// ScheduleError &se) { ... }). Fields not listed for a kind keep their
+/// defaults (-1 / empty).
+class ScheduleError : public llvm::ErrorInfo<ScheduleError> {
+public:
+  static char ID;
+
+  ScheduleError(ScheduleErrorKind kind, std::string text)
+      : kind(kind), text(std::move(text)) {}
+
+  ScheduleErrorKind kind;
+  /// The message (also what log() / llvm::toString() give).
+  std::string text;
+  /// The action the message names first (see ScheduleErrorKind).
+  ActionRef at;
+  /// A copy of that action (also set for a Missing one); empty for Table
+  /// errors.
+  std::optional<Action> action;
+  /// The second action the message names, when it has one.
+  ActionRef related;
+  /// Cycle and Deadlock: the waiting actions, one per rank in the cycle.
+  std::vector<ActionRef> cycle;
+
+  void log(llvm::raw_ostream &os) const override { os << text; }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
 /// Check a schedule against its stage graph: every (stage, microbatch,
 /// phase) exactly once (F; for training either BW or B+W -- split schedules
 /// may mix both, as DualPipeV does; F only for forward-only),
@@ -298,6 +378,15 @@ llvm::Expected<Schedule> makeForwardOnly(const ScheduleParams &p);
 /// consistent global execution order exists. Send/Recv actions, if present,
 /// are checked for matching peers. The error names the first violation,
 /// e.g. "rank 2: B(stage 2, mb 3) appears before F(stage 2, mb 3)".
+///
+/// Every error is a ScheduleError: Table for the counts, placement and
+/// graph; BadAction (`at`, `action`; `related` = the B for "BW and B both
+/// present"); Duplicate (`at` = the second occurrence, `related` = the
+/// first); Missing (`action`, `at.rank` = the rank that should hold it,
+/// `at.index` = -1); Order (`at` = the action listed too early, `related` =
+/// the one it must follow or precede); Cycle (`cycle` = per waiting rank
+/// the action it is stuck at, `at` = the first of them); Unmatched (`at` =
+/// the Send or Recv without a partner).
 llvm::Error validate(const Schedule &s, const StageGraph &g);
 /// validate() against StageGraph::chain(s.numStages).
 llvm::Error validate(const Schedule &s);
@@ -308,7 +397,9 @@ llvm::Error validate(const Schedule &s);
 /// compute; Recvs right before the consuming compute. The result is checked
 /// with checkDeadlockFree(); an error is returned if blocking execution
 /// would deadlock (see Schedule.cpp for why the placement is safe for every
-/// valid schedule under unit-time, rendezvous semantics).
+/// valid schedule under unit-time, rendezvous semantics). Errors are
+/// ScheduleErrors: Table when `s` already has Send/Recv actions, else those
+/// of validate() (on `s`, then on the result) and checkDeadlockFree().
 llvm::Expected<Schedule> insertCommunication(const Schedule &s,
                                              const StageGraph &g);
 
@@ -317,6 +408,13 @@ llvm::Expected<Schedule> insertCommunication(const Schedule &s,
 /// instantaneous once reached). Fails with the cycle of waiting ranks
 /// ("deadlock: rank 0 waits on send to rank 1 (F stage 0 mb 2) -> rank 1
 /// waits on ...") or with an unmatched Send/Recv.
+///
+/// Errors are ScheduleErrors: BadAction for a peer rank outside 0..R-1
+/// (`at` = that Send/Recv); Mismatched (`at` = the Send, `related` = the
+/// Recv the peer posts instead); Unmatched (`at` = the waiting Send/Recv,
+/// `related.rank` = the finished peer); Deadlock (`cycle` = per rank of the
+/// cycle, in the message's order, the Send/Recv it waits at; `at` = its
+/// first entry).
 llvm::Error checkDeadlockFree(const Schedule &s);
 
 //===----------------------------------------------------------------------===//
