@@ -137,6 +137,16 @@ std::vector<ScheduleInfo> buildRegistry() {
   add(r);
 
   r = {};
+  r.name = "zb-auto";
+  r.summary = "zero bubble automatic: list scheduler in simulated time under "
+              "a memory limit (Qi et al. ICLR 2024, §3.1)";
+  r.generate = makeZBAuto;
+  r.splitBackward = true;
+  r.inFlight = InFlightRule::Measured;
+  r.constraints = "M >= 1; memory limit >= 1 activation";
+  add(r);
+
+  r = {};
   r.name = "chimera";
   r.summary = "Chimera: two bidirectional pipelines, even S (Li & Hoefler "
               "SC'21)";

@@ -17,6 +17,8 @@
 #include "ProgramTable.h"
 #include "StageGraphInfo.h"
 
+#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Schedule/AutoSchedule.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
 
@@ -59,6 +61,10 @@ private:
   /// Builds the schedule table for `info` (generated or imported, with
   /// Send/Recv, validated and deadlock-checked); emits errors at `fn`.
   FailureOr<sched::Schedule> buildSchedule(const StageGraphInfo &info);
+  /// zb-auto's inputs: memory-limit, comm-time and the per-stage F / B / W
+  /// times of the cost model on `device` (unit times when some stage gets
+  /// none).
+  FailureOr<sched::AutoScheduleInputs> autoInputs(const StageGraphInfo &info);
   /// Emits the pipe.program of every rank of `s` at the end of the module.
   LogicalResult emitPrograms(const StageGraphInfo &info,
                              const sched::Schedule &s);
@@ -83,6 +89,47 @@ struct RankState {
 static LogicalResult report(Operation *op, const Twine &prefix, llvm::Error e) {
   std::string msg = llvm::toString(std::move(e));
   return op->emitError() << prefix << msg;
+}
+
+FailureOr<sched::AutoScheduleInputs>
+SchedulePass::autoInputs(const StageGraphInfo &info) {
+  sched::AutoScheduleInputs in;
+  if (memoryLimit != 0)
+    in.memoryLimit = static_cast<double>(memoryLimit);
+  in.commSec = commTime;
+  auto hw = cost::getPreset(device);
+  if (!hw) {
+    func::FuncOp fn = info.func;
+    return fn.emitError() << "pipe-schedule: "
+                          << llvm::toString(hw.takeError());
+  }
+  ModuleOp module = getOperation();
+  std::vector<double> f, b, w;
+  for (pipe::StageCallOp call : info.calls) {
+    auto fn = module.lookupSymbol<func::FuncOp>(
+        pipe::StageCallOp(call).getCallee());
+    double fs = 0, bs = 0, ws = 0;
+    if (fn && !fn.isExternal()) {
+      cost::CostAnalysis analysis(fn, *hw);
+      analysis.emitRemarks = false;
+      for (Block &block : fn.getBody())
+        for (Operation &op : block.without_terminator()) {
+          const cost::OpCost &c = analysis.get(&op);
+          fs += c.forwardSeconds;
+          bs += c.backwardInputSeconds;
+          ws += c.backwardWeightSeconds;
+        }
+    }
+    if (!(fs > 0 && bs > 0 && ws > 0))
+      return in; // Some stage has no F, B or W time: unit times.
+    f.push_back(fs);
+    b.push_back(bs);
+    w.push_back(ws);
+  }
+  in.forwardSec = std::move(f);
+  in.backwardInputSec = std::move(b);
+  in.backwardWeightSec = std::move(w);
+  return in;
 }
 
 FailureOr<sched::Schedule>
@@ -117,10 +164,17 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
         numMicrobatches > 0 ? static_cast<int>(numMicrobatches) : S;
     p.waves = static_cast<int>(waves);
     // Empty: not given (see Passes.td), the registry's default schedule.
-    auto made = sched::makeSchedule(
-        scheduleName.empty() ? llvm::StringRef(sched::kDefaultSchedule)
-                             : llvm::StringRef(scheduleName),
-        p);
+    llvm::StringRef name = scheduleName.empty()
+                               ? llvm::StringRef(sched::kDefaultSchedule)
+                               : llvm::StringRef(scheduleName);
+    const sched::ScheduleInfo *row = sched::findSchedule(name);
+    if (row && row->generate == sched::makeZBAuto) {
+      FailureOr<sched::AutoScheduleInputs> in = autoInputs(info);
+      if (failed(in))
+        return failure();
+      p.autoInputs = std::move(*in);
+    }
+    auto made = sched::makeSchedule(name, p);
     if (!made)
       return report(fn, "cannot schedule @" + fn.getSymName() + ": ",
                     made.takeError());
@@ -350,8 +404,21 @@ void SchedulePass::runOnOperation() {
       failed(checkIntRange(loc, "pipe-schedule", "num-ranks", numRanks, 0,
                            kMaxPipelineCount)) ||
       failed(checkIntRange(loc, "pipe-schedule", "waves", waves, 1,
-                           kMaxPipelineCount)))
+                           kMaxPipelineCount)) ||
+      failed(checkIntRange(loc, "pipe-schedule", "memory-limit", memoryLimit,
+                           0, kMaxPipelineCount)))
     return signalPassFailure();
+  if (csvPath.empty() && (memoryLimit != 0 || commTime != 0)) {
+    const sched::ScheduleInfo *row = sched::findSchedule(
+        scheduleName.empty() ? llvm::StringRef(sched::kDefaultSchedule)
+                             : llvm::StringRef(scheduleName));
+    if (row && row->generate != sched::makeZBAuto) {
+      emitError(loc) << "pipe-schedule: memory-limit and comm-time apply to "
+                        "schedule=zb-auto only, not to schedule="
+                     << row->name;
+      return signalPassFailure();
+    }
+  }
   if (!csvPath.empty()) {
     // The CSV is the whole table: generator options would be ignored.
     std::string ignored;
@@ -366,6 +433,10 @@ void SchedulePass::runOnOperation() {
       add("num-ranks=" + std::to_string(numRanks));
     if (waves != 1)
       add("waves=" + std::to_string(waves));
+    if (memoryLimit != 0)
+      add("memory-limit=" + std::to_string(memoryLimit));
+    if (commTime != 0)
+      add("comm-time=" + llvm::formatv("{0}", commTime.getValue()).str());
     if (!ignored.empty()) {
       emitError(loc) << "pipe-schedule: csv='" << csvPath
                      << "' imports the whole schedule table, so " << ignored

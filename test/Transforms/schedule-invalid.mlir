@@ -20,6 +20,10 @@
 // RUN: pipeopt %t/virtual-stages-wide.mlir --pipe-schedule="schedule=1f1b virtual-stages=4294967297" -verify-diagnostics
 // RUN: pipeopt %t/num-ranks-negative.mlir --pipe-schedule="schedule=1f1b num-ranks=-1" -verify-diagnostics
 // RUN: pipeopt %t/waves-zero.mlir --pipe-schedule="schedule=hanayo waves=0" -verify-diagnostics
+// RUN: pipeopt %t/memory-limit-negative.mlir --pipe-schedule="schedule=zb-auto memory-limit=-1" -verify-diagnostics
+// RUN: pipeopt %t/memory-limit-not-auto.mlir --pipe-schedule="schedule=1f1b memory-limit=2" -verify-diagnostics
+// RUN: pipeopt %t/comm-time-negative.mlir --pipe-schedule="schedule=zb-auto comm-time=-0.5" -verify-diagnostics
+// RUN: pipeopt %t/auto-device.mlir --pipe-schedule="schedule=zb-auto device=abacus" -verify-diagnostics
 // RUN: pipeopt %t/bad-path.mlir --pipe-schedule="csv=%S/Inputs/does-not-exist.csv" -verify-diagnostics
 // RUN: pipeopt %t/malformed.mlir --pipe-schedule="csv=%S/Inputs/schedule-malformed.csv" -verify-diagnostics
 // RUN: pipeopt %t/csv-stages.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv" -verify-diagnostics
@@ -34,7 +38,7 @@
 // RUN: not pipeopt %t/unknown.mlir --pipe-schedule="schedule=gpipe-2" -o /dev/null 2>&1 | FileCheck %s
 // RUN: not pipeopt %t/csv-and-schedule.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv schedule=gpipe" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: error: pipe-schedule: csv='{{.*}}schedule-zb-2stages.csv' imports the whole schedule table, so schedule=gpipe would be ignored; give either csv or the schedule options
-// CHECK: unknown.mlir:{{[0-9]+}}:1: error: cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)
+// CHECK: unknown.mlir:{{[0-9]+}}:1: error: cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, zb-auto, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)
 
 //--- no-graph.mlir
 // expected-error@+1 {{no stage graph found: expected a func.func whose body is pipe.stage_call ops (run pipe-outline-stages first)}}
@@ -108,7 +112,7 @@ func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2
 func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
   return %x : tensor<4xf32>
 }
-// expected-error@+1 {{cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
+// expected-error@+1 {{cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, zb-auto, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>
@@ -371,6 +375,48 @@ func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage =
   return %x : tensor<4xf32>
 }
 // expected-error@+1 {{pipe-schedule: waves must be between 1 and 65536, got 0}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+// zb-auto's options: a memory limit below 0 (0 = the default), the options
+// with another schedule, a negative communication time, an unknown device.
+//--- memory-limit-negative.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: memory-limit must be between 0 and 65536, got -1}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- memory-limit-not-auto.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: memory-limit and comm-time apply to schedule=zb-auto only, not to schedule=1f1b}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- comm-time-negative.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{cannot schedule @m: zb-auto: communication time must be finite and >= 0 seconds, got -0.5}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
+  %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+  return %a : tensor<4xf32>
+}
+
+//--- auto-device.mlir
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+// expected-error@+1 {{pipe-schedule: unknown device 'abacus' (expected one of h100, h200, a100, cpu}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>

@@ -137,6 +137,36 @@ struct StageGraph {
 // Generators
 //===----------------------------------------------------------------------===//
 
+/// Inputs only zb-auto (makeZBAuto(), AutoSchedule.h) reads: the zero-bubble
+/// paper's automatic scheduler (Qi et al., "Zero Bubble Pipeline
+/// Parallelism", ICLR'24, §3) needs per-stage times and a memory limit.
+/// Every other generator ignores them.
+struct AutoScheduleInputs {
+  /// Per-stage durations in seconds of F (forward), B (input gradient) and
+  /// W (weight gradient): empty = 1 each (unit time), else one entry per
+  /// stage, every entry finite and > 0.
+  std::vector<double> forwardSec, backwardInputSec, backwardWeightSec;
+  /// Point-to-point communication time in seconds (finite, >= 0) added to
+  /// every dependency between two ranks (the paper's T_comm).
+  double commSec = 0;
+  /// Memory limit of every rank in activation units: how many microbatches'
+  /// activations (one unit = what one F of the rank's stage keeps) a rank
+  /// may hold at once. Unset: S, what 1F1B holds on rank 0. A set value
+  /// must be finite and >= 1.
+  std::optional<double> memoryLimit;
+  /// Alternatively a limit in bytes per rank (> 0 when used, not together
+  /// with memoryLimit), with `activationBytes` (bytes one F of stage s
+  /// keeps, one entry per stage, > 0): rank r may hold
+  /// memoryLimitBytes / activationBytes[r] activation units (>= 1).
+  double memoryLimitBytes = 0;
+  std::vector<double> activationBytes;
+  /// Part of an activation unit that stays held from B until W (what W still
+  /// reads: the paper's M_W / M_B, Table 1), in [0, 1]. 0 (default): an
+  /// activation counts from its F until its B, as maxInFlight() counts; a
+  /// rank's memory is then (in flight) + fraction x (B done, W pending).
+  double weightHeldFraction = 0;
+};
+
 /// Parameters of a generator. Give either `numStages` (model stages; for
 /// single-chunk schedules this is also the number of ranks) or `numRanks`
 /// plus `virtualStages` (chunks per rank; numStages = numRanks * chunks).
@@ -149,6 +179,8 @@ struct ScheduleParams {
   int virtualStages = 0;  ///< Chunks per rank (0: schedule default).
   int numMicrobatches = 0;
   int waves = 1;  ///< Hanayo waves.
+  /// zb-auto's times and memory limit (unset: unit times, limit S).
+  std::optional<AutoScheduleInputs> autoInputs;
 };
 
 /// Build the schedule called `name` (a registry name or alias, see
@@ -279,6 +311,7 @@ llvm::Expected<Schedule> makeZBH1(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBV(const ScheduleParams &p);
 llvm::Expected<Schedule> makeInterleavedZB(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBH2(const ScheduleParams &p);
+llvm::Expected<Schedule> makeZBAuto(const ScheduleParams &p); ///< AutoSchedule.h
 llvm::Expected<Schedule> makeChimera(const ScheduleParams &p);
 llvm::Expected<Schedule> makeHanayo(const ScheduleParams &p);
 llvm::Expected<Schedule> makeDualPipeV(const ScheduleParams &p);

@@ -189,15 +189,28 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
     stage graph gives the same programs (only the `schedule` attribute
     reads "csv").
 
+    `schedule=zb-auto` (the zero-bubble paper's automatic scheduler,
+    schedule::autoSchedule, docs/Schedules.md) schedules in simulated time
+    with per-stage F, B and W times: the sums of the cost model's forward,
+    input-gradient and weight-gradient times over each stage function's
+    ops on `device` (the `backward-cost=rule` estimate of pipe-simulate),
+    when every stage gets positive F, B and W; otherwise unit times.
+    `memory-limit=<n>` caps the activations (microbatches) a rank holds at
+    once (default: the number of stages) and `comm-time=<seconds>` adds a
+    transfer time to every cross-rank dependency.
+
     Errors: no stage graph in the module, malformed stage graph, unknown
     schedule (the valid names are listed), parameters the schedule rejects
     (the library's message), unreadable / malformed CSV, a CSV whose
     send/recv actions deadlock (the cycle is named), `export-csv` with
     several stage graphs, an unwritable `export-csv` file, and `csv` together
-    with any of `schedule`, `virtual-stages`, `num-ranks`, `waves` (the CSV
+    with any of `schedule`, `virtual-stages`, `num-ranks`, `waves`,
+    `memory-limit`, `comm-time` (the CSV
     defines the whole table, so those would be silently ignored; `schedule`
     defaults to the empty string, which means 1f1b, so that an explicit
-    `schedule=1f1b` is caught too).
+    `schedule=1f1b` is caught too),
+    `memory-limit` or `comm-time` with a schedule other than zb-auto, a
+    negative `memory-limit`, an unknown `device`.
   }];
   let options = [
     Option<"scheduleName", "schedule", "std::string", /*default=*/"\"\"",
@@ -220,6 +233,14 @@ def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
            "Hanayo: number of waves">,
     Option<"printGrid", "print-grid", "bool", /*default=*/"false",
            "Print the ranks x time-slot grid of the schedule to stdout">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "zb-auto: activations (microbatches) a rank may hold at once (0: "
+           "the number of stages, 1F1B's peak on rank 0)">,
+    Option<"commTime", "comm-time", "double", /*default=*/"0",
+           "zb-auto: point-to-point communication time in seconds">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "zb-auto: device preset whose cost model gives the per-stage F, B "
+           "and W times">,
     Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
            "Write the schedule as a torch.distributed.pipelining action CSV "
            "to this file ('-': stdout), readable with csv=<path>">,
