@@ -490,7 +490,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   for (int r = 0; r < R; ++r)
     numNodes = std::max(numNodes, sys.nodeOf(r) + 1);
   const int nics = numNodes * std::max(sys.nicsPerNode, 1);
-  std::vector<int> lastOnResource(2 * R + 2 * nics, -1);
+  // Resources: send engines [0, R), recv engines [R, 2R), NICs out / in;
+  // then the collective channels: one per rank and one per NIC direction.
+  const int collBase = 2 * R + 2 * nics;
+  std::vector<int> lastOnResource(2 * collBase, -1);
   auto use = [&](llvm::ArrayRef<int> res, int node) {
     for (int rs : res) {
       if (lastOnResource[rs] >= 0)
@@ -501,7 +504,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   for (int x : order) {
     if (x >= T) {
       // A ring all-reduce: every participant sends to its successor and
-      // receives from its predecessor for the whole ring time.
+      // receives from its predecessor for the whole ring time, on its
+      // collective channel and, off-node, its NIC's collective lanes.
       const GradientReduction &red = post.reductions[x - T];
       const int ringSize = static_cast<int>(red.ring.size());
       llvm::SmallVector<int, 8> res;
@@ -509,12 +513,11 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
         int k = static_cast<int>(llvm::find(red.ring, r) - red.ring.begin());
         int next = red.ring[(k + 1) % ringSize];
         int prev = red.ring[(k + ringSize - 1) % ringSize];
-        res.push_back(r);
-        res.push_back(R + r);
+        res.push_back(collBase + r);
         if (sys.nodeOf(next) != sys.nodeOf(r))
-          res.push_back(2 * R + sys.nicOf(r));
+          res.push_back(collBase + 2 * R + sys.nicOf(r));
         if (sys.nodeOf(prev) != sys.nodeOf(r))
-          res.push_back(2 * R + nics + sys.nicOf(r));
+          res.push_back(collBase + 2 * R + nics + sys.nicOf(r));
       }
       use(res, redBase + (x - T));
       continue;

@@ -41,7 +41,9 @@
 /// to overlap the all-reduce with earlier backwards of the same stage, and
 /// the traffic of data-parallel replicas other than replica 0 on NICs that
 /// replica 0 shares with them (only when P is not a multiple of
-/// gpusPerNode).
+/// gpusPerNode), and the bandwidth all-reduces share with point-to-point
+/// transfers on a link or NIC (see simulateEvents(): all-reduces contend
+/// with each other, not with the pipeline's transfers).
 ///
 //===----------------------------------------------------------------------===//
 

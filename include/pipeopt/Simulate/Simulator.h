@@ -252,13 +252,17 @@ llvm::Expected<Metrics> simulateTable(const schedule::Schedule &s,
 /// compute waits for the sends of its previous compute.
 ///
 /// Gradient all-reduces (Collectives.h) hold, for their ring time, the
-/// send and recv engines of every participating rank of the simulated
-/// replica and, where a ring neighbour is on another node, that rank's NIC
-/// (out to the successor, in from the predecessor); they take their place
-/// in the same global resource order (by the time their gradients are
-/// ready in the idealized table, after transfers ready at the same time),
-/// so they contend with point-to-point transfers. They always overlap with
-/// later compute. Optimizer steps follow on each rank's compute stream.
+/// collective channel of every participating rank of the simulated replica
+/// and, where a ring neighbour is on another node, the collective lane of
+/// that rank's NIC (out to the successor, in from the predecessor). Each
+/// channel and lane serves all-reduces one at a time, in the order their
+/// gradients are ready in the idealized table, so all-reduces of one rank
+/// or of ranks sharing a NIC serialize. They are separate from the
+/// point-to-point engines (NCCL runs collectives and p2p on separate
+/// channels): an all-reduce never delays a pipeline transfer and the
+/// bandwidth the two share on a link or NIC is not modeled. All-reduces
+/// always overlap with later compute. Optimizer steps follow on each
+/// rank's compute stream.
 llvm::Expected<Metrics> simulateEvents(const schedule::Schedule &s,
                                        const CostTable &costs,
                                        const SystemConfig &sys,
