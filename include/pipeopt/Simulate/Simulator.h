@@ -22,11 +22,14 @@
 ///
 /// Outputs (Metrics): makespan (s), bubble ratio per rank and overall,
 /// peak activation memory per rank (bytes), weight memory per rank (bytes),
-/// communication volume (bytes) and, for asynchronous schedules, weight
-/// staleness (delay in block updates, Ilin & Richtarik, arXiv 2606.03498).
+/// communication volume (bytes), the gradient all-reduces and optimizer
+/// steps after the backward pass (Collectives.h; table and event levels)
+/// and, for asynchronous schedules, weight staleness (delay in block
+/// updates, Ilin & Richtarik, arXiv 2606.03498).
 ///
 /// Conventions:
-///  - Bubble ratio of a rank = 1 - busy / makespan, busy = its compute time;
+///  - Bubble ratio of a rank = 1 - busy / makespan, busy = its compute time
+///    (optimizer steps included);
 ///    overall = 1 - sum(busy) / (ranks * makespan). Communication waits are
 ///    idle time.
 ///  - A split-backward schedule's B frees the activation (minus
