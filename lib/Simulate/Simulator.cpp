@@ -805,11 +805,14 @@ void pipeopt::sim::addMetricsJSON(llvm::json::Object &row, const Metrics &m) {
     }
     for (const std::vector<double> &r : st.meanDelayMatrix)
       meanRows.push_back(toArray(r));
-    row["staleness_delay_matrix"] = std::move(maxRows);
-    row["staleness_mean_delay_matrix"] = std::move(meanRows);
-    if (st.startupMaxDelay >= 0)
-      row["staleness_startup_max_delay"] = st.startupMaxDelay;
-    else
-      row["staleness_startup_max_delay"] = nullptr;
+    // Computed from the table (not by the formula level).
+    if (!st.maxDelayMatrix.empty()) {
+      row["staleness_delay_matrix"] = std::move(maxRows);
+      row["staleness_mean_delay_matrix"] = std::move(meanRows);
+      if (st.startupMaxDelay >= 0)
+        row["staleness_startup_max_delay"] = st.startupMaxDelay;
+      else
+        row["staleness_startup_max_delay"] = nullptr;
+    }
   }
 }

@@ -401,6 +401,8 @@ public:
       const partition::StageReport &sr = r->report.stages[k];
       t.stages[k].activationBytes = sr.activationBytes;
       t.stages[k].weightBytes = sr.paramBytes * (1 + optFactor);
+      // All-reduces move the gradient: the parameter bytes.
+      t.stages[k].gradientBytes = sr.paramBytes;
       t.stages[k].boundaryBytes = k + 1 < n ? sr.sendBytes : 0;
     }
     reports[n] = r->report;

@@ -297,7 +297,8 @@ llvm::Expected<Evaluation> evaluate(const schedule::Schedule &s,
 /// `staleness_{max,mean}_delay`, `staleness_steady_state`,
 /// `staleness_delay_matrix` / `staleness_mean_delay_matrix` (rows =
 /// updating stage j, columns = read block i) and
-/// `staleness_startup_max_delay` (null when undefined). Unavailable
+/// `staleness_startup_max_delay` (null when undefined; these three at the
+/// table and event levels, which compute them from the table). Unavailable
 /// metrics (no closed form) are null.
 void addMetricsJSON(llvm::json::Object &row, const Metrics &m);
 
