@@ -462,7 +462,7 @@ void SimulatePass::runOnOperation() {
   if (dataParallel < 1 || dataParallel > (1 << 20)) {
     emitError(loc) << "pipe-simulate: data-parallel must be an integer in "
                       "[1, 1048576], got "
-                   << dataParallel;
+                   << std::to_string(dataParallel);
     return signalPassFailure();
   }
   sys.dataParallel = static_cast<int>(dataParallel);

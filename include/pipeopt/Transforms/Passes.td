@@ -262,8 +262,12 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     `model_stages`, `microbatches`, `system`, `level`, `available`, `note`,
     `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
     `peak_activation_bytes`, `peak_activation_bytes_per_rank`,
-    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, staleness) plus
-    `function`, and per function the cost table. `trace=<file>` writes a
+    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, `allreduce_s`,
+    `allreduce_s_per_rank`, `optimizer_s`, `optimizer_s_per_rank`,
+    `post_backward_s`, `collective_bytes`, staleness with its delay
+    matrices and start-up maximum) plus `function`, and per function the
+    data-parallel degree and the cost table (with `gradient_bytes`,
+    `optimizer_s` and the `tied` groups). `trace=<file>` writes a
     Chrome / Perfetto trace of the `trace-level` timeline (one process per
     rank, compute / send / recv tracks, a flow arrow per transfer from send
     to recv), `svg=<file>` an SVG Gantt chart.
