@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -834,7 +835,7 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
   if (!profile.stages.empty()) {
     std::map<int, std::vector<Operation *>> byStage;
     for (Operation *op : ops)
-      if (auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage"))
+      if (auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr()))
         byStage[attr.getInt()].push_back(op);
     if (byStage.empty())
       return llvm::createStringError(

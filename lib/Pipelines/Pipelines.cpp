@@ -57,6 +57,31 @@ void pipeopt::buildPipeoptPipeline(OpPassManager &pm,
   // Inline func.call helpers: the partitioner sees one graph per function.
   pm.addPass(createPreparePass());
 
+  if (options.schedule == "auto") {
+    // The explorer's choice, then partition / outline / schedule with it.
+    AutoSchedulePassOptions a;
+    a.numRanks = options.numStages;
+    a.numMicrobatches =
+        options.numMicrobatches.hasValue() ? options.numMicrobatches : 0;
+    a.microbatchCandidates.assign(options.autoMicrobatches.begin(),
+                                  options.autoMicrobatches.end());
+    a.schedules.assign(options.autoSchedules.begin(),
+                       options.autoSchedules.end());
+    if (options.virtualStages > 0)
+      a.virtualStages = {options.virtualStages};
+    a.device = options.device;
+    a.hardware = options.hardware;
+    a.memoryLimit = options.memoryLimit;
+    a.strategy = options.strategy;
+    a.training = options.training;
+    a.profile = options.profile;
+    a.report = options.report;
+    pm.addPass(createAutoSchedulePass(a));
+    if (options.verify)
+      pm.addPass(createVerifySchedulePass());
+    return;
+  }
+
   // Cost model + optimal bottleneck split; writes pipe.stage on every op.
   PartitionPassOptions partition;
   partition.numStages = options.numStages;

@@ -368,7 +368,8 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
   if (auto bad = unknownKey(o,
                             {"name", "preset", "description", "compute_speed",
                              "gpus_per_node", "nics_per_node", "overlap",
-                             "data_parallel", "intra_node", "inter_node"},
+                             "data_parallel", "intra_node", "inter_node",
+                             "memory_bytes"},
                             where))
     return makeError(*bad);
   if (std::optional<llvm::StringRef> p = o.getString("preset")) {
@@ -388,6 +389,11 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
   if (*speed <= 0)
     return makeError(where + ": \"compute_speed\" must be > 0");
   s.computeSpeed = *speed;
+  llvm::Expected<double> memory =
+      getNumber(o, "memory_bytes", s.memoryBytes, false, where);
+  if (!memory)
+    return memory.takeError();
+  s.memoryBytes = *memory;
   for (auto [key, field] : {std::pair<const char *, int *>{"gpus_per_node", &s.gpusPerNode},
                             {"nics_per_node", &s.nicsPerNode},
                             {"data_parallel", &s.dataParallel}}) {

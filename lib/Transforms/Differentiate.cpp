@@ -130,7 +130,7 @@ LogicalResult DifferentiatePass::differentiateOne(
     break;
   }
   // Constants pipe-lift-constants made arguments are weights, never data.
-  if (auto lifted = f->getAttrOfType<DenseI64ArrayAttr>("pipe.lifted_constants"))
+  if (auto lifted = f->getAttrOfType<DenseI64ArrayAttr>(pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr()))
     llvm::erase_if(data, [&](unsigned i) {
       return llvm::is_contained(lifted.asArrayRef(), int64_t(i));
     });
@@ -251,7 +251,7 @@ LogicalResult DifferentiatePass::differentiateOne(
     attrs.push_back(b.getNamedAttr("loss_fn", FlatSymbolRefAttr::get(lossFn)));
     attrs.push_back(b.getNamedAttr("grad", FlatSymbolRefAttr::get(gradFn)));
   }
-  f->setAttr("pipe.gradient", b.getDictionaryAttr(attrs));
+  f->setAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr(), b.getDictionaryAttr(attrs));
   return success();
 }
 
@@ -304,14 +304,14 @@ void DifferentiatePass::runOnOperation() {
     }
   } else {
     for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal() && fn->hasAttr("pipe.stage"))
+      if (!fn.isExternal() && fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
         targets.push_back(fn);
     if (targets.empty()) {
       // Functions an earlier run generated are not candidates, so that a
       // second run names the differentiated model.
       llvm::StringSet<> generated;
       for (auto fn : module.getOps<func::FuncOp>())
-        if (auto info = fn->getAttrOfType<DictionaryAttr>("pipe.gradient"))
+        if (auto info = fn->getAttrOfType<DictionaryAttr>(pipe::PipeDialect::GradientAttrHelper::getNameStr()))
           for (NamedAttribute a : info)
             if (auto ref = dyn_cast<FlatSymbolRefAttr>(a.getValue()))
               generated.insert(ref.getValue());
@@ -336,11 +336,11 @@ void DifferentiatePass::runOnOperation() {
   // The last stage (largest pipe.stage) takes the loss.
   int64_t lastStage = -1;
   for (func::FuncOp fn : targets)
-    if (auto s = fn->getAttrOfType<IntegerAttr>("pipe.stage"))
+    if (auto s = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       lastStage = std::max(lastStage, s.getInt());
 
   for (func::FuncOp fn : targets) {
-    if (fn->hasAttr("pipe.gradient")) {
+    if (fn->hasAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr())) {
       fn.emitError() << kPass << "@" << fn.getSymName()
                      << " is already differentiated (it has pipe.gradient)";
       return signalPassFailure();
@@ -349,7 +349,7 @@ void DifferentiatePass::runOnOperation() {
     autodiff::buildPrepareForDifferentiation(pm);
     if (failed(runPipeline(pm, fn)))
       return signalPassFailure();
-    auto s = fn->getAttrOfType<IntegerAttr>("pipe.stage");
+    auto s = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
     bool isLast = !s || s.getInt() == lastStage;
     if (failed(differentiateOne(fn, isLast, *trainableOpt, *dataOpt,
                                 *recomputeKind)))

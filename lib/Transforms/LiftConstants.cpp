@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -203,7 +204,7 @@ struct LiftConstantsPass
     }
     fn.setFunctionType(
         FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
-    fn->setAttr("pipe.lifted_constants",
+    fn->setAttr(pipeopt::pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr(),
                 DenseI64ArrayAttr::get(&getContext(), indices));
   }
 };

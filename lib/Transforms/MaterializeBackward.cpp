@@ -50,8 +50,8 @@ using namespace pipeopt;
 namespace {
 
 constexpr llvm::StringLiteral kPass = "pipe-materialize-backward: ";
-constexpr llvm::StringLiteral kStashBytesAttr = "pipe.stash_bytes";
-constexpr llvm::StringLiteral kTrainableAttr = "pipe.trainable";
+constexpr llvm::StringLiteral kStashBytesAttr = pipe::PipeDialect::StashBytesAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kTrainableAttr = pipe::PipeDialect::TrainableAttrHelper::getNameStr();
 
 /// What one operand of a generated backward wrapper is, relative to the
 /// (stage, microbatch) it runs for.
@@ -186,7 +186,7 @@ LogicalResult MaterializeBackwardPass::prepareStage(
   // stay marked per microbatch (convert-pipe-to-runtime reads the marks on
   // the forward's callee).
   Builder b(fn.getContext());
-  sb.fwd->setAttr(pipe::PipeDialect::getStageAttrName(),
+  sb.fwd->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(),
                   b.getI64IntegerAttr(k));
   markData(info, k, sb.fwd);
   return success();
@@ -305,7 +305,7 @@ Wrapper MaterializeBackwardPass::buildWrapper(const StageGraphInfo &info,
                               FunctionType::get(ctx, argTypes, resultTypes));
   w.fn.setPrivate();
   SymbolTable(module).insert(w.fn); // uniquifies the name if taken
-  w.fn->setAttr(pipe::PipeDialect::getStageAttrName(), b.getI64IntegerAttr(k));
+  w.fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(k));
   Block *body = w.fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   auto argOf = [&](const Piece &p) -> Value {

@@ -61,11 +61,11 @@ void OutlineStagesPass::runOnOperation() {
   SymbolTable symbols(module);
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr("pipe.stage"))
+    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     bool partitioned = false;
     fn.walk([&](Operation *op) {
-      if (op != fn && op->hasAttr("pipe.stage")) {
+      if (op != fn && op->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr())) {
         partitioned = true;
         return WalkResult::interrupt();
       }
@@ -109,12 +109,12 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
 
   // Stage of every op.
   std::optional<int64_t> givenStages;
-  if (auto attr = fn->getAttrOfType<IntegerAttr>("pipe.num_stages"))
+  if (auto attr = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
     givenStages = attr.getInt();
   std::vector<int64_t> stageOf(ops.size());
   int64_t maxStage = -1;
   for (auto [i, op] : llvm::enumerate(ops)) {
-    auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
+    auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
     if (!attr)
       return op->emitError() << "pipe-outline-stages: op has no 'pipe.stage' "
                                 "attribute (run -pipe-partition first)";
@@ -127,7 +127,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   }
   int64_t numStages = givenStages ? *givenStages : maxStage + 1;
   if (failed(checkIntRange(fn.getLoc(), "pipe-outline-stages",
-                           "pipe.num_stages", numStages, 1,
+                           pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), numStages, 1,
                            kMaxPipelineCount)))
     return failure();
   for (auto [i, op] : llvm::enumerate(ops))
@@ -140,13 +140,13 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   // and other rematerialized ops.
   std::vector<bool> remat(ops.size(), false);
   for (auto [i, op] : llvm::enumerate(ops)) {
-    if (!op->hasAttr("pipe.remat") && !isAlwaysCloned(op))
+    if (!op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()) && !isAlwaysCloned(op))
       continue;
     remat[i] = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
       return !def || remat[index.lookup(def)];
     });
-    if (!remat[i] && op->hasAttr("pipe.remat"))
+    if (!remat[i] && op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()))
       return op->emitError() << "pipe-outline-stages: op is marked "
                                 "'pipe.remat' but uses a value that is not "
                                 "rematerializable";
@@ -277,7 +277,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
       outTypes.push_back(v.getType());
     auto stageFn = func::FuncOp::create(
         builder, fn.getLoc(), name, builder.getFunctionType(inTypes, outTypes));
-    stageFn->setAttr("pipe.stage", builder.getI64IntegerAttr(k));
+    stageFn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), builder.getI64IntegerAttr(k));
     Block *entry = stageFn.addEntryBlock();
     IRMapping mapping;
     for (auto [v, arg] : llvm::zip(inputs[k], entry->getArguments()))
@@ -285,8 +285,8 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     OpBuilder inner = OpBuilder::atBlockEnd(entry);
     for (int i : members[k]) {
       Operation *clone = inner.clone(*ops[i], mapping);
-      clone->removeAttr("pipe.stage");
-      clone->removeAttr("pipe.remat");
+      clone->removeAttr(pipe::PipeDialect::StageAttrHelper::getNameStr());
+      clone->removeAttr(pipe::PipeDialect::RematAttrHelper::getNameStr());
       if (remat[i])
         ++numCloned;
     }
@@ -324,6 +324,6 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     op->dropAllUses();
     op->erase();
   }
-  fn->setAttr("pipe.num_stages", graph.getI64IntegerAttr(numStages));
+  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), graph.getI64IntegerAttr(numStages));
   return success();
 }

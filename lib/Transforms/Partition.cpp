@@ -146,11 +146,6 @@ void PartitionPass::runOnOperation() {
     emitError(loc) << "pipe-partition: " << llvm::toString(inFlight.takeError());
     return signalPassFailure();
   }
-  auto strat = part::parseStrategy(strategy);
-  if (!strat) {
-    emitError(loc) << "pipe-partition: " << llvm::toString(strat.takeError());
-    return signalPassFailure();
-  }
   auto hw = cost::getPreset(device);
   if (!hw) {
     emitError(loc) << "pipe-partition: " << llvm::toString(hw.takeError());
@@ -177,11 +172,6 @@ void PartitionPass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-partition", optimizerFactor)))
     return signalPassFailure();
-  if (backwardCost != "generated" && backwardCost != "rule") {
-    emitError(loc) << "pipe-partition: backward-cost must be 'generated' or 'rule', got '"
-                   << backwardCost << "'";
-    return signalPassFailure();
-  }
   std::optional<cost::Profile> prof;
   if (!profile.empty()) {
     auto p = cost::loadProfile(profile);
@@ -210,7 +200,7 @@ void PartitionPass::runOnOperation() {
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>())
     // Skip stage functions and stage graphs (already outlined).
-    if (!fn.isExternal() && !fn->hasAttr("pipe.stage") &&
+    if (!fn.isExternal() && !fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()) &&
         fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
   if (fns.empty()) {
@@ -229,7 +219,7 @@ void PartitionPass::runOnOperation() {
     return signalPassFailure();
   }
   for (func::FuncOp fn : fns)
-    if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, *strat,
+    if (failed(partitionFunction(fn, *hw, prof, capacity, *inFlight, strategy,
                                  results)))
       return signalPassFailure();
 
@@ -315,7 +305,7 @@ LogicalResult PartitionPass::partitionFunction(
       return fn.emitError()
              << "pipe-partition: " << llvm::toString(std::move(err));
 
-  if (training && backwardCost == "generated")
+  if (training && backwardCost == BackwardCost::Generated)
     costRealBackward(analysis, ops, hw);
 
   // Graph (shared with pipeopt-explore --model).
@@ -340,7 +330,7 @@ LogicalResult PartitionPass::partitionFunction(
     for (auto [i, op] : llvm::enumerate(ops)) {
       if (remat[i])
         continue;
-      auto attr = op->getAttrOfType<IntegerAttr>("pipe.stage");
+      auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
       if (!attr)
         return op->emitError()
                << "pipe-partition: strategy=manual needs a 'pipe.stage' "
@@ -388,21 +378,21 @@ LogicalResult PartitionPass::partitionFunction(
     int stage;
     if (remat[i]) {
       stage = p.rematStages[i].empty() ? lastStage : p.rematStages[i].front();
-      op->setAttr("pipe.remat", b.getUnitAttr());
+      op->setAttr(pipe::PipeDialect::RematAttrHelper::getNameStr(), b.getUnitAttr());
       ++numRemat;
     } else {
       stage = p.stageOf[i];
-      op->removeAttr("pipe.remat");
+      op->removeAttr(pipe::PipeDialect::RematAttrHelper::getNameStr());
       ++numPlaced;
     }
-    op->setAttr("pipe.stage", b.getI64IntegerAttr(stage));
+    op->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(stage));
     if (annotateCosts) {
       const cost::OpCost &c = analysis.get(op);
-      op->setAttr("pipe.cost", pipe::CostAttr::get(ctx, c.flops, c.bytes(),
+      op->setAttr(pipe::PipeDialect::CostAttrHelper::getNameStr(), pipe::CostAttr::get(ctx, c.flops, c.bytes(),
                                                    c.forwardSeconds));
     }
   }
-  fn->setAttr("pipe.num_stages", b.getI64IntegerAttr(numStages));
+  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), b.getI64IntegerAttr(numStages));
 
   for (const part::TiedWeight &t : result->report.tiedWeights) {
     std::string stages;

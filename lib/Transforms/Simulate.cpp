@@ -18,11 +18,14 @@
 #include "OptionRange.h"
 #include "ProgramTable.h"
 
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
+#include "pipeopt/Transforms/ModelCostTables.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "RealBackward.h"
@@ -84,23 +87,6 @@ private:
 };
 
 } // namespace
-
-/// The system of the hardware's topology: speed 1 (the cost table is already
-/// in the device's seconds), its ranks per node, one NIC per rank (the cost
-/// model's topology has no NIC sharing) and its intra / inter-node links.
-static sim::SystemConfig systemFromHardware(const cost::Hardware &hw) {
-  sim::SystemConfig s;
-  s.name = hw.device.name + " topology";
-  s.computeSpeed = 1.0;
-  s.gpusPerNode = std::max(1, hw.topology.ranksPerNode);
-  s.nicsPerNode = s.gpusPerNode;
-  s.intraNode = {hw.topology.intraNode.latency,
-                 hw.topology.intraNode.bandwidth};
-  s.interNode = {hw.topology.interNode.latency,
-                 hw.topology.interNode.bandwidth};
-  s.overlap = true;
-  return s;
-}
 
 FailureOr<SimResult>
 SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
@@ -175,7 +161,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
     analysis.emitRemarks = false;
     // Training schedules: B and W from the generated backward of each op
     // (RealBackward.h) instead of the per-op-class rule.
-    if (!s.forwardOnly && backwardCost == "generated" &&
+    if (!s.forwardOnly && backwardCost == BackwardCost::Generated &&
         fn.getBody().hasOneBlock()) {
       SmallVector<Operation *> ops;
       for (Operation &op : fn.getBody().front().without_terminator())
@@ -236,7 +222,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   // the runtime executes (and measures).
   for (pipe::ProgramOp p : *byRank)
     for (Operation &op : p.getBody().front()) {
-      auto bytes = op.getAttrOfType<IntegerAttr>("pipe.stash_bytes");
+      auto bytes = op.getAttrOfType<IntegerAttr>(pipe::PipeDialect::StashBytesAttrHelper::getNameStr());
       if (!bytes)
         continue;
       if (auto f = dyn_cast<pipe::ForwardOp>(op); f && f.getStage() < S)
@@ -290,7 +276,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   res.eval = std::move(*ev);
   if (!trace.empty() || !svg.empty()) {
     llvm::Expected<sim::Metrics> m =
-        traceLevel == "table"
+        traceLevel == sim::Level::Table
             ? sim::simulateTable(s, res.costs, sys, &res.timeline,
                                  &table->graph)
             : sim::simulateEvents(s, res.costs, sys, &res.timeline,
@@ -388,16 +374,11 @@ static void appendRows(llvm::json::Array &rows, const SimResult &r,
                        const sim::SystemConfig &sys) {
   for (sim::Level level : kLevels) {
     const sim::Metrics &m = r.eval.at(level);
-    llvm::json::Object row{{"function", r.function},
-                           {"schedule", r.schedule.name},
-                           {"stages", r.schedule.numRanks},
-                           {"model_stages", r.schedule.numStages},
-                           {"microbatches", r.schedule.numMicrobatches},
-                           {"system", sys.name},
-                           {"level", sim::levelName(level).str()},
-                           {"available", m.available},
-                           {"note", m.note}};
-    sim::addMetricsJSON(row, m);
+    llvm::json::Object row = sim::rowJSON(
+        {r.schedule.name, r.schedule.numRanks, r.schedule.numStages,
+         r.schedule.numMicrobatches, sys.name},
+        level, m);
+    row["function"] = r.function;
     rows.push_back(std::move(row));
   }
 }
@@ -466,17 +447,6 @@ void SimulatePass::runOnOperation() {
     return signalPassFailure();
   }
   sys.dataParallel = static_cast<int>(dataParallel);
-  if (backwardCost != "generated" && backwardCost != "rule") {
-    emitError(loc) << "pipe-simulate: backward-cost must be 'generated' or 'rule', got '"
-                   << backwardCost << "'";
-    return signalPassFailure();
-  }
-  if (traceLevel != "event" && traceLevel != "table") {
-    emitError(loc) << "pipe-simulate: trace-level must be 'event' or "
-                      "'table', got '"
-                   << traceLevel << "'";
-    return signalPassFailure();
-  }
   if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
     emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
                       "scheduled function, the module has "
@@ -533,15 +503,7 @@ void SimulatePass::runOnOperation() {
       appendRows(rows, r, sys);
       llvm::json::Array stages;
       for (const sim::StageCost &c : r.costs.stages)
-        stages.push_back(
-            llvm::json::Object{{"forward_s", c.forwardSec},
-                               {"backward_input_s", c.backwardInputSec},
-                               {"backward_weight_s", c.backwardWeightSec},
-                               {"activation_bytes", c.activationBytes},
-                               {"weight_bytes", c.weightBytes},
-                               {"gradient_bytes", c.reducedGradientBytes()},
-                               {"optimizer_s", c.optimizerSec},
-                               {"boundary_bytes", c.boundaryBytes}});
+        stages.push_back(sim::stageCostJSON(c));
       llvm::json::Array tied;
       for (const sim::TiedGroup &g : r.costs.tied)
         tied.push_back(llvm::json::Object{
@@ -570,7 +532,8 @@ void SimulatePass::runOnOperation() {
     std::string title =
         llvm::formatv("@{0}: {1}, {2} ranks, {3} microbatches, {4}, {5} level",
                       r.function, r.schedule.name, r.schedule.numRanks,
-                      r.schedule.numMicrobatches, sys.name, traceLevel)
+                      r.schedule.numMicrobatches, sys.name,
+                      sim::levelName(traceLevel))
             .str();
     if (!trace.empty() &&
         failed(write("trace", trace, sim::chromeTraceJSON(r.timeline, title))))

@@ -6,6 +6,7 @@
 
 #include "StageGraphInfo.h"
 
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -78,7 +79,7 @@ FailureOr<StageGraphInfo> pipeopt::analyzeStageGraph(func::FuncOp fn) {
     info.calls.push_back(call);
   }
   int S = info.numStages();
-  if (auto attr = fn->getAttrOfType<IntegerAttr>("pipe.num_stages"))
+  if (auto attr = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
     if (attr.getInt() != S)
       return fn.emitError()
              << "pipe.num_stages = " << attr.getInt()

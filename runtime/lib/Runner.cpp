@@ -1608,18 +1608,20 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
   writeText(dir + "/optimizer.json", j.dump(2) + "\n");
 }
 
-void finish(const Manifest &m, const RunOptions &o,
-            const RankResult &result, const std::string &commName,
-            std::ostream &out) {
-  const std::vector<RankReport> &reports = result.reports;
-  int R = int(reports.size());
+/// The iteration time of each iteration: the slowest rank's (s).
+std::vector<double> iterationTimes(const RunOptions &o,
+                                   const std::vector<RankReport> &reports) {
   std::vector<double> iterMax(size_t(o.iterations), 0.0);
   for (const auto &r : reports)
     for (size_t i = 0; i < r.iterationS.size() && i < iterMax.size(); ++i)
       iterMax[i] = std::max(iterMax[i], r.iterationS[i]);
-  double med = median(iterMax);
-  double mbPerS = med > 0 ? m.numMicrobatches / med : 0;
+  return iterMax;
+}
 
+/// Throws when an input the manifest calls microbatched was read as a
+/// shared one (see below).
+void checkMicrobatchedInputReads(const Manifest &m, const RunOptions &o,
+                                 const std::vector<RankReport> &reports) {
   // A program compiled with an input shared reads it once per call (the
   // first use's microbatch); compiled microbatched, it reads it for every
   // microbatch (each runs the whole model), so the ranks together read all
@@ -1662,7 +1664,12 @@ void finish(const Manifest &m, const RunOptions &o,
         "): it reads the input once and shares it, so the input is not "
         "microbatched in this model");
   }
+}
 
+/// Throws when an output of the manifest was not written for every
+/// microbatch, or a mean was written twice for one.
+void checkOutputsWritten(const Manifest &m, const RunOptions &o,
+                         const std::vector<RankReport> &reports) {
   // Every output of the manifest, for every microbatch, whether or not
   // --output-dir asked for the data: a manifest of more microbatches or
   // outputs than the program has fails here instead of passing silently.
@@ -1726,99 +1733,239 @@ void finish(const Manifest &m, const RunOptions &o,
             " says num_microbatches = " + std::to_string(m.numMicrobatches) +
             "; is it the manifest of this model?)");
   }
+}
 
-  float meanLoss = 0;
-  bool hasLoss = false;
-  if (!o.outputDir.empty()) {
-    ensureDir(o.outputDir);
-    std::map<std::pair<int, int>, const HostTensor *> all;
-    for (const auto &r : reports)
-      for (const auto &kv : r.outputs)
-        all[kv.first] = &kv.second;
-    if (m.hasParameters)
-      writeTrainingFiles(m, o, result);
-    for (const ManifestOutput &mo : m.outputs) {
-      // A training build with parameters writes its per-step losses
-      // (loss.npy, above) instead of the last step's.
-      if (m.hasParameters && mo.index == lossOutput(m))
-        continue;
-      HostTensor t;
-      t.dtype = mo.dtype;
-      t.shape = mo.shape;
-      if (mo.reduce == OutputReduce::Mean) {
-        // The ranks' sums (in rank order, in double), divided by M and
-        // rounded once.
-        std::vector<double> sum(size_t(numElements(mo.shape)), 0.0);
-        for (const auto &r : reports)
-          if (auto it = r.reducedSums.find(mo.index);
-              it != r.reducedSums.end()) {
-            if (it->second.size() != sum.size())
-              throw RuntimeError("output " + std::to_string(mo.index) +
-                                 ": a rank sent a sum of " +
-                                 std::to_string(it->second.size()) +
-                                 " elements for " +
-                                 typeString(mo.dtype, mo.shape));
-            for (size_t i = 0; i < sum.size(); ++i)
-              sum[i] += it->second[i];
-          }
-        t = meanFromSum(sum, m.numMicrobatches, mo.dtype, mo.shape);
-        if (mo.name == "loss" && t.dtype == DType::F32 && t.data.size() == 4) {
-          std::memcpy(&meanLoss, t.data.data(), 4);
-          hasLoss = true;
-        }
-      } else if (mo.microbatched) {
-        t.shape.insert(t.shape.begin(), m.numMicrobatches);
-        for (int mb = 0; mb < m.numMicrobatches; ++mb) {
-          auto it = all.find({mo.index, mb});
-          if (it == all.end())
+/// Writes the outputs (and a training build's files) to --output-dir.
+/// Returns the mean loss of the last step when a "loss" output was averaged
+/// over microbatches.
+std::optional<float> writeOutputs(const Manifest &m, const RunOptions &o,
+                                  const RankResult &result) {
+  const std::vector<RankReport> &reports = result.reports;
+  std::optional<float> meanLoss;
+  if (o.outputDir.empty())
+    return meanLoss;
+  ensureDir(o.outputDir);
+  std::map<std::pair<int, int>, const HostTensor *> all;
+  for (const auto &r : reports)
+    for (const auto &kv : r.outputs)
+      all[kv.first] = &kv.second;
+  if (m.hasParameters)
+    writeTrainingFiles(m, o, result);
+  for (const ManifestOutput &mo : m.outputs) {
+    // A training build with parameters writes its per-step losses
+    // (loss.npy, above) instead of the last step's.
+    if (m.hasParameters && mo.index == lossOutput(m))
+      continue;
+    HostTensor t;
+    t.dtype = mo.dtype;
+    t.shape = mo.shape;
+    if (mo.reduce == OutputReduce::Mean) {
+      // The ranks' sums (in rank order, in double), divided by M and
+      // rounded once.
+      std::vector<double> sum(size_t(numElements(mo.shape)), 0.0);
+      for (const auto &r : reports)
+        if (auto it = r.reducedSums.find(mo.index);
+            it != r.reducedSums.end()) {
+          if (it->second.size() != sum.size())
             throw RuntimeError("output " + std::to_string(mo.index) +
-                               " for microbatch " + std::to_string(mb) +
-                               " was never written by any rank");
-          t.data.insert(t.data.end(), it->second->data.begin(),
-                        it->second->data.end());
+                               ": a rank sent a sum of " +
+                               std::to_string(it->second.size()) +
+                               " elements for " +
+                               typeString(mo.dtype, mo.shape));
+          for (size_t i = 0; i < sum.size(); ++i)
+            sum[i] += it->second[i];
         }
-      } else {
-        auto it = all.find({mo.index, -1});
+      t = meanFromSum(sum, m.numMicrobatches, mo.dtype, mo.shape);
+      if (mo.name == "loss" && t.dtype == DType::F32 && t.data.size() == 4) {
+        float loss;
+        std::memcpy(&loss, t.data.data(), 4);
+        meanLoss = loss;
+      }
+    } else if (mo.microbatched) {
+      t.shape.insert(t.shape.begin(), m.numMicrobatches);
+      for (int mb = 0; mb < m.numMicrobatches; ++mb) {
+        auto it = all.find({mo.index, mb});
         if (it == all.end())
           throw RuntimeError("output " + std::to_string(mo.index) +
+                             " for microbatch " + std::to_string(mb) +
                              " was never written by any rank");
-        t.data = it->second->data;
+        t.data.insert(t.data.end(), it->second->data.begin(),
+                      it->second->data.end());
       }
-      writeNpy(o.outputDir + "/" + outputFileName(mo, o), t);
+    } else {
+      auto it = all.find({mo.index, -1});
+      if (it == all.end())
+        throw RuntimeError("output " + std::to_string(mo.index) +
+                           " was never written by any rank");
+      t.data = it->second->data;
     }
+    writeNpy(o.outputDir + "/" + outputFileName(mo, o), t);
   }
+  return meanLoss;
+}
 
-  if (!o.tracePath.empty()) {
-    Json events = Json::array();
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
-                      {"args", {{"name", "pipeopt-run " + m.schedule}}}});
-    for (int r = 0; r < R; ++r) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0},
+/// Writes --trace: a Chrome/Perfetto trace of every rank's actions.
+void writeTrace(const Manifest &m, const RunOptions &o,
+                const std::vector<RankReport> &reports) {
+  if (o.tracePath.empty())
+    return;
+  int R = int(reports.size());
+  Json events = Json::array();
+  events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+                    {"args", {{"name", "pipeopt-run " + m.schedule}}}});
+  for (int r = 0; r < R; ++r) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0},
+                      {"tid", r},
+                      {"args", {{"name", "rank " + std::to_string(r)}}}});
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0},
+                      {"tid", r}, {"args", {{"sort_index", r}}}});
+    for (const auto &e : reports[r].events) {
+      std::string name = std::string(actionKindName(e.kind)) + " s" +
+                         std::to_string(e.stage) + " mb" +
+                         std::to_string(e.microbatch);
+      events.push_back({{"name", name},
+                        {"cat", actionKindName(e.kind)},
+                        {"ph", "X"},
+                        {"pid", 0},
                         {"tid", r},
-                        {"args", {{"name", "rank " + std::to_string(r)}}}});
-      events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0},
-                        {"tid", r}, {"args", {{"sort_index", r}}}});
-      for (const auto &e : reports[r].events) {
-        std::string name = std::string(actionKindName(e.kind)) + " s" +
-                           std::to_string(e.stage) + " mb" +
-                           std::to_string(e.microbatch);
-        events.push_back({{"name", name},
-                          {"cat", actionKindName(e.kind)},
-                          {"ph", "X"},
-                          {"pid", 0},
-                          {"tid", r},
-                          {"ts", e.beginS * 1e6},
-                          {"dur", (e.endS - e.beginS) * 1e6},
-                          {"args",
-                           {{"stage", e.stage},
-                            {"microbatch", e.microbatch},
-                            {"iteration", e.iteration}}}});
-      }
+                        {"ts", e.beginS * 1e6},
+                        {"dur", (e.endS - e.beginS) * 1e6},
+                        {"args",
+                         {{"stage", e.stage},
+                          {"microbatch", e.microbatch},
+                          {"iteration", e.iteration}}}});
     }
-    Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-    writeText(o.tracePath, trace.dump(1) + "\n");
   }
+  Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
+  writeText(o.tracePath, trace.dump(1) + "\n");
+}
 
+/// Writes --profile: per-stage median F/B/W/BW durations, per-rank busy
+/// time and bubble, iteration times (docs/CostModel.md "Profile JSON").
+void writeProfile(const Manifest &m, const RunOptions &o,
+                  const std::vector<RankReport> &reports,
+                  const std::vector<double> &iterMax, const Json &stashJson,
+                  const std::string &commName) {
+  if (o.profilePath.empty())
+    return;
+  int R = int(reports.size());
+  double med = median(iterMax);
+  double mbPerS = med > 0 ? m.numMicrobatches / med : 0;
+  // [stage][kind] -> durations; stage -> ranks that ran it.
+  std::vector<std::array<std::vector<double>, 4>> dur(size_t(m.numStages));
+  std::vector<std::vector<int>> stageRanks(size_t(m.numStages));
+  Json ranks = Json::array();
+  for (int r = 0; r < R; ++r) {
+    double busy = 0;
+    for (const auto &e : reports[r].events) {
+      if (e.stage < 0 || e.stage >= m.numStages || e.kind < 0 || e.kind > 3)
+        continue;
+      dur[e.stage][e.kind].push_back(e.endS - e.beginS);
+      busy += e.endS - e.beginS;
+      auto &sr = stageRanks[e.stage];
+      if (std::find(sr.begin(), sr.end(), r) == sr.end())
+        sr.push_back(r);
+    }
+    double perIter = o.iterations ? busy / o.iterations : 0;
+    ranks.push_back({{"rank", r},
+                     {"busy_s", perIter},
+                     {"iteration_s", median(reports[r].iterationS)},
+                     {"bubble_ratio",
+                      med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});
+  }
+  auto medOrNull = [](const std::vector<double> &v) -> Json {
+    return v.empty() ? Json(nullptr) : Json(median(v));
+  };
+  Json stages = Json::array();
+  for (int s = 0; s < m.numStages; ++s) {
+    const auto &d = dur[s];
+    Json backward = nullptr;
+    if (!d[PIPEOPT_RT_ACTION_BW].empty())
+      backward = median(d[PIPEOPT_RT_ACTION_BW]);
+    else if (!d[PIPEOPT_RT_ACTION_B].empty() ||
+             !d[PIPEOPT_RT_ACTION_W].empty())
+      backward = median(d[PIPEOPT_RT_ACTION_B]) +
+                 median(d[PIPEOPT_RT_ACTION_W]);
+    stages.push_back(
+        {{"stage", s},
+         {"ranks", stageRanks[s]},
+         {"forward_s", medOrNull(d[PIPEOPT_RT_ACTION_F])},
+         {"backward_s", backward},
+         {"backward_input_s", medOrNull(d[PIPEOPT_RT_ACTION_B])},
+         {"backward_weight_s", medOrNull(d[PIPEOPT_RT_ACTION_W])},
+         {"backward_full_s", medOrNull(d[PIPEOPT_RT_ACTION_BW])},
+         {"count",
+          {{"F", d[0].size()}, {"B", d[1].size()}, {"W", d[2].size()},
+           {"BW", d[3].size()}}}});
+  }
+  Json profile = {{"format", "pipeopt-profile"},
+                  {"version", 1},
+                  {"schedule", m.schedule},
+                  {"communicator", commName},
+                  {"num_ranks", m.numRanks},
+                  {"num_stages", m.numStages},
+                  {"num_microbatches", m.numMicrobatches},
+                  {"iterations", o.iterations},
+                  {"iteration_s", iterMax},
+                  {"iteration_median_s", med},
+                  {"microbatches_per_s", mbPerS},
+                  {"stages", stages},
+                  {"ranks", ranks},
+                  {"peak_stash_bytes_per_rank", stashJson},
+                  {"kernel_library", kernelLibrary()},
+                  {"kernel_threads", kernelThreads()}};
+  writeText(o.profilePath, profile.dump(2) + "\n");
+}
+
+/// Prints the run's summary lines (unless --quiet).
+void printSummary(const Manifest &m, const RunOptions &o,
+                  const std::vector<double> &iterMax,
+                  std::optional<float> meanLoss, const std::string &stashLine,
+                  const std::string &commName, std::ostream &out) {
+  if (o.quiet)
+    return;
+  double med = median(iterMax);
+  double mbPerS = med > 0 ? m.numMicrobatches / med : 0;
+  // A training build's iteration is one training step (F, B and W of
+  // every microbatch).
+  const char *iteration = isTrainingBuild(m) ? "training step" : "iteration";
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
+                "microbatch(es), %d %s(s)\n",
+                m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
+                o.iterations, iteration);
+  out << line;
+  std::snprintf(line, sizeof(line),
+                "pipeopt-run: median %s %.6f s, throughput %.2f "
+                "microbatches/s\n",
+                iteration, med, mbPerS);
+  out << line;
+  if (meanLoss) {
+    std::snprintf(line, sizeof(line),
+                  "pipeopt-run: loss %.8g (mean over %d microbatches, last "
+                  "step)\n",
+                  double(*meanLoss), m.numMicrobatches);
+    out << line;
+  }
+  if (!stashLine.empty())
+    out << "pipeopt-run: peak stashed activations per rank: " << stashLine
+        << "\n";
+  out << "pipeopt-run: kernels: " << kernelLibrary() << ", "
+      << kernelThreads() << " thread(s) per rank\n";
+}
+
+/// After every rank finished: check what the ranks reported against the
+/// manifest, then write outputs, trace and profile, and print the summary.
+void finish(const Manifest &m, const RunOptions &o,
+            const RankResult &result, const std::string &commName,
+            std::ostream &out) {
+  const std::vector<RankReport> &reports = result.reports;
+  std::vector<double> iterMax = iterationTimes(o, reports);
+  checkMicrobatchedInputReads(m, o, reports);
+  checkOutputsWritten(m, o, reports);
+  std::optional<float> meanLoss = writeOutputs(m, o, result);
+  writeTrace(m, o, reports);
   // Peak stashed activations per rank (pipeopt_rt_stash), when any rank
   // stashed anything.
   bool stashed = std::any_of(reports.begin(), reports.end(),
@@ -1833,103 +1980,8 @@ void finish(const Manifest &m, const RunOptions &o,
                    std::to_string(r.stashPeak) + " B";
     }
   }
-
-  if (!o.profilePath.empty()) {
-    // [stage][kind] -> durations; stage -> ranks that ran it.
-    std::vector<std::array<std::vector<double>, 4>> dur(size_t(m.numStages));
-    std::vector<std::vector<int>> stageRanks(size_t(m.numStages));
-    Json ranks = Json::array();
-    for (int r = 0; r < R; ++r) {
-      double busy = 0;
-      for (const auto &e : reports[r].events) {
-        if (e.stage < 0 || e.stage >= m.numStages || e.kind < 0 || e.kind > 3)
-          continue;
-        dur[e.stage][e.kind].push_back(e.endS - e.beginS);
-        busy += e.endS - e.beginS;
-        auto &sr = stageRanks[e.stage];
-        if (std::find(sr.begin(), sr.end(), r) == sr.end())
-          sr.push_back(r);
-      }
-      double perIter = o.iterations ? busy / o.iterations : 0;
-      ranks.push_back({{"rank", r},
-                       {"busy_s", perIter},
-                       {"iteration_s", median(reports[r].iterationS)},
-                       {"bubble_ratio",
-                        med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});
-    }
-    auto medOrNull = [](const std::vector<double> &v) -> Json {
-      return v.empty() ? Json(nullptr) : Json(median(v));
-    };
-    Json stages = Json::array();
-    for (int s = 0; s < m.numStages; ++s) {
-      const auto &d = dur[s];
-      Json backward = nullptr;
-      if (!d[PIPEOPT_RT_ACTION_BW].empty())
-        backward = median(d[PIPEOPT_RT_ACTION_BW]);
-      else if (!d[PIPEOPT_RT_ACTION_B].empty() ||
-               !d[PIPEOPT_RT_ACTION_W].empty())
-        backward = median(d[PIPEOPT_RT_ACTION_B]) +
-                   median(d[PIPEOPT_RT_ACTION_W]);
-      stages.push_back(
-          {{"stage", s},
-           {"ranks", stageRanks[s]},
-           {"forward_s", medOrNull(d[PIPEOPT_RT_ACTION_F])},
-           {"backward_s", backward},
-           {"backward_input_s", medOrNull(d[PIPEOPT_RT_ACTION_B])},
-           {"backward_weight_s", medOrNull(d[PIPEOPT_RT_ACTION_W])},
-           {"backward_full_s", medOrNull(d[PIPEOPT_RT_ACTION_BW])},
-           {"count",
-            {{"F", d[0].size()}, {"B", d[1].size()}, {"W", d[2].size()},
-             {"BW", d[3].size()}}}});
-    }
-    Json profile = {{"format", "pipeopt-profile"},
-                    {"version", 1},
-                    {"schedule", m.schedule},
-                    {"communicator", commName},
-                    {"num_ranks", m.numRanks},
-                    {"num_stages", m.numStages},
-                    {"num_microbatches", m.numMicrobatches},
-                    {"iterations", o.iterations},
-                    {"iteration_s", iterMax},
-                    {"iteration_median_s", med},
-                    {"microbatches_per_s", mbPerS},
-                    {"stages", stages},
-                    {"ranks", ranks},
-                    {"peak_stash_bytes_per_rank", stashJson},
-                    {"kernel_library", kernelLibrary()},
-                    {"kernel_threads", kernelThreads()}};
-    writeText(o.profilePath, profile.dump(2) + "\n");
-  }
-
-  if (!o.quiet) {
-    // A training build's iteration is one training step (F, B and W of
-    // every microbatch).
-    const char *iteration = isTrainingBuild(m) ? "training step" : "iteration";
-    char line[256];
-    std::snprintf(line, sizeof(line),
-                  "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
-                  "microbatch(es), %d %s(s)\n",
-                  m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
-                  o.iterations, iteration);
-    out << line;
-    std::snprintf(line, sizeof(line),
-                  "pipeopt-run: median %s %.6f s, throughput %.2f "
-                  "microbatches/s\n",
-                  iteration, med, mbPerS);
-    out << line;
-    if (hasLoss) {
-      std::snprintf(line, sizeof(line),
-                    "pipeopt-run: loss %.8g (mean over %d microbatches, last "
-                    "step)\n",
-                    double(meanLoss), m.numMicrobatches);
-      out << line;
-    }
-    if (stashed)
-      out << "pipeopt-run: peak stashed activations per rank: " << stashLine
-          << "\n";
-    out << "pipeopt-run: kernels: " << kernelLibrary() << ", "
-        << kernelThreads() << " thread(s) per rank\n";
-  }
+  writeProfile(m, o, reports, iterMax, stashJson, commName);
+  printSummary(m, o, iterMax, meanLoss, stashLine, commName, out);
 }
 
 /// Writes one error line with a single write(2), so that the lines of

@@ -33,7 +33,7 @@
 // RULE-NEXT: "backward_weight_flops": 131072,
 // RULE-NEXT: "backward_weight_s": [[F]],
 // RULE: "forward_s": [[F]],
-// BAD: pipe-partition: backward-cost must be 'generated' or 'rule', got 'none'
+// BAD: for the --backward-cost option: Cannot find option named 'none'!
 
 func.func @m(%x: tensor<16x64xf32>, %w: tensor<64x64xf32>) -> tensor<16x64xf32> {
   %e = tensor.empty() : tensor<16x64xf32>

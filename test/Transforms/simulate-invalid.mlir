@@ -45,7 +45,7 @@
 // OPT: error: pipe-simulate: optimizer-factor must be a finite number between 0 and 1e6 (or -1 for the default), got -2
 // DP: error: pipe-simulate: data-parallel must be an integer in [1, 1048576], got 0
 // DP-NEG: error: pipe-simulate: data-parallel must be an integer in [1, 1048576], got -3
-// LEVEL: error: pipe-simulate: trace-level must be 'event' or 'table', got 'gantt'
+// LEVEL: for the --trace-level option: Cannot find option named 'gantt'!
 // WRITE-REPORT: error: pipe-simulate: report: cannot write '{{.*}}nodir/r.json'
 // WRITE-TRACE: error: pipe-simulate: trace: cannot write '{{.*}}nodir/t.json'
 // WRITE-SVG: error: pipe-simulate: svg: cannot write '{{.*}}nodir/t.svg'

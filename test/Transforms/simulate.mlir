@@ -137,4 +137,4 @@
 // GENERATED: stage costs
 // GENERATED-NEXT: F (s)
 // GENERATED-NEXT: 0 [[F:[0-9.e+-]+]] [[F]] 2.01223e-06 4096 65536 4096
-// BADCOST: pipe-simulate: backward-cost must be 'generated' or 'rule', got 'measured'
+// BADCOST: for the --backward-cost option: Cannot find option named 'measured'!

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Codegen/Codegen.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/InitAll.h"
@@ -27,7 +28,6 @@
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -35,17 +35,10 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallString.h"
-#include "llvm/Config/llvm-config.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -53,13 +46,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
 
 #include <chrono>
 #include <optional>
@@ -114,9 +103,19 @@ static cl::opt<int64_t>
 static cl::opt<std::string>
     schedule("schedule",
              cl::desc("Schedule for pipe-schedule (front half); default "
-                      "forward-only, with --train 1f1b"),
+                      "forward-only, with --train 1f1b; 'auto': the "
+                      "explorer's choice of schedule, microbatches (unless "
+                      "--num-microbatches is given) and chunks per rank "
+                      "for --num-stages ranks (pipe-auto-schedule)"),
              cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
              cl::cat(category));
+static cl::opt<std::string> memoryLimitOpt(
+    "memory-limit",
+    cl::desc("Per-device memory limit (80GiB, 16GB, 8e9; front half): "
+             "pipe-partition's, and with --schedule auto the limit the "
+             "chosen configuration's peak per-rank memory must fit "
+             "(default: the device's capacity)"),
+    cl::value_desc("bytes"), cl::cat(category));
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
@@ -359,7 +358,8 @@ static std::string stemOf(llvm::StringRef path) {
 
 /// Name of the dictionary attribute pipe-differentiate puts on the model
 /// function (the generated functions, `wrt`, `loss`, ...).
-static constexpr llvm::StringLiteral kGradientAttr = "pipe.gradient";
+static constexpr llvm::StringLiteral kGradientAttr =
+    pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr();
 
 /// The trainable arguments pipe-differentiate chose (`info` = its
 /// pipe.gradient attribute): none is an error (training would change
@@ -582,7 +582,7 @@ static void setOptimizer(ModuleOp module) {
     entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
     entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(epsOpt)));
   }
-  module->setAttr(pipeopt::pipe::PipeDialect::getOptimizerAttrName(),
+  module->setAttr(pipeopt::pipe::PipeDialect::OptimizerAttrHelper::getNameStr(),
                   b.getDictionaryAttr(entries));
 }
 
@@ -628,7 +628,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   if (failed(checkTrainable(info, modelName)))
     return failure();
   if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
-    lossFn->setAttr("pipe.trainable", t);
+    lossFn->setAttr(
+        pipeopt::pipe::PipeDialect::TrainableAttrHelper::getNameStr(), t);
   lossFn.setPublic();
   // The runtime feeds per-microbatch slices to exactly these arguments (its
   // `auto` rule would take a TOSA bias [1, 1, N], a parameter, for data).
@@ -716,24 +717,11 @@ int main(int argc, char **argv) {
 
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string err;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, err);
-  if (!target)
-    return fail("no LLVM target for " + triple.str() + ": " + err);
-  if (cpu != "native") {
-    // A subtarget for the default CPU, only to ask it about --mcpu (creating
-    // one for an unknown CPU would print LLVM's warning).
-    std::unique_ptr<llvm::MCSubtargetInfo> sti(
-        target->createMCSubtargetInfo(triple, "", ""));
-    if (cpu.empty() || !sti || !sti->isCPUStringValid(cpu))
-      return fail("--mcpu: unknown CPU '" + cpu + "' for target " +
-                  triple.str() + " (use 'native', or a name listed by `llc-" +
-                  std::to_string(LLVM_VERSION_MAJOR) + " -mcpu=help`)");
-  }
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      pipeopt::codegen::createHostTargetMachine(
+          {cpu.getValue(), optLevel.getValue()});
+  if (!tm)
+    return fail(llvm::toString(tm.takeError()));
 
   if (outputFile.getNumOccurrences() && outputFile.empty())
     return fail("-o needs a file name (got an empty one)");
@@ -799,8 +787,6 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
-  registerBuiltinDialectTranslation(registry);
-  registerLLVMDialectTranslation(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   // Diagnostics point at the source; dumping whole model functions as the
@@ -809,6 +795,7 @@ int main(int argc, char **argv) {
 
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  std::string err;
   auto buffer = openInputFile(inputFile, &err);
   if (!buffer)
     return fail(err);
@@ -844,9 +831,12 @@ int main(int argc, char **argv) {
                     " does not apply to this input: its training programs "
                     "are already materialized (pipe-materialize-backward)");
   }
+  if (schedule == "auto" && !frontHalf.empty())
+    return fail("--schedule auto chooses the front half's configuration; it "
+                "does not apply with --front-half");
   if (reference || hasPrograms) {
     SmallVector<cl::Option *> unused{&numStages, &schedule, &partitionOptions,
-                                     &frontHalf};
+                                     &frontHalf, &memoryLimitOpt};
     if (!reference) {
       unused.push_back(&numMicrobatches);
       unused.push_back(&function);
@@ -941,9 +931,17 @@ int main(int argc, char **argv) {
     } else {
       // The registered pipeopt-pipeline, with this tool's options first and
       // --partition-options (pipeopt-pipeline options) after, so they win.
+      // With --schedule auto, num-microbatches is only passed when given
+      // (pipe-auto-schedule then keeps it; otherwise it chooses M).
+      const bool autoSchedule = schedule == "auto";
       pipeline = "num-stages=" + std::to_string(numStages) +
-                 " num-microbatches=" + std::to_string(numMicrobatches) +
+                 (!autoSchedule || numMicrobatches.getNumOccurrences()
+                      ? " num-microbatches=" + std::to_string(numMicrobatches)
+                      : std::string()) +
                  " schedule=" + schedule + (train ? " training=true" : "") +
+                 (memoryLimitOpt.getNumOccurrences()
+                      ? " memory-limit=" + memoryLimitOpt
+                      : std::string()) +
                  " " + partitionOptions;
       auto options =
           pipeopt::PipeoptPipelineOptions::createFromString(pipeline);
@@ -959,6 +957,14 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline +
                   (train ? ", pipe-materialize-backward" : "") + ")");
+    // --schedule auto: the rest of the build follows the choice.
+    if (auto choice =
+            (*module)->getAttrOfType<DictionaryAttr>("pipe.auto_schedule")) {
+      if (auto name = choice.getAs<StringAttr>("schedule"))
+        schedule = name.str();
+      if (auto m = choice.getAs<IntegerAttr>("num_microbatches"))
+        numMicrobatches = m.getInt();
+    }
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
     // the front half ends with, so an inconsistent table (a missing send,
@@ -1045,34 +1051,13 @@ int main(int argc, char **argv) {
 
   // --- LLVM IR, optimization, object ----------------------------------------
   llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*module, llvmContext,
-                              llvm::sys::path::filename(outStem));
-  if (!llvmModule)
-    return fail("translation to LLVM IR failed");
-  timer.done("translate");
-
-  std::string cpuName = cpu == "native" ? std::string(llvm::sys::getHostCPUName())
-                                        : cpu.getValue();
-  std::string features;
-  if (cpu == "native") {
-    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
-    for (auto &f : hostFeatures)
-      features += (f.second ? "+" : "-") + f.first().str() + ",";
-  }
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, cpuName, features, llvm::TargetOptions(), llvm::Reloc::PIC_,
-      std::nullopt,
-      optLevel >= 3   ? llvm::CodeGenOptLevel::Aggressive
-      : optLevel == 0 ? llvm::CodeGenOptLevel::None
-                      : llvm::CodeGenOptLevel::Default));
-  if (!tm)
-    return fail("cannot create a target machine for " + triple.str());
-  llvmModule->setTargetTriple(triple);
-  llvmModule->setDataLayout(tm->createDataLayout());
-  if (auto e = makeOptimizingTransformer(optLevel, 0, tm.get())(
-          llvmModule.get()))
-    return fail("LLVM optimization failed: " + llvm::toString(std::move(e)));
+  llvm::Expected<std::unique_ptr<llvm::Module>> optimized =
+      pipeopt::codegen::translateAndOptimize(
+          *module, llvmContext, **tm, optLevel,
+          llvm::sys::path::filename(outStem));
+  if (!optimized)
+    return fail(llvm::toString(optimized.takeError()));
+  std::unique_ptr<llvm::Module> llvmModule = std::move(*optimized);
   timer.done("llvm-opt");
   if (saveTemps || emit == Emit::LLVMIR) {
     std::string path =
@@ -1101,50 +1086,24 @@ int main(int argc, char **argv) {
       return fail("cannot create a temporary object file: " + ec.message());
     objPath = std::string(tmp);
   }
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(objPath, ec, llvm::sys::fs::OF_None);
-    if (ec)
-      return fail("cannot write " + objPath + ": " + ec.message());
-    llvm::legacy::PassManager codegen;
-    if (tm->addPassesToEmitFile(codegen, os, nullptr,
-                                llvm::CodeGenFileType::ObjectFile)) {
-      if (emit != Emit::Object && !saveTemps)
-        llvm::sys::fs::remove(objPath);
-      return fail("the target cannot emit object files");
-    }
-    codegen.run(*llvmModule);
+  if (llvm::Error e =
+          pipeopt::codegen::emitObjectFile(*llvmModule, **tm, objPath)) {
+    if (emit != Emit::Object && !saveTemps)
+      llvm::sys::fs::remove(objPath);
+    return fail(llvm::toString(std::move(e)));
   }
   timer.done("codegen");
   if (emit == Emit::Object)
     return 0;
 
   // --- Link -----------------------------------------------------------------
-  auto cc = llvm::sys::findProgramByName(ccPath);
-  if (!cc) {
-    if (!saveTemps)
-      llvm::sys::fs::remove(objPath);
-    return fail("C compiler '" + ccPath + "' not found (use --cc)");
-  }
-  llvm::SmallVector<std::string> args = {*cc, "-shared", "-o",
-                                         outputFile.getValue(), objPath};
-  // Non-contiguous memref copies are lowered to calls of MLIR's C runner
-  // utilities (memrefCopy).
-  if (llvmModule->getFunction("memrefCopy")) {
-    args.push_back("-L" PIPEOPT_LLVM_LIB_DIR);
-    args.push_back("-lmlir_c_runner_utils");
-    args.push_back("-Wl,-rpath," PIPEOPT_LLVM_LIB_DIR);
-  }
-  args.push_back("-lm");
-  llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
-  std::string execErr;
-  int rc = llvm::sys::ExecuteAndWait(*cc, argRefs, std::nullopt, {}, 0, 0,
-                                     &execErr);
+  llvm::Error linked = pipeopt::codegen::linkSharedLibrary(
+      objPath, outputFile, ccPath,
+      pipeopt::codegen::needsCRunnerUtils(*llvmModule));
   if (!saveTemps)
     llvm::sys::fs::remove(objPath);
-  if (rc != 0)
-    return fail("linking " + outputFile + " failed (" + *cc + ")" +
-                (execErr.empty() ? "" : ": " + execErr));
+  if (linked)
+    return fail(llvm::toString(std::move(linked)));
   timer.done("link");
   return 0;
 }

@@ -15,30 +15,20 @@
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/InitAll.h"
-#include "pipeopt/Partition/Partitioner.h"
-#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
-#include "pipeopt/Transforms/PartitionGraph.h"
-#include "pipeopt/Transforms/Passes.h"
+#include "pipeopt/Transforms/ModelCostTables.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -53,6 +43,7 @@
 
 using namespace pipeopt;
 using namespace pipeopt::sim;
+using pipeopt::ModelCostTables;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("pipeopt-explore options");
@@ -187,67 +178,20 @@ static cl::opt<double> maxActionsOpt(
              "before building it) than this; the simulator needs roughly "
              "160 bytes per action (default 2e7: about 3 GB)"),
     cl::value_desc("n"), cl::cat(category));
+static cl::opt<std::string> memoryLimitOpt(
+    "memory-limit",
+    cl::desc("Per-device memory limit (bytes; suffixes as in 80GiB, 80GB, "
+             "8e9): configurations whose peak per-rank memory (event-level "
+             "peak activations plus weights of one rank) exceeds it are "
+             "removed from the rankings and the recommendation and listed; "
+             "overrides the systems' memory_bytes (default: those; none: "
+             "no limit)"),
+    cl::value_desc("bytes"), cl::cat(category));
 static cl::opt<bool> timingOpt("time", cl::init(false),
                                cl::desc("Print the sweep's wall time to stderr"),
                                cl::cat(category));
 
 namespace {
-
-/// One evaluated sweep point.
-struct Point {
-  std::string schedule;
-  int stages = 0, microbatches = 0;
-  int modelStages = 0;
-  std::string system;
-  Evaluation eval;
-};
-
-/// Key of a comparison group.
-struct Group {
-  int stages, microbatches;
-  std::string system;
-  bool operator<(const Group &o) const {
-    return std::tie(stages, microbatches, system) <
-           std::tie(o.stages, o.microbatches, o.system);
-  }
-};
-
-const Level kLevels[] = {Level::Formula, Level::Table, Level::Event};
-
-/// Ranks (1 = best) of the points of one group at one level; 0 when the
-/// level is n/a. Ties within the tolerance share a rank.
-std::vector<int> rankAt(const std::vector<const Point *> &pts, Level level,
-                        double tol) {
-  std::vector<int> idx;
-  for (size_t i = 0; i < pts.size(); ++i)
-    if (pts[i]->eval.at(level).available)
-      idx.push_back(static_cast<int>(i));
-  std::stable_sort(idx.begin(), idx.end(), [&](int a, int b) {
-    return pts[a]->eval.at(level).makespanSec < pts[b]->eval.at(level).makespanSec;
-  });
-  std::vector<int> rank(pts.size(), 0);
-  double anchor = -1;
-  int current = 0;
-  for (size_t k = 0; k < idx.size(); ++k) {
-    double ms = pts[idx[k]]->eval.at(level).makespanSec;
-    if (anchor < 0 || ms > anchor * (1 + tol)) {
-      current = static_cast<int>(k) + 1;
-      anchor = ms;
-    }
-    rank[idx[k]] = current;
-  }
-  return rank;
-}
-
-/// A flip: the best schedules at two levels (over the schedules both levels
-/// evaluate) are disjoint.
-struct Flip {
-  Group group;
-  Level a, b;
-  std::vector<std::string> bestA, bestB;
-  double bestAAtA = 0, bestAAtB = 0, bestBAtA = 0, bestBAtB = 0;
-  int discordantPairs = 0, comparablePairs = 0;
-};
 
 std::string gib(double bytes) {
   char buf[32];
@@ -268,250 +212,6 @@ std::string join(const std::vector<std::string> &v, llvm::StringRef sep) {
   return out;
 }
 
-/// --model: the model's partitioner graph (include/pipeopt/Transforms/
-/// PartitionGraph.h, the graph pipe-partition builds) and, per model stage
-/// count, the cost table of its balanced partition.
-class ModelTables {
-public:
-  /// Parses `path`, inlines helper calls (pipe-prepare), takes the function
-  /// with the most ops and builds its graph with the cost model on
-  /// `device` / `hardwarePath`.
-  llvm::Error load(llvm::StringRef path, llvm::StringRef device,
-                   llvm::StringRef hardwarePath, double optimizerFactor) {
-    optFactor = optimizerFactor;
-    llvm::Expected<cost::Hardware> preset = cost::getPreset(device);
-    if (!preset)
-      return preset.takeError();
-    hw = std::move(*preset);
-    if (!hardwarePath.empty()) {
-      llvm::Expected<cost::Hardware> loaded =
-          cost::loadHardware(hardwarePath, &hw);
-      if (!loaded)
-        return loaded.takeError();
-      hw = std::move(*loaded);
-    }
-    mlir::DialectRegistry registry;
-    registerAllDialects(registry);
-    mlir::MLIRContext context(registry);
-    llvm::SourceMgr sourceMgr;
-    mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        mlir::parseSourceFile<mlir::ModuleOp>(path, sourceMgr, &context);
-    if (!module)
-      return llvm::createStringError("cannot parse model '" + path.str() +
-                                     "' (diagnostics above)");
-    bool hasCalls = false;
-    module->walk([&](mlir::func::CallOp) {
-      hasCalls = true;
-      return mlir::WalkResult::interrupt();
-    });
-    if (hasCalls) {
-      mlir::PassManager pm(&context);
-      pm.addPass(createPreparePass());
-      if (mlir::failed(pm.run(*module)))
-        return llvm::createStringError("pipe-prepare failed on model '" +
-                                       path.str() + "' (diagnostics above)");
-    }
-    // The explorer partitions the model itself: an outlined or scheduled
-    // module would be explored as a graph of a few stage calls.
-    bool staged = false;
-    module->walk([&](mlir::Operation *op) {
-      staged = llvm::isa<pipe::StageCallOp, pipe::ProgramOp>(op);
-      return staged ? mlir::WalkResult::interrupt()
-                    : mlir::WalkResult::advance();
-    });
-    if (staged)
-      return llvm::createStringError(
-          "model '" + path.str() +
-          "' is already outlined or scheduled (it has pipe.stage_call or "
-          "pipe.program ops): give the original model; the explorer "
-          "partitions it for every stage count itself");
-    mlir::func::FuncOp best;
-    size_t bestOps = 0;
-    for (auto fn : module->getOps<mlir::func::FuncOp>()) {
-      if (fn.isExternal() || fn->hasAttr("pipe.stage"))
-        continue;
-      size_t n = fn.getBody().front().getOperations().size();
-      if (!best || n > bestOps) {
-        best = fn;
-        bestOps = n;
-      }
-    }
-    if (!best)
-      return llvm::createStringError("model '" + path.str() +
-                                     "' has no function with a body");
-    cost::CostAnalysis analysis(best, hw);
-    analysis.emitRemarks = false;
-    llvm::Expected<FunctionGraph> built = buildPartitionGraph(best, analysis);
-    if (!built)
-      return llvm::createStringError("model '" + path.str() + "', @" +
-                                     best.getSymName().str() + ": " +
-                                     llvm::toString(built.takeError()));
-    graph = std::move(built->graph);
-    functionName = best.getSymName().str();
-    numOps = static_cast<int>(built->ops.size());
-    name = llvm::formatv("{0} (@{1}, {2} ops) on {3}, balanced partition",
-                         llvm::sys::path::filename(path), functionName,
-                         numOps, hw.device.name)
-               .str();
-    return llvm::Error::success();
-  }
-
-  /// The cost table of the balanced training partition into `n` stages
-  /// (cached): per stage F, B, W = sums over its ops and rematerialized
-  /// copies (s per microbatch), activation bytes per microbatch, weight
-  /// bytes x (1 + optimizer factor), boundary = bytes it sends per
-  /// microbatch. No memory limit: the explorer reports memory per schedule.
-  llvm::Expected<const CostTable *> get(int n) {
-    auto it = tables.find(n);
-    if (it != tables.end())
-      return &it->second;
-    partition::Options o;
-    o.numStages = n;
-    o.strategy = partition::Strategy::Balanced;
-    o.training = true;
-    o.computeBaselines = false;
-    o.links = linkModelFor(hw.topology);
-    o.memory.optimizerFactor = optFactor;
-    llvm::Expected<partition::Result> r = partition::partition(graph, o);
-    if (!r)
-      return llvm::createStringError("partitioning the model into " +
-                                     std::to_string(n) + " stages: " +
-                                     llvm::toString(r.takeError()));
-    CostTable t;
-    t.name = name;
-    t.stages.resize(n);
-    const partition::Partition &p = r->partition;
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const partition::Node &node = graph.nodes[i];
-      auto add = [&](int k) {
-        if (k < 0 || k >= n)
-          return;
-        t.stages[k].forwardSec += node.forwardSeconds;
-        t.stages[k].backwardInputSec += node.backwardInputSeconds;
-        t.stages[k].backwardWeightSec += node.backwardWeightSeconds;
-      };
-      if (p.stageOf[i] >= 0)
-        add(p.stageOf[i]);
-      else if (i < p.rematStages.size())
-        for (int k : p.rematStages[i])
-          add(k);
-    }
-    for (int k = 0; k < n; ++k) {
-      const partition::StageReport &sr = r->report.stages[k];
-      t.stages[k].activationBytes = sr.activationBytes;
-      t.stages[k].weightBytes = sr.paramBytes * (1 + optFactor);
-      // All-reduces move the gradient: the parameter bytes.
-      t.stages[k].gradientBytes = sr.paramBytes;
-      t.stages[k].boundaryBytes = k + 1 < n ? sr.sendBytes : 0;
-    }
-    reports[n] = r->report;
-    return &tables.emplace(n, std::move(t)).first->second;
-  }
-
-  std::string name, functionName;
-  int numOps = 0;
-  std::map<int, CostTable> tables;
-  std::map<int, partition::Report> reports;
-
-private:
-  cost::Hardware hw;
-  partition::Graph graph;
-  double optFactor = 3;
-};
-
-/// Shape of a schedule family, measured on a small instance of the
-/// generator (2 ranks, 8 microbatches) so that the size of a large
-/// configuration is known before it is built: chunks (model stages) per
-/// rank, compute actions per (model stage, microbatch) and transfer
-/// directions per stage boundary and microbatch (2 for training: the
-/// activation forward and its gradient back).
-struct ScheduleShape {
-  double chunksPerRank = 1;
-  double computePerStageMicrobatch = 1;
-  double directions = 1;
-
-  /// Upper estimate of the schedule's actions for S ranks and M
-  /// microbatches: compute actions plus a send and a recv per transfer
-  /// (every stage boundary counted as crossing ranks).
-  double actions(int S, int M) const {
-    double stages = S * chunksPerRank;
-    return stages * M * computePerStageMicrobatch +
-           2 * directions * std::max(stages - 1, 0.0) * M;
-  }
-};
-
-/// Measures the shape of `name` on one small instance (2 ranks, 8
-/// microbatches, the virtual stages and waves of `p`); nullopt when the
-/// generator refuses it.
-std::optional<ScheduleShape> measureShape(llvm::StringRef name,
-                                          schedule::ScheduleParams p) {
-  p.numStages = 0;
-  p.numRanks = 2;
-  p.numMicrobatches = 8;
-  llvm::Expected<schedule::Schedule> s = schedule::makeSchedule(name, p);
-  if (!s) {
-    llvm::consumeError(s.takeError());
-    return std::nullopt;
-  }
-  size_t compute = 0;
-  for (const std::vector<schedule::Action> &row : s->actions)
-    compute += llvm::count_if(
-        row, [](const schedule::Action &a) { return a.isCompute(); });
-  ScheduleShape shape;
-  shape.chunksPerRank = double(s->numStages) / s->numRanks;
-  shape.computePerStageMicrobatch =
-      double(compute) / (double(s->numStages) * s->numMicrobatches);
-  shape.directions = s->forwardOnly ? 1 : 2;
-  return shape;
-}
-
-/// The shape of `name` with the virtual stages and waves of `like`. The
-/// generators are only ever run on tiny instances: with at most 2 virtual
-/// stages and 2 waves the measurement is exact; larger values are
-/// extrapolated linearly (chunks per rank are linear in the virtual stages
-/// and in the waves: v, or 2 x waves for Hanayo) from probes at the small
-/// value and one more, so the estimate costs the same for 65536 virtual
-/// stages as for 2.
-ScheduleShape probeShape(llvm::StringRef name,
-                         const schedule::ScheduleParams &like) {
-  schedule::ScheduleParams base = like;
-  base.virtualStages = std::min(like.virtualStages, 2);
-  base.waves = std::min(like.waves, 2);
-  std::optional<ScheduleShape> shape = measureShape(name, base);
-  auto slope = [&](bool waves) -> std::optional<double> {
-    schedule::ScheduleParams next = base;
-    (waves ? next.waves : next.virtualStages) += 1;
-    std::optional<ScheduleShape> s = measureShape(name, next);
-    if (!s)
-      return std::nullopt;
-    return s->chunksPerRank - shape->chunksPerRank;
-  };
-  if (shape && like.virtualStages > base.virtualStages) {
-    std::optional<double> d = slope(/*waves=*/false);
-    if (d)
-      shape->chunksPerRank += *d * (like.virtualStages - base.virtualStages);
-    else
-      shape.reset();
-  }
-  if (shape && like.waves > base.waves) {
-    std::optional<double> d = slope(/*waves=*/true);
-    if (d)
-      shape->chunksPerRank += *d * (like.waves - base.waves);
-    else
-      shape.reset();
-  }
-  if (shape)
-    return *shape;
-  // Conservative: the most chunks and phases any generator uses.
-  ScheduleShape conservative;
-  conservative.chunksPerRank =
-      std::max({2, 2 * like.waves, like.virtualStages});
-  conservative.computePerStageMicrobatch = 3;
-  conservative.directions = 2;
-  return conservative;
-}
-
 int fail(llvm::Error e) {
   llvm::WithColor::error(llvm::errs(), "pipeopt-explore")
       << llvm::toString(std::move(e)) << "\n";
@@ -529,6 +229,7 @@ std::vector<std::string> defaultSchedules() {
 }
 
 } // namespace
+
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
@@ -579,6 +280,16 @@ int main(int argc, char **argv) {
                "1e18; 2e7 and 20000000 are the same), got " +
                num(maxActionsOpt, "%.15g"));
   const uint64_t maxActions = static_cast<uint64_t>(maxActionsOpt.getValue());
+  double memoryLimit = 0;
+  if (memoryLimitOpt.getNumOccurrences()) {
+    llvm::Expected<double> bytes = cost::parseByteSize(memoryLimitOpt);
+    if (!bytes)
+      return bad("--memory-limit: " + llvm::toString(bytes.takeError()));
+    if (!(*bytes > 0))
+      return bad("--memory-limit must be > 0 bytes, got '" + memoryLimitOpt +
+                 "'");
+    memoryLimit = *bytes;
+  }
 
   // Options of one input kind are errors with another (they used to be
   // ignored silently). Their values are checked first, whatever the input.
@@ -719,16 +430,19 @@ int main(int argc, char **argv) {
   }
 
   CostTable costs;
-  std::optional<ModelTables> model;
+  std::optional<ModelCostTables> model;
   if (!modelOpt.empty()) {
     if (!costTableOpt.empty() || uniformTimeOpt > 0)
       return fail(llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           "give only one of --model, --cost-table and --uniform-stage-time"));
-    model.emplace();
-    if (llvm::Error e =
-            model->load(modelOpt, deviceOpt, hardwareOpt, optimizerFactorOpt))
-      return fail(std::move(e));
+    mlir::DialectRegistry registry;
+    registerAllDialects(registry);
+    llvm::Expected<ModelCostTables> loaded = ModelCostTables::load(
+        modelOpt, deviceOpt, hardwareOpt, optimizerFactorOpt, registry);
+    if (!loaded)
+      return fail(loaded.takeError());
+    model.emplace(std::move(*loaded));
     costs.name = model->name;
   } else if (!costTableOpt.empty()) {
     if (uniformTimeOpt > 0)
@@ -751,8 +465,6 @@ int main(int argc, char **argv) {
 
   // --- Sweep ------------------------------------------------------------------
   auto t0 = std::chrono::steady_clock::now();
-  std::vector<Point> points;
-  std::vector<std::string> skipped;
   std::optional<Timeline> traceTimeline;
   std::string traceTitle;
   // An alias in --trace-schedule names its row's schedule too.
@@ -767,104 +479,65 @@ int main(int argc, char **argv) {
       traceSystemOpt.empty() ? systems.front().name : traceSystemOpt;
   const bool wantTimeline = !traceOpt.empty() || !svgOpt.empty();
 
-  // Configurations over --max-actions, skipped before they are built.
-  std::vector<std::string> tooLarge;
-  for (const std::string &name : schedules) {
-    schedule::ScheduleParams like;
-    like.waves = wavesOpt;
-    // --virtual-stages applies to the schedules whose chunks per rank are
-    // configurable (their registry row's ChunkRule).
-    if (virtualStagesOpt > 0 && schedule::findSchedule(name)->chunks.kind ==
-                                    schedule::ChunkRule::Configurable)
-      like.virtualStages = virtualStagesOpt;
-    const ScheduleShape shape = probeShape(name, like);
-    for (int S : stages)
-      for (int M : microbatches) {
-        schedule::ScheduleParams params = like;
-        params.numRanks = S;
-        params.numMicrobatches = M;
-        // The schedule table and the simulator's graphs grow with the
-        // number of actions: a configuration too large for memory is
-        // refused before anything is allocated for it.
-        double actions = shape.actions(S, M);
-        if (actions > double(maxActions)) {
-          std::string note =
-              llvm::formatv("{0} S={1} M={2}: too large to simulate: about "
-                            "{3} schedule actions, over the limit "
-                            "--max-actions={4}",
-                            name, S, M, num(actions, "%.3g"),
-                            maxActions)
-                  .str();
-          tooLarge.push_back(note);
-          skipped.push_back(std::move(note));
-          continue;
-        }
-        llvm::Expected<schedule::Schedule> sched =
-            schedule::makeSchedule(name, params);
-        if (!sched) {
-          skipped.push_back(llvm::formatv("{0} S={1} M={2}: {3}", name, S, M,
-                                          llvm::toString(sched.takeError()))
-                                .str());
-          continue;
-        }
-        // The uniform table is per stage of an S-stage pipeline: a model
-        // stage of an S*v-stage schedule gets 1/v of it.
-        CostTable table = costs;
-        if (model) {
-          // The model partitioned into this schedule's model stages.
-          llvm::Expected<const CostTable *> t = model->get(sched->numStages);
-          if (!t) {
-            skipped.push_back(llvm::formatv("{0} S={1} M={2}: {3}", name, S,
-                                            M, llvm::toString(t.takeError()))
-                                  .str());
-            continue;
-          }
-          table = **t;
-        } else if (uniform) {
-          StageCost &c = table.stages[0];
-          double scale = S;  // total model = S stages' worth
-          c.forwardSec *= scale;
-          c.backwardInputSec *= scale;
-          c.backwardWeightSec *= scale;
-          c.activationBytes *= scale;
-          c.weightBytes *= scale;
-          table = table.resample(sched->numStages);
-          table.name = costs.name;
-        }
-        for (const SystemConfig &sys : systems) {
-          llvm::Expected<Evaluation> ev = evaluate(*sched, table, sys);
-          if (!ev) {
-            skipped.push_back(llvm::formatv("{0} S={1} M={2} {3}: {4}", name,
-                                            S, M, sys.name,
-                                            llvm::toString(ev.takeError()))
-                                  .str());
-            continue;
-          }
-          Point p;
-          p.schedule = name;
-          p.stages = S;
-          p.microbatches = M;
-          p.modelStages = sched->numStages;
-          p.system = sys.name;
-          p.eval = std::move(*ev);
-          points.push_back(std::move(p));
-          if (wantTimeline && !traceTimeline && name == traceSched &&
-              S == traceS && M == traceM && sys.name == traceSys) {
-            Timeline tl;
-            llvm::Expected<Metrics> m =
-                traceLevelOpt == Level::Table
-                    ? simulateTable(*sched, table, sys, &tl)
-                    : simulateEvents(*sched, table, sys, &tl);
-            if (!m)
-              return fail(m.takeError());
-            traceTimeline = std::move(tl);
-            traceTitle = llvm::formatv("{0}, S={1}, M={2}, {3}, {4} level", name,
-                                       S, M, sys.name, levelName(traceLevelOpt))
-                             .str();
-          }
-        }
-      }
-  }
+  SweepOptions sweepOpts;
+  sweepOpts.schedules = schedules;
+  sweepOpts.stages = stages;
+  sweepOpts.microbatches = microbatches;
+  sweepOpts.systems = systems;
+  sweepOpts.virtualStages = virtualStagesOpt;
+  sweepOpts.waves = wavesOpt;
+  sweepOpts.maxActions = maxActions;
+  sweepOpts.memoryLimitBytes = memoryLimit;
+  auto tableFor = [&](const schedule::Schedule &sched)
+      -> llvm::Expected<CostTable> {
+    if (model) {
+      // The model partitioned into this schedule's model stages.
+      llvm::Expected<const CostTable *> t = model->get(sched.numStages);
+      if (!t)
+        return t.takeError();
+      return **t;
+    }
+    if (!uniform)
+      return costs;
+    // The uniform table is per stage of an S-stage pipeline: a model
+    // stage of an S*v-stage schedule gets 1/v of it.
+    CostTable table = costs;
+    StageCost &c = table.stages[0];
+    double scale = sched.numRanks; // total model = S stages' worth
+    c.forwardSec *= scale;
+    c.backwardInputSec *= scale;
+    c.backwardWeightSec *= scale;
+    c.activationBytes *= scale;
+    c.weightBytes *= scale;
+    table = table.resample(sched.numStages);
+    table.name = costs.name;
+    return table;
+  };
+  auto traceHook = [&](const ExplorePoint &p, const schedule::Schedule &sched,
+                       const CostTable &table,
+                       const SystemConfig &sys) -> llvm::Error {
+    if (!wantTimeline || traceTimeline || p.schedule != traceSched ||
+        p.stages != traceS || p.microbatches != traceM || sys.name != traceSys)
+      return llvm::Error::success();
+    Timeline tl;
+    llvm::Expected<Metrics> m =
+        traceLevelOpt == Level::Table ? simulateTable(sched, table, sys, &tl)
+                                      : simulateEvents(sched, table, sys, &tl);
+    if (!m)
+      return m.takeError();
+    traceTimeline = std::move(tl);
+    traceTitle = llvm::formatv("{0}, S={1}, M={2}, {3}, {4} level", p.schedule,
+                               p.stages, p.microbatches, sys.name,
+                               levelName(traceLevelOpt))
+                     .str();
+    return llvm::Error::success();
+  };
+  llvm::Expected<SweepResult> swept = sweep(sweepOpts, tableFor, traceHook);
+  if (!swept)
+    return fail(swept.takeError());
+  const std::vector<ExplorePoint> &points = swept->points;
+  const std::vector<std::string> &skipped = swept->skipped;
+  const std::vector<std::string> &tooLarge = swept->tooLarge;
   if (points.empty()) {
     std::string why;
     for (const std::string &s : skipped)
@@ -888,79 +561,13 @@ int main(int argc, char **argv) {
   }
 
   // --- Rankings and flips -----------------------------------------------------
-  std::map<Group, std::vector<const Point *>> groups;
-  for (const Point &p : points)
-    groups[{p.stages, p.microbatches, p.system}].push_back(&p);
-  std::map<const Point *, std::array<int, 3>> rankOf;
-  std::map<Group, std::array<std::vector<std::string>, 3>> bestOf;
-  std::vector<Flip> flips;
-  for (auto &[g, pts] : groups) {
-    std::array<std::vector<int>, 3> ranks;
-    for (int l = 0; l < 3; ++l) {
-      ranks[l] = rankAt(pts, kLevels[l], tieOpt);
-      for (size_t i = 0; i < pts.size(); ++i) {
-        rankOf[pts[i]][l] = ranks[l][i];
-        if (ranks[l][i] == 1)
-          bestOf[g][l].push_back(pts[i]->schedule);
-      }
-    }
-    const std::pair<int, int> pairs[] = {{0, 1}, {1, 2}, {0, 2}};
-    for (auto [a, b] : pairs) {
-      // Schedules both levels evaluate.
-      std::vector<int> common;
-      for (size_t i = 0; i < pts.size(); ++i)
-        if (ranks[a][i] > 0 && ranks[b][i] > 0)
-          common.push_back(static_cast<int>(i));
-      if (common.size() < 2)
-        continue;
-      auto bestAt = [&](int level) {
-        double best = -1;
-        for (int i : common) {
-          double ms = pts[i]->eval.at(kLevels[level]).makespanSec;
-          if (best < 0 || ms < best)
-            best = ms;
-        }
-        std::vector<int> out;
-        for (int i : common)
-          if (pts[i]->eval.at(kLevels[level]).makespanSec <= best * (1 + tieOpt))
-            out.push_back(i);
-        return out;
-      };
-      std::vector<int> ba = bestAt(a), bb = bestAt(b);
-      bool disjoint = llvm::none_of(ba, [&](int i) { return llvm::is_contained(bb, i); });
-      Flip f;
-      f.group = g;
-      f.a = kLevels[a];
-      f.b = kLevels[b];
-      for (size_t x = 0; x < common.size(); ++x)
-        for (size_t y = x + 1; y < common.size(); ++y) {
-          const Evaluation &ex = pts[common[x]]->eval, &ey = pts[common[y]]->eval;
-          auto cmp = [&](Level l) {
-            double u = ex.at(l).makespanSec, v = ey.at(l).makespanSec;
-            if (u < v / (1 + tieOpt))
-              return -1;
-            if (v < u / (1 + tieOpt))
-              return 1;
-            return 0;
-          };
-          int ca = cmp(f.a), cb = cmp(f.b);
-          ++f.comparablePairs;
-          if (ca != 0 && cb != 0 && ca != cb)
-            ++f.discordantPairs;
-        }
-      if (!disjoint)
-        continue;
-      for (int i : ba)
-        f.bestA.push_back(pts[i]->schedule);
-      for (int i : bb)
-        f.bestB.push_back(pts[i]->schedule);
-      f.bestAAtA = pts[ba[0]]->eval.at(f.a).makespanSec;
-      f.bestAAtB = pts[ba[0]]->eval.at(f.b).makespanSec;
-      f.bestBAtA = pts[bb[0]]->eval.at(f.a).makespanSec;
-      f.bestBAtB = pts[bb[0]]->eval.at(f.b).makespanSec;
-      flips.push_back(std::move(f));
-    }
-  }
+  const Ranking ranking = rankPoints(points, tieOpt);
+  const auto &groups = ranking.groups;
+  const auto &rankOf = ranking.rankOf;
+  const auto &bestOf = ranking.bestOf;
+  const std::vector<Flip> &flips = ranking.flips;
+  const std::vector<Recommendation> recommendations = recommend(points);
+  const std::string removedLine = memoryRemovedLine(ranking);
   double elapsed = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - t0)
                        .count();
@@ -974,20 +581,13 @@ int main(int argc, char **argv) {
 
   if (formatOpt == Format::JSON) {
     llvm::json::Array rows;
-    for (const Point &p : points)
+    for (const ExplorePoint &p : points)
       for (int l = 0; l < 3; ++l) {
-        const Metrics &m = p.eval.at(kLevels[l]);
-        llvm::json::Object row{
-            {"schedule", p.schedule},
-            {"stages", p.stages},
-            {"model_stages", p.modelStages},
-            {"microbatches", p.microbatches},
-            {"system", p.system},
-            {"level", levelName(kLevels[l]).str()},
-            {"available", m.available},
-            {"note", m.note},
-            {"rank", rankOf[&p][l]}};
-        sim::addMetricsJSON(row, m);
+        llvm::json::Object row =
+            rowJSON({p.schedule, p.stages, p.modelStages, p.microbatches,
+                     p.system},
+                    kExploreLevels[l], p.eval.at(kExploreLevels[l]));
+        row["rank"] = rankOf.at(&p)[l];
         rows.push_back(std::move(row));
       }
     llvm::json::Array rankings;
@@ -997,14 +597,14 @@ int main(int argc, char **argv) {
                            {"system", g.system}};
       for (int l = 0; l < 3; ++l) {
         llvm::json::Array order;
-        std::vector<const Point *> pts = groups[g];
-        std::stable_sort(pts.begin(), pts.end(), [&](const Point *x, const Point *y) {
-          return x->eval.at(kLevels[l]).makespanSec < y->eval.at(kLevels[l]).makespanSec;
+        std::vector<const ExplorePoint *> pts = groups.at(g);
+        std::stable_sort(pts.begin(), pts.end(), [&](const ExplorePoint *x, const ExplorePoint *y) {
+          return x->eval.at(kExploreLevels[l]).makespanSec < y->eval.at(kExploreLevels[l]).makespanSec;
         });
-        for (const Point *p : pts)
-          if (p->eval.at(kLevels[l]).available)
+        for (const ExplorePoint *p : pts)
+          if (p->eval.at(kExploreLevels[l]).available)
             order.push_back(p->schedule);
-        r[levelName(kLevels[l]).str()] = std::move(order);
+        r[levelName(kExploreLevels[l]).str()] = std::move(order);
       }
       rankings.push_back(std::move(r));
     }
@@ -1026,17 +626,11 @@ int main(int argc, char **argv) {
           {"compared_pairs", f.comparablePairs}});
     llvm::json::Array partitions;
     if (model)
-      for (auto &[n, t] : model->tables) {
-        const partition::Report &rep = model->reports[n];
+      for (auto &[n, t] : model->tables()) {
+        const partition::Report &rep = model->reports().at(n);
         llvm::json::Array st;
         for (const StageCost &c : t.stages)
-          st.push_back(llvm::json::Object{
-              {"forward_s", c.forwardSec},
-              {"backward_input_s", c.backwardInputSec},
-              {"backward_weight_s", c.backwardWeightSec},
-              {"activation_bytes", c.activationBytes},
-              {"weight_bytes", c.weightBytes},
-              {"boundary_bytes", c.boundaryBytes}});
+          st.push_back(stageCostJSON(c));
         partitions.push_back(llvm::json::Object{
             {"model_stages", n},
             {"bottleneck_s", rep.bottleneckSeconds},
@@ -1044,6 +638,35 @@ int main(int argc, char **argv) {
             {"imbalance", rep.imbalance},
             {"stages", std::move(st)}});
       }
+    llvm::json::Array removed;
+    for (const ExplorePoint *p : ranking.overMemory)
+      removed.push_back(llvm::json::Object{
+          {"schedule", p->schedule},
+          {"stages", p->stages},
+          {"microbatches", p->microbatches},
+          {"virtual_stages", p->virtualStages()},
+          {"system", p->system},
+          {"peak_memory_bytes", p->peakMemoryBytes},
+          {"memory_limit_bytes", p->memoryLimitBytes}});
+    llvm::json::Object memory{
+        {"limit_bytes", memoryLimit > 0 ? llvm::json::Value(memoryLimit)
+                                        : llvm::json::Value(nullptr)},
+        {"removed_count", static_cast<int64_t>(ranking.overMemory.size())},
+        {"removed", std::move(removed)},
+        {"summary", removedLine}};
+    llvm::json::Array perSystem;
+    bool anyFits = false;
+    for (const Recommendation &r : recommendations) {
+      anyFits |= r.best != nullptr;
+      llvm::json::Object o = recommendationJSON(r);
+      o["line"] = recommendationLine(r);
+      perSystem.push_back(std::move(o));
+    }
+    llvm::json::Object recommendation{
+        {"level", "event"},
+        {"metric", "seconds_per_microbatch"},
+        {"any_fits", anyFits},
+        {"systems", std::move(perSystem)}};
     llvm::json::Object root{
         {"cost_table", costs.name},
         {"model_partitions", std::move(partitions)},
@@ -1053,31 +676,18 @@ int main(int argc, char **argv) {
         {"rankings", std::move(rankings)},
         {"flips", std::move(flipArr)},
         {"skipped", llvm::json::Array(skipped)},
+        {"memory_limit", std::move(memory)},
+        {"recommendation", std::move(recommendation)},
         {"sweep_seconds", elapsed}};
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
   } else if (formatOpt == Format::CSV) {
-    os << "schedule,stages,model_stages,microbatches,system,level,available,"
-          "makespan_s,bubble_ratio,peak_activation_bytes,weight_bytes,"
-          "comm_bytes,staleness_max_delay,staleness_mean_delay,rank\n";
-    for (const Point &p : points)
-      for (int l = 0; l < 3; ++l) {
-        const Metrics &m = p.eval.at(kLevels[l]);
-        os << p.schedule << "," << p.stages << "," << p.modelStages << ","
-           << p.microbatches << "," << p.system << "," << levelName(kLevels[l])
-           << "," << (m.available ? "1" : "0") << ",";
-        if (m.available)
-          os << num(m.makespanSec, "%.9g") << "," << num(m.bubbleRatio, "%.6f")
-             << "," << num(m.maxPeakActivationBytes(), "%.0f") << ","
-             << num(m.maxWeightBytes(), "%.0f") << ","
-             << num(m.commBytes, "%.0f") << ",";
-        else
-          os << ",,,,,";
-        if (m.available && m.staleness)
-          os << m.staleness->maxDelay << "," << num(m.staleness->meanDelay);
-        else
-          os << ",";
-        os << "," << rankOf[&p][l] << "\n";
-      }
+    writeRowsCSV(os, points, ranking);
+    // The CSV stays one table: the memory limit's removals and the
+    // recommendation go to stderr.
+    if (!removedLine.empty())
+      llvm::errs() << "pipeopt-explore: " << removedLine << "\n";
+    for (const Recommendation &r : recommendations)
+      llvm::errs() << "pipeopt-explore: " << recommendationLine(r) << "\n";
   } else {
     os << "# pipeopt-explore\n\n";
     if (model)
@@ -1106,8 +716,8 @@ int main(int argc, char **argv) {
             "F ms | B ms | W ms | activations GiB | weights GiB | boundary "
             "MiB |\n";
       os << "|---|---|---|---|---|---|---|---|---|---|\n";
-      for (auto &[n, t] : model->tables) {
-        const partition::Report &rep = model->reports[n];
+      for (auto &[n, t] : model->tables()) {
+        const partition::Report &rep = model->reports().at(n);
         auto col = [&](auto get, double scale, const char *f) {
           std::vector<std::string> v;
           for (const StageCost &c : t.stages)
@@ -1148,16 +758,16 @@ int main(int argc, char **argv) {
           "staleness |\n";
     os << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for (auto &[g, pts] : groups)
-      for (const Point *p : pts) {
+      for (const ExplorePoint *p : pts) {
         auto cell = [&](int l) -> std::string {
-          const Metrics &m = p->eval.at(kLevels[l]);
+          const Metrics &m = p->eval.at(kExploreLevels[l]);
           if (!m.available)
             return "n/a";
           return num(m.makespanSec, "%.4g") + " (" +
-                 std::to_string(rankOf[p][l]) + ")";
+                 std::to_string(rankOf.at(p)[l]) + ")";
         };
         auto bub = [&](int l) -> std::string {
-          const Metrics &m = p->eval.at(kLevels[l]);
+          const Metrics &m = p->eval.at(kExploreLevels[l]);
           return m.available ? num(m.bubbleRatio, "%.3f") : "n/a";
         };
         const Metrics &f = p->eval.formula, &t = p->eval.table;
@@ -1213,6 +823,18 @@ int main(int argc, char **argv) {
         os << " " << k << ": " << n << ";";
       os << " (" << groups.size() << " configurations)\n";
     }
+    if (!ranking.overMemory.empty()) {
+      os << "\n## Memory limit\n\n" << removedLine
+         << " (peak per-rank memory: event-level peak activations plus "
+            "weights of one rank).\n\n";
+      for (const ExplorePoint *p : ranking.overMemory)
+        os << "- " << describePoint(*p, true) << ": "
+           << formatGiB(p->peakMemoryBytes) << " > "
+           << formatGiB(p->memoryLimitBytes) << "\n";
+    }
+    os << "\n## Recommendation\n\n";
+    for (const Recommendation &r : recommendations)
+      os << "- " << recommendationLine(r) << "\n";
     if (!skipped.empty()) {
       os << "\n## Skipped\n\n";
       for (const std::string &s : skipped)

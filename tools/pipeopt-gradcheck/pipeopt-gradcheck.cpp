@@ -21,6 +21,7 @@
 #include "NpyInput.h"
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/JIT/JitModule.h"
 #include "pipeopt/Pipelines/Pipelines.h"
@@ -292,7 +293,7 @@ struct GradientInfo {
 };
 
 LogicalResult readGradientInfo(func::FuncOp model, GradientInfo &info) {
-  auto dict = model->getAttrOfType<DictionaryAttr>("pipe.gradient");
+  auto dict = model->getAttrOfType<DictionaryAttr>(pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr());
   if (!dict)
     return model.emitError()
            << "@" << model.getSymName()
@@ -542,7 +543,7 @@ int main(int argc, char **argv) {
     } else {
       SmallVector<func::FuncOp> candidates;
       for (auto fn : module->getOps<func::FuncOp>())
-        if (fn->hasAttr("pipe.gradient"))
+        if (fn->hasAttr(pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr()))
           candidates.push_back(fn);
       if (candidates.size() != 1) {
         std::string names;

@@ -10,6 +10,7 @@
 #ifndef PIPEOPT_PIPELINES_PIPELINES_H
 #define PIPEOPT_PIPELINES_PIPELINES_H
 
+#include "pipeopt/Partition/Partitioner.h"
 #include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/Pass/PassOptions.h"
@@ -47,8 +48,20 @@ struct PipeoptPipelineOptions
       *this, "schedule",
       llvm::cl::desc("Schedule for pipe-schedule and pipe-partition's "
                      "memory rule (a name or alias of the schedule registry; "
-                     "`pipeopt --help` lists them under pipe-schedule)"),
+                     "`pipeopt --help` lists them under pipe-schedule), or "
+                     "'auto': pipe-auto-schedule chooses schedule, "
+                     "microbatches and chunks per rank with the explorer "
+                     "(num-stages then counts ranks; num-microbatches, when "
+                     "given, is kept)"),
       llvm::cl::init(std::string(schedule::kDefaultSchedule))};
+  ListOption<std::string> autoSchedules{
+      *this, "auto-schedules",
+      llvm::cl::desc("schedule=auto only: candidate schedules (default: "
+                     "pipe-auto-schedule's)")};
+  ListOption<int64_t> autoMicrobatches{
+      *this, "auto-microbatches",
+      llvm::cl::desc("schedule=auto without num-microbatches: candidate "
+                     "microbatch counts (default: 1, 2, 4, 8 x ranks)")};
   Option<int64_t> virtualStages{
       *this, "virtual-stages",
       llvm::cl::desc("Chunks per rank for interleaved schedules (0: the "
@@ -67,11 +80,18 @@ struct PipeoptPipelineOptions
       llvm::cl::desc("Per-stage memory limit (80GB, 16GiB; empty: the "
                      "device's capacity; 0: unlimited)"),
       llvm::cl::init("")};
-  Option<std::string> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Partitioning strategy: balanced, uniform, params, "
-                     "manual"),
-      llvm::cl::init("balanced")};
+  Option<partition::Strategy> strategy{
+      *this, "strategy", llvm::cl::desc("Partitioning strategy"),
+      llvm::cl::init(partition::Strategy::Balanced),
+      llvm::cl::values(
+          clEnumValN(partition::Strategy::Balanced, "balanced",
+                     "optimal bottleneck"),
+          clEnumValN(partition::Strategy::Uniform, "uniform",
+                     "equal op counts"),
+          clEnumValN(partition::Strategy::Params, "params",
+                     "balanced parameter bytes"),
+          clEnumValN(partition::Strategy::Manual, "manual",
+                     "keep and check the existing pipe.stage attributes"))};
   Option<bool> training{
       *this, "training",
       llvm::cl::desc("Partition for training (stage time includes B and W)"),
@@ -93,7 +113,10 @@ struct PipeoptPipelineOptions
 
 /// Adds the front half of DESIGN.md §2 to `pm` (anchored on builtin.module):
 /// pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule and, with
-/// `verify`, pipe-verify-schedule. The result holds the stage functions, the
+/// `verify`, pipe-verify-schedule. With `schedule=auto`, pipe-prepare,
+/// pipe-auto-schedule (which chooses the configuration and runs the three
+/// middle passes with it; num-stages = ranks, virtual-stages = an extra
+/// chunks-per-rank candidate) and pipe-verify-schedule. The result holds the stage functions, the
 /// stage graph and one `pipe.program` per rank, ready for
 /// `pipeopt-lower-to-llvm` (forward-only schedules) or `pipe-simulate`.
 void buildPipeoptPipeline(mlir::OpPassManager &pm,

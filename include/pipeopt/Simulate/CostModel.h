@@ -178,6 +178,10 @@ struct SystemConfig {
   /// `interNode` links. Only replica 0 is simulated; the others run the
   /// same timeline.
   int dataParallel = 1;
+  /// Memory of one device (bytes) that a rank's peak activations plus
+  /// weights must fit in (pipeopt-explore drops configurations over it;
+  /// --memory-limit overrides it); 0: no limit.
+  double memoryBytes = 0;
 
   int nodeOf(int rank) const { return gpusPerNode > 0 ? rank / gpusPerNode : 0; }
   /// Global NIC index used by `rank` for inter-node traffic.
@@ -213,6 +217,7 @@ llvm::Expected<SystemConfig> presetByName(llvm::StringRef name);
 /// \code
 ///   { "name": "my-cluster", "compute_speed": 1.0, "gpus_per_node": 2,
 ///     "nics_per_node": 1, "overlap": true, "data_parallel": 1,
+///     "memory_bytes": 8.6e10,
 ///     "intra_node": { "latency_s": 2e-6, "bandwidth_Bps": 4.5e11 },
 ///     "inter_node": { "latency_s": 5e-6, "bandwidth_Bps": 5e10 } }
 /// \endcode

@@ -13,11 +13,22 @@
 #include "mlir/Pass/Pass.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Partition/Partitioner.h" // Strategy (pipe-partition's option)
 #include "pipeopt/Schedule/Schedule.h" // kDefaultSchedule (option defaults)
+#include "pipeopt/Simulate/Simulator.h" // Level (pipe-simulate's trace-level)
 
 #include <memory>
 
 namespace pipeopt {
+
+/// Where pipe-partition and pipe-simulate take B and W times from
+/// (`backward-cost=`).
+enum class BackwardCost {
+  /// Cost the ops of each op's generated backward (lib/Autodiff).
+  Generated,
+  /// Per op class (docs/CostModel.md "Training: B and W").
+  Rule,
+};
 
 #define GEN_PASS_DECL
 #include "pipeopt/Transforms/Passes.h.inc"

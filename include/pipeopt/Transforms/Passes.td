@@ -40,6 +40,93 @@ def PreparePass : Pass<"pipe-prepare", "::mlir::ModuleOp"> {
 // Scheduling
 //===----------------------------------------------------------------------===//
 
+def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
+  let summary = "Choose schedule, microbatches and chunks per rank with the "
+                "explorer, then partition, outline and schedule.";
+  let description = [{
+    `schedule=auto` of `pipeopt-pipeline` and `pipeopt-compile --schedule
+    auto`. On a prepared model (after `pipe-prepare`), takes the model
+    function (the function with a body and the most ops that is not a stage
+    function), builds its partitioner graph with the cost model on `device`
+    / `hardware` (the graph `pipe-partition` builds) and evaluates every
+    candidate configuration with the explorer library
+    (include/pipeopt/Simulate/Explore.h): each candidate schedule x each
+    candidate microbatch count M x each candidate chunks per rank v, on
+    `num-ranks` ranks, with the model's balanced partition into ranks x v
+    stages as cost table (include/pipeopt/Transforms/ModelCostTables.h) and
+    the hardware's topology as system (systemFromHardware: one NIC per rank,
+    speed 1).
+
+    Candidates:
+    - schedules: `schedules=` (registry names or aliases), by default the
+      explorer's default list without the asynchronous rows (PipeDream,
+      PipeDream-2BW change the optimizer's semantics) for training builds,
+      and the forward-only rows for inference builds (`training=false`);
+    - microbatches: the model's shapes are one microbatch, so every M >= 1
+      is valid for the build; `num-microbatches=N` (N >= 1) fixes M,
+      `num-microbatches=0` chooses among `microbatch-candidates` (default
+      ranks, 2 x ranks, 4 x ranks, 8 x ranks);
+    - chunks per rank: the registry row's default, and for rows with a
+      configurable count also every value of `virtual-stages` (default
+      none).
+
+    Memory: a candidate is removed when its peak per-rank memory (the event
+    level's peak activation bytes plus weight bytes of one rank; weights x
+    (1 + `optimizer-factor`)) exceeds `memory-limit` (bytes with optional
+    suffix; empty = the device's capacity; 0 = unlimited).
+
+    Choice: the candidate with the least event-level time per microbatch
+    (makespan / M; for a fixed M the makespan order); ties keep candidate
+    order. One remark names the choice, its predicted time, the runner-up
+    (the best candidate of another schedule) and its margin, and how many
+    candidates the memory limit removed. The choice is recorded on the
+    module as `pipe.auto_schedule = {schedule, num_microbatches,
+    virtual_stages, num_stages, makespan_s}` and the module is then
+    partitioned (`pipe-partition` with the chosen schedule, M and ranks x v
+    stages, `memory-limit`, `strategy`, `profile`, `report`), outlined and
+    scheduled exactly as `pipeopt-pipeline` does for that schedule.
+
+    Errors: no model function; a bad option; no candidate could be
+    evaluated; every candidate over the memory limit (the error names the
+    smallest requirement and its configuration).
+  }];
+  let options = [
+    Option<"numRanks", "num-ranks", "int64_t", "2",
+           "Pipeline ranks (>= 1)">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", "0",
+           "Microbatches per iteration; 0 = choose among "
+           "microbatch-candidates">,
+    ListOption<"microbatchCandidates", "microbatch-candidates", "int64_t",
+               "Microbatch counts to choose from with num-microbatches=0 "
+               "(default: ranks, 2, 4 and 8 x ranks)">,
+    ListOption<"schedules", "schedules", "std::string",
+               "Candidate schedules (default: see the description)">,
+    ListOption<"virtualStages", "virtual-stages", "int64_t",
+               "Extra chunks-per-rank candidates for schedules with a "
+               "configurable count (interleaved-1f1b, looped-bfs)">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "Device preset: h100, h200, a100, cpu">,
+    Option<"hardware", "hardware", "std::string", "\"\"",
+           "Hardware JSON file (device and topology; overrides `device`)">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-device memory limit in bytes, with optional suffix (80GB, "
+           "16GiB); empty = the device's capacity; 0 = unlimited">,
+    Option<"strategy", "strategy", "std::string", "\"balanced\"",
+           "pipe-partition strategy of the final partition">,
+    Option<"report", "report", "std::string", "\"\"",
+           "pipe-partition report of the final partition">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "pipe-partition profile of the final partition (the choice "
+           "uses the cost model's estimates)">,
+    Option<"training", "training", "bool", "false",
+           "Training build: candidates are training schedules">,
+    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
+           "Extra bytes per parameter byte (gradients, optimizer state); "
+           "-1 = 3 (fp32 Adam) when training, else 0">,
+  ];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
+}
+
 def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
   let summary = "Turn the stage graph into one pipe.program per rank.";
   let description = [{
@@ -296,10 +383,16 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "System for the event level: empty = the hardware's topology, a "
            "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
            "a JSON file with one system">,
-    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
-           "Where B and W times come from: generated (cost the ops of each "
-           "op's generated backward, pipe-differentiate's library) or rule "
-           "(per op class: B = W = F for a contraction with a weight, ...)">,
+    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
+           "::pipeopt::BackwardCost::Generated",
+           "Where B and W times come from",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
+                        "cost the ops of each op's generated backward "
+                        "(pipe-differentiate's library)"),
+             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
+                        "per op class: B = W = F for a contraction with a "
+                        "weight, ..."))}]>,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per weight byte (gradients, optimizer state); -1 = "
            "3 (fp32 Adam) for training schedules, 0 for forward-only">,
@@ -310,8 +403,14 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Write a Chrome/Perfetto trace JSON of the simulated timeline">,
     Option<"svg", "svg", "std::string", "\"\"",
            "Write an SVG Gantt chart of the simulated timeline">,
-    Option<"traceLevel", "trace-level", "std::string", "\"event\"",
-           "Timeline for trace= and svg=: event or table">,
+    Option<"traceLevel", "trace-level", "::pipeopt::sim::Level",
+           "::pipeopt::sim::Level::Event",
+           "Timeline for trace= and svg=",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::sim::Level::Event, "event",
+                        "communication-aware event simulation"),
+             clEnumValN(::pipeopt::sim::Level::Table, "table",
+                        "the table with free communication"))}]>,
     Option<"profile", "profile", "std::string", "\"\"",
            "Measured per-stage times (pipeopt-run --profile JSON, "
            "docs/CostModel.md \"Profile JSON\"): override the cost model's "
@@ -424,20 +523,34 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-stage memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
-    Option<"strategy", "strategy", "std::string", "\"balanced\"",
-           "balanced (optimal bottleneck), uniform (equal op counts), params "
-           "(balanced parameter bytes), manual (keep and check the existing "
-           "pipe.stage attributes)">,
+    Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
+           "::pipeopt::partition::Strategy::Balanced",
+           "How stages are cut",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::partition::Strategy::Balanced, "balanced",
+                        "optimal bottleneck"),
+             clEnumValN(::pipeopt::partition::Strategy::Uniform, "uniform",
+                        "equal op counts"),
+             clEnumValN(::pipeopt::partition::Strategy::Params, "params",
+                        "balanced parameter bytes"),
+             clEnumValN(::pipeopt::partition::Strategy::Manual, "manual",
+                        "keep and check the existing pipe.stage attributes"))}]>,
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file; `-` prints a table to stdout">,
     Option<"profile", "profile", "std::string", "\"\"",
            "Measured profile JSON (per op or per stage) overriding estimates">,
     Option<"training", "training", "bool", "false",
            "Stage time includes backward (B + W) and gradient traffic">,
-    Option<"backwardCost", "backward-cost", "std::string", "\"generated\"",
-           "Where B and W times come from: generated (cost the ops of each "
-           "op's generated backward, pipe-differentiate's library) or rule "
-           "(per op class: B = W = F for a contraction with a weight, ...)">,
+    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
+           "::pipeopt::BackwardCost::Generated",
+           "Where B and W times come from",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
+                        "cost the ops of each op's generated backward "
+                        "(pipe-differentiate's library)"),
+             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
+                        "per op class: B = W = F for a contraction with a "
+                        "weight, ..."))}]>,
     Option<"optimizerFactor", "optimizer-factor", "double", "-1",
            "Extra bytes per parameter byte (gradients, optimizer state); "
            "-1 = 3 (fp32 Adam) when training, else 0">,

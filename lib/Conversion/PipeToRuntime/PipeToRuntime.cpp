@@ -468,7 +468,7 @@ private:
   /// After an action with `pipe.stash_bytes`: tells the runtime how many
   /// activation bytes the rank still holds for (stage, microbatch).
   LogicalResult reportStash(Operation *op, int64_t stage, int64_t mb) {
-    auto bytes = op->getAttrOfType<IntegerAttr>("pipe.stash_bytes");
+    auto bytes = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StashBytesAttrHelper::getNameStr());
     if (!bytes)
       return success();
     Location loc = op->getLoc();
@@ -734,7 +734,7 @@ LogicalResult ProgramLowering::run() {
       b, loc, pipeopt::runtimeEntryPointName(program.getRank()),
       FunctionType::get(ctx, {}, {i32}));
   fn.setPublic();
-  fn->setAttr("pipe.rank", b.getI64IntegerAttr(program.getRank()));
+  fn->setAttr(pipe::PipeDialect::RankAttrHelper::getNameStr(), b.getI64IntegerAttr(program.getRank()));
   Block *entry = fn.addEntryBlock();
   if (manifest.optimizer)
     if (auto k = manifest.optimizer.getAs<IntegerAttr>("update_every"))
@@ -880,7 +880,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   // program per rank.
   ManifestData manifest;
   manifest.optimizer = module->getAttrOfType<DictionaryAttr>(
-      pipe::PipeDialect::getOptimizerAttrName());
+      pipe::PipeDialect::OptimizerAttrHelper::getNameStr());
   manifest.numRanks = programs.front().getNumRanks();
   manifest.numMicrobatches = programs.front().getNumMicrobatches();
   std::map<int64_t, pipe::ProgramOp> byRank;
@@ -954,7 +954,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   // Functions with a body other than the entry points become private.
   SmallVector<func::FuncOp> graphs;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr("pipe.rank"))
+    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::RankAttrHelper::getNameStr()))
       continue;
     bool isGraph = false;
     fn.walk([&](pipe::StageCallOp) {
@@ -969,7 +969,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   for (func::FuncOp fn : graphs)
     fn.erase();
   for (auto fn : module.getOps<func::FuncOp>())
-    fn->removeAttr("pipe.rank");
+    fn->removeAttr(pipe::PipeDialect::RankAttrHelper::getNameStr());
   // pipe.microbatched has been read (the policy's `forced` arguments).
   auto microbatched = StringAttr::get(
       module.getContext(), pipe::PipeDialect::getMicrobatchedAttrName());
@@ -1025,7 +1025,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
 
   // Prefer the stage count the partitioner recorded, if any is larger.
   module.walk([&](Operation *op) {
-    if (auto n = op->getAttrOfType<IntegerAttr>("pipe.num_stages"))
+    if (auto n = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
       manifest.numStages = std::max(manifest.numStages, n.getInt());
   });
   if (manifest.numStages == 0)
@@ -1228,7 +1228,7 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
   if (resultOf.empty())
     for (unsigned i = 0; i < type.getNumResults(); ++i)
       resultOf.push_back(i);
-  fn->setAttr(pipe::PipeDialect::getStageAttrName(), b.getI64IntegerAttr(0));
+  fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(0));
   b.setInsertionPointToEnd(module.getBody());
   Location loc = fn.getLoc();
   std::string name = (fn.getSymName() + "_rank0").str();

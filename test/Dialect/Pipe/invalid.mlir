@@ -71,6 +71,74 @@ func.func @f() {
 
 // -----
 
+func.func @f() {
+  // expected-error @+1 {{unknown attribute 'pipe.stge' (the pipe dialect's op attributes are pipe.stage, pipe.cost}}
+  %e = tensor.empty() {pipe.stge = 0 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.remat' must be a unit attribute}}
+  %e = tensor.empty() {pipe.remat = 1 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.stash_bytes' must be non-negative, got -8}}
+  %e = tensor.empty() {pipe.stash_bytes = -8 : i64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.rank' must be a 64-bit integer rank}}
+  %e = tensor.empty() {pipe.rank = 1.0 : f32} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.gradient' must be a dictionary}}
+  %e = tensor.empty() {pipe.gradient = [1]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{attribute 'pipe.trainable' must be an array<i64> of argument indices}}
+  %e = tensor.empty() {pipe.trainable = [0, 1]} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'pipe.num_stages' must be non-negative, got -1}}
+func.func @f() attributes {pipe.num_stages = -1 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'pipe.optimizer' must be a dictionary}}
+module attributes {pipe.optimizer = "sgd"} {
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'pipe.lifted_constants' must be an array<i64> of argument indices}}
+func.func @f() attributes {pipe.lifted_constants = array<i32: 0>} {
+  return
+}
+
+// -----
+
 func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'pipe.stage_call' op callee @missing does not name a func.func}}
   %y = pipe.stage_call @missing(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>

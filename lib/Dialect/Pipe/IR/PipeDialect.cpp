@@ -127,27 +127,47 @@ void CostAttr::print(AsmPrinter &printer) const {
 
 LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  if (attr.getName() == getStageAttrName()) {
-    auto intAttr = dyn_cast<IntegerAttr>(attr.getValue());
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto mustBe = [&](StringRef what) {
+    return op->emitOpError() << "attribute '" << name << "' must be " << what;
+  };
+  auto nonNegative = [&](StringRef what) -> LogicalResult {
+    auto intAttr = dyn_cast<IntegerAttr>(value);
     if (!intAttr || !intAttr.getType().isSignlessInteger(64))
-      return op->emitOpError()
-             << "attribute '" << getStageAttrName()
-             << "' must be a 64-bit integer stage index";
+      return mustBe(("a 64-bit integer " + what).str());
     if (intAttr.getInt() < 0)
-      return op->emitOpError() << "attribute '" << getStageAttrName()
+      return op->emitOpError() << "attribute '" << name
                                << "' must be non-negative, got "
                                << intAttr.getInt();
     return success();
-  }
-  if (attr.getName() == getCostAttrName()) {
-    if (!isa<CostAttr>(attr.getValue()))
-      return op->emitOpError() << "attribute '" << getCostAttrName()
-                               << "' must be a #pipe.cost";
-    return success();
-  }
-  // Other pipe.* attributes (e.g. pipe.num_stages on the stage graph) are
-  // documented by the passes that set them; accept them.
-  return success();
+  };
+  if (name == StageAttrHelper::getNameStr())
+    return nonNegative("stage index");
+  if (name == NumStagesAttrHelper::getNameStr())
+    return nonNegative("stage count");
+  if (name == StashBytesAttrHelper::getNameStr())
+    return nonNegative("byte count");
+  if (name == RankAttrHelper::getNameStr())
+    return nonNegative("rank");
+  if (name == CostAttrHelper::getNameStr())
+    return isa<CostAttr>(value) ? success() : mustBe("a #pipe.cost");
+  if (name == RematAttrHelper::getNameStr())
+    return isa<UnitAttr>(value) ? success() : mustBe("a unit attribute");
+  if (name == GradientAttrHelper::getNameStr() ||
+      name == OptimizerAttrHelper::getNameStr())
+    return isa<DictionaryAttr>(value) ? success() : mustBe("a dictionary");
+  if (name == LiftedConstantsAttrHelper::getNameStr() ||
+      name == TrainableAttrHelper::getNameStr())
+    return isa<DenseI64ArrayAttr>(value)
+               ? success()
+               : mustBe("an array<i64> of argument indices");
+  return op->emitOpError()
+         << "unknown attribute '" << name
+         << "' (the pipe dialect's op attributes are pipe.stage, pipe.cost, "
+            "pipe.remat, pipe.num_stages, pipe.stash_bytes, pipe.rank, "
+            "pipe.gradient, pipe.lifted_constants, pipe.trainable and "
+            "pipe.optimizer)";
 }
 
 //===----------------------------------------------------------------------===//

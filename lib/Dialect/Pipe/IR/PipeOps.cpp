@@ -19,6 +19,8 @@
 using namespace mlir;
 using namespace pipeopt::pipe;
 
+#include "pipeopt/Dialect/Pipe/IR/PipeInterfaces.cpp.inc"
+
 /// Checks that `callee` names a func.func of stage `stage` whose type matches
 /// `operands` -> `results`. Shared by pipe.stage_call and pipe.forward.
 static LogicalResult verifyStageCallee(Operation *op,
@@ -30,10 +32,10 @@ static LogicalResult verifyStageCallee(Operation *op,
   if (!fn)
     return op->emitOpError() << "callee " << callee
                              << " does not name a func.func";
-  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::getStageAttrName());
+  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::StageAttrHelper::getNameStr());
   if (!stageAttr)
     return op->emitOpError() << "callee " << callee << " is not a stage function (no '"
-                             << PipeDialect::getStageAttrName() << "' attribute)";
+                             << PipeDialect::StageAttrHelper::getNameStr() << "' attribute)";
   if (stageAttr.getInt() != stage)
     return op->emitOpError() << "calls " << callee << " of stage "
                              << stageAttr.getInt() << " as stage " << stage;
@@ -63,21 +65,17 @@ static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
 }
 
 std::optional<int64_t> pipeopt::pipe::getMicrobatch(Operation *op) {
-  if (auto o = dyn_cast<InputOp>(op))
-    return static_cast<int64_t>(o.getMicrobatch());
-  if (auto o = dyn_cast<OutputOp>(op))
-    return static_cast<int64_t>(o.getMicrobatch());
-  if (auto o = dyn_cast<ForwardOp>(op))
-    return static_cast<int64_t>(o.getMicrobatch());
-  if (auto o = dyn_cast<BackwardOp>(op))
-    return static_cast<int64_t>(o.getMicrobatch());
-  if (auto o = dyn_cast<GradientOp>(op))
-    return static_cast<int64_t>(o.getMicrobatch());
-  if (auto o = dyn_cast<SendOp>(op))
-    return static_cast<int64_t>(o.getTag().getMicrobatch());
-  if (auto o = dyn_cast<RecvOp>(op))
-    return static_cast<int64_t>(o.getTag().getMicrobatch());
+  if (auto body = dyn_cast<MicrobatchOpInterface>(op))
+    return body.getMicrobatchIndex();
   return std::nullopt;
+}
+
+int64_t SendOp::getMicrobatchIndex() {
+  return static_cast<int64_t>(getTag().getMicrobatch());
+}
+
+int64_t RecvOp::getMicrobatchIndex() {
+  return static_cast<int64_t>(getTag().getMicrobatch());
 }
 
 /// The microbatch an activation belongs to: that of the pipe.recv,

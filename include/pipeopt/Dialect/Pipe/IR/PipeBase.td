@@ -36,15 +36,53 @@ def Pipe_Dialect : Dialect {
     Terms follow the pipeline-parallelism literature: stage, rank, microbatch,
     F / B / W (forward, input-gradient, weight-gradient).
   }];
+  // Discardable attributes the passes put on other dialects' ops (and on
+  // func.func / builtin.module). Each gets a generated helper,
+  // `PipeDialect::<Name>AttrHelper` (getNameStr(), getAttr(op), setAttr(op,
+  // v), isAttrPresent(op), removeAttr(op)); verifyOperationAttribute()
+  // checks the declared type of each and rejects pipe.* names that are not
+  // declared here (a misspelled attribute would otherwise be ignored).
+  //  - stage:            op of a partitioned function: its stage index (>= 0).
+  //  - cost:             op: its `#pipe.cost` (pipe-partition's report).
+  //  - remat:            op: recomputed in every stage that uses it
+  //                      instead of being sent (cheap, replicated values).
+  //  - num_stages:       partitioned function / stage graph: stage count.
+  //  - stash_bytes:      pipe.forward / pipe.backward of a training program:
+  //                      non-weight bytes still held for that (stage,
+  //                      microbatch) after the action (bytes).
+  //  - rank:             per-rank function made by convert-pipe-to-runtime
+  //                      from a pipe.program (the rank it runs on).
+  //  - gradient:         gradient function made by pipe-differentiate: what
+  //                      it computes (`of`, `arguments`, `loss`, ...).
+  //  - lifted_constants: function: argument indices pipe-lift-constants made
+  //                      from constants (their initial values are .npy files).
+  //  - trainable:        stage graph / loss function: model argument indices
+  //                      that are trained.
+  //  - optimizer:        module: the optimizer the runtime applies after each
+  //                      training step (`name`: none, sgd, momentum, adamw;
+  //                      `lr`, `momentum`, `beta1`, `beta2`, `eps`,
+  //                      `weight_decay`: f64), written to the manifest's
+  //                      "training" field by convert-pipe-to-runtime.
+  let discardableAttrs = (ins
+    "::mlir::IntegerAttr":$stage,
+    "::pipeopt::pipe::CostAttr":$cost,
+    "::mlir::UnitAttr":$remat,
+    "::mlir::IntegerAttr":$num_stages,
+    "::mlir::IntegerAttr":$stash_bytes,
+    "::mlir::IntegerAttr":$rank,
+    "::mlir::DictionaryAttr":$gradient,
+    "::mlir::DenseI64ArrayAttr":$lifted_constants,
+    "::mlir::DenseI64ArrayAttr":$trainable,
+    "::mlir::DictionaryAttr":$optimizer
+  );
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// Name of the discardable attribute holding an op's stage index.
-    static constexpr ::llvm::StringLiteral getStageAttrName() { return "pipe.stage"; }
-    /// Name of the discardable attribute holding an op's `#pipe.cost`.
-    static constexpr ::llvm::StringLiteral getCostAttrName() { return "pipe.cost"; }
+    // Argument and result attributes of functions (checked by
+    // verifyRegionArgAttribute / verifyRegionResultAttribute). The
+    // discardable op attributes are declared in `discardableAttrs` above.
     /// Unit attribute on an argument of a stage (or model) function: the
     /// model argument it receives differs per microbatch, whatever
     /// convert-pipe-to-runtime's `microbatch-args` says (a training
@@ -63,11 +101,6 @@ def Pipe_Dialect : Dialect {
     /// instead of writing it (pipeopt-compile --reference --train with an
     /// optimizer).
     static constexpr ::llvm::StringLiteral getGradientOfAttrName() { return "pipe.gradient_of"; }
-    /// Dictionary attribute on the module: the optimizer the runtime applies
-    /// after each training step (`name`: none, sgd, momentum, adamw; `lr`,
-    /// `momentum`, `beta1`, `beta2`, `eps`, `weight_decay`: f64), written to
-    /// the manifest's "training" field by convert-pipe-to-runtime.
-    static constexpr ::llvm::StringLiteral getOptimizerAttrName() { return "pipe.optimizer"; }
     /// Integer attribute on an integer argument of a stage (or model)
     /// function: its values are class indices in [0, <value>) (a
     /// cross-entropy target, set by autodiff::buildLossFunction);

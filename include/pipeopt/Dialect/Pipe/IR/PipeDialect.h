@@ -7,7 +7,9 @@
 #ifndef PIPEOPT_DIALECT_PIPE_IR_PIPEDIALECT_H
 #define PIPEOPT_DIALECT_PIPE_IR_PIPEDIALECT_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOpsDialect.h.inc"
 

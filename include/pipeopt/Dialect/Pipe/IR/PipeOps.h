@@ -18,6 +18,9 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 
+/// MicrobatchOpInterface (PipeInterfaces.td).
+#include "pipeopt/Dialect/Pipe/IR/PipeInterfaces.h.inc"
+
 #include <cstdint>
 #include <optional>
 
@@ -26,9 +29,10 @@
 
 namespace pipeopt::pipe {
 
-/// The microbatch a program-body op belongs to: its `microbatch` attribute
-/// (pipe.input, pipe.output, pipe.forward, pipe.backward) or its tag's
-/// (pipe.send, pipe.recv); std::nullopt for any other op.
+/// The microbatch a program-body op belongs to (MicrobatchOpInterface): its
+/// `microbatch` attribute (pipe.input, pipe.output, pipe.forward,
+/// pipe.backward, pipe.gradient) or its tag's (pipe.send, pipe.recv);
+/// std::nullopt for any other op.
 std::optional<int64_t> getMicrobatch(mlir::Operation *op);
 
 } // namespace pipeopt::pipe

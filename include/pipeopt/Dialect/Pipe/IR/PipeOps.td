@@ -9,6 +9,7 @@
 
 include "pipeopt/Dialect/Pipe/IR/PipeBase.td"
 include "pipeopt/Dialect/Pipe/IR/PipeAttributes.td"
+include "pipeopt/Dialect/Pipe/IR/PipeInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -100,8 +101,13 @@ def Pipe_ProgramOp : Pipe_Op<"program", [
       "int64_t":$numRanks, "int64_t":$numMicrobatches)>];
 }
 
-class Pipe_ProgramBodyOp<string mnemonic, list<Trait> traits = []>
-    : Pipe_Op<mnemonic, !listconcat(traits, [HasParent<"ProgramOp">])>;
+// An op of a pipe.program body; every one acts for one microbatch
+// (MicrobatchOpInterface). `microbatch` is how it implements the interface:
+// the default reads its `microbatch` attribute.
+class Pipe_ProgramBodyOp<string mnemonic, list<Trait> traits = [],
+                         Trait microbatch = Pipe_MicrobatchOpInterface>
+    : Pipe_Op<mnemonic,
+              !listconcat(traits, [HasParent<"ProgramOp">, microbatch])>;
 
 def Pipe_InputOp : Pipe_ProgramBodyOp<"input"> {
   let summary = "Reads one model argument for one microbatch.";
@@ -278,7 +284,9 @@ def Pipe_GradientOp : Pipe_ProgramBodyOp<"gradient"> {
 }
 
 def Pipe_SendOp : Pipe_ProgramBodyOp<"send", [
-    MemoryEffects<[MemWrite<DefaultResource>]>]> {
+    MemoryEffects<[MemWrite<DefaultResource>]>],
+    DeclareOpInterfaceMethods<Pipe_MicrobatchOpInterface,
+                              ["getMicrobatchIndex"]>> {
   let summary = "Blocking send of a tensor to another rank.";
   let description = [{
     Sends `value` to rank `peer`. The matching `pipe.recv` on `peer` carries
@@ -296,7 +304,9 @@ def Pipe_SendOp : Pipe_ProgramBodyOp<"send", [
 }
 
 def Pipe_RecvOp : Pipe_ProgramBodyOp<"recv", [
-    MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>]> {
+    MemoryEffects<[MemRead<DefaultResource>, MemWrite<DefaultResource>]>],
+    DeclareOpInterfaceMethods<Pipe_MicrobatchOpInterface,
+                              ["getMicrobatchIndex"]>> {
   let summary = "Blocking receive of a tensor from another rank.";
   let description = [{
     Receives the tensor that rank `peer` sends with an equal `tag`. The

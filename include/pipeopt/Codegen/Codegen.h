@@ -1,0 +1,95 @@
+//===- Codegen.h - LLVM-dialect module to a shared library -------*- C++ -*-===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// The back end of pipeopt-compile as a library: a module in the LLVM
+/// dialect (the output of pipeopt-lower-to-llvm) becomes LLVM IR, is
+/// optimized for the host CPU, emitted as an object file and linked into the
+/// shared library that pipeopt-run loads. Another compiler that builds
+/// pipeopt programs calls these in this order:
+///
+/// \code
+///   auto tm = pipeopt::codegen::createHostTargetMachine({"native", 3});
+///   auto ir = pipeopt::codegen::translateAndOptimize(module, ctx, **tm, 3,
+///                                                    "model");
+///   pipeopt::codegen::emitObjectFile(**ir, **tm, "model.o");
+///   pipeopt::codegen::linkSharedLibrary("model.o", "model.so", "cc",
+///       pipeopt::codegen::needsCRunnerUtils(**ir));
+/// \endcode
+///
+/// Every function reports failure as an llvm::Error whose message says what
+/// failed and how to fix it (pipeopt-compile prints it after "error: ").
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_CODEGEN_CODEGEN_H
+#define PIPEOPT_CODEGEN_CODEGEN_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Target/TargetMachine.h"
+
+#include <memory>
+#include <string>
+
+namespace pipeopt {
+namespace codegen {
+
+/// The host target machine to generate code for.
+struct TargetOptions {
+  /// "native" (the host CPU and all its features) or an LLVM CPU name
+  /// (`llc -mcpu=help` lists them), e.g. "x86-64-v3".
+  std::string cpu = "native";
+  /// LLVM optimization level 0..3 (3 also selects aggressive codegen).
+  unsigned optLevel = 3;
+};
+
+/// Initializes the native target (once per process) and creates a target
+/// machine for the process triple, position-independent (for a shared
+/// library). The CPU name is checked first: LLVM only warns about an unknown
+/// CPU and dies later, so this is the place to reject it. Errors: no LLVM
+/// target for the process triple; "--mcpu: unknown CPU '<cpu>' for target
+/// <triple> (use 'native', or a name listed by `llc-<N> -mcpu=help`)"; the
+/// target cannot create a target machine.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createHostTargetMachine(const TargetOptions &options);
+
+/// Translates `module` (LLVM dialect only) to LLVM IR in `context`, named
+/// `name`, sets `tm`'s triple and data layout and runs LLVM's optimization
+/// pipeline at `optLevel`. Errors: "translation to LLVM IR failed" (after
+/// the MLIR diagnostics of the translation), "LLVM optimization failed: ...".
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
+                     llvm::TargetMachine &tm, unsigned optLevel,
+                     llvm::StringRef name);
+
+/// Writes `module` as an object file to `path` (created or replaced).
+/// Errors: the file cannot be written; the target cannot emit objects (the
+/// partly written file is removed).
+llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
+                           llvm::StringRef path);
+
+/// True if `module` calls MLIR's C runner utilities (memrefCopy: lowered
+/// non-contiguous memref copies), so the link needs
+/// libmlir_c_runner_utils.
+bool needsCRunnerUtils(const llvm::Module &module);
+
+/// Links the object `objectPath` into the shared library `outputPath` with
+/// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o
+/// OUT OBJ [-lmlir_c_runner_utils with an rpath to LLVM's library
+/// directory] -lm`. Errors: "C compiler '<cc>' not found (use --cc)";
+/// "linking <out> failed (<cc>): <reason>" when it exits non-zero.
+llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
+                              llvm::StringRef outputPath, llvm::StringRef cc,
+                              bool withCRunnerUtils);
+
+} // namespace codegen
+} // namespace pipeopt
+
+#endif // PIPEOPT_CODEGEN_CODEGEN_H
