@@ -160,7 +160,8 @@ Action Wg(int st, int m) { return Action::compute(Phase::W, st, m); }
 /// rank runs the ready action of highest priority: backward (B or BW) of the
 /// smallest microbatch (ties: the later stage), else a forward of the
 /// smallest microbatch (ties: the later stage) whose stage is below its
-/// activation cap, else (split backward) the oldest pending W. With
+/// activation cap (and the rank below its `rankCap`, if set), else (split
+/// backward) the oldest pending W. With
 /// `deferW`, W runs only when nothing else is ready; otherwise W is preferred
 /// to a new forward. `unitSize` and `forwardLaterStageFirst` change the
 /// forward priority (Chimera, see makeChimera()).
@@ -177,6 +178,10 @@ struct GreedyConfig {
   /// Activation cap of (pipeline, stage): max microbatches with F done and
   /// the activation not yet freed (freed by W when split, by BW otherwise).
   std::function<int(int pipeline, int stage)> cap;
+  /// Optional cap of a whole rank: max microbatches, summed over the stages
+  /// of the rank, with F done and the input gradient (B, or BW) not yet
+  /// done -- what peakInFlightPerRank() counts. Empty: no rank cap.
+  std::function<int(int rank)> rankCap;
 };
 
 /// Implementation: the same choice as scanning each rank's candidates in
@@ -276,6 +281,7 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
     return f >= 0 && f <= t;
   };
   std::vector<std::deque<std::pair<int, int>>> pendingW(R);
+  std::vector<int> rankInflight(R, 0); // F done, B / BW not yet
   std::vector<std::pair<Phase, std::pair<int, int>>> decided;
   long remaining = static_cast<long>(NS) * M * (cfg.split ? 3 : 2);
   for (int t = 0; remaining > 0; ++t) {
@@ -309,7 +315,8 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       };
       if (chosenSt < 0 && cfg.split && !cfg.deferW)
         tryW();
-      if (chosenSt < 0 && !heads[r].empty()) {
+      if (chosenSt < 0 && !heads[r].empty() &&
+          (!cfg.rankCap || rankInflight[r] < cfg.rankCap(r))) {
         auto [st, m] = ownedF[r][heads[r].begin()->first];
         chosen = Phase::F, chosenSt = st, chosenM = m;
       }
@@ -326,9 +333,11 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
       if (chosen == Phase::F) {
         readyF[r][{p, chosenSt}].ready.erase(posF[slot(chosenSt, chosenM)]);
         ++inflight[p][chosenSt];
+        ++rankInflight[r];
         refresh(r, {p, chosenSt});
       } else if (chosen == bwd) {
         readyB[r].erase(posB[slot(chosenSt, chosenM)]);
+        --rankInflight[r];
       }
       if (chosen == Phase::B)
         pendingW[r].push_back({chosenSt, chosenM});
@@ -598,12 +607,228 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBH1(const ScheduleParams &p) {
   return s;
 }
 
+namespace {
+
+/// Unit-time makespan of a generated table: one past the last slot of any
+/// compute action (unitTimeSlots()); -1 when it has no consistent order.
+int unitMakespanOf(const Schedule &s) {
+  auto slots = unitTimeSlots(s);
+  if (!slots) {
+    llvm::consumeError(slots.takeError());
+    return -1;
+  }
+  int end = 0;
+  for (size_t r = 0; r < s.actions.size(); ++r)
+    for (size_t i = 0; i < s.actions[r].size(); ++i)
+      if (s.actions[r][i].isCompute())
+        end = std::max(end, (*slots)[r][i] + 1);
+  return end;
+}
+
+/// The ZB-V order of the paper's figure (Qi et al., "Zero Bubble Pipeline
+/// Parallelism", ICLR 2024, arXiv 2401.10241 §6, ZB-V; V-shape analysis in
+/// Qi et al., "Pipeline Parallelism with Controllable Memory", 2024, §4);
+/// the same rule as torch 2.15's ScheduleZBVZeroBubble. Rank r of S holds chunk 0 = stage r
+/// and chunk 1 = stage 2S-1-r; with N = max(M, 2S-1) microbatches:
+///  1. 2(S-r)-1 x F0;  2. r x {F1, F0};  3. (S-r) x {F1, I1, W1};
+///  4. steady, until every F is done: {F0 (while any is left), I0, W0, F1,
+///     I1, W1};
+///  5. r x {I0, I1} (W deferred);  6. (S-r) x {I0, W0 (oldest deferred)};
+///  7. the deferred W of chunk 1, then those of chunk 0.
+/// With F = I = W = 1 slot and M >= 2S-1 (N = M) every rank is busy from
+/// its first F (slot r) to the end: 6M + S - 1 slots, which is optimal (the
+/// last rank cannot start before slot S-1 and has 6M slots of work). When M < 2S-1
+/// the order is built for N = 2S-1 and the actions of microbatches >= M are
+/// dropped, which leaves idle slots. Per rank at most 2S microbatches have
+/// F done and I not yet (chunk 0 peaks at 2S-r while chunk 1 holds r, and
+/// chunk 1 peaks at r+1 while chunk 0 holds 2S-r-1).
+void zbvPaperOrder(Schedule &s, int S, int M) {
+  const int N = std::max(M, 2 * S - 1);
+  for (int r = 0; r < S; ++r) {
+    std::vector<Action> row;
+    const int st[2] = {r, 2 * S - 1 - r};
+    int f[2] = {0, 0}, b[2] = {0, 0}, w[2] = {0, 0};
+    auto fwd = [&](int c) { row.push_back(F(st[c], f[c]++)); };
+    auto inp = [&](int c) { row.push_back(Bi(st[c], b[c]++)); };
+    auto wgt = [&](int c) { row.push_back(Wg(st[c], w[c]++)); };
+    for (int i = 0; i < 2 * (S - r) - 1; ++i)
+      fwd(0);
+    for (int i = 0; i < r; ++i) {
+      fwd(1);
+      fwd(0);
+    }
+    for (int i = 0; i < S - r; ++i) {
+      fwd(1);
+      inp(1);
+      wgt(1);
+    }
+    while (f[1] < f[0] || f[0] < N) {
+      if (f[0] < N)
+        fwd(0);
+      inp(0);
+      wgt(0);
+      fwd(1);
+      inp(1);
+      wgt(1);
+    }
+    for (int i = 0; i < r; ++i) {
+      inp(0);
+      inp(1);
+    }
+    for (int i = 0; i < S - r; ++i) {
+      inp(0);
+      wgt(0);
+    }
+    while (w[1] < b[1])
+      wgt(1);
+    while (w[0] < b[0])
+      wgt(0);
+    for (const Action &a : row)
+      if (a.microbatch < M)
+        s.actions[r].push_back(a);
+  }
+}
+
+} // namespace
+
+/// Interleaved zero bubble, ZB1P (Qi et al., "Zero Bubble Pipeline
+/// Parallelism", ICLR 2024, §3 applied to Megatron's interleaved placement;
+/// the rule of torch 2.15's ScheduleInterleavedZeroBubble): v chunks per
+/// rank, stage k on rank k % S, backward split into B (input gradient) and W
+/// (weight gradient). Microbatches run in R = max(1, floor(M / S)) rounds of
+/// G = M / R (M must be a multiple of R). Rank r of S:
+///  - forward op k = 0 .. vM-1 runs chunk (k / G) mod v, backward op j runs
+///    chunk v-1 - (j / G) mod v; each stage takes its microbatches in order;
+///  - warm-up: w = min((v-1) G + S-1-r, vM) forwards (interleaved 1F1B's
+///    warm-up with one forward, not two, per hop from the last rank: the
+///    W's fill what 1F1B leaves for the second);
+///  - steady, k = w .. vM-1: F op k, B op k-w, then, once r backwards have
+///    been done before it (k-w >= r), the W of backward op k-w-r;
+///  - cool-down, j = vM-w .. vM-1: B op j, then the W of op j-r if j >= r;
+///  - the remaining r W's, oldest first.
+/// The r deferred W's per rank are the ZB-H1 idea: rank r delays its W's by
+/// r backwards, so that they fill the slots where it would wait for the
+/// backward from rank r+1. With F = B = W = 1 slot it takes 3vM + S - 1
+/// slots on the whole sweep S in {2,4,8}, M in {S,2S,16}, v = 2 (the unit
+/// time optimum: the last rank starts at slot S-1 and has 3vM slots of
+/// work).
+llvm::Expected<Schedule>
+pipeopt::schedule::makeInterleavedZB(const ScheduleParams &p) {
+  const ScheduleInfo &info = detail::infoOf(makeInterleavedZB);
+  auto sh = resolve(info, p);
+  if (!sh)
+    return sh.takeError();
+  int S = sh->S, v = sh->v, M = sh->M;
+  const int rounds = std::max(1, M / S), G = M / rounds;
+  if (M % rounds != 0)
+    return err("{0} needs num-microbatches to be a multiple of the number of "
+               "rounds max(1, floor(M / S)) = {1} (S = {2}), got {3}",
+               info.name, rounds, S, M);
+  Schedule s = skeleton(info, *sh, loopedPlacement(S, v));
+  const int total = v * M;
+  for (int r = 0; r < S; ++r) {
+    auto &row = s.actions[r];
+    std::vector<int> nextF(v, 0), nextB(v, 0), nextW(v, 0);
+    auto fwdChunk = [&](int k) { return (k / G) % v; };
+    auto bwdChunk = [&](int j) { return v - 1 - (j / G) % v; };
+    auto fwd = [&](int k) {
+      int c = fwdChunk(k);
+      row.push_back(F(c * S + r, nextF[c]++));
+    };
+    auto bwd = [&](int j) {
+      int c = bwdChunk(j);
+      row.push_back(Bi(c * S + r, nextB[c]++));
+    };
+    auto wgt = [&](int j) {
+      int c = bwdChunk(j);
+      row.push_back(Wg(c * S + r, nextW[c]++));
+    };
+    const int warm = std::min((v - 1) * G + S - 1 - r, total);
+    int doneW = 0;
+    for (int k = 0; k < warm; ++k)
+      fwd(k);
+    for (int k = warm; k < total; ++k) {
+      fwd(k);
+      bwd(k - warm);
+      if (k - warm >= r)
+        wgt(doneW++);
+    }
+    for (int j = total - warm; j < total; ++j) {
+      bwd(j);
+      if (j >= r)
+        wgt(doneW++);
+    }
+    while (doneW < total)
+      wgt(doneW++);
+  }
+  return s;
+}
+
+/// ZB-H2 (Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, §2.2,
+/// Fig. 3 bottom): one stage per rank, backward split into B and W; more
+/// warm-up forwards than 1F1B fill the bubble before the first B, and the
+/// W's are deferred to the tail, which turns ZB-H1's trapezoid into a
+/// parallelogram. Greedy realisation: every slot a rank runs its ready B
+/// (oldest microbatch), else a forward while fewer than 2(S-r)-1 of its
+/// microbatches have F done and B not yet, else its oldest pending W.
+/// Derivation with F = B = W = 1 slot (rank r of S):
+///  - F_0 reaches rank r at slot r and rank S-1 runs B_0 right after its
+///    F_0 (slot S), so B_0 reaches rank r at slot 2S-1-r: rank r has
+///    2(S-1-r)+1 slots before it, exactly filled by the warm-up forwards
+///    F_0 .. F_{2(S-r)-2}; hence the per-rank peak in flight
+///    min(2(S-r)-1, M) (rank 0: 2S-1, about 2x 1F1B's S -- the paper's
+///    (2p-1) M_B);
+///  - after that a B arrives every 3 slots and the slots between are filled
+///    by one F and one W, or by two W's once the forwards are used up;
+///    with M >= 2S-1 every rank is then busy without a gap from slot r to
+///    slot 3M+r (its busy span is 3M: no bubble inside any rank);
+///  - the makespan is 3M + S - 1: the last rank cannot start before slot
+///    S-1 and has 3M slots of work, and it never idles after F_0. For
+///    S <= M < 2S-1 the makespan is the same (ranks may idle in between).
+/// So in unit time ZB-H2 takes as long as ZB-H1 (whose bubble (S-1)(F+B-W)
+/// is also S-1 slots); what the parallelogram buys is that no rank idles
+/// between its first and its last action, which pays off when the times
+/// differ or when the optimizer step need not wait for all ranks (§2.2,
+/// §4). Needs M >= S.
+llvm::Expected<Schedule> pipeopt::schedule::makeZBH2(const ScheduleParams &p) {
+  const ScheduleInfo &info = detail::infoOf(makeZBH2);
+  auto sh = resolve(info, p);
+  if (!sh)
+    return sh.takeError();
+  if (auto e = needAtLeastStages(info.name, *sh))
+    return std::move(e);
+  int S = sh->S, M = sh->M;
+  GreedyConfig cfg;
+  cfg.split = true;
+  cfg.deferW = true;
+  cfg.cap = [M](int, int) { return M; }; // no per-stage cap: the rank cap
+  cfg.rankCap = [S](int r) { return 2 * (S - r) - 1; };
+  return greedy(skeleton(info, *sh, loopedPlacement(S, 1)), cfg);
+}
+
 /// ZB-V (Qi et al., "Pipeline Parallelism with Controllable Memory", 2024,
 /// §4; the zero-bubble repository's ZB-V): two chunks per rank in a V:
-/// stage s on rank s and stage 2S-1-s on rank s, B/W split, W deferred to
-/// fill idle slots. Per-stage activation cap 2S-k (k = stage), which bounds a
-/// rank's activations to about 1F1B's peak of S stage-equivalents. Greedy
-/// realisation. Needs M >= S.
+/// stage s on rank s and stage 2S-1-s on rank s, B/W split. Needs M >= S.
+///
+/// Two candidate orders are built and one is kept:
+///  (a) the paper's order (zbvPaperOrder(), the same rule as torch's
+///      ScheduleZBVZeroBubble): optimal in unit time for M >= 2S-1
+///      (6M + S - 1 slots), at most 2S activations per rank;
+///  (b) the greedy list scheduler (backward first, W only in idle slots)
+///      under a per-stage cap 2S-k (stage k) *and* a rank cap of 2S. It
+///      fills the warm-up better when M < 2S-1, where (a) has idle slots
+///      (S=4, M=4: 27 slots against 30).
+/// (b) is kept when its unit-time makespan is shorter than (a)'s and no rank
+/// holds more activations than in (a); otherwise (a). (b) is not built when
+/// (a) reaches the lower bound 6M + S - 1 (M >= 2S-1). So zb-v is never
+/// slower and never holds more in flight, on any rank, than the paper's
+/// (torch's) ZB-V.
+/// Why the greedy alone was not enough: with per-stage caps only (2S-r on
+/// chunk 0, r+1 on chunk 1) both chunks of a rank can be full at once, 2S+1
+/// activations, one more than the paper's V, whose chunk-0 peak coincides
+/// with chunk 1 holding r, not r+1; and the greedy's earliest-first choices
+/// at S=8 leave one or two slots that the paper's steady pattern
+/// {F0, I0, W0, F1, I1, W1} does not (S=8, M=16: 105 against 103).
 llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
   const ScheduleInfo &info = detail::infoOf(makeZBV);
   auto sh = resolve(info, p);
@@ -611,13 +836,35 @@ llvm::Expected<Schedule> pipeopt::schedule::makeZBV(const ScheduleParams &p) {
     return sh.takeError();
   if (auto e = needAtLeastStages(info.name, *sh))
     return std::move(e);
-  int S = sh->S;
-  Schedule s = skeleton(info, *sh, wavePlacement(S, 2 * S));
+  int S = sh->S, M = sh->M;
+  Schedule paper = skeleton(info, *sh, wavePlacement(S, 2 * S));
+  zbvPaperOrder(paper, S, M);
+  int paperSpan = unitMakespanOf(paper);
+  if (paperSpan < 0)
+    return err("{0}: internal error: the paper's order has no consistent "
+               "execution order (S={1}, M={2})",
+               info.name, S, M);
+  // 6M + S - 1 is a lower bound (rank S-1 starts at slot S-1 and runs 6M
+  // actions): no candidate can be shorter.
+  if (paperSpan == 6 * M + S - 1)
+    return paper;
   GreedyConfig cfg;
   cfg.split = true;
   cfg.deferW = true;
   cfg.cap = [S](int, int st) { return 2 * S - st; };
-  return greedy(std::move(s), cfg);
+  cfg.rankCap = [S](int) { return 2 * S; };
+  auto g = greedy(skeleton(info, *sh, wavePlacement(S, 2 * S)), cfg);
+  if (!g)
+    return g.takeError();
+  int greedySpan = unitMakespanOf(*g);
+  std::vector<int> paperPeak = peakInFlightPerRank(paper),
+                   greedyPeak = peakInFlightPerRank(*g);
+  bool greedyFits = true;
+  for (int r = 0; r < S; ++r)
+    greedyFits = greedyFits && greedyPeak[r] <= paperPeak[r];
+  if (greedySpan >= 0 && greedySpan < paperSpan && greedyFits)
+    return std::move(*g);
+  return paper;
 }
 
 /// Chimera (Li & Hoefler, SC'21, §3): two pipelines over the same S ranks

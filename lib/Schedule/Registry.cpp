@@ -102,6 +102,16 @@ std::vector<ScheduleInfo> buildRegistry() {
   add(r);
 
   r = {};
+  r.name = "zb-h2";
+  r.summary = "zero bubble H2: more warm-up forwards, W deferred to the tail, "
+              "about 2x 1F1B's activations (Qi et al. ICLR 2024, §2.2)";
+  r.generate = makeZBH2;
+  r.splitBackward = true;
+  r.inFlight = InFlightRule::Measured;
+  r.constraints = "M >= S";
+  add(r);
+
+  r = {};
   r.name = "zb-v";
   r.summary = "zero bubble V: two chunks per rank in a V, B/W split (Qi et "
               "al. 2024)";
@@ -111,6 +121,19 @@ std::vector<ScheduleInfo> buildRegistry() {
   r.inFlight = InFlightRule::OneFOneB;
   r.constraints = "M >= S";
   r.exploreByDefault = true;
+  add(r);
+
+  r = {};
+  r.name = "interleaved-zb";
+  r.aliases = {"zb1p"};
+  r.summary = "interleaved zero bubble (ZB1P): v chunks per rank, B/W split "
+              "(Qi et al. ICLR 2024; torch's ScheduleInterleavedZeroBubble)";
+  r.generate = makeInterleavedZB;
+  r.chunks = {ChunkRule::Configurable, 2};
+  r.splitBackward = true;
+  r.inFlight = InFlightRule::Measured;
+  r.constraints = "M a multiple of max(1, floor(M / S)); num-stages a "
+                  "multiple of v";
   add(r);
 
   r = {};

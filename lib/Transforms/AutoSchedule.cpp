@@ -181,7 +181,7 @@ void AutoSchedulePass::runOnOperation() {
   func::FuncOp model;
   size_t modelOps = 0;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr("pipe.stage"))
+    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     if (!fn.getOps<pipe::StageCallOp>().empty()) {
       fn.emitError() << "pipe-auto-schedule: the module is already "
@@ -293,7 +293,7 @@ void AutoSchedulePass::runOnOperation() {
   }
   Builder b(&getContext());
   module->setAttr(
-      "pipe.auto_schedule",
+      pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr(),
       b.getDictionaryAttr({
           b.getNamedAttr("schedule", b.getStringAttr(best.schedule)),
           b.getNamedAttr("num_microbatches",

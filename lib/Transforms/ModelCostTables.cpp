@@ -99,7 +99,7 @@ ModelCostTables::load(llvm::StringRef path, llvm::StringRef device,
   mlir::func::FuncOp best;
   size_t bestOps = 0;
   for (auto fn : module->getOps<mlir::func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr("pipe.stage"))
+    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     size_t n = fn.getBody().front().getOperations().size();
     if (!best || n > bestOps) {

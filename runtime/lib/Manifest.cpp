@@ -225,7 +225,7 @@ const char *optimizerName(OptimizerKind kind) {
   return "?";
 }
 
-/// "training" and "parameters" (Runtime.md, "Manifest"): a parameter is a
+/// "training" and "parameters" (docs/Runtime.md, "Manifest"): a parameter is a
 /// shared floating-point input; its ranks are distinct ranks of the run.
 static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
   using namespace manifest;

@@ -223,7 +223,7 @@ RunOptions parseRunOptions(int argc, char **argv) {
                        "that receives grad_<i>.npy and loss.npy)");
   if (o.manifestPath.empty())
     o.manifestPath = defaultManifestPath(o.modelPath);
-  // Fault injection for tests (Runtime.md, "Testing failures").
+  // Fault injection for tests (docs/Runtime.md, "Testing failures").
   if (const char *f = std::getenv("PIPEOPT_FAULT_KILL")) {
     int rank = -1, step = 0, end = 0;
     if (std::sscanf(f, "%d:%d%n", &rank, &step, &end) != 2 ||
@@ -1555,7 +1555,8 @@ void writeText(const std::string &path, const std::string &text) {
 
 /// Writes outputs, trace and profile and prints the summary (rank 0).
 /// Writes a training build's parameters, optimizer state and per-step
-/// losses into --output-dir (Runtime.md, "Training builds").
+/// losses into --output-dir (docs/Runtime.md, "Training builds
+/// with parameters").
 void writeTrainingFiles(const Manifest &m, const RunOptions &o,
                         const RankResult &result) {
   const std::string &dir = o.outputDir;

@@ -2,7 +2,7 @@
 //
 // Two steps of every optimizer on a 3-element vector against values
 // computed independently (Python, in double, with the formulas as written
-// in Runtime.md: m = b1*m + (1-b1)*g, mhat = m/(1-b1^t), ...).
+// in docs/Runtime.md: m = b1*m + (1-b1)*g, mhat = m/(1-b1^t), ...).
 //
 //===----------------------------------------------------------------------===//
 

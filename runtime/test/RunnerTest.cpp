@@ -813,7 +813,7 @@ TEST(RunnerTraining, OptionErrors) {
 /// The fake model's training (FakeModel.cpp, "Training with parameters")
 /// computed here: each microbatch's gradients in f32 in the model's order,
 /// their sum over microbatches in double, / 4, then the optimizer in double
-/// (the formulas of Runtime.md) and the weights rounded to f32.
+/// (the formulas of docs/Runtime.md) and the weights rounded to f32.
 struct ParamReference {
   std::string optimizer = "sgd";
   double lr = 0.1, mu = 0.9, b1 = 0.9, b2 = 0.999, eps = 1e-8, wd = 0;

@@ -120,7 +120,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }
 
 //--- schedule.mlir
-// expected-error @+1 {{pipe-partition: unknown schedule 'zigzag' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
+// expected-error @+1 {{pipe-partition: unknown schedule 'zigzag' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

@@ -34,7 +34,7 @@
 // RUN: not pipeopt %t/unknown.mlir --pipe-schedule="schedule=gpipe-2" -o /dev/null 2>&1 | FileCheck %s
 // RUN: not pipeopt %t/csv-and-schedule.mlir --pipe-schedule="csv=%S/Inputs/schedule-zb-2stages.csv schedule=gpipe" -o /dev/null 2>&1 | FileCheck %s --check-prefix=BOTH
 // BOTH: error: pipe-schedule: csv='{{.*}}schedule-zb-2stages.csv' imports the whole schedule table, so schedule=gpipe would be ignored; give either csv or the schedule options
-// CHECK: unknown.mlir:{{[0-9]+}}:1: error: cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)
+// CHECK: unknown.mlir:{{[0-9]+}}:1: error: cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)
 
 //--- no-graph.mlir
 // expected-error@+1 {{no stage graph found: expected a func.func whose body is pipe.stage_call ops (run pipe-outline-stages first)}}
@@ -108,7 +108,7 @@ func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 2
 func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
   return %x : tensor<4xf32>
 }
-// expected-error@+1 {{cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-v, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
+// expected-error@+1 {{cannot schedule @m: unknown schedule 'gpipe-2' (known: gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, interleaved-zb, chimera, hanayo, dualpipev, pipedream, pipedream-2bw, forward-only)}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 1 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   return %a : tensor<4xf32>

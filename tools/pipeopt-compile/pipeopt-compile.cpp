@@ -959,7 +959,8 @@ int main(int argc, char **argv) {
                   (train ? ", pipe-materialize-backward" : "") + ")");
     // --schedule auto: the rest of the build follows the choice.
     if (auto choice =
-            (*module)->getAttrOfType<DictionaryAttr>("pipe.auto_schedule")) {
+            (*module)->getAttrOfType<DictionaryAttr>(
+                pipeopt::pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr())) {
       if (auto name = choice.getAs<StringAttr>("schedule"))
         schedule = name.str();
       if (auto m = choice.getAs<IntegerAttr>("num_microbatches"))

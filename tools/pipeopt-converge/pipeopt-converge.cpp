@@ -34,7 +34,7 @@ namespace cl = llvm::cl;
 static cl::OptionCategory category("pipeopt-converge options");
 
 enum class Format { Text, JSON };
-enum class Experiment { Compare, Scaling };
+enum class Experiment { Compare, Scaling, Explore };
 
 static cl::opt<std::string> objectiveOpt(
     "objective", cl::init("quadratic"),
@@ -52,6 +52,17 @@ static cl::list<std::string> methodsOpt(
 static cl::opt<long> budgetOpt(
     "budget", cl::init(2000),
     cl::desc("Common time budget T in slots (F = B = one slot; default 2000)"),
+    cl::cat(category));
+static cl::opt<std::string> costTableOpt(
+    "cost-table", cl::init(""),
+    cl::desc("Time model from a cost table (JSON, the format pipeopt-explore "
+             "reads; resampled to S stages): every F / B of stage s takes the "
+             "table's forward / backward (B + W) seconds instead of one slot"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<double> budgetSecOpt(
+    "budget-s", cl::init(0.0),
+    cl::desc("With --cost-table: the budget T in seconds (default: --budget "
+             "x the mean over stages of (F + B) / 2)"),
     cl::cat(category));
 static cl::opt<unsigned long long>
     seedOpt("seed", cl::init(1), cl::desc("First optimizer seed (default 1)"),
@@ -141,11 +152,15 @@ static cl::opt<Experiment> experimentOpt(
                           "tuned comparison of the methods (default)"),
                clEnumValN(Experiment::Scaling, "scaling",
                           "largest stable step and error floor vs S, with "
-                          "fitted exponents")),
+                          "fitted exponents"),
+               clEnumValN(Experiment::Explore, "explore",
+                          "best method (tuned) per S of --stages-list at the "
+                          "budget, with its margin over the runner-up")),
     cl::cat(category));
 static cl::list<int>
     stagesListOpt("stages-list", cl::CommaSeparated,
-                  cl::desc("scaling: stage counts (default 2,4,8,16)"),
+                  cl::desc("scaling, explore: stage counts (default "
+                           "2,4,8,16)"),
                   cl::cat(category));
 static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
@@ -279,13 +294,76 @@ int main(int argc, char **argv) {
     return fail("--microbatches and --replicas must be >= 1 (0: the default)");
   if (deltaOpt < -1)
     return fail("--rpd-delta must be >= 0");
+  if (budgetSecOpt.getNumOccurrences() && costTableOpt.empty())
+    return fail("--budget-s needs --cost-table (without it the budget is "
+                "--budget slots)");
+  if (!costTableOpt.empty()) {
+    if (experimentOpt == Experiment::Scaling)
+      return fail("--cost-table applies to --experiment compare and explore");
+    if (experimentOpt == Experiment::Explore &&
+        !budgetSecOpt.getNumOccurrences())
+      return fail("--experiment explore with --cost-table needs --budget-s "
+                  "(one budget in seconds for every S)");
+    llvm::Expected<sim::CostTable> t = sim::loadCostTable(costTableOpt);
+    if (!t)
+      return fail("--cost-table " + costTableOpt + ": " +
+                  llvm::toString(t.takeError()));
+    sim::CostTable r = t->size() == stagesOpt ? *t : t->resample(stagesOpt);
+    double half = 0;
+    for (const sim::StageCost &sc : r.stages) {
+      if (!(sc.forwardSec > 0 && sc.backwardSec() > 0))
+        return fail("--cost-table " + costTableOpt +
+                    ": every stage needs F > 0 and B + W > 0 seconds "
+                    "(after resampling to " +
+                    llvm::Twine(stagesOpt.getValue()) + " stages)");
+      half += (sc.forwardSec + sc.backwardSec()) / 2;
+    }
+    half /= r.size();
+    if (budgetSecOpt.getNumOccurrences() &&
+        !(std::isfinite(budgetSecOpt) && budgetSecOpt > 0))
+      return fail("--budget-s must be a finite number > 0");
+    base.costs = std::make_shared<const sim::CostTable>(std::move(r));
+    base.budgetSec = budgetSecOpt.getNumOccurrences()
+                         ? budgetSecOpt.getValue()
+                         : static_cast<double>(budgetOpt) * half;
+  }
   std::vector<uint64_t> seeds;
   for (int i = 0; i < seedsOpt; ++i)
     seeds.push_back(seedOpt + i);
   const double L = (*obj)->smoothness();
 
   std::string out;
-  if (experimentOpt == Experiment::Scaling) {
+  if (experimentOpt == Experiment::Explore) {
+    if (!svgOpt.empty() || !csvOpt.empty())
+      return fail("--svg and --csv apply to --experiment compare");
+    if (fixedStepOpt.getNumOccurrences())
+      return fail("--fixed-step applies to --experiment scaling");
+    std::vector<int> stages(stagesListOpt.begin(), stagesListOpt.end());
+    if (stages.empty())
+      stages = {2, 4, 8, 16};
+    for (int S : stages)
+      if (S < 1 || S > (*obj)->dim())
+        return fail(llvm::formatv("--stages-list: every S must be in [1, {0}], "
+                                  "got {1}",
+                                  (*obj)->dim(), S));
+    SelectionRule rule;
+    rule.smoothness = smoothOpt;
+    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctaveOpt);
+    auto progress = [&](int done, int total) {
+      if (!quietOpt)
+        llvm::errs() << llvm::formatv(
+            "pipeopt-converge: explore {0}/{1} (S, method) tunings\n", done,
+            total);
+    };
+    llvm::Expected<ExploreResult> r = exploreStages(
+        **obj, base, stages, methods, steps, seeds, rule, progress);
+    if (!r)
+      return fail(r.takeError());
+    if (formatOpt == Format::JSON)
+      out = llvm::formatv("{0:2}", toJSON(*r)).str() + "\n";
+    else
+      out = exploreTable(*r);
+  } else if (experimentOpt == Experiment::Scaling) {
     if (methods.size() != 1)
       return fail("--experiment scaling takes exactly one method in "
                   "--methods (e.g. --methods=pipedream)");
@@ -327,6 +405,8 @@ int main(int argc, char **argv) {
     cmp.objective = (*obj)->name().str();
     cmp.stages = stagesOpt;
     cmp.budgetSlots = budgetOpt;
+    cmp.costs = base.costs;
+    cmp.budgetSec = base.budgetSec;
     cmp.noiseStd = noiseOpt;
     cmp.fStar = (*obj)->optimum();
     cmp.fStarNote = (*obj)->optimumNote();

@@ -171,7 +171,7 @@ TEST(HardwareJSON, FromScratchAndErrors) {
 }
 
 TEST(ProfileJSON, RuntimeFormat) {
-  // The shape pipeopt-run --profile writes (runtime/docs/Runtime.md).
+  // The shape pipeopt-run --profile writes (docs/Runtime.md, "Profile JSON").
   auto p = parseProfile(parseJSON(R"({
     "format": "pipeopt-profile", "version": 1, "num_stages": 2,
     "stages": [

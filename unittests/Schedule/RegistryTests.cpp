@@ -154,8 +154,9 @@ TEST(Registry, UnknownNameListsTheValidNames) {
   for (const ScheduleInfo &r : listSchedules())
     EXPECT_NE(msg.find(r.name.str()), std::string::npos) << r.name.str();
   EXPECT_EQ(scheduleNames(),
-            "gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-v, chimera, "
-            "hanayo, dualpipev, pipedream, pipedream-2bw, forward-only");
+            "gpipe, 1f1b, interleaved-1f1b, looped-bfs, zb-h1, zb-h2, zb-v, "
+            "interleaved-zb, chimera, hanayo, dualpipev, pipedream, "
+            "pipedream-2bw, forward-only");
   llvm::Expected<Schedule> s = makeSchedule("zigzag", params(2, 2));
   ASSERT_FALSE(static_cast<bool>(s));
   EXPECT_EQ(llvm::toString(s.takeError()), msg);

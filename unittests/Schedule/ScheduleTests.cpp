@@ -73,7 +73,8 @@ std::vector<SweepCase> sweepCases() {
         for (int v : {1, 2, 3})
           for (int w : {1, 2}) {
             std::string n = info.name.str();
-            bool chunked = n == "interleaved-1f1b" || n == "looped-bfs";
+            bool chunked = n == "interleaved-1f1b" || n == "looped-bfs" ||
+                           n == "interleaved-zb";
             if (!chunked && v != 1)
               continue;
             if (n != "hanayo" && w != 1)
@@ -398,7 +399,12 @@ TEST(Generators, ImpossibleParametersFailLoudly) {
             "per rank (2)");
   EXPECT_NE(message(makeSchedule("nope", params(2, 2))).find("unknown schedule 'nope'"),
             std::string::npos);
-  EXPECT_EQ(listSchedules().size(), 12u);
+  EXPECT_EQ(message(makeSchedule("zb-h2", params(4, 3))),
+            "zb-h2 needs num-microbatches >= num-stages (4), got 3");
+  EXPECT_EQ(message(makeSchedule("interleaved-zb", params(4, 9, 2))),
+            "interleaved-zb needs num-microbatches to be a multiple of the "
+            "number of rounds max(1, floor(M / S)) = 2 (S = 4), got 9");
+  EXPECT_EQ(listSchedules().size(), 14u);
 }
 
 TEST(Generators, NumStagesAloneWorks) {

@@ -10,7 +10,7 @@
 #ifndef PIPEOPT_PIPELINES_PIPELINES_H
 #define PIPEOPT_PIPELINES_PIPELINES_H
 
-#include "pipeopt/Partition/Partitioner.h"
+#include "pipeopt/Transforms/Passes.h" // partitionStrategyValues
 #include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/Pass/PassOptions.h"
@@ -83,15 +83,7 @@ struct PipeoptPipelineOptions
   Option<partition::Strategy> strategy{
       *this, "strategy", llvm::cl::desc("Partitioning strategy"),
       llvm::cl::init(partition::Strategy::Balanced),
-      llvm::cl::values(
-          clEnumValN(partition::Strategy::Balanced, "balanced",
-                     "optimal bottleneck"),
-          clEnumValN(partition::Strategy::Uniform, "uniform",
-                     "equal op counts"),
-          clEnumValN(partition::Strategy::Params, "params",
-                     "balanced parameter bytes"),
-          clEnumValN(partition::Strategy::Manual, "manual",
-                     "keep and check the existing pipe.stage attributes"))};
+      partitionStrategyValues()};
   Option<bool> training{
       *this, "training",
       llvm::cl::desc("Partition for training (stage time includes B and W)"),

@@ -276,6 +276,8 @@ llvm::Expected<Schedule> makeInterleaved1F1B(const ScheduleParams &p);
 llvm::Expected<Schedule> makeLoopedBFS(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBH1(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBV(const ScheduleParams &p);
+llvm::Expected<Schedule> makeInterleavedZB(const ScheduleParams &p);
+llvm::Expected<Schedule> makeZBH2(const ScheduleParams &p);
 llvm::Expected<Schedule> makeChimera(const ScheduleParams &p);
 llvm::Expected<Schedule> makeHanayo(const ScheduleParams &p);
 llvm::Expected<Schedule> makeDualPipeV(const ScheduleParams &p);

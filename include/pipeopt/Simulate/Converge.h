@@ -22,6 +22,14 @@
 ///    start in slots [0, T) happen (the paper's fair time-budget protocol:
 ///    the smallest run whose timeline reaches T, cut at T).
 ///
+/// With a cost table (RunConfig::costs) the time axis is seconds instead:
+/// every F of stage s takes the table's forward time and every full
+/// backward its B + W time (the table resample()d to S stages), actions
+/// start when sim::simulateTable starts them (free communication), and the
+/// budget T is in seconds. The weight versions every read sees, and so the
+/// iterates as a function of the block-update count, stay those of the
+/// schedule table; only when each update happens changes.
+///
 /// The PipeDream, PipeDream-2BW, synchronous and LocalSGD timelines are
 /// pipeopt's own schedule tables (schedule::makePipeDream, make1F1B, ...)
 /// executed with schedule::unitTimeSlots; the weight version every F reads
@@ -37,6 +45,7 @@
 #define PIPEOPT_SIMULATE_CONVERGE_H
 
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Simulate/CostModel.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -186,6 +195,14 @@ struct RunConfig {
   int replicas = 0;         ///< LocalSGD: R (0: S).
   int localSteps = 1;       ///< LocalSGD: H >= 1 local steps per round.
   int numSamples = 100;     ///< Curve points after t = 0 (evenly in T).
+  /// Cost-table time model (null: unit slots). Every F / BW of stage s
+  /// takes costs' forwardSec / backwardSec() of stage s (resample()d to S
+  /// stages when its size differs); start times are sim::simulateTable's.
+  /// Errors: an entry with F <= 0 or B + W <= 0.
+  std::shared_ptr<const sim::CostTable> costs;
+  /// The budget T in seconds when `costs` is set (budgetSlots is unused);
+  /// at most 10^7 (F + B) of the fastest stage.
+  double budgetSec = 0;
   /// Test hook: every read sees the newest version (no staleness); the
   /// order of block updates, batches and times is unchanged.
   bool forceZeroDelay = false;
@@ -199,14 +216,16 @@ struct RunConfig {
 /// A point of a sub-optimality curve: the state after every action that
 /// started before `slot`.
 struct CurvePoint {
-  long slot = 0;
+  long slot = 0; ///< Unit slot; -1 with a cost table (see time).
+  double time = 0; ///< Slots (unit model) or seconds (cost table).
   long blockUpdates = 0;
   double subopt = 0; ///< f(x) - f*; +inf after divergence.
 };
 
 /// One block update (RunConfig::recordUpdates).
 struct UpdateRecord {
-  long slot = 0;
+  long slot = 0;   ///< Unit slot of the update; -1 with a cost table.
+  double time = 0; ///< Start of the update's backward (slots or seconds).
   int stage = 0;      ///< Block written.
   int microbatch = 0; ///< Microbatch (PipeDream, sync, LocalSGD) or -1.
   int batch = 0;      ///< Data batch whose gradient was used.
@@ -237,6 +256,11 @@ llvm::Expected<RunResult> runMethod(const Objective &obj, const RunConfig &c);
 /// shorter than T slots, plus one: the smallest M whose timeline reaches T
 /// (binary search over generated tables, schedule::unitTimeSlots).
 llvm::Expected<int> pipeDreamMicrobatchesForBudget(int stages, long budget);
+/// The same for a budget in seconds under a cost table (resample()d to
+/// `stages`; null: unit slots, budget in slots): the smallest M whose
+/// sim::simulateTable makespan of the PipeDream table reaches `budget`.
+llvm::Expected<int> pipeDreamMicrobatchesForTime(int stages, double budget,
+                                                 const sim::CostTable *costs);
 
 /// The LocalSGD round table: S stages, R * H microbatches (replica of
 /// microbatch i = i mod R); a replica's next microbatch starts on a stage
@@ -318,6 +342,11 @@ struct Comparison {
   std::string objective;
   int stages = 0;
   long budgetSlots = 0;
+  /// Cost-table time model (RunConfig::costs, resample()d to `stages`):
+  /// the budget is budgetSec seconds and curves are against seconds.
+  std::shared_ptr<const sim::CostTable> costs;
+  double budgetSec = 0;
+  bool timed() const { return costs != nullptr; }
   double noiseStd = 0;
   double fStar = 0;
   std::string fStarNote;
@@ -327,13 +356,16 @@ struct Comparison {
   std::vector<MethodResult> results;
 };
 
-/// JSON report: objective, stages, budget_slots, noise_std, f_star,
+/// JSON report: objective, stages, time_model ("unit-slots" or
+/// "cost-table"), budget_slots (unit) or budget_s and cost_table {name,
+/// forward_s[], backward_s[]} (cost table), noise_std, f_star,
 /// f_star_note, smoothness_constant (L), seeds, selection (the rule), and
 /// results[] with method, step_size (selected), final_suboptimality (mean over
 /// seeds at T), tail_mean, stable, block_updates, microbatches, the method's
 /// parameters, sweep[] (step_size, final_suboptimality, tail_mean, stable,
 /// diverged) and curve {slot[], block_updates[], suboptimality[]} (mean
-/// over seeds of the selected step).
+/// over seeds of the selected step; time_s[] instead of slot[] with a
+/// cost table).
 llvm::json::Value toJSON(const Comparison &c);
 /// CSV: method,step_size,selected,seed,slot,block_updates,suboptimality;
 /// one row per curve point of every run of every sweep entry.
@@ -392,6 +424,59 @@ runScaling(const Objective &obj, const RunConfig &base,
            const std::function<void(int, int)> &progress = nullptr);
 llvm::json::Value toJSON(const ScalingResult &r);
 std::string scalingTable(const ScalingResult &r);
+
+//===----------------------------------------------------------------------===//
+// Explorer: the best method per stage count
+//===----------------------------------------------------------------------===//
+
+/// One method's tuned result at one S (exploreStages).
+struct ExploreEntry {
+  Method method = Method::PipeDream;
+  double stepSize = 0;    ///< Selected step (selectStep).
+  double finalSubopt = 0; ///< Mean over seeds of f - f* at T; +inf: diverged.
+  double tailMean = 0;
+  bool stable = false;
+  long blockUpdates = 0;  ///< Of the selected step's first seed.
+};
+struct ExploreRow {
+  int stages = 0;
+  std::vector<ExploreEntry> entries; ///< In the order of `methods`.
+  int best = -1;     ///< Lowest finite finalSubopt (-1: every method diverged).
+  int runnerUp = -1; ///< Second lowest finite (-1: none).
+  /// runner-up f - f* / best f - f* (>= 1; +inf without a finite runner-up).
+  double margin = 0;
+};
+struct ExploreResult {
+  std::string objective;
+  long budgetSlots = 0;
+  std::shared_ptr<const sim::CostTable> costs; ///< Cost-table time model.
+  double budgetSec = 0;
+  std::vector<ExploreRow> rows; ///< One per stage count, in input order.
+};
+
+/// For every S of `stageCounts` tunes every method of `methods` (tuneMethod:
+/// `steps` x `seeds`, `rule`; base.stages and base.method are replaced) and
+/// reports the method with the lowest final f - f* at the common budget T
+/// (slots, or seconds when base.costs is set: the table is resampled to each
+/// S) and its margin over the runner-up: the question "which method at this
+/// S?" of the fair time-budget protocol (arXiv 2606.03498, notes section 4).
+/// Errors: empty lists and any run's error (prefixed with S and method).
+llvm::Expected<ExploreResult>
+exploreStages(const Objective &obj, const RunConfig &base,
+              const std::vector<int> &stageCounts,
+              const std::vector<Method> &methods,
+              const std::vector<double> &steps,
+              const std::vector<uint64_t> &seeds,
+              const SelectionRule &rule = {},
+              const std::function<void(int, int)> &progress = nullptr);
+/// JSON: experiment "explore", objective, time_model, budget_slots or
+/// budget_s, rows[] with stages, best, best_final_suboptimality, runner_up,
+/// margin (null when undefined) and methods[] (method, step_size,
+/// final_suboptimality, tail_mean, stable, block_updates).
+llvm::json::Value toJSON(const ExploreResult &r);
+/// Text table: one line per S with the best method, its f - f*, the
+/// runner-up, the margin and every method's f - f*.
+std::string exploreTable(const ExploreResult &r);
 
 } // namespace converge
 } // namespace pipeopt

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "llvm/Support/CommandLine.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Partition/Partitioner.h" // Strategy (pipe-partition's option)
@@ -29,6 +30,19 @@ enum class BackwardCost {
   /// Per op class (docs/CostModel.md "Training: B and W").
   Rule,
 };
+
+/// The values of every `strategy=` option (pipe-partition,
+/// pipe-auto-schedule, pipeopt-pipeline): partition::Strategy by name.
+inline llvm::cl::ValuesClass partitionStrategyValues() {
+  return llvm::cl::values(
+      clEnumValN(partition::Strategy::Balanced, "balanced",
+                 "optimal bottleneck"),
+      clEnumValN(partition::Strategy::Uniform, "uniform", "equal op counts"),
+      clEnumValN(partition::Strategy::Params, "params",
+                 "balanced parameter bytes"),
+      clEnumValN(partition::Strategy::Manual, "manual",
+                 "keep and check the existing pipe.stage attributes"));
+}
 
 #define GEN_PASS_DECL
 #include "pipeopt/Transforms/Passes.h.inc"

@@ -111,8 +111,10 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-device memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
-    Option<"strategy", "strategy", "std::string", "\"balanced\"",
-           "pipe-partition strategy of the final partition">,
+    Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
+           "::pipeopt::partition::Strategy::Balanced",
+           "pipe-partition strategy of the final partition",
+           "::pipeopt::partitionStrategyValues()">,
     Option<"report", "report", "std::string", "\"\"",
            "pipe-partition report of the final partition">,
     Option<"profile", "profile", "std::string", "\"\"",
@@ -325,7 +327,7 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     seconds per level.
 
     Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
-    writes, runtime/docs/Runtime.md; read with `cost::loadProfile`) replaces
+    writes, docs/Runtime.md; read with `cost::loadProfile`) replaces
     the estimated F of stage k by the measured `forward_s`, and B / W by the
     measured `backward_input_s` / `backward_weight_s`, or `backward_s` /
     `backward_full_s` split in the ratio of the estimates; a backward time
@@ -526,15 +528,7 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
            "::pipeopt::partition::Strategy::Balanced",
            "How stages are cut",
-           [{::llvm::cl::values(
-             clEnumValN(::pipeopt::partition::Strategy::Balanced, "balanced",
-                        "optimal bottleneck"),
-             clEnumValN(::pipeopt::partition::Strategy::Uniform, "uniform",
-                        "equal op counts"),
-             clEnumValN(::pipeopt::partition::Strategy::Params, "params",
-                        "balanced parameter bytes"),
-             clEnumValN(::pipeopt::partition::Strategy::Manual, "manual",
-                        "keep and check the existing pipe.stage attributes"))}]>,
+           "::pipeopt::partitionStrategyValues()">,
     Option<"report", "report", "std::string", "\"\"",
            "Write the JSON report to this file; `-` prints a table to stdout">,
     Option<"profile", "profile", "std::string", "\"\"",

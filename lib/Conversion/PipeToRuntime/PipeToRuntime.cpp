@@ -391,7 +391,8 @@ llvm::json::Value manifestJson(const ManifestData &m,
   root[manifest::kActions] = std::move(actions);
 
   // Training builds: the trainable arguments and the optimizer the runtime
-  // applies after each step (runtime/docs/Runtime.md, "Training builds").
+  // applies after each step (docs/Runtime.md, "Training builds with
+  // parameters").
   if (!m.parameters.empty() || m.optimizer) {
     llvm::json::Array params;
     for (const auto &[index, ranks] : m.parameters) {

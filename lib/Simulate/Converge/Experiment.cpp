@@ -235,7 +235,10 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
                              {"diverged", e.diverged}});
     llvm::json::Array slot, updates, sub;
     for (size_t i = 0; i < b.meanCurve.size(); ++i) {
-      slot.push_back(static_cast<int64_t>(b.runs.front().curve[i].slot));
+      if (c.timed())
+        slot.push_back(b.runs.front().curve[i].time);
+      else
+        slot.push_back(static_cast<int64_t>(b.runs.front().curve[i].slot));
       updates.push_back(
           static_cast<int64_t>(b.runs.front().curve[i].blockUpdates));
       sub.push_back(number(b.meanCurve[i]));
@@ -250,17 +253,17 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
         {"microbatches", static_cast<int64_t>(b.runs.front().microbatches)},
         {"params", methodParams(m.config)},
         {"sweep", std::move(sweep)},
-        {"curve", llvm::json::Object{{"slot", std::move(slot)},
+        {"curve", llvm::json::Object{{c.timed() ? "time_s" : "slot",
+                                      std::move(slot)},
                                      {"block_updates", std::move(updates)},
                                      {"suboptimality", std::move(sub)}}}});
   }
   llvm::json::Array seeds;
   for (uint64_t s : c.seeds)
     seeds.push_back(static_cast<int64_t>(s));
-  return llvm::json::Object{
+  llvm::json::Object top{
       {"objective", c.objective},
       {"stages", c.stages},
-      {"budget_slots", static_cast<int64_t>(c.budgetSlots)},
       {"noise_std", c.noiseStd},
       {"f_star", c.fStar},
       {"f_star_note", c.fStarNote},
@@ -272,12 +275,29 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
                           {"within_best", c.rule.withinBest},
                           {"smooth_tail_tests", c.rule.smoothness}}},
       {"results", std::move(results)}};
+  if (c.timed()) {
+    top["budget_s"] = c.budgetSec;
+    top["time_model"] = "cost-table";
+    llvm::json::Array f, bw;
+    for (const sim::StageCost &s : c.costs->stages) {
+      f.push_back(s.forwardSec);
+      bw.push_back(s.backwardSec());
+    }
+    top["cost_table"] = llvm::json::Object{{"name", c.costs->name},
+                                           {"forward_s", std::move(f)},
+                                           {"backward_s", std::move(bw)}};
+  } else {
+    top["budget_slots"] = static_cast<int64_t>(c.budgetSlots);
+    top["time_model"] = "unit-slots";
+  }
+  return top;
 }
 
 std::string converge::toCSV(const Comparison &c) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << "method,step_size,selected,seed,slot,block_updates,suboptimality\n";
+  os << "method,step_size,selected,seed," << (c.timed() ? "time_s" : "slot")
+     << ",block_updates,suboptimality\n";
   for (const MethodResult &m : c.results)
     for (int i = 0, n = static_cast<int>(m.sweep.size()); i < n; ++i) {
       const SweepEntry &e = m.sweep[i];
@@ -286,7 +306,10 @@ std::string converge::toCSV(const Comparison &c) {
           os << methodName(m.method) << ','
              << llvm::formatv("{0:e6}", e.stepSize) << ','
              << (i == m.selected ? 1 : 0) << ','
-             << (r < c.seeds.size() ? c.seeds[r] : r) << ',' << p.slot << ','
+             << (r < c.seeds.size() ? c.seeds[r] : r) << ','
+             << (c.timed() ? llvm::formatv("{0:e9}", p.time).str()
+                           : std::to_string(p.slot))
+             << ','
              << p.blockUpdates << ','
              << (std::isfinite(p.subopt)
                      ? llvm::formatv("{0:e6}", p.subopt).str()
@@ -299,9 +322,14 @@ std::string converge::toCSV(const Comparison &c) {
 std::string converge::summaryTable(const Comparison &c) {
   std::string out;
   llvm::raw_string_ostream os(out);
-  os << llvm::formatv("objective {0}, S = {1}, budget {2} slots, noise {3}, "
+  const std::string budget =
+      c.timed() ? llvm::formatv("{0:g} s (cost table '{1}')", c.budgetSec,
+                                c.costs->name)
+                      .str()
+                : llvm::formatv("{0} slots", c.budgetSlots).str();
+  os << llvm::formatv("objective {0}, S = {1}, budget {2}, noise {3}, "
                       "{4} seed(s); f* = {5:e6} ({6})\n",
-                      c.objective, c.stages, c.budgetSlots, c.noiseStd,
+                      c.objective, c.stages, budget, c.noiseStd,
                       c.seeds.size(), c.fStar, c.fStarNote);
   os << llvm::formatv("{0,-14} {1,12} {2,14} {3,14} {4,7} {5,10} {6}\n",
                       "method", "step_size", "final f-f*", "tail f-f*",
@@ -362,7 +390,7 @@ std::string converge::renderSVG(const Comparison &c) {
     double xmax = 1;
     for (const MethodResult &m : c.results)
       for (const CurvePoint &p : m.best().runs.front().curve)
-        xmax = std::max<double>(xmax, panel ? p.blockUpdates : p.slot);
+        xmax = std::max<double>(xmax, panel ? p.blockUpdates : p.time);
     auto px = [&](double x) { return x0 + ml + (W - ml - mr) * x / xmax; };
     auto py = [&](double y) {
       return mt + (H - mt - mb) * (hi - std::log10(y)) / (hi - lo);
@@ -384,11 +412,15 @@ std::string converge::renderSVG(const Comparison &c) {
       os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
                           "{2}</text>\n",
                           px(xmax * t / 4), H - mb + 15,
-                          static_cast<long>(xmax * t / 4));
+                          c.timed() && !panel
+                              ? llvm::formatv("{0:g}", xmax * t / 4).str()
+                              : std::to_string(
+                                    static_cast<long>(xmax * t / 4)));
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
                         "{2}</text>\n",
                         x0 + ml + (W - ml - mr) / 2, H - 8,
-                        panel ? "block updates" : "slots");
+                        panel ? "block updates"
+                              : (c.timed() ? "seconds" : "slots"));
     for (size_t i = 0; i < c.results.size(); ++i) {
       const SweepEntry &b = c.results[i].best();
       std::string pts;
@@ -399,7 +431,7 @@ std::string converge::renderSVG(const Comparison &c) {
         const CurvePoint &p = b.runs.front().curve[k];
         v = std::max(v, std::pow(10.0, lo));
         pts += llvm::formatv("{0:f1},{1:f1} ",
-                             px(panel ? p.blockUpdates : p.slot), py(v))
+                             px(panel ? p.blockUpdates : p.time), py(v))
                    .str();
       }
       os << llvm::formatv("<polyline fill=\"none\" stroke=\"{0}\" "

@@ -18,6 +18,8 @@
 
 #include "ConvergeInternal.h"
 
+#include "pipeopt/Simulate/Simulator.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -73,23 +75,72 @@ llvm::Expected<Method> converge::parseMethod(llvm::StringRef name) {
 namespace {
 using detail::error;
 
-/// A compute action of a table at its unit-time slot.
+/// A compute action of a table at its start time: the unit-time slot
+/// (unit model) or the start in seconds of sim::simulateTable (cost table).
 struct Event {
-  long slot;
+  double time;
   int stage;
   const Action *action;
 };
 
-/// The table's compute actions in the global order (slot, stage), and its
-/// makespan in slots.
+/// Start times of every action of `s`: unit-time slots without `costs`,
+/// else the idealized table simulation's starts (seconds, free
+/// communication). starts[rank][i] is meaningful for compute actions only.
+llvm::Error actionStarts(const Schedule &s, const sim::CostTable *costs,
+                         std::vector<std::vector<double>> &starts,
+                         double *makespan) {
+  starts.assign(s.actions.size(), {});
+  for (size_t r = 0; r < s.actions.size(); ++r)
+    starts[r].assign(s.actions[r].size(), 0.0);
+  double end = 0;
+  if (!costs) {
+    llvm::Expected<std::vector<std::vector<int>>> slots =
+        schedule::unitTimeSlots(s);
+    if (!slots)
+      return slots.takeError();
+    for (size_t r = 0; r < s.actions.size(); ++r)
+      for (size_t i = 0; i < s.actions[r].size(); ++i) {
+        starts[r][i] = (*slots)[r][i];
+        if (s.actions[r][i].isCompute())
+          end = std::max(end, starts[r][i] + 1);
+      }
+    *makespan = end;
+    return llvm::Error::success();
+  }
+  sim::Timeline tl;
+  llvm::Expected<sim::Metrics> m =
+      sim::simulateTable(s, *costs, sim::idealSystem(), &tl);
+  if (!m)
+    return m.takeError();
+  // tl.compute lists every rank's compute actions in table order.
+  std::vector<size_t> next(s.actions.size(), 0);
+  for (const sim::TimedCompute &tc : tl.compute) {
+    if (tc.rank < 0 || tc.rank >= static_cast<int>(s.actions.size()))
+      return error("table simulation returned an unknown rank");
+    auto &row = s.actions[tc.rank];
+    size_t &i = next[tc.rank];
+    while (i < row.size() && !row[i].isCompute())
+      ++i;
+    if (i == row.size() || row[i].phase != tc.action.phase ||
+        row[i].stage != tc.action.stage ||
+        row[i].microbatch != tc.action.microbatch)
+      return error("table simulation of '" + s.name +
+                   "' does not list the table's compute actions in order");
+    starts[tc.rank][i++] = tc.startSec;
+  }
+  *makespan = m->makespanSec;
+  return llvm::Error::success();
+}
+
+/// The table's compute actions in the global order (start time, stage),
+/// and its makespan (slots or seconds).
 llvm::Expected<std::vector<Event>> orderedEvents(const Schedule &s,
-                                                 long *makespan) {
-  llvm::Expected<std::vector<std::vector<int>>> slots =
-      schedule::unitTimeSlots(s);
-  if (!slots)
-    return slots.takeError();
+                                                 const sim::CostTable *costs,
+                                                 double *makespan) {
+  std::vector<std::vector<double>> starts;
+  if (llvm::Error err = actionStarts(s, costs, starts, makespan))
+    return std::move(err);
   std::vector<Event> ev;
-  long end = 0;
   for (size_t r = 0; r < s.actions.size(); ++r)
     for (size_t i = 0; i < s.actions[r].size(); ++i) {
       const Action &a = s.actions[r][i];
@@ -99,15 +150,35 @@ llvm::Expected<std::vector<Event>> orderedEvents(const Schedule &s,
         return error("schedule '" + s.name + "' has a split backward (" +
                      schedule::describe(a) +
                      "); the optimization simulator needs full backwards");
-      long t = (*slots)[r][i];
-      ev.push_back({t, a.stage, &a});
-      end = std::max(end, t + 1);
+      ev.push_back({starts[r][i], a.stage, &a});
     }
   std::stable_sort(ev.begin(), ev.end(), [](const Event &a, const Event &b) {
-    return a.slot != b.slot ? a.slot < b.slot : a.stage < b.stage;
+    return a.time != b.time ? a.time < b.time : a.stage < b.stage;
   });
-  *makespan = end;
   return ev;
+}
+
+/// Every entry of a cost table needs F > 0 and BW > 0 (finite): the
+/// replay orders actions by start time and counts budgets in actions.
+llvm::Error checkCostTable(const sim::CostTable &t) {
+  if (t.size() == 0)
+    return error("cost table has no stages");
+  for (int s = 0; s < t.size(); ++s) {
+    const sim::StageCost &c = t.stages[s];
+    if (!(std::isfinite(c.forwardSec) && c.forwardSec > 0 &&
+          std::isfinite(c.backwardSec()) && c.backwardSec() > 0))
+      return error(llvm::formatv("cost table entry {0}: the optimization "
+                                 "simulator needs F > 0 and B + W > 0 "
+                                 "seconds, got F = {1}, B + W = {2}",
+                                 s, c.forwardSec, c.backwardSec())
+                       .str());
+  }
+  return llvm::Error::success();
+}
+
+/// A key that identifies a cost table's times (cache keys).
+std::string costKey(const sim::CostTable *costs) {
+  return costs ? sim::costTableToJSON(*costs) : std::string();
 }
 
 llvm::Expected<Schedule> generate(llvm::StringRef name, int S, int M) {
@@ -121,18 +192,18 @@ llvm::Expected<Schedule> generate(llvm::StringRef name, int S, int M) {
 struct TableEvents {
   Schedule schedule;
   std::vector<Event> events;
-  long makespan = 0;
+  double makespan = 0; ///< Slots or seconds.
 };
 
 /// Generates (or reuses: sweeps run the same table for every step and seed)
 /// the table `name` for S stages and M microbatches, with its events.
 llvm::Expected<std::shared_ptr<const TableEvents>>
-tableEvents(llvm::StringRef name, int S, int M) {
+tableEvents(llvm::StringRef name, int S, int M, const sim::CostTable *costs) {
   static std::mutex mu;
-  static std::map<std::tuple<std::string, int, int>,
+  static std::map<std::tuple<std::string, int, int, std::string>,
                   std::shared_ptr<const TableEvents>>
       cache;
-  auto key = std::make_tuple(name.str(), S, M);
+  auto key = std::make_tuple(name.str(), S, M, costKey(costs));
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
@@ -145,7 +216,7 @@ tableEvents(llvm::StringRef name, int S, int M) {
     return s.takeError();
   t->schedule = std::move(*s);
   llvm::Expected<std::vector<Event>> ev =
-      orderedEvents(t->schedule, &t->makespan);
+      orderedEvents(t->schedule, costs, &t->makespan);
   if (!ev)
     return ev.takeError();
   t->events = std::move(*ev);
@@ -154,6 +225,11 @@ tableEvents(llvm::StringRef name, int S, int M) {
     cache.clear();
   cache[key] = t;
   return std::shared_ptr<const TableEvents>(t);
+}
+
+/// The time budget T: slots (unit model) or seconds (cost table).
+double budgetOf(const RunConfig &c) {
+  return c.costs ? c.budgetSec : static_cast<double>(c.budgetSlots);
 }
 
 /// The simulation state and the curve sampler shared by all methods.
@@ -168,9 +244,13 @@ public:
       for (int s = 0; s < S_; ++s)
         rep[s].push_back(block(x0, s));
     }
+    // Unit model: integer slots floor(T j / P); cost table: T j / P seconds.
     for (int j = 0; j <= c.numSamples; ++j)
-      sampleSlots_.push_back(static_cast<long>(
-          (static_cast<__int128>(c.budgetSlots) * j) / c.numSamples));
+      sampleTimes_.push_back(
+          c.costs ? c.budgetSec * j / c.numSamples
+                  : static_cast<double>(static_cast<long>(
+                        (static_cast<__int128>(c.budgetSlots) * j) /
+                        c.numSamples)));
     result_.initialSubopt = obj.value(x0.data()) - obj.optimum();
   }
 
@@ -183,10 +263,11 @@ public:
   bool stopped() const { return stopped_; }
   RunResult &result() { return result_; }
 
-  /// Emits every curve point whose slot is <= `slot` (the state holds all
-  /// actions before `slot`). Returns false once the run diverged.
-  bool advanceTo(long slot) {
-    while (next_ < sampleSlots_.size() && sampleSlots_[next_] <= slot) {
+  /// Emits every curve point whose time is <= `time` (the state holds all
+  /// actions that started before `time`). Returns false once the run
+  /// diverged.
+  bool advanceTo(double time) {
+    while (next_ < sampleTimes_.size() && sampleTimes_[next_] <= time) {
       double f = INFINITY;
       if (!stopped_) {
         std::vector<double> x = evalPoint();
@@ -198,7 +279,9 @@ public:
           f = INFINITY;
         }
       }
-      result_.curve.push_back({sampleSlots_[next_], result_.blockUpdates, f});
+      const double t = sampleTimes_[next_];
+      result_.curve.push_back({c_.costs ? -1 : static_cast<long>(t), t,
+                               result_.blockUpdates, f});
       ++next_;
     }
     return !stopped_;
@@ -258,7 +341,7 @@ public:
   }
 
   void finish() {
-    advanceTo(c_.budgetSlots);
+    advanceTo(budgetOf(c_));
     result_.finalSubopt = result_.curve.back().subopt;
     result_.finalPoint = evalPoint();
   }
@@ -287,7 +370,7 @@ private:
   /// [replica][block][version] -> block values.
   std::vector<std::vector<std::vector<std::vector<double>>>> versions_;
   std::vector<double> z_, g_;
-  std::vector<long> sampleSlots_;
+  std::vector<double> sampleTimes_;
   size_t next_ = 0;
   bool stopped_ = false;
   RunResult result_;
@@ -327,12 +410,13 @@ private:
 };
 
 /// Records update delays when asked.
-void record(Engine &e, const RunConfig &c, long slot, int stage, int mb,
+void record(Engine &e, const RunConfig &c, double time, int stage, int mb,
             int batch, int rep, std::vector<int> delay) {
   if (!c.recordUpdates)
     return;
   UpdateRecord u;
-  u.slot = slot;
+  u.slot = c.costs ? -1 : static_cast<long>(time);
+  u.time = time;
   u.stage = stage;
   u.microbatch = mb;
   u.batch = batch;
@@ -347,10 +431,11 @@ void record(Engine &e, const RunConfig &c, long slot, int stage, int mb,
 llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
                           llvm::StringRef name, int every) {
   const int S = c.stages;
-  llvm::Expected<int> M = pipeDreamMicrobatchesForBudget(S, c.budgetSlots);
+  llvm::Expected<int> M =
+      pipeDreamMicrobatchesForTime(S, budgetOf(c), c.costs.get());
   if (!M)
     return M.takeError();
-  auto table = tableEvents(name, S, *M);
+  auto table = tableEvents(name, S, *M, c.costs.get());
   if (!table)
     return table.takeError();
   const std::vector<Event> *events = &(*table)->events;
@@ -359,7 +444,7 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
   std::vector<int> pending(S, 0);
   std::vector<int> ver(S);
   for (const Event &ev : *events) {
-    if (ev.slot >= c.budgetSlots || !e.advanceTo(ev.slot))
+    if (ev.time >= budgetOf(c) || !e.advanceTo(ev.time))
       break;
     const Action &a = *ev.action;
     if (a.phase == Phase::F) {
@@ -386,7 +471,7 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     const double *g = e.gradient(0, ver, a.stage, batch, a.microbatch);
     const int len = e.hi(a.stage) - e.lo(a.stage);
     if (every == 1) {
-      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0,
+      record(e, c, ev.time, a.stage, a.microbatch, batch, 0,
              reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(0, a.stage, g, c.stepSize);
       continue;
@@ -397,7 +482,7 @@ llvm::Error runAsyncTable(Engine &e, const Objective &obj, const RunConfig &c,
     for (int j = 0; j < len; ++j)
       sum[j] += g[j];
     if (++pending[a.stage] == every) {
-      record(e, c, ev.slot, a.stage, a.microbatch, batch, 0,
+      record(e, c, ev.time, a.stage, a.microbatch, batch, 0,
              reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(0, a.stage, sum.data(), c.stepSize / every);
       sum.assign(len, 0.0);
@@ -415,18 +500,18 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
   const int M = c.syncMicrobatches ? c.syncMicrobatches : S;
   // 1F1B needs M >= S; with fewer microbatches GPipe's flush has the same
   // unit-time makespan 2(M + S - 1) and the same reads (step-start weights).
-  auto table = tableEvents(M >= S ? "1f1b" : "gpipe", S, M);
+  auto table = tableEvents(M >= S ? "1f1b" : "gpipe", S, M, c.costs.get());
   if (!table)
     return table.takeError();
   const std::vector<Event> *events = &(*table)->events;
-  const long period = (*table)->makespan;
+  const double period = (*table)->makespan, T = budgetOf(c);
   std::vector<std::vector<double>> acc(S);
   std::vector<int> pending(S, 0), ver(S);
   Reads reads(S, M);
-  for (long step = 0; step * period < c.budgetSlots; ++step) {
+  for (long step = 0; step * period < T; ++step) {
     for (const Event &ev : *events) {
-      const long slot = step * period + ev.slot;
-      if (slot >= c.budgetSlots || !e.advanceTo(slot))
+      const double slot = step * period + ev.time;
+      if (slot >= T || !e.advanceTo(slot))
         return llvm::Error::success();
       const Action &a = *ev.action;
       const long mb = step * M + a.microbatch;
@@ -471,17 +556,18 @@ llvm::Error runRPD(Engine &e, const Objective &obj, const RunConfig &c) {
   const long delta = c.rpdDelta >= 0
                          ? c.rpdDelta
                          : static_cast<long>(std::floor(S * S - S / 2.0));
-  llvm::Expected<int> M = pipeDreamMicrobatchesForBudget(S, c.budgetSlots);
+  llvm::Expected<int> M =
+      pipeDreamMicrobatchesForTime(S, budgetOf(c), c.costs.get());
   if (!M)
     return M.takeError();
-  auto table = tableEvents("pipedream", S, *M);
+  auto table = tableEvents("pipedream", S, *M, c.costs.get());
   if (!table)
     return table.takeError();
   const std::vector<Event> *events = &(*table)->events;
-  std::vector<long> updateSlots;
+  std::vector<double> updateSlots;
   for (const Event &ev : *events)
-    if (ev.action->phase == Phase::BW && ev.slot < c.budgetSlots)
-      updateSlots.push_back(ev.slot);
+    if (ev.action->phase == Phase::BW && ev.time < budgetOf(c))
+      updateSlots.push_back(ev.time);
   detail::Rng rng(detail::mix64(c.seed) ^ 0x5D1Eull);
   // writtenAt[s] = global update indices that wrote block s, ascending.
   std::vector<std::vector<long>> writtenAt(S);
@@ -518,18 +604,20 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
   llvm::Expected<Schedule> sched = makeLocalSGDRound(S, R, H);
   if (!sched)
     return sched.takeError();
-  long period = 0;
-  llvm::Expected<std::vector<Event>> eventsOr = orderedEvents(*sched, &period);
+  double period = 0;
+  const double T = budgetOf(c);
+  llvm::Expected<std::vector<Event>> eventsOr =
+      orderedEvents(*sched, c.costs.get(), &period);
   if (!eventsOr)
     return eventsOr.takeError();
   const std::vector<Event> *events = &*eventsOr;
   const int M = R * H;
   Reads reads(S, M);
   std::vector<int> ver(S);
-  for (long round = 0; round * period < c.budgetSlots; ++round) {
+  for (long round = 0; round * period < T; ++round) {
     for (const Event &ev : *events) {
-      const long slot = round * period + ev.slot;
-      if (slot >= c.budgetSlots || !e.advanceTo(slot))
+      const double slot = round * period + ev.time;
+      if (slot >= T || !e.advanceTo(slot))
         return llvm::Error::success();
       const Action &a = *ev.action;
       const int rep = a.microbatch % R, local = a.microbatch / R;
@@ -556,7 +644,7 @@ llvm::Error runLocalSGD(Engine &e, const Objective &obj, const RunConfig &c) {
              reads.delays(a.microbatch, e.result().blockUpdates));
       e.apply(rep, a.stage, g, c.stepSize);
     }
-    if ((round + 1) * period <= c.budgetSlots)
+    if ((round + 1) * period <= T)
       e.averageReplicas();
   }
   return llvm::Error::success();
@@ -568,35 +656,57 @@ llvm::Expected<int> converge::pipeDreamMicrobatchesForBudget(int stages,
                                                              long budget) {
   if (stages < 1 || budget < 1)
     return error("pipedream budget needs stages >= 1 and budget >= 1 slot");
+  return pipeDreamMicrobatchesForTime(stages, static_cast<double>(budget),
+                                      nullptr);
+}
+
+llvm::Expected<int>
+converge::pipeDreamMicrobatchesForTime(int stages, double budget,
+                                       const sim::CostTable *costs) {
+  if (stages < 1 || !(std::isfinite(budget) && budget > 0))
+    return error("pipedream budget needs stages >= 1 and a budget > 0");
+  sim::CostTable resampled;
+  if (costs) {
+    if (llvm::Error err = checkCostTable(*costs))
+      return std::move(err);
+    if (costs->size() != stages) {
+      resampled = costs->resample(stages);
+      costs = &resampled;
+    }
+  }
   static std::mutex mu;
-  static std::map<std::pair<int, long>, int> known;
+  static std::map<std::tuple<int, double, std::string>, int> known;
+  const auto key = std::make_tuple(stages, budget, costKey(costs));
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find({stages, budget});
+    auto it = known.find(key);
     if (it != known.end())
       return it->second;
   }
-  auto length = [&](int M) -> llvm::Expected<long> {
+  auto length = [&](int M) -> llvm::Expected<double> {
     llvm::Expected<Schedule> s = generate("pipedream", stages, M);
     if (!s)
       return s.takeError();
-    llvm::Expected<std::vector<std::vector<int>>> slots =
-        schedule::unitTimeSlots(*s);
-    if (!slots)
-      return slots.takeError();
-    long makespan = 0;
-    for (const auto &row : *slots)
-      for (int t : row)
-        makespan = std::max<long>(makespan, t + 1);
+    std::vector<std::vector<double>> starts;
+    double makespan = 0;
+    if (llvm::Error err = actionStarts(*s, costs, starts, &makespan))
+      return std::move(err);
     return makespan;
   };
-  // Smallest M whose timeline length reaches the budget; M <= budget.
-  int lo = 1,
-      hi =
-          static_cast<int>(std::min<long>(budget, schedule::kMaxPipelineCount));
+  // Smallest M whose timeline length reaches the budget. Unit slots: M <=
+  // budget. Cost table: stage 0 runs every F and B, so the makespan is at
+  // least M (F_0 + BW_0) and M <= budget / (F_0 + BW_0) + 1.
+  double bound = budget;
+  if (costs) {
+    const double work0 =
+        costs->stages[0].forwardSec + costs->stages[0].backwardSec();
+    bound = std::ceil(budget / work0) + 1;
+  }
+  int lo = 1, hi = static_cast<int>(
+                  std::min<double>(bound, schedule::kMaxPipelineCount));
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    llvm::Expected<long> len = length(mid);
+    llvm::Expected<double> len = length(mid);
     if (!len)
       return len.takeError();
     if (*len >= budget)
@@ -605,18 +715,19 @@ llvm::Expected<int> converge::pipeDreamMicrobatchesForBudget(int stages,
       lo = mid + 1;
   }
   if (lo == schedule::kMaxPipelineCount) {
-    llvm::Expected<long> len = length(lo);
+    llvm::Expected<double> len = length(lo);
     if (!len)
       return len.takeError();
     if (*len < budget)
       return error(llvm::formatv("budget {0} is longer than the largest "
                                  "PipeDream table ({1} microbatches, {2} "
-                                 "slots)",
-                                 budget, lo, *len)
+                                 "{3})",
+                                 budget, lo, *len,
+                                 costs ? "seconds" : "slots")
                        .str());
   }
   std::lock_guard<std::mutex> lock(mu);
-  known[{stages, budget}] = lo;
+  known[key] = lo;
   return lo;
 }
 
@@ -706,11 +817,32 @@ llvm::Expected<RunResult> converge::runMethod(const Objective &obj,
                      .str());
   if (c.stages > 1024)
     return error("stages must be at most 1024");
-  if (c.budgetSlots < 1 || c.budgetSlots > 10000000)
+  RunConfig timed;
+  const RunConfig *cp = &c;
+  if (c.costs) {
+    if (llvm::Error err = checkCostTable(*c.costs))
+      return std::move(err);
+    timed = c;
+    if (c.costs->size() != c.stages)
+      timed.costs =
+          std::make_shared<const sim::CostTable>(c.costs->resample(c.stages));
+    double fastest = INFINITY;
+    for (const sim::StageCost &s : timed.costs->stages)
+      fastest = std::min(fastest, s.forwardSec + s.backwardSec());
+    if (!(std::isfinite(c.budgetSec) && c.budgetSec > 0) ||
+        c.budgetSec / fastest > 1e7)
+      return error(llvm::formatv("budget must be > 0 seconds and at most "
+                                 "10^7 microbatches (F + B) of the fastest "
+                                 "stage ({0} s), got {1} s",
+                                 fastest, c.budgetSec)
+                       .str());
+    cp = &timed;
+  } else if (c.budgetSlots < 1 || c.budgetSlots > 10000000) {
     return error(llvm::formatv("budget must be in [1, 10000000] slots, got "
                                "{0}",
                                c.budgetSlots)
                      .str());
+  }
   if (!(std::isfinite(c.stepSize) && c.stepSize > 0))
     return error("step size must be a finite number > 0");
   if (!(std::isfinite(c.noiseStd) && c.noiseStd >= 0))
@@ -729,24 +861,24 @@ llvm::Expected<RunResult> converge::runMethod(const Objective &obj,
     return error("rpd delta must be at most 1e8");
   const int replicas =
       c.method == Method::LocalSGD ? (c.replicas ? c.replicas : c.stages) : 1;
-  Engine e(obj, c, replicas);
+  Engine e(obj, *cp, replicas);
   e.advanceTo(0);
   llvm::Error err = llvm::Error::success();
   switch (c.method) {
   case Method::Sync:
-    err = runSync(e, obj, c);
+    err = runSync(e, obj, *cp);
     break;
   case Method::PipeDream:
-    err = runAsyncTable(e, obj, c, "pipedream", 1);
+    err = runAsyncTable(e, obj, *cp, "pipedream", 1);
     break;
   case Method::PipeDream2BW:
-    err = runAsyncTable(e, obj, c, "pipedream-2bw", c.stages);
+    err = runAsyncTable(e, obj, *cp, "pipedream-2bw", c.stages);
     break;
   case Method::RPD:
-    err = runRPD(e, obj, c);
+    err = runRPD(e, obj, *cp);
     break;
   case Method::LocalSGD:
-    err = runLocalSGD(e, obj, c);
+    err = runLocalSGD(e, obj, *cp);
     break;
   }
   if (err)

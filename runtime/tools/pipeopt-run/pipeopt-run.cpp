@@ -2,7 +2,7 @@
 //
 // Loads <model>.so + <model>.manifest.json, runs every rank's program over a
 // communicator (loopback threads, MPI or NCCL), and writes outputs, a Chrome
-// trace and a per-stage profile. See runtime/docs/Runtime.md.
+// trace and a per-stage profile. See docs/Runtime.md.
 //
 //===----------------------------------------------------------------------===//
 

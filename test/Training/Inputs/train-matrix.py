@@ -33,7 +33,8 @@ import sys
 
 # Schedules that place two stages (chunks) on every rank: R ranks need 2R
 # stages (pipeopt-pipeline's num-stages help).
-TWO_CHUNK = {"interleaved-1f1b", "looped-bfs", "zb-v", "dualpipev", "hanayo"}
+TWO_CHUNK = {"interleaved-1f1b", "looped-bfs", "zb-v", "dualpipev", "hanayo",
+             "interleaved-zb"}
 
 # Hyper-parameters of each optimizer (pipeopt-compile flags).
 OPTIMIZERS = {

@@ -155,7 +155,8 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
   if (name == RematAttrHelper::getNameStr())
     return isa<UnitAttr>(value) ? success() : mustBe("a unit attribute");
   if (name == GradientAttrHelper::getNameStr() ||
-      name == OptimizerAttrHelper::getNameStr())
+      name == OptimizerAttrHelper::getNameStr() ||
+      name == AutoScheduleAttrHelper::getNameStr())
     return isa<DictionaryAttr>(value) ? success() : mustBe("a dictionary");
   if (name == LiftedConstantsAttrHelper::getNameStr() ||
       name == TrainableAttrHelper::getNameStr())
@@ -166,8 +167,8 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
          << "unknown attribute '" << name
          << "' (the pipe dialect's op attributes are pipe.stage, pipe.cost, "
             "pipe.remat, pipe.num_stages, pipe.stash_bytes, pipe.rank, "
-            "pipe.gradient, pipe.lifted_constants, pipe.trainable and "
-            "pipe.optimizer)";
+            "pipe.gradient, pipe.lifted_constants, pipe.trainable, "
+            "pipe.optimizer and pipe.auto_schedule)";
 }
 
 //===----------------------------------------------------------------------===//

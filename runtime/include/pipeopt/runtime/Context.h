@@ -137,7 +137,7 @@ public:
   int openKind = -1, openStage = -1, openMicrobatch = -1;
   double openBeginS = 0;
 
-  /// Checks of the program against its manifest (runtime/docs/Runtime.md,
+  /// Checks of the program against its manifest (docs/Runtime.md,
   /// "What the manifest is checked against"), per call of the entry point:
   /// actions begun so far (the index into the manifest's `actions` of this
   /// rank) and, per input that is not microbatched, the microbatch it was

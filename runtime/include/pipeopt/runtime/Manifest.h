@@ -2,7 +2,7 @@
 //
 // Describes a compiled model shared object: ranks, stages, microbatches, its
 // entry points, inputs and outputs. The format is documented in
-// runtime/docs/Runtime.md ("Manifest"). Loading is tolerant of missing
+// docs/Runtime.md ("Manifest"). Loading is tolerant of missing
 // optional fields and unknown fields, strict (clear error) on wrong types or
 // values.
 //
@@ -67,7 +67,8 @@ struct ManifestAction {
 enum class OptimizerKind { None, Sgd, Momentum, AdamW };
 
 /// "training": the optimizer that pipeopt-run applies at the end of every
-/// step, with its hyper-parameters (defaults as documented in Runtime.md).
+/// step, with its hyper-parameters (defaults as documented in docs/Runtime.md,
+/// "Manifest").
 struct TrainingConfig {
   OptimizerKind optimizer = OptimizerKind::None;
   double lr = 0;          ///< required unless optimizer is none
@@ -115,7 +116,7 @@ struct Manifest {
   std::vector<ManifestParameter> parameters;
   /// True if "parameters" lists at least one parameter: a training build
   /// whose weights pipeopt-run keeps, reduces gradients for and updates
-  /// (runtime/docs/Runtime.md, "Training builds with parameters"). An empty
+  /// (docs/Runtime.md, "Training builds with parameters"). An empty
   /// list, or "training" alone, changes nothing.
   bool hasParameters = false;
   /// Where the manifest came from (parseManifest's `what`), for messages.

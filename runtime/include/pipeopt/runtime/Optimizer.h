@@ -1,8 +1,8 @@
 //===- Optimizer.h - The optimizers of training builds ----------*- C++ -*-===//
 //
 // The generic optimizer that pipeopt-run applies to every parameter of a
-// training build at the end of a step (manifest "training"; runtime/docs/
-// Runtime.md, "Training builds"). The update is computed in double from the
+// training build at the end of a step (manifest "training"; docs/Runtime.md,
+// "Training builds with parameters"). The update is computed in double from the
 // stored weights and the step's mean gradient; the caller rounds the result
 // once to the parameter's dtype. The optimizer state is kept in double per
 // element. The formulas and their operation order follow torch.optim's

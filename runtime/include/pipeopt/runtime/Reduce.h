@@ -1,7 +1,7 @@
 //===- Reduce.h - Averaging an output over microbatches ---------*- C++ -*-===//
 //
 // The mean over microbatches of an output with "reduce": "mean" (a training
-// build's loss and gradients; runtime/docs/Runtime.md, "Manifest"). Every
+// build's loss and gradients; docs/Runtime.md, "Manifest"). Every
 // microbatch's value is added to a sum in double precision as it is written,
 // on whichever rank writes it; rank 0 adds the ranks' sums, divides by the
 // number of microbatches and rounds once to the output's dtype. Summing M

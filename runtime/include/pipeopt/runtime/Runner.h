@@ -1,7 +1,7 @@
 //===- Runner.h - pipeopt-run: load a model .so and run its ranks -*- C++ -*-===//
 //
 // The launcher logic behind the pipeopt-run tool, in the library so tests
-// can drive it. See runtime/docs/Runtime.md for the command line, the input
+// can drive it. See docs/Runtime.md for the command line, the input
 // conventions and the trace/profile formats.
 //
 //===----------------------------------------------------------------------===//
@@ -44,7 +44,7 @@ struct RunOptions {
   /// output_<index>.npy. Needs --output-dir.
   bool saveGrads = false;
   /// Training builds with parameters: after every checkpointEvery-th step
-  /// write a complete checkpoint into checkpointDir (Runtime.md,
+  /// write a complete checkpoint into checkpointDir (docs/Runtime.md,
   /// "Checkpoints"); 0 / "": none.
   std::string checkpointDir;
   int checkpointEvery = 0;
@@ -54,9 +54,9 @@ struct RunOptions {
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;
-  /// PIPEOPT_FAULT_KILL=<rank>:<step> (tests only, Runtime.md "Testing
-  /// failures"): that rank raises SIGKILL at the start of that step (counted
-  /// from 1 like --checkpoint-every). -1: no fault.
+  /// PIPEOPT_FAULT_KILL=<rank>:<step> (tests only, docs/Runtime.md
+  /// "Testing failures"): that rank raises SIGKILL at the start of that
+  /// step (counted from 1 like --checkpoint-every). -1: no fault.
   int faultKillRank = -1;
   int faultKillStep = 0;
 };

@@ -15,7 +15,7 @@
  *     int32_t pipeopt_rank_<k>(void);      // k = 0 .. num_ranks-1
  *
  * plus a JSON manifest `<model>.manifest.json` next to it (format in
- * runtime/docs/Runtime.md). A launcher (pipeopt-run) loads both, creates one
+ * docs/Runtime.md). A launcher (pipeopt-run) loads both, creates one
  * communicator per rank, installs the rank's *context* as the calling thread's
  * current context, and calls the rank's entry point once per iteration of the
  * schedule. The entry point returns 0 on success, nonzero on error.
@@ -220,7 +220,7 @@ typedef struct pipeopt_rt_memref_head {
  *   rank's list, in order; when it has "stage_rank", a forward action must
  *   run on a rank that it gives the stage.
  *
- * TRAINING BUILDS (manifest "parameters"; runtime/docs/Runtime.md)
+ * TRAINING BUILDS (manifest "parameters"; docs/Runtime.md)
  *
  * int32_t _mlir_ciface_pipeopt_rt_gradient_<T>(int64_t argIndex,
  *     int64_t stage, int64_t microbatch, pipeopt_rt_unranked_memref *buf);

@@ -63,6 +63,9 @@ def Pipe_Dialect : Dialect {
   //                      `lr`, `momentum`, `beta1`, `beta2`, `eps`,
   //                      `weight_decay`: f64), written to the manifest's
   //                      "training" field by convert-pipe-to-runtime.
+  //  - auto_schedule:    module: what pipe-auto-schedule chose (`schedule`,
+  //                      `num_microbatches`, `virtual_stages`, ...), read by
+  //                      pipeopt-compile for the rest of the build.
   let discardableAttrs = (ins
     "::mlir::IntegerAttr":$stage,
     "::pipeopt::pipe::CostAttr":$cost,
@@ -73,7 +76,8 @@ def Pipe_Dialect : Dialect {
     "::mlir::DictionaryAttr":$gradient,
     "::mlir::DenseI64ArrayAttr":$lifted_constants,
     "::mlir::DenseI64ArrayAttr":$trainable,
-    "::mlir::DictionaryAttr":$optimizer
+    "::mlir::DictionaryAttr":$optimizer,
+    "::mlir::DictionaryAttr":$auto_schedule
   );
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

@@ -266,8 +266,8 @@ def Pipe_GradientOp : Pipe_ProgramBodyOp<"gradient"> {
     A weight read by several stages (a tied embedding) gets one
     contribution per stage; they add. At the end of the iteration the
     runtime sums the contributions of all ranks, averages over the
-    microbatches and applies the optimizer (runtime/docs/Runtime.md,
-    "Training builds"). `value` has the argument's type and a
+    microbatches and applies the optimizer (docs/Runtime.md,
+    "Training builds with parameters"). `value` has the argument's type and a
     floating-point element type.
 
     ```mlir
