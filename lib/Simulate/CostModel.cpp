@@ -48,6 +48,9 @@ CostTable CostTable::resample(int n) const {
   out.name = name;
   out.stages.resize(n);
   const int L = size();
+  bool anyGradientBytes = false;
+  for (const StageCost &x : stages)
+    anyGradientBytes |= x.gradientBytes >= 0;
   // Stage s covers entries [s*L/n, (s+1)*L/n) in fractional units; use
   // exact integer arithmetic on the scaled axis [s*L, (s+1)*L) with entry e
   // covering [e*n, (e+1)*n).
@@ -67,11 +70,27 @@ CostTable CostTable::resample(int n) const {
       c.activationBytes += f * x.activationBytes;
       c.weightGradHoldBytes += f * x.weightGradHoldBytes;
       c.weightBytes += f * x.weightBytes;
+      c.optimizerSec += f * x.optimizerSec;
+      if (anyGradientBytes)
+        c.gradientBytes = std::max(c.gradientBytes, 0.0) +
+                          f * x.reducedGradientBytes();
     }
     // Boundary of the entry containing the right cut (position hi - 1 on
     // the scaled axis).
     int cutEntry = static_cast<int>((hi - 1) / n);
     c.boundaryBytes = stages[std::min(cutEntry, L - 1)].boundaryBytes;
+  }
+  // Entry e starts at e*n on the scaled axis, inside stage (e*n) / L.
+  for (const TiedGroup &g : tied) {
+    TiedGroup m;
+    m.bytes = g.bytes;
+    for (int e : g.stages) {
+      int st = static_cast<int>(static_cast<long>(e) * n / L);
+      if (std::find(m.stages.begin(), m.stages.end(), st) == m.stages.end())
+        m.stages.push_back(st);
+    }
+    std::sort(m.stages.begin(), m.stages.end());
+    out.tied.push_back(std::move(m));
   }
   return out;
 }
@@ -155,7 +174,50 @@ llvm::Expected<CostTable> sim::parseCostTable(llvm::StringRef json) {
       return std::move(e);
     if (llvm::Error e = get("boundary_bytes", c.boundaryBytes, false))
       return std::move(e);
+    if (llvm::Error e = get("optimizer_s", c.optimizerSec, false))
+      return std::move(e);
+    if (o->get("gradient_bytes"))
+      if (llvm::Error e = get("gradient_bytes", c.gradientBytes, true))
+        return std::move(e);
     t.stages.push_back(c);
+  }
+  const llvm::json::Object *top = root->getAsObject();
+  const llvm::json::Value *tiedValue = top ? top->get("tied") : nullptr;
+  if (tiedValue) {
+    const llvm::json::Array *groups = tiedValue->getAsArray();
+    if (!groups)
+      return makeError("cost table: \"tied\" must be an array");
+    int gi = 0;
+    for (const llvm::json::Value &gv : *groups) {
+      std::string where = llvm::formatv("cost table: tied[{0}]", gi++).str();
+      const llvm::json::Object *go = gv.getAsObject();
+      if (!go)
+        return makeError(where + ": expected an object");
+      if (auto bad = unknownKey(*go, {"stages", "bytes"}, where))
+        return makeError(*bad);
+      TiedGroup g;
+      llvm::Expected<double> bytes = getNumber(*go, "bytes", 0, true, where);
+      if (!bytes)
+        return bytes.takeError();
+      g.bytes = *bytes;
+      const llvm::json::Array *st = go->getArray("stages");
+      if (!st)
+        return makeError(where + ": missing \"stages\" array");
+      for (const llvm::json::Value &sv : *st) {
+        std::optional<int64_t> i = sv.getAsInteger();
+        if (!i || *i < 0 || *i >= t.size())
+          return makeError(llvm::formatv(
+              "{0}: \"stages\" must hold entry indices in [0, {1})", where,
+              t.size()));
+        if (std::find(g.stages.begin(), g.stages.end(), *i) == g.stages.end())
+          g.stages.push_back(static_cast<int>(*i));
+      }
+      if (g.stages.size() < 2)
+        return makeError(where + ": a tied group needs at least two distinct "
+                                 "entries in \"stages\"");
+      std::sort(g.stages.begin(), g.stages.end());
+      t.tied.push_back(std::move(g));
+    }
   }
   return t;
 }
@@ -183,16 +245,32 @@ llvm::Expected<CostTable> sim::loadCostTable(llvm::StringRef path) {
 
 std::string sim::costTableToJSON(const CostTable &t) {
   llvm::json::Array stages;
-  for (const StageCost &c : t.stages)
-    stages.push_back(llvm::json::Object{
-        {"forward_s", c.forwardSec},
-        {"backward_input_s", c.backwardInputSec},
-        {"backward_weight_s", c.backwardWeightSec},
-        {"activation_bytes", c.activationBytes},
-        {"weight_grad_hold_bytes", c.weightGradHoldBytes},
-        {"weight_bytes", c.weightBytes},
-        {"boundary_bytes", c.boundaryBytes}});
+  for (const StageCost &c : t.stages) {
+    llvm::json::Object o{{"forward_s", c.forwardSec},
+                         {"backward_input_s", c.backwardInputSec},
+                         {"backward_weight_s", c.backwardWeightSec},
+                         {"activation_bytes", c.activationBytes},
+                         {"weight_grad_hold_bytes", c.weightGradHoldBytes},
+                         {"weight_bytes", c.weightBytes},
+                         {"boundary_bytes", c.boundaryBytes}};
+    if (c.optimizerSec > 0)
+      o["optimizer_s"] = c.optimizerSec;
+    if (c.gradientBytes >= 0)
+      o["gradient_bytes"] = c.gradientBytes;
+    stages.push_back(std::move(o));
+  }
   llvm::json::Object root{{"name", t.name}, {"stages", std::move(stages)}};
+  if (!t.tied.empty()) {
+    llvm::json::Array groups;
+    for (const TiedGroup &g : t.tied) {
+      llvm::json::Array st;
+      for (int i : g.stages)
+        st.push_back(i);
+      groups.push_back(
+          llvm::json::Object{{"stages", std::move(st)}, {"bytes", g.bytes}});
+    }
+    root["tied"] = std::move(groups);
+  }
   return llvm::formatv("{0:2}", llvm::json::Value(std::move(root))).str();
 }
 
@@ -290,7 +368,8 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
   if (auto bad = unknownKey(o,
                             {"name", "preset", "description", "compute_speed",
                              "gpus_per_node", "nics_per_node", "overlap",
-                             "intra_node", "inter_node", "memory_bytes"},
+                             "data_parallel", "intra_node", "inter_node",
+                             "memory_bytes"},
                             where))
     return makeError(*bad);
   if (std::optional<llvm::StringRef> p = o.getString("preset")) {
@@ -316,7 +395,8 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
     return memory.takeError();
   s.memoryBytes = *memory;
   for (auto [key, field] : {std::pair<const char *, int *>{"gpus_per_node", &s.gpusPerNode},
-                            {"nics_per_node", &s.nicsPerNode}}) {
+                            {"nics_per_node", &s.nicsPerNode},
+                            {"data_parallel", &s.dataParallel}}) {
     if (const llvm::json::Value *v = o.get(key)) {
       std::optional<int64_t> i = v->getAsInteger();
       if (!i || *i < 1 || *i > (1 << 20))

@@ -550,5 +550,7 @@ llvm::json::Object sim::stageCostJSON(const StageCost &c) {
                             {"backward_weight_s", c.backwardWeightSec},
                             {"activation_bytes", c.activationBytes},
                             {"weight_bytes", c.weightBytes},
+                            {"gradient_bytes", c.reducedGradientBytes()},
+                            {"optimizer_s", c.optimizerSec},
                             {"boundary_bytes", c.boundaryBytes}};
 }

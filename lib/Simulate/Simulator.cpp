@@ -8,9 +8,11 @@
 
 #include "TaskGraph.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -56,6 +58,23 @@ const Metrics &Evaluation::at(Level level) const {
 }
 
 namespace {
+/// One optimizer step of a stage on a rank (Collectives.h).
+struct OptimizerStep {
+  int rank = 0, stage = 0;
+  double durationSec = 0;
+  std::vector<int> reductions;  ///< Reductions it waits for.
+};
+
+/// The after-backward actions of one iteration and what they wait for.
+struct PostBackward {
+  std::vector<GradientReduction> reductions;
+  std::vector<std::vector<int>> taskDeps;       ///< [red] -> tasks.
+  std::vector<std::vector<int>> reductionDeps;  ///< [red] -> earlier reds.
+  std::vector<std::vector<OptimizerStep>> steps;  ///< [rank], in order.
+  /// An asynchronous schedule with inputs for these actions (not modeled).
+  bool skippedAsync = false;
+};
+
 /// Inputs prepared once per call, and the idealized run of the table (free
 /// communication) that both the table and the event level start from.
 struct Prepared {
@@ -63,8 +82,141 @@ struct Prepared {
   schedule::StageGraph graph;
   TaskGraph tasks;
   IdealRun ideal;
+  PostBackward post;
+};
+
+/// Times of the after-backward actions at one level.
+struct PostTimes {
+  std::vector<double> redReady, redStart, redEnd;        ///< [red]
+  std::vector<std::vector<double>> stepStart, stepEnd;  ///< [rank][i]
 };
 } // namespace
+
+static llvm::Expected<PostBackward>
+planPostBackward(const schedule::Schedule &s, const CostTable &costs,
+                 const SystemConfig &sys, const TaskGraph &g) {
+  PostBackward post;
+  llvm::Expected<std::vector<GradientReduction>> plan =
+      planGradientReductions(s, costs, sys);
+  if (!plan)
+    return plan.takeError();
+  post.reductions = std::move(*plan);
+  post.steps.resize(g.numRanks);
+  if (s.async) {
+    bool any = sys.dataParallel > 1 || !costs.tied.empty();
+    for (const StageCost &c : costs.stages)
+      any |= c.optimizerSec > 0;
+    post.skippedAsync = any;
+  }
+  if (s.async || s.forwardOnly)
+    return post;
+  // (rank, stage) -> last W / BW task and its position on the rank.
+  std::map<std::pair<int, int>, std::pair<int, int>> last;
+  for (int r = 0; r < g.numRanks; ++r)
+    for (size_t i = 0; i < g.rankTasks[r].size(); ++i) {
+      int t = g.rankTasks[r][i];
+      const schedule::Action &a = g.tasks[t].action;
+      if (a.phase == Phase::W || a.phase == Phase::BW)
+        last[{r, a.stage}] = {t, static_cast<int>(i)};
+    }
+  const int n = static_cast<int>(post.reductions.size());
+  post.taskDeps.resize(n);
+  post.reductionDeps.resize(n);
+  for (int i = 0; i < n; ++i) {
+    const GradientReduction &red = post.reductions[i];
+    for (int r : red.ranks)
+      for (int st : red.stages) {
+        auto it = last.find({r, st});
+        if (it != last.end())
+          post.taskDeps[i].push_back(it->second.first);
+      }
+    if (red.tied)
+      for (int k = 0; k < i; ++k)
+        if (!post.reductions[k].tied &&
+            llvm::is_contained(red.stages, post.reductions[k].stages.front()))
+          post.reductionDeps[i].push_back(k);
+  }
+  for (int r = 0; r < g.numRanks; ++r) {
+    std::vector<std::pair<int, int>> stages;  // (position, stage)
+    for (auto &[key, v] : last)
+      if (key.first == r)
+        stages.push_back({v.second, key.second});
+    std::sort(stages.begin(), stages.end());
+    for (auto [pos, st] : stages) {
+      double sec = costs.stages[st].optimizerSec / sys.computeSpeed;
+      if (sec <= 0)
+        continue;
+      OptimizerStep step;
+      step.rank = r;
+      step.stage = st;
+      step.durationSec = sec;
+      for (int i = 0; i < n; ++i)
+        if (llvm::is_contained(post.reductions[i].stages, st) &&
+            llvm::is_contained(post.reductions[i].ranks, r))
+          step.reductions.push_back(i);
+      post.steps[r].push_back(std::move(step));
+    }
+  }
+  return post;
+}
+
+/// Table-level times of the after-backward actions: no contention,
+/// reductions after their gradients, optimizer steps after the rank's
+/// table actions and their reductions. `taskEnd` and `rankEnd` (the end of
+/// each rank's last table action) come from the run the actions follow.
+static PostTimes timePostTable(const PostBackward &post,
+                               const std::vector<double> &taskEnd,
+                               const std::vector<double> &rankEnd) {
+  PostTimes pt;
+  const size_t n = post.reductions.size();
+  pt.redReady.assign(n, 0);
+  pt.redStart.assign(n, 0);
+  pt.redEnd.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    double ready = 0;
+    for (int t : post.taskDeps[i])
+      ready = std::max(ready, taskEnd[t]);
+    for (int k : post.reductionDeps[i])
+      ready = std::max(ready, pt.redEnd[k]);
+    pt.redReady[i] = pt.redStart[i] = ready;
+    pt.redEnd[i] = ready + post.reductions[i].durationSec;
+  }
+  pt.stepStart.resize(post.steps.size());
+  pt.stepEnd.resize(post.steps.size());
+  for (size_t r = 0; r < post.steps.size(); ++r) {
+    double free = rankEnd[r];
+    for (const OptimizerStep &step : post.steps[r]) {
+      double start = free;
+      for (int k : step.reductions)
+        start = std::max(start, pt.redEnd[k]);
+      pt.stepStart[r].push_back(start);
+      pt.stepEnd[r].push_back(start + step.durationSec);
+      free = start + step.durationSec;
+    }
+  }
+  return pt;
+}
+
+/// End of each rank's last table action in a run.
+static std::vector<double> rankEnds(const TaskGraph &g,
+                                    const std::vector<double> &taskEnd) {
+  std::vector<double> out(g.numRanks, 0);
+  for (int r = 0; r < g.numRanks; ++r)
+    for (int t : g.rankTasks[r])
+      out[r] = std::max(out[r], taskEnd[t]);
+  return out;
+}
+
+/// Makespan including the after-backward actions.
+static double postMakespan(double tableEnd, const PostTimes &pt) {
+  double m = tableEnd;
+  for (double e : pt.redEnd)
+    m = std::max(m, e);
+  for (const std::vector<double> &v : pt.stepEnd)
+    for (double e : v)
+      m = std::max(m, e);
+  return m;
+}
 
 static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
                                         const CostTable &costsIn,
@@ -89,6 +241,11 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
     return makeError("schedule '" + s.name + "': " +
                      llvm::toString(run.takeError()));
   p.ideal = std::move(*run);
+  llvm::Expected<PostBackward> post = planPostBackward(s, p.costs, sys, p.tasks);
+  if (!post)
+    return makeError("schedule '" + s.name + "': " +
+                     llvm::toString(post.takeError()));
+  p.post = std::move(*post);
   return p;
 }
 
@@ -103,7 +260,8 @@ static void fillStaticMetrics(const schedule::Schedule &s, const Prepared &p,
       m.commBytes += d.bytes;
 }
 
-static void fillBubbles(const TaskGraph &g, double makespan, Metrics &m) {
+static void fillBubbles(const TaskGraph &g, double makespan, Metrics &m,
+                        const PostBackward *post = nullptr) {
   m.makespanSec = makespan;
   m.bubblePerRank.assign(g.numRanks, 0);
   double busyTotal = 0;
@@ -111,6 +269,9 @@ static void fillBubbles(const TaskGraph &g, double makespan, Metrics &m) {
     double busy = 0;
     for (int t : g.rankTasks[r])
       busy += g.tasks[t].durationSec;
+    if (post)
+      for (const OptimizerStep &step : post->steps[r])
+        busy += step.durationSec;
     busyTotal += busy;
     m.bubblePerRank[r] = makespan > 0 ? std::max(0.0, 1 - busy / makespan) : 0;
   }
@@ -118,6 +279,52 @@ static void fillBubbles(const TaskGraph &g, double makespan, Metrics &m) {
       makespan > 0 && g.numRanks > 0
           ? std::max(0.0, 1 - busyTotal / (g.numRanks * makespan))
           : 0;
+}
+
+/// Makespan, bubbles and the after-backward fields of `m`; `tableEnd` is
+/// the end of the last schedule-table action.
+static void fillTimes(const TaskGraph &g, const PostBackward &post,
+                      const PostTimes &pt, double tableEnd, Metrics &m) {
+  double makespan = postMakespan(tableEnd, pt);
+  fillBubbles(g, makespan, m, &post);
+  m.postBackwardSec = makespan - tableEnd;
+  m.allReduceSecPerRank.assign(g.numRanks, 0);
+  m.optimizerSecPerRank.assign(g.numRanks, 0);
+  m.collectiveBytes = 0;
+  for (size_t i = 0; i < post.reductions.size(); ++i) {
+    const GradientReduction &red = post.reductions[i];
+    for (int r : red.ranks)
+      m.allReduceSecPerRank[r] += pt.redEnd[i] - pt.redStart[i];
+    m.collectiveBytes +=
+        ringAllReduceBytesPerRank(red.bytes, static_cast<int>(red.ring.size())) *
+        red.ranks.size();
+  }
+  for (int r = 0; r < g.numRanks; ++r)
+    for (const OptimizerStep &step : post.steps[r])
+      m.optimizerSecPerRank[r] += step.durationSec;
+  m.allReduceSec = m.optimizerSec = 0;
+  for (int r = 0; r < g.numRanks; ++r) {
+    m.allReduceSec = std::max(m.allReduceSec, m.allReduceSecPerRank[r]);
+    m.optimizerSec = std::max(m.optimizerSec, m.optimizerSecPerRank[r]);
+  }
+  if (post.skippedAsync)
+    m.note += "; gradient all-reduces and optimizer steps are not modeled "
+              "for asynchronous schedules";
+}
+
+/// The after-backward actions of a timeline.
+static void addPostToTimeline(const PostBackward &post, const PostTimes &pt,
+                              Timeline &t) {
+  for (size_t i = 0; i < post.reductions.size(); ++i) {
+    const GradientReduction &red = post.reductions[i];
+    t.collectives.push_back({red.tied, red.stages, red.ranks,
+                             static_cast<int>(red.ring.size()), red.bytes,
+                             pt.redReady[i], pt.redStart[i], pt.redEnd[i]});
+  }
+  for (size_t r = 0; r < post.steps.size(); ++r)
+    for (size_t i = 0; i < post.steps[r].size(); ++i)
+      t.optimizerSteps.push_back({static_cast<int>(r), post.steps[r][i].stage,
+                                  pt.stepStart[r][i], pt.stepEnd[r][i]});
 }
 
 static llvm::Error attachStaleness(const schedule::Schedule &s,
@@ -147,7 +354,11 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
   Metrics m;
   m.level = Level::Table;
   m.note = "schedule table, cost-model compute times, free communication";
-  fillBubbles(p->tasks, run->makespan, m);
+  PostTimes pt = timePostTable(p->post, run->end, rankEnds(p->tasks, run->end));
+  if (!p->post.reductions.empty())
+    m.note = "schedule table, cost-model compute times, free point-to-point "
+             "communication, gradient all-reduces without contention";
+  fillTimes(p->tasks, p->post, pt, run->makespan, m);
   fillStaticMetrics(s, *p, m);
   if (llvm::Error e = attachStaleness(s, p->graph, m))
     return std::move(e);
@@ -157,7 +368,7 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
     t = Timeline();
     t.level = Level::Table;
     t.numRanks = s.numRanks;
-    t.makespanSec = run->makespan;
+    t.makespanSec = m.makespanSec;
     for (int r = 0; r < s.numRanks; ++r)
       for (int id : p->tasks.rankTasks[r])
         t.compute.push_back({r, p->tasks.tasks[id].action, run->start[id],
@@ -172,6 +383,7 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
                              cons.action.stage, prod.action.microbatch,
                              d.backward, d.bytes, at, at, at});
     }
+    addPostToTimeline(p->post, pt, t);
   }
   return m;
 }
@@ -201,19 +413,41 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       xferDep.push_back(d);
   const int T = static_cast<int>(xferDep.size());
 
-  // Global service order of transfers.
-  std::vector<int> order(T);
+  const PostBackward &post = p->post;
+  const int Rd = static_cast<int>(post.reductions.size());
+  // Ready time of each reduction in the idealized table (its gradients; a
+  // tied reduction after the stage reductions it waits for).
+  std::vector<double> redIdealReady(Rd, 0);
+  for (int i = 0; i < Rd; ++i) {
+    for (int t : post.taskDeps[i])
+      redIdealReady[i] = std::max(redIdealReady[i], ideal->end[t]);
+    for (int k : post.reductionDeps[i])
+      redIdealReady[i] = std::max(redIdealReady[i], redIdealReady[k]);
+  }
+
+  // Global service order of transfers [0, T) and reductions [T, T + Rd):
+  // by ready time in the idealized table, transfers first at equal times.
+  std::vector<int> order(T + Rd);
   std::iota(order.begin(), order.end(), 0);
   auto key = [&](int x) {
+    if (x >= T)
+      return std::make_tuple(redIdealReady[x - T], 1, x - T, 0, 0);
     const Dep &d = g.deps[xferDep[x]];
-    return std::make_tuple(ideal->end[d.producer], ideal->ordinal[d.producer],
+    return std::make_tuple(ideal->end[d.producer], 0,
+                           ideal->ordinal[d.producer],
                            ideal->ordinal[d.consumer], xferDep[x]);
   };
   std::sort(order.begin(), order.end(),
             [&](int a, int b) { return key(a) < key(b); });
 
-  // DAG over tasks [0, N) and transfers [N, N + T).
-  const int V = N + T;
+  // DAG over tasks [0, N), transfers [N, N + T), reductions
+  // [N + T, N + T + Rd) and optimizer steps after them.
+  const int redBase = N + T, stepBase = N + T + Rd;
+  std::vector<std::vector<int>> stepNode(R);
+  int V = stepBase;
+  for (int r = 0; r < R; ++r)
+    for (size_t i = 0; i < post.steps[r].size(); ++i)
+      stepNode[r].push_back(V++);
   std::vector<std::vector<int>> succ(V);
   std::vector<int> indeg(V, 0);
   std::vector<double> dur(V, 0);
@@ -232,13 +466,62 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   for (const Dep &d : g.deps)
     if (!d.crossRank)
       edge(d.producer, d.consumer);
+  for (int i = 0; i < Rd; ++i) {
+    dur[redBase + i] = post.reductions[i].durationSec;
+    for (int t : post.taskDeps[i])
+      edge(t, redBase + i);
+    for (int k : post.reductionDeps[i])
+      edge(redBase + k, redBase + i);
+  }
+  for (int r = 0; r < R; ++r) {
+    int prev = g.rankTasks[r].empty() ? -1 : g.rankTasks[r].back();
+    for (size_t i = 0; i < post.steps[r].size(); ++i) {
+      int v = stepNode[r][i];
+      dur[v] = post.steps[r][i].durationSec;
+      if (prev >= 0)
+        edge(prev, v);
+      for (int k : post.steps[r][i].reductions)
+        edge(redBase + k, v);
+      prev = v;
+    }
+  }
 
   int numNodes = 1;
   for (int r = 0; r < R; ++r)
     numNodes = std::max(numNodes, sys.nodeOf(r) + 1);
   const int nics = numNodes * std::max(sys.nicsPerNode, 1);
-  std::vector<int> lastOnResource(2 * R + 2 * nics, -1);
+  // Resources: send engines [0, R), recv engines [R, 2R), NICs out / in;
+  // then the collective channels: one per rank and one per NIC direction.
+  const int collBase = 2 * R + 2 * nics;
+  std::vector<int> lastOnResource(2 * collBase, -1);
+  auto use = [&](llvm::ArrayRef<int> res, int node) {
+    for (int rs : res) {
+      if (lastOnResource[rs] >= 0)
+        edge(lastOnResource[rs], node);
+      lastOnResource[rs] = node;
+    }
+  };
   for (int x : order) {
+    if (x >= T) {
+      // A ring all-reduce: every participant sends to its successor and
+      // receives from its predecessor for the whole ring time, on its
+      // collective channel and, off-node, its NIC's collective lanes.
+      const GradientReduction &red = post.reductions[x - T];
+      const int ringSize = static_cast<int>(red.ring.size());
+      llvm::SmallVector<int, 8> res;
+      for (int r : red.ranks) {
+        int k = static_cast<int>(llvm::find(red.ring, r) - red.ring.begin());
+        int next = red.ring[(k + 1) % ringSize];
+        int prev = red.ring[(k + ringSize - 1) % ringSize];
+        res.push_back(collBase + r);
+        if (sys.nodeOf(next) != sys.nodeOf(r))
+          res.push_back(collBase + 2 * R + sys.nicOf(r));
+        if (sys.nodeOf(prev) != sys.nodeOf(r))
+          res.push_back(collBase + 2 * R + nics + sys.nicOf(r));
+      }
+      use(res, redBase + (x - T));
+      continue;
+    }
     const Dep &d = g.deps[xferDep[x]];
     int src = g.tasks[d.producer].rank, dst = g.tasks[d.consumer].rank;
     int node = N + x;
@@ -252,11 +535,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       res.push_back(2 * R + sys.nicOf(src));
       res.push_back(2 * R + nics + sys.nicOf(dst));
     }
-    for (int rs : res) {
-      if (lastOnResource[rs] >= 0)
-        edge(lastOnResource[rs], node);
-      lastOnResource[rs] = node;
-    }
+    use(res, node);
   }
 
   // Longest path in topological order (Kahn).
@@ -284,16 +563,40 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
         "actions and transfers could not run)", s.name,
         V - static_cast<int>(queue.size()), V));
 
-  double makespan = 0;
-  for (int v = 0; v < V; ++v)
-    makespan = std::max(makespan, end[v]);
+  double tableEnd = 0;
+  for (int v = 0; v < N + T; ++v)
+    tableEnd = std::max(tableEnd, end[v]);
+  PostTimes pt;
+  for (int i = 0; i < Rd; ++i) {
+    pt.redReady.push_back(ready[redBase + i]);
+    pt.redStart.push_back(start[redBase + i]);
+    pt.redEnd.push_back(end[redBase + i]);
+  }
+  // The ready time of a reduction is its data dependencies' end, without
+  // the resource waits.
+  for (int i = 0; i < Rd; ++i) {
+    double r = 0;
+    for (int t : post.taskDeps[i])
+      r = std::max(r, end[t]);
+    for (int k : post.reductionDeps[i])
+      r = std::max(r, end[redBase + k]);
+    pt.redReady[i] = r;
+  }
+  pt.stepStart.resize(R);
+  pt.stepEnd.resize(R);
+  for (int r = 0; r < R; ++r)
+    for (int v : stepNode[r]) {
+      pt.stepStart[r].push_back(start[v]);
+      pt.stepEnd[r].push_back(end[v]);
+    }
 
   Metrics m;
   m.level = Level::Event;
   m.note = llvm::formatv("event simulation on '{0}' (overlap {1})", sys.name,
                          sys.overlap ? "on" : "off")
                .str();
-  fillBubbles(g, makespan, m);
+  fillTimes(g, post, pt, tableEnd, m);
+  const double makespan = m.makespanSec;
   fillStaticMetrics(s, *p, m);
   if (llvm::Error e = attachStaleness(s, p->graph, m))
     return std::move(e);
@@ -308,6 +611,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       for (int id : g.rankTasks[r])
         tl.compute.push_back({r, g.tasks[id].action, start[id], end[id]});
     for (int x : order) {
+      if (x >= T)
+        continue;
       const Dep &d = g.deps[xferDep[x]];
       const Task &prod = g.tasks[d.producer];
       const Task &cons = g.tasks[d.consumer];
@@ -316,6 +621,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
                               d.backward, d.bytes, end[d.producer],
                               start[N + x], end[N + x]});
     }
+    addPostToTimeline(post, pt, tl);
   }
   return m;
 }
@@ -376,36 +682,63 @@ sim::computeStaleness(const schedule::Schedule &s,
   }
   std::sort(updates.begin(), updates.end());
 
+  // Delay of the pair (read block i, written block j) for microbatch mb;
+  // -1 when the microbatch's updates are not all in the table (tail of
+  // 2BW batches).
+  auto complete = [&](int mb) {
+    for (int i = 0; i < S; ++i)
+      if (readSlot[static_cast<size_t>(i) * M + mb] < 0 ||
+          writeSlot[static_cast<size_t>(i) * M + mb] < 0)
+        return false;
+    return true;
+  };
+  auto delay = [&](int mb, int i, int j) -> long {
+    Key readKey{readSlot[static_cast<size_t>(i) * M + mb], i};
+    auto lo = std::upper_bound(updates.begin(), updates.end(), readKey);
+    Key writeKey{writeSlot[static_cast<size_t>(j) * M + mb], j};
+    auto hi = std::lower_bound(updates.begin(), updates.end(), writeKey);
+    return std::max<long>(0, hi - lo);
+  };
+
   Staleness st;
   st.steadyState = M >= 2 * S + 1;
   st.firstMicrobatch = st.steadyState ? S : 0;
   st.endMicrobatch = st.steadyState ? M - S : M;
-  long sum = 0, count = 0;
+  st.maxDelayMatrix.assign(S, std::vector<int>(S, 0));
+  std::vector<std::vector<long>> pairSum(S, std::vector<long>(S, 0));
+  long sum = 0, count = 0, microbatches = 0;
   for (int mb = st.firstMicrobatch; mb < st.endMicrobatch; ++mb) {
-    bool complete = true;
+    if (!complete(mb))
+      continue;
+    ++microbatches;
     for (int i = 0; i < S; ++i)
-      if (readSlot[static_cast<size_t>(i) * M + mb] < 0 ||
-          writeSlot[static_cast<size_t>(i) * M + mb] < 0)
-        complete = false;
-    if (!complete)
-      continue;  // not applied within the table (tail of 2BW batches)
-    for (int i = 0; i < S; ++i) {
-      Key readKey{readSlot[static_cast<size_t>(i) * M + mb], i};
-      auto lo = std::upper_bound(updates.begin(), updates.end(), readKey);
       for (int j = 0; j < S; ++j) {
-        Key writeKey{writeSlot[static_cast<size_t>(j) * M + mb], j};
-        auto hi = std::lower_bound(updates.begin(), updates.end(), writeKey);
-        long d = std::max<long>(0, hi - lo);
+        long d = delay(mb, i, j);
         st.maxDelay = std::max<int>(st.maxDelay, static_cast<int>(d));
+        st.maxDelayMatrix[j][i] =
+            std::max<int>(st.maxDelayMatrix[j][i], static_cast<int>(d));
+        pairSum[j][i] += d;
         sum += d;
         ++count;
       }
-    }
   }
   if (count == 0)
     return makeError("schedule '" + s.name +
                      "': no microbatch has all its weight updates in the "
                      "table; staleness is undefined");
+  st.meanDelayMatrix.assign(S, std::vector<double>(S, 0));
+  for (int j = 0; j < S; ++j)
+    for (int i = 0; i < S; ++i)
+      st.meanDelayMatrix[j][i] =
+          static_cast<double>(pairSum[j][i]) / microbatches;
+  for (int mb = 0; mb < std::min(S, M); ++mb) {
+    if (!complete(mb))
+      continue;
+    for (int i = 0; i < S; ++i)
+      for (int j = 0; j < S; ++j)
+        st.startupMaxDelay =
+            std::max<int>(st.startupMaxDelay, static_cast<int>(delay(mb, i, j)));
+  }
   st.meanDelay = count ? static_cast<double>(sum) / count : 0;
   return st;
 }
@@ -452,9 +785,34 @@ void pipeopt::sim::addMetricsJSON(llvm::json::Object &row, const Metrics &m) {
   row["weight_bytes"] = m.maxWeightBytes();
   row["weight_bytes_per_rank"] = toArray(m.weightBytes);
   row["comm_bytes"] = m.commBytes;
+  row["allreduce_s"] = m.allReduceSec;
+  row["allreduce_s_per_rank"] = toArray(m.allReduceSecPerRank);
+  row["optimizer_s"] = m.optimizerSec;
+  row["optimizer_s_per_rank"] = toArray(m.optimizerSecPerRank);
+  row["post_backward_s"] = m.postBackwardSec;
+  row["collective_bytes"] = m.collectiveBytes;
   if (m.staleness) {
-    row["staleness_max_delay"] = m.staleness->maxDelay;
-    row["staleness_mean_delay"] = m.staleness->meanDelay;
-    row["staleness_steady_state"] = m.staleness->steadyState;
+    const Staleness &st = *m.staleness;
+    row["staleness_max_delay"] = st.maxDelay;
+    row["staleness_mean_delay"] = st.meanDelay;
+    row["staleness_steady_state"] = st.steadyState;
+    llvm::json::Array maxRows, meanRows;
+    for (const std::vector<int> &r : st.maxDelayMatrix) {
+      llvm::json::Array a;
+      for (int v : r)
+        a.push_back(v);
+      maxRows.push_back(std::move(a));
+    }
+    for (const std::vector<double> &r : st.meanDelayMatrix)
+      meanRows.push_back(toArray(r));
+    // Computed from the table (not by the formula level).
+    if (!st.maxDelayMatrix.empty()) {
+      row["staleness_delay_matrix"] = std::move(maxRows);
+      row["staleness_mean_delay_matrix"] = std::move(meanRows);
+      if (st.startupMaxDelay >= 0)
+        row["staleness_startup_max_delay"] = st.startupMaxDelay;
+      else
+        row["staleness_startup_max_delay"] = nullptr;
+    }
   }
 }

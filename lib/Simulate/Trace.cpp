@@ -27,7 +27,7 @@ using schedule::Phase;
 std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
   constexpr double us = 1e6;
   llvm::json::Array events;
-  const int kCompute = 0, kSend = 1, kRecv = 2;
+  const int kCompute = 0, kSend = 1, kRecv = 2, kCollective = 3;
   for (int r = 0; r < t.numRanks; ++r) {
     events.push_back(llvm::json::Object{
         {"name", "process_name"}, {"ph", "M"}, {"pid", r},
@@ -35,8 +35,8 @@ std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
     events.push_back(llvm::json::Object{
         {"name", "process_sort_index"}, {"ph", "M"}, {"pid", r},
         {"args", llvm::json::Object{{"sort_index", r}}}});
-    const char *names[] = {"compute", "send", "recv"};
-    for (int tid = 0; tid < 3; ++tid)
+    const char *names[] = {"compute", "send", "recv", "collective"};
+    for (int tid = 0; tid < (t.collectives.empty() ? 3 : 4); ++tid)
       events.push_back(llvm::json::Object{
           {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", tid},
           {"args", llvm::json::Object{{"name", names[tid]}}}});
@@ -55,6 +55,38 @@ std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
         {"dur", (c.endSec - c.startSec) * us},
         {"args", llvm::json::Object{{"stage", c.action.stage},
                                     {"microbatch", c.action.microbatch}}}});
+  }
+  for (const TimedOptimizerStep &o : t.optimizerSteps)
+    events.push_back(llvm::json::Object{
+        {"name", llvm::formatv("optimizer s{0}", o.stage).str()},
+        {"cat", "optimizer"},
+        {"ph", "X"},
+        {"pid", o.rank},
+        {"tid", kCompute},
+        {"ts", o.startSec * us},
+        {"dur", (o.endSec - o.startSec) * us},
+        {"args", llvm::json::Object{{"stage", o.stage}}}});
+  for (const TimedCollective &c : t.collectives) {
+    std::string stages;
+    for (int st : c.stages)
+      stages += (stages.empty() ? "s" : "+s") + std::to_string(st);
+    std::string name = (c.tied ? "tied allreduce " : "allreduce ") + stages;
+    llvm::json::Array ranks;
+    for (int r : c.ranks)
+      ranks.push_back(r);
+    for (int r : c.ranks)
+      events.push_back(llvm::json::Object{
+          {"name", name},
+          {"cat", "allreduce"},
+          {"ph", "X"},
+          {"pid", r},
+          {"tid", kCollective},
+          {"ts", c.startSec * us},
+          {"dur", (c.endSec - c.startSec) * us},
+          {"args", llvm::json::Object{{"bytes", c.bytes},
+                                      {"ring_size", c.ringSize},
+                                      {"ready_us", c.readySec * us},
+                                      {"ranks", llvm::json::Array(ranks)}}}});
   }
   int64_t flowId = 0;
   for (const TimedTransfer &x : t.transfers) {
@@ -214,6 +246,42 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
                           label);
   }
 
+  // Optimizer steps: compute-row boxes of their own color.
+  for (const TimedOptimizerStep &o : t.optimizerSteps) {
+    if (o.rank < 0 || o.rank >= t.numRanks)
+      continue;
+    double y = top + o.rank * perRank;
+    double x0 = x(o.startSec), w = std::max(x(o.endSec) - x0, 0.5);
+    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+                        "fill=\"#b07aa1\"><title>optimizer step stage {4} rank "
+                        "{5}: {6} - {7}</title></rect>\n",
+                        x0, y, w, rowH, o.stage, o.rank,
+                        formatTime(o.startSec, span), formatTime(o.endSec, span));
+  }
+
+  // Gradient all-reduces: a bar in the lane of every participating rank.
+  if (opts.showTransfers)
+    for (const TimedCollective &c : t.collectives) {
+      if (c.endSec <= c.startSec)
+        continue;
+      std::string stages;
+      for (int st : c.stages)
+        stages += (stages.empty() ? "" : ", ") + std::to_string(st);
+      for (int r : c.ranks) {
+        if (r < 0 || r >= t.numRanks)
+          continue;
+        double y = top + r * perRank + rowH + 1;
+        double x0 = x(c.startSec), w = std::max(x(c.endSec) - x0, 0.5);
+        os << llvm::formatv(
+            "<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+            "fill=\"#edc948\"><title>{4}all-reduce stage {5} over {6} ranks: "
+            "{7} bytes, {8} - {9}</title></rect>\n",
+            x0, y, w, lane - 2, c.tied ? "tied-weight " : "", stages,
+            c.ringSize, c.bytes, formatTime(c.startSec, span),
+            formatTime(c.endSec, span));
+      }
+    }
+
   // Transfers: a thin bar in the sender's lane.
   if (opts.showTransfers)
     for (const TimedTransfer &xf : t.transfers) {
@@ -268,8 +336,14 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
                         {"W weight grad", phaseColor(Phase::W)},
                         {"BW full backward", phaseColor(Phase::BW)},
                         {"activation transfer", "#9c9c9c"},
-                        {"gradient transfer", "#e15759"}};
+                        {"gradient transfer", "#e15759"},
+                        {"optimizer step", "#b07aa1"},
+                        {"gradient all-reduce", "#edc948"}};
+  const bool hasPost = !t.collectives.empty() || !t.optimizerSteps.empty();
   for (const Item &it : items) {
+    if (!hasPost && (it.color == std::string("#b07aa1") ||
+                     it.color == std::string("#edc948")))
+      continue;
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" height=\"12\" "
                         "fill=\"{2}\"/>\n",
                         lx, legendY - 10, it.color);

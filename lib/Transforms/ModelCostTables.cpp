@@ -161,6 +161,8 @@ llvm::Expected<const sim::CostTable *> ModelCostTables::get(int n) {
     const partition::StageReport &sr = r->report.stages[k];
     t.stages[k].activationBytes = sr.activationBytes;
     t.stages[k].weightBytes = sr.paramBytes * (1 + optimizerFactor_);
+    // All-reduces move the gradient: the parameter bytes.
+    t.stages[k].gradientBytes = sr.paramBytes;
     t.stages[k].boundaryBytes = k + 1 < n ? sr.sendBytes : 0;
   }
   reports_[n] = r->report;

@@ -44,7 +44,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -191,8 +193,28 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       }
     for (Value w : weights)
       c.weightBytes += cost::typeBytes(w.getType());
+    // All-reduces move the gradient: the parameter bytes.
+    c.gradientBytes = c.weightBytes;
+    if (optimizerStep && !s.forwardOnly && hw.device.memoryBandwidth > 0)
+      c.optimizerSec = (2 * (1 + optFactor) - 1) * c.weightBytes /
+                       hw.device.memoryBandwidth;
     c.weightBytes *= 1 + optFactor;
   }
+  // Tied weights: a model argument whose gradient several stages
+  // contribute (pipe.gradient of materialized training programs).
+  std::map<uint64_t, std::pair<std::set<int>, double>> contributions;
+  for (pipe::ProgramOp p : *byRank)
+    p.walk([&](pipe::GradientOp g) {
+      auto &entry = contributions[g.getArgument()];
+      if (static_cast<int>(g.getStage()) < S)
+        entry.first.insert(static_cast<int>(g.getStage()));
+      entry.second = cost::typeBytes(g.getValue().getType());
+    });
+  for (auto &[arg, entry] : contributions)
+    if (entry.first.size() >= 2)
+      res.costs.tied.push_back(
+          {std::vector<int>(entry.first.begin(), entry.first.end()),
+           entry.second});
   // Materialized training programs (pipe-materialize-backward) record the
   // bytes each action leaves held for its (stage, microbatch): after F the
   // activation, after a split B what W still reads. They replace the cost
@@ -315,9 +337,17 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
       os << ", staleness max " << m.staleness->maxDelay << " mean "
          << fmt(m.staleness->meanDelay, "%.3f")
          << (m.staleness->steadyState ? "" : " (no steady state)");
+    if (m.staleness && m.staleness->startupMaxDelay >= 0)
+      os << ", start-up max " << m.staleness->startupMaxDelay;
     os << "\n";
     if (!m.note.empty())
       os << "  note: " << m.note << "\n";
+    if (m.allReduceSec > 0 || m.optimizerSec > 0 || m.postBackwardSec > 0)
+      os << "  after backward: all-reduce " << fmt(m.allReduceSec)
+         << " s, optimizer " << fmt(m.optimizerSec)
+         << " s (largest rank), iteration lengthened by "
+         << fmt(m.postBackwardSec) << " s, all-reduce bytes sent "
+         << fmt(m.collectiveBytes) << " B\n";
     os << llvm::formatv("  {0,5} {1,10} {2,20} {3,14}\n", "rank", "bubble",
                         "peak activation (B)", "weights (B)");
     for (size_t q = 0; q < m.bubblePerRank.size(); ++q)
@@ -325,6 +355,16 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
           "  {0,5} {1,10} {2,20} {3,14}\n", q, fmt(m.bubblePerRank[q], "%.6f"),
           fmt(q < m.peakActivationBytes.size() ? m.peakActivationBytes[q] : 0),
           fmt(q < m.weightBytes.size() ? m.weightBytes[q] : 0));
+    if (m.staleness && !m.staleness->maxDelayMatrix.empty()) {
+      os << "  delay matrix (max; row = updating stage, column = read "
+            "block):\n";
+      for (auto [j, row] : llvm::enumerate(m.staleness->maxDelayMatrix)) {
+        os << llvm::formatv("  {0,5}", j);
+        for (int v : row)
+          os << llvm::formatv(" {0,6}", v);
+        os << "\n";
+      }
+    }
   }
 }
 
@@ -400,6 +440,13 @@ void SimulatePass::runOnOperation() {
   }
   if (failed(checkOptimizerFactor(loc, "pipe-simulate", optimizerFactor)))
     return signalPassFailure();
+  if (dataParallel < 1 || dataParallel > (1 << 20)) {
+    emitError(loc) << "pipe-simulate: data-parallel must be an integer in "
+                      "[1, 1048576], got "
+                   << std::to_string(dataParallel);
+    return signalPassFailure();
+  }
+  sys.dataParallel = static_cast<int>(dataParallel);
   if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
     emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
                       "scheduled function, the module has "
@@ -457,13 +504,19 @@ void SimulatePass::runOnOperation() {
       llvm::json::Array stages;
       for (const sim::StageCost &c : r.costs.stages)
         stages.push_back(sim::stageCostJSON(c));
+      llvm::json::Array tied;
+      for (const sim::TiedGroup &g : r.costs.tied)
+        tied.push_back(llvm::json::Object{
+            {"stages", llvm::json::Array(g.stages)}, {"bytes", g.bytes}});
       functions.push_back(llvm::json::Object{
           {"function", r.function},
           {"schedule", r.schedule.name},
           {"measured", r.measured},
           {"optimizer_factor", r.optimizerFactor},
+          {"data_parallel", sys.dataParallel},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
-                                            {"stages", std::move(stages)}}}});
+                                            {"stages", std::move(stages)},
+                                            {"tied", std::move(tied)}}}});
     }
     llvm::json::Object root{{"device", hw->device.name},
                             {"system", sys.name},

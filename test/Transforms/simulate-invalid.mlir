@@ -13,6 +13,8 @@
 // RUN: echo '[{"name": "a"}, {"name": "b"}]' > %t.two.json
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="system=%t.two.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SYS-TWO
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="optimizer-factor=-2" -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="data-parallel=0" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DP
+// RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="data-parallel=-3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=DP-NEG
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="trace-level=gantt svg=%t.svg" -o /dev/null 2>&1 | FileCheck %s --check-prefix=LEVEL
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="report=%t.nodir/r.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE-REPORT
 // RUN: not pipeopt %t.scheduled.mlir --pipe-simulate="trace=%t.nodir/t.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=WRITE-TRACE
@@ -41,6 +43,8 @@
 // SYS-BAD: error: pipe-simulate: system: {{.*}}bad.json: system config: invalid JSON
 // SYS-TWO: error: pipe-simulate: system file '{{.*}}two.json' defines 2 systems; give a file with exactly one
 // OPT: error: pipe-simulate: optimizer-factor must be a finite number between 0 and 1e6 (or -1 for the default), got -2
+// DP: error: pipe-simulate: data-parallel must be an integer in [1, 1048576], got 0
+// DP-NEG: error: pipe-simulate: data-parallel must be an integer in [1, 1048576], got -3
 // LEVEL: for the --trace-level option: Cannot find option named 'gantt'!
 // WRITE-REPORT: error: pipe-simulate: report: cannot write '{{.*}}nodir/r.json'
 // WRITE-TRACE: error: pipe-simulate: trace: cannot write '{{.*}}nodir/t.json'

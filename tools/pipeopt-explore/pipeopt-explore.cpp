@@ -118,6 +118,13 @@ static cl::opt<double> optimizerFactorOpt(
              "byte in weight memory (gradients, optimizer state; finite, "
              "0 to 1e6; default 3 = fp32 Adam)"),
     cl::cat(category));
+static cl::opt<int> dataParallelOpt(
+    "data-parallel", cl::init(0),
+    cl::desc("Data-parallel degree D for every system (>= 1; replicas of "
+             "the pipeline all-reduce their weight gradients after the "
+             "backward pass, lib/Simulate Collectives.h); default: each "
+             "system's own \"data_parallel\" (1)"),
+    cl::cat(category));
 enum class Format { Markdown, CSV, JSON };
 static cl::opt<Format> formatOpt(
     "format", cl::init(Format::Markdown), cl::desc("Output format"),
@@ -411,6 +418,15 @@ int main(int argc, char **argv) {
                    "' (from '" + it->second + "' and '" + item +
                    "'); system names must be unique");
     }
+  }
+
+  if (dataParallelOpt.getNumOccurrences()) {
+    if (dataParallelOpt < 1 || dataParallelOpt > (1 << 20))
+      return bad(llvm::formatv("--data-parallel must be in [1, 1048576], "
+                               "got {0}", dataParallelOpt.getValue())
+                     .str());
+    for (SystemConfig &s : systems)
+      s.dataParallel = dataParallelOpt;
   }
 
   CostTable costs;

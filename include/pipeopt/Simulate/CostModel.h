@@ -50,15 +50,37 @@ struct StageCost {
   /// Bytes sent to the next entry per microbatch (activation forward; the
   /// gradient sent back has the same size). Ignored for the last entry.
   double boundaryBytes = 0;
+  /// Optimizer step of this entry once per batch, after its weight
+  /// gradients are reduced (s on the reference device; 0 = not modeled).
+  double optimizerSec = 0;
+  /// Bytes of this entry's weight gradient that the gradient all-reduces
+  /// move (Chimera replicas, data parallelism). Negative (the default):
+  /// weightBytes, i.e. the table counts parameters only.
+  double gradientBytes = -1;
 
   /// Full backward (BW = B + W) time (s).
   double backwardSec() const { return backwardInputSec + backwardWeightSec; }
+  /// Bytes a gradient all-reduce of this entry moves (bytes).
+  double reducedGradientBytes() const {
+    return gradientBytes >= 0 ? gradientBytes : weightBytes;
+  }
+};
+
+/// A parameter shared by several entries (tied weights, e.g. a language
+/// model's token embedding and LM head): every rank that holds one of the
+/// entries computes a partial gradient, and those partial gradients are
+/// summed by an all-reduce among these ranks after the backward pass.
+struct TiedGroup {
+  std::vector<int> stages;  ///< Entry indices (>= 2 distinct).
+  double bytes = 0;         ///< Bytes of the shared parameter's gradient.
 };
 
 /// A cost table: one StageCost per entry in model order.
 struct CostTable {
   std::string name;
   std::vector<StageCost> stages;
+  /// Tied parameters (empty: none).
+  std::vector<TiedGroup> tied;
 
   int size() const { return static_cast<int>(stages.size()); }
 
@@ -75,7 +97,10 @@ struct CostTable {
   /// stage is the boundary of the entry that contains its right cut (for
   /// L a multiple of n: plain grouping of L/n consecutive layers). A
   /// balanced partition is the partitioner's job; this keeps the explorer
-  /// usable with a per-layer table for any stage count.
+  /// usable with a per-layer table for any stage count. Optimizer times
+  /// and gradient bytes are summed like the other costs (an entry without
+  /// gradient_bytes counts its weight bytes); a tied group's entry e maps
+  /// to the stage that holds e's first part, duplicates merged.
   CostTable resample(int n) const;
 };
 
@@ -91,10 +116,15 @@ struct CostTable {
 ///         "activation_bytes": 5.7e8,            // per microbatch
 ///         "weight_grad_hold_bytes": 0,          // optional, see StageCost
 ///         "weight_bytes": 3.2e9,
-///         "boundary_bytes": 3.4e7 } ] }         // to the next entry
+///         "gradient_bytes": 8.0e8,              // optional, see StageCost
+///         "optimizer_s": 1.0e-3,                // optional, see StageCost
+///         "boundary_bytes": 3.4e7 } ],          // to the next entry
+///     "tied": [                                 // optional, see TiedGroup
+///       { "stages": [0, 31], "bytes": 5.2e8 } ] }
 /// \endcode
 /// A top-level array of stage objects is accepted too. Negative or
-/// non-finite numbers and missing forward times are errors.
+/// non-finite numbers, missing forward times and tied groups with fewer
+/// than two distinct entries or an entry index out of range are errors.
 llvm::Expected<CostTable> parseCostTable(llvm::StringRef json);
 /// Read and parse a cost table file.
 llvm::Expected<CostTable> loadCostTable(llvm::StringRef path);
@@ -140,6 +170,14 @@ struct SystemConfig {
   /// False: after a compute action the rank's next compute waits until
   /// every send of that action's results has finished.
   bool overlap = true;
+  /// Data-parallel degree D >= 1: D replicas of the whole pipeline, each on
+  /// its own P = numRanks ranks, all-reduce their weight gradients after
+  /// the backward pass. Placement: pipeline rank r of replica d is global
+  /// rank d * P + r (replicas after one another), so with `gpusPerNode`
+  /// the data-parallel peers of a rank may sit on other nodes and use
+  /// `interNode` links. Only replica 0 is simulated; the others run the
+  /// same timeline.
+  int dataParallel = 1;
   /// Memory of one device (bytes) that a rank's peak activations plus
   /// weights must fit in (pipeopt-explore drops configurations over it;
   /// --memory-limit overrides it); 0: no limit.
@@ -178,7 +216,8 @@ llvm::Expected<SystemConfig> presetByName(llvm::StringRef name);
 /// {"systems": [...]}. Object fields (all optional except "name"):
 /// \code
 ///   { "name": "my-cluster", "compute_speed": 1.0, "gpus_per_node": 2,
-///     "nics_per_node": 1, "overlap": true, "memory_bytes": 8.6e10,
+///     "nics_per_node": 1, "overlap": true, "data_parallel": 1,
+///     "memory_bytes": 8.6e10,
 ///     "intra_node": { "latency_s": 2e-6, "bandwidth_Bps": 4.5e11 },
 ///     "inter_node": { "latency_s": 5e-6, "bandwidth_Bps": 5e10 } }
 /// \endcode

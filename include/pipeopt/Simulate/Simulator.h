@@ -22,11 +22,14 @@
 ///
 /// Outputs (Metrics): makespan (s), bubble ratio per rank and overall,
 /// peak activation memory per rank (bytes), weight memory per rank (bytes),
-/// communication volume (bytes) and, for asynchronous schedules, weight
-/// staleness (delay in block updates, Ilin & Richtarik, arXiv 2606.03498).
+/// communication volume (bytes), the gradient all-reduces and optimizer
+/// steps after the backward pass (Collectives.h; table and event levels)
+/// and, for asynchronous schedules, weight staleness (delay in block
+/// updates, Ilin & Richtarik, arXiv 2606.03498).
 ///
 /// Conventions:
-///  - Bubble ratio of a rank = 1 - busy / makespan, busy = its compute time;
+///  - Bubble ratio of a rank = 1 - busy / makespan, busy = its compute time
+///    (optimizer steps included);
 ///    overall = 1 - sum(busy) / (ranks * makespan). Communication waits are
 ///    idle time.
 ///  - A split-backward schedule's B frees the activation (minus
@@ -43,6 +46,7 @@
 #define PIPEOPT_SIMULATE_SIMULATOR_H
 
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Simulate/Collectives.h"
 #include "pipeopt/Simulate/CostModel.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -72,12 +76,28 @@ llvm::StringRef levelName(Level level);
 /// communication), so the value is a property of the table, not of the
 /// cost model. Steady state: microbatches m with S <= m < M - S (S stages,
 /// M microbatches), away from fill and drain.
+///
+/// Delay matrices: entry [j][i] is the delay of the pair (read block i,
+/// written block j), i.e. row = the updating stage j, column = the block i
+/// its gradient read, the layout of the paper's tau(s, s') tables (row s
+/// updating, column s' read). Steady-state PipeDream (1F1B) matrices are
+/// the same for every microbatch; e.g. S = 2: {{3, 1}, {2, 0}}.
+/// Start-up: the fill microbatches m < min(S, M), which read the initial
+/// weights and are applied late (arXiv 2606.03498 notes that their delays
+/// exceed the steady state's, up to about (5/4) S^2 - S).
 struct Staleness {
   int maxDelay = 0;       ///< Max over pairs and steady-state microbatches.
   double meanDelay = 0;   ///< Mean over the S*S stage pairs (and microbatches).
   bool steadyState = false;  ///< False: M < 2S + 1, all microbatches used.
   int firstMicrobatch = 0;   ///< Window [first, end) the values cover.
   int endMicrobatch = 0;
+  /// [j][i]: max delay of the pair over the window's microbatches.
+  std::vector<std::vector<int>> maxDelayMatrix;
+  /// [j][i]: mean delay of the pair over the window's microbatches.
+  std::vector<std::vector<double>> meanDelayMatrix;
+  /// Max delay over all pairs of the fill microbatches m < min(S, M) whose
+  /// updates are all in the table; -1 when there is none.
+  int startupMaxDelay = -1;
 };
 
 /// Results of one level for one schedule.
@@ -92,7 +112,22 @@ struct Metrics {
   std::vector<double> bubblePerRank;        ///< Per rank, in [0, 1].
   std::vector<double> peakActivationBytes;  ///< Per rank (bytes).
   std::vector<double> weightBytes;          ///< Per rank (bytes).
-  double commBytes = 0;                     ///< Total bytes between ranks.
+  double commBytes = 0;  ///< Total point-to-point bytes between ranks.
+  /// After-backward actions (Collectives.h; table and event levels, 0 at
+  /// the formula level). Per rank: seconds from start to end of each
+  /// gradient all-reduce the rank takes part in, summed (s).
+  std::vector<double> allReduceSecPerRank;
+  /// Per rank: seconds of optimizer steps (s; counted as compute in the
+  /// bubble ratio; all-reduce time is idle time).
+  std::vector<double> optimizerSecPerRank;
+  double allReduceSec = 0;   ///< Largest rank's all-reduce seconds (s).
+  double optimizerSec = 0;   ///< Largest rank's optimizer seconds (s).
+  /// Makespan minus the end of the last schedule-table action: how much the
+  /// all-reduces and optimizer steps lengthen the iteration (s).
+  double postBackwardSec = 0;
+  /// Bytes the simulated replica's ranks send in all-reduces, summed:
+  /// 2 (p-1)/p * n per rank and all-reduce (bytes).
+  double collectiveBytes = 0;
   std::optional<Staleness> staleness;       ///< Async schedules only.
 
   double maxPeakActivationBytes() const;
@@ -118,6 +153,24 @@ struct TimedTransfer {
   double endSec = 0;    ///< Data at the receiver.
 };
 
+/// One gradient all-reduce with its simulated time.
+struct TimedCollective {
+  bool tied = false;        ///< Tied-weight (true) or stage gradient.
+  std::vector<int> stages;  ///< Stage, or the tied group's stages.
+  std::vector<int> ranks;   ///< Ranks of the simulated replica taking part.
+  int ringSize = 0;         ///< p: ranks in the ring, all replicas.
+  double bytes = 0;
+  double readySec = 0;  ///< Every participant's gradient is ready.
+  double startSec = 0;  ///< All resources free.
+  double endSec = 0;
+};
+
+/// One optimizer step of a stage on a rank.
+struct TimedOptimizerStep {
+  int rank = 0, stage = 0;
+  double startSec = 0, endSec = 0;
+};
+
 /// A simulated timeline (Table or Event level).
 struct Timeline {
   Level level = Level::Table;
@@ -125,6 +178,8 @@ struct Timeline {
   double makespanSec = 0;
   std::vector<TimedCompute> compute;     ///< In per-rank table order.
   std::vector<TimedTransfer> transfers;  ///< Transfers take 0 s at Table.
+  std::vector<TimedCollective> collectives;
+  std::vector<TimedOptimizerStep> optimizerSteps;
 };
 
 //===----------------------------------------------------------------------===//
@@ -170,7 +225,12 @@ double pipeDreamMeanDelay(int S);
 Metrics evaluateFormula(const schedule::Schedule &s, const CostTable &costs,
                         const SystemConfig &sys);
 
-/// Level 2: idealized table. `graph` defaults to a chain whose edge bytes
+/// Level 2: idealized table: point-to-point communication is free; the
+/// after-backward actions (Collectives.h) are costed without contention:
+/// an all-reduce starts when every participant's last W / BW of the
+/// stage(s) ended and takes its ring time on `sys`'s links; optimizer
+/// steps run on the rank's compute stream after its table actions.
+/// `graph` defaults to a chain whose edge bytes
 /// are the cost table's boundary bytes. `costs` is resample()d to
 /// s.numStages if its size differs. Fails if the table has no consistent
 /// execution order or misses an action a dependency needs.
@@ -193,6 +253,19 @@ llvm::Expected<Metrics> simulateTable(const schedule::Schedule &s,
 /// longest-path computation over a DAG and is monotone: slowing a link or a
 /// stage never shortens the makespan. Without overlap, a rank's next
 /// compute waits for the sends of its previous compute.
+///
+/// Gradient all-reduces (Collectives.h) hold, for their ring time, the
+/// collective channel of every participating rank of the simulated replica
+/// and, where a ring neighbour is on another node, the collective lane of
+/// that rank's NIC (out to the successor, in from the predecessor). Each
+/// channel and lane serves all-reduces one at a time, in the order their
+/// gradients are ready in the idealized table, so all-reduces of one rank
+/// or of ranks sharing a NIC serialize. They are separate from the
+/// point-to-point engines (NCCL runs collectives and p2p on separate
+/// channels): an all-reduce never delays a pipeline transfer and the
+/// bandwidth the two share on a link or NIC is not modeled. All-reduces
+/// always overlap with later compute. Optimizer steps follow on each
+/// rank's compute stream.
 llvm::Expected<Metrics> simulateEvents(const schedule::Schedule &s,
                                        const CostTable &costs,
                                        const SystemConfig &sys,
@@ -218,9 +291,15 @@ llvm::Expected<Evaluation> evaluate(const schedule::Schedule &s,
 /// same keys in pipeopt-explore's and pipe-simulate's JSON reports:
 /// `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
 /// `peak_activation_bytes` (largest rank), `peak_activation_bytes_per_rank`,
-/// `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes` and, for
-/// asynchronous schedules, `staleness_{max,mean}_delay` and
-/// `staleness_steady_state`. Unavailable metrics (no closed form) are null.
+/// `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, `allreduce_s`,
+/// `allreduce_s_per_rank`, `optimizer_s`, `optimizer_s_per_rank`,
+/// `post_backward_s`, `collective_bytes` and, for asynchronous schedules,
+/// `staleness_{max,mean}_delay`, `staleness_steady_state`,
+/// `staleness_delay_matrix` / `staleness_mean_delay_matrix` (rows =
+/// updating stage j, columns = read block i) and
+/// `staleness_startup_max_delay` (null when undefined; these three at the
+/// table and event levels, which compute them from the table). Unavailable
+/// metrics (no closed form) are null.
 void addMetricsJSON(llvm::json::Object &row, const Metrics &m);
 
 } // namespace sim

@@ -332,7 +332,20 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     one (all stage graph edges, skip connections included, are simulated
     with their own bytes). Asynchronous schedules (registry rows
     with weight versions: `pipedream`, `pipedream-2bw`) also get weight
-    staleness.
+    staleness: the maximum and mean delay, the per-(updating stage,
+    read block) delay matrices and the start-up maximum.
+
+    After the backward pass (`include/pipeopt/Simulate/Collectives.h`,
+    table and event levels): stages that more than one rank holds
+    (Chimera's two pipelines) and, with `data-parallel=D` > 1, every
+    stage's copies on the D pipeline replicas all-reduce the stage's weight
+    gradients (the parameter bytes, without the optimizer factor) in a
+    ring; a model argument that several stages' `pipe.gradient` ops
+    contribute to (a tied weight, in materialized training programs) gets
+    a tied-weight all-reduce among the ranks holding those stages (its
+    tensor's bytes); with `optimizer-step` each stage's optimizer step
+    follows on its rank. The report gives the all-reduce and optimizer
+    seconds per level.
 
     Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
     writes, docs/Runtime.md; read with `cost::loadProfile`) replaces
@@ -359,8 +372,12 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     `model_stages`, `microbatches`, `system`, `level`, `available`, `note`,
     `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
     `peak_activation_bytes`, `peak_activation_bytes_per_rank`,
-    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, staleness) plus
-    `function`, and per function the cost table. `trace=<file>` writes a
+    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, `allreduce_s`,
+    `allreduce_s_per_rank`, `optimizer_s`, `optimizer_s_per_rank`,
+    `post_backward_s`, `collective_bytes`, staleness with its delay
+    matrices and start-up maximum) plus `function`, and per function the
+    data-parallel degree and the cost table (with `gradient_bytes`,
+    `optimizer_s` and the `tied` groups). `trace=<file>` writes a
     Chrome / Perfetto trace of the `trace-level` timeline (one process per
     rank, compute / send / recv tracks, a flow arrow per transfer from send
     to recv), `svg=<file>` an SVG Gantt chart.
@@ -370,8 +387,8 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     preset, unreadable or malformed hardware / system JSON, a system file
     with more than one system, bad option values, `trace` / `svg` with more
     than one scheduled function, an unreadable or malformed profile, a
-    profile whose stages do not match the programs', and unwritable output
-    files. The IR is not modified.
+    profile whose stages do not match the programs', `data-parallel` < 1,
+    and unwritable output files. The IR is not modified.
   }];
   // The generated backward that costs B and W of training schedules.
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
@@ -421,6 +438,14 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Measured per-stage times (pipeopt-run --profile JSON, "
            "docs/CostModel.md \"Profile JSON\"): override the cost model's "
            "per-stage F (and B / W when given) before simulating">,
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "Data-parallel degree D >= 1: D replicas of the pipeline "
+           "all-reduce their weight gradients after the backward pass "
+           "(replica d's rank r is global rank d * ranks + r)">,
+    Option<"optimizerStep", "optimizer-step", "bool", "false",
+           "Cost an optimizer step per stage after its gradients are "
+           "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
+           "device's memory bandwidth (a memory-bound fused update)">,
   ];
 }
 
