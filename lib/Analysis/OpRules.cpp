@@ -81,8 +81,8 @@ bool rules::isConstantOp(Operation *op) {
          isa<tensor::EmptyOp, ml_program::GlobalLoadConstOp>(op);
 }
 
-/// The arith / math element-wise ops (on tensors or scalars) and, inside
-/// payloads, complex ops.
+/// Ops of the arith and math dialects (element-wise, on tensors or
+/// scalars).
 static bool isArithOrMath(Operation *op) {
   return isa_and_nonnull<arith::ArithDialect, math::MathDialect>(
       op->getDialect());
