@@ -7,9 +7,9 @@
 /// \file
 /// Parameter (weight) detection, shared by the cost model (OpCost::
 /// paramBytes), the partitioner's graph builder (pipe-partition: which
-/// weights each node reads, attributed once) and convert-pipe-to-runtime
-/// (the manifest's `parameters`: model arguments that are not per
-/// microbatch).
+/// weights each node reads, attributed once), pipe-simulate (each stage's
+/// weight bytes) and convert-pipe-to-runtime (microbatch-args=auto: model
+/// arguments read as weights are not split per microbatch).
 ///
 /// A *parameter source* is a function argument (an argument of the entry
 /// block of a FunctionOpInterface op) or a constant tensor (ConstantLike,
