@@ -4,21 +4,17 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Formulas and their sources are in docs/CostModel.md; the comments here
-// name the rule each branch implements.
+// Formulas and their sources are in docs/CostModel.md. What each op kind
+// costs (FLOPs, bytes, kind, weight operands) is the table in OpRules.cpp;
+// this file turns an entry into times, parameter bytes and B / W.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
+#include "OpRules.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
-#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/IR/BuiltinTypes.h"
-#include "mlir/IR/Matchers.h"
-#include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -107,220 +103,6 @@ std::string cost::typeKey(Type elt) {
   return "f32";
 }
 
-static bool isTensorLike(Type type) {
-  return isa<RankedTensorType, MemRefType, VectorType>(type);
-}
-
-static double sumBytes(ValueRange values) {
-  double b = 0;
-  for (Value v : values)
-    b += typeBytes(v.getType());
-  return b;
-}
-
-//===----------------------------------------------------------------------===//
-// Op classification
-//===----------------------------------------------------------------------===//
-
-static bool isConstantOp(Operation *op) {
-  if (op->hasTrait<OpTrait::ConstantLike>())
-    return true;
-  return llvm::StringSwitch<bool>(op->getName().getStringRef())
-      .Cases({"tensor.empty", "tosa.const_shape",
-              "ml_program.global_load_const", "arith.constant", "tosa.const"},
-             true)
-      .Default(false);
-}
-
-/// Ops that never move data: a row-major reshape of a tensor is a view.
-static bool isViewOp(StringRef name) {
-  return llvm::StringSwitch<bool>(name)
-      .Cases({"tosa.reshape", "tosa.identity", "tensor.expand_shape",
-              "tensor.collapse_shape", "tensor.cast", "tensor.reshape",
-              "tensor.bitcast", "tensor.dim", "tensor.rank"},
-             true)
-      .Cases({"memref.cast", "memref.expand_shape", "memref.collapse_shape",
-              "memref.reinterpret_cast", "memref.subview", "memref.view",
-              "bufferization.to_tensor", "bufferization.to_buffer"},
-             true)
-      .Default(false);
-}
-
-/// Layout ops that a parameter may pass through on its way to a consumer;
-/// returns the operand that carries the data, or nullptr.
-static Value layoutSource(Operation *op) {
-  StringRef name = op->getName().getStringRef();
-  bool layout =
-      isViewOp(name) || llvm::StringSwitch<bool>(name)
-                            .Cases({"tosa.transpose", "tosa.cast", "tosa.slice",
-                                    "tensor.extract_slice", "linalg.transpose",
-                                    "linalg.broadcast", "linalg.copy"},
-                                   true)
-                            .Default(false);
-  if (!layout) {
-    // A linalg.generic that only copies its single input (a transpose or
-    // broadcast written as a generic: no arithmetic in the body).
-    auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!generic || generic.getNumDpsInputs() != 1 ||
-        generic.getNumDpsInits() != 1 ||
-        !llvm::all_of(generic.getBody()->without_terminator(),
-                      [](Operation &) { return false; }))
-      return nullptr;
-  }
-  if (op->getNumOperands() == 0 || op->getNumResults() != 1)
-    return nullptr;
-  return op->getOperand(0);
-}
-
-bool cost::tracesToParameterSource(Value value, Value *root) {
-  for (int depth = 0; depth < 64; ++depth) {
-    if (auto arg = dyn_cast<BlockArgument>(value)) {
-      Operation *parent = arg.getOwner()->getParentOp();
-      if (parent && isa<FunctionOpInterface>(parent) &&
-          arg.getOwner()->isEntryBlock()) {
-        if (root)
-          *root = value;
-        return true;
-      }
-      return false;
-    }
-    Operation *def = value.getDefiningOp();
-    if (!def)
-      return false;
-    if (isConstantOp(def) && def->getName().getStringRef() != "tensor.empty" &&
-        isTensorLike(value.getType())) {
-      if (root)
-        *root = value;
-      return true;
-    }
-    Value src = layoutSource(def);
-    if (!src)
-      return false;
-    value = src;
-  }
-  return false;
-}
-
-static bool isFunctionArgument(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  return arg && arg.getOwner()->isEntryBlock() &&
-         isa_and_nonnull<FunctionOpInterface>(arg.getOwner()->getParentOp());
-}
-
-static bool isLinalgContraction(Operation *op) {
-  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-  if (!linalgOp)
-    return false;
-  StringRef name = op->getName().getStringRef();
-  if (name.contains("pooling"))
-    return false;
-  return linalg::isaContractionOpInterface(linalgOp) ||
-         linalg::isaConvolutionOpInterface(linalgOp) || name.contains("conv") ||
-         name.contains("matmul") || name.contains("matvec") ||
-         name.contains("vecmat") || name.contains("dot");
-}
-
-static bool isTosaContraction(StringRef name) {
-  return llvm::StringSwitch<bool>(name)
-      .Cases({"tosa.matmul", "tosa.conv2d", "tosa.conv3d",
-              "tosa.depthwise_conv2d", "tosa.transpose_conv2d"},
-             true)
-      .Default(false);
-}
-
-static bool isTosaElementwise(Operation *op) {
-  if (op->hasTrait<OpTrait::tosa::TosaElementwiseOperator>())
-    return true;
-  return llvm::StringSwitch<bool>(op->getName().getStringRef())
-      .Cases({"tosa.mul", "tosa.negate", "tosa.cast", "tosa.rescale",
-              "tosa.table", "tosa.select", "tosa.clamp", "tosa.erf",
-              "tosa.sigmoid", "tosa.tanh"},
-             true)
-      .Default(false);
-}
-
-llvm::SmallVector<unsigned> cost::parameterOperands(Operation *op) {
-  llvm::SmallVector<unsigned> result;
-  StringRef name = op->getName().getStringRef();
-  auto addIfParam = [&](unsigned i) {
-    if (i < op->getNumOperands() && tracesToParameterSource(op->getOperand(i)))
-      result.push_back(i);
-  };
-  if (isLinalgContraction(op)) {
-    // Right-hand side / filter: the second DPS input.
-    auto linalgOp = cast<linalg::LinalgOp>(op);
-    if (linalgOp.getNumDpsInputs() >= 2)
-      addIfParam(linalgOp.getDpsInputOperand(1)->getOperandNumber());
-    return result;
-  }
-  if (name == "tosa.matmul") {
-    addIfParam(1);
-    return result;
-  }
-  if (isTosaContraction(name)) {
-    addIfParam(1); // weight
-    addIfParam(2); // bias
-    return result;
-  }
-  if (name == "tosa.gather") {
-    addIfParam(0); // the table (embedding)
-    return result;
-  }
-  bool elementwise = isTosaElementwise(op) || isa<linalg::LinalgOp>(op) ||
-                     name.starts_with("arith.") || name.starts_with("math.");
-  if (!elementwise)
-    return result;
-  unsigned numCandidates = op->getNumOperands();
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    numCandidates = linalgOp.getNumDpsInputs(); // not the inits
-  for (unsigned i = 0; i < numCandidates; ++i) {
-    Value root;
-    if (!tracesToParameterSource(op->getOperand(i), &root) ||
-        !isFunctionArgument(root))
-      continue;
-    auto type = dyn_cast<RankedTensorType>(root.getType());
-    if (type && type.getRank() <= 1)
-      result.push_back(i); // scale / bias vectors
-  }
-  return result;
-}
-
-//===----------------------------------------------------------------------===//
-// FLOP counting inside payload regions
-//===----------------------------------------------------------------------===//
-
-/// Scalar operations per execution of `block` (one iteration of a
-/// structured op): every arith / math op counts 1 except casts, constants,
-/// index computations and yields.
-static double scalarOpsPerIteration(Block &block) {
-  double n = 0;
-  for (Operation &op : block) {
-    StringRef name = op.getName().getStringRef();
-    if (op.hasTrait<OpTrait::IsTerminator>() || isConstantOp(&op))
-      continue;
-    if (op.getNumRegions() > 0) {
-      for (Region &r : op.getRegions())
-        for (Block &b : r)
-          n += scalarOpsPerIteration(b);
-      continue;
-    }
-    bool isCast =
-        llvm::StringSwitch<bool>(name)
-            .Cases({"arith.extf", "arith.truncf", "arith.extsi", "arith.extui",
-                    "arith.trunci", "arith.sitofp", "arith.uitofp",
-                    "arith.fptosi", "arith.fptoui", "arith.index_cast",
-                    "arith.index_castui", "arith.bitcast"},
-                   true)
-            .Default(false);
-    if (isCast || name == "linalg.index" || name.starts_with("tensor."))
-      continue;
-    if (name.starts_with("arith.") || name.starts_with("math.") ||
-        name.starts_with("complex."))
-      n += 1;
-  }
-  return n;
-}
-
 //===----------------------------------------------------------------------===//
 // Estimation
 //===----------------------------------------------------------------------===//
@@ -334,11 +116,11 @@ double cost::rooflineSeconds(const DeviceSpec &device, double flops,
   return std::max(compute, memory);
 }
 
-static double resultElements(Operation *op) {
-  double n = 0;
-  for (Type t : op->getResultTypes())
-    n += numElements(t);
-  return n;
+static double sumBytes(ValueRange values) {
+  double b = 0;
+  for (Value v : values)
+    b += typeBytes(v.getType());
+  return b;
 }
 
 static Type firstShapedType(ValueRange values) {
@@ -348,259 +130,8 @@ static Type firstShapedType(ValueRange values) {
   return {};
 }
 
-/// Fills kind, flops and bytes of a linalg structured op.
-static void estimateLinalg(linalg::LinalgOp op, OpCost &c) {
-  Operation *o = op.getOperation();
-  StringRef name = o->getName().getStringRef();
-  double volume = 1;
-  if (op.getShapesToLoopsMap()) {
-    for (int64_t r : op.getStaticLoopRanges())
-      volume *= ShapedType::isDynamic(r) ? 1.0 : static_cast<double>(r);
-  } else {
-    volume = resultElements(o);
-  }
-  double perIter = scalarOpsPerIteration(*op.getBlock());
-  // Reads: every input; inits only when the payload reads them
-  // (accumulation). Writes: every init/result.
-  for (OpOperand *in : op.getDpsInputOperands())
-    c.bytesRead += typeBytes(in->get().getType());
-  for (OpOperand &init : op.getDpsInitsMutable()) {
-    if (op.payloadUsesValueFromOperand(&init))
-      c.bytesRead += typeBytes(init.get().getType());
-    c.bytesWritten += typeBytes(init.get().getType());
-  }
-  c.flops = volume * perIter;
-  if (isa<linalg::FillOp>(o) || name == "linalg.fill") {
-    c.kind = OpKind::Fill;
-    c.flops = 0;
-    c.bytesRead = 0;
-    return;
-  }
-  if (isLinalgContraction(o)) {
-    c.kind = OpKind::Contraction;
-    return;
-  }
-  if (name.contains("pooling")) {
-    c.kind = OpKind::Pooling;
-    return;
-  }
-  if (perIter == 0) {
-    c.kind = OpKind::DataMovement; // transpose, broadcast, copy, yield-only
-    return;
-  }
-  c.kind =
-      op.getNumReductionLoops() > 0 ? OpKind::Reduction : OpKind::Elementwise;
-}
-
-/// Fills kind, flops and bytes of a TOSA op; false if not recognized.
-static bool estimateTosa(Operation *op, OpCost &c) {
-  StringRef name = op->getName().getStringRef();
-  if (!name.starts_with("tosa."))
-    return false;
-  double out = resultElements(op);
-  double outBytes = sumBytes(op->getResults());
-  auto shape = [&](unsigned i) -> ArrayRef<int64_t> {
-    if (i < op->getNumOperands())
-      if (auto t = dyn_cast<RankedTensorType>(op->getOperand(i).getType()))
-        return t.getShape();
-    return {};
-  };
-  auto dim = [&](unsigned operand, int index) -> double {
-    ArrayRef<int64_t> s = shape(operand);
-    if (index < 0)
-      index += s.size();
-    if (index < 0 || index >= static_cast<int>(s.size()) ||
-        ShapedType::isDynamic(s[index]))
-      return 1;
-    return static_cast<double>(s[index]);
-  };
-  auto readAllTensors = [&] {
-    for (Value v : op->getOperands())
-      if (isa<RankedTensorType>(v.getType()))
-        c.bytesRead += typeBytes(v.getType());
-  };
-
-  if (name == "tosa.matmul") {
-    // A[N,H,C] x B[N,C,W] -> [N,H,W]: 2 N H W C.
-    c.kind = OpKind::Contraction;
-    c.flops = 2 * out * dim(0, -1);
-    c.bytesRead = typeBytes(op->getOperand(0).getType()) +
-                  typeBytes(op->getOperand(1).getType());
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.conv2d" || name == "tosa.conv3d") {
-    // weight [OC, KH, KW, (KD,) IC]: 2 * out * (weight elems / OC) + bias.
-    double weight = numElements(op->getOperand(1).getType());
-    double oc = dim(1, 0);
-    c.kind = OpKind::Contraction;
-    c.flops = 2 * out * (weight / std::max(oc, 1.0)) + out;
-    readAllTensors();
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.depthwise_conv2d") {
-    // weight [KH, KW, C, M], out [N, OH, OW, C*M]: 2 * out * KH * KW + bias.
-    c.kind = OpKind::Contraction;
-    c.flops = 2 * out * dim(1, 0) * dim(1, 1) + out;
-    readAllTensors();
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.transpose_conv2d") {
-    // Every input element scatters into OC x KH x KW outputs.
-    double in = numElements(op->getOperand(0).getType());
-    c.kind = OpKind::Contraction;
-    c.flops = 2 * in * dim(1, 0) * dim(1, 1) * dim(1, 2) + out;
-    readAllTensors();
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.max_pool2d" || name == "tosa.avg_pool2d") {
-    double window = 1;
-    if (auto kernel = op->getAttrOfType<DenseI64ArrayAttr>("kernel"))
-      for (int64_t k : kernel.asArrayRef())
-        window *= static_cast<double>(k);
-    c.kind = OpKind::Pooling;
-    c.flops = out * window;
-    c.bytesRead = typeBytes(op->getOperand(0).getType());
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.const" || name == "tosa.const_shape") {
-    c.kind = OpKind::Constant;
-    return true;
-  }
-  if (name == "tosa.reshape" || name == "tosa.identity") {
-    c.kind = OpKind::View;
-    return true;
-  }
-  if (name.starts_with("tosa.reduce_") || name == "tosa.argmax") {
-    c.kind = OpKind::Reduction;
-    c.flops = numElements(op->getOperand(0).getType());
-    c.bytesRead = typeBytes(op->getOperand(0).getType());
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.gather") {
-    // Reads the gathered rows and the indices, not the whole table.
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = outBytes + typeBytes(op->getOperand(1).getType());
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.slice") {
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = outBytes;
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tosa.transpose" || name == "tosa.concat" || name == "tosa.pad" ||
-      name == "tosa.tile" || name == "tosa.reverse" || name == "tosa.scatter" ||
-      name == "tosa.resize") {
-    c.kind = OpKind::DataMovement;
-    readAllTensors();
-    c.bytesWritten = outBytes;
-    if (name == "tosa.resize")
-      c.flops = 4 * out; // bilinear: weighted sum of 4 neighbours
-    return true;
-  }
-  if (isTosaElementwise(op)) {
-    c.kind = OpKind::Elementwise;
-    c.flops = name == "tosa.cast" ? 0 : out;
-    readAllTensors();
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  return false;
-}
-
-/// Fills kind, flops and bytes of a tensor-dialect op; false if unknown.
-static bool estimateTensor(Operation *op, OpCost &c) {
-  StringRef name = op->getName().getStringRef();
-  if (!name.starts_with("tensor."))
-    return false;
-  double outBytes = sumBytes(op->getResults());
-  if (name == "tensor.empty") {
-    c.kind = OpKind::Constant;
-    return true;
-  }
-  if (isViewOp(name)) {
-    c.kind = OpKind::View;
-    return true;
-  }
-  if (name == "tensor.splat" || name == "tensor.from_elements") {
-    c.kind = OpKind::Fill;
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tensor.generate") {
-    c.kind = OpKind::Fill;
-    c.bytesWritten = outBytes;
-    for (Region &r : op->getRegions())
-      for (Block &b : r)
-        c.flops += resultElements(op) * scalarOpsPerIteration(b);
-    if (c.flops > 0)
-      c.kind = OpKind::Elementwise;
-    return true;
-  }
-  if (name == "tensor.extract_slice") {
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = outBytes;
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  if (name == "tensor.insert_slice" || name == "tensor.parallel_insert_slice") {
-    // In place: copies the source into the destination.
-    double src = typeBytes(op->getOperand(0).getType());
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = src;
-    c.bytesWritten = src;
-    return true;
-  }
-  if (name == "tensor.extract" || name == "tensor.insert") {
-    Type t = op->getNumResults() ? op->getResult(0).getType() : Type();
-    double elt = 4;
-    if (t)
-      elt = isa<ShapedType>(t) ? typeBytes(cast<ShapedType>(t).getElementType())
-                               : typeBytes(t);
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = elt;
-    c.bytesWritten = elt;
-    return true;
-  }
-  if (name == "tensor.pad" || name == "tensor.concat" ||
-      name == "tensor.gather" || name == "tensor.scatter" ||
-      name == "tensor.pack" || name == "tensor.unpack") {
-    c.kind = OpKind::DataMovement;
-    for (Value v : op->getOperands())
-      if (isa<RankedTensorType>(v.getType()))
-        c.bytesRead += typeBytes(v.getType());
-    c.bytesWritten = outBytes;
-    return true;
-  }
-  return false;
-}
-
-/// arith / math ops (on tensors or scalars).
-static bool estimateArithMath(Operation *op, OpCost &c) {
-  StringRef name = op->getName().getStringRef();
-  if (!name.starts_with("arith.") && !name.starts_with("math."))
-    return false;
-  if (isConstantOp(op)) {
-    c.kind = OpKind::Constant;
-    return true;
-  }
-  bool isCast = name.ends_with("extf") || name.ends_with("truncf") ||
-                name.ends_with("ext") || name.contains("tofp") ||
-                name.contains("fpto") || name.contains("index_cast") ||
-                name.ends_with("bitcast") || name.ends_with("extsi") ||
-                name.ends_with("extui") || name.ends_with("trunci");
-  c.kind = OpKind::Elementwise;
-  c.flops = isCast ? 0 : resultElements(op);
-  c.bytesRead = sumBytes(op->getOperands());
-  c.bytesWritten = sumBytes(op->getResults());
-  return true;
+static bool isTensorLike(Type type) {
+  return isa<RankedTensorType, MemRefType, VectorType>(type);
 }
 
 static bool hasTensorOperandOrResult(Operation *op) {
@@ -611,38 +142,27 @@ static bool hasTensorOperandOrResult(Operation *op) {
 OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
                         const CostOptions &options, std::string *remark) {
   OpCost c;
-  StringRef name = op->getName().getStringRef();
-  bool known = true;
+  rules::OpRule rule = rules::describeOp(op);
 
   // Layout ops on parameters are folded into their consumer.
-  if (options.foldParameterLayout) {
-    if (Value src = layoutSource(op)) {
-      if (tracesToParameterSource(src)) {
-        c.kind = OpKind::View;
-        c.typeKey = typeKey(src.getType());
-        c.paramBytes = 0;
-        return c;
-      }
+  if (options.foldParameterLayout && rule.layout &&
+      op->getNumOperands() > 0 && op->getNumResults() == 1) {
+    Value src = op->getOperand(0);
+    if (tracesToParameterSource(src)) {
+      c.kind = OpKind::View;
+      c.typeKey = typeKey(src.getType());
+      c.paramBytes = 0;
+      return c;
     }
   }
 
-  if (isConstantOp(op)) {
-    c.kind = OpKind::Constant;
-  } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-    estimateLinalg(linalgOp, c);
-  } else if (estimateTosa(op, c) || estimateTensor(op, c) ||
-             estimateArithMath(op, c)) {
-  } else if (isViewOp(name)) {
-    c.kind = OpKind::View;
-  } else if (name == "ml_program.global_load") {
-    c.kind = OpKind::DataMovement;
-    c.bytesRead = sumBytes(op->getResults());
-    c.bytesWritten = c.bytesRead;
-  } else {
+  c.kind = rule.kind;
+  c.flops = rule.flops;
+  c.bytesRead = rule.bytesRead;
+  c.bytesWritten = rule.bytesWritten;
+  if (rule.kind == OpKind::Unknown) {
     // Conservative: every operand and result crosses memory once, and one
     // operation per element of the largest of them.
-    known = false;
-    c.kind = OpKind::Unknown;
     c.bytesRead = sumBytes(op->getOperands());
     c.bytesWritten = sumBytes(op->getResults());
     double elems = 0;
@@ -667,10 +187,9 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
                               "({1:F0} FLOP, {2:F0} bytes: every operand and "
                               "result "
                               "moved once, one operation per element)",
-                              name, c.flops, c.bytes())
+                              op->getName().getStringRef(), c.flops, c.bytes())
                     .str();
   }
-  (void)known;
 
   // Element type for the peak: the first input of a contraction, else the
   // first result (or operand).
@@ -691,40 +210,20 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
                        (launches ? device.opOverhead : 0);
   }
 
-  // Parameters: bytes of the roots of the weight operands.
-  llvm::SmallVector<unsigned> params = parameterOperands(op);
-  for (unsigned i : params) {
-    Value root;
-    tracesToParameterSource(op->getOperand(i), &root);
-    c.paramBytes += typeBytes(root.getType());
-  }
+  // Parameters: bytes of the sources of the weight operands.
+  llvm::SmallVector<ParameterUse, 2> params = parameterUses(op);
+  for (const ParameterUse &use : params)
+    c.paramBytes += typeBytes(use.root.getType());
 
-  // Backward (docs/CostModel.md "Training"): contraction with a weight:
-  // B = W = F; contraction of two activations: B = 2F (both input
-  // gradients), W = 0; other ops: B = F, W = F if they read a weight
-  // (scale / bias gradient), else 0. Constants, views, fills: 0.
-  switch (c.kind) {
-  case OpKind::Constant:
-  case OpKind::View:
-  case OpKind::Fill:
-    break;
-  case OpKind::Contraction:
-    if (!params.empty()) {
-      c.backwardInputSeconds = c.forwardSeconds;
-      c.backwardWeightSeconds = c.forwardSeconds;
-    } else {
-      c.backwardInputSeconds = 2 * c.forwardSeconds;
-    }
-    break;
-  case OpKind::Unknown:
-    c.backwardInputSeconds = c.forwardSeconds;
-    c.backwardWeightSeconds = c.forwardSeconds;
-    break;
-  default:
-    c.backwardInputSeconds = c.forwardSeconds;
-    c.backwardWeightSeconds = params.empty() ? 0 : c.forwardSeconds;
-    break;
-  }
+  // Backward (docs/CostModel.md "Training"): the ratios of the op's kind.
+  rules::BackwardRatios ratios = rules::backwardRatios(c.kind);
+  bool weighted = !params.empty();
+  c.backwardInputSeconds =
+      (weighted ? ratios.inputWithWeight : ratios.inputWithoutWeight) *
+      c.forwardSeconds;
+  c.backwardWeightSeconds =
+      (weighted ? ratios.weightWithWeight : ratios.weightWithoutWeight) *
+      c.forwardSeconds;
 
   // B and W FLOPs in the ratio of the times (the rule's B = F means the
   // same FLOPs as F).

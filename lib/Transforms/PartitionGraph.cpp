@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Analysis/Parameters.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -67,6 +68,8 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
   llvm::DenseMap<Operation *, int> index;
   for (auto [i, op] : llvm::enumerate(ops))
     index[op] = static_cast<int>(i);
+  // The weights each op reads (cost model's rule, Analysis/Parameters.h).
+  cost::ParameterAnalysis parameters(fn);
 
   // Rematerializable ops: cheap, side-effect free, read no weight, every
   // input is a function argument or another rematerializable value, and no
@@ -87,7 +90,7 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
         (returned.contains(op) && c.kind != cost::OpKind::Constant))
       continue;
     if (c.kind != cost::OpKind::Constant && c.kind != cost::OpKind::View &&
-        !cost::parameterOperands(op).empty())
+        !parameters.usesBy(op).empty())
       continue;
     bool ok = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
@@ -135,11 +138,8 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
     if (!remat[i]) {
       node.outputBytes = c.savedActivationBytes;
       // Weights: attributed (bytes) to their first placed reader.
-      for (unsigned operand : cost::parameterOperands(op)) {
-        Value root;
-        if (!cost::tracesToParameterSource(op->getOperand(operand), &root))
-          continue;
-        int id = weightOf(root);
+      for (const cost::ParameterUse &use : parameters.usesBy(op)) {
+        int id = weightOf(use.root);
         if (!llvm::is_contained(node.weights, id))
           node.weights.push_back(id);
         if (weightCounted.size() <= static_cast<size_t>(id))

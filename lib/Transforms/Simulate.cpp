@@ -176,10 +176,8 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
         c.backwardInputSec += oc.backwardInputSeconds;
         c.backwardWeightSec += oc.backwardWeightSeconds;
         c.activationBytes += oc.savedActivationBytes;
-        for (unsigned i : cost::parameterOperands(&op)) {
-          Value root;
-          if (!cost::tracesToParameterSource(op.getOperand(i), &root) || !root)
-            continue;
+        for (const cost::ParameterUse &use : cost::parameterUses(&op)) {
+          Value root = use.root;
           // A stage function argument is a weight only when it is a model
           // argument (not an activation received from an earlier stage).
           if (auto arg = dyn_cast<BlockArgument>(root)) {

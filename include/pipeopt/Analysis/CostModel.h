@@ -26,6 +26,8 @@
 #ifndef PIPEOPT_ANALYSIS_COSTMODEL_H
 #define PIPEOPT_ANALYSIS_COSTMODEL_H
 
+#include "pipeopt/Analysis/Parameters.h"
+
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Types.h"
 #include "mlir/IR/Value.h"
@@ -177,8 +179,9 @@ struct OpCost {
   /// time ratios times `flops`, or the generated backward's own.
   double backwardInputFlops = 0, backwardWeightFlops = 0;
   /// Bytes of the parameters this op reads (function arguments or constants
-  /// in weight positions, see isParameter()); shared weights are counted by
-  /// every reader here, the partition pass attributes them once.
+  /// in weight positions, see parameterUses() in Parameters.h); shared
+  /// weights are counted by every reader here, the partition pass
+  /// attributes them once.
   double paramBytes = 0;
   /// Bytes this op stashes for backward per microbatch (its results; 0 for
   /// views, constants and fills).
@@ -206,17 +209,6 @@ double numElements(mlir::Type type);
 /// The peak-table key of an element type: f64, f32, bf16, f16, f8, i8
 /// (integers <= 8 bits), i32 (wider integers, index); others "f32".
 std::string typeKey(mlir::Type elementType);
-
-/// True if `value` is a function argument or a constant, possibly seen
-/// through layout ops (reshape, transpose, cast, broadcast, slice, identity).
-/// Returns the root (the block argument or the constant's result) in `root`.
-bool tracesToParameterSource(mlir::Value value, mlir::Value *root = nullptr);
-
-/// Indices of the operands of `op` that hold weights in the cost model's
-/// rule: the right-hand side / filter (and bias) of contractions, the table
-/// of a gather, and rank <= 1 arguments (scales, biases) of elementwise ops,
-/// when they trace to a function argument or constant.
-llvm::SmallVector<unsigned> parameterOperands(mlir::Operation *op);
 
 /// Estimates the cost of `op` on `device` (no profile). `remark`, when
 /// non-null, receives a note for unknown ops ("unknown op ...") instead of

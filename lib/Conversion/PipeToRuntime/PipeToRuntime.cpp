@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
-#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Analysis/Parameters.h"
 #include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Conversion/RuntimeABI.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
@@ -160,7 +160,7 @@ struct MicrobatchPolicy {
 
   /// For `auto`: model arguments a stage function uses as a weight (the
   /// cost model's rule: contraction right-hand side or filter, gather table,
-  /// rank <= 1 element-wise operand; cost::parameterOperands). A TOSA
+  /// rank <= 1 element-wise operand; cost::ParameterAnalysis). A TOSA
   /// weight [1, K, N] has a leading 1 too, but is the same for every
   /// microbatch.
   std::set<int64_t> weights;
@@ -788,20 +788,15 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   }
   // `auto`: model arguments that some stage function reads as a weight.
   {
+    // The function arguments the cost model counts as parameters
+    // (Analysis/Parameters.h); constants are not model inputs.
     std::map<Operation *, std::set<unsigned>> weightArgsOf;
     auto weightArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
       auto [it, inserted] = weightArgsOf.try_emplace(fn);
       if (inserted && !fn.isExternal())
-        fn.walk([&](Operation *op) {
-          for (unsigned k : pipeopt::cost::parameterOperands(op)) {
-            Value root;
-            if (!pipeopt::cost::tracesToParameterSource(op->getOperand(k), &root))
-              continue;
-            auto arg = dyn_cast<BlockArgument>(root);
-            if (arg && arg.getOwner() == &fn.getBody().front())
-              it->second.insert(arg.getArgNumber());
-          }
-        });
+        for (unsigned n :
+             pipeopt::cost::ParameterAnalysis(fn).argumentNumbers(fn))
+          it->second.insert(n);
       return it->second;
     };
     for (pipe::ProgramOp p : programs)
