@@ -308,16 +308,32 @@ int main(int argc, char **argv) {
     if (!t)
       return fail("--cost-table " + costTableOpt + ": " +
                   llvm::toString(t.takeError()));
-    sim::CostTable r = t->size() == stagesOpt ? *t : t->resample(stagesOpt);
-    double half = 0;
-    for (const sim::StageCost &sc : r.stages) {
-      if (!(sc.forwardSec > 0 && sc.backwardSec() > 0))
-        return fail("--cost-table " + costTableOpt +
-                    ": every stage needs F > 0 and B + W > 0 seconds "
-                    "(after resampling to " +
-                    llvm::Twine(stagesOpt.getValue()) + " stages)");
-      half += (sc.forwardSec + sc.backwardSec()) / 2;
+    // Every S the run uses: --stages, or (explore) each S of --stages-list.
+    // Explore keeps the table as read and resamples it directly to each S
+    // (tuneMethod), so a result at S does not depend on --stages.
+    std::vector<int> checkStages = {stagesOpt};
+    if (experimentOpt == Experiment::Explore) {
+      checkStages.assign(stagesListOpt.begin(), stagesListOpt.end());
+      if (checkStages.empty())
+        checkStages = {2, 4, 8, 16};
     }
+    for (int S : checkStages) {
+      if (S < 1)
+        continue; // --stages / --stages-list range errors come later.
+      sim::CostTable rs = t->size() == S ? *t : t->resample(S);
+      for (const sim::StageCost &sc : rs.stages)
+        if (!(sc.forwardSec > 0 && sc.backwardSec() > 0))
+          return fail("--cost-table " + costTableOpt +
+                      ": every stage needs F > 0 and B + W > 0 seconds "
+                      "(after resampling to " +
+                      llvm::Twine(S) + " stages)");
+    }
+    sim::CostTable r = experimentOpt == Experiment::Explore ? *t
+                       : t->size() == stagesOpt         ? *t
+                                                        : t->resample(stagesOpt);
+    double half = 0;
+    for (const sim::StageCost &sc : r.stages)
+      half += (sc.forwardSec + sc.backwardSec()) / 2;
     half /= r.size();
     if (budgetSecOpt.getNumOccurrences() &&
         !(std::isfinite(budgetSecOpt) && budgetSecOpt > 0))
