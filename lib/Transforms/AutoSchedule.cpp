@@ -90,7 +90,8 @@ void AutoSchedulePass::runOnOperation() {
   if (failed(checkOptimizerFactor(loc, "pipe-auto-schedule", optimizerFactor)))
     return signalPassFailure();
   if (numRanks < 1 || numRanks > 1024) {
-    error() << "num-ranks must be between 1 and 1024, got " << static_cast<int64_t>(numRanks);
+    error() << "num-ranks (num-stages= of pipeopt-pipeline) must be between 1 "
+               "and 1024, got " << static_cast<int64_t>(numRanks);
     return signalPassFailure();
   }
   if (numMicrobatches < 0 || numMicrobatches > 100000) {
@@ -102,7 +103,8 @@ void AutoSchedulePass::runOnOperation() {
   std::vector<int> microbatches;
   if (numMicrobatches > 0) {
     if (!microbatchCandidates.empty()) {
-      error() << "microbatch-candidates applies only with "
+      error() << "microbatch-candidates (auto-microbatches= of "
+                 "pipeopt-pipeline) applies only with "
                  "num-microbatches=0 (num-microbatches="
               << static_cast<int64_t>(numMicrobatches) << " fixes M)";
       return signalPassFailure();
@@ -114,7 +116,8 @@ void AutoSchedulePass::runOnOperation() {
     std::set<int64_t> seen;
     for (int64_t m : microbatchCandidates) {
       if (m < 1 || m > 100000) {
-        error() << "microbatch-candidates: every value must be between 1 "
+        error() << "microbatch-candidates (auto-microbatches= of "
+                   "pipeopt-pipeline): every value must be between 1 "
                    "and 100000, got "
                 << m;
         return signalPassFailure();
@@ -144,7 +147,21 @@ void AutoSchedulePass::runOnOperation() {
       llvm::Expected<const sched::ScheduleInfo &> row =
           sched::lookupSchedule(name);
       if (!row) {
-        error() << "schedules: " << llvm::toString(row.takeError());
+        error() << "schedules (auto-schedules= of pipeopt-pipeline): "
+                << llvm::toString(row.takeError());
+        return signalPassFailure();
+      }
+      // A candidate must fit the build kind: a training schedule would put
+      // pipe.backward into an inference pipeline, a forward-only one has
+      // no backward pass to train with.
+      if (row->forwardOnly == training) {
+        error() << "schedules (auto-schedules= of pipeopt-pipeline): '"
+                << name << "' is "
+                << (training ? "a forward-only (inference) schedule"
+                             : "a training schedule (it runs backward)")
+                << ", but the build is "
+                << (training ? "training (training=true)"
+                             : "inference (training=false)");
         return signalPassFailure();
       }
       if (!llvm::is_contained(candidates, row->name.str()))
@@ -284,7 +301,8 @@ void AutoSchedulePass::runOnOperation() {
         << llvm::formatv("{0:F1}", r.marginPercent)
         << "% slower per microbatch";
     else
-      d << "; no other candidate schedule fits";
+      d << (candidates.size() == 1 ? "; the only candidate schedule"
+                                   : "; no other candidate schedule fits");
     if (limit > 0)
       d << "; " << r.removed << " of " << points.size()
         << " candidates removed by the " << bytes(limit) << " memory limit";

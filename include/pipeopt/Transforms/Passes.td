@@ -62,6 +62,9 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
       explorer's default list without the asynchronous rows (PipeDream,
       PipeDream-2BW change the optimizer's semantics) for training builds,
       and the forward-only rows for inference builds (`training=false`);
+      an explicit candidate must fit the build kind (a training schedule
+      in an inference build, or a forward-only one in a training build, is
+      an error naming the schedule and the build kind);
     - microbatches: the model's shapes are one microbatch, so every M >= 1
       is valid for the build; `num-microbatches=N` (N >= 1) fixes M,
       `num-microbatches=0` chooses among `microbatch-candidates` (default
@@ -86,7 +89,14 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     stages, `memory-limit`, `strategy`, `profile`, `report`), outlined and
     scheduled exactly as `pipeopt-pipeline` does for that schedule.
 
-    Errors: no model function; a bad option; no candidate could be
+    With a single candidate schedule the remark says it is the only
+    candidate schedule. Option errors name the option of this pass and the
+    `pipeopt-pipeline` option that sets it (`num-ranks` / `num-stages=`,
+    `microbatch-candidates` / `auto-microbatches=`, `schedules` /
+    `auto-schedules=`).
+
+    Errors: no model function; a bad option; a candidate schedule of the
+    other build kind; no candidate could be
     evaluated; every candidate over the memory limit (the error names the
     smallest requirement and its configuration).
   }];
