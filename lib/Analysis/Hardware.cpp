@@ -294,7 +294,10 @@ llvm::Expected<double> cost::parseByteSize(StringRef text) {
                                    "GiB or TiB)",
                                    text, suffix));
   double bytes = value * scale;
-  if (!std::isfinite(bytes) || bytes < 0)
+  if (!std::isfinite(bytes))
+    return makeError(
+        llvm::formatv("invalid byte size '{0}': must be finite", text));
+  if (bytes < 0)
     return makeError(
         llvm::formatv("invalid byte size '{0}': must be >= 0", text));
   // Byte counts are used as (and compared with) 64-bit integers: a size of

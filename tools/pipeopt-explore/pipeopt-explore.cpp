@@ -184,8 +184,9 @@ static cl::opt<std::string> memoryLimitOpt(
              "8e9): configurations whose peak per-rank memory (event-level "
              "peak activations plus weights of one rank) exceeds it are "
              "removed from the rankings and the recommendation and listed; "
-             "overrides the systems' memory_bytes (default: those; none: "
-             "no limit)"),
+             "overrides the systems' memory_bytes (default: those; 0: no "
+             "limit, as memory-limit=0 of pipe-auto-schedule and "
+             "pipeopt-compile)"),
     cl::value_desc("bytes"), cl::cat(category));
 static cl::opt<bool> timingOpt("time", cl::init(false),
                                cl::desc("Print the sweep's wall time to stderr"),
@@ -281,14 +282,14 @@ int main(int argc, char **argv) {
                num(maxActionsOpt, "%.15g"));
   const uint64_t maxActions = static_cast<uint64_t>(maxActionsOpt.getValue());
   double memoryLimit = 0;
+  // --memory-limit=0: no limit (the systems' memory_bytes are dropped too).
+  bool noMemoryLimit = false;
   if (memoryLimitOpt.getNumOccurrences()) {
     llvm::Expected<double> bytes = cost::parseByteSize(memoryLimitOpt);
     if (!bytes)
       return bad("--memory-limit: " + llvm::toString(bytes.takeError()));
-    if (!(*bytes > 0))
-      return bad("--memory-limit must be > 0 bytes, got '" + memoryLimitOpt +
-                 "'");
     memoryLimit = *bytes;
+    noMemoryLimit = memoryLimit == 0;
   }
 
   // Options of one input kind are errors with another (they used to be
@@ -419,6 +420,10 @@ int main(int argc, char **argv) {
                    "'); system names must be unique");
     }
   }
+
+  if (noMemoryLimit)
+    for (SystemConfig &s : systems)
+      s.memoryBytes = 0;
 
   if (dataParallelOpt.getNumOccurrences()) {
     if (dataParallelOpt < 1 || dataParallelOpt > (1 << 20))
