@@ -408,7 +408,7 @@ static std::string seconds(double s) {
   return num(s * 1e6, "%.4g") + " us";
 }
 
-std::string sim::recommendationLine(const Recommendation &r) {
+std::string sim::recommendationLine(const Recommendation &r, double tol) {
   if (!r.best) {
     if (!r.smallest)
       return "no configuration was evaluated on " + r.system;
@@ -426,7 +426,17 @@ std::string sim::recommendationLine(const Recommendation &r) {
                                    seconds(b.eval.event.makespanSec),
                                    seconds(b.secondsPerMicrobatch()))
                          .str();
-  if (r.runnerUp)
+  // Within the tie tolerance (rankPoints' rule: t_runner <= t_best x
+  // (1 + tol)) the two tie: "0.0% faster" would claim an order.
+  if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() <=
+                        b.secondsPerMicrobatch() * (1 + tol))
+    line += llvm::formatv(", ties with {0} (within the tie tolerance; {1} per "
+                          "batch, {2} per microbatch)",
+                          describePoint(*r.runnerUp),
+                          seconds(r.runnerUp->eval.event.makespanSec),
+                          seconds(r.runnerUp->secondsPerMicrobatch()))
+                .str();
+  else if (r.runnerUp)
     line += llvm::formatv(", {0}% faster per microbatch than {1} ({2} per "
                           "batch, {3} per microbatch)",
                           num(r.marginPercent, "%.1f"),

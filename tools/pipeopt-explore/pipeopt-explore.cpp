@@ -653,9 +653,26 @@ int main(int argc, char **argv) {
           {"system", p->system},
           {"peak_memory_bytes", p->peakMemoryBytes},
           {"memory_limit_bytes", p->memoryLimitBytes}});
+    // The limit each system ran under: --memory-limit, else the system's
+    // memory_bytes (null: no limit). limit_bytes is that limit when every
+    // system shares one, else null (see per_system).
+    llvm::json::Object perSystemLimit;
+    std::optional<double> commonLimit;
+    bool oneLimit = true;
+    for (const SystemConfig &sc : systems) {
+      double l = memoryLimit > 0 ? memoryLimit : sc.memoryBytes;
+      perSystemLimit[sc.name] =
+          l > 0 ? llvm::json::Value(l) : llvm::json::Value(nullptr);
+      if (!commonLimit)
+        commonLimit = l;
+      else
+        oneLimit &= *commonLimit == l;
+    }
+    const double limitAll = oneLimit && commonLimit ? *commonLimit : 0;
     llvm::json::Object memory{
-        {"limit_bytes", memoryLimit > 0 ? llvm::json::Value(memoryLimit)
-                                        : llvm::json::Value(nullptr)},
+        {"limit_bytes", limitAll > 0 ? llvm::json::Value(limitAll)
+                                     : llvm::json::Value(nullptr)},
+        {"per_system", std::move(perSystemLimit)},
         {"removed_count", static_cast<int64_t>(ranking.overMemory.size())},
         {"removed", std::move(removed)},
         {"summary", removedLine}};
@@ -664,7 +681,7 @@ int main(int argc, char **argv) {
     for (const Recommendation &r : recommendations) {
       anyFits |= r.best != nullptr;
       llvm::json::Object o = recommendationJSON(r);
-      o["line"] = recommendationLine(r);
+      o["line"] = recommendationLine(r, tieOpt);
       perSystem.push_back(std::move(o));
     }
     llvm::json::Object recommendation{
@@ -692,7 +709,7 @@ int main(int argc, char **argv) {
     if (!removedLine.empty())
       llvm::errs() << "pipeopt-explore: " << removedLine << "\n";
     for (const Recommendation &r : recommendations)
-      llvm::errs() << "pipeopt-explore: " << recommendationLine(r) << "\n";
+      llvm::errs() << "pipeopt-explore: " << recommendationLine(r, tieOpt) << "\n";
   } else {
     os << "# pipeopt-explore\n\n";
     if (model)
@@ -800,7 +817,12 @@ int main(int argc, char **argv) {
          << join(best[1], ", ") << " | " << join(best[2], ", ") << " |\n";
 
     os << "\n## Ranking flips\n\n";
-    if (flips.empty()) {
+    const bool anyFitsMd =
+        llvm::any_of(recommendations,
+                     [](const Recommendation &r) { return r.best != nullptr; });
+    if (flips.empty() && !anyFitsMd) {
+      os << "None to compare: no configuration fits the memory limit.\n";
+    } else if (flips.empty()) {
       os << "None: at every (S, M, system) the best schedule agrees between "
             "levels (over the schedules both levels evaluate).\n";
     } else {
@@ -839,7 +861,7 @@ int main(int argc, char **argv) {
     }
     os << "\n## Recommendation\n\n";
     for (const Recommendation &r : recommendations)
-      os << "- " << recommendationLine(r) << "\n";
+      os << "- " << recommendationLine(r, tieOpt) << "\n";
     if (!skipped.empty()) {
       os << "\n## Skipped\n\n";
       for (const std::string &s : skipped)

@@ -207,8 +207,10 @@ std::string formatGiB(double bytes);
 /// faster per microbatch than interleaved-1f1b S=8 M=32 v=2 (1.275 s per
 /// batch, 39.84 ms per microbatch)"; or "no
 /// configuration fits the 80 GiB memory limit on <system>; the smallest
-/// needs 93.1 GiB (gpipe S=4 M=16 v=1)".
-std::string recommendationLine(const Recommendation &r);
+/// needs 93.1 GiB (gpipe S=4 M=16 v=1)". A runner-up within `tol` (relative,
+/// the rule of rankPoints: t_runner <= t_best x (1 + tol)) "ties with" the
+/// best instead of a "0.0% faster" claim.
+std::string recommendationLine(const Recommendation &r, double tol = 1e-3);
 /// "removed: 3 configurations over the 80 GiB limit; e.g. gpipe S=4 M=16 v=1
 /// on <system> needs 93.1 GiB" (the largest requirement among them); empty
 /// when none was removed.
