@@ -546,6 +546,45 @@ static LogicalResult parseBetas() {
   return success();
 }
 
+/// What the module's pipe.programs were built with: the schedule their
+/// `schedule` attribute names (empty if none does), their microbatch count
+/// and the number of stages their forward actions run.
+struct BuiltPrograms {
+  std::string schedule;
+  int64_t microbatches = 0;
+  int64_t stages = 1;
+};
+static BuiltPrograms built;
+
+/// Reads BuiltPrograms from the programs of `module`; programs that
+/// disagree on the schedule or the microbatch count are an error.
+static FailureOr<BuiltPrograms> inspectPrograms(ModuleOp module) {
+  BuiltPrograms info;
+  pipeopt::pipe::ProgramOp first;
+  for (auto p : module.getOps<pipeopt::pipe::ProgramOp>()) {
+    std::string name = p.getSchedule() ? p.getSchedule()->str() : "";
+    if (!first) {
+      first = p;
+      info.schedule = name;
+      info.microbatches = p.getNumMicrobatches();
+    } else if (name != info.schedule) {
+      fail("the pipe.programs name different schedules: '" + info.schedule +
+           "' (@" + first.getSymName() + ") and '" + name + "' (@" +
+           p.getSymName() + ")");
+      return failure();
+    } else if (int64_t(p.getNumMicrobatches()) != info.microbatches) {
+      fail("the pipe.programs run different numbers of microbatches: " +
+           Twine(info.microbatches) + " (@" + first.getSymName() + ") and " +
+           Twine(p.getNumMicrobatches()) + " (@" + p.getSymName() + ")");
+      return failure();
+    }
+    p.walk([&](pipeopt::pipe::ForwardOp f) {
+      info.stages = std::max<int64_t>(info.stages, f.getStage() + 1);
+    });
+  }
+  return info;
+}
+
 /// --train: the module attribute pipe.optimizer that convert-pipe-to-runtime
 /// writes to the manifest ("training"); the runtime applies the update.
 static void setOptimizer(ModuleOp module) {
@@ -567,15 +606,14 @@ static void setOptimizer(ModuleOp module) {
   // weight versions (schedule::assignWeightVersions) follow the same rule.
   if (!reference)
     if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue())) {
+            pipeopt::schedule::findScheduleByKey(built.schedule)) {
       using WV = pipeopt::schedule::WeightVersions;
       if (info->weightVersions == WV::PerBackward)
         entries.push_back(
             b.getNamedAttr("update_every", b.getI64IntegerAttr(1)));
       else if (info->weightVersions == WV::PerRound)
         entries.push_back(b.getNamedAttr(
-            "update_every", b.getI64IntegerAttr(std::max<int64_t>(
-                                1, numStages.getValue()))));
+            "update_every", b.getI64IntegerAttr(built.stages)));
     }
   if (optimizer == "adamw") {
     entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
@@ -701,18 +739,6 @@ int main(int argc, char **argv) {
           return fail("--" + opt->ArgStr + " applies only to --optimizer adamw");
     if (!reference && schedule.getNumOccurrences() == 0)
       schedule = "1f1b";
-    // PipeDream-2BW updates every S backwards; an update may not straddle
-    // two steps (the runtime's rule).
-    if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
-      if (!reference &&
-          info->weightVersions == pipeopt::schedule::WeightVersions::PerRound &&
-          numStages > 0 && numMicrobatches % numStages != 0)
-        return fail("--schedule " + schedule + " updates the weights every " +
-                    Twine(numStages.getValue()) +
-                    " microbatches (one per stage), which must divide "
-                    "--num-microbatches (" +
-                    Twine(numMicrobatches.getValue()) + ")");
   }
 
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
@@ -976,11 +1002,32 @@ int main(int argc, char **argv) {
       return fail("the pipe.programs of the input do not form a valid "
                   "schedule (pipe-verify-schedule)");
   }
+  // The training rules below follow the schedule that was built, as the
+  // pipe.programs name it, not --schedule: --partition-options
+  // (schedule=...), --front-half or --schedule auto may have chosen another
+  // one, and programs given in the input name their own.
+  if (!reference) {
+    FailureOr<BuiltPrograms> programs = inspectPrograms(*module);
+    if (failed(programs))
+      return 1;
+    built = *programs;
+  }
+  const pipeopt::schedule::ScheduleInfo *builtInfo =
+      reference ? nullptr
+                : pipeopt::schedule::findScheduleByKey(built.schedule);
+  // PipeDream-2BW updates every S backwards; an update may not straddle
+  // two steps (the runtime's rule).
+  if (train && builtInfo &&
+      builtInfo->weightVersions ==
+          pipeopt::schedule::WeightVersions::PerRound &&
+      built.microbatches % built.stages != 0)
+    return fail("the schedule " + built.schedule +
+                " updates the weights every " + Twine(built.stages) +
+                " microbatches (one per stage), which must divide the "
+                "number of microbatches (" +
+                Twine(built.microbatches) + ")");
   // Asynchronous updates happen on the one rank that holds a weight.
-  if (train && !reference)
-    if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
-      if (info->async()) {
+  if (train && builtInfo && builtInfo->async()) {
         std::map<uint64_t, std::set<uint64_t>> ranksOf;
         module->walk([&](pipeopt::pipe::GradientOp g) {
           ranksOf[g.getArgument()].insert(
@@ -988,13 +1035,13 @@ int main(int argc, char **argv) {
         });
         for (auto &[arg, ranks] : ranksOf)
           if (ranks.size() > 1)
-            return fail("--schedule " + schedule +
+            return fail("the schedule " + built.schedule +
                         " updates each weight on its own rank as its "
                         "gradients arrive, but argument " + Twine(arg) +
                         " is read by stages on " + Twine(ranks.size()) +
                         " ranks (a tied weight); use a synchronous schedule "
                         "such as 1f1b");
-      }
+  }
   // A reference without an optimizer keeps the plain manifest (loss and
   // gradients as outputs).
   if (train && !(reference && optimizer == "none"))
