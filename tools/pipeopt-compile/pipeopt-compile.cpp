@@ -830,6 +830,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   timer.done("parse");
+  // pipe.auto_schedule records what pipe-auto-schedule chose in the run that
+  // wrote it. An input's (e.g. the output of --emit scheduled) describes an
+  // earlier run: it is dropped, so that only this run's --schedule auto
+  // choice is ever read (the build follows its own pipe.programs).
+  constexpr llvm::StringLiteral kAutoScheduleAttr =
+      pipeopt::pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr();
+  (*module)->removeAttr(kAutoScheduleAttr);
+  const bool autoSchedule = schedule == "auto";
 
   // --- Per-rank programs ----------------------------------------------------
   bool hasPrograms = !module->getOps<pipeopt::pipe::ProgramOp>().empty();
@@ -857,7 +865,7 @@ int main(int argc, char **argv) {
                     " does not apply to this input: its training programs "
                     "are already materialized (pipe-materialize-backward)");
   }
-  if (schedule == "auto" && !frontHalf.empty())
+  if (autoSchedule && !frontHalf.empty())
     return fail("--schedule auto chooses the front half's configuration; it "
                 "does not apply with --front-half");
   if (reference || hasPrograms) {
@@ -959,7 +967,6 @@ int main(int argc, char **argv) {
       // --partition-options (pipeopt-pipeline options) after, so they win.
       // With --schedule auto, num-microbatches is only passed when given
       // (pipe-auto-schedule then keeps it; otherwise it chooses M).
-      const bool autoSchedule = schedule == "auto";
       pipeline = "num-stages=" + std::to_string(numStages) +
                  (!autoSchedule || numMicrobatches.getNumOccurrences()
                       ? " num-microbatches=" + std::to_string(numMicrobatches)
@@ -983,14 +990,23 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline +
                   (train ? ", pipe-materialize-backward" : "") + ")");
-    // --schedule auto: the rest of the build follows the choice.
-    if (auto choice =
-            (*module)->getAttrOfType<DictionaryAttr>(
-                pipeopt::pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr())) {
-      if (auto name = choice.getAs<StringAttr>("schedule"))
-        schedule = name.str();
-      if (auto m = choice.getAs<IntegerAttr>("num_microbatches"))
-        numMicrobatches = m.getInt();
+    // --schedule auto: the rest of the build follows the choice that
+    // pipe-auto-schedule made in this run.
+    if (autoSchedule) {
+      auto choice = (*module)->getAttrOfType<DictionaryAttr>(kAutoScheduleAttr);
+      auto name = choice ? choice.getAs<StringAttr>("schedule") : StringAttr();
+      auto m = choice ? choice.getAs<IntegerAttr>("num_microbatches")
+                      : IntegerAttr();
+      if (!name || !m)
+        return fail("--schedule auto: the front half left no '" +
+                    kAutoScheduleAttr +
+                    "' attribute with 'schedule' and 'num_microbatches'");
+      if (m.getInt() <= 0)
+        return fail("--schedule auto: " + kAutoScheduleAttr +
+                    " chose num_microbatches = " + Twine(m.getInt()) +
+                    "; expected a positive count");
+      schedule = name.str();
+      numMicrobatches = m.getInt();
     }
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
@@ -1011,6 +1027,13 @@ int main(int argc, char **argv) {
     if (failed(programs))
       return 1;
     built = *programs;
+    if (autoSchedule && (built.schedule != schedule.getValue() ||
+                         built.microbatches != numMicrobatches))
+      return fail("--schedule auto chose " + schedule + " with " +
+                  Twine(numMicrobatches.getValue()) +
+                  " microbatches, but the pipe.programs are " +
+                  (built.schedule.empty() ? "unnamed" : built.schedule) +
+                  " with " + Twine(built.microbatches));
   }
   const pipeopt::schedule::ScheduleInfo *builtInfo =
       reference ? nullptr
