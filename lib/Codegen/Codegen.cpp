@@ -122,6 +122,11 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   llvm::ErrorOr<std::string> ccPath = llvm::sys::findProgramByName(cc);
   if (!ccPath)
     return makeError("C compiler '" + cc + "' not found (use --cc)");
+  // A file left from an earlier build must not pass for this link's output
+  // (checked below).
+  if (std::error_code ec = llvm::sys::fs::remove(outputPath))
+    return makeError("linking " + outputPath + ": cannot replace it: " +
+                     ec.message());
   llvm::SmallVector<std::string> args = {*ccPath, "-shared", "-o",
                                          outputPath.str(), objectPath.str()};
   if (withCRunnerUtils) {
@@ -137,5 +142,14 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   if (rc != 0)
     return makeError("linking " + outputPath + " failed (" + *ccPath + ")" +
                      (execErr.empty() ? "" : ": " + execErr));
+  // A compiler that exits 0 without writing the output (a wrong --cc, a
+  // wrapper that ignores -o) would leave nothing, or nothing usable, to load.
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(outputPath, size) || size == 0) {
+    llvm::sys::fs::remove(outputPath);
+    return makeError("linking " + outputPath +
+                     ": the C compiler exited 0 but wrote no " + outputPath +
+                     " (" + *ccPath + ")");
+  }
   return llvm::Error::success();
 }
