@@ -194,7 +194,7 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::SharedObject, "so",
                           "shared object + manifest (default)")),
     cl::init(Emit::SharedObject), cl::cat(category));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                                   cl::init(3), cl::Prefix, cl::cat(category));
 static cl::opt<std::string>
     cpu("mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
@@ -273,6 +273,54 @@ static LogicalResult writeText(llvm::StringRef path,
   out->keep();
   return success();
 }
+
+/// The manifest is written to a unique temporary file next to it and
+/// renamed into place only when the build has succeeded, so a failed build
+/// (a failed link, ...) never leaves a fresh manifest next to an old or
+/// missing shared object. The temporary file is removed otherwise.
+class PendingManifest {
+public:
+  PendingManifest() = default;
+  PendingManifest(const PendingManifest &) = delete;
+  PendingManifest &operator=(const PendingManifest &) = delete;
+  ~PendingManifest() {
+    if (!tmp.empty())
+      llvm::sys::fs::remove(tmp);
+  }
+
+  /// Creates the temporary file for the manifest `path`; returns the path
+  /// convert-pipe-to-runtime writes ("-", stdout, is written directly).
+  FailureOr<std::string> start(llvm::StringRef path) {
+    if (path == "-")
+      return path.str();
+    llvm::SmallString<256> unique;
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+            path + ".tmp-%%%%%%%%", unique)) {
+      fail("cannot create a temporary file next to the manifest '" + path +
+           "': " + ec.message());
+      return failure();
+    }
+    tmp = std::string(unique);
+    final = path.str();
+    return tmp;
+  }
+
+  /// Moves the manifest into place (after the last step succeeded).
+  LogicalResult commit() {
+    if (tmp.empty())
+      return success();
+    std::error_code ec = llvm::sys::fs::rename(tmp, final);
+    if (ec) {
+      fail("cannot write the manifest '" + final + "': " + ec.message());
+      return failure();
+    }
+    tmp.clear();
+    return success();
+  }
+
+private:
+  std::string tmp, final;
+};
 
 /// A file this run writes, with the option that names it (for errors).
 struct OutputFile {
@@ -741,6 +789,9 @@ int main(int argc, char **argv) {
       schedule = "1f1b";
   }
 
+  if (optLevel > 3)
+    return fail("-O: expected an optimization level 0, 1, 2 or 3, got " +
+                Twine(optLevel.getValue()));
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
@@ -1096,10 +1147,17 @@ int main(int argc, char **argv) {
   }
 
   // --- MLIR lowering --------------------------------------------------------
+  // Every later successful return commits the manifest (finished()).
+  PendingManifest pendingManifest;
+  auto finished = [&] { return succeeded(pendingManifest.commit()) ? 0 : 1; };
   {
     PassManager pm(&context, ModuleOp::getOperationName());
     pipeopt::LowerToLLVMOptions options;
-    options.manifest = manifestFile.getValue();
+    FailureOr<std::string> manifestPath =
+        pendingManifest.start(manifestFile.getValue());
+    if (failed(manifestPath))
+      return 1;
+    options.manifest = *manifestPath;
     options.microbatchArgs = microbatchArgs.getValue();
     options.kernels = kernels;
     options.fuse = fuse;
@@ -1117,7 +1175,7 @@ int main(int argc, char **argv) {
         })))
       return 1;
     if (emit == Emit::LLVMDialect)
-      return 0;
+      return finished();
   }
 
   // --- LLVM IR, optimization, object ----------------------------------------
@@ -1138,7 +1196,7 @@ int main(int argc, char **argv) {
         })))
       return 1;
     if (emit == Emit::LLVMIR)
-      return 0;
+      return finished();
   }
 
   // The object is the output (--emit=obj), a kept temporary (--save-temps)
@@ -1165,7 +1223,7 @@ int main(int argc, char **argv) {
   }
   timer.done("codegen");
   if (emit == Emit::Object)
-    return 0;
+    return finished();
 
   // --- Link -----------------------------------------------------------------
   llvm::Error linked = pipeopt::codegen::linkSharedLibrary(
@@ -1176,5 +1234,5 @@ int main(int argc, char **argv) {
   if (linked)
     return fail(llvm::toString(std::move(linked)));
   timer.done("link");
-  return 0;
+  return finished();
 }
