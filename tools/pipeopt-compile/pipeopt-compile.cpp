@@ -119,8 +119,9 @@ static cl::opt<std::string> memoryLimitOpt(
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
-             "memory-limit=16GB' (default device=cpu)"),
-    cl::init("device=cpu"), cl::cat(category));
+             "memory-limit=16GB', added after device=cpu and this tool's "
+             "options (they override them, e.g. device=h100)"),
+    cl::cat(category));
 static cl::opt<std::string> frontHalf(
     "front-half",
     cl::desc("Replace the front-half pipeline (pass pipeline text without "
@@ -1014,11 +1015,12 @@ int main(int argc, char **argv) {
       if (failed(parsePassPipeline(pipeline, pm, perrs)))
         return fail("front-half pipeline '" + pipeline + "': " + perr);
     } else {
-      // The registered pipeopt-pipeline, with this tool's options first and
-      // --partition-options (pipeopt-pipeline options) after, so they win.
+      // The registered pipeopt-pipeline, with device=cpu and this tool's
+      // options first and --partition-options (pipeopt-pipeline options)
+      // after, so they win.
       // With --schedule auto, num-microbatches is only passed when given
       // (pipe-auto-schedule then keeps it; otherwise it chooses M).
-      pipeline = "num-stages=" + std::to_string(numStages) +
+      pipeline = "device=cpu num-stages=" + std::to_string(numStages) +
                  (!autoSchedule || numMicrobatches.getNumOccurrences()
                       ? " num-microbatches=" + std::to_string(numMicrobatches)
                       : std::string()) +
