@@ -86,8 +86,9 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// directory] -lm`. Errors: "C compiler '<cc>' not found (use --cc)";
 /// "linking <out> failed (<cc>): <reason>" when it exits non-zero;
 /// "linking <out>: the C compiler exited 0 but wrote no <out> (<cc>)" when
-/// it leaves no (or an empty) file. An existing `outputPath` is removed
-/// before the link, so a file of an earlier build never passes for it.
+/// it leaves no file (or an empty regular file). An existing regular file
+/// `outputPath` is removed before the link, so a file of an earlier build
+/// never passes for it (a device such as /dev/null is left alone).
 llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               llvm::StringRef outputPath, llvm::StringRef cc,
                               bool withCRunnerUtils);
