@@ -290,9 +290,11 @@ public:
   }
 
   /// Creates the temporary file for the manifest `path`; returns the path
-  /// convert-pipe-to-runtime writes ("-", stdout, is written directly).
+  /// convert-pipe-to-runtime writes ("-", stdout, and an existing file that
+  /// is not a regular one, such as /dev/stdout, are written directly).
   FailureOr<std::string> start(llvm::StringRef path) {
-    if (path == "-")
+    if (path == "-" || (llvm::sys::fs::exists(path) &&
+                        !llvm::sys::fs::is_regular_file(path)))
       return path.str();
     llvm::SmallString<256> unique;
     if (std::error_code ec = llvm::sys::fs::createUniqueFile(
