@@ -122,6 +122,12 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   llvm::ErrorOr<std::string> ccPath = llvm::sys::findProgramByName(cc);
   if (!ccPath)
     return makeError("C compiler '" + cc + "' not found (use --cc)");
+  // A regular file left from an earlier build must not pass for this link's
+  // output (checked below); anything else (-o /dev/null) is left alone.
+  if (llvm::sys::fs::is_regular_file(outputPath))
+    if (std::error_code ec = llvm::sys::fs::remove(outputPath))
+      return makeError("linking " + outputPath + ": cannot replace it: " +
+                       ec.message());
   llvm::SmallVector<std::string> args = {*ccPath, "-shared", "-o",
                                          outputPath.str(), objectPath.str()};
   if (withCRunnerUtils) {
@@ -137,5 +143,17 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   if (rc != 0)
     return makeError("linking " + outputPath + " failed (" + *ccPath + ")" +
                      (execErr.empty() ? "" : ": " + execErr));
+  // A compiler that exits 0 without writing the output (a wrong --cc, a
+  // wrapper that ignores -o) would leave nothing, or nothing usable, to load.
+  llvm::sys::fs::file_status status;
+  if (llvm::sys::fs::status(outputPath, status) ||
+      !llvm::sys::fs::exists(status) ||
+      (llvm::sys::fs::is_regular_file(status) && status.getSize() == 0)) {
+    if (llvm::sys::fs::is_regular_file(status))
+      llvm::sys::fs::remove(outputPath);
+    return makeError("linking " + outputPath +
+                     ": the C compiler exited 0 but wrote no " + outputPath +
+                     " (" + *ccPath + ")");
+  }
   return llvm::Error::success();
 }

@@ -119,8 +119,9 @@ static cl::opt<std::string> memoryLimitOpt(
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
-             "memory-limit=16GB' (default device=cpu)"),
-    cl::init("device=cpu"), cl::cat(category));
+             "memory-limit=16GB', added after device=cpu and this tool's "
+             "options (they override them, e.g. device=h100)"),
+    cl::cat(category));
 static cl::opt<std::string> frontHalf(
     "front-half",
     cl::desc("Replace the front-half pipeline (pass pipeline text without "
@@ -194,7 +195,7 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::SharedObject, "so",
                           "shared object + manifest (default)")),
     cl::init(Emit::SharedObject), cl::cat(category));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
+static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level (0-3)"),
                                   cl::init(3), cl::Prefix, cl::cat(category));
 static cl::opt<std::string>
     cpu("mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
@@ -273,6 +274,56 @@ static LogicalResult writeText(llvm::StringRef path,
   out->keep();
   return success();
 }
+
+/// The manifest is written to a unique temporary file next to it and
+/// renamed into place only when the build has succeeded, so a failed build
+/// (a failed link, ...) never leaves a fresh manifest next to an old or
+/// missing shared object. The temporary file is removed otherwise.
+class PendingManifest {
+public:
+  PendingManifest() = default;
+  PendingManifest(const PendingManifest &) = delete;
+  PendingManifest &operator=(const PendingManifest &) = delete;
+  ~PendingManifest() {
+    if (!tmp.empty())
+      llvm::sys::fs::remove(tmp);
+  }
+
+  /// Creates the temporary file for the manifest `path`; returns the path
+  /// convert-pipe-to-runtime writes ("-", stdout, and an existing file that
+  /// is not a regular one, such as /dev/stdout, are written directly).
+  FailureOr<std::string> start(llvm::StringRef path) {
+    if (path == "-" || (llvm::sys::fs::exists(path) &&
+                        !llvm::sys::fs::is_regular_file(path)))
+      return path.str();
+    llvm::SmallString<256> unique;
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+            path + ".tmp-%%%%%%%%", unique)) {
+      fail("cannot create a temporary file next to the manifest '" + path +
+           "': " + ec.message());
+      return failure();
+    }
+    tmp = std::string(unique);
+    final = path.str();
+    return tmp;
+  }
+
+  /// Moves the manifest into place (after the last step succeeded).
+  LogicalResult commit() {
+    if (tmp.empty())
+      return success();
+    std::error_code ec = llvm::sys::fs::rename(tmp, final);
+    if (ec) {
+      fail("cannot write the manifest '" + final + "': " + ec.message());
+      return failure();
+    }
+    tmp.clear();
+    return success();
+  }
+
+private:
+  std::string tmp, final;
+};
 
 /// A file this run writes, with the option that names it (for errors).
 struct OutputFile {
@@ -546,6 +597,45 @@ static LogicalResult parseBetas() {
   return success();
 }
 
+/// What the module's pipe.programs were built with: the schedule their
+/// `schedule` attribute names (empty if none does), their microbatch count
+/// and the number of stages their forward actions run.
+struct BuiltPrograms {
+  std::string schedule;
+  int64_t microbatches = 0;
+  int64_t stages = 1;
+};
+static BuiltPrograms built;
+
+/// Reads BuiltPrograms from the programs of `module`; programs that
+/// disagree on the schedule or the microbatch count are an error.
+static FailureOr<BuiltPrograms> inspectPrograms(ModuleOp module) {
+  BuiltPrograms info;
+  pipeopt::pipe::ProgramOp first;
+  for (auto p : module.getOps<pipeopt::pipe::ProgramOp>()) {
+    std::string name = p.getSchedule() ? p.getSchedule()->str() : "";
+    if (!first) {
+      first = p;
+      info.schedule = name;
+      info.microbatches = p.getNumMicrobatches();
+    } else if (name != info.schedule) {
+      fail("the pipe.programs name different schedules: '" + info.schedule +
+           "' (@" + first.getSymName() + ") and '" + name + "' (@" +
+           p.getSymName() + ")");
+      return failure();
+    } else if (int64_t(p.getNumMicrobatches()) != info.microbatches) {
+      fail("the pipe.programs run different numbers of microbatches: " +
+           Twine(info.microbatches) + " (@" + first.getSymName() + ") and " +
+           Twine(p.getNumMicrobatches()) + " (@" + p.getSymName() + ")");
+      return failure();
+    }
+    p.walk([&](pipeopt::pipe::ForwardOp f) {
+      info.stages = std::max<int64_t>(info.stages, f.getStage() + 1);
+    });
+  }
+  return info;
+}
+
 /// --train: the module attribute pipe.optimizer that convert-pipe-to-runtime
 /// writes to the manifest ("training"); the runtime applies the update.
 static void setOptimizer(ModuleOp module) {
@@ -567,15 +657,14 @@ static void setOptimizer(ModuleOp module) {
   // weight versions (schedule::assignWeightVersions) follow the same rule.
   if (!reference)
     if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue())) {
+            pipeopt::schedule::findScheduleByKey(built.schedule)) {
       using WV = pipeopt::schedule::WeightVersions;
       if (info->weightVersions == WV::PerBackward)
         entries.push_back(
             b.getNamedAttr("update_every", b.getI64IntegerAttr(1)));
       else if (info->weightVersions == WV::PerRound)
         entries.push_back(b.getNamedAttr(
-            "update_every", b.getI64IntegerAttr(std::max<int64_t>(
-                                1, numStages.getValue()))));
+            "update_every", b.getI64IntegerAttr(built.stages)));
     }
   if (optimizer == "adamw") {
     entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
@@ -701,20 +790,11 @@ int main(int argc, char **argv) {
           return fail("--" + opt->ArgStr + " applies only to --optimizer adamw");
     if (!reference && schedule.getNumOccurrences() == 0)
       schedule = "1f1b";
-    // PipeDream-2BW updates every S backwards; an update may not straddle
-    // two steps (the runtime's rule).
-    if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
-      if (!reference &&
-          info->weightVersions == pipeopt::schedule::WeightVersions::PerRound &&
-          numStages > 0 && numMicrobatches % numStages != 0)
-        return fail("--schedule " + schedule + " updates the weights every " +
-                    Twine(numStages.getValue()) +
-                    " microbatches (one per stage), which must divide "
-                    "--num-microbatches (" +
-                    Twine(numMicrobatches.getValue()) + ")");
   }
 
+  if (optLevel > 3)
+    return fail("-O: expected an optimization level 0, 1, 2 or 3, got " +
+                Twine(optLevel.getValue()));
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
@@ -804,6 +884,14 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   timer.done("parse");
+  // pipe.auto_schedule records what pipe-auto-schedule chose in the run that
+  // wrote it. An input's (e.g. the output of --emit scheduled) describes an
+  // earlier run: it is dropped, so that only this run's --schedule auto
+  // choice is ever read (the build follows its own pipe.programs).
+  constexpr llvm::StringLiteral kAutoScheduleAttr =
+      pipeopt::pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr();
+  (*module)->removeAttr(kAutoScheduleAttr);
+  const bool autoSchedule = schedule == "auto";
 
   // --- Per-rank programs ----------------------------------------------------
   bool hasPrograms = !module->getOps<pipeopt::pipe::ProgramOp>().empty();
@@ -831,7 +919,7 @@ int main(int argc, char **argv) {
                     " does not apply to this input: its training programs "
                     "are already materialized (pipe-materialize-backward)");
   }
-  if (schedule == "auto" && !frontHalf.empty())
+  if (autoSchedule && !frontHalf.empty())
     return fail("--schedule auto chooses the front half's configuration; it "
                 "does not apply with --front-half");
   if (reference || hasPrograms) {
@@ -929,12 +1017,12 @@ int main(int argc, char **argv) {
       if (failed(parsePassPipeline(pipeline, pm, perrs)))
         return fail("front-half pipeline '" + pipeline + "': " + perr);
     } else {
-      // The registered pipeopt-pipeline, with this tool's options first and
-      // --partition-options (pipeopt-pipeline options) after, so they win.
+      // The registered pipeopt-pipeline, with device=cpu and this tool's
+      // options first and --partition-options (pipeopt-pipeline options)
+      // after, so they win.
       // With --schedule auto, num-microbatches is only passed when given
       // (pipe-auto-schedule then keeps it; otherwise it chooses M).
-      const bool autoSchedule = schedule == "auto";
-      pipeline = "num-stages=" + std::to_string(numStages) +
+      pipeline = "device=cpu num-stages=" + std::to_string(numStages) +
                  (!autoSchedule || numMicrobatches.getNumOccurrences()
                       ? " num-microbatches=" + std::to_string(numMicrobatches)
                       : std::string()) +
@@ -957,14 +1045,23 @@ int main(int argc, char **argv) {
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline +
                   (train ? ", pipe-materialize-backward" : "") + ")");
-    // --schedule auto: the rest of the build follows the choice.
-    if (auto choice =
-            (*module)->getAttrOfType<DictionaryAttr>(
-                pipeopt::pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr())) {
-      if (auto name = choice.getAs<StringAttr>("schedule"))
-        schedule = name.str();
-      if (auto m = choice.getAs<IntegerAttr>("num_microbatches"))
-        numMicrobatches = m.getInt();
+    // --schedule auto: the rest of the build follows the choice that
+    // pipe-auto-schedule made in this run.
+    if (autoSchedule) {
+      auto choice = (*module)->getAttrOfType<DictionaryAttr>(kAutoScheduleAttr);
+      auto name = choice ? choice.getAs<StringAttr>("schedule") : StringAttr();
+      auto m = choice ? choice.getAs<IntegerAttr>("num_microbatches")
+                      : IntegerAttr();
+      if (!name || !m)
+        return fail("--schedule auto: the front half left no '" +
+                    kAutoScheduleAttr +
+                    "' attribute with 'schedule' and 'num_microbatches'");
+      if (m.getInt() <= 0)
+        return fail("--schedule auto: " + kAutoScheduleAttr +
+                    " chose num_microbatches = " + Twine(m.getInt()) +
+                    "; expected a positive count");
+      schedule = name.str();
+      numMicrobatches = m.getInt();
     }
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
@@ -976,11 +1073,39 @@ int main(int argc, char **argv) {
       return fail("the pipe.programs of the input do not form a valid "
                   "schedule (pipe-verify-schedule)");
   }
+  // The training rules below follow the schedule that was built, as the
+  // pipe.programs name it, not --schedule: --partition-options
+  // (schedule=...), --front-half or --schedule auto may have chosen another
+  // one, and programs given in the input name their own.
+  if (!reference) {
+    FailureOr<BuiltPrograms> programs = inspectPrograms(*module);
+    if (failed(programs))
+      return 1;
+    built = *programs;
+    if (autoSchedule && (built.schedule != schedule.getValue() ||
+                         built.microbatches != numMicrobatches))
+      return fail("--schedule auto chose " + schedule + " with " +
+                  Twine(numMicrobatches.getValue()) +
+                  " microbatches, but the pipe.programs are " +
+                  (built.schedule.empty() ? "unnamed" : built.schedule) +
+                  " with " + Twine(built.microbatches));
+  }
+  const pipeopt::schedule::ScheduleInfo *builtInfo =
+      reference ? nullptr
+                : pipeopt::schedule::findScheduleByKey(built.schedule);
+  // PipeDream-2BW updates every S backwards; an update may not straddle
+  // two steps (the runtime's rule).
+  if (train && builtInfo &&
+      builtInfo->weightVersions ==
+          pipeopt::schedule::WeightVersions::PerRound &&
+      built.microbatches % built.stages != 0)
+    return fail("the schedule " + built.schedule +
+                " updates the weights every " + Twine(built.stages) +
+                " microbatches (one per stage), which must divide the "
+                "number of microbatches (" +
+                Twine(built.microbatches) + ")");
   // Asynchronous updates happen on the one rank that holds a weight.
-  if (train && !reference)
-    if (const auto *info =
-            pipeopt::schedule::findScheduleByKey(schedule.getValue()))
-      if (info->async()) {
+  if (train && builtInfo && builtInfo->async()) {
         std::map<uint64_t, std::set<uint64_t>> ranksOf;
         module->walk([&](pipeopt::pipe::GradientOp g) {
           ranksOf[g.getArgument()].insert(
@@ -988,13 +1113,13 @@ int main(int argc, char **argv) {
         });
         for (auto &[arg, ranks] : ranksOf)
           if (ranks.size() > 1)
-            return fail("--schedule " + schedule +
+            return fail("the schedule " + built.schedule +
                         " updates each weight on its own rank as its "
                         "gradients arrive, but argument " + Twine(arg) +
                         " is read by stages on " + Twine(ranks.size()) +
                         " ranks (a tied weight); use a synchronous schedule "
                         "such as 1f1b");
-      }
+  }
   // A reference without an optimizer keeps the plain manifest (loss and
   // gradients as outputs).
   if (train && !(reference && optimizer == "none"))
@@ -1026,10 +1151,17 @@ int main(int argc, char **argv) {
   }
 
   // --- MLIR lowering --------------------------------------------------------
+  // Every later successful return commits the manifest (finished()).
+  PendingManifest pendingManifest;
+  auto finished = [&] { return succeeded(pendingManifest.commit()) ? 0 : 1; };
   {
     PassManager pm(&context, ModuleOp::getOperationName());
     pipeopt::LowerToLLVMOptions options;
-    options.manifest = manifestFile.getValue();
+    FailureOr<std::string> manifestPath =
+        pendingManifest.start(manifestFile.getValue());
+    if (failed(manifestPath))
+      return 1;
+    options.manifest = *manifestPath;
     options.microbatchArgs = microbatchArgs.getValue();
     options.kernels = kernels;
     options.fuse = fuse;
@@ -1047,7 +1179,7 @@ int main(int argc, char **argv) {
         })))
       return 1;
     if (emit == Emit::LLVMDialect)
-      return 0;
+      return finished();
   }
 
   // --- LLVM IR, optimization, object ----------------------------------------
@@ -1068,7 +1200,7 @@ int main(int argc, char **argv) {
         })))
       return 1;
     if (emit == Emit::LLVMIR)
-      return 0;
+      return finished();
   }
 
   // The object is the output (--emit=obj), a kept temporary (--save-temps)
@@ -1095,7 +1227,7 @@ int main(int argc, char **argv) {
   }
   timer.done("codegen");
   if (emit == Emit::Object)
-    return 0;
+    return finished();
 
   // --- Link -----------------------------------------------------------------
   llvm::Error linked = pipeopt::codegen::linkSharedLibrary(
@@ -1106,5 +1238,5 @@ int main(int argc, char **argv) {
   if (linked)
     return fail(llvm::toString(std::move(linked)));
   timer.done("link");
-  return 0;
+  return finished();
 }

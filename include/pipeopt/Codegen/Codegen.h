@@ -84,7 +84,11 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o
 /// OUT OBJ [-lmlir_c_runner_utils with an rpath to LLVM's library
 /// directory] -lm`. Errors: "C compiler '<cc>' not found (use --cc)";
-/// "linking <out> failed (<cc>): <reason>" when it exits non-zero.
+/// "linking <out> failed (<cc>): <reason>" when it exits non-zero;
+/// "linking <out>: the C compiler exited 0 but wrote no <out> (<cc>)" when
+/// it leaves no file (or an empty regular file). An existing regular file
+/// `outputPath` is removed before the link, so a file of an earlier build
+/// never passes for it (a device such as /dev/null is left alone).
 llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               llvm::StringRef outputPath, llvm::StringRef cc,
                               bool withCRunnerUtils);
