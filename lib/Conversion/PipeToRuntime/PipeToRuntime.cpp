@@ -786,6 +786,18 @@ void ConvertPipeToRuntimePass::runOnOperation() {
                           "unpartitioned model)";
     return signalPassFailure();
   }
+  // pipe.rank marks the entry points this pass generates (and is removed
+  // at its end); one already in the input would keep a function from being
+  // treated as what it is (a stage graph is kept and its pipe.stage_call
+  // left over).
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (fn->hasAttr(pipe::PipeDialect::RankAttrHelper::getNameStr())) {
+      fn.emitError() << "'" << pipe::PipeDialect::RankAttrHelper::getNameStr()
+                     << "' is set by convert-pipe-to-runtime on the per-rank "
+                        "entry points it generates; remove it from @"
+                     << fn.getSymName();
+      return signalPassFailure();
+    }
   // `auto`: model arguments that some stage function reads as a weight.
   {
     // The function arguments the cost model counts as parameters

@@ -200,3 +200,19 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 3 {
   %y2 = pipe.forward @s0(%x2) stage 0 microbatch 2 : (tensor<4xf32>) -> tensor<4xf32>
   pipe.output %y2 result 0 microbatch 2 reduce mean name "grad_0" : tensor<4xf32>
 }
+
+// -----
+
+// pipe.rank is this pass's own mark on the entry points it generates.
+// expected-error @+1 {{'pipe.rank' is set by convert-pipe-to-runtime on the per-rank entry points it generates; remove it from @m}}
+func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.rank = 3 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<4xf32>
+}
