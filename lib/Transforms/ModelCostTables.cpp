@@ -12,7 +12,7 @@
 #include "pipeopt/Transforms/ModelCostTables.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
-#include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Analysis/PartitionGraph.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"

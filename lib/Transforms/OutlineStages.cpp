@@ -15,7 +15,7 @@
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Analysis/PartitionGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"

@@ -18,7 +18,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Partition/Partitioner.h"
-#include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Analysis/PartitionGraph.h"
 #include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Schedule/Schedule.h"
 

@@ -14,8 +14,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_TRANSFORMS_PARTITIONGRAPH_H
-#define PIPEOPT_TRANSFORMS_PARTITIONGRAPH_H
+#ifndef PIPEOPT_ANALYSIS_PARTITIONGRAPH_H
+#define PIPEOPT_ANALYSIS_PARTITIONGRAPH_H
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Partition/Partitioner.h"
@@ -69,4 +69,4 @@ partition::LinkModel linkModelFor(const cost::Topology &topology);
 
 } // namespace pipeopt
 
-#endif // PIPEOPT_TRANSFORMS_PARTITIONGRAPH_H
+#endif // PIPEOPT_ANALYSIS_PARTITIONGRAPH_H

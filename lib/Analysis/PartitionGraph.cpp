@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// See include/pipeopt/Transforms/PartitionGraph.h.
+/// See include/pipeopt/Analysis/PartitionGraph.h.
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Transforms/PartitionGraph.h"
+#include "pipeopt/Analysis/PartitionGraph.h"
 #include "pipeopt/Analysis/Parameters.h"
 
 #include "mlir/Interfaces/SideEffectInterfaces.h"
