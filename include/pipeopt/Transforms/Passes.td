@@ -1,7 +1,9 @@
 //===- Passes.td - pipeopt transformation passes -----------*- tablegen -*-===//
 //
 // Part of pipeopt. Passes are grouped by the step of the flow they implement
-// (DESIGN.md §2); flags are prefixed `pipe-`.
+// (DESIGN.md §2), in flow order: prepare, partition, schedule (which inserts
+// the communication), differentiate, verify, simulate; the lowering is in
+// Conversion/Passes.td. Flags are prefixed `pipe-`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,7 +13,7 @@
 include "mlir/Pass/PassBase.td"
 
 //===----------------------------------------------------------------------===//
-// Preparation
+// Preparation: one flat model function, weights as arguments
 //===----------------------------------------------------------------------===//
 
 def PreparePass : Pass<"pipe-prepare", "::mlir::ModuleOp"> {
@@ -36,431 +38,45 @@ def PreparePass : Pass<"pipe-prepare", "::mlir::ModuleOp"> {
   ];
 }
 
-//===----------------------------------------------------------------------===//
-// Scheduling
-//===----------------------------------------------------------------------===//
-
-def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
-  let summary = "Choose schedule, microbatches and chunks per rank with the "
-                "explorer, then partition, outline and schedule.";
+def LiftConstantsPass : Pass<"pipe-lift-constants", "::mlir::ModuleOp"> {
+  let summary = "Turn a model's float tensor constants into arguments "
+                "(trainable weights), writing their values as .npy.";
   let description = [{
-    `schedule=auto` of `pipeopt-pipeline` and `pipeopt-compile --schedule
-    auto`. On a prepared model (after `pipe-prepare`), takes the model
-    function (the function with a body and the most ops that is not a stage
-    function), builds its partitioner graph with the cost model on `device`
-    / `hardware` (the graph `pipe-partition` builds) and evaluates every
-    candidate configuration with the explorer library
-    (include/pipeopt/Simulate/Explore.h): each candidate schedule x each
-    candidate microbatch count M x each candidate chunks per rank v, on
-    `num-ranks` ranks, with the model's balanced partition into ranks x v
-    stages as cost table (include/pipeopt/Transforms/ModelCostTables.h) and
-    the hardware's topology as system (systemFromHardware: one NIC per rank,
-    speed 1).
+    Frontends often freeze weights as constants: torch-mlir's default
+    export writes them as `dense_resource` blobs, TOSA exports as
+    `tosa.const`. Constants are not trainable, so training needs them as
+    arguments. For the model function (`function`, default: the one public
+    function with a body) every `arith.constant` and `tosa.const` at the top
+    level of the body whose value is a floating-point tensor, not a splat,
+    with at least `min-elements` elements, becomes a new argument appended
+    after the existing ones, in program order. Splats (zeros, -inf, scales)
+    and small tensors stay constants.
 
-    Candidates:
-    - schedules: `schedules=` (registry names or aliases), by default the
-      explorer's default list without the asynchronous rows (PipeDream,
-      PipeDream-2BW change the optimizer's semantics) for training builds,
-      and the forward-only rows for inference builds (`training=false`);
-      an explicit candidate must fit the build kind (a training schedule
-      in an inference build, or a forward-only one in a training build, is
-      an error naming the schedule and the build kind);
-    - microbatches: the model's shapes are one microbatch, so every M >= 1
-      is valid for the build; `num-microbatches=N` (N >= 1) fixes M,
-      `num-microbatches=0` chooses among `microbatch-candidates` (default
-      ranks, 2 x ranks, 4 x ranks, 8 x ranks);
-    - chunks per rank: the registry row's default, and for rows with a
-      configurable count also every value of `virtual-stages` (default
-      none).
+    With `output-dir`, the value of the constant that became argument `i` is
+    written to `<output-dir>/arg_<i>.npy` (C order, little-endian), so that
+    a run can load it: `pipeopt-run model.so --input i=<dir>/arg_i.npy`.
+    The function gets `pipe.lifted_constants = array<i64: ...>`, the indices
+    of the new arguments.
 
-    Memory: a candidate is removed when its peak per-rank memory (the event
-    level's peak activation bytes plus weight bytes of one rank; weights x
-    (1 + `optimizer-factor`)) exceeds `memory-limit` (bytes with optional
-    suffix; empty = the device's capacity; 0 = unlimited).
-
-    Choice: the candidate with the least event-level time per microbatch
-    (makespan / M; for a fixed M the makespan order); ties keep candidate
-    order. One remark names the choice, its predicted time, the runner-up
-    (the best candidate of another schedule) and its margin, and how many
-    candidates the memory limit removed. The choice is recorded on the
-    module as `pipe.auto_schedule = {schedule, num_microbatches,
-    virtual_stages, num_stages, makespan_s}` and the module is then
-    partitioned (`pipe-partition` with the chosen schedule, M and ranks x v
-    stages, `memory-limit`, `strategy`, `profile`, `report`), outlined and
-    scheduled exactly as `pipeopt-pipeline` does for that schedule.
-
-    With a single candidate schedule the remark says it is the only
-    candidate schedule. Option errors name the option of this pass and the
-    `pipeopt-pipeline` option that sets it (`num-ranks` / `num-stages=`,
-    `microbatch-candidates` / `auto-microbatches=`, `schedules` /
-    `auto-schedules=`).
-
-    Errors: no model function; a bad option; a candidate schedule of the
-    other build kind; no candidate could be
-    evaluated; every candidate over the memory limit (the error names the
-    smallest requirement and its configuration).
+    Errors: a model function that is called by another function (its
+    callers would need the new arguments), a `dense_resource` whose blob is
+    not in the file (elided), an element type that .npy cannot hold, an
+    unwritable output file, and bad options; each leaves the module
+    unchanged.
   }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
   let options = [
-    Option<"numRanks", "num-ranks", "int64_t", "2",
-           "Pipeline ranks (>= 1)">,
-    Option<"numMicrobatches", "num-microbatches", "int64_t", "0",
-           "Microbatches per iteration; 0 = choose among "
-           "microbatch-candidates">,
-    ListOption<"microbatchCandidates", "microbatch-candidates", "int64_t",
-               "Microbatch counts to choose from with num-microbatches=0 "
-               "(default: ranks, 2, 4 and 8 x ranks)">,
-    ListOption<"schedules", "schedules", "std::string",
-               "Candidate schedules (default: see the description)">,
-    ListOption<"virtualStages", "virtual-stages", "int64_t",
-               "Extra chunks-per-rank candidates for schedules with a "
-               "configurable count (interleaved-1f1b, looped-bfs)">,
-    Option<"device", "device", "std::string", "\"h100\"",
-           "Device preset: h100, h200, a100, cpu">,
-    Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
-    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
-           "Per-device memory limit in bytes, with optional suffix (80GB, "
-           "16GiB); empty = the device's capacity; 0 = unlimited">,
-    Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
-           "::pipeopt::partition::Strategy::Balanced",
-           "pipe-partition strategy of the final partition",
-           "::pipeopt::partitionStrategyValues()">,
-    Option<"report", "report", "std::string", "\"\"",
-           "pipe-partition report of the final partition">,
-    Option<"profile", "profile", "std::string", "\"\"",
-           "pipe-partition profile of the final partition (the choice "
-           "uses the cost model's estimates)">,
-    Option<"training", "training", "bool", "false",
-           "Training build: candidates are training schedules">,
-    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
-           "Extra bytes per parameter byte (gradients, optimizer state); "
-           "-1 = 3 (fp32 Adam) when training, else 0">,
-  ];
-  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
-}
-
-def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
-  let summary = "Turn the stage graph into one pipe.program per rank.";
-  let description = [{
-    Input: the outlined stage graph (`pipe-outline-stages`): a `func.func @f`
-    carrying `pipe.num_stages = S` whose body is `pipe.stage_call
-    @f_stage<k>(...) stage k` for k = 0..S-1 in stage order, then
-    `func.return`. The SSA edges between the stage calls form the
-    schedule::StageGraph (one edge per stage pair i -> j, skip connections
-    included; bytes = total size of the tensors flowing from i to j). Value
-    index k of a pair = order of first use of the value in the stage graph.
-
-    The pass generates the schedule table with the schedule library
-    (`schedule=<name>`) or imports a torch.distributed.pipelining action CSV
-    (`csv=<path>`), inserts Send/Recv actions (insertCommunication),
-    validates it and checks it with the blocking-semantics deadlock check,
-    and then emits one `pipe.program @f_rank<r> rank r of R microbatches M
-    attributes {schedule = "<name>"}` per rank, in the rank's action order:
-
-    - F of stage k, microbatch m: `pipe.forward @f_stage<k>(...) stage k
-      microbatch m`. Operands are `pipe.input <arg> microbatch m` for model
-      arguments (created right before their first use on the rank for that
-      microbatch), `pipe.recv` results for values produced on another rank,
-      or results of the earlier `pipe.forward` of the producing stage when it
-      runs on the same rank (no transfer). Results of @f's `func.return`
-      become `pipe.output %v result <i> microbatch m` right after the forward
-      that produces them.
-    - Forward SEND / RECV: one `pipe.send` / `pipe.recv` per value flowing
-      from stage i to stage j, tag `<forward, stage i -> j, microbatch m,
-      value k>`.
-    - BW / B / W: `pipe.backward full|input|weight stage k microbatch m`.
-      Gradients are modelled structurally only (executing backward is a later
-      step): a `full` / `input` backward of stage k takes as operands the
-      gradients of k's outgoing values (edges k -> j, ascending j, then value
-      index; each either a `pipe.recv` with a `backward` tag or a result of
-      the same-rank backward of stage j) and returns one gradient per
-      incoming value from an earlier stage (edges i -> k, ascending i, then
-      value index), with the type of that activation. The last stage seeds
-      its gradient from the loss internally (no operands); gradients of
-      model arguments stay inside the backward. `weight` has no operands and
-      no results.
-    - Backward SEND / RECV: `pipe.send` of that backward result / `pipe.recv`
-      of a tensor of the activation's type, tag `<backward, stage j -> i,
-      microbatch m, value k>` (the gradient of value k of edge i -> j,
-      produced by stage j).
-
-    The stage graph function and the stage functions are kept. With
-    `print-grid`, the ranks x unit-time-slots grid of the schedule is
-    printed to stdout before the module.
-
-    With `export-csv=<path>` the schedule the programs were emitted from is
-    written as a torch.distributed.pipelining action CSV (schedule::exportCSV;
-    `-` is stdout): by default the compute+comms form (the SEND/RECV actions
-    included, each send followed by the WAIT_SEND torch 2.15's
-    `_load_csv(format="compute_comms")` requires; `csv=` keeps them as they
-    are; docs/TorchCSV.md), with
-    `export-csv-compute-only` the compute actions only (`csv=` inserts the
-    send/recv again). Either form re-imported with `csv=<path>` on the same
-    stage graph gives the same programs (only the `schedule` attribute
-    reads "csv").
-
-    `schedule=zb-auto` (the zero-bubble paper's automatic scheduler,
-    schedule::autoSchedule, docs/Schedules.md) schedules in simulated time
-    with per-stage F, B and W times: the sums of the cost model's forward,
-    input-gradient and weight-gradient times over each stage function's
-    ops on `device` (the `backward-cost=rule` estimate of pipe-simulate),
-    when every stage gets positive F, B and W; otherwise unit times.
-    `memory-limit=<n>` caps the activations (microbatches) a rank holds at
-    once (default: the number of stages) and `comm-time=<seconds>` adds a
-    transfer time to every cross-rank dependency.
-
-    Errors: no stage graph in the module, malformed stage graph, unknown
-    schedule (the valid names are listed), parameters the schedule rejects
-    (the library's message), unreadable / malformed CSV, a CSV whose
-    send/recv actions deadlock (the cycle is named), `export-csv` with
-    several stage graphs, an unwritable `export-csv` file, and `csv` together
-    with any of `schedule`, `virtual-stages`, `num-ranks`, `waves`,
-    `memory-limit`, `comm-time` (the CSV
-    defines the whole table, so those would be silently ignored; `schedule`
-    defaults to the empty string, which means 1f1b, so that an explicit
-    `schedule=1f1b` is caught too),
-    `memory-limit` or `comm-time` with a schedule other than zb-auto, a
-    negative `memory-limit`, an unknown `device`.
-  }];
-  let options = [
-    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"\"",
-           "Schedule to generate: a name or alias of the schedule registry "
-           "(schedule::listSchedules(); `pipeopt --help` lists them); "
-           "default 1f1b; not with csv">,
-    Option<"csvPath", "csv", "std::string", /*default=*/"\"\"",
-           "Import the schedule from this torch.distributed.pipelining action "
-           "CSV instead of generating one (not with schedule, virtual-stages, "
-           "num-ranks or waves)">,
-    Option<"numMicrobatches", "num-microbatches", "int64_t", /*default=*/"0",
-           "Microbatches per iteration (0: the number of stages; with csv, "
-           "inferred from the file)">,
-    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
-           "Stages (chunks) per rank; ranks = stages / virtual-stages (0: the "
-           "schedule's default)">,
-    Option<"numRanks", "num-ranks", "int64_t", /*default=*/"0",
-           "Number of ranks (0: derived from stages and virtual-stages)">,
-    Option<"waves", "waves", "int64_t", /*default=*/"1",
-           "Hanayo: number of waves">,
-    Option<"printGrid", "print-grid", "bool", /*default=*/"false",
-           "Print the ranks x time-slot grid of the schedule to stdout">,
-    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "zb-auto: activations (microbatches) a rank may hold at once (0: "
-           "the number of stages, 1F1B's peak on rank 0)">,
-    Option<"commTime", "comm-time", "double", /*default=*/"0",
-           "zb-auto: point-to-point communication time in seconds">,
-    Option<"device", "device", "std::string", "\"h100\"",
-           "zb-auto: device preset whose cost model gives the per-stage F, B "
-           "and W times">,
-    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
-           "Write the schedule as a torch.distributed.pipelining action CSV "
-           "to this file ('-': stdout), readable with csv=<path>">,
-    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
-           /*default=*/"false",
-           "With export-csv: write the compute actions only (no SEND/RECV)">,
-  ];
-  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
-  let statistics = [
-    Statistic<"numPrograms", "num-programs", "Number of pipe.program ops created">,
-    Statistic<"numTransfers", "num-transfers", "Number of pipe.send ops created">
-  ];
-}
-
-def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
-  let summary = "Check the per-rank programs: complete, ordered, matched, deadlock-free.";
-  let description = [{
-    Reads the `pipe.program @f_rank<r>` ops of every scheduled function back
-    into a schedule::Schedule (F from `pipe.forward`, BW / B / W from
-    `pipe.backward full|input|weight`, SEND / RECV from `pipe.send` /
-    `pipe.recv` with their peers and tags; the stage -> rank placement is
-    taken from where the forwards are) and checks, reporting the first
-    violation at the offending op:
-
-    1. the programs of one function agree on the rank count and microbatch
-       count and cover ranks 0..R-1 once;
-    2. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
-       tag and the same tensor type on the peer rank, and vice versa;
-    3. schedule::validate against the stage graph of `@f` (when present;
-       otherwise the chain plus the edges named by forward tags): every
-       (stage, microbatch, phase) exactly once, on its rank, dependencies
-       respected;
-    4. schedule::checkDeadlockFree under blocking rendezvous semantics (the
-       cycle of waiting ranks is named), plus the same simulation at tag
-       level (the k-th send from rank a to rank b pairs with the k-th recv
-       on b from a).
-
-    The IR is not modified. A module without any `pipe.program` is not an
-    error, but gets a warning ("nothing to verify"), so that a pipeline that
-    forgot `pipe-schedule` does not pass silently.
-
-    With `export-csv=<path>` the verified schedule read back from the
-    programs is written as a torch.distributed.pipelining action CSV
-    (compute+comms form, or compute only with `export-csv-compute-only`;
-    `-` is stdout), e.g. to save a hand-edited schedule and bring it back
-    with `pipe-schedule csv=<path>`. It needs exactly one scheduled
-    function (no programs at all, or programs of several functions, are
-    errors then), and an unwritable file is an error. Nothing is written
-    when the check fails.
-  }];
-  let options = [
-    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
-           "Write the verified schedule as a torch.distributed.pipelining "
-           "action CSV to this file ('-': stdout)">,
-    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
-           /*default=*/"false",
-           "With export-csv: write the compute actions only (no SEND/RECV)">,
-  ];
-}
-
-def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
-  let summary = "Simulate the per-rank programs at formula, table and event level.";
-  let description = [{
-    For every scheduled function (its `pipe.program @f_rank<r>` ops, from
-    `pipe-schedule`), reads the programs back into a schedule table (as
-    `pipe-verify-schedule` does), builds a per-stage cost table from the
-    stage functions (`@f_stage<k>`, the callees of `pipe.stage_call` /
-    `pipe.forward`) with the cost model (`include/pipeopt/Analysis/CostModel.h`,
-    `docs/CostModel.md`) on `device` / `hardware`, and runs the simulator
-    (`include/pipeopt/Simulate/Simulator.h`) at its three levels:
-
-    - `formula`: the closed forms of the family the schedule's registry
-      row names (schedule::ScheduleInfo::closedForm; n/a for schedules
-      without one);
-    - `table`: the table executed with the per-stage F/B/W times, free
-      communication;
-    - `event`: communication-aware, alpha-beta links and NIC contention of
-      `system`.
-
-    Cost table, per stage and per microbatch (the stage functions' tensor
-    shapes are one microbatch): F, B and W = sums of the cost model's
-    forward, input-gradient and weight-gradient times over the stage
-    function's ops; activation bytes = the saved-activation bytes of its ops
-    (what a microbatch keeps from F until its backward, the stage's outputs
-    included); weight bytes = the distinct weights the stage reads (stage
-    function arguments that are model arguments, and constants, in weight
-    positions of the cost model's rule) times (1 + `optimizer-factor`);
-    boundary bytes = the bytes of the values the stage sends to the next
-    one (all stage graph edges, skip connections included, are simulated
-    with their own bytes). Asynchronous schedules (registry rows
-    with weight versions: `pipedream`, `pipedream-2bw`) also get weight
-    staleness: the maximum and mean delay, the per-(updating stage,
-    read block) delay matrices and the start-up maximum.
-
-    After the backward pass (`include/pipeopt/Simulate/Collectives.h`,
-    table and event levels): stages that more than one rank holds
-    (Chimera's two pipelines) and, with `data-parallel=D` > 1, every
-    stage's copies on the D pipeline replicas all-reduce the stage's weight
-    gradients (the parameter bytes, without the optimizer factor) in a
-    ring; a model argument that several stages' `pipe.gradient` ops
-    contribute to (a tied weight, in materialized training programs) gets
-    a tied-weight all-reduce among the ranks holding those stages (its
-    tensor's bytes); with `optimizer-step` each stage's optimizer step
-    follows on its rank. The report gives the all-reduce and optimizer
-    seconds per level.
-
-    Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
-    writes, docs/Runtime.md; read with `cost::loadProfile`) replaces
-    the estimated F of stage k by the measured `forward_s`, and B / W by the
-    measured `backward_input_s` / `backward_weight_s`, or `backward_s` /
-    `backward_full_s` split in the ratio of the estimates; a backward time
-    not measured is scaled with the forward measurement
-    (`cost::applyMeasuredTimes`, the rule of `pipe-partition profile=`).
-    The profile must give every stage of every scheduled function and no
-    other stage; per-op entries (`ops`, indices into the model function
-    before outlining) are rejected: apply them with `pipe-partition
-    profile=` instead. Memory and boundary bytes stay the cost model's.
-
-    Systems: by default the hardware's own topology (ranks per node, intra-
-    and inter-node links, one NIC per rank, speed 1); `system=` takes a
-    preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
-    `ideal`) or a JSON file with one system (tools/pipeopt-explore/README.md).
-
-    Output: a readable report (per stage costs; per level makespan, overall
-    bubble ratio, and per rank bubble ratio, peak activation and weight
-    bytes; communication volume; staleness) on stdout, or with
-    `report=<file>` a JSON document whose `rows` carry the fields of
-    `pipeopt-explore --format=json` rows (`schedule`, `stages` = ranks,
-    `model_stages`, `microbatches`, `system`, `level`, `available`, `note`,
-    `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
-    `peak_activation_bytes`, `peak_activation_bytes_per_rank`,
-    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, `allreduce_s`,
-    `allreduce_s_per_rank`, `optimizer_s`, `optimizer_s_per_rank`,
-    `post_backward_s`, `collective_bytes`, staleness with its delay
-    matrices and start-up maximum) plus `function`, and per function the
-    data-parallel degree and the cost table (with `gradient_bytes`,
-    `optimizer_s` and the `tied` groups). `trace=<file>` writes a
-    Chrome / Perfetto trace of the `trace-level` timeline (one process per
-    rank, compute / send / recv tracks, a flow arrow per transfer from send
-    to recv), `svg=<file>` an SVG Gantt chart.
-
-    Errors: no `pipe.program` in the module, programs that are not a valid
-    schedule, a stage without a stage function, an unknown device or system
-    preset, unreadable or malformed hardware / system JSON, a system file
-    with more than one system, bad option values, `trace` / `svg` with more
-    than one scheduled function, an unreadable or malformed profile, a
-    profile whose stages do not match the programs', `data-parallel` < 1,
-    and unwritable output files. The IR is not modified.
-  }];
-  // The generated backward that costs B and W of training schedules.
-  let dependentDialects = ["::mlir::linalg::LinalgDialect",
-                           "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect",
-                           "::mlir::scf::SCFDialect",
-                           "::mlir::affine::AffineDialect"];
-  let options = [
-    Option<"device", "device", "std::string", "\"h100\"",
-           "Device preset for the cost model: h100, h200, a100, cpu">,
-    Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
-    Option<"system", "system", "std::string", "\"\"",
-           "System for the event level: empty = the hardware's topology, a "
-           "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
-           "a JSON file with one system">,
-    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
-           "::pipeopt::BackwardCost::Generated",
-           "Where B and W times come from",
-           [{::llvm::cl::values(
-             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
-                        "cost the ops of each op's generated backward "
-                        "(pipe-differentiate's library)"),
-             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
-                        "per op class: B = W = F for a contraction with a "
-                        "weight, ..."))}]>,
-    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
-           "Extra bytes per weight byte (gradients, optimizer state); -1 = "
-           "3 (fp32 Adam) for training schedules, 0 for forward-only">,
-    Option<"report", "report", "std::string", "\"\"",
-           "Write the JSON report to this file; empty or `-` prints the "
-           "readable report to stdout">,
-    Option<"trace", "trace", "std::string", "\"\"",
-           "Write a Chrome/Perfetto trace JSON of the simulated timeline">,
-    Option<"svg", "svg", "std::string", "\"\"",
-           "Write an SVG Gantt chart of the simulated timeline">,
-    Option<"traceLevel", "trace-level", "::pipeopt::sim::Level",
-           "::pipeopt::sim::Level::Event",
-           "Timeline for trace= and svg=",
-           [{::llvm::cl::values(
-             clEnumValN(::pipeopt::sim::Level::Event, "event",
-                        "communication-aware event simulation"),
-             clEnumValN(::pipeopt::sim::Level::Table, "table",
-                        "the table with free communication"))}]>,
-    Option<"profile", "profile", "std::string", "\"\"",
-           "Measured per-stage times (pipeopt-run --profile JSON, "
-           "docs/CostModel.md \"Profile JSON\"): override the cost model's "
-           "per-stage F (and B / W when given) before simulating">,
-    Option<"dataParallel", "data-parallel", "int64_t", "1",
-           "Data-parallel degree D >= 1: D replicas of the pipeline "
-           "all-reduce their weight gradients after the backward pass "
-           "(replica d's rank r is global rank d * ranks + r)">,
-    Option<"optimizerStep", "optimizer-step", "bool", "false",
-           "Cost an optimizer step per stage after its gradients are "
-           "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
-           "device's memory bandwidth (a memory-bound fused update)">,
+    Option<"function", "function", "std::string", "\"\"",
+           "Model function (default: the one public function with a body)">,
+    Option<"minElements", "min-elements", "int64_t", "2",
+           "Smallest constant (elements) that becomes an argument (>= 1)">,
+    Option<"outputDir", "output-dir", "std::string", "\"\"",
+           "Directory (must exist) for arg_<i>.npy; empty: write nothing">,
   ];
 }
 
 //===----------------------------------------------------------------------===//
-// Partitioning
+// Partitioning: ops -> stages -> stage functions
 //===----------------------------------------------------------------------===//
 
 def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
@@ -642,7 +258,236 @@ def OutlineStagesPass : Pass<"pipe-outline-stages", "::mlir::ModuleOp"> {
 }
 
 //===----------------------------------------------------------------------===//
-// Differentiation (training)
+// Scheduling: stage graph -> per-rank programs (Send/Recv inserted)
+//===----------------------------------------------------------------------===//
+
+def SchedulePass : Pass<"pipe-schedule", "::mlir::ModuleOp"> {
+  let summary = "Turn the stage graph into one pipe.program per rank.";
+  let description = [{
+    Input: the outlined stage graph (`pipe-outline-stages`): a `func.func @f`
+    carrying `pipe.num_stages = S` whose body is `pipe.stage_call
+    @f_stage<k>(...) stage k` for k = 0..S-1 in stage order, then
+    `func.return`. The SSA edges between the stage calls form the
+    schedule::StageGraph (one edge per stage pair i -> j, skip connections
+    included; bytes = total size of the tensors flowing from i to j). Value
+    index k of a pair = order of first use of the value in the stage graph.
+
+    The pass generates the schedule table with the schedule library
+    (`schedule=<name>`) or imports a torch.distributed.pipelining action CSV
+    (`csv=<path>`), inserts Send/Recv actions (insertCommunication),
+    validates it and checks it with the blocking-semantics deadlock check,
+    and then emits one `pipe.program @f_rank<r> rank r of R microbatches M
+    attributes {schedule = "<name>"}` per rank, in the rank's action order:
+
+    - F of stage k, microbatch m: `pipe.forward @f_stage<k>(...) stage k
+      microbatch m`. Operands are `pipe.input <arg> microbatch m` for model
+      arguments (created right before their first use on the rank for that
+      microbatch), `pipe.recv` results for values produced on another rank,
+      or results of the earlier `pipe.forward` of the producing stage when it
+      runs on the same rank (no transfer). Results of @f's `func.return`
+      become `pipe.output %v result <i> microbatch m` right after the forward
+      that produces them.
+    - Forward SEND / RECV: one `pipe.send` / `pipe.recv` per value flowing
+      from stage i to stage j, tag `<forward, stage i -> j, microbatch m,
+      value k>`.
+    - BW / B / W: `pipe.backward full|input|weight stage k microbatch m`.
+      Gradients are modelled structurally only (executing backward is a later
+      step): a `full` / `input` backward of stage k takes as operands the
+      gradients of k's outgoing values (edges k -> j, ascending j, then value
+      index; each either a `pipe.recv` with a `backward` tag or a result of
+      the same-rank backward of stage j) and returns one gradient per
+      incoming value from an earlier stage (edges i -> k, ascending i, then
+      value index), with the type of that activation. The last stage seeds
+      its gradient from the loss internally (no operands); gradients of
+      model arguments stay inside the backward. `weight` has no operands and
+      no results.
+    - Backward SEND / RECV: `pipe.send` of that backward result / `pipe.recv`
+      of a tensor of the activation's type, tag `<backward, stage j -> i,
+      microbatch m, value k>` (the gradient of value k of edge i -> j,
+      produced by stage j).
+
+    The stage graph function and the stage functions are kept. With
+    `print-grid`, the ranks x unit-time-slots grid of the schedule is
+    printed to stdout before the module.
+
+    With `export-csv=<path>` the schedule the programs were emitted from is
+    written as a torch.distributed.pipelining action CSV (schedule::exportCSV;
+    `-` is stdout): by default the compute+comms form (the SEND/RECV actions
+    included, each send followed by the WAIT_SEND torch 2.15's
+    `_load_csv(format="compute_comms")` requires; `csv=` keeps them as they
+    are; docs/TorchCSV.md), with
+    `export-csv-compute-only` the compute actions only (`csv=` inserts the
+    send/recv again). Either form re-imported with `csv=<path>` on the same
+    stage graph gives the same programs (only the `schedule` attribute
+    reads "csv").
+
+    `schedule=zb-auto` (the zero-bubble paper's automatic scheduler,
+    schedule::autoSchedule, docs/Schedules.md) schedules in simulated time
+    with per-stage F, B and W times: the sums of the cost model's forward,
+    input-gradient and weight-gradient times over each stage function's
+    ops on `device` (the `backward-cost=rule` estimate of pipe-simulate),
+    when every stage gets positive F, B and W; otherwise unit times.
+    `memory-limit=<n>` caps the activations (microbatches) a rank holds at
+    once (default: the number of stages) and `comm-time=<seconds>` adds a
+    transfer time to every cross-rank dependency.
+
+    Errors: no stage graph in the module, malformed stage graph, unknown
+    schedule (the valid names are listed), parameters the schedule rejects
+    (the library's message), unreadable / malformed CSV, a CSV whose
+    send/recv actions deadlock (the cycle is named), `export-csv` with
+    several stage graphs, an unwritable `export-csv` file, and `csv` together
+    with any of `schedule`, `virtual-stages`, `num-ranks`, `waves`,
+    `memory-limit`, `comm-time` (the CSV
+    defines the whole table, so those would be silently ignored; `schedule`
+    defaults to the empty string, which means 1f1b, so that an explicit
+    `schedule=1f1b` is caught too),
+    `memory-limit` or `comm-time` with a schedule other than zb-auto, a
+    negative `memory-limit`, an unknown `device`.
+  }];
+  let options = [
+    Option<"scheduleName", "schedule", "std::string", /*default=*/"\"\"",
+           "Schedule to generate: a name or alias of the schedule registry "
+           "(schedule::listSchedules(); `pipeopt --help` lists them); "
+           "default 1f1b; not with csv">,
+    Option<"csvPath", "csv", "std::string", /*default=*/"\"\"",
+           "Import the schedule from this torch.distributed.pipelining action "
+           "CSV instead of generating one (not with schedule, virtual-stages, "
+           "num-ranks or waves)">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", /*default=*/"0",
+           "Microbatches per iteration (0: the number of stages; with csv, "
+           "inferred from the file)">,
+    Option<"virtualStages", "virtual-stages", "int64_t", /*default=*/"0",
+           "Stages (chunks) per rank; ranks = stages / virtual-stages (0: the "
+           "schedule's default)">,
+    Option<"numRanks", "num-ranks", "int64_t", /*default=*/"0",
+           "Number of ranks (0: derived from stages and virtual-stages)">,
+    Option<"waves", "waves", "int64_t", /*default=*/"1",
+           "Hanayo: number of waves">,
+    Option<"printGrid", "print-grid", "bool", /*default=*/"false",
+           "Print the ranks x time-slot grid of the schedule to stdout">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "zb-auto: activations (microbatches) a rank may hold at once (0: "
+           "the number of stages, 1F1B's peak on rank 0)">,
+    Option<"commTime", "comm-time", "double", /*default=*/"0",
+           "zb-auto: point-to-point communication time in seconds">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "zb-auto: device preset whose cost model gives the per-stage F, B "
+           "and W times">,
+    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
+           "Write the schedule as a torch.distributed.pipelining action CSV "
+           "to this file ('-': stdout), readable with csv=<path>">,
+    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
+           /*default=*/"false",
+           "With export-csv: write the compute actions only (no SEND/RECV)">,
+  ];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
+  let statistics = [
+    Statistic<"numPrograms", "num-programs", "Number of pipe.program ops created">,
+    Statistic<"numTransfers", "num-transfers", "Number of pipe.send ops created">
+  ];
+}
+
+def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
+  let summary = "Choose schedule, microbatches and chunks per rank with the "
+                "explorer, then partition, outline and schedule.";
+  let description = [{
+    `schedule=auto` of `pipeopt-pipeline` and `pipeopt-compile --schedule
+    auto`. On a prepared model (after `pipe-prepare`), takes the model
+    function (the function with a body and the most ops that is not a stage
+    function), builds its partitioner graph with the cost model on `device`
+    / `hardware` (the graph `pipe-partition` builds) and evaluates every
+    candidate configuration with the explorer library
+    (include/pipeopt/Simulate/Explore.h): each candidate schedule x each
+    candidate microbatch count M x each candidate chunks per rank v, on
+    `num-ranks` ranks, with the model's balanced partition into ranks x v
+    stages as cost table (include/pipeopt/Transforms/ModelCostTables.h) and
+    the hardware's topology as system (systemFromHardware: one NIC per rank,
+    speed 1).
+
+    Candidates:
+    - schedules: `schedules=` (registry names or aliases), by default the
+      explorer's default list without the asynchronous rows (PipeDream,
+      PipeDream-2BW change the optimizer's semantics) for training builds,
+      and the forward-only rows for inference builds (`training=false`);
+      an explicit candidate must fit the build kind (a training schedule
+      in an inference build, or a forward-only one in a training build, is
+      an error naming the schedule and the build kind);
+    - microbatches: the model's shapes are one microbatch, so every M >= 1
+      is valid for the build; `num-microbatches=N` (N >= 1) fixes M,
+      `num-microbatches=0` chooses among `microbatch-candidates` (default
+      ranks, 2 x ranks, 4 x ranks, 8 x ranks);
+    - chunks per rank: the registry row's default, and for rows with a
+      configurable count also every value of `virtual-stages` (default
+      none).
+
+    Memory: a candidate is removed when its peak per-rank memory (the event
+    level's peak activation bytes plus weight bytes of one rank; weights x
+    (1 + `optimizer-factor`)) exceeds `memory-limit` (bytes with optional
+    suffix; empty = the device's capacity; 0 = unlimited).
+
+    Choice: the candidate with the least event-level time per microbatch
+    (makespan / M; for a fixed M the makespan order); ties keep candidate
+    order. One remark names the choice, its predicted time, the runner-up
+    (the best candidate of another schedule) and its margin, and how many
+    candidates the memory limit removed. The choice is recorded on the
+    module as `pipe.auto_schedule = {schedule, num_microbatches,
+    virtual_stages, num_stages, makespan_s}` and the module is then
+    partitioned (`pipe-partition` with the chosen schedule, M and ranks x v
+    stages, `memory-limit`, `strategy`, `profile`, `report`), outlined and
+    scheduled exactly as `pipeopt-pipeline` does for that schedule.
+
+    With a single candidate schedule the remark says it is the only
+    candidate schedule. Option errors name the option of this pass and the
+    `pipeopt-pipeline` option that sets it (`num-ranks` / `num-stages=`,
+    `microbatch-candidates` / `auto-microbatches=`, `schedules` /
+    `auto-schedules=`).
+
+    Errors: no model function; a bad option; a candidate schedule of the
+    other build kind; no candidate could be
+    evaluated; every candidate over the memory limit (the error names the
+    smallest requirement and its configuration).
+  }];
+  let options = [
+    Option<"numRanks", "num-ranks", "int64_t", "2",
+           "Pipeline ranks (>= 1)">,
+    Option<"numMicrobatches", "num-microbatches", "int64_t", "0",
+           "Microbatches per iteration; 0 = choose among "
+           "microbatch-candidates">,
+    ListOption<"microbatchCandidates", "microbatch-candidates", "int64_t",
+               "Microbatch counts to choose from with num-microbatches=0 "
+               "(default: ranks, 2, 4 and 8 x ranks)">,
+    ListOption<"schedules", "schedules", "std::string",
+               "Candidate schedules (default: see the description)">,
+    ListOption<"virtualStages", "virtual-stages", "int64_t",
+               "Extra chunks-per-rank candidates for schedules with a "
+               "configurable count (interleaved-1f1b, looped-bfs)">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "Device preset: h100, h200, a100, cpu">,
+    Option<"hardware", "hardware", "std::string", "\"\"",
+           "Hardware JSON file (device and topology; overrides `device`)">,
+    Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
+           "Per-device memory limit in bytes, with optional suffix (80GB, "
+           "16GiB); empty = the device's capacity; 0 = unlimited">,
+    Option<"strategy", "strategy", "::pipeopt::partition::Strategy",
+           "::pipeopt::partition::Strategy::Balanced",
+           "pipe-partition strategy of the final partition",
+           "::pipeopt::partitionStrategyValues()">,
+    Option<"report", "report", "std::string", "\"\"",
+           "pipe-partition report of the final partition">,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "pipe-partition profile of the final partition (the choice "
+           "uses the cost model's estimates)">,
+    Option<"training", "training", "bool", "false",
+           "Training build: candidates are training schedules">,
+    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
+           "Extra bytes per parameter byte (gradients, optimizer state); "
+           "-1 = 3 (fp32 Adam) when training, else 0">,
+  ];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Differentiation (training): F, B, W of stage and model functions
 //===----------------------------------------------------------------------===//
 
 def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
@@ -724,47 +569,6 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
   ];
 }
 
-def LiftConstantsPass : Pass<"pipe-lift-constants", "::mlir::ModuleOp"> {
-  let summary = "Turn a model's float tensor constants into arguments "
-                "(trainable weights), writing their values as .npy.";
-  let description = [{
-    Frontends often freeze weights as constants: torch-mlir's default
-    export writes them as `dense_resource` blobs, TOSA exports as
-    `tosa.const`. Constants are not trainable, so training needs them as
-    arguments. For the model function (`function`, default: the one public
-    function with a body) every `arith.constant` and `tosa.const` at the top
-    level of the body whose value is a floating-point tensor, not a splat,
-    with at least `min-elements` elements, becomes a new argument appended
-    after the existing ones, in program order. Splats (zeros, -inf, scales)
-    and small tensors stay constants.
-
-    With `output-dir`, the value of the constant that became argument `i` is
-    written to `<output-dir>/arg_<i>.npy` (C order, little-endian), so that
-    a run can load it: `pipeopt-run model.so --input i=<dir>/arg_i.npy`.
-    The function gets `pipe.lifted_constants = array<i64: ...>`, the indices
-    of the new arguments.
-
-    Errors: a model function that is called by another function (its
-    callers would need the new arguments), a `dense_resource` whose blob is
-    not in the file (elided), an element type that .npy cannot hold, an
-    unwritable output file, and bad options; each leaves the module
-    unchanged.
-  }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
-  let options = [
-    Option<"function", "function", "std::string", "\"\"",
-           "Model function (default: the one public function with a body)">,
-    Option<"minElements", "min-elements", "int64_t", "2",
-           "Smallest constant (elements) that becomes an argument (>= 1)">,
-    Option<"outputDir", "output-dir", "std::string", "\"\"",
-           "Directory (must exist) for arg_<i>.npy; empty: write nothing">,
-  ];
-}
-
-//===----------------------------------------------------------------------===//
-// pipe-materialize-backward
-//===----------------------------------------------------------------------===//
-
 def MaterializeBackwardPass
     : Pass<"pipe-materialize-backward", "::mlir::ModuleOp"> {
   let summary = "Turns a scheduled training pipeline into executable F, B, W "
@@ -828,6 +632,208 @@ def MaterializeBackwardPass
   let statistics = [
     Statistic<"numStages", "stages", "Stage functions differentiated">,
     Statistic<"numGradients", "gradients", "pipe.gradient ops emitted">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Verification
+//===----------------------------------------------------------------------===//
+
+def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
+  let summary = "Check the per-rank programs: complete, ordered, matched, deadlock-free.";
+  let description = [{
+    Reads the `pipe.program @f_rank<r>` ops of every scheduled function back
+    into a schedule::Schedule (F from `pipe.forward`, BW / B / W from
+    `pipe.backward full|input|weight`, SEND / RECV from `pipe.send` /
+    `pipe.recv` with their peers and tags; the stage -> rank placement is
+    taken from where the forwards are) and checks, reporting the first
+    violation at the offending op:
+
+    1. the programs of one function agree on the rank count and microbatch
+       count and cover ranks 0..R-1 once;
+    2. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
+       tag and the same tensor type on the peer rank, and vice versa;
+    3. schedule::validate against the stage graph of `@f` (when present;
+       otherwise the chain plus the edges named by forward tags): every
+       (stage, microbatch, phase) exactly once, on its rank, dependencies
+       respected;
+    4. schedule::checkDeadlockFree under blocking rendezvous semantics (the
+       cycle of waiting ranks is named), plus the same simulation at tag
+       level (the k-th send from rank a to rank b pairs with the k-th recv
+       on b from a).
+
+    The IR is not modified. A module without any `pipe.program` is not an
+    error, but gets a warning ("nothing to verify"), so that a pipeline that
+    forgot `pipe-schedule` does not pass silently.
+
+    With `export-csv=<path>` the verified schedule read back from the
+    programs is written as a torch.distributed.pipelining action CSV
+    (compute+comms form, or compute only with `export-csv-compute-only`;
+    `-` is stdout), e.g. to save a hand-edited schedule and bring it back
+    with `pipe-schedule csv=<path>`. It needs exactly one scheduled
+    function (no programs at all, or programs of several functions, are
+    errors then), and an unwritable file is an error. Nothing is written
+    when the check fails.
+  }];
+  let options = [
+    Option<"exportCSVPath", "export-csv", "std::string", /*default=*/"\"\"",
+           "Write the verified schedule as a torch.distributed.pipelining "
+           "action CSV to this file ('-': stdout)">,
+    Option<"exportCSVComputeOnly", "export-csv-compute-only", "bool",
+           /*default=*/"false",
+           "With export-csv: write the compute actions only (no SEND/RECV)">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Simulation
+//===----------------------------------------------------------------------===//
+
+def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
+  let summary = "Simulate the per-rank programs at formula, table and event level.";
+  let description = [{
+    For every scheduled function (its `pipe.program @f_rank<r>` ops, from
+    `pipe-schedule`), reads the programs back into a schedule table (as
+    `pipe-verify-schedule` does), builds a per-stage cost table from the
+    stage functions (`@f_stage<k>`, the callees of `pipe.stage_call` /
+    `pipe.forward`) with the cost model (`include/pipeopt/Analysis/CostModel.h`,
+    `docs/CostModel.md`) on `device` / `hardware`, and runs the simulator
+    (`include/pipeopt/Simulate/Simulator.h`) at its three levels:
+
+    - `formula`: the closed forms of the family the schedule's registry
+      row names (schedule::ScheduleInfo::closedForm; n/a for schedules
+      without one);
+    - `table`: the table executed with the per-stage F/B/W times, free
+      communication;
+    - `event`: communication-aware, alpha-beta links and NIC contention of
+      `system`.
+
+    Cost table, per stage and per microbatch (the stage functions' tensor
+    shapes are one microbatch): F, B and W = sums of the cost model's
+    forward, input-gradient and weight-gradient times over the stage
+    function's ops; activation bytes = the saved-activation bytes of its ops
+    (what a microbatch keeps from F until its backward, the stage's outputs
+    included); weight bytes = the distinct weights the stage reads (stage
+    function arguments that are model arguments, and constants, in weight
+    positions of the cost model's rule) times (1 + `optimizer-factor`);
+    boundary bytes = the bytes of the values the stage sends to the next
+    one (all stage graph edges, skip connections included, are simulated
+    with their own bytes). Asynchronous schedules (registry rows
+    with weight versions: `pipedream`, `pipedream-2bw`) also get weight
+    staleness: the maximum and mean delay, the per-(updating stage,
+    read block) delay matrices and the start-up maximum.
+
+    After the backward pass (`include/pipeopt/Simulate/Collectives.h`,
+    table and event levels): stages that more than one rank holds
+    (Chimera's two pipelines) and, with `data-parallel=D` > 1, every
+    stage's copies on the D pipeline replicas all-reduce the stage's weight
+    gradients (the parameter bytes, without the optimizer factor) in a
+    ring; a model argument that several stages' `pipe.gradient` ops
+    contribute to (a tied weight, in materialized training programs) gets
+    a tied-weight all-reduce among the ranks holding those stages (its
+    tensor's bytes); with `optimizer-step` each stage's optimizer step
+    follows on its rank. The report gives the all-reduce and optimizer
+    seconds per level.
+
+    Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`
+    writes, docs/Runtime.md; read with `cost::loadProfile`) replaces
+    the estimated F of stage k by the measured `forward_s`, and B / W by the
+    measured `backward_input_s` / `backward_weight_s`, or `backward_s` /
+    `backward_full_s` split in the ratio of the estimates; a backward time
+    not measured is scaled with the forward measurement
+    (`cost::applyMeasuredTimes`, the rule of `pipe-partition profile=`).
+    The profile must give every stage of every scheduled function and no
+    other stage; per-op entries (`ops`, indices into the model function
+    before outlining) are rejected: apply them with `pipe-partition
+    profile=` instead. Memory and boundary bytes stay the cost model's.
+
+    Systems: by default the hardware's own topology (ranks per node, intra-
+    and inter-node links, one NIC per rank, speed 1); `system=` takes a
+    preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
+    `ideal`) or a JSON file with one system (tools/pipeopt-explore/README.md).
+
+    Output: a readable report (per stage costs; per level makespan, overall
+    bubble ratio, and per rank bubble ratio, peak activation and weight
+    bytes; communication volume; staleness) on stdout, or with
+    `report=<file>` a JSON document whose `rows` carry the fields of
+    `pipeopt-explore --format=json` rows (`schedule`, `stages` = ranks,
+    `model_stages`, `microbatches`, `system`, `level`, `available`, `note`,
+    `makespan_s`, `bubble_ratio`, `bubble_ratio_per_rank`,
+    `peak_activation_bytes`, `peak_activation_bytes_per_rank`,
+    `weight_bytes`, `weight_bytes_per_rank`, `comm_bytes`, `allreduce_s`,
+    `allreduce_s_per_rank`, `optimizer_s`, `optimizer_s_per_rank`,
+    `post_backward_s`, `collective_bytes`, staleness with its delay
+    matrices and start-up maximum) plus `function`, and per function the
+    data-parallel degree and the cost table (with `gradient_bytes`,
+    `optimizer_s` and the `tied` groups). `trace=<file>` writes a
+    Chrome / Perfetto trace of the `trace-level` timeline (one process per
+    rank, compute / send / recv tracks, a flow arrow per transfer from send
+    to recv), `svg=<file>` an SVG Gantt chart.
+
+    Errors: no `pipe.program` in the module, programs that are not a valid
+    schedule, a stage without a stage function, an unknown device or system
+    preset, unreadable or malformed hardware / system JSON, a system file
+    with more than one system, bad option values, `trace` / `svg` with more
+    than one scheduled function, an unreadable or malformed profile, a
+    profile whose stages do not match the programs', `data-parallel` < 1,
+    and unwritable output files. The IR is not modified.
+  }];
+  // The generated backward that costs B and W of training schedules.
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect"];
+  let options = [
+    Option<"device", "device", "std::string", "\"h100\"",
+           "Device preset for the cost model: h100, h200, a100, cpu">,
+    Option<"hardware", "hardware", "std::string", "\"\"",
+           "Hardware JSON file (device and topology; overrides `device`)">,
+    Option<"system", "system", "std::string", "\"\"",
+           "System for the event level: empty = the hardware's topology, a "
+           "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
+           "a JSON file with one system">,
+    Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
+           "::pipeopt::BackwardCost::Generated",
+           "Where B and W times come from",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::BackwardCost::Generated, "generated",
+                        "cost the ops of each op's generated backward "
+                        "(pipe-differentiate's library)"),
+             clEnumValN(::pipeopt::BackwardCost::Rule, "rule",
+                        "per op class: B = W = F for a contraction with a "
+                        "weight, ..."))}]>,
+    Option<"optimizerFactor", "optimizer-factor", "double", "-1",
+           "Extra bytes per weight byte (gradients, optimizer state); -1 = "
+           "3 (fp32 Adam) for training schedules, 0 for forward-only">,
+    Option<"report", "report", "std::string", "\"\"",
+           "Write the JSON report to this file; empty or `-` prints the "
+           "readable report to stdout">,
+    Option<"trace", "trace", "std::string", "\"\"",
+           "Write a Chrome/Perfetto trace JSON of the simulated timeline">,
+    Option<"svg", "svg", "std::string", "\"\"",
+           "Write an SVG Gantt chart of the simulated timeline">,
+    Option<"traceLevel", "trace-level", "::pipeopt::sim::Level",
+           "::pipeopt::sim::Level::Event",
+           "Timeline for trace= and svg=",
+           [{::llvm::cl::values(
+             clEnumValN(::pipeopt::sim::Level::Event, "event",
+                        "communication-aware event simulation"),
+             clEnumValN(::pipeopt::sim::Level::Table, "table",
+                        "the table with free communication"))}]>,
+    Option<"profile", "profile", "std::string", "\"\"",
+           "Measured per-stage times (pipeopt-run --profile JSON, "
+           "docs/CostModel.md \"Profile JSON\"): override the cost model's "
+           "per-stage F (and B / W when given) before simulating">,
+    Option<"dataParallel", "data-parallel", "int64_t", "1",
+           "Data-parallel degree D >= 1: D replicas of the pipeline "
+           "all-reduce their weight gradients after the backward pass "
+           "(replica d's rank r is global rank d * ranks + r)">,
+    Option<"optimizerStep", "optimizer-step", "bool", "false",
+           "Cost an optimizer step per stage after its gradients are "
+           "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
+           "device's memory bandwidth (a memory-bound fused update)">,
   ];
 }
 
