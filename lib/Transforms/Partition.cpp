@@ -203,8 +203,8 @@ void PartitionPass::runOnOperation() {
         fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
   if (fns.empty()) {
-    // Re-running on an outlined or scheduled module used to succeed silently
-    // without a report.
+    // An outlined or scheduled module has no model function left: an error,
+    // so that re-running does not succeed silently without a report.
     Operation *at = module;
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.getOps<pipe::StageCallOp>().empty()) {

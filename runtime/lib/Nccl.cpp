@@ -8,7 +8,7 @@
 // then ncclSend of the payload (if any), completed. The receiver receives
 // the header first, validates it, then receives exactly header.bytes. Host
 // buffers are staged through a device buffer with cudaMemcpy (the compiled
-// programs are CPU code for now). Completion is polled with cudaStreamQuery
+// programs are CPU code). Completion is polled with cudaStreamQuery
 // against a deadline; on timeout the communicator is aborted (ncclCommAbort)
 // and a TimeoutError is thrown. NCCL sends therefore complete only when the
 // peer receives (rendezvous), unlike loopback/MPI sends.

@@ -226,8 +226,8 @@ std::string errorOnFifo(const std::string &fifo, std::function<void()> f) {
 }
 
 TEST(ElfCheck, FifoFailsFast) {
-  // A named pipe given as the model, manifest or .npy input used to hang
-  // pipeopt-run in open(), waiting for a writer.
+  // A named pipe given as the model, manifest or .npy input is an error at
+  // once, not an open() that waits for a writer.
   std::string fifo = ::testing::TempDir() + "/pipeopt_elf_check_fifo_" +
                      std::to_string(::getpid());
   ::unlink(fifo.c_str());

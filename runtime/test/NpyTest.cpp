@@ -84,8 +84,9 @@ TEST(Npy, FileRoundTrip) {
 }
 
 TEST(Npy, DirectoryOrMissingFileIsARuntimeError) {
-  // A directory used to escape as std::ios_base::failure ("Is a directory")
-  // from the stream read, aborting pipeopt-run and pipeopt-npy-diff.
+  // A directory is a RuntimeError naming the path, not a
+  // std::ios_base::failure ("Is a directory") escaping from the stream read
+  // and aborting pipeopt-run and pipeopt-npy-diff.
   std::string dir = ::testing::TempDir();
   try {
     readNpy(dir);
@@ -169,8 +170,8 @@ TEST(Npy, MalformedFiles) {
 }
 
 TEST(Npy, HugeShapesNameTheFile) {
-  // An element count beyond 64 bits (this one used to be reported as
-  // "shape [99999999999x99999999999] is too large" without the file).
+  // An element count beyond 64 bits: the message names the file as well as
+  // the shape.
   try {
     parseNpy(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': "
                      "(99999999999, 99999999999), }",
@@ -181,8 +182,8 @@ TEST(Npy, HugeShapesNameTheFile) {
     EXPECT_EQ(std::string(e.what()),
               "huge.npy: shape [99999999999x99999999999] is too large");
   }
-  // 2^61 elements fit in 64 bits, their 8 * 2^61 bytes do not: used to wrap
-  // to 0 bytes and be reported as "trailing bytes".
+  // 2^61 elements fit in 64 bits, their 8 * 2^61 bytes do not: "too large",
+  // not a byte count wrapped to 0 and reported as "trailing bytes".
   try {
     parseNpy(makeNpy("{'descr': '<f8', 'fortran_order': False, 'shape': "
                      "(1073741824, 2147483648), }",

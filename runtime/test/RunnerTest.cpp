@@ -385,8 +385,9 @@ std::string withManifest(const std::string &manifest) {
 }
 
 TEST(Runner, TruncatedModelIsAClearError) {
-  // dlopen maps segments past the end of a truncated file; the first access
-  // used to kill pipeopt-run with SIGBUS (exit 135).
+  // dlopen maps segments past the end of a truncated file, where the first
+  // access raises SIGBUS (exit 135): pipeopt-run must report a clear error
+  // instead.
   std::string dir = tmpDir("truncated");
   std::vector<uint8_t> so = readFileBytes(FAKE_MODEL_SO, "model");
   for (size_t size : {size_t(0), size_t(100), size_t(3000), so.size() / 2,
@@ -412,9 +413,9 @@ TEST(Runner, TruncatedModelIsAClearError) {
 }
 
 TEST(Runner, FifoIsAClearErrorNotAHang) {
-  // A named pipe as the model, the manifest or an input used to block
-  // pipeopt-run in open() forever. `timeout` keeps a regression from
-  // hanging the test (exit 124).
+  // A named pipe as the model, the manifest or an input is an error, not an
+  // open() that blocks forever. `timeout` keeps a regression from hanging
+  // the test (exit 124).
   std::string dir = tmpDir("fifo");
   std::string fifo = dir + "/pipe";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
@@ -508,7 +509,7 @@ TEST(Runner, ManifestMustDescribeTheModel) {
       << r.output;
 
   // More microbatches than the model runs (no actions listed): caught by
-  // the outputs, even without --output-dir (it used to pass silently).
+  // the outputs, even without --output-dir.
   std::string five = editedManifest(dir, "five.json",
                                     "\"num_microbatches\": 4",
                                     "\"num_microbatches\": 5");
@@ -567,8 +568,9 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
       << r.output;
   EXPECT_FALSE(std::ifstream(dir + "/out/output_0.npy").good());
 
-  // y is written once per microbatch: flipping it to shared used to pass
-  // (exit 0) with only the last microbatch's value in output_0.npy.
+  // y is written once per microbatch: a manifest that marks it shared is an
+  // error, not an exit 0 with only the last microbatch's value in
+  // output_0.npy.
   std::string sharedOut = editedManifest(
       dir, "shared_out.json",
       R"("name": "y", "shape": [2, 3], "dtype": "f32"})",
@@ -1245,7 +1247,7 @@ TEST(RandomInput, DataWeightsAndBiases) {
                           *std::max_element(v.begin(), v.end()));
   };
   // Data [1, 16, 256], 8 microbatches: unscaled [-1, 1), different per
-  // microbatch (it used to be scaled by 1/16 and look alike).
+  // microbatch (not scaled by 1/16 into near-equal values).
   HostTensor x = randomInput(input({1, 16, 256}, true), 8, 42);
   EXPECT_EQ(x.shape, (Shape{8, 1, 16, 256}));
   auto [xlo, xhi] = range(x);
@@ -1257,7 +1259,8 @@ TEST(RandomInput, DataWeightsAndBiases) {
   EXPECT_NE(std::vector<float>(xv.begin(), xv.begin() + 4096),
             std::vector<float>(xv.begin() + 7 * 4096, xv.end()));
   // TOSA matmul weight [1, 256, 32]: leading 1 dropped, fan_in = 32, so
-  // within sqrt(3 / 32) = 0.306 (it used to be 1 / sqrt(256 * 32) = 0.011).
+  // within sqrt(3 / 32) = 0.306 (not 1 / sqrt(256 * 32) = 0.011, which
+  // counts the leading 1 and the rows).
   HostTensor w = randomInput(input({1, 256, 32}, false), 8, 42);
   EXPECT_EQ(w.shape, (Shape{1, 256, 32}));
   auto [wlo, whi] = range(w);

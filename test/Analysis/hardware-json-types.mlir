@@ -1,9 +1,10 @@
 // Hardware JSON (cost::parseHardware, docs/CostModel.md "Hardware JSON"):
 // every key is type-checked, with an error naming the key and the expected
 // type; numbers are range-checked so that every derived time stays finite.
-// A wrong-typed "base" used to be skipped silently (the device= preset was
-// used instead) and "op_overhead_s": 1e308 made every stage time infinite,
-// reported as "no split ... satisfies the fixed stages and memory limits".
+// A wrong-typed "base" is an error (not skipped silently for the device=
+// preset) and "op_overhead_s": 1e308 is out of range (not every stage time
+// infinite, reported as "no split ... satisfies the fixed stages and memory
+// limits").
 //
 // RUN: rm -rf %t && split-file %s %t
 // RUN: pipeopt %t/base-number.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/base-number.json" -verify-diagnostics -o /dev/null

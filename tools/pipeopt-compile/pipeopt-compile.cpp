@@ -846,7 +846,7 @@ int main(int argc, char **argv) {
   }
 
   // Every file this run writes, in the order of the steps; all are checked
-  // before any work (an output path equal to the input used to replace the
+  // before any work (an output path equal to the input would replace the
   // model with the shared object or the manifest).
   llvm::SmallVector<OutputFile> outputs = {
       {"output (-o)", outputFile.getValue()}};

@@ -292,8 +292,8 @@ int main(int argc, char **argv) {
     noMemoryLimit = memoryLimit == 0;
   }
 
-  // Options of one input kind are errors with another (they used to be
-  // ignored silently). Their values are checked first, whatever the input.
+  // Options of one input kind are errors with another, not ignored
+  // silently. Their values are checked first, whatever the input.
   if (!std::isfinite(optimizerFactorOpt) || optimizerFactorOpt < 0 ||
       optimizerFactorOpt > 1e6)
     return bad("--optimizer-factor must be a finite number between 0 and "

@@ -51,8 +51,8 @@ def ConvertPipeToRuntimePass
     actions are skipped. Calls between two checks need no check of their
     own: after an error the rank's context is poisoned and every later
     runtime call returns at once without doing anything. (A check after
-    every call made each early exit free every buffer live there: O(calls x
-    live buffers) frees, which dominated the LLVM time of large models.)
+    every call would make each early exit free every buffer live there: O(calls x
+    live buffers) frees, which dominate the LLVM time of large models.)
     The entry point has unstructured control flow that the rest of the CPU
     lowering (`pipeopt-lower-to-llvm`) handles.
 

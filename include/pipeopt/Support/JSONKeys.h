@@ -54,7 +54,7 @@ parseJSONRejectingDuplicates(llvm::StringRef text) {
   llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
   if (!value)
     return value.takeError();
-  // `text` is valid JSON now: a scan of brackets, commas and strings finds
+  // `text` is valid JSON here: a scan of brackets, commas and strings finds
   // every key.
   struct Frame {
     bool object;

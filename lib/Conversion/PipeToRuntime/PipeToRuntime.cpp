@@ -845,7 +845,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   }
 
   // A listed argument index must be one the programs read (an index beyond
-  // the model's arguments used to be accepted and silently ignored).
+  // the model's arguments would otherwise be ignored silently).
   std::set<int64_t> arguments;
   for (pipe::ProgramOp p : programs)
     p.walk([&](pipe::InputOp in) { arguments.insert(in.getArgument()); });

@@ -1,6 +1,6 @@
 // Every diagnostic of the microbatch-args option of convert-pipe-to-runtime:
 // an index that is not a model argument, a repeated index and an empty
-// entry are errors (they used to be accepted and silently ignored).
+// entry are errors (not accepted and silently ignored).
 //
 // RUN: split-file %s %t
 // RUN: pipeopt %t/args3.mlir -convert-pipe-to-runtime=microbatch-args=99 -verify-diagnostics
