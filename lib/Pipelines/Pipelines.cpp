@@ -139,7 +139,8 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   // writes the manifest; stage functions become private.
   ConvertPipeToRuntimePassOptions toRuntime;
   toRuntime.manifestPath = options.manifest;
-  toRuntime.microbatchArgs = options.microbatchArgs;
+  toRuntime.microbatchArgs.assign(options.microbatchArgs.begin(),
+                                  options.microbatchArgs.end());
   pm.addPass(createConvertPipeToRuntimePass(toRuntime));
 
   // Drop functions and globals (e.g. an unused ml_program.global seed) that

@@ -8,6 +8,7 @@
 
 #include "pipeopt/Transforms/Passes.h"
 
+#include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
@@ -23,6 +24,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+
+#include <limits>
 
 namespace pipeopt {
 #define GEN_PASS_DEF_DIFFERENTIATEPASS
@@ -42,37 +45,34 @@ struct IndexOption {
   SmallVector<unsigned> indices;
 };
 
+/// Parses list option `name` (pipeopt/Analysis/ArgumentSelection.h).
 FailureOr<IndexOption> parseIndexOption(Location loc, StringRef name,
-                                        StringRef text) {
+                                        ArrayRef<std::string> entries) {
+  llvm::Expected<ArgumentSelection> sel =
+      ArgumentSelection::parse(entries, name);
+  if (!sel)
+    return emitError(loc) << kPass << llvm::toString(sel.takeError());
   IndexOption o;
-  text = text.trim();
-  if (text.empty() || text == "auto")
-    return o;
-  if (text == "all") {
+  switch (sel->kind) {
+  case ArgumentSelection::Kind::Auto:
+    o.kind = IndexOption::Auto;
+    break;
+  case ArgumentSelection::Kind::All:
     o.kind = IndexOption::All;
-    return o;
-  }
-  if (text == "none") {
+    break;
+  case ArgumentSelection::Kind::None:
     o.kind = IndexOption::None;
-    return o;
+    break;
+  case ArgumentSelection::Kind::List:
+    o.kind = IndexOption::List;
+    for (int64_t i : sel->indices) {
+      if (i > std::numeric_limits<unsigned>::max())
+        return emitError(loc) << kPass << name << ": argument index " << i
+                              << " is too large";
+      o.indices.push_back(unsigned(i));
+    }
+    break;
   }
-  o.kind = IndexOption::List;
-  SmallVector<StringRef> parts;
-  text.split(parts, ',');
-  for (StringRef p : parts) {
-    unsigned v;
-    if (p.trim().getAsInteger(10, v))
-      return emitError(loc) << kPass << name
-                            << ": expected 'auto', 'all', 'none' or a "
-                               "comma-separated list of argument indices, "
-                               "got '"
-                            << text << "'";
-    if (llvm::is_contained(o.indices, v))
-      return emitError(loc) << kPass << name << ": argument " << v
-                            << " is listed twice";
-    o.indices.push_back(v);
-  }
-  llvm::sort(o.indices);
   return o;
 }
 
@@ -284,9 +284,9 @@ void DifferentiatePass::runOnOperation() {
   // Functions.
   SmallVector<func::FuncOp> targets;
   if (!functions.empty()) {
-    SmallVector<StringRef> names;
-    StringRef(functions).split(names, ',', -1, false);
-    for (StringRef n : names) {
+    for (StringRef n : functions) {
+      if (n.trim().empty())
+        continue;
       if (llvm::any_of(targets, [&](func::FuncOp t) {
             return t.getSymName() == n.trim();
           })) {

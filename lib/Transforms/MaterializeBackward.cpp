@@ -23,6 +23,8 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
 
+#include "pipeopt/Analysis/ArgumentSelection.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -36,6 +38,7 @@
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <limits>
 #include <map>
 #include <set>
 
@@ -559,6 +562,12 @@ void MaterializeBackwardPass::runOnOperation() {
                    << recompute << "'";
     return signalPassFailure();
   }
+  llvm::Expected<ArgumentSelection> sel = ArgumentSelection::parse(
+      trainable, "trainable", {ArgumentSelection::Kind::None});
+  if (!sel) {
+    emitError(loc) << kPass << llvm::toString(sel.takeError());
+    return signalPassFailure();
+  }
   if (programs.empty()) {
     emitError(loc) << kPass
                    << "no pipe.program to materialize; run pipe-schedule "
@@ -624,8 +633,7 @@ void MaterializeBackwardPass::runOnOperation() {
   // Trainable model arguments.
   std::set<unsigned> trainableArgs;
   auto microbatched = pipe::PipeDialect::getMicrobatchedAttrName();
-  StringRef text = StringRef(trainable).trim();
-  if (text == "auto") {
+  if (sel->kind == ArgumentSelection::Kind::Auto) {
     if (auto attr = graph->getAttrOfType<DenseI64ArrayAttr>(kTrainableAttr)) {
       for (int64_t i : attr.asArrayRef())
         trainableArgs.insert(unsigned(i));
@@ -635,20 +643,10 @@ void MaterializeBackwardPass::runOnOperation() {
             !graph.getArgAttr(i, microbatched))
           trainableArgs.insert(i);
     }
-  } else if (text != "none") {
-    SmallVector<StringRef> parts;
-    text.split(parts, ',');
-    for (StringRef part : parts) {
-      unsigned i;
-      if (part.trim().getAsInteger(10, i)) {
-        emitError(loc) << kPass << "trainable: expected 'auto', 'none' or a "
-                                   "comma-separated list of argument indices, "
-                                   "got '"
-                       << trainable << "'";
-        return signalPassFailure();
-      }
-      trainableArgs.insert(i);
-    }
+  } else if (sel->kind == ArgumentSelection::Kind::List) {
+    for (int64_t i : sel->indices)
+      trainableArgs.insert(
+          unsigned(std::min<int64_t>(i, std::numeric_limits<unsigned>::max())));
   }
   for (unsigned i : trainableArgs)
     if (i >= graph.getNumArguments() || !isFloatTensor(graphType.getInput(i))) {

@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Codegen/Codegen.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
@@ -127,11 +128,12 @@ static cl::opt<std::string> frontHalf(
     cl::desc("Replace the front-half pipeline (pass pipeline text without "
              "builtin.module(...))"),
     cl::cat(category));
-static cl::opt<std::string> microbatchArgs(
-    "microbatch-args",
-    cl::desc("Model arguments that differ per microbatch: auto, all, none or "
-             "a comma-separated index list (convert-pipe-to-runtime)"),
-    cl::init("auto"), cl::cat(category));
+static cl::list<std::string> microbatchArgs(
+    "microbatch-args", cl::CommaSeparated,
+    cl::desc("Model arguments that differ per microbatch: auto (the "
+             "default), all, none or a comma-separated index list "
+             "(convert-pipe-to-runtime; pipeopt/Analysis/ArgumentSelection.h)"),
+    cl::cat(category));
 
 // Training (--train): pipe-differentiate's options, forwarded as they are
 // (the pass checks them), and the optimizer the runtime applies.
@@ -430,7 +432,8 @@ static LogicalResult checkTrainable(DictionaryAttr info,
     for (int64_t i : t.asArrayRef())
       if (llvm::is_contained(data.asArrayRef(), i)) {
         fail("--trainable: argument " + Twine(i) + " of @" + modelName +
-             " is per-microbatch data (--microbatch-args " + microbatchArgs +
+             " is per-microbatch data (--microbatch-args " +
+             pipeopt::formatArgumentList(microbatchArgs) +
              "), not a parameter");
         return failure();
       }
@@ -473,7 +476,8 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   MLIRContext *ctx = module.getContext();
   std::string pipeline =
       ("pipe-differentiate{functions=" + modelName + " loss=" + loss +
-       " trainable=" + trainable + " microbatch-args=" + microbatchArgs +
+       " trainable=" + trainable +
+       " microbatch-args=" + pipeopt::formatArgumentList(microbatchArgs) +
        " recompute=" + recompute + "}")
           .str();
   if (runPass && failed(runDifferentiate(module, pipeline, modelName)))
@@ -688,7 +692,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   std::string pipeline =
       ("pipe-prepare,pipe-differentiate{functions=" + modelName +
        " loss=" + loss + " trainable=" + trainable +
-       " microbatch-args=" + microbatchArgs + "}")
+       " microbatch-args=" + pipeopt::formatArgumentList(microbatchArgs) +
+       "}")
           .str();
   if (failed(runDifferentiate(module, pipeline, modelName)))
     return failure();
@@ -722,11 +727,12 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   lossFn.setPublic();
   // The runtime feeds per-microbatch slices to exactly these arguments (its
   // `auto` rule would take a TOSA bias [1, 1, N], a parameter, for data).
-  std::string dataList;
+  microbatchArgs.clear();
   for (unsigned i = 0; i < lossFn.getNumArguments(); ++i)
     if (lossFn.getArgAttr(i, microbatched))
-      dataList += (dataList.empty() ? "" : ",") + std::to_string(i);
-  microbatchArgs = dataList.empty() ? "none" : dataList;
+      microbatchArgs.push_back(std::to_string(i));
+  if (microbatchArgs.empty())
+    microbatchArgs.push_back("none");
   std::string name = lossFn.getSymName().str();
   pipeopt::keepReachedFunctions(module, {lossFn});
   return name;
@@ -741,6 +747,13 @@ int main(int argc, char **argv) {
       "pipeopt-compile: compile a model to <model>.so + "
       "<model>.manifest.json for pipeopt-run\n");
   StepTimer timer;
+
+  // --microbatch-args is checked here (its indices against the model by
+  // convert-pipe-to-runtime).
+  if (llvm::Expected<pipeopt::ArgumentSelection> sel =
+          pipeopt::ArgumentSelection::parse(microbatchArgs, "--microbatch-args");
+      !sel)
+    return fail(llvm::toString(sel.takeError()));
 
   // Training options without --train would be ignored.
   if (!train)
@@ -1038,10 +1051,13 @@ int main(int argc, char **argv) {
       pipeopt::buildPipeoptPipeline(pm, *options);
       pipeline = "pipeopt-pipeline{" + pipeline + "}";
     }
-    if (train)
-      pm.addPass(pipeopt::createMaterializeBackwardPass(
-          pipeopt::MaterializeBackwardPassOptions{/*trainable=*/"auto",
-                                                  recompute.getValue()}));
+    if (train) {
+      // trainable: auto (the default), i.e. pipe.trainable of the loss
+      // function that buildTrainingModel recorded.
+      pipeopt::MaterializeBackwardPassOptions materialize;
+      materialize.recompute = recompute.getValue();
+      pm.addPass(pipeopt::createMaterializeBackwardPass(materialize));
+    }
     if (failed(pm.run(*module)))
       return fail("front half failed (" + pipeline +
                   (train ? ", pipe-materialize-backward" : "") + ")");
@@ -1162,7 +1178,8 @@ int main(int argc, char **argv) {
     if (failed(manifestPath))
       return 1;
     options.manifest = *manifestPath;
-    options.microbatchArgs = microbatchArgs.getValue();
+    options.microbatchArgs = llvm::ArrayRef<std::string>(
+        std::vector<std::string>(microbatchArgs.begin(), microbatchArgs.end()));
     options.kernels = kernels;
     options.fuse = fuse;
     options.approximateMath = approximateMath;

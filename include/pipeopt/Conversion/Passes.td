@@ -90,14 +90,15 @@ def ConvertPipeToRuntimePass
   let options = [
     Option<"manifestPath", "manifest", "std::string", /*default=*/"\"\"",
            "Write the runtime manifest JSON to this file (nothing if empty)">,
-    Option<"microbatchArgs", "microbatch-args", "std::string",
-           /*default=*/"\"auto\"",
-           "Model arguments that differ per microbatch: 'auto' (arguments "
+    ListOption<"microbatchArgs", "microbatch-args", "std::string",
+           "Model arguments that differ per microbatch: 'auto' (the "
+           "default; also an empty list: arguments "
            "of rank >= 2 whose leading dimension is 1, i.e. the batch of a "
            "batch-1 export, except those a stage reads as a weight: a "
            "contraction's right-hand side or filter, a gather table), "
            "'all', 'none', or a comma-separated list of argument indices "
-           "such as '0,3'. A model argument that a stage function's "
+           "such as '0,3' (pipeopt/Analysis/ArgumentSelection.h). A model "
+           "argument that a stage function's "
            "parameter marks 'pipe.microbatched' (a training target) is "
            "per microbatch in every case">,
   ];

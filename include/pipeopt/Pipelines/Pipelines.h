@@ -125,12 +125,11 @@ struct LowerToLLVMOptions
       *this, "manifest",
       llvm::cl::desc("Write the runtime manifest JSON to this file"),
       llvm::cl::init("")};
-  Option<std::string> microbatchArgs{
+  ListOption<std::string> microbatchArgs{
       *this, "microbatch-args",
-      llvm::cl::desc("Model arguments that differ per microbatch: auto, all, "
-                     "none, or a comma-separated list of indices (see "
-                     "convert-pipe-to-runtime)"),
-      llvm::cl::init("auto")};
+      llvm::cl::desc("Model arguments that differ per microbatch: auto (the "
+                     "default), all, none, or a comma-separated list of "
+                     "indices (see convert-pipe-to-runtime)")};
   Option<bool> tosaToLinalg{
       *this, "tosa-to-linalg",
       llvm::cl::desc("Lower TOSA ops to linalg/arith/tensor first"),

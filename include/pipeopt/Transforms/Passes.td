@@ -549,20 +549,21 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
                            "::mlir::scf::SCFDialect",
                            "::mlir::affine::AffineDialect"];
   let options = [
-    Option<"functions", "functions", "std::string", "\"\"",
-           "Comma-separated functions to differentiate (default: every "
+    ListOption<"functions", "functions", "std::string",
+           "Functions to differentiate, comma-separated (default: every "
            "stage function, i.e. with pipe.stage, else the one public "
            "function with a body)">,
     Option<"loss", "loss", "std::string", "\"none\"",
            "none (a model returning one float scalar is its own loss; "
            "otherwise result gradients are inputs), mse, cross-entropy">,
-    Option<"trainable", "trainable", "std::string", "\"auto\"",
-           "Weights: auto (floating-point arguments that are not "
-           "per-microbatch data), all, none, or argument indices I,J,...">,
-    Option<"microbatchArgs", "microbatch-args", "std::string", "\"auto\"",
-           "Per-microbatch data arguments for trainable=auto: auto (leading "
-           "dimension is the batch dimension of result 0), all, none, or "
-           "indices">,
+    ListOption<"trainable", "trainable", "std::string",
+           "Weights: auto (the default, also an empty list: floating-point "
+           "arguments that are not per-microbatch data), all, none, or "
+           "argument indices I,J,... (pipeopt/Analysis/ArgumentSelection.h)">,
+    ListOption<"microbatchArgs", "microbatch-args", "std::string",
+           "Per-microbatch data arguments for trainable=auto: auto (the "
+           "default, also an empty list: leading dimension is the batch "
+           "dimension of result 0), all, none, or indices">,
     Option<"recompute", "recompute", "std::string", "\"none\"",
            "What the backward recomputes instead of saving: none, "
            "elementwise, all">,
@@ -621,10 +622,12 @@ def MaterializeBackwardPass
                            "::mlir::affine::AffineDialect",
                            "::pipeopt::pipe::PipeDialect"];
   let options = [
-    Option<"trainable", "trainable", "std::string", "\"auto\"",
-           "Model arguments that are trained: auto (the stage graph "
+    ListOption<"trainable", "trainable", "std::string",
+           "Model arguments that are trained: auto (the default, also an "
+           "empty list: the stage graph "
            "function's pipe.trainable attribute, else every floating-point "
-           "argument not marked pipe.microbatched), none, or indices I,J,...">,
+           "argument not marked pipe.microbatched), none, or indices I,J,... "
+           "(pipeopt/Analysis/ArgumentSelection.h)">,
     Option<"recompute", "recompute", "std::string", "\"none\"",
            "What the backward recomputes instead of saving: none, "
            "elementwise, all">,

@@ -8,6 +8,7 @@
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Analysis/Parameters.h"
+#include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Conversion/RuntimeABI.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
@@ -50,6 +51,8 @@ using namespace mlir;
 namespace pipe = pipeopt::pipe;
 using pipeopt::RuntimeDecls;
 using pipeopt::runtimeDTypeName;
+using pipeopt::ArgumentSelection;
+using pipeopt::formatArgumentList;
 namespace manifest = pipeopt::manifest;
 
 std::string pipeopt::runtimeEntryPointName(int64_t rank) {
@@ -73,41 +76,30 @@ struct MicrobatchPolicy {
   enum class Kind { Auto, All, None, List } kind = Kind::Auto;
   std::set<int64_t> indices;
 
-  static FailureOr<MicrobatchPolicy> parse(StringRef text, std::string &err) {
+  /// Parses the option's entries (pipeopt/Analysis/ArgumentSelection.h).
+  static FailureOr<MicrobatchPolicy> parse(ArrayRef<std::string> entries,
+                                           std::string &err) {
+    llvm::Expected<ArgumentSelection> sel =
+        ArgumentSelection::parse(entries, "microbatch-args");
+    if (!sel) {
+      err = llvm::toString(sel.takeError());
+      return failure();
+    }
     MicrobatchPolicy p;
-    text = text.trim();
-    if (text.empty() || text == "auto")
-      return p;
-    if (text == "all") {
+    switch (sel->kind) {
+    case ArgumentSelection::Kind::Auto:
+      p.kind = Kind::Auto;
+      break;
+    case ArgumentSelection::Kind::All:
       p.kind = Kind::All;
-      return p;
-    }
-    if (text == "none") {
+      break;
+    case ArgumentSelection::Kind::None:
       p.kind = Kind::None;
-      return p;
-    }
-    p.kind = Kind::List;
-    SmallVector<StringRef> parts;
-    text.split(parts, ',', -1, /*KeepEmpty=*/true);
-    for (StringRef part : parts) {
-      int64_t v;
-      if (part.trim().empty()) {
-        err = "microbatch-args: empty entry in '" + text.str() +
-              "' (expected a comma-separated list of argument indices such "
-              "as '0,3')";
-        return failure();
-      }
-      if (part.trim().getAsInteger(10, v) || v < 0) {
-        err = "microbatch-args: expected 'auto', 'all', 'none' or a "
-              "comma-separated list of argument indices, got '" +
-              text.str() + "'";
-        return failure();
-      }
-      if (!p.indices.insert(v).second) {
-        err = "microbatch-args: argument index " + std::to_string(v) +
-              " is listed twice in '" + text.str() + "'";
-        return failure();
-      }
+      break;
+    case ArgumentSelection::Kind::List:
+      p.kind = Kind::List;
+      p.indices.insert(sel->indices.begin(), sel->indices.end());
+      break;
     }
     return p;
   }
@@ -874,7 +866,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
             << use.getOperandNumber() << " is model argument "
             << in.getArgument() << " of microbatch " << in.getMicrobatch()
             << ", which differs per microbatch (microbatch-args="
-            << microbatchArgs << ")";
+            << formatArgumentList(microbatchArgs) << ")";
         diag.attachNote(in.getLoc()) << "read here";
         return WalkResult::interrupt();
       }
