@@ -11,6 +11,7 @@
 #include "pipeopt/Simulate/Converge.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 #include <cstdint>
@@ -22,6 +23,15 @@ namespace detail {
 
 inline llvm::Error error(const std::string &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+/// A time or budget (seconds or slots) for messages and reports: two
+/// decimals below 10^6 ("187.50"), else three significant digits in
+/// scientific notation ("1.00e+25"), so that no value prints as a 26-digit
+/// fixed-point number.
+inline std::string formatAmount(double v) {
+  return std::abs(v) < 1e6 ? llvm::formatv("{0:f2}", v).str()
+                           : llvm::formatv("{0:e2}", v).str();
 }
 
 /// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number

@@ -323,7 +323,8 @@ std::string converge::summaryTable(const Comparison &c) {
   std::string out;
   llvm::raw_string_ostream os(out);
   const std::string budget =
-      c.timed() ? llvm::formatv("{0:g} s (cost table '{1}')", c.budgetSec,
+      c.timed() ? llvm::formatv("{0} s (cost table '{1}')",
+                                detail::formatAmount(c.budgetSec),
                                 c.costs->name)
                       .str()
                 : llvm::formatv("{0} slots", c.budgetSlots).str();
@@ -413,7 +414,7 @@ std::string converge::renderSVG(const Comparison &c) {
                           "{2}</text>\n",
                           px(xmax * t / 4), H - mb + 15,
                           c.timed() && !panel
-                              ? llvm::formatv("{0:g}", xmax * t / 4).str()
+                              ? detail::formatAmount(xmax * t / 4)
                               : std::to_string(
                                     static_cast<long>(xmax * t / 4)));
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"

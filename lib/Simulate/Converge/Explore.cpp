@@ -149,7 +149,7 @@ std::string converge::exploreTable(const ExploreResult &r) {
                       "budget (tuned steps; margin = runner-up f-f* / best "
                       "f-f*)\n",
                       r.objective,
-                      r.costs ? llvm::formatv("{0:g} s", r.budgetSec).str()
+                      r.costs ? detail::formatAmount(r.budgetSec) + " s"
                               : llvm::formatv("{0} slots", r.budgetSlots).str());
   auto fmt = [](double v) {
     return std::isfinite(v) ? llvm::formatv("{0:e3}", v).str()

@@ -74,6 +74,7 @@ llvm::Expected<Method> converge::parseMethod(llvm::StringRef name) {
 
 namespace {
 using detail::error;
+using detail::formatAmount;
 
 /// A compute action of a table at its start time: the unit-time slot
 /// (unit model) or the start in seconds of sim::simulateTable (cost table).
@@ -722,7 +723,8 @@ converge::pipeDreamMicrobatchesForTime(int stages, double budget,
       return error(llvm::formatv("budget {0} is longer than the largest "
                                  "PipeDream table ({1} microbatches, {2} "
                                  "{3})",
-                                 budget, lo, *len,
+                                 formatAmount(budget), lo,
+                                 formatAmount(*len),
                                  costs ? "seconds" : "slots")
                        .str());
   }
@@ -834,7 +836,8 @@ llvm::Expected<RunResult> converge::runMethod(const Objective &obj,
       return error(llvm::formatv("budget must be > 0 seconds and at most "
                                  "10^7 microbatches (F + B) of the fastest "
                                  "stage ({0} s), got {1} s",
-                                 fastest, c.budgetSec)
+                                 formatAmount(fastest),
+                                 formatAmount(c.budgetSec))
                        .str());
     cp = &timed;
   } else if (c.budgetSlots < 1 || c.budgetSlots > 10000000) {
