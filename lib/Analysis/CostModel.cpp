@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Support/Plural.h"
 #include "OpRules.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 
@@ -397,8 +398,8 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
       return llvm::createStringError(
           llvm::inconvertibleErrorCode(),
           llvm::formatv("profile op index {0} is out of range: the function "
-                        "has {1} ops",
-                        index, ops.size()));
+                        "has {1}",
+                        index, countOf(ops.size(), "op")));
     analysis.setMeasured(ops[index], times);
   }
   return llvm::Error::success();

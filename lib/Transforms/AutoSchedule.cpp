@@ -17,6 +17,7 @@
 #include "OptionRange.h"
 
 #include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/Explore.h"
@@ -288,8 +289,8 @@ void AutoSchedulePass::runOnOperation() {
   {
     InFlightDiagnostic d = emitRemark(loc);
     d << "pipe-auto-schedule: chose " << best.schedule << " with "
-      << best.microbatches << " microbatches, " << best.virtualStages()
-      << " chunk" << (best.virtualStages() == 1 ? "" : "s")
+      << countOf(best.microbatches, "microbatch", "microbatches") << ", "
+      << countOf(best.virtualStages(), "chunk")
       << " per rank (num-stages=" << best.modelStages << ") on " << R
       << " rank" << (R == 1 ? "" : "s") << ": "
       << seconds(best.eval.event.makespanSec) << " per iteration ("
@@ -304,10 +305,11 @@ void AutoSchedulePass::runOnOperation() {
       d << (candidates.size() == 1 ? "; the only candidate schedule"
                                    : "; no other candidate schedule fits");
     if (limit > 0)
-      d << "; " << r.removed << " of " << points.size()
-        << " candidates removed by the " << bytes(limit) << " memory limit";
+      d << "; " << r.removed << " of "
+        << countOf(points.size(), "candidate") << " removed by the "
+        << bytes(limit) << " memory limit";
     else
-      d << "; " << points.size() << " candidates, no memory limit";
+      d << "; " << countOf(points.size(), "candidate") << ", no memory limit";
   }
   Builder b(&getContext());
   module->setAttr(

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Transforms/Passes.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Autodiff/Autodiff.h"
@@ -111,7 +112,7 @@ LogicalResult DifferentiatePass::differentiateOne(
       if (i >= numArgs)
         return f.emitError() << kPass << name << ": argument " << i
                              << " does not exist: @" << f.getSymName()
-                             << " has " << numArgs << " arguments";
+                             << " has " << countOf(numArgs, "argument");
 
   // Data arguments and weights.
   SmallVector<unsigned> data;

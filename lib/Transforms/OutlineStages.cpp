@@ -14,6 +14,7 @@
 #include "OptionRange.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Analysis/PartitionGraph.h"
 
@@ -134,7 +135,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     if (stageOf[i] >= numStages)
       return op->emitError()
              << "pipe-outline-stages: pipe.stage = " << stageOf[i]
-             << " is out of range for " << numStages << " stages";
+             << " is out of range for " << countOf(numStages, "stage");
 
   // Rematerialized ops: marked (or constants), and fed only by arguments
   // and other rematerialized ops.

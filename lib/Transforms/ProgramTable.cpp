@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ProgramTable.h"
+#include "pipeopt/Support/Plural.h"
 #include "OptionRange.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -63,10 +64,12 @@ pipeopt::programsByRank(StringRef base, ArrayRef<pipe::ProgramOp> programs) {
         static_cast<int64_t>(p.getNumMicrobatches()) != M)
       return p.emitError() << "program @" << p.getSymName() << " is rank "
                            << p.getRank() << " of " << p.getNumRanks()
-                           << " with " << p.getNumMicrobatches()
-                           << " microbatches, but @" << first.getSymName()
-                           << " is one of " << R << " ranks with " << M
-                           << " microbatches";
+                           << " with "
+                           << countOf(p.getNumMicrobatches(), "microbatch",
+                                      "microbatches")
+                           << ", but @" << first.getSymName() << " is one of "
+                           << countOf(R, "rank") << " with "
+                           << countOf(M, "microbatch", "microbatches");
     pipe::ProgramOp &slot = byRank[p.getRank()];
     if (slot)
       return p.emitError() << "rank " << p.getRank() << " has two programs: @"

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OptionRange.h"
+#include "pipeopt/Support/Plural.h"
 #include "ProgramTable.h"
 #include "StageGraphInfo.h"
 
@@ -153,8 +154,9 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
     s = std::move(*imported);
     if (s.numStages != S)
       return fn.emitError()
-             << "schedule CSV '" << csvPath << "' has " << s.numStages
-             << " stages, but @" << fn.getSymName() << " has " << S;
+             << "schedule CSV '" << csvPath << "' has "
+             << countOf(s.numStages, "stage") << ", but @" << fn.getSymName()
+             << " has " << S;
   } else {
     sched::ScheduleParams p;
     p.numStages = S;

@@ -229,7 +229,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 {"stages": [{"stage": 0, "forward_s": 0.1}]}
 
 //--- profile-index.mlir
-// expected-error @+1 {{pipe-partition: profile op index 7 is out of range: the function has 1 ops}}
+// expected-error @+1 {{pipe-partition: profile op index 7 is out of range: the function has 1 op}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = arith.addf %x, %x : tensor<4xf32>
   return %0 : tensor<4xf32>

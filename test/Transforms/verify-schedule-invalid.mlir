@@ -212,7 +212,7 @@ pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
 
 pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
 }
-// expected-error@+1 {{program @m_rank1 is rank 1 of 2 with 2 microbatches, but @m_rank0 is one of 2 ranks with 1 microbatches}}
+// expected-error@+1 {{program @m_rank1 is rank 1 of 2 with 2 microbatches, but @m_rank0 is one of 2 ranks with 1 microbatch}}
 pipe.program @m_rank1 rank 1 of 2 microbatches 2 {
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Analysis/Parameters.h"
 #include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Conversion/Passes.h"
@@ -887,11 +888,14 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   for (pipe::ProgramOp p : programs) {
     if (int64_t(p.getNumRanks()) != manifest.numRanks ||
         int64_t(p.getNumMicrobatches()) != manifest.numMicrobatches) {
-      p.emitOpError() << "is a program of " << p.getNumRanks() << " ranks and "
-                      << p.getNumMicrobatches() << " microbatches, but "
-                      << programs.front().getSymName() << " has "
-                      << manifest.numRanks << " ranks and "
-                      << manifest.numMicrobatches << " microbatches";
+      p.emitOpError() << "is a program of "
+                      << pipeopt::countOf(p.getNumRanks(), "rank") << " and "
+                      << pipeopt::countOf(p.getNumMicrobatches(), "microbatch",
+                                          "microbatches")
+                      << ", but " << programs.front().getSymName() << " has "
+                      << pipeopt::countOf(manifest.numRanks, "rank") << " and "
+                      << pipeopt::countOf(manifest.numMicrobatches,
+                                          "microbatch", "microbatches");
       return signalPassFailure();
     }
     auto [it, inserted] = byRank.try_emplace(p.getRank(), p);
@@ -905,8 +909,9 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   for (int64_t r = 0; r < manifest.numRanks; ++r)
     if (!byRank.count(r)) {
       programs.front().emitOpError()
-          << "belongs to a pipeline of " << manifest.numRanks
-          << " ranks, but rank " << r << " has no program";
+          << "belongs to a pipeline of "
+          << pipeopt::countOf(manifest.numRanks, "rank") << ", but rank " << r
+          << " has no program";
       return signalPassFailure();
     }
 

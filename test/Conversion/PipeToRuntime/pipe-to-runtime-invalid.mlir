@@ -49,7 +49,7 @@ pipe.program @p_rank0b rank 0 of 1 microbatches 1 {
 
 pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
 }
-// expected-error @+1 {{'pipe.program' op is a program of 2 ranks and 2 microbatches, but p_rank0 has 2 ranks and 1 microbatches}}
+// expected-error @+1 {{'pipe.program' op is a program of 2 ranks and 2 microbatches, but p_rank0 has 2 ranks and 1 microbatch}}
 pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
 }
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -60,7 +61,8 @@ static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
   if (microbatch >= static_cast<int64_t>(program.getNumMicrobatches()))
     return op->emitOpError() << "microbatch " << microbatch
                              << " out of range for a program of "
-                             << program.getNumMicrobatches() << " microbatches";
+                             << pipeopt::countOf(program.getNumMicrobatches(),
+                                                 "microbatch", "microbatches");
   return success();
 }
 
@@ -127,7 +129,7 @@ static LogicalResult verifyTransfer(Operation *op, ProgramOp program,
                                     int64_t peer, TagAttr tag) {
   if (peer >= static_cast<int64_t>(program.getNumRanks()))
     return op->emitOpError() << "peer rank " << peer << " out of range for "
-                             << program.getNumRanks() << " ranks";
+                             << pipeopt::countOf(program.getNumRanks(), "rank");
   if (peer == static_cast<int64_t>(program.getRank()))
     return op->emitOpError() << "peer rank " << peer
                              << " is the program's own rank";
@@ -166,7 +168,7 @@ void ProgramOp::build(OpBuilder &builder, OperationState &state,
 LogicalResult ProgramOp::verify() {
   if (getRank() >= getNumRanks())
     return emitOpError() << "rank " << getRank() << " out of range for "
-                         << getNumRanks() << " ranks";
+                         << pipeopt::countOf(getNumRanks(), "rank");
   if (getBody().front().getNumArguments() != 0)
     return emitOpError() << "body must not have block arguments; read model "
                             "arguments with pipe.input";
