@@ -389,16 +389,15 @@ void SchedulePass::runOnOperation() {
   for (auto fn : module.getOps<func::FuncOp>())
     if (isStageGraph(fn))
       graphs.push_back(fn);
-  if (graphs.empty()) {
-    module.emitError()
-        << "no stage graph found: expected a func.func whose body is "
-           "pipe.stage_call ops (run pipe-outline-stages first)";
-    return signalPassFailure();
-  }
-  // Range checks before the values are narrowed to int (errors at the
-  // first stage graph: a parsed module often has no location of its own).
+  // Options are checked first. Range checks come before the values are
+  // narrowed to int (errors at the first stage graph, else at the module's
+  // first op: a parsed module often has no location of its own).
   // 0 selects the default for num-microbatches, virtual-stages, num-ranks.
-  Location loc = graphs.front().getLoc();
+  Location loc = module.getLoc();
+  if (!graphs.empty())
+    loc = graphs.front().getLoc();
+  else if (!module.getBody()->empty())
+    loc = module.getBody()->front().getLoc();
   if (failed(checkIntRange(loc, "pipe-schedule", "num-microbatches",
                            numMicrobatches, 0, kMaxPipelineCount)) ||
       failed(checkIntRange(loc, "pipe-schedule", "virtual-stages",
@@ -410,6 +409,10 @@ void SchedulePass::runOnOperation() {
       failed(checkIntRange(loc, "pipe-schedule", "memory-limit", memoryLimit,
                            0, kMaxPipelineCount)))
     return signalPassFailure();
+  if (llvm::Expected<cost::Hardware> hw = cost::getPreset(device); !hw) {
+    emitError(loc) << "pipe-schedule: " << llvm::toString(hw.takeError());
+    return signalPassFailure();
+  }
   if (csvPath.empty() && (memoryLimit != 0 || commTime != 0)) {
     const sched::ScheduleInfo *row = sched::findSchedule(
         scheduleName.empty() ? llvm::StringRef(sched::kDefaultSchedule)
@@ -446,6 +449,12 @@ void SchedulePass::runOnOperation() {
                         "options";
       return signalPassFailure();
     }
+  }
+  if (graphs.empty()) {
+    module.emitError()
+        << "no stage graph found: expected a func.func whose body is "
+           "pipe.stage_call ops (run pipe-outline-stages first)";
+    return signalPassFailure();
   }
   if (!csvPath.empty() && graphs.size() > 1) {
     graphs[1].emitError() << "a schedule CSV describes one model, but the "

@@ -389,14 +389,10 @@ void SimulatePass::runOnOperation() {
   if (!module.getBody()->empty())
     loc = module.getBody()->front().getLoc();
   auto groups = groupPrograms(module);
-  if (groups.empty()) {
-    emitError(loc) << "pipe-simulate: no pipe.program in the module (run "
-                      "pipe-schedule on a stage graph first)";
-    return signalPassFailure();
-  }
-  loc = groups.front().second.front().getLoc();
+  if (!groups.empty())
+    loc = groups.front().second.front().getLoc();
 
-  // --- Options ------------------------------------------------------------
+  // --- Options (all checked before the programs are read) ----------------
   auto hw = cost::getPreset(device);
   if (!hw) {
     emitError(loc) << "pipe-simulate: " << llvm::toString(hw.takeError());
@@ -445,6 +441,11 @@ void SimulatePass::runOnOperation() {
     return signalPassFailure();
   }
   sys.dataParallel = static_cast<int>(dataParallel);
+  if (groups.empty()) {
+    emitError(loc) << "pipe-simulate: no pipe.program in the module (run "
+                      "pipe-schedule on a stage graph first)";
+    return signalPassFailure();
+  }
   if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
     emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
                       "scheduled function, the module has "
