@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Partition/Partitioner.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -434,9 +435,8 @@ llvm::Error checkAssignment(const GraphInfo &info, llvm::ArrayRef<int> stageOf,
           ErrorAt{id});
     if (s >= numStages)
       return makeError(llvm::formatv(
-          "{0}: op '{1}' is assigned to stage {2} but there are only {3} "
-          "stages",
-          what, nodeName(g, id), s, numStages),
+          "{0}: op '{1}' is assigned to stage {2} but there are only {3}",
+          what, nodeName(g, id), s, pipeopt::countOf(numStages, "stage")),
           ErrorAt{id, -1, s});
     ++count[s];
   }
@@ -1093,8 +1093,8 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
     int s = x.pinPos[p];
     if (s < -1 || s >= numStages)
       return makeError(llvm::formatv(
-          "op '{0}' is fixed to stage {1} but there are only {2} stages",
-          nodeName(g, x.order[p]), s, numStages),
+          "op '{0}' is fixed to stage {1} but there are only {2}",
+          nodeName(g, x.order[p]), s, pipeopt::countOf(numStages, "stage")),
           ErrorAt{x.order[p], -1, s});
   }
   for (const ValueInfo &v : info.values) {
@@ -1421,13 +1421,16 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
   int numStages = options.numStages;
   int n = static_cast<int>(info.placed.size());
   if (n < numStages) {
-    std::string msg = llvm::formatv("cannot split {0} ops into {1} stages", n,
-                                    numStages);
+    std::string msg = llvm::formatv("cannot split {0} into {1}",
+                                    pipeopt::countOf(n, "op"),
+                                    pipeopt::countOf(numStages, "stage"));
     if (!info.remat.empty())
-      msg += llvm::formatv(" ({0} more ops are rematerializable: cheap ops "
+      msg += llvm::formatv(" ({0} more {1} {2} rematerializable: cheap ops "
                            "without weights, duplicated into the stages "
                            "that use them rather than placed)",
-                           info.remat.size())
+                           info.remat.size(),
+                           info.remat.size() == 1 ? "op" : "ops",
+                           info.remat.size() == 1 ? "is" : "are")
                  .str();
     return makeError(msg);
   }

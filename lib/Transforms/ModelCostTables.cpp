@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Transforms/ModelCostTables.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Analysis/PartitionGraph.h"
@@ -136,7 +137,7 @@ llvm::Expected<const sim::CostTable *> ModelCostTables::get(int n) {
   llvm::Expected<partition::Result> r = partition::partition(graph_, o);
   if (!r)
     return llvm::createStringError("partitioning the model into " +
-                                   std::to_string(n) + " stages: " +
+                                   countOf(n, "stage") + ": " +
                                    llvm::toString(r.takeError()));
   sim::CostTable t;
   t.name = name;

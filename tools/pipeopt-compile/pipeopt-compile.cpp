@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Codegen/Codegen.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
@@ -1101,8 +1102,9 @@ int main(int argc, char **argv) {
     if (autoSchedule && (built.schedule != schedule.getValue() ||
                          built.microbatches != numMicrobatches))
       return fail("--schedule auto chose " + schedule + " with " +
-                  Twine(numMicrobatches.getValue()) +
-                  " microbatches, but the pipe.programs are " +
+                  pipeopt::countOf(numMicrobatches.getValue(), "microbatch",
+                                   "microbatches") +
+                  ", but the pipe.programs are " +
                   (built.schedule.empty() ? "unnamed" : built.schedule) +
                   " with " + Twine(built.microbatches));
   }
@@ -1116,8 +1118,9 @@ int main(int argc, char **argv) {
           pipeopt::schedule::WeightVersions::PerRound &&
       built.microbatches % built.stages != 0)
     return fail("the schedule " + built.schedule +
-                " updates the weights every " + Twine(built.stages) +
-                " microbatches (one per stage), which must divide the "
+                " updates the weights every " +
+                pipeopt::countOf(built.stages, "microbatch", "microbatches") +
+                " (one per stage), which must divide the "
                 "number of microbatches (" +
                 Twine(built.microbatches) + ")");
   // Asynchronous updates happen on the one rank that holds a weight.

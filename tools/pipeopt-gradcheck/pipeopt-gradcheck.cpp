@@ -21,6 +21,7 @@
 #include "NpyInput.h"
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/JIT/JitModule.h"
@@ -340,8 +341,9 @@ LogicalResult checkABI(func::FuncOp model, func::FuncOp lossFn,
   auto inputsOk = [&](func::FuncOp fn) -> LogicalResult {
     if (fn.getNumArguments() != n)
       return fn.emitError()
-             << "@" << fn.getSymName() << " takes " << fn.getNumArguments()
-             << " arguments; expected " << n << " (the "
+             << "@" << fn.getSymName() << " takes "
+             << pipeopt::countOf(fn.getNumArguments(), "argument")
+             << "; expected " << n << " (the "
              << model.getNumArguments() << " of @" << model.getSymName()
              << (hasTarget ? " and the loss target)" : ")");
     for (unsigned i = 0; i < model.getNumArguments(); ++i)

@@ -653,7 +653,7 @@ TEST(Partitioner, TooManyStages) {
   EXPECT_EQ(errorOf(partition(g, o)), "cannot split 5 ops into 8 stages");
   g.addNode(remat("zero", 0));
   EXPECT_EQ(errorOf(partition(g, o)),
-            "cannot split 5 ops into 8 stages (1 more ops are rematerializable: "
+            "cannot split 5 ops into 8 stages (1 more op is rematerializable: "
             "cheap ops without weights, duplicated into the stages that use "
             "them rather than placed)");
   o.numStages = 0;
