@@ -83,7 +83,8 @@ def ConvertPipeToRuntimePass
     without a program, programs that disagree on the number of ranks or
     microbatches, an input or output read or written with two types, and
     `ml_program.global_store` (state cannot be split across ranks).
-    A `microbatch-args` list with an empty entry, a repeated index, or an
+    A `microbatch-args` list with an empty entry, a keyword among other
+    entries, a repeated index, or an
     index that is not a model argument the programs read (`pipe.input`;
     the valid range is named) is an error at the first program.
   }];
