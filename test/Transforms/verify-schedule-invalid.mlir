@@ -196,6 +196,28 @@ pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
 
 // -----
 
+// The same tag received twice.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error@+1 {{rank 1: pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0> repeats an earlier pipe.recv with the same tag from the same rank}}
+  %b = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
 // No program for rank 1.
 
 func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {

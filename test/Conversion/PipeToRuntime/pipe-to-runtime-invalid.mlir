@@ -55,6 +55,13 @@ pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
 
 // -----
 
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+1 {{'pipe.input' op cannot be executed: 'tensor<4xf32, "enc">' has an encoding}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32, "enc">
+}
+
+// -----
+
 pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
   // expected-note @+1 {{first seen here}}
   %x = pipe.input 0 microbatch 0 : tensor<4xf32>
@@ -277,4 +284,29 @@ module @inner {
     %y = pipe.stage_call @t0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
     return %y : tensor<4xf32>
   }
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{first seen here}}
+  pipe.output %x result 0 microbatch 0 : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.input 1 microbatch 1 : tensor<8xf32>
+  // expected-error @+1 {{model result 0 is 'tensor<8xf32>' here but 'tensor<4xf32>' elsewhere}}
+  pipe.output %x result 0 microbatch 1 : tensor<8xf32>
+}
+
+// -----
+
+// A runtime function declared with another signature: the lowering's
+// error at the op that needs it, then the framework's for that op.
+
+func.func private @pipeopt_rt_input_f32(i64) -> i32
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+2 {{runtime function @pipeopt_rt_input_f32 is already declared as '(i64) -> i32', expected '(i64, i64, memref<*xf32>) -> i32'}}
+  // expected-error @+1 {{failed to legalize operation 'pipe.input' that was explicitly marked illegal}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
 }
