@@ -73,9 +73,11 @@ struct LoweringState {
   llvm::DenseMap<Operation *, EntryPoint> entries;
   SmallVector<func::FuncOp> order;
 
-  /// The entry point whose body holds `op` (a program body op).
-  EntryPoint &entryOf(Operation *op) {
-    return entries.find(op->getParentOfType<func::FuncOp>())->second;
+  /// The entry point whose body holds `op` (a program body op); null when
+  /// `op` is in none (its program has not been converted).
+  EntryPoint *entryOf(Operation *op) {
+    auto it = entries.find(op->getParentOfType<func::FuncOp>());
+    return it == entries.end() ? nullptr : &it->second;
   }
 
   /// An i64 constant.
@@ -241,7 +243,10 @@ struct InputPattern : StatefulPattern<pipe::InputOp> {
   LogicalResult
   matchAndRewrite(pipe::InputOp input, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    EntryPoint &entry = state.entryOf(input);
+    EntryPoint *entryPtr = state.entryOf(input);
+    if (!entryPtr)
+      return rewriter.notifyMatchFailure(input, "not in a converted program");
+    EntryPoint &entry = *entryPtr;
     auto type = cast<RankedTensorType>(input.getType());
     int64_t arg = input.getArgument();
     state.results.inputs.try_emplace(arg, BoundaryTensor{type});
@@ -284,8 +289,11 @@ struct RecvPattern : StatefulPattern<pipe::RecvOp> {
   LogicalResult
   matchAndRewrite(pipe::RecvOp recv, OpAdaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    EntryPoint *entry = state.entryOf(recv);
+    if (!entry)
+      return rewriter.notifyMatchFailure(recv, "not in a converted program");
     FailureOr<Value> t = state.fill(
-        rewriter, state.entryOf(recv), recv.getLoc(),
+        rewriter, *entry, recv.getLoc(),
         cast<RankedTensorType>(recv.getType()), "pipeopt_rt_recv",
         transferScalars(recv.getPeer(), recv.getTag()));
     if (failed(t))
@@ -301,7 +309,10 @@ struct SendPattern : StatefulPattern<pipe::SendOp> {
   LogicalResult
   matchAndRewrite(pipe::SendOp send, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    if (failed(state.drain(rewriter, state.entryOf(send), send.getLoc(),
+    EntryPoint *entry = state.entryOf(send);
+    if (!entry)
+      return rewriter.notifyMatchFailure(send, "not in a converted program");
+    if (failed(state.drain(rewriter, *entry, send.getLoc(),
                            adaptor.getValue(), "pipeopt_rt_send",
                            transferScalars(send.getPeer(), send.getTag()))))
       return failure();
@@ -316,12 +327,15 @@ struct OutputPattern : StatefulPattern<pipe::OutputOp> {
   LogicalResult
   matchAndRewrite(pipe::OutputOp output, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    EntryPoint *entry = state.entryOf(output);
+    if (!entry)
+      return rewriter.notifyMatchFailure(output, "not in a converted program");
     auto type = cast<RankedTensorType>(output.getValue().getType());
     state.results.outputs.try_emplace(
         output.getResult(),
         BoundaryOutput{BoundaryTensor{type}, output.getReduce().has_value(),
                        output.getNameAttr() ? output.getName()->str() : ""});
-    if (failed(state.drain(rewriter, state.entryOf(output), output.getLoc(),
+    if (failed(state.drain(rewriter, *entry, output.getLoc(),
                            adaptor.getValue(), "pipeopt_rt_output",
                            {int64_t(output.getResult()),
                             int64_t(output.getMicrobatch())})))
@@ -338,7 +352,10 @@ struct ForwardPattern : StatefulPattern<pipe::ForwardOp> {
   LogicalResult
   matchAndRewrite(pipe::ForwardOp forward, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    EntryPoint &entry = state.entryOf(forward);
+    EntryPoint *entryPtr = state.entryOf(forward);
+    if (!entryPtr)
+      return rewriter.notifyMatchFailure(forward, "not in a converted program");
+    EntryPoint &entry = *entryPtr;
     Location loc = forward.getLoc();
     int64_t stage = forward.getStage();
     int64_t mb = forward.getMicrobatch();
@@ -373,7 +390,10 @@ struct BackwardPattern : StatefulPattern<pipe::BackwardOp> {
   LogicalResult
   matchAndRewrite(pipe::BackwardOp backward, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    EntryPoint &entry = state.entryOf(backward);
+    EntryPoint *entryPtr = state.entryOf(backward);
+    if (!entryPtr)
+      return rewriter.notifyMatchFailure(backward, "not in a converted program");
+    EntryPoint &entry = *entryPtr;
     Location loc = backward.getLoc();
     int64_t stage = backward.getStage();
     int64_t mb = backward.getMicrobatch();
@@ -410,7 +430,10 @@ struct GradientPattern : StatefulPattern<pipe::GradientOp> {
   LogicalResult
   matchAndRewrite(pipe::GradientOp gradient, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    EntryPoint &entry = state.entryOf(gradient);
+    EntryPoint *entryPtr = state.entryOf(gradient);
+    if (!entryPtr)
+      return rewriter.notifyMatchFailure(gradient, "not in a converted program");
+    EntryPoint &entry = *entryPtr;
     int64_t arg = gradient.getArgument();
     auto type = cast<RankedTensorType>(gradient.getValue().getType());
     state.results.inputs.try_emplace(arg, BoundaryTensor{type});
