@@ -201,9 +201,13 @@ LogicalResult checkProgramOp(Operation *op, int64_t rank, Seen &seen) {
 
 /// ml_program globals: stores would be state private to one rank of the
 /// pipeline; a constant load needs a dense initial value of its type (it
-/// becomes an arith.constant).
+/// becomes an arith.constant). Stage graphs are skipped: the pass removes
+/// them.
 LogicalResult checkGlobals(ModuleOp module) {
-  WalkResult walk = module.walk([&](Operation *op) {
+  WalkResult walk = module.walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (auto fn = dyn_cast<func::FuncOp>(op))
+      if (fn->getParentOp() == module && isStageGraphFunction(fn))
+        return WalkResult::skip();
     if (isa<ml_program::GlobalStoreOp>(op)) {
       op->emitOpError() << "writes model state, which cannot be split across "
                            "pipeline ranks; only reading ml_program globals "

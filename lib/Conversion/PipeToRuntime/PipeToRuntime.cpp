@@ -52,14 +52,13 @@ struct ConvertPipeToRuntimePass
   void runOnOperation() override;
 };
 
-/// Whether `fn` is a stage graph (it holds pipe.stage_call ops).
-bool isStageGraphFunction(func::FuncOp fn) {
+} // namespace
+
+bool pipeopt::pipe_to_runtime::isStageGraphFunction(func::FuncOp fn) {
   return fn
       .walk([&](pipe::StageCallOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
-
-} // namespace
 
 void ConvertPipeToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();

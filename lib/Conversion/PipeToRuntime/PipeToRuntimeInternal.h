@@ -27,6 +27,8 @@
 #include "pipeopt/Conversion/RuntimeABI.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/LLVM.h"
@@ -93,6 +95,10 @@ void classifyArguments(llvm::ArrayRef<pipe::ProgramOp> programs,
 //===----------------------------------------------------------------------===//
 // Checks (Checks.cpp)
 //===----------------------------------------------------------------------===//
+
+/// Whether `fn` is a stage graph (it holds pipe.stage_call ops): the pass
+/// removes those before the lowering (PipeToRuntime.cpp).
+bool isStageGraphFunction(mlir::func::FuncOp fn);
 
 /// Runs every check of convert-pipe-to-runtime on `module` (whose
 /// pipe.programs are `programs`, non-empty) before anything is changed.
