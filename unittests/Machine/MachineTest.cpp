@@ -299,13 +299,148 @@ TEST(MachineJSON, LoadSystems) {
                 ": system config [1]: \"overlap\" must be true or false");
 }
 
-TEST(ByteSize, Suffixes) {
-  EXPECT_EQ(*parseByteSize("80GB"), 80e9);
-  EXPECT_EQ(*parseByteSize("16GiB"), 16.0 * 1024 * 1024 * 1024);
-  llvm::Expected<double> bad = parseByteSize("80XB");
+// The device presets, topology, byte sizes and hardware JSON as the cost
+// model reads them.
+
+TEST(DevicePresets, DatasheetNumbers) {
+  auto h100 = getDevicePreset("h100");
+  ASSERT_TRUE(static_cast<bool>(h100));
+  EXPECT_DOUBLE_EQ(h100->device.memoryBytesPerSecond, 3.35e12);
+  EXPECT_DOUBLE_EQ(h100->device.memoryCapacityBytes, 80e9);
+  EXPECT_DOUBLE_EQ(h100->device.peakFlops("bf16", /*matrix=*/true), 989.5e12);
+  EXPECT_DOUBLE_EQ(h100->device.peakFlops("f32", /*matrix=*/false), 67e12);
+  // Missing vector keys fall back to the vector f32 peak.
+  EXPECT_DOUBLE_EQ(h100->device.peakFlops("bf16", /*matrix=*/false), 67e12);
+  EXPECT_EQ(h100->topology.ranksPerNode, 8);
+
+  auto h200 = getDevicePreset("H200");
+  ASSERT_TRUE(static_cast<bool>(h200));
+  EXPECT_DOUBLE_EQ(h200->device.memoryBytesPerSecond, 4.8e12);
+  EXPECT_DOUBLE_EQ(h200->device.memoryCapacityBytes, 141e9);
+
+  auto a100 = getDevicePreset("a100");
+  ASSERT_TRUE(static_cast<bool>(a100));
+  EXPECT_DOUBLE_EQ(a100->device.peakFlops("f16", true), 312e12);
+  EXPECT_DOUBLE_EQ(a100->device.memoryBytesPerSecond, 2.039e12);
+
+  auto cpu = getDevicePreset("cpu");
+  ASSERT_TRUE(static_cast<bool>(cpu));
+  EXPECT_DOUBLE_EQ(cpu->device.peakFlops("f32", true), 96 * 2.4e9 * 32);
+
+  for (llvm::StringRef name : presetNames(PresetKind::Device)) {
+    auto hw = getDevicePreset(name);
+    ASSERT_TRUE(static_cast<bool>(hw)) << name.str();
+    EXPECT_FALSE(static_cast<bool>(hw->validate())) << name.str();
+  }
+  auto bad = getDevicePreset("x100");
   ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(errorOf(bad.takeError()).find("unknown suffix 'XB'"),
+  EXPECT_NE(errorOf(bad.takeError()).find("unknown device 'x100'"),
             std::string::npos);
+}
+
+TEST(Topology, IntraAndInterNode) {
+  Topology t;
+  t.ranksPerNode = 4;
+  t.intraNode = {1e-6, 100e9};
+  t.interNode = {5e-6, 10e9};
+  EXPECT_DOUBLE_EQ(t.between(0, 3).bytesPerSecond, 100e9);
+  EXPECT_DOUBLE_EQ(t.between(3, 4).bytesPerSecond, 10e9);
+  EXPECT_DOUBLE_EQ(t.between(5, 7).latencySeconds, 1e-6);
+  // alpha-beta: 5 us + 1 MB / 10 GB/s = 105 us; nothing for 0 bytes.
+  EXPECT_NEAR(t.between(0, 4).seconds(1e6), 105e-6, 1e-12);
+  EXPECT_EQ(t.between(0, 4).seconds(0), 0.0);
+}
+
+TEST(ByteSize, SuffixesAndErrors) {
+  EXPECT_DOUBLE_EQ(*parseByteSize("80GB"), 80e9);
+  EXPECT_DOUBLE_EQ(*parseByteSize("80 GB"), 80e9);
+  EXPECT_DOUBLE_EQ(*parseByteSize("16GiB"), 16.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(*parseByteSize("1.5e9"), 1.5e9);
+  EXPECT_DOUBLE_EQ(*parseByteSize("512mb"), 512e6);
+  EXPECT_DOUBLE_EQ(*parseByteSize("1024"), 1024);
+  EXPECT_DOUBLE_EQ(*parseByteSize("0"), 0);
+  // Sizes of 2^63 bytes or more overflow (99999999999999999999999GB).
+  for (const char *bad :
+       {"", "GB", "80XB", "-1GB", "abc", "1e999", "99999999999999999999999GB",
+        "9.3e18", "10000000TiB"}) {
+    auto v = parseByteSize(bad);
+    EXPECT_FALSE(static_cast<bool>(v)) << bad;
+    if (!v)
+      llvm::consumeError(v.takeError());
+  }
+}
+
+TEST(HardwareJSON, BaseAndOverrides) {
+  auto hw = parseMachine(parseJSON(R"({
+    "base": "h100", "name": "h100-tf32",
+    "peak_flops": {"f32": 494.5e12},
+    "memory_capacity": "40GB",
+    "topology": {"gpus_per_node": 4,
+                 "inter_node": {"latency_s": 1e-5, "bandwidth": 25e9}}
+  })"),
+                         MachineUse::Hardware);
+  ASSERT_TRUE(static_cast<bool>(hw)) << errorOf(hw.takeError());
+  EXPECT_EQ(hw->name, "h100-tf32");
+  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", true), 494.5e12);
+  EXPECT_DOUBLE_EQ(hw->device.peakFlops("bf16", true), 989.5e12); // kept
+  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", false), 67e12);    // kept
+  EXPECT_DOUBLE_EQ(hw->device.memoryCapacityBytes, 40e9);
+  EXPECT_DOUBLE_EQ(hw->device.memoryBytesPerSecond, 3.35e12);
+  EXPECT_EQ(hw->topology.ranksPerNode, 4);
+  EXPECT_DOUBLE_EQ(hw->topology.interNode.bytesPerSecond, 25e9);
+  EXPECT_DOUBLE_EQ(hw->topology.intraNode.bytesPerSecond, 450e9); // kept
+}
+
+TEST(HardwareJSON, FromScratchAndErrors) {
+  auto hw = parseMachine(parseJSON(R"({
+    "name": "toy", "peak_flops": {"f32": 1e12}, "memory_bandwidth": 1e11,
+    "memory_capacity": 1e10, "op_overhead_s": 0})"),
+                         MachineUse::Hardware);
+  ASSERT_TRUE(static_cast<bool>(hw)) << errorOf(hw.takeError());
+  // Without a base, the vector table defaults to peak_flops.
+  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", false), 1e12);
+
+  struct Case {
+    const char *json, *message;
+  } cases[] = {
+      {R"([1])", "expected an object"},
+      {R"({"base": "h100", "memory_bandwith": 1})", "unknown key"},
+      {R"({"base": "h100", "memory_bandwidth": "fast"})", "memory_bandwidth"},
+      {R"({"base": "h100", "peak_flops": {"f32": -1}})", "must be positive"},
+      {R"({"name": "x", "peak_flops": {"bf16": 1e12},
+           "memory_bandwidth": 1e11, "memory_capacity": 1e10})",
+       "\"f32\""},
+      {R"({"base": "nope"})", "unknown device"},
+      {R"({"base": "h100", "topology": {"intra_node": 3}})", "intra_node"},
+      // A hardware file must define a device (no silent fallback to the
+      // caller's preset).
+      {R"({})", "defines no device"},
+      {R"({"name": "x", "topology": {"ranks_per_node": 4}})",
+       "defines no device"},
+      {R"({"base": "h100", "memory_capacity": 1e30})", "too large"},
+      {R"({"base": "h100", "topology": {"ranks_per_node": 4294967297}})",
+       "out of range"},
+  };
+  for (const Case &c : cases) {
+    auto r = parseMachine(parseJSON(c.json), MachineUse::Hardware);
+    ASSERT_FALSE(static_cast<bool>(r)) << c.json;
+    std::string msg = errorOf(r.takeError());
+    EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
+  }
+
+  // With the caller's preset as the base (pipe-partition device=h100
+  // hardware=<file>), an empty file is still an error, not that preset.
+  auto h100 = getDevicePreset("h100");
+  ASSERT_TRUE(static_cast<bool>(h100)) << errorOf(h100.takeError());
+  auto empty = parseMachine(parseJSON("{}"), MachineUse::Hardware, &*h100);
+  ASSERT_FALSE(static_cast<bool>(empty));
+  std::string msg = errorOf(empty.takeError());
+  EXPECT_NE(msg.find("defines no device"), std::string::npos) << msg;
+  auto topologyOnly = parseMachine(
+      parseJSON(R"({"base": "h100", "topology": {"ranks_per_node": 4}})"),
+      MachineUse::Hardware, &*h100);
+  EXPECT_TRUE(static_cast<bool>(topologyOnly))
+      << errorOf(topologyOnly.takeError());
 }
 
 } // namespace
