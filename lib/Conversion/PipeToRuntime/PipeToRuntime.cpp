@@ -152,18 +152,15 @@ struct MicrobatchPolicy {
     case Kind::List:
       return indices.count(index) != 0;
     case Kind::Auto:
-      return !weights.count(index) && type.getRank() >= 2 &&
-             type.getDimSize(0) == 1;
+      return data.count(index) != 0;
     }
     return false;
   }
 
-  /// For `auto`: model arguments a stage function uses as a weight (the
-  /// cost model's rule: contraction right-hand side or filter, gather table,
-  /// rank <= 1 element-wise operand; cost::ParameterAnalysis). A TOSA
-  /// weight [1, K, N] has a leading 1 too, but is the same for every
-  /// microbatch.
-  std::set<int64_t> weights;
+  /// For `auto`: model arguments that a stage function reading them
+  /// classifies as per-example data (cost::classifyArguments, the rule
+  /// pipe-differentiate uses too).
+  std::set<int64_t> data;
 
   /// Model arguments that a stage function marks `pipe.microbatched` (a
   /// training target, which pipeopt-compile --train appends): per
@@ -798,16 +795,14 @@ void ConvertPipeToRuntimePass::runOnOperation() {
                      << fn.getSymName();
       return signalPassFailure();
     }
-  // `auto`: model arguments that some stage function reads as a weight.
+  // `auto`: model arguments that some stage function reading them
+  // classifies as data (Analysis/Parameters.h).
   {
-    // The function arguments the cost model counts as parameters
-    // (Analysis/Parameters.h); constants are not model inputs.
-    std::map<Operation *, std::set<unsigned>> weightArgsOf;
-    auto weightArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
-      auto [it, inserted] = weightArgsOf.try_emplace(fn);
-      if (inserted && !fn.isExternal())
-        for (unsigned n :
-             pipeopt::cost::ParameterAnalysis(fn).argumentNumbers(fn))
+    std::map<Operation *, std::set<unsigned>> dataArgsOf;
+    auto dataArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
+      auto [it, inserted] = dataArgsOf.try_emplace(fn);
+      if (inserted && policy->kind == MicrobatchPolicy::Kind::Auto)
+        for (unsigned n : pipeopt::cost::dataArguments(fn))
           it->second.insert(n);
       return it->second;
     };
@@ -817,11 +812,11 @@ void ConvertPipeToRuntimePass::runOnOperation() {
             fwd, fwd.getCalleeAttr());
         if (!fn)
           return;
-        const std::set<unsigned> &w = weightArgs(fn);
+        const std::set<unsigned> &d = dataArgs(fn);
         for (auto [k, v] : llvm::enumerate(fwd.getArgs()))
           if (auto in = v.getDefiningOp<pipe::InputOp>()) {
-            if (w.count(k))
-              policy->weights.insert(in.getArgument());
+            if (d.count(k))
+              policy->data.insert(in.getArgument());
             if (fn.getArgAttr(k, pipe::PipeDialect::getMicrobatchedAttrName()))
               policy->forced.insert(in.getArgument());
             if (auto c = fn.getArgAttrOfType<IntegerAttr>(
