@@ -143,10 +143,10 @@ void cost::buildLowerTosaForAnalysis(OpPassManager &pm) {
 }
 
 /// True when operand `o` of linalg op `l` is combined with the data by
-/// broadcast only: `l` is all-parallel, `o` is a floating-point input that
-/// traces to a function argument, and another input that does not trace
-/// to a parameter source (a computed value) indexes a loop of extent != 1
-/// that `o`'s map does not.
+/// broadcast: `l` is all-parallel, `o` is a floating-point input that
+/// traces to a function argument, and another input indexes a loop of
+/// extent != 1 that `o`'s map does not. (The other input may be an
+/// argument too: in a stage function the activations are.)
 static bool isBroadcastArgument(linalg::LinalgOp l, OpOperand &o) {
   if (l.getNumLoops() != l.getNumParallelLoops() || !l.isDpsInput(&o))
     return false;
@@ -158,8 +158,7 @@ static bool isBroadcastArgument(linalg::LinalgOp l, OpOperand &o) {
   SmallVector<int64_t> ranges = l.getStaticLoopRanges();
   AffineMap map = l.getMatchingIndexingMap(&o);
   for (OpOperand *other : l.getDpsInputOperands()) {
-    if (other == &o || !isa<RankedTensorType>(other->get().getType()) ||
-        tracesToParameterSource(other->get()))
+    if (other == &o || !isa<RankedTensorType>(other->get().getType()))
       continue;
     AffineMap otherMap = l.getMatchingIndexingMap(other);
     for (unsigned j = 0; j < ranges.size(); ++j)

@@ -574,19 +574,21 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   }
   // The arguments pipe-differentiate took for per-microbatch data (its
   // batch-dimension analysis, or --microbatch-args) are per microbatch in
-  // the program too, and only they: convert-pipe-to-runtime's `auto` would
-  // classify the arguments of @<f>_grad, whose results are gradients, not
-  // per-example values.
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+  // the program too, and only they (with the target):
+  // convert-pipe-to-runtime's `auto` would classify the arguments of
+  // @<f>_grad, whose results are gradients, not per-example values. A model
+  // differentiated before without a `data` entry keeps --microbatch-args.
+  if (auto data = info.getAs<DenseI64ArrayAttr>("data")) {
+    auto microbatched = pipeopt::pipe::PipeDialect::getMicrobatchedAttrName();
     for (int64_t i : data.asArrayRef())
       if (i >= 0 && i < int64_t(grad.getNumArguments()))
-        grad.setArgAttr(i, pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
-                        b.getUnitAttr());
-  std::string dataList;
-  for (unsigned i = 0; i < grad.getNumArguments(); ++i)
-    if (grad.getArgAttr(i, pipeopt::pipe::PipeDialect::getMicrobatchedAttrName()))
-      dataList += (dataList.empty() ? "" : ",") + std::to_string(i);
-  microbatchArgs = dataList.empty() ? "none" : dataList;
+        grad.setArgAttr(i, microbatched, b.getUnitAttr());
+    std::string dataList;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i)
+      if (grad.getArgAttr(i, microbatched))
+        dataList += (dataList.empty() ? "" : ",") + std::to_string(i);
+    microbatchArgs = dataList.empty() ? "none" : dataList;
+  }
   return gradRef.getValue().str();
 }
 

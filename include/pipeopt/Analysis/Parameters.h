@@ -139,9 +139,9 @@ enum class ArgumentKind {
 ///     argument) is never followed;
 ///   - at a batch loop of extent 1, a floating-point operand of an
 ///     all-parallel (element-wise) op that traces to a function argument and
-///     is broadcast against a computed input of that op (a loop of extent
-///     != 1 that the computed input indexes and the operand does not) is
-///     not followed: it is combined with the data by broadcast only.
+///     is broadcast against another input of that op (a loop of extent
+///     != 1 that the other input indexes and the operand does not) is not
+///     followed: it is combined with the data by broadcast.
 /// A function holding TOSA ops is classified on a copy lowered to linalg
 /// (buildLowerTosaForAnalysis), as pipe-differentiate sees it.
 ///
@@ -158,7 +158,8 @@ enum class ArgumentKind {
 ///     `b0: [1, 1, 128]` (`tosa.add %m0, %b0`): x is data (the matmul's
 ///     left-hand side at its batch position), w0 a parameter (right-hand
 ///     side), b0 a parameter (broadcast along the 8 rows of the computed
-///     `%m0`, at the unit batch loop);
+///     `%m0`, at the unit batch loop; in a stage function where `%m0` is
+///     an argument, too);
 ///   - linalg `x: [4, 16]`, `w: [16, 8]`, `b: [1, 8]` broadcast as `(0, j)`:
 ///     x is data, w and b parameters (b's map does not reach the batch);
 ///   - an embedding: token ids `i64 [1, 40]` indexing a gather are data,
