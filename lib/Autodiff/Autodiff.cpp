@@ -28,11 +28,7 @@
 #include "AutodiffInternal.h"
 #include "pipeopt/Analysis/CostModel.h"
 
-#include "mlir/Conversion/TosaToArith/TosaToArith.h"
-#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
-#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1513,140 +1509,11 @@ autodiff::buildGradientFunction(func::FuncOp lossFn, const Options &options,
 }
 
 //===----------------------------------------------------------------------===//
-// Data arguments
-//===----------------------------------------------------------------------===//
-
-SmallVector<unsigned> autodiff::dataArguments(func::FuncOp f) {
-  SmallVector<unsigned> data;
-  if (f.isExternal() || !f.getBody().hasOneBlock())
-    return data;
-  Block &body = f.getBody().front();
-  Operation *ret = body.getTerminator();
-  if (ret->getNumOperands() == 0)
-    return data;
-  Value out = ret->getOperand(0);
-  auto outType = dyn_cast<RankedTensorType>(out.getType());
-  if (!outType || outType.getRank() == 0)
-    return data;
-  llvm::DenseSet<std::pair<Value, unsigned>> seen;
-  SmallVector<std::pair<Value, unsigned>> work{{out, 0u}};
-  llvm::DenseSet<unsigned> marked;
-  auto push = [&](Value v, unsigned d) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (t && d < t.getRank() && seen.insert({v, d}).second)
-      work.push_back({v, d});
-  };
-  while (!work.empty()) {
-    auto [v, d] = work.pop_back_val();
-    if (auto a = dyn_cast<BlockArgument>(v)) {
-      if (a.getOwner() == &body && d == 0)
-        marked.insert(a.getArgNumber());
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      continue;
-    unsigned resultNo = cast<OpResult>(v).getResultNumber();
-    if (auto l = dyn_cast<linalg::LinalgOp>(def)) {
-      AffineMap p = l.getIndexingMapMatchingResult(cast<OpResult>(v));
-      auto dim = dyn_cast<AffineDimExpr>(p.getResult(d));
-      if (!dim)
-        continue;
-      SmallVector<unsigned> params = cost::parameterOperands(def);
-      for (OpOperand &o : def->getOpOperands()) {
-        if (llvm::is_contained(params, o.getOperandNumber()))
-          continue;
-        if (!isa<RankedTensorType>(o.get().getType()))
-          continue;
-        AffineMap m = l.getMatchingIndexingMap(&o);
-        for (auto [r, e] : llvm::enumerate(m.getResults()))
-          if (e == dim)
-            push(o.get(), r);
-      }
-      (void)resultNo;
-      continue;
-    }
-    if (auto e = dyn_cast<tensor::ExpandShapeOp>(def)) {
-      // The outer part of a split dimension ([32] -> [4, 8]) is that
-      // dimension; a unit dimension an expand adds in front of one
-      // ([10] -> [1, 10], a bias) is not.
-      for (auto [i, group] : llvm::enumerate(e.getReassociationIndices()))
-        if (!group.empty() && group.front() == int64_t(d) &&
-            (e.getResultType().getDimSize(d) != 1 ||
-             e.getSrcType().getDimSize(i) == 1))
-          push(e.getSrc(), i);
-      continue;
-    }
-    if (auto c = dyn_cast<tensor::CollapseShapeOp>(def)) {
-      auto groups = c.getReassociationIndices();
-      if (d < groups.size() && !groups[d].empty())
-        push(c.getSrc(), groups[d].front());
-      continue;
-    }
-    if (isa<tensor::ExtractSliceOp, tensor::PadOp, tensor::CastOp>(def)) {
-      push(def->getOperand(0), d);
-      continue;
-    }
-    if (auto s = dyn_cast<tensor::InsertSliceOp>(def)) {
-      push(s.getDest(), d);
-      if (s.getSourceType().getRank() == s.getDestType().getRank())
-        push(s.getSource(), d);
-      continue;
-    }
-    if (isa<tensor::ConcatOp>(def) ||
-        def->getDialect()->getNamespace() == "arith" ||
-        def->getDialect()->getNamespace() == "math") {
-      for (Value o : def->getOperands())
-        push(o, d);
-      continue;
-    }
-  }
-  // A batch-1 model whose batch dimension is squeezed away (JAX, torch-mlir
-  // exports at batch 1) reaches no argument: then the arguments with a
-  // leading 1 (rank >= 2) that no op reads as a parameter (through
-  // reshapes) are the data, as convert-pipe-to-runtime's `auto` rule says.
-  if (marked.empty()) {
-    for (BlockArgument a : body.getArguments()) {
-      auto t = dyn_cast<RankedTensorType>(a.getType());
-      if (!t || t.getRank() < 2 || t.getDimSize(0) != 1)
-        continue;
-      bool parameter = false;
-      SmallVector<Value> work{a};
-      while (!work.empty() && !parameter) {
-        Value v = work.pop_back_val();
-        for (OpOperand &use : v.getUses()) {
-          Operation *user = use.getOwner();
-          if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                  tensor::CastOp>(user)) {
-            work.push_back(user->getResult(0));
-            continue;
-          }
-          if (llvm::is_contained(cost::parameterOperands(user),
-                                 use.getOperandNumber()))
-            parameter = true;
-        }
-      }
-      if (!parameter)
-        marked.insert(a.getArgNumber());
-    }
-  }
-  for (unsigned i = 0; i < body.getNumArguments(); ++i)
-    if (marked.contains(i))
-      data.push_back(i);
-  return data;
-}
-
-//===----------------------------------------------------------------------===//
 // One op on its own (cost model)
 //===----------------------------------------------------------------------===//
 
 void autodiff::buildPrepareForDifferentiation(OpPassManager &pm) {
-  pm.addPass(tosa::createTosaToLinalgNamed());
-  pm.addPass(tosa::createTosaToLinalg());
-  pm.addPass(createTosaToArithPass());
-  pm.addPass(createTosaToTensorPass());
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
+  cost::buildLowerTosaForAnalysis(pm);
 }
 
 FailureOr<OpBackward>

@@ -8,6 +8,7 @@
 
 #include "pipeopt/Transforms/Passes.h"
 
+#include "pipeopt/Analysis/Parameters.h"
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
@@ -117,7 +118,7 @@ LogicalResult DifferentiatePass::differentiateOne(
   SmallVector<unsigned> data;
   switch (dataOpt.kind) {
   case IndexOption::Auto:
-    data = autodiff::dataArguments(f);
+    data = cost::dataArguments(f);
     break;
   case IndexOption::All:
     for (unsigned i = 0; i < numArgs; ++i)

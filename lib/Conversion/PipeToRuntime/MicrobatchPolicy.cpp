@@ -106,22 +106,20 @@ bool MicrobatchPolicy::isMicrobatched(int64_t index,
   case Kind::List:
     return indices.count(index) != 0;
   case Kind::Auto:
-    return !weights.count(index) && type.getRank() >= 2 &&
-           type.getDimSize(0) == 1;
+    return data.count(index) != 0;
   }
   return false;
 }
 
 void pipeopt::pipe_to_runtime::classifyArguments(
     ArrayRef<pipe::ProgramOp> programs, MicrobatchPolicy &policy) {
-  // The function arguments the cost model counts as parameters
-  // (Analysis/Parameters.h); constants are not model inputs.
-  std::map<Operation *, std::set<unsigned>> weightArgsOf;
-  auto weightArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
-    auto [it, inserted] = weightArgsOf.try_emplace(fn);
-    if (inserted && !fn.isExternal())
-      for (unsigned n :
-           pipeopt::cost::ParameterAnalysis(fn).argumentNumbers(fn))
+  // `auto`: model arguments that some stage function reading them
+  // classifies as data (cost::dataArguments, Analysis/Parameters.h).
+  std::map<Operation *, std::set<unsigned>> dataArgsOf;
+  auto dataArgs = [&](func::FuncOp fn) -> const std::set<unsigned> & {
+    auto [it, inserted] = dataArgsOf.try_emplace(fn);
+    if (inserted && policy.kind == MicrobatchPolicy::Kind::Auto)
+      for (unsigned n : pipeopt::cost::dataArguments(fn))
         it->second.insert(n);
     return it->second;
   };
@@ -131,11 +129,11 @@ void pipeopt::pipe_to_runtime::classifyArguments(
           fwd, fwd.getCalleeAttr());
       if (!fn)
         return;
-      const std::set<unsigned> &w = weightArgs(fn);
+      const std::set<unsigned> &d = dataArgs(fn);
       for (auto [k, v] : llvm::enumerate(fwd.getArgs()))
         if (auto in = v.getDefiningOp<pipe::InputOp>()) {
-          if (w.count(k))
-            policy.weights.insert(in.getArgument());
+          if (d.count(k))
+            policy.data.insert(in.getArgument());
           if (fn.getArgAttr(k, pipe::PipeDialect::getMicrobatchedAttrName()))
             policy.forced.insert(in.getArgument());
           if (auto c = fn.getArgAttrOfType<IntegerAttr>(

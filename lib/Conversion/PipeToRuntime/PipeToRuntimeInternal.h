@@ -65,12 +65,10 @@ struct MicrobatchPolicy {
   /// Whether model argument `index` of type `type` differs per microbatch.
   bool isMicrobatched(int64_t index, mlir::RankedTensorType type) const;
 
-  /// For `auto`: model arguments a stage function uses as a weight (the
-  /// cost model's rule: contraction right-hand side or filter, gather table,
-  /// rank <= 1 element-wise operand; cost::ParameterAnalysis). A TOSA
-  /// weight [1, K, N] has a leading 1 too, but is the same for every
-  /// microbatch.
-  std::set<int64_t> weights;
+  /// For `auto`: model arguments that a stage function reading them
+  /// classifies as per-example data (cost::classifyArguments, the rule
+  /// pipe-differentiate uses too).
+  std::set<int64_t> data;
 
   /// Model arguments that a stage function marks `pipe.microbatched` (a
   /// training target, which pipeopt-compile --train appends): per
@@ -87,7 +85,7 @@ struct MicrobatchPolicy {
 };
 
 /// Fills the facts `policy` reads from the stage functions that the
-/// programs' pipe.forward ops call: `weights`, `forced`, `indexBounds` and
+/// programs' pipe.forward ops call: `data`, `forced`, `indexBounds` and
 /// `classIndices` (per model argument a pipe.input reads).
 void classifyArguments(llvm::ArrayRef<pipe::ProgramOp> programs,
                        MicrobatchPolicy &policy);
