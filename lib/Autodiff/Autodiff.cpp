@@ -942,6 +942,62 @@ void eraseDeadOps(func::FuncOp fn) {
       op.erase();
 }
 
+/// A function like `from` (attributes, arguments) named `name` that
+/// returns `results` (values of from's body): the ops of from's body that
+/// compute them, cloned in order, and those that are not trivially dead
+/// (what eraseDeadOps would leave of a clone, without cloning the rest).
+/// Each value of `replaced` becomes an argument appended after from's ones
+/// and replaces that value in the clone.
+func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
+                        ArrayRef<Value> results, ArrayRef<Value> replaced) {
+  Block &src = from.getBody().front();
+  llvm::DenseSet<Value> isReplaced(replaced.begin(), replaced.end());
+  llvm::DenseSet<Value> live;
+  for (Value v : results)
+    if (!isReplaced.contains(v))
+      live.insert(v);
+  llvm::DenseSet<Operation *> keep;
+  for (Operation &op : llvm::reverse(src.without_terminator())) {
+    if (wouldOpBeTriviallyDead(&op) &&
+        llvm::none_of(op.getResults(),
+                      [&](Value r) { return live.contains(r); }))
+      continue;
+    keep.insert(&op);
+    for (Value v : readValues(&op))
+      if (!isReplaced.contains(v))
+        live.insert(v);
+  }
+  IRMapping m;
+  auto fn = cast<func::FuncOp>(from->cloneWithoutRegions(m));
+  fn.setSymName(name);
+  Block *entry = new Block();
+  fn.getBody().push_back(entry);
+  for (BlockArgument a : src.getArguments())
+    m.map(a, entry->addArgument(a.getType(), a.getLoc()));
+  DenseMap<Value, Value> argOf;
+  for (Value v : replaced) {
+    BlockArgument a = entry->addArgument(v.getType(), v.getLoc());
+    argOf[v] = a;
+    m.map(v, a);
+  }
+  OpBuilder b = OpBuilder::atBlockEnd(entry);
+  for (Operation &op : src.without_terminator()) {
+    if (!keep.contains(&op))
+      continue;
+    b.clone(op, m);
+    for (Value r : op.getResults())
+      if (Value a = argOf.lookup(r))
+        m.map(r, a);
+  }
+  SmallVector<Value> rs;
+  for (Value v : results)
+    rs.push_back(m.lookupOrDefault(v));
+  func::ReturnOp::create(b, src.getTerminator()->getLoc(), rs);
+  fn.setFunctionType(FunctionType::get(
+      fn.getContext(), entry->getArgumentTypes(), ValueRange(rs).getTypes()));
+  return fn;
+}
+
 /// Replaces fn's return operands and updates its type.
 void setReturn(func::FuncOp fn, ValueRange values) {
   Operation *ret = fn.getBody().front().getTerminator();
@@ -1213,40 +1269,12 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     after->getBlock()->getOperations().insert(
         std::next(Block::iterator(after)), fn);
   };
-  {
-    IRMapping m;
-    auto bFn = cast<func::FuncOp>(bwd->clone(m));
-    bFn.setSymName(prefix + "_b");
-    insertAfter(bwd, bFn);
-    SmallVector<Value> rs;
-    for (Value v : bRoots)
-      rs.push_back(m.lookupOrDefault(v));
-    for (Value v : stash)
-      rs.push_back(m.lookupOrDefault(v));
-    setReturn(bFn, rs);
-    eraseDeadOps(bFn);
-    grad.b = bFn;
-  }
-  {
-    IRMapping m;
-    auto wFn = cast<func::FuncOp>(bwd->clone(m));
-    wFn.setSymName(prefix + "_w");
-    insertAfter(grad.b, wFn);
-    Block &wb = wFn.getBody().front();
-    DenseMap<Value, Value> stashArg;
-    for (Value v : stash) {
-      BlockArgument a = wb.addArgument(v.getType(), v.getLoc());
-      m.lookupOrDefault(v).replaceAllUsesWith(a);
-      stashArg[v] = a;
-    }
-    SmallVector<Value> rs;
-    for (Value v : wRoots)
-      rs.push_back(stash.contains(v) ? stashArg.lookup(v)
-                                     : m.lookupOrDefault(v));
-    setReturn(wFn, rs);
-    eraseDeadOps(wFn);
-    grad.w = wFn;
-  }
+  SmallVector<Value> bResults(bRoots);
+  bResults.append(stash.begin(), stash.end());
+  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {});
+  insertAfter(bwd, grad.b);
+  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef());
+  insertAfter(grad.b, grad.w);
   grad.numStash = stash.size();
   for (Value v : stash)
     grad.stashBytes += bytesOf(v.getType());
