@@ -108,12 +108,12 @@ std::string cost::typeKey(Type elt) {
 // Estimation
 //===----------------------------------------------------------------------===//
 
-double cost::rooflineSeconds(const DeviceSpec &device, double flops,
+double cost::rooflineSeconds(const machine::Device &device, double flops,
                              double bytes, StringRef key, bool matrix) {
   double peak = device.peakFlops(key, matrix);
   double compute = peak > 0 ? flops / peak : 0;
   double memory =
-      device.memoryBandwidth > 0 ? bytes / device.memoryBandwidth : 0;
+      device.memoryBytesPerSecond > 0 ? bytes / device.memoryBytesPerSecond : 0;
   return std::max(compute, memory);
 }
 
@@ -140,7 +140,7 @@ static bool hasTensorOperandOrResult(Operation *op) {
          llvm::any_of(op->getResultTypes(), isTensorLike);
 }
 
-OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
+OpCost cost::estimateOp(Operation *op, const machine::Device &device,
                         const CostOptions &options, std::string *remark) {
   OpCost c;
   rules::OpRule rule = rules::describeOp(op);
@@ -208,7 +208,7 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
   if (c.kind != OpKind::Constant && c.kind != OpKind::View) {
     c.forwardSeconds = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey,
                                        c.kind == OpKind::Contraction) +
-                       (launches ? device.opOverhead : 0);
+                       (launches ? device.opOverheadSeconds : 0);
   }
 
   // Parameters: bytes of the sources of the weight operands.
@@ -247,18 +247,18 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
 //===----------------------------------------------------------------------===//
 
 CostAnalysis::CostAnalysis(Operation *root)
-    : root(root), hardware(*getPreset("h100")) {}
+    : root(root), machine(*machine::getDevicePreset("h100")) {}
 
-CostAnalysis::CostAnalysis(Operation *root, Hardware hardware,
+CostAnalysis::CostAnalysis(Operation *root, machine::Machine machine,
                            CostOptions options)
-    : root(root), hardware(std::move(hardware)), options(options) {}
+    : root(root), machine(std::move(machine)), options(options) {}
 
 const OpCost &CostAnalysis::get(Operation *op) {
   auto it = cache.find(op);
   if (it != cache.end())
     return it->second;
   std::string remark;
-  OpCost c = estimateOp(op, hardware.device, options, &remark);
+  OpCost c = estimateOp(op, machine.device, options, &remark);
   if (!remark.empty() && emitRemarks &&
       !remarked.count(op->getName().getStringRef())) {
     remarked[op->getName().getStringRef()] = true;

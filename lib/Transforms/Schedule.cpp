@@ -98,7 +98,7 @@ SchedulePass::autoInputs(const StageGraphInfo &info) {
   if (memoryLimit != 0)
     in.memoryLimit = static_cast<double>(memoryLimit);
   in.commSec = commTime;
-  auto hw = cost::getPreset(device);
+  auto hw = machine::getDevicePreset(device);
   if (!hw) {
     func::FuncOp fn = info.func;
     return fn.emitError() << "pipe-schedule: "
@@ -409,7 +409,8 @@ void SchedulePass::runOnOperation() {
       failed(checkIntRange(loc, "pipe-schedule", "memory-limit", memoryLimit,
                            0, kMaxPipelineCount)))
     return signalPassFailure();
-  if (llvm::Expected<cost::Hardware> hw = cost::getPreset(device); !hw) {
+  if (llvm::Expected<machine::Machine> hw = machine::getDevicePreset(device);
+      !hw) {
     emitError(loc) << "pipe-schedule: " << llvm::toString(hw.takeError());
     return signalPassFailure();
   }

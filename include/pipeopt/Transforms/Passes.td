@@ -168,7 +168,7 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-stage memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
@@ -401,8 +401,8 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     candidate microbatch count M x each candidate chunks per rank v, on
     `num-ranks` ranks, with the model's balanced partition into ranks x v
     stages as cost table (include/pipeopt/Transforms/ModelCostTables.h) and
-    the hardware's topology as system (systemFromHardware: one NIC per rank,
-    speed 1).
+    the cost model's machine as system (include/pipeopt/Machine/Machine.h:
+    its topology, NICs and links, speed 1 for the presets).
 
     Candidates:
     - schedules: `schedules=` (registry names or aliases), by default the
@@ -464,7 +464,7 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-device memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
@@ -650,20 +650,25 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
     `pipe.backward full|input|weight`, SEND / RECV from `pipe.send` /
     `pipe.recv` with their peers and tags; the stage -> rank placement is
     taken from where the forwards are) and checks, reporting the first
-    violation at the offending op:
+    violation at the offending op (the checker is ProgramChecks.h's, whose
+    structural part convert-pipe-to-runtime runs too):
 
     1. the programs of one function agree on the rank count and microbatch
        count and cover ranks 0..R-1 once;
-    2. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
+    2. `pipe.input` / `pipe.output` against the signature of `@f`, when the
+       module has it;
+    3. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
        tag and the same tensor type on the peer rank, and vice versa;
-    3. schedule::validate against the stage graph of `@f` (when present;
+    4. schedule::validate against the stage graph of `@f` (when present;
        otherwise the chain plus the edges named by forward tags): every
        (stage, microbatch, phase) exactly once, on its rank, dependencies
        respected;
-    4. schedule::checkDeadlockFree under blocking rendezvous semantics (the
-       cycle of waiting ranks is named), plus the same simulation at tag
-       level (the k-th send from rank a to rank b pairs with the k-th recv
-       on b from a).
+    5. schedule::checkDeadlockFree under blocking rendezvous semantics, on
+       a table with one SEND / RECV per `pipe.send` / `pipe.recv` (the
+       value index of the tag included): the cycle of waiting ranks is
+       named, or the send and recv two ranks post to each other that carry
+       different values (also two values of one transfer received in
+       another order than they are sent).
 
     The IR is not modified. A module without any `pipe.program` is not an
     error, but gets a warning ("nothing to verify"), so that a pipeline that
@@ -750,10 +755,12 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     before outlining) are rejected: apply them with `pipe-partition
     profile=` instead. Memory and boundary bytes stay the cost model's.
 
-    Systems: by default the hardware's own topology (ranks per node, intra-
-    and inter-node links, one NIC per rank, speed 1); `system=` takes a
-    preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
-    `ideal`) or a JSON file with one system (tools/pipeopt-explore/README.md).
+    Systems: by default the cost model's machine (`device=` and `hardware=`:
+    ranks per node, NICs, intra- and inter-node links, its simulator
+    settings; speed 1 for the presets); `system=` takes any preset
+    (`compute-{slow,medium,fast}/net-{slow,medium,fast}`, `ideal`, `h100`,
+    ...) or a machine JSON file with one system (docs/CostModel.md "Machine
+    JSON", tools/pipeopt-explore/README.md).
 
     Output: a readable report (per stage costs; per level makespan, overall
     bubble ratio, and per rank bubble ratio, peak activation and weight
@@ -792,11 +799,11 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset for the cost model: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"system", "system", "std::string", "\"\"",
-           "System for the event level: empty = the hardware's topology, a "
-           "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
-           "a JSON file with one system">,
+           "System for the event level: empty = the cost model's machine, a "
+           "preset (compute-medium/net-fast, ideal, h100, ...) or a machine "
+           "JSON file with one system">,
     Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
            "::pipeopt::BackwardCost::Generated",
            "Where B and W times come from",

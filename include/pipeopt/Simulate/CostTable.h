@@ -1,22 +1,21 @@
-//===- CostModel.h - Cost tables and system configs for simulation -*- C++ -*-===//
+//===- CostTable.h - Per-stage cost tables for simulation -------*- C++ -*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Plain data the simulator consumes: a per-stage cost table (compute times,
-/// memory, boundary sizes) and a system configuration (compute speed and an
-/// alpha-beta network topology). Both can be read from JSON; the formats are
-/// documented on parseCostTable() and parseSystems() and in
-/// tools/pipeopt-explore/README.md.
+/// Plain data the simulator consumes besides the machine
+/// (pipeopt/Machine/Machine.h): a per-stage cost table (compute times,
+/// memory, boundary sizes). It can be read from JSON; the format is
+/// documented on parseCostTable() and in tools/pipeopt-explore/README.md.
 ///
 /// Units everywhere: seconds, bytes, bytes per second.
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_SIMULATE_COSTMODEL_H
-#define PIPEOPT_SIMULATE_COSTMODEL_H
+#ifndef PIPEOPT_SIMULATE_COSTTABLE_H
+#define PIPEOPT_SIMULATE_COSTTABLE_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -131,103 +130,7 @@ llvm::Expected<CostTable> loadCostTable(llvm::StringRef path);
 /// The JSON form parseCostTable() reads (round-trips).
 std::string costTableToJSON(const CostTable &t);
 
-//===----------------------------------------------------------------------===//
-// System config
-//===----------------------------------------------------------------------===//
-
-/// One link class of the alpha-beta model: a message of n bytes takes
-/// latencySec + n / bandwidthBytesPerSec.
-struct LinkParams {
-  double latencySec = 0;            ///< alpha (s).
-  double bandwidthBytesPerSec = 0;  ///< beta^-1 (B/s); 0 means infinite.
-  /// Time for `bytes` bytes (s).
-  double time(double bytes) const {
-    return latencySec +
-           (bandwidthBytesPerSec > 0 ? bytes / bandwidthBytesPerSec : 0.0);
-  }
-};
-
-/// A modeled machine: compute speed relative to the cost table's reference
-/// device and the network that connects pipeline ranks.
-///
-/// Topology: ranks are placed consecutively, `gpusPerNode` ranks per node.
-/// Ranks on one node talk over `intraNode` (every rank has its own link,
-/// NVSwitch-like, so only the ranks' own send / recv engines are shared).
-/// Ranks on different nodes go through NICs over `interNode`: a node has
-/// `nicsPerNode` NICs, rank with local index i uses NIC i % nicsPerNode,
-/// and each NIC direction (out, in) carries one transfer at a time, so
-/// inter-node transfers that share a NIC serialize (contention).
-struct SystemConfig {
-  std::string name;
-  /// Speed relative to the cost table's reference device: a stage time t
-  /// becomes t / computeSpeed.
-  double computeSpeed = 1.0;
-  int gpusPerNode = 8;  ///< Pipeline ranks per node.
-  int nicsPerNode = 1;  ///< NICs per node shared by inter-node transfers.
-  LinkParams intraNode;
-  LinkParams interNode;
-  /// True: a rank computes while its send / recv engines move data.
-  /// False: after a compute action the rank's next compute waits until
-  /// every send of that action's results has finished.
-  bool overlap = true;
-  /// Data-parallel degree D >= 1: D replicas of the whole pipeline, each on
-  /// its own P = numRanks ranks, all-reduce their weight gradients after
-  /// the backward pass. Placement: pipeline rank r of replica d is global
-  /// rank d * P + r (replicas after one another), so with `gpusPerNode`
-  /// the data-parallel peers of a rank may sit on other nodes and use
-  /// `interNode` links. Only replica 0 is simulated; the others run the
-  /// same timeline.
-  int dataParallel = 1;
-  /// Memory of one device (bytes) that a rank's peak activations plus
-  /// weights must fit in (pipeopt-explore drops configurations over it;
-  /// --memory-limit overrides it); 0: no limit.
-  double memoryBytes = 0;
-
-  int nodeOf(int rank) const { return gpusPerNode > 0 ? rank / gpusPerNode : 0; }
-  /// Global NIC index used by `rank` for inter-node traffic.
-  int nicOf(int rank) const;
-  /// Link class between two ranks.
-  const LinkParams &link(int srcRank, int dstRank) const {
-    return nodeOf(srcRank) == nodeOf(dstRank) ? intraNode : interNode;
-  }
-};
-
-/// A system with free communication and speed 1 ("ideal").
-SystemConfig idealSystem();
-
-/// The 3 x 3 preset grid around an H100-class node, named
-/// "compute-{slow,medium,fast}/net-{slow,medium,fast}" (row-major: compute
-/// outer). Numbers (documented in tools/pipeopt-explore/README.md):
-///  - compute speed: slow 0.5, medium 1.0 (H100 SXM, the reference of the
-///    cost tables), fast 2.0 (a next-generation part);
-///  - all presets: 2 pipeline ranks per node (an 8-GPU node running two
-///    tensor-parallel groups of 4), overlap on;
-///  - net-slow:   intra 64 GB/s, 10 us (PCIe 5 x16); inter 12.5 GB/s,
-///                30 us (100 Gb/s Ethernet/RoCE), 1 NIC per node;
-///  - net-medium: intra 300 GB/s, 5 us (NVLink, achieved p2p); inter
-///                25 GB/s, 10 us (200 Gb/s InfiniBand), 1 NIC per node;
-///  - net-fast:   intra 450 GB/s, 2 us (NVLink 4, one direction); inter
-///                50 GB/s, 5 us (400 Gb/s NDR InfiniBand), one NIC per rank.
-std::vector<SystemConfig> presetGrid();
-/// A preset by name: one of presetGrid() or "ideal".
-llvm::Expected<SystemConfig> presetByName(llvm::StringRef name);
-
-/// Parse system configs from JSON: one object, an array of objects, or
-/// {"systems": [...]}. Object fields (all optional except "name"):
-/// \code
-///   { "name": "my-cluster", "compute_speed": 1.0, "gpus_per_node": 2,
-///     "nics_per_node": 1, "overlap": true, "data_parallel": 1,
-///     "memory_bytes": 8.6e10,
-///     "intra_node": { "latency_s": 2e-6, "bandwidth_Bps": 4.5e11 },
-///     "inter_node": { "latency_s": 5e-6, "bandwidth_Bps": 5e10 } }
-/// \endcode
-/// An object may instead say {"preset": "compute-fast/net-slow", ...} and
-/// override single fields.
-llvm::Expected<std::vector<SystemConfig>> parseSystems(llvm::StringRef json);
-/// Read and parse a system config file.
-llvm::Expected<std::vector<SystemConfig>> loadSystems(llvm::StringRef path);
-
 } // namespace sim
 } // namespace pipeopt
 
-#endif // PIPEOPT_SIMULATE_COSTMODEL_H
+#endif // PIPEOPT_SIMULATE_COSTTABLE_H
