@@ -111,8 +111,8 @@ double cost::rooflineSeconds(const DeviceSpec &device, double flops,
                              double bytes, StringRef key, bool matrix) {
   double peak = device.peakFlops(key, matrix);
   double compute = peak > 0 ? flops / peak : 0;
-  double memory =
-      device.memoryBandwidth > 0 ? bytes / device.memoryBandwidth : 0;
+  double bandwidth = device.bandwidthFor(bytes);
+  double memory = bandwidth > 0 ? bytes / bandwidth : 0;
   return std::max(compute, memory);
 }
 

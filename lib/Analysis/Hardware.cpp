@@ -86,6 +86,12 @@ double DeviceSpec::peakFlops(StringRef key, bool matrix) const {
   return 0;
 }
 
+double DeviceSpec::bandwidthFor(double bytes) const {
+  if (cacheBandwidth > 0 && cacheBytes > 0 && bytes <= cacheBytes)
+    return cacheBandwidth;
+  return memoryBandwidth;
+}
+
 llvm::Error DeviceSpec::validate() const {
   if (auto bad = checkRate(memoryBandwidth, "bytes/s"))
     return makeError(
@@ -95,6 +101,16 @@ llvm::Error DeviceSpec::validate() const {
         "device '{0}': memory_capacity must be a positive number of bytes, "
         "got {1}",
         name, formatNumber(memoryCapacity)));
+  if (!std::isfinite(cacheBytes) || cacheBytes < 0)
+    return makeError(llvm::formatv(
+        "device '{0}': cache_bytes must be a number of bytes >= 0 (0: no "
+        "cache), got {1}",
+        name, formatNumber(cacheBytes)));
+  if (cacheBandwidth != 0 && checkRate(cacheBandwidth, "bytes/s"))
+    return makeError(llvm::formatv(
+        "device '{0}': cache_bandwidth must be 0 (no cache) or a number of "
+        "bytes/s (finite, at least 1), got {1}",
+        name, formatNumber(cacheBandwidth)));
   if (auto bad = checkSeconds(opOverhead))
     return makeError(
         llvm::formatv("device '{0}': op_overhead_s {1}", name, *bad));
@@ -127,6 +143,13 @@ llvm::Error Topology::validate() const {
   if (ranksPerNode < 1)
     return makeError(llvm::formatv(
         "topology.ranks_per_node must be >= 1, got {0}", ranksPerNode));
+  if (coresPerNode != 0 &&
+      !(std::isfinite(coresPerNode) && coresPerNode >= 0.01 &&
+        coresPerNode <= 1048576))
+    return makeError(
+        "topology.cores_per_node must be 0 (a processor per rank) or a "
+        "number of cores between 0.01 and 1048576, got " +
+        formatNumber(coresPerNode));
   for (auto [key, l] : {std::make_pair("intra_node", &intraNode),
                         std::make_pair("inter_node", &interNode)}) {
     if (auto bad = checkSeconds(l->latency))
@@ -498,13 +521,16 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   r.number("memory_bandwidth", hw.device.memoryBandwidth, /*bytes=*/true);
   r.number("memory_capacity", hw.device.memoryCapacity, /*bytes=*/true);
   r.number("op_overhead_s", hw.device.opOverhead);
+  r.number("cache_bytes", hw.device.cacheBytes, /*bytes=*/true);
+  r.number("cache_bandwidth", hw.device.cacheBandwidth, /*bytes=*/true);
   if (const llvm::json::Value *t = obj->get("topology")) {
     const llvm::json::Object *to = t->getAsObject();
     if (!to) {
       r.fail(("topology: expected an object, got " + kindOf(*t)).str());
     } else {
       if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
-                                      "intra_node", "inter_node"},
+                                      "cores_per_node", "intra_node",
+                                      "inter_node"},
                                 "topology"))
         r.fail(*bad);
       if (to->get("ranks_per_node") && to->get("gpus_per_node"))
@@ -513,6 +539,7 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
       ObjectReader tr{*to, "topology."};
       tr.integer("ranks_per_node", hw.topology.ranksPerNode);
       tr.integer("gpus_per_node", hw.topology.ranksPerNode);
+      tr.number("cores_per_node", hw.topology.coresPerNode);
       tr.link("intra_node", hw.topology.intraNode);
       tr.link("inter_node", hw.topology.interNode);
       if (!tr.ok())
@@ -529,6 +556,8 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
                                 "memory_bandwidth",
                                 "memory_capacity",
                                 "op_overhead_s",
+                                "cache_bytes",
+                                "cache_bandwidth",
                                 "topology",
                                 "description"};
   for (const auto &kv : *obj)

@@ -284,6 +284,13 @@ int SystemConfig::nicOf(int rank) const {
   return nodeOf(rank) * nics + (rank % perNode) % nics;
 }
 
+bool SystemConfig::sharesCores(int numRanks) const {
+  if (coresPerNode <= 0 || numRanks <= 0)
+    return false;
+  int perNode = std::min(std::max(gpusPerNode, 1), numRanks);
+  return perNode > coresPerNode;
+}
+
 SystemConfig sim::idealSystem() {
   SystemConfig s;
   s.name = "ideal";
@@ -361,6 +368,10 @@ static llvm::Error parseLink(const llvm::json::Object &o, llvm::StringRef key,
   return llvm::Error::success();
 }
 
+/// The smallest non-zero cores_per_node: 1% of a core (a slowdown of
+/// 100x per busy rank) keeps every simulated time finite.
+static constexpr double kMinCoresPerNode = 0.01;
+
 static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
                                                 llvm::StringRef where) {
   SystemConfig s;
@@ -369,7 +380,7 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
                             {"name", "preset", "description", "compute_speed",
                              "gpus_per_node", "nics_per_node", "overlap",
                              "data_parallel", "intra_node", "inter_node",
-                             "memory_bytes"},
+                             "memory_bytes", "cores_per_node"},
                             where))
     return makeError(*bad);
   if (std::optional<llvm::StringRef> p = o.getString("preset")) {
@@ -394,6 +405,16 @@ static llvm::Expected<SystemConfig> parseSystem(const llvm::json::Object &o,
   if (!memory)
     return memory.takeError();
   s.memoryBytes = *memory;
+  llvm::Expected<double> cores =
+      getNumber(o, "cores_per_node", s.coresPerNode, false, where);
+  if (!cores)
+    return cores.takeError();
+  if (*cores != 0 && (*cores < kMinCoresPerNode || *cores > (1 << 20)))
+    return makeError(llvm::formatv(
+        "{0}: \"cores_per_node\" must be 0 (a core per rank) or between "
+        "0.01 and 1048576 cores, got {1}",
+        where, *cores));
+  s.coresPerNode = *cores;
   for (auto [key, field] : {std::pair<const char *, int *>{"gpus_per_node", &s.gpusPerNode},
                             {"nics_per_node", &s.nicsPerNode},
                             {"data_parallel", &s.dataParallel}}) {

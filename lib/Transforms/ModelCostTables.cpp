@@ -179,5 +179,6 @@ sim::SystemConfig pipeopt::systemFromHardware(const cost::Hardware &hw) {
   s.interNode = {hw.topology.interNode.latency, hw.topology.interNode.bandwidth};
   s.overlap = true;
   s.memoryBytes = hw.device.memoryCapacity;
+  s.coresPerNode = hw.topology.coresPerNode;
   return s;
 }

@@ -14,7 +14,11 @@
 ///
 /// Time of one op (roofline, Williams et al., CACM 2009):
 ///
-///   time = max(flops / peak(dtype), bytes / memoryBandwidth) + opOverhead
+///   time = max(flops / peak(dtype), bytes / bandwidth) + opOverhead
+///
+/// with bandwidth = memoryBandwidth, or the cache's bandwidth when the
+/// device gives one and the op's bytes fit the cache
+/// (DeviceSpec::bandwidthFor).
 ///
 /// where `peak` is the matrix (tensor-core) peak for contractions and the
 /// vector peak for everything else, and `bytes = bytesRead + bytesWritten`.
@@ -64,6 +68,17 @@ struct DeviceSpec {
   double memoryBandwidth = 0;
   /// Main-memory capacity in bytes.
   double memoryCapacity = 0;
+  /// An op whose bytes (read + written) are at most `cacheBytes` moves them
+  /// at `cacheBandwidth` (bytes/s) instead of memoryBandwidth: its working
+  /// set fits a cache, as a small activation and the op producing it do.
+  /// 0 for either (every preset): all bytes at memoryBandwidth.
+  /// pipeopt-calibrate measures both (the L2 size of a core, memcpy within
+  /// it).
+  double cacheBytes = 0;
+  double cacheBandwidth = 0;
+  /// Bytes/s at which an op moving `bytes` bytes moves them (the rule
+  /// above).
+  double bandwidthFor(double bytes) const;
   /// Fixed cost added to every op that launches work (kernel launch /
   /// dispatch), in seconds.
   double opOverhead = 0;
@@ -75,7 +90,8 @@ struct DeviceSpec {
 
   /// Checks the numbers so that every derived time is finite: memory
   /// bandwidth and every FLOP/s entry finite and >= 1, capacity finite and
-  /// positive, an "f32" peak present, overhead in [0, 3600] s. The error
+  /// positive, an "f32" peak present, overhead in [0, 3600] s, cache bytes
+  /// finite and >= 0, cache bandwidth 0 or finite and >= 1. The error
   /// names the JSON key (docs/CostModel.md).
   llvm::Error validate() const;
 };
@@ -92,12 +108,19 @@ struct LinkSpec {
 /// use `intraNode`, others `interNode`.
 struct Topology {
   int ranksPerNode = 8;
+  /// CPU cores the ranks of one node share, in ranks' worth of full speed
+  /// (may be fractional: pipeopt-calibrate measures what R ranks busy at
+  /// once achieve). 0 (every preset): a processor per rank. pipe-simulate's
+  /// event level runs k busy ranks of a node at min(1, coresPerNode / k)
+  /// of their speed (sim::SystemConfig::coresPerNode).
+  double coresPerNode = 0;
   LinkSpec intraNode;
   LinkSpec interNode;
   /// Link from rank `a` to rank `b` (intraNode for a == b as well).
   LinkSpec between(int a, int b) const;
-  /// Checks ranksPerNode >= 1, link latencies in [0, 3600] s and link
-  /// bandwidths 0 (unlimited) or finite and >= 1 bytes/s.
+  /// Checks ranksPerNode >= 1, coresPerNode 0 or in [0.01, 2^20], link
+  /// latencies in [0, 3600] s and link bandwidths 0 (unlimited) or finite
+  /// and >= 1 bytes/s.
   llvm::Error validate() const;
 };
 

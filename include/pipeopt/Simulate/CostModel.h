@@ -182,6 +182,18 @@ struct SystemConfig {
   /// weights must fit in (pipeopt-explore drops configurations over it;
   /// --memory-limit overrides it); 0: no limit.
   double memoryBytes = 0;
+  /// CPU cores that the ranks of one node share (event level only; may be
+  /// fractional: the effective cores a calibration measured). 0, the
+  /// default: every rank has a processor of its own (accelerators, or a
+  /// CPU with a core per rank). When k > coresPerNode ranks of a node
+  /// compute at once, each advances at coresPerNode / k of its speed:
+  /// processor sharing (Kleinrock, "Queueing Systems" vol. 2, 1976, §4.4),
+  /// the fair share the Linux scheduler (CFS) gives equal runnable threads.
+  double coresPerNode = 0;
+
+  /// True when some node has more of the `numRanks` ranks than
+  /// coresPerNode cores, so that core sharing can slow compute.
+  bool sharesCores(int numRanks) const;
 
   int nodeOf(int rank) const { return gpusPerNode > 0 ? rank / gpusPerNode : 0; }
   /// Global NIC index used by `rank` for inter-node traffic.
@@ -217,7 +229,7 @@ llvm::Expected<SystemConfig> presetByName(llvm::StringRef name);
 /// \code
 ///   { "name": "my-cluster", "compute_speed": 1.0, "gpus_per_node": 2,
 ///     "nics_per_node": 1, "overlap": true, "data_parallel": 1,
-///     "memory_bytes": 8.6e10,
+///     "memory_bytes": 8.6e10, "cores_per_node": 2,
 ///     "intra_node": { "latency_s": 2e-6, "bandwidth_Bps": 4.5e11 },
 ///     "inter_node": { "latency_s": 5e-6, "bandwidth_Bps": 5e10 } }
 /// \endcode

@@ -87,7 +87,8 @@ private:
 /// The system of `hw`'s topology: speed 1 (cost tables are already in the
 /// device's seconds), its ranks per node, one NIC per rank (the cost
 /// model's topology has no NIC sharing), its intra- and inter-node links,
-/// overlap on, memory = the device's capacity. Named "<device> topology".
+/// overlap on, memory = the device's capacity, its cores per node (0: a
+/// processor per rank). Named "<device> topology".
 sim::SystemConfig systemFromHardware(const cost::Hardware &hw);
 
 } // namespace pipeopt
