@@ -205,9 +205,15 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
   bool launches = c.kind != OpKind::Constant && c.kind != OpKind::View &&
                   hasTensorOperandOrResult(op);
   if (c.kind != OpKind::Constant && c.kind != OpKind::View) {
-    c.forwardSeconds = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey,
-                                       c.kind == OpKind::Contraction) +
-                       (launches ? device.opOverhead : 0);
+    bool matrix = c.kind == OpKind::Contraction;
+    double t = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey, matrix);
+    // Packing the operands comes on top of the compute (CostModel.h).
+    if (matrix && device.contractionOperandBandwidth > 0) {
+      double peak = device.peakFlops(c.typeKey, true);
+      t = std::max(t, (peak > 0 ? c.flops / peak : 0) +
+                          c.bytesRead / device.contractionOperandBandwidth);
+    }
+    c.forwardSeconds = t + (launches ? device.opOverhead : 0);
   }
 
   // Parameters: bytes of the sources of the weight operands.

@@ -111,6 +111,12 @@ llvm::Error DeviceSpec::validate() const {
         "device '{0}': cache_bandwidth must be 0 (no cache) or a number of "
         "bytes/s (finite, at least 1), got {1}",
         name, formatNumber(cacheBandwidth)));
+  if (contractionOperandBandwidth != 0 &&
+      checkRate(contractionOperandBandwidth, "bytes/s"))
+    return makeError(llvm::formatv(
+        "device '{0}': contraction_operand_bandwidth must be 0 (not "
+        "modeled) or a number of bytes/s (finite, at least 1), got {1}",
+        name, formatNumber(contractionOperandBandwidth)));
   if (auto bad = checkSeconds(opOverhead))
     return makeError(
         llvm::formatv("device '{0}': op_overhead_s {1}", name, *bad));
@@ -523,6 +529,8 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
   r.number("op_overhead_s", hw.device.opOverhead);
   r.number("cache_bytes", hw.device.cacheBytes, /*bytes=*/true);
   r.number("cache_bandwidth", hw.device.cacheBandwidth, /*bytes=*/true);
+  r.number("contraction_operand_bandwidth",
+           hw.device.contractionOperandBandwidth, /*bytes=*/true);
   if (const llvm::json::Value *t = obj->get("topology")) {
     const llvm::json::Object *to = t->getAsObject();
     if (!to) {
@@ -558,6 +566,7 @@ llvm::Expected<Hardware> cost::parseHardware(const llvm::json::Value &value,
                                 "op_overhead_s",
                                 "cache_bytes",
                                 "cache_bandwidth",
+                                "contraction_operand_bandwidth",
                                 "topology",
                                 "description"};
   for (const auto &kv : *obj)

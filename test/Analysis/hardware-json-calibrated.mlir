@@ -36,6 +36,17 @@
 // RUN: pipeopt %t/cache-bandwidth-tiny.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cache-bandwidth-tiny.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/cache-bytes-negative.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cache-bytes-negative.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/cache-bytes-bool.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cache-bytes-bool.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/operand-bandwidth-zero-point.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/operand-bandwidth-zero-point.json" -verify-diagnostics -o /dev/null
+//
+// contraction_operand_bandwidth: a 1 x 4 x 4 matmul per stage (32 FLOP)
+// at a peak of 32 FLOP/s takes 1 s of compute; it reads 16 + 64 B of
+// operands and 16 B of its init, 96 B at 96 B/s: 1 s more, 2 s (the
+// memory traffic at 1e12 B/s is nothing). Without the key, 1 s.
+// RUN: pipeopt %t/matmul.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/operand.json report=-" -o /dev/null | FileCheck %s --check-prefix=OPERAND
+// OPERAND: 0 1 1 2.000E+00 2.000E+00 0.000E+00
+// OPERAND: 1 1 1 2.000E+00 2.000E+00 0.000E+00
+// RUN: pipeopt %t/matmul.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/no-operand.json report=-" -o /dev/null | FileCheck %s --check-prefix=NO-OPERAND
+// NO-OPERAND: 0 1 1 1.000E+00 1.000E+00 0.000E+00
 
 //--- ok.mlir
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -108,4 +119,29 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 // expected-error @+1 {{hardware JSON: cache_bytes: expected a number or a size string (e.g. "80GB"), got a boolean}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+//--- operand-bandwidth-zero-point.json
+{"base": "cpu", "contraction_operand_bandwidth": 0.5}
+//--- operand-bandwidth-zero-point.mlir
+// expected-error @+1 {{hardware JSON: device 'cpu': contraction_operand_bandwidth must be 0 (not modeled) or a number of bytes/s (finite, at least 1), got 0.5}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- operand.json
+{"base": "cpu", "name": "packing", "op_overhead_s": 0,
+ "peak_flops": {"f32": 32}, "memory_bandwidth": 1e12,
+ "contraction_operand_bandwidth": 96,
+ "topology": {"intra_node": {"latency_s": 0, "bandwidth": 0}}}
+//--- no-operand.json
+{"base": "cpu", "name": "packing", "op_overhead_s": 0,
+ "peak_flops": {"f32": 32}, "memory_bandwidth": 1e12,
+ "topology": {"intra_node": {"latency_s": 0, "bandwidth": 0}}}
+//--- matmul.mlir
+func.func @f(%x: tensor<1x4xf32>, %w0: tensor<4x4xf32>, %w1: tensor<4x4xf32>) -> tensor<1x4xf32> {
+  %e = tensor.empty() : tensor<1x4xf32>
+  %0 = linalg.matmul ins(%x, %w0 : tensor<1x4xf32>, tensor<4x4xf32>) outs(%e : tensor<1x4xf32>) -> tensor<1x4xf32>
+  %1 = linalg.matmul ins(%0, %w1 : tensor<1x4xf32>, tensor<4x4xf32>) outs(%e : tensor<1x4xf32>) -> tensor<1x4xf32>
+  return %1 : tensor<1x4xf32>
 }

@@ -18,7 +18,9 @@
 ///
 /// with bandwidth = memoryBandwidth, or the cache's bandwidth when the
 /// device gives one and the op's bytes fit the cache
-/// (DeviceSpec::bandwidthFor).
+/// (DeviceSpec::bandwidthFor). A contraction on a device with a
+/// contractionOperandBandwidth takes at least flops / peak + bytesRead /
+/// contractionOperandBandwidth (+ opOverhead).
 ///
 /// where `peak` is the matrix (tensor-core) peak for contractions and the
 /// vector peak for everything else, and `bytes = bytesRead + bytesWritten`.
@@ -76,6 +78,14 @@ struct DeviceSpec {
   /// it).
   double cacheBytes = 0;
   double cacheBandwidth = 0;
+  /// Bytes/s at which a contraction's library kernel copies (packs) the
+  /// operands it reads before computing (GotoBLAS-style GEMM, Goto & van de
+  /// Geijn, ACM TOMS 34(3), 2008): when > 0 a contraction takes at least
+  /// flops / peak + bytesRead / contractionOperandBandwidth, which is what
+  /// makes a GEMM with few rows (a small microbatch) slower per FLOP than
+  /// a square one. 0 (every preset): the plain roofline. pipeopt-calibrate
+  /// fits it from a 16 x 512 x 512 GEMM.
+  double contractionOperandBandwidth = 0;
   /// Bytes/s at which an op moving `bytes` bytes moves them (the rule
   /// above).
   double bandwidthFor(double bytes) const;
@@ -91,7 +101,8 @@ struct DeviceSpec {
   /// Checks the numbers so that every derived time is finite: memory
   /// bandwidth and every FLOP/s entry finite and >= 1, capacity finite and
   /// positive, an "f32" peak present, overhead in [0, 3600] s, cache bytes
-  /// finite and >= 0, cache bandwidth 0 or finite and >= 1. The error
+  /// finite and >= 0, cache and contraction operand bandwidths 0 or finite
+  /// and >= 1. The error
   /// names the JSON key (docs/CostModel.md).
   llvm::Error validate() const;
 };

@@ -15,6 +15,11 @@
 //                         FLOP/s per rank
 //   memory_bandwidth      memcpy of 64 MiB (fastest repetition): (bytes read +
 //                         bytes written) / s, the cost model's byte count
+//   contraction_operand_bandwidth
+//                         a 16 x 512 x 512 f32 GEMM's time beyond FLOP /
+//                         peak_flops.f32, as bytes read per second (the
+//                         kernel packing its operands; omitted when the
+//                         thin GEMM is not slower per FLOP)
 //   cache_bytes           one core's L2 cache (sysconf; 1 MiB when unknown)
 //   cache_bandwidth       memcpy within it (a quarter of it copied, fastest
 //                         repetition), counted as memory_bandwidth is: ops
@@ -118,15 +123,16 @@ struct MemRef2 {
   }
 };
 
-/// An n x n x n GEMM through the kernel that compiled models call.
+/// An m x k times k x n GEMM through the kernel that compiled models call.
 template <typename T>
 struct Gemm {
   std::vector<T> a, b, c;
   MemRef2<T> am, bm, cm;
-  explicit Gemm(int64_t n)
-      : a(size_t(n * n), T(0.5)), b(size_t(n * n), T(0.25)),
-        c(size_t(n * n), T(0)), am(a.data(), n, n), bm(b.data(), n, n),
-        cm(c.data(), n, n) {}
+  explicit Gemm(int64_t n) : Gemm(n, n, n) {}
+  Gemm(int64_t m, int64_t k, int64_t n)
+      : a(size_t(m * k), T(0.5)), b(size_t(k * n), T(0.25)),
+        c(size_t(m * n), T(0)), am(a.data(), m, k), bm(b.data(), k, n),
+        cm(c.data(), m, n) {}
   void operator()() {
     int32_t rc;
     if constexpr (std::is_same_v<T, float>)
@@ -354,6 +360,16 @@ int main(int argc, char **argv) {
     double f32 = gemmFlops / gemmTime<float>(n, kernelReps, true) * share;
     double f64 = gemmFlops / gemmTime<double>(n, kernelReps, true) * share;
 
+    // A GEMM with few rows (a microbatch of 16) is slower per FLOP: the
+    // kernel copies (packs) its operands first. The time beyond
+    // FLOP / peak, per byte read, is the operand bandwidth.
+    progress("GEMM operand packing (16 x 512 x 512)");
+    Gemm<float> thin(16, n, n);
+    double thinT = fastestTime(kernelReps * 4, thin);
+    double thinFlops = 2.0 * 16 * n * n, thinRead = 4.0 * (16 * n + n * n);
+    double packT = thinT - thinFlops / (f32 / share);
+    double operandBandwidth = packT > 0 ? thinRead / packT * share : 0;
+
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
     std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
@@ -422,6 +438,8 @@ int main(int argc, char **argv) {
     j["memory_bandwidth"] = bandwidth;
     j["cache_bytes"] = double(cacheBytes);
     j["cache_bandwidth"] = cacheBandwidth;
+    if (operandBandwidth > 0)
+      j["contraction_operand_bandwidth"] = operandBandwidth;
     j["op_overhead_s"] = overhead;
     j["topology"] = {{"ranks_per_node", std::max(ranks, 1)}};
     if (effectiveCores > 0)
