@@ -27,12 +27,12 @@
 //   op_overhead_s         one small library call (8 x 8 x 8 GEMM, median)
 //   topology.cores_per_node
 //                         the cores the node's ranks get together: R rank
-//                         threads run 256^3 GEMMs at once for a fixed time,
-//                         and their summed rate divided by one rank's fastest
-//                         rate is the number of ranks' worth of full speed
-//                         the node delivers (2 for 4 ranks on 2 idle cores;
-//                         less while other jobs load the machine). The event
-//                         simulator shares it among the busy ranks.
+//                         threads each run two 128^3 GEMMs from a common
+//                         start; R x (one thread's time) / (their time), both
+//                         the fastest of repeated bursts, is the number of
+//                         ranks' worth of full speed the node delivers (2
+//                         for 4 ranks on 2 cores). The event simulator
+//                         shares it among the busy ranks.
 //   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
 //                         the round trip) and bandwidth (16 MiB messages);
 //                         with --comm mpi (run under `mpirun -np 2`) the
@@ -60,6 +60,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
+#include <memory>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -151,6 +154,46 @@ template <typename T>
 double gemmTime(int64_t n, int reps, bool fastest) {
   Gemm<T> g(n);
   return fastest ? fastestTime(reps, g) : medianTime(reps, g);
+}
+
+/// Seconds from a common start until the last of `threads` threads, each
+/// with its own matrices (as ranks have), has done `calls` n^3 GEMMs: the
+/// fastest of `reps` such bursts.
+double fastestBurst(int threads, int64_t n, int calls, int reps) {
+  std::vector<std::unique_ptr<Gemm<float>>> gemms;
+  for (int t = 0; t < threads; ++t)
+    gemms.push_back(std::make_unique<Gemm<float>>(n));
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < reps + 1; ++r) {
+    std::atomic<int> waiting{threads};
+    std::vector<std::string> errors(static_cast<size_t>(threads));
+    std::vector<std::thread> pool;
+    Clock::time_point start;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        // All threads start together: the last one to arrive starts the
+        // clock.
+        if (--waiting == 0)
+          start = Clock::now();
+        while (waiting.load() > 0)
+          std::this_thread::yield();
+        try {
+          for (int c = 0; c < calls; ++c)
+            (*gemms[size_t(t)])();
+        } catch (const std::exception &e) {
+          errors[size_t(t)] = e.what();
+        }
+      });
+    for (std::thread &th : pool)
+      th.join();
+    double elapsed = seconds(start, Clock::now());
+    for (const std::string &e : errors)
+      if (!e.empty())
+        throw RuntimeError(e);
+    if (r > 0) // the first burst warms up
+      best = std::min(best, elapsed);
+  }
+  return best;
 }
 
 /// GEMMs of n^3 per second that `threads` threads calling the kernel at
@@ -401,16 +444,23 @@ int main(int argc, char **argv) {
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
 
-    // Ranks sharing the node: R rank threads at once against one rank's
-    // undisturbed rate, both with 256^3 GEMMs on the ranks' BLAS threads.
-    double effectiveCores = 0;
+    // Ranks sharing the node: R rank threads doing the same GEMMs at once
+    // against one rank alone, both undisturbed (the fastest of repeated
+    // bursts, each short enough to fit between other jobs' time slices): the ranks' worth of full speed the node's cores give
+    // when they are not busy with other jobs. Over a longer window (the
+    // average share under the current load) only for the log.
+    double effectiveCores = 0, loadedCores = 0;
     if (!sharedCores) {
-      progress("ranks sharing the cores (256 x 256 x 256 GEMMs at once)");
-      const int64_t sn = 256;
-      double alone = 1.0 / gemmTime<float>(sn, quick ? 25 : 101, true);
-      double together =
-          concurrentGemmRate(std::max(ranks, 1), sn, quick ? 0.2 : 0.6);
-      effectiveCores = std::clamp(together / alone, 0.01, double(ranks));
+      progress("ranks sharing the cores (128 x 128 x 128 GEMMs at once)");
+      const int64_t sn = 128;
+      const int calls = 2, bursts = quick ? 41 : 101;
+      int r = std::max(ranks, 1);
+      double alone = fastestBurst(1, sn, calls, bursts);
+      double together = fastestBurst(r, sn, calls, bursts);
+      effectiveCores = std::clamp(r * alone / together, 0.01, double(r));
+      loadedCores = std::clamp(concurrentGemmRate(r, sn, quick ? 0.2 : 0.5) *
+                                   alone / calls,
+                               0.0, double(r));
     }
 
     progress(useMpi ? "MPI latency and bandwidth (2 processes)"
@@ -466,8 +516,10 @@ int main(int argc, char **argv) {
                  useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
                  ranks, cores);
     if (effectiveCores > 0)
-      std::fprintf(stderr, ", %d rank(s) at once run as fast as %.2f alone",
-                   ranks, effectiveCores);
+      std::fprintf(stderr,
+                   ", %d rank(s) at once run as fast as %.2f alone (%.2f "
+                   "over 0.5 s under the current load)",
+                   ranks, effectiveCores, loadedCores);
     std::fprintf(stderr, "\n");
   } catch (const std::exception &e) {
     std::cerr << "pipeopt-calibrate: error: " << e.what() << "\n";
