@@ -58,7 +58,7 @@ static void BM_PartitionBalanced(benchmark::State &state) {
   Graph g = chainWithSkips(numOps, 42);
   Options o;
   o.numStages = numStages;
-  o.links.uniform = Link{10e-6, gbps * 1e9};
+  o.links.uniform = pipeopt::machine::Link{10e-6, gbps * 1e9};
   o.computeBaselines = false;
   double bottleneck = 0;
   for (auto _ : state) {

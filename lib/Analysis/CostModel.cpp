@@ -107,11 +107,11 @@ std::string cost::typeKey(Type elt) {
 // Estimation
 //===----------------------------------------------------------------------===//
 
-double cost::rooflineSeconds(const DeviceSpec &device, double flops,
+double cost::rooflineSeconds(const machine::Device &device, double flops,
                              double bytes, StringRef key, bool matrix) {
   double peak = device.peakFlops(key, matrix);
   double compute = peak > 0 ? flops / peak : 0;
-  double bandwidth = device.bandwidthFor(bytes);
+  double bandwidth = device.bytesPerSecondFor(bytes);
   double memory = bandwidth > 0 ? bytes / bandwidth : 0;
   return std::max(compute, memory);
 }
@@ -139,7 +139,7 @@ static bool hasTensorOperandOrResult(Operation *op) {
          llvm::any_of(op->getResultTypes(), isTensorLike);
 }
 
-OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
+OpCost cost::estimateOp(Operation *op, const machine::Device &device,
                         const CostOptions &options, std::string *remark) {
   OpCost c;
   rules::OpRule rule = rules::describeOp(op);
@@ -208,12 +208,12 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
     bool matrix = c.kind == OpKind::Contraction;
     double t = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey, matrix);
     // Packing the operands comes on top of the compute (CostModel.h).
-    if (matrix && device.contractionOperandBandwidth > 0) {
+    if (matrix && device.contractionOperandBytesPerSecond > 0) {
       double peak = device.peakFlops(c.typeKey, true);
       t = std::max(t, (peak > 0 ? c.flops / peak : 0) +
-                          c.bytesRead / device.contractionOperandBandwidth);
+                          c.bytesRead / device.contractionOperandBytesPerSecond);
     }
-    c.forwardSeconds = t + (launches ? device.opOverhead : 0);
+    c.forwardSeconds = t + (launches ? device.opOverheadSeconds : 0);
   }
 
   // Parameters: bytes of the sources of the weight operands.
@@ -252,18 +252,18 @@ OpCost cost::estimateOp(Operation *op, const DeviceSpec &device,
 //===----------------------------------------------------------------------===//
 
 CostAnalysis::CostAnalysis(Operation *root)
-    : root(root), hardware(*getPreset("h100")) {}
+    : root(root), machine(*machine::getDevicePreset("h100")) {}
 
-CostAnalysis::CostAnalysis(Operation *root, Hardware hardware,
+CostAnalysis::CostAnalysis(Operation *root, machine::Machine machine,
                            CostOptions options)
-    : root(root), hardware(std::move(hardware)), options(options) {}
+    : root(root), machine(std::move(machine)), options(options) {}
 
 const OpCost &CostAnalysis::get(Operation *op) {
   auto it = cache.find(op);
   if (it != cache.end())
     return it->second;
   std::string remark;
-  OpCost c = estimateOp(op, hardware.device, options, &remark);
+  OpCost c = estimateOp(op, machine.device, options, &remark);
   if (!remark.empty() && emitRemarks &&
       !remarked.count(op->getName().getStringRef())) {
     remarked[op->getName().getStringRef()] = true;

@@ -40,6 +40,7 @@
 #include <memory>
 #include <numeric>
 
+using namespace pipeopt;
 using namespace pipeopt::partition;
 
 char PartitionError::ID = 0;
@@ -109,7 +110,7 @@ struct StageLinkCoeffs {
   double inA = 0, inB = 0, outA = 0, outB = 0;
 };
 
-double invBandwidth(const Link &l) {
+double invBandwidth(const machine::Link &l) {
   return l.bytesPerSecond > 0 ? 1.0 / l.bytesPerSecond : 0.0;
 }
 
@@ -118,21 +119,21 @@ std::vector<StageLinkCoeffs> linkCoeffs(const Options &opts) {
   std::vector<StageLinkCoeffs> c(numStages);
   for (int s = 0; s < numStages; ++s) {
     if (s > 0) {
-      Link in = opts.links.link(s - 1, s);
+      machine::Link in = opts.links.link(s - 1, s);
       c[s].inA += in.latencySeconds;
       c[s].inB += invBandwidth(in);
       if (opts.training) { // gradient of In(s) goes back to s-1
-        Link back = opts.links.link(s, s - 1);
+        machine::Link back = opts.links.link(s, s - 1);
         c[s].inA += back.latencySeconds;
         c[s].inB += invBandwidth(back);
       }
     }
     if (s + 1 < numStages) {
-      Link out = opts.links.link(s, s + 1);
+      machine::Link out = opts.links.link(s, s + 1);
       c[s].outA += out.latencySeconds;
       c[s].outB += invBandwidth(out);
       if (opts.training) { // gradient of Out(s) comes from s+1
-        Link back = opts.links.link(s + 1, s);
+        machine::Link back = opts.links.link(s + 1, s);
         c[s].outA += back.latencySeconds;
         c[s].outB += invBandwidth(back);
       }
@@ -1315,19 +1316,13 @@ void Graph::addEdge(int from, int to, double bytes, int result) {
   edges.push_back(Edge{from, to, bytes, result});
 }
 
-double Link::seconds(double bytes) const {
-  if (bytes <= 0)
-    return 0;
-  return latencySeconds + (bytesPerSecond > 0 ? bytes / bytesPerSecond : 0);
-}
-
 int LinkModel::rankOf(int stage) const {
   if (stage >= 0 && stage < static_cast<int>(stageRank.size()))
     return stageRank[stage];
   return stage;
 }
 
-Link LinkModel::link(int fromStage, int toStage) const {
+machine::Link LinkModel::link(int fromStage, int toStage) const {
   if (between)
     return between(rankOf(fromStage), rankOf(toStage));
   return uniform;

@@ -15,20 +15,21 @@ using namespace pipeopt;
 using namespace pipeopt::sim;
 using schedule::Phase;
 
-double sim::ringAllReduceSec(double bytes, int p, const LinkParams &link) {
+double sim::ringAllReduceSec(double bytes, int p, const machine::Link &link) {
   if (p < 2)
     return 0;
-  return 2.0 * (p - 1) * link.time(bytes / p);
+  return 2.0 * (p - 1) * link.messageSeconds(bytes / p);
 }
 
 double sim::ringAllReduceSec(double bytes, llvm::ArrayRef<int> ring,
-                             const SystemConfig &sys) {
+                             const machine::Machine &sys) {
   const int p = static_cast<int>(ring.size());
   if (p < 2)
     return 0;
   double step = 0;
   for (int i = 0; i < p; ++i)
-    step = std::max(step, sys.link(ring[i], ring[(i + 1) % p]).time(bytes / p));
+    step = std::max(step, sys.topology.between(ring[i], ring[(i + 1) % p])
+                              .messageSeconds(bytes / p));
   return 2.0 * (p - 1) * step;
 }
 
@@ -38,13 +39,13 @@ double sim::ringAllReduceBytesPerRank(double bytes, int p) {
 
 llvm::Expected<std::vector<GradientReduction>>
 sim::planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
-                            const SystemConfig &sys) {
-  if (sys.dataParallel < 1)
+                            const machine::Machine &sys) {
+  if (sys.simulation.dataParallel < 1)
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         llvm::formatv("data-parallel degree must be >= 1, got {0}",
-                      sys.dataParallel));
-  const int S = s.numStages, P = s.numRanks, D = sys.dataParallel;
+                      sys.simulation.dataParallel));
+  const int S = s.numStages, P = s.numRanks, D = sys.simulation.dataParallel;
   for (const TiedGroup &g : costs.tied)
     for (int st : g.stages)
       if (st < 0 || st >= S)

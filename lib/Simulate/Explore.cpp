@@ -202,7 +202,7 @@ llvm::Expected<SweepResult> sim::sweep(const SweepOptions &opts,
                                     .str());
           continue;
         }
-        for (const SystemConfig &sys : opts.systems) {
+        for (const machine::Machine &sys : opts.systems) {
           llvm::Expected<Evaluation> ev = evaluate(*sched, *table, sys);
           if (!ev) {
             res.skipped.push_back(llvm::formatv("{0} S={1} M={2} {3}: {4}",
@@ -219,8 +219,9 @@ llvm::Expected<SweepResult> sim::sweep(const SweepOptions &opts,
           p.system = sys.name;
           p.eval = std::move(*ev);
           p.peakMemoryBytes = peakRankMemoryBytes(p.eval.event);
-          p.memoryLimitBytes = opts.memoryLimitBytes > 0 ? opts.memoryLimitBytes
-                                                         : sys.memoryBytes;
+          p.memoryLimitBytes = opts.memoryLimitBytes > 0
+                                   ? opts.memoryLimitBytes
+                                   : sys.memoryLimitBytes();
           res.points.push_back(std::move(p));
           if (hook)
             if (llvm::Error e = hook(res.points.back(), *sched, *table, sys))

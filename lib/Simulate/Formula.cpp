@@ -99,7 +99,7 @@ static Family familyOf(llvm::StringRef name) {
 
 Metrics sim::evaluateFormula(const schedule::Schedule &s,
                              const CostTable &costsIn,
-                             const SystemConfig &sys) {
+                             const machine::Machine &sys) {
   Metrics m;
   m.level = Level::Formula;
   Family fam = familyOf(s.name);
@@ -116,7 +116,8 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
     m.note = "n/a: empty cost table";
     return m;
   }
-  const double speed = sys.computeSpeed > 0 ? sys.computeSpeed : 1.0;
+  const double speed =
+      sys.simulation.computeSpeed > 0 ? sys.simulation.computeSpeed : 1.0;
 
   // Microbatches per pipeline.
   const int P = static_cast<int>(s.stageRank.size());

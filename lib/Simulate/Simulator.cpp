@@ -96,7 +96,7 @@ struct PostTimes {
 
 static llvm::Expected<PostBackward>
 planPostBackward(const schedule::Schedule &s, const CostTable &costs,
-                 const SystemConfig &sys, const TaskGraph &g) {
+                 const machine::Machine &sys, const TaskGraph &g) {
   PostBackward post;
   llvm::Expected<std::vector<GradientReduction>> plan =
       planGradientReductions(s, costs, sys);
@@ -105,7 +105,7 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
   post.reductions = std::move(*plan);
   post.steps.resize(g.numRanks);
   if (s.async) {
-    bool any = sys.dataParallel > 1 || !costs.tied.empty();
+    bool any = sys.simulation.dataParallel > 1 || !costs.tied.empty();
     for (const StageCost &c : costs.stages)
       any |= c.optimizerSec > 0;
     post.skippedAsync = any;
@@ -145,7 +145,7 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
         stages.push_back({v.second, key.second});
     std::sort(stages.begin(), stages.end());
     for (auto [pos, st] : stages) {
-      double sec = costs.stages[st].optimizerSec / sys.computeSpeed;
+      double sec = costs.stages[st].optimizerSec / sys.simulation.computeSpeed;
       if (sec <= 0)
         continue;
       OptimizerStep step;
@@ -222,7 +222,7 @@ static double postMakespan(double tableEnd, const PostTimes &pt) {
 
 static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
                                         const CostTable &costsIn,
-                                        const SystemConfig &sys,
+                                        const machine::Machine &sys,
                                         const schedule::StageGraph *graph) {
   Prepared p;
   if (costsIn.size() == 0)
@@ -233,8 +233,8 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
     return makeError(llvm::formatv("stage graph has {0} stages, schedule "
                                    "'{1}' has {2}", p.graph.numStages, s.name,
                                    s.numStages));
-  llvm::Expected<TaskGraph> tg =
-      buildTaskGraph(s, p.costs, sys.computeSpeed, p.graph, Durations::Costs);
+  llvm::Expected<TaskGraph> tg = buildTaskGraph(
+      s, p.costs, sys.simulation.computeSpeed, p.graph, Durations::Costs);
   if (!tg)
     return tg.takeError();
   p.tasks = std::move(*tg);
@@ -346,7 +346,7 @@ static llvm::Error attachStaleness(const schedule::Schedule &s,
 
 llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
                                            const CostTable &costs,
-                                           const SystemConfig &sys,
+                                           const machine::Machine &sys,
                                            Timeline *timeline,
                                            const schedule::StageGraph *graph) {
   llvm::Expected<Prepared> p = prepare(s, costs, sys, graph);
@@ -398,8 +398,8 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 /// starting when its last predecessor ends, except that the compute
 /// vertices (cpuNode[v] >= 0, the node whose cores they use) share `cores`
 /// cores per node: while k of a node's compute vertices run, each advances
-/// at min(1, cores / k) of its speed (processor sharing; SystemConfig::
-/// coresPerNode). Fills start / end / ready like the longest-path pass and
+/// at min(1, cores / k) of its speed (processor sharing; machine::
+/// Topology::coresPerNode). Fills start / end / ready like the longest-path pass and
 /// returns the number of vertices that ran (fewer than all: a cycle).
 static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
                                std::vector<int> indeg,
@@ -484,7 +484,7 @@ static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
 
 llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
                                             const CostTable &costs,
-                                            const SystemConfig &sys,
+                                            const machine::Machine &sys,
                                             Timeline *timeline,
                                             const schedule::StageGraph *graph) {
   llvm::Expected<Prepared> p = prepare(s, costs, sys, graph);
@@ -578,8 +578,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
 
   int numNodes = 1;
   for (int r = 0; r < R; ++r)
-    numNodes = std::max(numNodes, sys.nodeOf(r) + 1);
-  const int nics = numNodes * std::max(sys.nicsPerNode, 1);
+    numNodes = std::max(numNodes, sys.topology.nodeOf(r) + 1);
+  const int nics = numNodes * sys.topology.nicsInEffect();
   // Resources: send engines [0, R), recv engines [R, 2R), NICs out / in;
   // then the collective channels: one per rank and one per NIC direction.
   const int collBase = 2 * R + 2 * nics;
@@ -604,10 +604,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
         int next = red.ring[(k + 1) % ringSize];
         int prev = red.ring[(k + ringSize - 1) % ringSize];
         res.push_back(collBase + r);
-        if (sys.nodeOf(next) != sys.nodeOf(r))
-          res.push_back(collBase + 2 * R + sys.nicOf(r));
-        if (sys.nodeOf(prev) != sys.nodeOf(r))
-          res.push_back(collBase + 2 * R + nics + sys.nicOf(r));
+        if (sys.topology.nodeOf(next) != sys.topology.nodeOf(r))
+          res.push_back(collBase + 2 * R + sys.topology.nicOf(r));
+        if (sys.topology.nodeOf(prev) != sys.topology.nodeOf(r))
+          res.push_back(collBase + 2 * R + nics + sys.topology.nicOf(r));
       }
       use(res, redBase + (x - T));
       continue;
@@ -617,29 +617,29 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     int node = N + x;
     edge(d.producer, node);
     edge(node, d.consumer);
-    dur[node] = sys.link(src, dst).time(d.bytes);
-    if (!sys.overlap && nextOnRank[d.producer] >= 0)
+    dur[node] = sys.topology.between(src, dst).messageSeconds(d.bytes);
+    if (!sys.simulation.overlap && nextOnRank[d.producer] >= 0)
       edge(node, nextOnRank[d.producer]);
     llvm::SmallVector<int, 4> res{src, R + dst};
-    if (sys.nodeOf(src) != sys.nodeOf(dst)) {
-      res.push_back(2 * R + sys.nicOf(src));
-      res.push_back(2 * R + nics + sys.nicOf(dst));
+    if (sys.topology.nodeOf(src) != sys.topology.nodeOf(dst)) {
+      res.push_back(2 * R + sys.topology.nicOf(src));
+      res.push_back(2 * R + nics + sys.topology.nicOf(dst));
     }
     use(res, node);
   }
 
   std::vector<double> start(V, 0), end(V, 0), ready(V, 0);
   int ran = 0;
-  const bool shared = sys.sharesCores(R);
+  const bool shared = sys.topology.sharesCores(R);
   if (shared) {
     // Compute vertices share their node's cores.
     std::vector<int> cpuNode(V, -1);
     for (int t = 0; t < N; ++t)
-      cpuNode[t] = sys.nodeOf(g.tasks[t].rank);
+      cpuNode[t] = sys.topology.nodeOf(g.tasks[t].rank);
     for (int r = 0; r < R; ++r)
       for (int v : stepNode[r])
-        cpuNode[v] = sys.nodeOf(r);
-    ran = runProcessorSharing(succ, indeg, dur, cpuNode, sys.coresPerNode,
+        cpuNode[v] = sys.topology.nodeOf(r);
+    ran = runProcessorSharing(succ, indeg, dur, cpuNode, sys.topology.coresPerNode,
                               start, end, ready);
   } else {
     // Longest path in topological order (Kahn).
@@ -696,11 +696,11 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   Metrics m;
   m.level = Level::Event;
   m.note = llvm::formatv("event simulation on '{0}' (overlap {1})", sys.name,
-                         sys.overlap ? "on" : "off")
+                         sys.simulation.overlap ? "on" : "off")
                .str();
   if (shared) {
     char cores[32];
-    std::snprintf(cores, sizeof(cores), "%g", sys.coresPerNode);
+    std::snprintf(cores, sizeof(cores), "%g", sys.topology.coresPerNode);
     m.note += std::string("; the ranks of a node share ") + cores +
               " core(s) (processor sharing)";
     // A rank is busy while its action runs, slowed or not: the bubbles
@@ -870,7 +870,7 @@ sim::computeStaleness(const schedule::Schedule &s,
 
 llvm::Expected<Evaluation> sim::evaluate(const schedule::Schedule &s,
                                          const CostTable &costs,
-                                         const SystemConfig &sys,
+                                         const machine::Machine &sys,
                                          const schedule::StageGraph *graph) {
   Evaluation ev;
   ev.formula = evaluateFormula(s, costs, sys);

@@ -169,22 +169,14 @@ void AutoSchedulePass::runOnOperation() {
     }
   }
 
-  auto hw = cost::getPreset(device);
+  auto hw = machine::loadMachine(device, hardware);
   if (!hw) {
     error() << llvm::toString(hw.takeError());
     return signalPassFailure();
   }
-  if (!hardware.empty()) {
-    auto loaded = cost::loadHardware(hardware, &*hw);
-    if (!loaded) {
-      error() << llvm::toString(loaded.takeError());
-      return signalPassFailure();
-    }
-    hw = std::move(loaded);
-  }
-  double limit = hw->device.memoryCapacity;
+  double limit = hw->device.memoryCapacityBytes;
   if (!memoryLimit.empty()) {
-    auto bytes = cost::parseByteSize(memoryLimit);
+    auto bytes = machine::parseByteSize(memoryLimit);
     if (!bytes) {
       error() << "memory-limit: " << llvm::toString(bytes.takeError());
       return signalPassFailure();
@@ -219,7 +211,7 @@ void AutoSchedulePass::runOnOperation() {
   }
   llvm::Expected<ModelCostTables> tables = ModelCostTables::fromFunction(
       model, *hw, optFactor, training,
-      llvm::formatv("@{0} on {1}", model.getSymName(), hw->device.name).str());
+      llvm::formatv("@{0} on {1}", model.getSymName(), hw->name).str());
   if (!tables) {
     model.emitError() << "pipe-auto-schedule: "
                       << llvm::toString(tables.takeError());
@@ -227,8 +219,9 @@ void AutoSchedulePass::runOnOperation() {
   }
 
   // --- Candidates -----------------------------------------------------------
-  sim::SystemConfig sys = systemFromHardware(*hw);
-  sys.memoryBytes = limit;
+  machine::Machine sys = *hw;
+  sys.name += " topology";
+  sys.simulation.memoryLimitBytes = limit;
   std::vector<sim::ExplorePoint> points;
   std::vector<std::string> skipped;
   for (int v : chunkCandidates) {

@@ -30,14 +30,14 @@
 using namespace pipeopt;
 
 llvm::Expected<ModelCostTables>
-ModelCostTables::fromFunction(mlir::func::FuncOp fn, const cost::Hardware &hw,
+ModelCostTables::fromFunction(mlir::func::FuncOp fn, const machine::Machine &hw,
                               double optimizerFactor, bool training,
                               llvm::StringRef name) {
   ModelCostTables t;
-  t.hardware = hw;
+  t.machine = hw;
   t.optimizerFactor_ = optimizerFactor;
   t.training_ = training;
-  cost::CostAnalysis analysis(fn, t.hardware);
+  cost::CostAnalysis analysis(fn, t.machine);
   analysis.emitRemarks = false;
   llvm::Expected<FunctionGraph> built = buildPartitionGraph(fn, analysis);
   if (!built)
@@ -54,15 +54,10 @@ llvm::Expected<ModelCostTables>
 ModelCostTables::load(llvm::StringRef path, llvm::StringRef device,
                       llvm::StringRef hardwarePath, double optimizerFactor,
                       const mlir::DialectRegistry &registry) {
-  llvm::Expected<cost::Hardware> hw = cost::getPreset(device);
+  llvm::Expected<machine::Machine> hw =
+      machine::loadMachine(device, hardwarePath);
   if (!hw)
     return hw.takeError();
-  if (!hardwarePath.empty()) {
-    llvm::Expected<cost::Hardware> loaded = cost::loadHardware(hardwarePath, &*hw);
-    if (!loaded)
-      return loaded.takeError();
-    hw = std::move(*loaded);
-  }
   mlir::MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -117,7 +112,7 @@ ModelCostTables::load(llvm::StringRef path, llvm::StringRef device,
                                    llvm::toString(t.takeError()));
   t->name = llvm::formatv("{0} (@{1}, {2} ops) on {3}, balanced partition",
                           llvm::sys::path::filename(path), t->functionName,
-                          t->numOps, t->hardware.device.name)
+                          t->numOps, t->machine.name)
                 .str();
   return t;
 }
@@ -131,7 +126,7 @@ llvm::Expected<const sim::CostTable *> ModelCostTables::get(int n) {
   o.strategy = partition::Strategy::Balanced;
   o.training = training_;
   o.computeBaselines = false;
-  o.links = linkModelFor(hardware.topology);
+  o.links = linkModelFor(machine.topology);
   o.memory.optimizerFactor = optimizerFactor_;
   llvm::Expected<partition::Result> r = partition::partition(graph_, o);
   if (!r)
@@ -167,18 +162,4 @@ llvm::Expected<const sim::CostTable *> ModelCostTables::get(int n) {
   }
   reports_[n] = r->report;
   return &tables_.emplace(n, std::move(t)).first->second;
-}
-
-sim::SystemConfig pipeopt::systemFromHardware(const cost::Hardware &hw) {
-  sim::SystemConfig s;
-  s.name = hw.device.name + " topology";
-  s.computeSpeed = 1.0;
-  s.gpusPerNode = std::max(1, hw.topology.ranksPerNode);
-  s.nicsPerNode = s.gpusPerNode;
-  s.intraNode = {hw.topology.intraNode.latency, hw.topology.intraNode.bandwidth};
-  s.interNode = {hw.topology.interNode.latency, hw.topology.interNode.bandwidth};
-  s.overlap = true;
-  s.memoryBytes = hw.device.memoryCapacity;
-  s.coresPerNode = hw.topology.coresPerNode;
-  return s;
 }

@@ -110,7 +110,7 @@ private:
     part::Report report;
     int64_t functionOps = 0, placedOps = 0, rematOps = 0;
   };
-  LogicalResult partitionFunction(func::FuncOp fn, const cost::Hardware &hw,
+  LogicalResult partitionFunction(func::FuncOp fn, const machine::Machine &hw,
                                   const std::optional<cost::Profile> &profile,
                                   double capacity,
                                   const std::vector<int> &inFlight,
@@ -145,23 +145,14 @@ void PartitionPass::runOnOperation() {
     emitError(loc) << "pipe-partition: " << llvm::toString(inFlight.takeError());
     return signalPassFailure();
   }
-  auto hw = cost::getPreset(device);
+  auto hw = machine::loadMachine(device, hardware);
   if (!hw) {
     emitError(loc) << "pipe-partition: " << llvm::toString(hw.takeError());
     return signalPassFailure();
   }
-  if (!hardware.empty()) {
-    auto loaded = cost::loadHardware(hardware, &*hw);
-    if (!loaded) {
-      emitError(loc) << "pipe-partition: "
-                     << llvm::toString(loaded.takeError());
-      return signalPassFailure();
-    }
-    hw = std::move(loaded);
-  }
-  double capacity = hw->device.memoryCapacity;
+  double capacity = hw->device.memoryCapacityBytes;
   if (!memoryLimit.empty()) {
-    auto bytes = cost::parseByteSize(memoryLimit);
+    auto bytes = machine::parseByteSize(memoryLimit);
     if (!bytes) {
       emitError(loc) << "pipe-partition: memory-limit: "
                      << llvm::toString(bytes.takeError());
@@ -232,7 +223,7 @@ void PartitionPass::runOnOperation() {
       os << llvm::formatv("pipe-partition @{0}: {1} stage{2} on {3}, {4} "
                           "microbatch{5}, schedule {6}\n",
                           r.name, rep.numStages, rep.numStages == 1 ? "" : "s",
-                          hw->device.name, numMicrobatches,
+                          hw->name, numMicrobatches,
                           numMicrobatches == 1 ? "" : "es", schedule);
       part::printTable(os, rep);
       // Relative change of the bottleneck against a reference, e.g.
@@ -257,7 +248,7 @@ void PartitionPass::runOnOperation() {
     llvm::json::Value v = part::toJSON(r.report);
     if (auto *obj = v.getAsObject()) {
       (*obj)["function"] = r.name;
-      (*obj)["device"] = hw->device.name;
+      (*obj)["device"] = hw->name;
       (*obj)["schedule"] = std::string(schedule);
       (*obj)["num_microbatches"] = static_cast<int64_t>(numMicrobatches);
       (*obj)["training"] = static_cast<bool>(training);
@@ -283,7 +274,7 @@ void PartitionPass::runOnOperation() {
 }
 
 LogicalResult PartitionPass::partitionFunction(
-    func::FuncOp fn, const cost::Hardware &hw,
+    func::FuncOp fn, const machine::Machine &hw,
     const std::optional<cost::Profile> &profile, double capacity,
     const std::vector<int> &inFlight, part::Strategy strat,
     std::vector<FunctionResult> &results) {

@@ -174,12 +174,9 @@ pipeopt::buildPartitionGraph(func::FuncOp fn, cost::CostAnalysis &analysis,
   return result;
 }
 
-partition::LinkModel pipeopt::linkModelFor(const cost::Topology &topology) {
+partition::LinkModel pipeopt::linkModelFor(const machine::Topology &topology) {
   partition::LinkModel links;
-  links.uniform = {topology.intraNode.latency, topology.intraNode.bandwidth};
-  links.between = [topology](int a, int b) {
-    cost::LinkSpec l = topology.between(a, b);
-    return partition::Link{l.latency, l.bandwidth};
-  };
+  links.uniform = topology.intraNode;
+  links.between = [topology](int a, int b) { return topology.between(a, b); };
   return links;
 }

@@ -40,7 +40,7 @@ static bool isAccumulatorInit(Operation *op) {
 /// differentiated once. Ops without a derivative rule keep the rule.
 void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
                                ArrayRef<Operation *> ops,
-                               const cost::Hardware &hw) {
+                               const machine::Machine &hw) {
   struct Entry {
     Operation *op;
     double b = 0, w = 0, bFlops = 0, wFlops = 0;

@@ -28,7 +28,7 @@ namespace pipeopt {
 /// affine dialects as dependent.
 void costRealBackward(cost::CostAnalysis &analysis,
                       llvm::ArrayRef<mlir::Operation *> ops,
-                      const cost::Hardware &hw);
+                      const machine::Machine &hw);
 
 } // namespace pipeopt
 

@@ -97,7 +97,7 @@ SchedulePass::autoInputs(const StageGraphInfo &info) {
   if (memoryLimit != 0)
     in.memoryLimit = static_cast<double>(memoryLimit);
   in.commSec = commTime;
-  auto hw = cost::getPreset(device);
+  auto hw = machine::getDevicePreset(device);
   if (!hw) {
     func::FuncOp fn = info.func;
     return fn.emitError() << "pipe-schedule: "

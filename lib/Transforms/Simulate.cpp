@@ -21,7 +21,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
@@ -78,20 +78,18 @@ struct SimulatePass : pipeopt::impl::SimulatePassBase<SimulatePass> {
   void runOnOperation() override;
 
 private:
-  FailureOr<SimResult> simulateGroup(StringRef base,
-                                     ArrayRef<pipe::ProgramOp> programs,
-                                     const cost::Hardware &hw,
-                                     const sim::SystemConfig &sys,
-                                     double optFactor,
-                                     const cost::Profile *prof);
+  FailureOr<SimResult>
+  simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
+                const machine::Machine &hw, const machine::Machine &sys,
+                double optFactor, const cost::Profile *prof);
 };
 
 } // namespace
 
 FailureOr<SimResult>
 SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
-                            const cost::Hardware &hw,
-                            const sim::SystemConfig &sys, double optFactor,
+                            const machine::Machine &hw,
+                            const machine::Machine &sys, double optFactor,
                             const cost::Profile *prof) {
   ModuleOp module = getOperation();
   FailureOr<std::vector<pipe::ProgramOp>> byRank =
@@ -152,7 +150,7 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
              << " has no stage function with a body to take its costs from";
 
   // Cost table: one entry per stage.
-  res.costs.name = llvm::formatv("@{0} on {1}", base, hw.device.name).str();
+  res.costs.name = llvm::formatv("@{0} on {1}", base, hw.name).str();
   res.costs.stages.resize(S);
   for (int k = 0; k < S; ++k) {
     func::FuncOp fn = stageFns[k];
@@ -193,9 +191,9 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       c.weightBytes += cost::typeBytes(w.getType());
     // All-reduces move the gradient: the parameter bytes.
     c.gradientBytes = c.weightBytes;
-    if (optimizerStep && !s.forwardOnly && hw.device.memoryBandwidth > 0)
+    if (optimizerStep && !s.forwardOnly && hw.device.memoryBytesPerSecond > 0)
       c.optimizerSec = (2 * (1 + optFactor) - 1) * c.weightBytes /
-                       hw.device.memoryBandwidth;
+                       hw.device.memoryBytesPerSecond;
     c.weightBytes *= 1 + optFactor;
   }
   // Tied weights: a model argument whose gradient several stages
@@ -297,7 +295,7 @@ static const sim::Level kLevels[] = {sim::Level::Formula, sim::Level::Table,
 
 /// The readable report of one function.
 static void printReport(llvm::raw_ostream &os, const SimResult &r,
-                        const sim::SystemConfig &sys, StringRef device) {
+                        const machine::Machine &sys, StringRef device) {
   const sched::Schedule &s = r.schedule;
   os << llvm::formatv("pipe-simulate: @{0}: schedule {1}, {2} ranks, {3} "
                       "stages, {4} microbatches, device {5}, system {6}\n",
@@ -369,7 +367,7 @@ static void printReport(llvm::raw_ostream &os, const SimResult &r,
 /// Explorer-compatible JSON rows (tools/pipeopt-explore/README.md) of one
 /// function, one per level.
 static void appendRows(llvm::json::Array &rows, const SimResult &r,
-                       const sim::SystemConfig &sys) {
+                       const machine::Machine &sys) {
   for (sim::Level level : kLevels) {
     const sim::Metrics &m = r.eval.at(level);
     llvm::json::Object row = sim::rowJSON(
@@ -397,44 +395,30 @@ void SimulatePass::runOnOperation() {
   loc = groups.front().second.front().getLoc();
 
   // --- Options ------------------------------------------------------------
-  auto hw = cost::getPreset(device);
+  auto hw = machine::loadMachine(device, hardware);
   if (!hw) {
     emitError(loc) << "pipe-simulate: " << llvm::toString(hw.takeError());
     return signalPassFailure();
   }
-  if (!hardware.empty()) {
-    auto loaded = cost::loadHardware(hardware, &*hw);
-    if (!loaded) {
-      emitError(loc) << "pipe-simulate: " << llvm::toString(loaded.takeError());
-      return signalPassFailure();
-    }
-    hw = std::move(loaded);
-  }
-  sim::SystemConfig sys;
-  if (system.empty()) {
-    sys = systemFromHardware(*hw);
-  } else if (StringRef(system).ends_with(".json")) {
-    auto loaded = sim::loadSystems(system);
+  // The cost model's machine, or the system= preset / file; the cost
+  // tables are in the device's seconds either way.
+  machine::Machine sys = *hw;
+  sys.name += " topology";
+  if (!system.empty()) {
+    auto loaded = machine::loadSystems(system);
     if (!loaded) {
       emitError(loc) << "pipe-simulate: system: "
                      << llvm::toString(loaded.takeError());
       return signalPassFailure();
     }
     if (loaded->size() != 1) {
-      emitError(loc) << "pipe-simulate: system file '" << system << "' defines "
-                     << loaded->size()
+      emitError(loc) << "pipe-simulate: system "
+                     << (StringRef(system).ends_with(".json") ? "file " : "")
+                     << "'" << system << "' defines " << loaded->size()
                      << " systems; give a file with exactly one";
       return signalPassFailure();
     }
     sys = loaded->front();
-  } else {
-    auto preset = sim::presetByName(system);
-    if (!preset) {
-      emitError(loc) << "pipe-simulate: system: "
-                     << llvm::toString(preset.takeError());
-      return signalPassFailure();
-    }
-    sys = *preset;
   }
   if (failed(checkOptimizerFactor(loc, "pipe-simulate", optimizerFactor)))
     return signalPassFailure();
@@ -444,7 +428,7 @@ void SimulatePass::runOnOperation() {
                    << std::to_string(dataParallel);
     return signalPassFailure();
   }
-  sys.dataParallel = static_cast<int>(dataParallel);
+  sys.simulation.dataParallel = static_cast<int>(dataParallel);
   if ((!trace.empty() || !svg.empty()) && groups.size() != 1) {
     emitError(loc) << "pipe-simulate: trace= and svg= need exactly one "
                       "scheduled function, the module has "
@@ -493,7 +477,7 @@ void SimulatePass::runOnOperation() {
   };
   if (report.empty() || report == "-") {
     for (const SimResult &r : results)
-      printReport(llvm::outs(), r, sys, hw->device.name);
+      printReport(llvm::outs(), r, sys, hw->name);
     llvm::outs().flush();
   } else {
     llvm::json::Array rows, functions;
@@ -511,12 +495,12 @@ void SimulatePass::runOnOperation() {
           {"schedule", r.schedule.name},
           {"measured", r.measured},
           {"optimizer_factor", r.optimizerFactor},
-          {"data_parallel", sys.dataParallel},
+          {"data_parallel", sys.simulation.dataParallel},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
                                             {"stages", std::move(stages)},
                                             {"tied", std::move(tied)}}}});
     }
-    llvm::json::Object root{{"device", hw->device.name},
+    llvm::json::Object root{{"device", hw->name},
                             {"system", sys.name},
                             {"functions", std::move(functions)},
                             {"rows", std::move(rows)}};

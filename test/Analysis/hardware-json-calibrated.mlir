@@ -1,5 +1,5 @@
 // The hardware JSON keys that pipeopt-calibrate writes beyond the presets'
-// (docs/CostModel.md "Hardware JSON"): cache_bytes / cache_bandwidth (an
+// (docs/CostModel.md "Machine JSON"): cache_bytes / cache_bandwidth (an
 // op whose bytes fit the cache moves them at the cache's bandwidth) and
 // topology.cores_per_node (pipe-simulate's event level shares a node's
 // cores among its busy ranks). Absent, they change nothing; wrong types

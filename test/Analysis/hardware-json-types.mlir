@@ -1,4 +1,5 @@
-// Hardware JSON (cost::parseHardware, docs/CostModel.md "Hardware JSON"):
+// Machine JSON as the cost model reads it (machine::parseMachine,
+// docs/CostModel.md "Machine JSON"):
 // every key is type-checked, with an error naming the key and the expected
 // type; numbers are range-checked so that every derived time stays finite.
 // A wrong-typed "base" used to be skipped silently (the device= preset was

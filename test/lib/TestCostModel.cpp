@@ -47,18 +47,10 @@ struct TestCostModelPass
                               llvm::cl::init("")};
 
   void runOnOperation() override {
-    auto hw = cost::getPreset(device);
+    auto hw = machine::loadMachine(device, hardware);
     if (!hw) {
       getOperation().emitError() << llvm::toString(hw.takeError());
       return signalPassFailure();
-    }
-    if (!hardware.empty()) {
-      auto loaded = cost::loadHardware(hardware, &*hw);
-      if (!loaded) {
-        getOperation().emitError() << llvm::toString(loaded.takeError());
-        return signalPassFailure();
-      }
-      hw = std::move(loaded);
     }
     std::optional<cost::Profile> prof;
     if (!profile.empty()) {

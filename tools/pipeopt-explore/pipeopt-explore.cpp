@@ -15,8 +15,9 @@
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/InitAll.h"
+#include "pipeopt/Machine/Machine.h"
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
@@ -58,8 +59,14 @@ static cl::list<std::string> schedulesOpt(
              "registered training schedule). Default: the schedule "
              "registry's default list (shown by --help)"),
     cl::cat(category));
+static cl::list<int> ranksOpt(
+    "ranks", cl::CommaSeparated,
+    cl::desc("Pipeline ranks S (default 4,8); a schedule with v chunks per "
+             "rank runs S x v pipeline stages (pipe-partition num-stages)"),
+    cl::cat(category));
+// Not a cl::alias: an alias does not split comma-separated values.
 static cl::list<int> stagesOpt("stages", cl::CommaSeparated,
-                               cl::desc("Pipeline ranks S (default 4,8)"),
+                               cl::desc("Alias for --ranks"),
                                cl::cat(category));
 static cl::list<int> microbatchesOpt(
     "microbatches", cl::CommaSeparated,
@@ -67,7 +74,8 @@ static cl::list<int> microbatchesOpt(
 static cl::list<std::string> systemsOpt(
     "systems", cl::CommaSeparated,
     cl::desc("Systems: 'grid' (the 3x3 presets), preset names "
-             "(compute-slow/net-fast, ..., ideal) or JSON files (default grid)"),
+             "(compute-slow/net-fast, ..., ideal, h100, ...) or machine JSON "
+             "files (default grid)"),
     cl::cat(category));
 static cl::opt<int> virtualStagesOpt(
     "virtual-stages", cl::init(0),
@@ -149,9 +157,10 @@ static cl::opt<std::string> svgOpt(
 static cl::opt<std::string> traceScheduleOpt(
     "trace-schedule", cl::desc("Schedule for --trace/--svg (default: first)"),
     cl::cat(category));
-static cl::opt<int> traceStagesOpt(
-    "trace-stages", cl::init(0),
-    cl::desc("S for --trace/--svg (default: first)"), cl::cat(category));
+static cl::opt<int>
+    traceStagesOpt("trace-stages", cl::init(0),
+                   cl::desc("Ranks S for --trace/--svg (default: first)"),
+                   cl::cat(category));
 static cl::opt<int> traceMicrobatchesOpt(
     "trace-microbatches", cl::init(0),
     cl::desc("M for --trace/--svg (default: first)"), cl::cat(category));
@@ -285,7 +294,7 @@ int main(int argc, char **argv) {
   // --memory-limit=0: no limit (the systems' memory_bytes are dropped too).
   bool noMemoryLimit = false;
   if (memoryLimitOpt.getNumOccurrences()) {
-    llvm::Expected<double> bytes = cost::parseByteSize(memoryLimitOpt);
+    llvm::Expected<double> bytes = machine::parseByteSize(memoryLimitOpt);
     if (!bytes)
       return bad("--memory-limit: " + llvm::toString(bytes.takeError()));
     memoryLimit = *bytes;
@@ -299,7 +308,8 @@ int main(int argc, char **argv) {
     return bad("--optimizer-factor must be a finite number between 0 and "
                "1e6, got " +
                num(optimizerFactorOpt, "%g"));
-  if (llvm::Expected<cost::Hardware> preset = cost::getPreset(deviceOpt);
+  if (llvm::Expected<machine::Machine> preset =
+          machine::getDevicePreset(deviceOpt);
       !preset)
     return fail(preset.takeError());
   if (hardwareOpt.getNumOccurrences() && hardwareOpt.empty())
@@ -364,15 +374,20 @@ int main(int argc, char **argv) {
       name = row->name.str();
     }
   }
-  std::vector<int> stages(stagesOpt.begin(), stagesOpt.end());
+  // The spelling the user gave, for messages.
+  if (ranksOpt.getNumOccurrences() && stagesOpt.getNumOccurrences())
+    return bad("give --ranks or its alias --stages, not both");
+  const std::string ranksFlag =
+      stagesOpt.getNumOccurrences() ? "--stages" : "--ranks";
+  std::vector<int> stages(ranksOpt.begin(), ranksOpt.end());
+  stages.insert(stages.end(), stagesOpt.begin(), stagesOpt.end());
   if (stages.empty())
     stages = {4, 8};
   std::vector<int> microbatches(microbatchesOpt.begin(), microbatchesOpt.end());
   if (microbatches.empty())
     microbatches = {8, 16, 32, 64};
-  for (auto [opt, values] :
-       {std::make_pair("--stages", &stages),
-        std::make_pair("--microbatches", &microbatches)}) {
+  for (auto [opt, values] : {std::make_pair(ranksFlag.c_str(), &stages),
+                             std::make_pair("--microbatches", &microbatches)}) {
     std::set<int> seen;
     for (int v : *values)
       if (!seen.insert(v).second)
@@ -381,14 +396,13 @@ int main(int argc, char **argv) {
   }
   for (int v : stages)
     if (v < 1 || v > 1024)
-      return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "--stages must be in [1, 1024]"));
+      return bad(ranksFlag + " must be in [1, 1024]");
   for (int v : microbatches)
     if (v < 1 || v > 100000)
       return fail(llvm::createStringError(
           llvm::inconvertibleErrorCode(), "--microbatches must be in [1, 100000]"));
 
-  std::vector<SystemConfig> systems;
+  std::vector<machine::Machine> systems;
   std::vector<std::string> systemItems(systemsOpt.begin(), systemsOpt.end());
   if (systemItems.empty())
     systemItems = {"grid"};
@@ -398,20 +412,11 @@ int main(int argc, char **argv) {
   std::map<std::string, std::string> systemSource;
   for (const std::string &item : systemItems) {
     size_t first = systems.size();
-    if (item == "grid") {
-      for (const SystemConfig &s : presetGrid())
-        systems.push_back(s);
-    } else if (llvm::StringRef(item).ends_with(".json")) {
-      llvm::Expected<std::vector<SystemConfig>> loaded = loadSystems(item);
-      if (!loaded)
-        return fail(loaded.takeError());
-      systems.insert(systems.end(), loaded->begin(), loaded->end());
-    } else {
-      llvm::Expected<SystemConfig> p = presetByName(item);
-      if (!p)
-        return fail(p.takeError());
-      systems.push_back(*p);
-    }
+    llvm::Expected<std::vector<machine::Machine>> loaded =
+        machine::loadSystems(item);
+    if (!loaded)
+      return fail(loaded.takeError());
+    systems.insert(systems.end(), loaded->begin(), loaded->end());
     for (size_t i = first; i < systems.size(); ++i) {
       auto [it, inserted] = systemSource.emplace(systems[i].name, item);
       if (!inserted)
@@ -422,16 +427,16 @@ int main(int argc, char **argv) {
   }
 
   if (noMemoryLimit)
-    for (SystemConfig &s : systems)
-      s.memoryBytes = 0;
+    for (machine::Machine &s : systems)
+      s.simulation.memoryLimitBytes = 0;
 
   if (dataParallelOpt.getNumOccurrences()) {
     if (dataParallelOpt < 1 || dataParallelOpt > (1 << 20))
       return bad(llvm::formatv("--data-parallel must be in [1, 1048576], "
                                "got {0}", dataParallelOpt.getValue())
                      .str());
-    for (SystemConfig &s : systems)
-      s.dataParallel = dataParallelOpt;
+    for (machine::Machine &s : systems)
+      s.simulation.dataParallel = dataParallelOpt;
   }
 
   CostTable costs;
@@ -520,7 +525,7 @@ int main(int argc, char **argv) {
   };
   auto traceHook = [&](const ExplorePoint &p, const schedule::Schedule &sched,
                        const CostTable &table,
-                       const SystemConfig &sys) -> llvm::Error {
+                       const machine::Machine &sys) -> llvm::Error {
     if (!wantTimeline || traceTimeline || p.schedule != traceSched ||
         p.stages != traceS || p.microbatches != traceM || sys.name != traceSys)
       return llvm::Error::success();
@@ -581,7 +586,7 @@ int main(int argc, char **argv) {
   std::string out;
   llvm::raw_string_ostream os(out);
   std::vector<std::string> systemNames;
-  for (const SystemConfig &s : systems)
+  for (const machine::Machine &s : systems)
     systemNames.push_back(s.name);
 
   if (formatOpt == Format::JSON) {
@@ -659,8 +664,8 @@ int main(int argc, char **argv) {
     llvm::json::Object perSystemLimit;
     std::optional<double> commonLimit;
     bool oneLimit = true;
-    for (const SystemConfig &sc : systems) {
-      double l = memoryLimit > 0 ? memoryLimit : sc.memoryBytes;
+    for (const machine::Machine &sc : systems) {
+      double l = memoryLimit > 0 ? memoryLimit : sc.memoryLimitBytes();
       perSystemLimit[sc.name] =
           l > 0 ? llvm::json::Value(l) : llvm::json::Value(nullptr);
       if (!commonLimit)

@@ -32,145 +32,6 @@ llvm::json::Value parseJSON(llvm::StringRef text) {
 
 std::string errorOf(llvm::Error err) { return llvm::toString(std::move(err)); }
 
-TEST(DevicePresets, DatasheetNumbers) {
-  auto h100 = getPreset("h100");
-  ASSERT_TRUE(static_cast<bool>(h100));
-  EXPECT_DOUBLE_EQ(h100->device.memoryBandwidth, 3.35e12);
-  EXPECT_DOUBLE_EQ(h100->device.memoryCapacity, 80e9);
-  EXPECT_DOUBLE_EQ(h100->device.peakFlops("bf16", /*matrix=*/true), 989.5e12);
-  EXPECT_DOUBLE_EQ(h100->device.peakFlops("f32", /*matrix=*/false), 67e12);
-  // Missing vector keys fall back to the vector f32 peak.
-  EXPECT_DOUBLE_EQ(h100->device.peakFlops("bf16", /*matrix=*/false), 67e12);
-  EXPECT_EQ(h100->topology.ranksPerNode, 8);
-
-  auto h200 = getPreset("H200");
-  ASSERT_TRUE(static_cast<bool>(h200));
-  EXPECT_DOUBLE_EQ(h200->device.memoryBandwidth, 4.8e12);
-  EXPECT_DOUBLE_EQ(h200->device.memoryCapacity, 141e9);
-
-  auto a100 = getPreset("a100");
-  ASSERT_TRUE(static_cast<bool>(a100));
-  EXPECT_DOUBLE_EQ(a100->device.peakFlops("f16", true), 312e12);
-  EXPECT_DOUBLE_EQ(a100->device.memoryBandwidth, 2.039e12);
-
-  auto cpu = getPreset("cpu");
-  ASSERT_TRUE(static_cast<bool>(cpu));
-  EXPECT_DOUBLE_EQ(cpu->device.peakFlops("f32", true), 96 * 2.4e9 * 32);
-
-  for (llvm::StringRef name : presetNames()) {
-    auto hw = getPreset(name);
-    ASSERT_TRUE(static_cast<bool>(hw)) << name.str();
-    EXPECT_FALSE(static_cast<bool>(hw->device.validate())) << name.str();
-  }
-  auto bad = getPreset("x100");
-  ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(errorOf(bad.takeError()).find("unknown device 'x100'"),
-            std::string::npos);
-}
-
-TEST(Topology, IntraAndInterNode) {
-  Topology t;
-  t.ranksPerNode = 4;
-  t.intraNode = {1e-6, 100e9};
-  t.interNode = {5e-6, 10e9};
-  EXPECT_DOUBLE_EQ(t.between(0, 3).bandwidth, 100e9);
-  EXPECT_DOUBLE_EQ(t.between(3, 4).bandwidth, 10e9);
-  EXPECT_DOUBLE_EQ(t.between(5, 7).latency, 1e-6);
-  // alpha-beta: 5 us + 1 MB / 10 GB/s = 105 us; nothing for 0 bytes.
-  EXPECT_NEAR(t.between(0, 4).seconds(1e6), 105e-6, 1e-12);
-  EXPECT_EQ(t.between(0, 4).seconds(0), 0.0);
-}
-
-TEST(ByteSize, Suffixes) {
-  EXPECT_DOUBLE_EQ(*parseByteSize("80GB"), 80e9);
-  EXPECT_DOUBLE_EQ(*parseByteSize("80 GB"), 80e9);
-  EXPECT_DOUBLE_EQ(*parseByteSize("16GiB"), 16.0 * 1024 * 1024 * 1024);
-  EXPECT_DOUBLE_EQ(*parseByteSize("1.5e9"), 1.5e9);
-  EXPECT_DOUBLE_EQ(*parseByteSize("512mb"), 512e6);
-  EXPECT_DOUBLE_EQ(*parseByteSize("1024"), 1024);
-  EXPECT_DOUBLE_EQ(*parseByteSize("0"), 0);
-  // Sizes of 2^63 bytes or more overflow (99999999999999999999999GB).
-  for (const char *bad : {"", "GB", "80XB", "-1GB", "abc", "1e999",
-                          "99999999999999999999999GB", "9.3e18",
-                          "10000000TiB"}) {
-    auto v = parseByteSize(bad);
-    EXPECT_FALSE(static_cast<bool>(v)) << bad;
-    if (!v)
-      llvm::consumeError(v.takeError());
-  }
-}
-
-TEST(HardwareJSON, BaseAndOverrides) {
-  auto hw = parseHardware(parseJSON(R"({
-    "base": "h100", "name": "h100-tf32",
-    "peak_flops": {"f32": 494.5e12},
-    "memory_capacity": "40GB",
-    "topology": {"gpus_per_node": 4,
-                 "inter_node": {"latency_s": 1e-5, "bandwidth": 25e9}}
-  })"));
-  ASSERT_TRUE(static_cast<bool>(hw)) << errorOf(hw.takeError());
-  EXPECT_EQ(hw->device.name, "h100-tf32");
-  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", true), 494.5e12);
-  EXPECT_DOUBLE_EQ(hw->device.peakFlops("bf16", true), 989.5e12); // kept
-  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", false), 67e12);    // kept
-  EXPECT_DOUBLE_EQ(hw->device.memoryCapacity, 40e9);
-  EXPECT_DOUBLE_EQ(hw->device.memoryBandwidth, 3.35e12);
-  EXPECT_EQ(hw->topology.ranksPerNode, 4);
-  EXPECT_DOUBLE_EQ(hw->topology.interNode.bandwidth, 25e9);
-  EXPECT_DOUBLE_EQ(hw->topology.intraNode.bandwidth, 450e9); // kept
-}
-
-TEST(HardwareJSON, FromScratchAndErrors) {
-  auto hw = parseHardware(parseJSON(R"({
-    "name": "toy", "peak_flops": {"f32": 1e12}, "memory_bandwidth": 1e11,
-    "memory_capacity": 1e10, "op_overhead_s": 0})"));
-  ASSERT_TRUE(static_cast<bool>(hw)) << errorOf(hw.takeError());
-  // Without a base, the vector table defaults to peak_flops.
-  EXPECT_DOUBLE_EQ(hw->device.peakFlops("f32", false), 1e12);
-
-  struct Case {
-    const char *json, *message;
-  } cases[] = {
-      {R"([1])", "expected an object"},
-      {R"({"base": "h100", "memory_bandwith": 1})", "unknown key"},
-      {R"({"base": "h100", "memory_bandwidth": "fast"})", "memory_bandwidth"},
-      {R"({"base": "h100", "peak_flops": {"f32": -1}})", "must be positive"},
-      {R"({"name": "x", "peak_flops": {"bf16": 1e12},
-           "memory_bandwidth": 1e11, "memory_capacity": 1e10})",
-       "\"f32\""},
-      {R"({"base": "nope"})", "unknown device"},
-      {R"({"base": "h100", "topology": {"intra_node": 3}})", "intra_node"},
-      // A hardware file must define a device (no silent fallback to the
-      // caller's preset).
-      {R"({})", "defines no device"},
-      {R"({"name": "x", "topology": {"ranks_per_node": 4}})",
-       "defines no device"},
-      {R"({"base": "h100", "memory_capacity": 1e30})", "too large"},
-      {R"({"base": "h100", "topology": {"ranks_per_node": 4294967297}})",
-       "out of range"},
-  };
-  for (const Case &c : cases) {
-    auto r = parseHardware(parseJSON(c.json));
-    ASSERT_FALSE(static_cast<bool>(r)) << c.json;
-    std::string msg = errorOf(r.takeError());
-    EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
-  }
-
-  // With the caller's preset as the base (pipe-partition device=h100
-  // hardware=<file>), an empty file is still an error, not that preset.
-  auto h100 = getPreset("h100");
-  ASSERT_TRUE(static_cast<bool>(h100)) << errorOf(h100.takeError());
-  auto empty = parseHardware(parseJSON("{}"), &*h100);
-  ASSERT_FALSE(static_cast<bool>(empty));
-  std::string msg = errorOf(empty.takeError());
-  EXPECT_NE(msg.find("defines no device"), std::string::npos) << msg;
-  auto topologyOnly = parseHardware(
-      parseJSON(R"({"base": "h100", "topology": {"ranks_per_node": 4}})"),
-      &*h100);
-  EXPECT_TRUE(static_cast<bool>(topologyOnly))
-      << errorOf(topologyOnly.takeError());
-}
-
 TEST(ProfileJSON, RuntimeFormat) {
   // The shape pipeopt-run --profile writes (docs/Runtime.md, "Profile JSON").
   auto p = parseProfile(parseJSON(R"({
@@ -235,7 +96,7 @@ TEST_F(OpCostTest, MatmulRoofline) {
       return %0 : tensor<4096x4096xf32>
     })");
   ASSERT_EQ(ops.size(), 1u);
-  Hardware hw = *getPreset("h100");
+  machine::Machine hw = *machine::getDevicePreset("h100");
   OpCost c = estimateOp(ops[0], hw.device);
   double n = 4096.0;
   EXPECT_EQ(c.kind, OpKind::Contraction);
@@ -261,7 +122,7 @@ TEST_F(OpCostTest, MemoryBoundElementwiseAndBackwardRules) {
       return %0, %3 : tensor<1024x1024xf32>, tensor<1x1024x1024xf32>
     })");
   ASSERT_EQ(ops.size(), 5u);
-  Hardware hw = *getPreset("a100");
+  machine::Machine hw = *machine::getDevicePreset("a100");
   OpCost e = estimateOp(ops[0], hw.device);
   EXPECT_EQ(e.kind, OpKind::Elementwise);
   double bytes = 2 * 1024.0 * 1024 * 4;
@@ -291,7 +152,7 @@ TEST_F(OpCostTest, AnalysisAndProfile) {
     })");
   ASSERT_EQ(ops.size(), 3u);
   auto fn = *module->getOps<mlir::func::FuncOp>().begin();
-  CostAnalysis analysis(fn, *getPreset("h100"));
+  CostAnalysis analysis(fn, *machine::getDevicePreset("h100"));
   double estimate = analysis.get(ops[0]).forwardSeconds;
   EXPECT_GT(estimate, 0);
   Profile profile;
@@ -339,7 +200,7 @@ TEST_F(OpCostTest, OneOpOfEachKind) {
       return
     })");
   ASSERT_EQ(ops.size(), 15u);
-  Hardware hw = *getPreset("h100");
+  machine::Machine hw = *machine::getDevicePreset("h100");
   auto cost = [&](int i) { return estimateOp(ops[i], hw.device); };
   // conv2d, weight [OC=2, 3, 3, IC=4], out 1x6x6x2 = 72:
   // 2 * 72 * (72 / 2) + 72 (bias).
@@ -395,7 +256,8 @@ TEST_F(OpCostTest, UnknownOpIsConservative) {
     })");
   ASSERT_EQ(ops.size(), 1u);
   std::string remark;
-  OpCost c = estimateOp(ops[0], getPreset("h100")->device, {}, &remark);
+  OpCost c =
+      estimateOp(ops[0], machine::getDevicePreset("h100")->device, {}, &remark);
   EXPECT_EQ(c.kind, OpKind::Unknown);
   EXPECT_DOUBLE_EQ(c.flops, 64); // elements of the largest operand
   EXPECT_DOUBLE_EQ(c.bytesRead, 256);
@@ -470,7 +332,7 @@ TEST_F(OpCostTest, ParameterAnalysis) {
   EXPECT_EQ(root, fn.getArgument(2));
   EXPECT_FALSE(tracesToParameterSource(ops[5]->getResult(0)));
   // The cost model charges the readers their parameters' bytes.
-  Hardware hw = *getPreset("h100");
+  machine::Machine hw = *machine::getDevicePreset("h100");
   EXPECT_DOUBLE_EQ(estimateOp(ops[5], hw.device).paramBytes, 4 * 16 * 4.0);
   EXPECT_DOUBLE_EQ(estimateOp(ops[7], hw.device).paramBytes, 4 * 4 * 4.0);
   EXPECT_DOUBLE_EQ(estimateOp(ops[13], hw.device).paramBytes, 32 * 4 * 4.0);

@@ -18,6 +18,7 @@
 #include <set>
 
 using namespace pipeopt::partition;
+using pipeopt::machine::Link;
 
 namespace {
 

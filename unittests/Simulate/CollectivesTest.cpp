@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Simulate/Collectives.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
 
@@ -21,6 +21,7 @@
 
 using namespace pipeopt;
 using namespace pipeopt::sim;
+using namespace pipeopt::machine;
 using schedule::Schedule;
 
 namespace {
@@ -44,18 +45,18 @@ CostTable unitTable(int n, double weights) {
 }
 
 /// One link class {latency, bandwidth} everywhere, `perNode` ranks a node.
-SystemConfig oneLink(double latency, double bandwidth, int perNode = 64,
-                     int nics = 1) {
-  SystemConfig sys;
+Machine oneLink(double latency, double bandwidth, int perNode = 64,
+                int nics = 1) {
+  Machine sys;
   sys.name = "test";
-  sys.gpusPerNode = perNode;
-  sys.nicsPerNode = nics;
-  sys.intraNode = {latency, bandwidth};
-  sys.interNode = {latency, bandwidth};
+  sys.topology.ranksPerNode = perNode;
+  sys.topology.nicsPerNode = nics;
+  sys.topology.intraNode = {latency, bandwidth};
+  sys.topology.interNode = {latency, bandwidth};
   return sys;
 }
 
-Metrics table(const Schedule &s, const CostTable &c, const SystemConfig &sys,
+Metrics table(const Schedule &s, const CostTable &c, const Machine &sys,
               Timeline *tl = nullptr) {
   llvm::Expected<Metrics> m = simulateTable(s, c, sys, tl);
   if (!m) {
@@ -65,7 +66,7 @@ Metrics table(const Schedule &s, const CostTable &c, const SystemConfig &sys,
   return std::move(*m);
 }
 
-Metrics events(const Schedule &s, const CostTable &c, const SystemConfig &sys,
+Metrics events(const Schedule &s, const CostTable &c, const Machine &sys,
                Timeline *tl = nullptr) {
   llvm::Expected<Metrics> m = simulateEvents(s, c, sys, tl);
   if (!m) {
@@ -82,7 +83,7 @@ Metrics events(const Schedule &s, const CostTable &c, const SystemConfig &sys,
 TEST(RingAllReduce, OneLinkClass) {
   // 2 (p-1) alpha + 2 (p-1)/p n / beta, alpha = 1 ms, beta = 1 GB/s,
   // n = 4 GB.
-  LinkParams link{1e-3, 1e9};
+  Link link{1e-3, 1e9};
   // p = 2: one exchange of n/2 each way per phase: 2 alpha + n / beta.
   EXPECT_DOUBLE_EQ(ringAllReduceSec(4e9, 2, link), 2e-3 + 4.0);
   // p = 4: 6 alpha + 1.5 n / beta.
@@ -90,15 +91,15 @@ TEST(RingAllReduce, OneLinkClass) {
   EXPECT_EQ(ringAllReduceSec(4e9, 1, link), 0);
   EXPECT_DOUBLE_EQ(ringAllReduceBytesPerRank(4e9, 4), 6e9);
   // The topology form on one node: the same.
-  SystemConfig sys = oneLink(1e-3, 1e9);
+  Machine sys = oneLink(1e-3, 1e9);
   EXPECT_DOUBLE_EQ(ringAllReduceSec(4e9, {0, 1, 2, 3}, sys), 6e-3 + 6.0);
   EXPECT_DOUBLE_EQ(ringAllReduceSec(4e9, {0, 1}, sys), 2e-3 + 4.0);
 }
 
 TEST(RingAllReduce, AcrossNodesTheSlowestLinkSetsTheStep) {
-  SystemConfig sys = oneLink(0, 0, /*perNode=*/2);
-  sys.intraNode = {1e-6, 1e11};
-  sys.interNode = {1e-3, 1e9};
+  Machine sys = oneLink(0, 0, /*perNode=*/2);
+  sys.topology.intraNode = {1e-6, 1e11};
+  sys.topology.interNode = {1e-3, 1e9};
   // Ring 0-1 | 2-3: links 0->1 and 2->3 intra, 1->2 and 3->0 inter. Each of
   // the 6 steps moves n/4 = 1 GB and lasts as long as the inter-node link:
   // 1e-3 + 1 s.
@@ -121,7 +122,7 @@ TEST(Reductions, ChimeraReplicasAllReduceAfterTheirLastBackward) {
   // the iteration ends at 16 + 3 = 19. Stage 3 (ranks 0 and 3) is ready at
   // 9 (BW3.1, BW3.3 end), stage 2 (ranks 1, 2) at 12, stage 1 at 14.
   Schedule s = make("chimera", 4, 4);
-  SystemConfig sys = oneLink(0.5, 1.0);
+  Machine sys = oneLink(0.5, 1.0);
   EXPECT_DOUBLE_EQ(table(s, unitTable(4, 0), sys).makespanSec, 16);
   Timeline tl;
   Metrics m = table(s, unitTable(4, 2), sys, &tl);
@@ -157,7 +158,7 @@ TEST(Reductions, ChimeraAllReducesContendAtTheEventLevel) {
   // share the send / recv engines of ranks 0 and 3, so stage 0 waits for
   // stage 3: 17 -> 25; stages 1 and 2 share ranks 1 and 2: 20 -> 28.
   Schedule s = make("chimera", 4, 4);
-  SystemConfig sys = oneLink(0, 1.0);
+  Machine sys = oneLink(0, 1.0);
   CostTable c = unitTable(4, 8);
   EXPECT_DOUBLE_EQ(table(s, c, sys).makespanSec, 24);
   Timeline tl;
@@ -183,7 +184,7 @@ TEST(Reductions, TiedWeightsOfFirstAndLastStage) {
   // (2 bytes) is all-reduced between ranks 0 and 3 once both are done:
   // 21 + 2 * 0.5 + 2 / 1 = 24.
   Schedule s = make("1f1b", 4, 4);
-  SystemConfig sys = oneLink(0.5, 1.0);
+  Machine sys = oneLink(0.5, 1.0);
   CostTable c = unitTable(4, 0);
   EXPECT_DOUBLE_EQ(table(s, c, sys).makespanSec, 21);
   c.tied.push_back({{0, 3}, 2});
@@ -234,9 +235,9 @@ TEST(Reductions, DataParallelOneF1B) {
   // 2-byte stage gradient. Last BW of stage s ends at 21 - 2s (15, 17, 19,
   // 21 for s = 3..0).
   Schedule s = make("1f1b", 4, 4);
-  SystemConfig sys = oneLink(0, 1.0, /*perNode=*/4, /*nics=*/1);
-  sys.interNode = {1.0, 0.5};
-  sys.dataParallel = 2;
+  Machine sys = oneLink(0, 1.0, /*perNode=*/4, /*nics=*/1);
+  sys.topology.interNode = {1.0, 0.5};
+  sys.simulation.dataParallel = 2;
   CostTable c = unitTable(4, 2);
   Timeline tl;
   Metrics m = table(s, c, sys, &tl);
@@ -259,14 +260,14 @@ TEST(Reductions, DataParallelOneF1B) {
   EXPECT_DOUBLE_EQ(te.collectives[1].startSec, 27);
   EXPECT_DOUBLE_EQ(te.collectives[1].readySec, 19);
   // One NIC per rank: no contention, as the table.
-  sys.nicsPerNode = 4;
+  sys.topology.nicsPerNode = 4;
   EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, 27);
   // D = 1: no reduction, the 1F1B makespan.
-  sys.dataParallel = 1;
+  sys.simulation.dataParallel = 1;
   EXPECT_DOUBLE_EQ(table(s, c, sys).makespanSec, 21);
   EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, 21);
   // Bad degree.
-  sys.dataParallel = 0;
+  sys.simulation.dataParallel = 0;
   llvm::Expected<Metrics> bad = simulateTable(s, c, sys);
   ASSERT_FALSE(static_cast<bool>(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("data-parallel degree"),
@@ -278,8 +279,8 @@ TEST(Reductions, DataParallelChimeraRingsOverAllCopies) {
   // ring of 4 global ranks {0, 3, 4, 7}; on one link class of alpha = 0.5,
   // 1 B/s and 4-byte gradients: 6 * 0.5 + 1.5 * 4 = 9 s.
   Schedule s = make("chimera", 4, 4);
-  SystemConfig sys = oneLink(0.5, 1.0);
-  sys.dataParallel = 2;
+  Machine sys = oneLink(0.5, 1.0);
+  sys.simulation.dataParallel = 2;
   Timeline tl;
   Metrics m = table(s, unitTable(4, 4), sys, &tl);
   ASSERT_EQ(tl.collectives.size(), 4u);
@@ -301,8 +302,8 @@ TEST(Reductions, OptimizerStepAfterTheGradients) {
   // optimizer step (0.5 s on the reference device, 0.25 s here) follows
   // its rank's last BW: rank 0 ends at 10.75.
   Schedule s = make("1f1b", 4, 4);
-  SystemConfig sys = oneLink(0, 0);
-  sys.computeSpeed = 2;
+  Machine sys = oneLink(0, 0);
+  sys.simulation.computeSpeed = 2;
   CostTable c = unitTable(4, 2);
   for (StageCost &st : c.stages)
     st.optimizerSec = 0.5;
@@ -319,9 +320,9 @@ TEST(Reductions, OptimizerStepAfterTheGradients) {
   // After the data-parallel all-reduce of DataParallelOneF1B (speed 1,
   // optimizer 0.5 s): 27 + 0.5 at the table level, 39 + 0.5 at the event
   // level.
-  SystemConfig dp = oneLink(0, 1.0, 4, 1);
-  dp.interNode = {1.0, 0.5};
-  dp.dataParallel = 2;
+  Machine dp = oneLink(0, 1.0, 4, 1);
+  dp.topology.interNode = {1.0, 0.5};
+  dp.simulation.dataParallel = 2;
   EXPECT_DOUBLE_EQ(table(s, c, dp).makespanSec, 27.5);
   Timeline te;
   EXPECT_DOUBLE_EQ(events(s, c, dp, &te).makespanSec, 39.5);
@@ -346,7 +347,7 @@ TEST(Reductions, NothingWithoutReplicasOrInputs) {
   for (const char *name : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"}) {
     Schedule s = make(name, 4, 8);
     CostTable c = unitTable(s.numStages, 1e9);
-    SystemConfig sys = oneLink(1e-3, 1e9, 2);
+    Machine sys = oneLink(1e-3, 1e9, 2);
     llvm::Expected<std::vector<GradientReduction>> plan =
         planGradientReductions(s, c, sys);
     ASSERT_TRUE(static_cast<bool>(plan));
@@ -360,9 +361,9 @@ TEST(Reductions, NothingWithoutReplicasOrInputs) {
 TEST(Reductions, AsynchronousSchedulesSkipThemWithANote) {
   Schedule s = make("pipedream", 4, 8);
   CostTable c = unitTable(4, 2);
-  SystemConfig sys = oneLink(0.5, 1.0);
+  Machine sys = oneLink(0.5, 1.0);
   double base = table(s, c, sys).makespanSec;
-  sys.dataParallel = 2;
+  sys.simulation.dataParallel = 2;
   Metrics m = table(s, c, sys);
   EXPECT_EQ(m.makespanSec, base);
   EXPECT_NE(m.note.find("not modeled for asynchronous"), std::string::npos);
@@ -370,7 +371,7 @@ TEST(Reductions, AsynchronousSchedulesSkipThemWithANote) {
 
 TEST(Reductions, ReportRowsAndTrace) {
   Schedule s = make("chimera", 4, 4);
-  SystemConfig sys = oneLink(0.5, 1.0);
+  Machine sys = oneLink(0.5, 1.0);
   CostTable c = unitTable(4, 2);
   for (StageCost &st : c.stages)
     st.optimizerSec = 1;
@@ -418,11 +419,11 @@ TEST(Reductions, CostTableAndSystemFields) {
     EXPECT_FALSE(static_cast<bool>(e)) << bad;
     llvm::consumeError(e.takeError());
   }
-  llvm::Expected<std::vector<SystemConfig>> s =
+  llvm::Expected<std::vector<Machine>> s =
       parseSystems(R"({"name": "a", "data_parallel": 4})");
   ASSERT_TRUE(static_cast<bool>(s));
-  EXPECT_EQ(s->front().dataParallel, 4);
-  llvm::Expected<std::vector<SystemConfig>> z =
+  EXPECT_EQ(s->front().simulation.dataParallel, 4);
+  llvm::Expected<std::vector<Machine>> z =
       parseSystems(R"({"name": "a", "data_parallel": 0})");
   ASSERT_FALSE(static_cast<bool>(z));
   EXPECT_NE(llvm::toString(z.takeError()).find("data_parallel"),

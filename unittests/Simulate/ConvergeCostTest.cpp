@@ -120,7 +120,7 @@ TEST(ConvergeCost, SyncStepTimeIsTheTableMakespan) {
   llvm::Expected<schedule::Schedule> s = generate("1f1b", S, M);
   ASSERT_TRUE(static_cast<bool>(s)) << llvm::toString(s.takeError());
   llvm::Expected<sim::Metrics> metrics =
-      sim::simulateTable(*s, *t, sim::idealSystem());
+      sim::simulateTable(*s, *t, machine::idealSystem());
   ASSERT_TRUE(static_cast<bool>(metrics))
       << llvm::toString(metrics.takeError());
   const double makespan = metrics->makespanSec;
@@ -166,7 +166,7 @@ TEST(ConvergeCost, PipeDreamUpdatesAtTheTableSimulatorTimes) {
     llvm::Expected<schedule::Schedule> s = generate("pipedream", S, m);
     EXPECT_TRUE(static_cast<bool>(s));
     llvm::Expected<sim::Metrics> x =
-        sim::simulateTable(*s, *t, sim::idealSystem());
+        sim::simulateTable(*s, *t, machine::idealSystem());
     EXPECT_TRUE(static_cast<bool>(x));
     return x->makespanSec;
   };
@@ -177,7 +177,7 @@ TEST(ConvergeCost, PipeDreamUpdatesAtTheTableSimulatorTimes) {
   ASSERT_TRUE(static_cast<bool>(s));
   sim::Timeline tl;
   ASSERT_TRUE(static_cast<bool>(
-      sim::simulateTable(*s, *t, sim::idealSystem(), &tl)));
+      sim::simulateTable(*s, *t, machine::idealSystem(), &tl)));
   std::vector<double> expected;
   for (const sim::TimedCompute &tc : tl.compute)
     if (tc.action.phase == schedule::Phase::BW && tc.startSec < T)

@@ -14,6 +14,7 @@
 
 using namespace pipeopt;
 using namespace pipeopt::sim;
+using namespace pipeopt::machine;
 
 namespace {
 

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Simulate/CostModel.h"
 #include "pipeopt/Simulate/Simulator.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Trace.h"
 
 #include "llvm/Support/JSON.h"
@@ -16,6 +16,7 @@
 
 using namespace pipeopt;
 using namespace pipeopt::sim;
+using namespace pipeopt::machine;
 using schedule::Action;
 using schedule::Phase;
 using schedule::Schedule;
@@ -68,8 +69,8 @@ Metrics tableMetrics(const Schedule &s, const CostTable &c,
   return std::move(*m);
 }
 
-Metrics eventMetrics(const Schedule &s, const CostTable &c,
-                     const SystemConfig &sys, Timeline *tl = nullptr) {
+Metrics eventMetrics(const Schedule &s, const CostTable &c, const Machine &sys,
+                     Timeline *tl = nullptr) {
   llvm::Expected<Metrics> m = simulateEvents(s, c, sys, tl);
   if (!m) {
     ADD_FAILURE() << llvm::toString(m.takeError());
@@ -79,13 +80,13 @@ Metrics eventMetrics(const Schedule &s, const CostTable &c,
 }
 
 /// A 4-rank system, 2 ranks per node, with the given inter-node link.
-SystemConfig twoNodes(double latency, double bandwidth, int nics) {
-  SystemConfig sys;
+Machine twoNodes(double latency, double bandwidth, int nics) {
+  Machine sys;
   sys.name = "test";
-  sys.gpusPerNode = 2;
-  sys.nicsPerNode = nics;
-  sys.intraNode = {latency, bandwidth};
-  sys.interNode = {latency, bandwidth};
+  sys.topology.ranksPerNode = 2;
+  sys.topology.nicsPerNode = nics;
+  sys.topology.intraNode = {latency, bandwidth};
+  sys.topology.interNode = {latency, bandwidth};
   return sys;
 }
 
@@ -330,8 +331,8 @@ TEST(SimulateEvents, ZeroCommunicationEqualsTable) {
     CostTable c = table(s.numStages, 1.0, 1.3, 0.7, 1, 1, 1e9);
     Timeline t2, t3;
     Metrics m2 = tableMetrics(s, c, &t2);
-    SystemConfig sys = idealSystem();
-    sys.gpusPerNode = 1;  // every transfer crosses nodes, at zero cost
+    Machine sys = idealSystem();
+    sys.topology.ranksPerNode = 1; // every transfer crosses nodes, at zero cost
     Metrics m3 = eventMetrics(s, c, sys, &t3);
     SCOPED_TRACE(info.name.str());
     EXPECT_EQ(m2.makespanSec, m3.makespanSec);
@@ -356,12 +357,12 @@ TEST(SimulateEvents, RanksSharingCoresRunAtCoresOverBusy) {
   //   [7, 8)     ranks 2, 3; [8, 9) rank 3.
   Schedule s = make("forward-only", 4, 4);
   CostTable c = table(4, 1, 0, 0);
-  SystemConfig sys = idealSystem();
-  EXPECT_FALSE(sys.sharesCores(4));
+  Machine sys = idealSystem();
+  EXPECT_FALSE(sys.topology.sharesCores(4));
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 7);
-  sys.coresPerNode = 2;
-  EXPECT_TRUE(sys.sharesCores(4));
-  EXPECT_FALSE(sys.sharesCores(2));
+  sys.topology.coresPerNode = 2;
+  EXPECT_TRUE(sys.topology.sharesCores(4));
+  EXPECT_FALSE(sys.topology.sharesCores(2));
   Timeline tl;
   Metrics m = eventMetrics(s, c, sys, &tl);
   EXPECT_DOUBLE_EQ(m.makespanSec, 9);
@@ -378,23 +379,23 @@ TEST(SimulateEvents, RanksSharingCoresRunAtCoresOverBusy) {
   // A rank is busy while its (slowed) actions run: rank 2 for 6 of 9 s.
   EXPECT_DOUBLE_EQ(m.bubblePerRank[2], 1 - 6.0 / 9);
   // One core: the 16 units of work run one at a time.
-  sys.coresPerNode = 1;
+  sys.topology.coresPerNode = 1;
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 16);
   // As many cores as ranks, or a fractional share: 16 units at 0.5 per s
   // whenever any rank is busy (at most 0.5 / 1 per rank) = 32 s.
-  sys.coresPerNode = 4;
+  sys.topology.coresPerNode = 4;
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 7);
-  sys.coresPerNode = 0.5;
+  sys.topology.coresPerNode = 0.5;
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 32);
   // Two nodes of 2 ranks with 1 core each: ranks 0, 1 share one core,
   // ranks 2, 3 the other.
-  sys.coresPerNode = 1;
-  sys.gpusPerNode = 2;
+  sys.topology.coresPerNode = 1;
+  sys.topology.ranksPerNode = 2;
   Metrics two = eventMetrics(s, c, sys);
   Metrics oneNode = [&] {
-    SystemConfig all = sys;
-    all.gpusPerNode = 4;
-    all.coresPerNode = 2;
+    Machine all = sys;
+    all.topology.ranksPerNode = 4;
+    all.topology.coresPerNode = 2;
     return eventMetrics(s, c, all);
   }();
   EXPECT_GE(two.makespanSec, oneNode.makespanSec);
@@ -410,11 +411,11 @@ TEST(SimulateEvents, CoreSharingWithoutContentionEqualsLongestPath) {
   // longest-path times, transfers included.
   Schedule s = make("forward-only", 4, 1);
   CostTable c = table(4, 1.0, 0, 0, 0, 0, 1e6);
-  SystemConfig sys = twoNodes(0.125, 1e9, 1);
+  Machine sys = twoNodes(0.125, 1e9, 1);
   Timeline plainTl, sharedTl;
   Metrics plain = eventMetrics(s, c, sys, &plainTl);
-  sys.coresPerNode = 1;
-  ASSERT_TRUE(sys.sharesCores(4));
+  sys.topology.coresPerNode = 1;
+  ASSERT_TRUE(sys.topology.sharesCores(4));
   Metrics shared = eventMetrics(s, c, sys, &sharedTl);
   EXPECT_DOUBLE_EQ(plain.makespanSec, 4 + 3 * (0.125 + 1e-3));
   EXPECT_DOUBLE_EQ(shared.makespanSec, plain.makespanSec);
@@ -425,9 +426,9 @@ TEST(SimulateEvents, CoreSharingWithoutContentionEqualsLongestPath) {
   // a node busy, so one core per node is slower, never faster.
   Schedule f = make("1f1b", 4, 8);
   CostTable fc = table(4, 1.0, 1.25, 0.75, 0, 0, 1e6);
-  SystemConfig two = twoNodes(0.125, 1e9, 1);
+  Machine two = twoNodes(0.125, 1e9, 1);
   double full = eventMetrics(f, fc, two).makespanSec;
-  two.coresPerNode = 1;
+  two.topology.coresPerNode = 1;
   EXPECT_GT(eventMetrics(f, fc, two).makespanSec, full);
 }
 
@@ -437,7 +438,7 @@ TEST(SimulateEvents, CommunicationCostsTime) {
   Schedule s = make("1f1b", 4, 8);
   CostTable c = table(4, 1, 1, 1);
   double ideal = tableMetrics(s, c).makespanSec;
-  SystemConfig sys = twoNodes(0.25, 0, 1);
+  Machine sys = twoNodes(0.25, 0, 1);
   Metrics m = eventMetrics(s, c, sys);
   EXPECT_GT(m.makespanSec, ideal);
   EXPECT_GT(m.bubbleRatio, tableMetrics(s, c).bubbleRatio);
@@ -457,8 +458,8 @@ TEST(SimulateEvents, LatencyNeverShortensMakespan) {
           double prev = -1;
           for (double lat : {0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.3,
                              2.0, 3.0}) {
-            SystemConfig sys = twoNodes(lat, 10e9, nics);
-            sys.overlap = overlap;
+            Machine sys = twoNodes(lat, 10e9, nics);
+            sys.simulation.overlap = overlap;
             double ms = eventMetrics(s, c, sys).makespanSec;
             EXPECT_GE(ms, prev) << info.name.str() << " M=" << M
                                 << " nics=" << nics << " latency=" << lat;
@@ -515,8 +516,8 @@ TEST(SimulateEvents, ContentionOnASharedNic) {
 TEST(SimulateEvents, NoOverlapMakesComputeWaitForSends) {
   Schedule s = make("1f1b", 4, 8);
   CostTable c = table(4, 1, 1, 1, 0, 0, 1e9);
-  SystemConfig on = twoNodes(0.1, 2e9, 1), off = on;
-  off.overlap = false;
+  Machine on = twoNodes(0.1, 2e9, 1), off = on;
+  off.simulation.overlap = false;
   double a = eventMetrics(s, c, on).makespanSec;
   double b = eventMetrics(s, c, off).makespanSec;
   EXPECT_GT(b, a);
@@ -524,7 +525,7 @@ TEST(SimulateEvents, NoOverlapMakesComputeWaitForSends) {
 
 TEST(SimulateEvents, SlowerNetworkPresetIsNeverFaster) {
   CostTable c = CostTable::uniform(8, 0.01, 1e9, 1e9, 64e6);
-  std::vector<SystemConfig> grid = presetGrid();
+  std::vector<Machine> grid = presetGrid();
   ASSERT_EQ(grid.size(), 9u);
   for (const char *name : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
                            "chimera", "zb-v"}) {
@@ -535,7 +536,9 @@ TEST(SimulateEvents, SlowerNetworkPresetIsNeverFaster) {
       double fast = eventMetrics(s, c, grid[comp * 3 + 2]).makespanSec;
       EXPECT_GE(slow, med) << name;
       EXPECT_GE(med, fast) << name;
-      EXPECT_GE(fast, tableMetrics(s, c).makespanSec / grid[comp * 3].computeSpeed - 1e-12)
+      EXPECT_GE(fast, tableMetrics(s, c).makespanSec /
+                              grid[comp * 3].simulation.computeSpeed -
+                          1e-12)
           << name;
     }
   }
@@ -577,7 +580,7 @@ TEST(CostModel, RejectsBadInput) {
   ASSERT_FALSE(static_cast<bool>(dup));
   EXPECT_EQ(llvm::toString(dup.takeError()),
             "cost table: invalid JSON: line 2: duplicate key 'forward_s'");
-  llvm::Expected<std::vector<SystemConfig>> sys =
+  llvm::Expected<std::vector<Machine>> sys =
       parseSystems(R"({"name": "a", "name": "b"})");
   ASSERT_FALSE(static_cast<bool>(sys));
   EXPECT_NE(llvm::toString(sys.takeError()).find("duplicate key 'name'"),
@@ -602,18 +605,18 @@ TEST(CostModel, ResampleGroupsLayers) {
 }
 
 TEST(CostModel, PresetsAndSystemJSON) {
-  std::vector<SystemConfig> grid = presetGrid();
+  std::vector<Machine> grid = presetGrid();
   ASSERT_EQ(grid.size(), 9u);
   EXPECT_EQ(grid[2].name, "compute-slow/net-fast");
-  llvm::Expected<SystemConfig> p = presetByName("compute-fast/net-slow");
+  llvm::Expected<Machine> p = getPreset("compute-fast/net-slow");
   ASSERT_TRUE(static_cast<bool>(p));
-  EXPECT_EQ(p->computeSpeed, 2.0);
-  EXPECT_EQ(p->interNode.bandwidthBytesPerSec, 12.5e9);
-  llvm::Expected<SystemConfig> bad = presetByName("nope");
+  EXPECT_EQ(p->simulation.computeSpeed, 2.0);
+  EXPECT_EQ(p->topology.interNode.bytesPerSecond, 12.5e9);
+  llvm::Expected<Machine> bad = getPreset("nope");
   EXPECT_FALSE(static_cast<bool>(bad));
   llvm::consumeError(bad.takeError());
 
-  llvm::Expected<std::vector<SystemConfig>> s = parseSystems(R"({"systems": [
+  llvm::Expected<std::vector<Machine>> s = parseSystems(R"({"systems": [
       {"name": "a", "compute_speed": 1.5, "gpus_per_node": 4,
        "nics_per_node": 2, "overlap": false,
        "intra_node": {"latency_s": 1e-6, "bandwidth_Bps": 1e11},
@@ -621,33 +624,33 @@ TEST(CostModel, PresetsAndSystemJSON) {
       {"name": "b", "preset": "compute-slow/net-slow", "compute_speed": 0.25}]})");
   ASSERT_TRUE(static_cast<bool>(s)) << llvm::toString(s.takeError());
   ASSERT_EQ(s->size(), 2u);
-  EXPECT_EQ((*s)[0].gpusPerNode, 4);
-  EXPECT_FALSE((*s)[0].overlap);
-  EXPECT_EQ((*s)[0].interNode.latencySec, 1e-5);
-  EXPECT_EQ((*s)[1].computeSpeed, 0.25);
-  EXPECT_EQ((*s)[1].interNode.bandwidthBytesPerSec, 12.5e9);
-  EXPECT_EQ((*s)[0].nicOf(5), 1 * 2 + 1);
+  EXPECT_EQ((*s)[0].topology.ranksPerNode, 4);
+  EXPECT_FALSE((*s)[0].simulation.overlap);
+  EXPECT_EQ((*s)[0].topology.interNode.latencySeconds, 1e-5);
+  EXPECT_EQ((*s)[1].simulation.computeSpeed, 0.25);
+  EXPECT_EQ((*s)[1].topology.interNode.bytesPerSecond, 12.5e9);
+  EXPECT_EQ((*s)[0].topology.nicOf(5), 1 * 2 + 1);
 
   // cores_per_node: absent = 0 (a core per rank); fractional allowed.
-  EXPECT_EQ((*s)[0].coresPerNode, 0);
-  llvm::Expected<std::vector<SystemConfig>> cores =
+  EXPECT_EQ((*s)[0].topology.coresPerNode, 0);
+  llvm::Expected<std::vector<Machine>> cores =
       parseSystems(R"({"name": "c", "cores_per_node": 1.5})");
   ASSERT_TRUE(static_cast<bool>(cores)) << llvm::toString(cores.takeError());
-  EXPECT_EQ(cores->front().coresPerNode, 1.5);
+  EXPECT_EQ(cores->front().topology.coresPerNode, 1.5);
   for (const char *badCores : {R"({"name": "c", "cores_per_node": 0.001})",
                                R"({"name": "c", "cores_per_node": -1})",
                                R"({"name": "c", "cores_per_node": "2"})"}) {
-    llvm::Expected<std::vector<SystemConfig>> t = parseSystems(badCores);
+    llvm::Expected<std::vector<Machine>> t = parseSystems(badCores);
     ASSERT_FALSE(static_cast<bool>(t)) << badCores;
     std::string msg = llvm::toString(t.takeError());
-    EXPECT_NE(msg.find("\"cores_per_node\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cores_per_node"), std::string::npos) << msg;
   }
 
   // A misspelled key must not silently fall back to the default.
   for (const char *typo :
        {R"({"name": "x", "inter_node": {"bandwidth_gbps": 0}})",
         R"({"name": "x", "compute": 2})"}) {
-    llvm::Expected<std::vector<SystemConfig>> t = parseSystems(typo);
+    llvm::Expected<std::vector<Machine>> t = parseSystems(typo);
     ASSERT_FALSE(static_cast<bool>(t)) << typo;
     std::string msg = llvm::toString(t.takeError());
     EXPECT_NE(msg.find("unknown key"), std::string::npos) << msg;

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Simulator.h"
 
 #include "llvm/Support/JSON.h"
@@ -19,6 +19,7 @@
 
 using namespace pipeopt;
 using namespace pipeopt::sim;
+using namespace pipeopt::machine;
 using schedule::Schedule;
 
 namespace {

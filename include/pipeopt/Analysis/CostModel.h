@@ -9,18 +9,18 @@
 /// operations (FLOP), bytes read and written, and an estimated time on a
 /// device spec; for training, the input-gradient (B) and weight-gradient (W)
 /// times; parameter and saved-activation bytes. docs/CostModel.md gives every
-/// formula with its source, the preset numbers with their datasheets and the
-/// JSON formats (device, topology, profile).
+/// formula with its source and the profile JSON; the device and its presets
+/// are the machine model's (pipeopt/Machine/Machine.h).
 ///
 /// Time of one op (roofline, Williams et al., CACM 2009):
 ///
 ///   time = max(flops / peak(dtype), bytes / bandwidth) + opOverhead
 ///
-/// with bandwidth = memoryBandwidth, or the cache's bandwidth when the
-/// device gives one and the op's bytes fit the cache
-/// (DeviceSpec::bandwidthFor). A contraction on a device with a
-/// contractionOperandBandwidth takes at least flops / peak + bytesRead /
-/// contractionOperandBandwidth (+ opOverhead).
+/// with bandwidth = the device's memory bandwidth, or its cache's bandwidth
+/// when it gives one and the op's bytes fit the cache
+/// (machine::Device::bytesPerSecondFor). A contraction on a device with a
+/// contractionOperandBytesPerSecond takes at least flops / peak +
+/// bytesRead / contractionOperandBytesPerSecond (+ opOverhead).
 ///
 /// where `peak` is the matrix (tensor-core) peak for contractions and the
 /// vector peak for everything else, and `bytes = bytesRead + bytesWritten`.
@@ -33,6 +33,7 @@
 #define PIPEOPT_ANALYSIS_COSTMODEL_H
 
 #include "pipeopt/Analysis/Parameters.h"
+#include "pipeopt/Machine/Machine.h"
 
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Types.h"
@@ -51,117 +52,6 @@
 
 namespace pipeopt {
 namespace cost {
-
-//===----------------------------------------------------------------------===//
-// Device and link specs
-//===----------------------------------------------------------------------===//
-
-/// Peak throughput and memory system of one accelerator (or CPU socket).
-struct DeviceSpec {
-  std::string name;
-  /// Matrix (tensor-core) peak in FLOP/s per element type key ("f64", "f32",
-  /// "tf32", "bf16", "f16", "f8", "i8", "i32"); used by contractions
-  /// (matmul, convolution). Dense, without structured sparsity.
-  std::map<std::string, double> matrixFlops;
-  /// Vector (SIMT / SIMD) peak in FLOP/s per element type key; used by every
-  /// other op. Missing keys fall back to "f32".
-  std::map<std::string, double> vectorFlops;
-  /// Main-memory (HBM / DRAM) bandwidth in bytes/s.
-  double memoryBandwidth = 0;
-  /// Main-memory capacity in bytes.
-  double memoryCapacity = 0;
-  /// An op whose bytes (read + written) are at most `cacheBytes` moves them
-  /// at `cacheBandwidth` (bytes/s) instead of memoryBandwidth: its working
-  /// set fits a cache, as a small activation and the op producing it do.
-  /// 0 for either (every preset): all bytes at memoryBandwidth.
-  /// pipeopt-calibrate measures both (the L2 size of a core, memcpy within
-  /// it).
-  double cacheBytes = 0;
-  double cacheBandwidth = 0;
-  /// Bytes/s at which a contraction's library kernel copies (packs) the
-  /// operands it reads before computing (GotoBLAS-style GEMM, Goto & van de
-  /// Geijn, ACM TOMS 34(3), 2008): when > 0 a contraction takes at least
-  /// flops / peak + bytesRead / contractionOperandBandwidth, which is what
-  /// makes a GEMM with few rows (a small microbatch) slower per FLOP than
-  /// a square one. 0 (every preset): the plain roofline. pipeopt-calibrate
-  /// fits it from a 16 x 512 x 512 GEMM.
-  double contractionOperandBandwidth = 0;
-  /// Bytes/s at which an op moving `bytes` bytes moves them (the rule
-  /// above).
-  double bandwidthFor(double bytes) const;
-  /// Fixed cost added to every op that launches work (kernel launch /
-  /// dispatch), in seconds.
-  double opOverhead = 0;
-
-  /// Peak FLOP/s for `typeKey` (see typeKey()): the matrix table when
-  /// `matrix`, else the vector table; missing keys fall back to the same
-  /// table's "f32", then to the other table's entry. Never 0 for a valid spec.
-  double peakFlops(llvm::StringRef typeKey, bool matrix) const;
-
-  /// Checks the numbers so that every derived time is finite: memory
-  /// bandwidth and every FLOP/s entry finite and >= 1, capacity finite and
-  /// positive, an "f32" peak present, overhead in [0, 3600] s, cache bytes
-  /// finite and >= 0, cache and contraction operand bandwidths 0 or finite
-  /// and >= 1. The error
-  /// names the JSON key (docs/CostModel.md).
-  llvm::Error validate() const;
-};
-
-/// An alpha-beta link (Hockney): seconds(bytes) = latency + bytes/bandwidth.
-struct LinkSpec {
-  double latency = 0;   ///< seconds per message
-  double bandwidth = 0; ///< bytes/s per direction; 0 = infinite
-  /// Seconds to move `bytes` (0 for 0 bytes).
-  double seconds(double bytes) const;
-};
-
-/// Ranks packed onto nodes of `ranksPerNode` devices; ranks on the same node
-/// use `intraNode`, others `interNode`.
-struct Topology {
-  int ranksPerNode = 8;
-  /// CPU cores the ranks of one node share, in ranks' worth of full speed
-  /// (may be fractional: pipeopt-calibrate measures what R ranks busy at
-  /// once achieve). 0 (every preset): a processor per rank. pipe-simulate's
-  /// event level runs k busy ranks of a node at min(1, coresPerNode / k)
-  /// of their speed (sim::SystemConfig::coresPerNode).
-  double coresPerNode = 0;
-  LinkSpec intraNode;
-  LinkSpec interNode;
-  /// Link from rank `a` to rank `b` (intraNode for a == b as well).
-  LinkSpec between(int a, int b) const;
-  /// Checks ranksPerNode >= 1, coresPerNode 0 or in [0.01, 2^20], link
-  /// latencies in [0, 3600] s and link bandwidths 0 (unlimited) or finite
-  /// and >= 1 bytes/s.
-  llvm::Error validate() const;
-};
-
-/// A device and the links between devices of that kind.
-struct Hardware {
-  DeviceSpec device;
-  Topology topology;
-};
-
-/// Names of the presets: "h100", "h200", "a100", "cpu".
-llvm::ArrayRef<llvm::StringRef> presetNames();
-
-/// The preset `name` (case-insensitive; "h100-sxm" etc. aliases accepted,
-/// see docs/CostModel.md). Error naming the accepted presets otherwise.
-llvm::Expected<Hardware> getPreset(llvm::StringRef name);
-
-/// Parses a hardware JSON object (docs/CostModel.md "Device JSON"). Keys not
-/// given keep the values of `base` (or of the preset named by the "base"
-/// key). Errors name the offending key.
-llvm::Expected<Hardware> parseHardware(const llvm::json::Value &value,
-                                       const Hardware *base = nullptr);
-
-/// Reads and parses a hardware JSON file; errors name the file.
-llvm::Expected<Hardware> loadHardware(llvm::StringRef path,
-                                      const Hardware *base = nullptr);
-
-/// Parses "80GB", "80 GiB", "1.5e9", "512MB", "1024" (bytes). Decimal SI
-/// suffixes (kB, MB, GB, TB = 1e3..1e12) and binary ones (KiB..TiB); a bare
-/// number is bytes. Negative, non-finite or malformed strings are errors.
-llvm::Expected<double> parseByteSize(llvm::StringRef text);
 
 //===----------------------------------------------------------------------===//
 // Per-op cost
@@ -247,13 +137,13 @@ std::string typeKey(mlir::Type elementType);
 /// Estimates the cost of `op` on `device` (no profile). `remark`, when
 /// non-null, receives a note for unknown ops ("unknown op ...") instead of
 /// the caller having to detect them.
-OpCost estimateOp(mlir::Operation *op, const DeviceSpec &device,
+OpCost estimateOp(mlir::Operation *op, const machine::Device &device,
                   const CostOptions &options = {},
                   std::string *remark = nullptr);
 
 /// Roofline time (s) of `flops` and `bytes` on `device`.
-double rooflineSeconds(const DeviceSpec &device, double flops, double bytes,
-                       llvm::StringRef typeKey, bool matrix);
+double rooflineSeconds(const machine::Device &device, double flops,
+                       double bytes, llvm::StringRef typeKey, bool matrix);
 
 //===----------------------------------------------------------------------===//
 // Measured profiles
@@ -303,10 +193,11 @@ void applyMeasuredTimes(OpCost &cost, const Profile::Times &times);
 class CostAnalysis {
 public:
   explicit CostAnalysis(mlir::Operation *root);
-  CostAnalysis(mlir::Operation *root, Hardware hardware,
+  CostAnalysis(mlir::Operation *root, machine::Machine machine,
                CostOptions options = {});
 
-  const Hardware &getHardware() const { return hardware; }
+  /// The machine whose device the estimates use.
+  const machine::Machine &getMachine() const { return machine; }
   /// The (cached) cost of `op`; unknown ops get a remark on first query
   /// (once per op name) when `emitRemarks` is set.
   const OpCost &get(mlir::Operation *op);
@@ -330,7 +221,7 @@ public:
 
 private:
   mlir::Operation *root;
-  Hardware hardware;
+  machine::Machine machine;
   CostOptions options;
   llvm::DenseMap<mlir::Operation *, OpCost> cache;
   llvm::StringMap<bool> remarked;

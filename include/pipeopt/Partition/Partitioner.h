@@ -78,6 +78,8 @@
 #ifndef PIPEOPT_PARTITION_PARTITIONER_H
 #define PIPEOPT_PARTITION_PARTITIONER_H
 
+#include "pipeopt/Machine/Machine.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -163,30 +165,20 @@ struct Graph {
 // Machine model
 //===----------------------------------------------------------------------===//
 
-/// An α-β link (Hockney): seconds(bytes) = latency + bytes / bandwidth.
-struct Link {
-  /// α: per-message latency in seconds.
-  double latencySeconds = 0;
-  /// β⁻¹: bandwidth in bytes/second; 0 means infinite bandwidth.
-  double bytesPerSecond = 0;
-  /// Transfer time in seconds of one message of `bytes`; 0 for 0 bytes (no
-  /// message is sent, so no latency either).
-  double seconds(double bytes) const;
-};
-
 /// Links between the ranks that host the stages.
 struct LinkModel {
-  /// Link used for every pair when `between` is empty.
-  Link uniform;
+  /// Link used for every pair when `between` is empty. Transfers of 0
+  /// bytes cost nothing (machine::Link::seconds).
+  machine::Link uniform;
   /// Optional per-pair link, by rank: between(fromRank, toRank).
-  std::function<Link(int fromRank, int toRank)> between;
+  std::function<machine::Link(int fromRank, int toRank)> between;
   /// Optional stage -> rank map; default stage k runs on rank k.
   std::vector<int> stageRank;
 
   /// Rank hosting stage `stage`.
   int rankOf(int stage) const;
   /// The link from stage `fromStage` to stage `toStage`.
-  Link link(int fromStage, int toStage) const;
+  machine::Link link(int fromStage, int toStage) const;
 };
 
 /// Per-stage memory budget.

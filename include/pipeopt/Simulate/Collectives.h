@@ -10,9 +10,9 @@
 ///
 ///  - stage gradient all-reduce: every rank that holds a copy of a stage's
 ///    weights (the two pipelines of Chimera, Li & Hoefler SC'21 §3.2, and
-///    the SystemConfig::dataParallel replicas of the whole pipeline) sums the
-///    stage's weight gradient (StageCost::reducedGradientBytes()) in one
-///    ring all-reduce;
+///    the machine::SimulationSettings::dataParallel replicas of the whole
+///    pipeline) sums the stage's weight gradient
+///    (StageCost::reducedGradientBytes()) in one ring all-reduce;
 ///  - tied-weight all-reduce: the ranks of one pipeline replica that hold a
 ///    stage of a TiedGroup sum the shared parameter's gradient (after the
 ///    stage all-reduces of those stages, the order of Megatron-LM's
@@ -50,8 +50,9 @@
 #ifndef PIPEOPT_SIMULATE_COLLECTIVES_H
 #define PIPEOPT_SIMULATE_COLLECTIVES_H
 
+#include "pipeopt/Machine/Machine.h"
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -64,14 +65,14 @@ namespace sim {
 /// Ring all-reduce time (s) of `bytes` bytes over `p` ranks on one link
 /// class: 2 (p-1) alpha + 2 (p-1)/p * bytes / bandwidth (Thakur et al.
 /// 2005, §4). 0 for p < 2.
-double ringAllReduceSec(double bytes, int p, const LinkParams &link);
+double ringAllReduceSec(double bytes, int p, const machine::Link &link);
 
 /// Ring all-reduce time (s) over the global ranks `ring` in ring order
 /// (ring[i] sends to ring[i+1], the last to the first) on `sys`'s
 /// topology: 2 (p-1) times the slowest step, a step over link l taking
 /// alpha_l + bytes / (p beta_l). 0 for fewer than 2 ranks.
 double ringAllReduceSec(double bytes, llvm::ArrayRef<int> ring,
-                        const SystemConfig &sys);
+                        const machine::Machine &sys);
 
 /// Bytes one rank sends in a ring all-reduce: 2 (p-1)/p * bytes.
 double ringAllReduceBytesPerRank(double bytes, int p);
@@ -94,13 +95,14 @@ struct GradientReduction {
 /// schedules; empty for forward-only and asynchronous schedules). `costs`
 /// has s.numStages entries (CostTable::resample()). A stage is held by the
 /// ranks that run its W or BW actions; a stage all-reduce exists when its
-/// holders times sys.dataParallel are at least 2 and its gradient bytes are
-/// > 0; a tied all-reduce when at least 2 distinct ranks hold the group's
-/// stages. Order: stage all-reduces by stage, then tied groups in table
-/// order. Errors: sys.dataParallel < 1, a tied group's stage out of range.
+/// holders times sys.simulation.dataParallel are at least 2 and its gradient
+/// bytes are > 0; a tied all-reduce when at least 2 distinct ranks hold the
+/// group's stages. Order: stage all-reduces by stage, then tied groups in table
+/// order. Errors: sys.simulation.dataParallel < 1, a tied group's stage out of
+/// range.
 llvm::Expected<std::vector<GradientReduction>>
 planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
-                       const SystemConfig &sys);
+                       const machine::Machine &sys);
 
 } // namespace sim
 } // namespace pipeopt

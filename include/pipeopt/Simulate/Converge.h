@@ -45,7 +45,7 @@
 #define PIPEOPT_SIMULATE_CONVERGE_H
 
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

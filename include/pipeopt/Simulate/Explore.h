@@ -25,8 +25,9 @@
 #ifndef PIPEOPT_SIMULATE_EXPLORE_H
 #define PIPEOPT_SIMULATE_EXPLORE_H
 
+#include "pipeopt/Machine/Machine.h"
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Simulator.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -82,7 +83,7 @@ struct SweepOptions {
   std::vector<std::string> schedules;  ///< Canonical registry names.
   std::vector<int> stages;             ///< Ranks S.
   std::vector<int> microbatches;       ///< M.
-  std::vector<SystemConfig> systems;
+  std::vector<machine::Machine> systems;
   /// Chunks per rank for schedules whose registry row has a configurable
   /// chunk count (ChunkRule::Configurable); 0: the row's default.
   int virtualStages = 0;
@@ -91,7 +92,7 @@ struct SweepOptions {
   /// send and a recv per transfer) exceeds this are skipped unbuilt.
   uint64_t maxActions = 20000000;
   /// Per-device memory limit (bytes) for every system; 0: each system's
-  /// SystemConfig::memoryBytes (0 there too: no limit).
+  /// machine::Machine::memoryLimitBytes() (0 there too: no limit).
   double memoryLimitBytes = 0;
 };
 
@@ -104,9 +105,9 @@ using CostTableFor =
 /// Called for every evaluated point with the schedule, table and system it
 /// was evaluated with (the explorer's --trace hook). An error aborts the
 /// sweep.
-using PointHook = std::function<llvm::Error(
-    const ExplorePoint &, const schedule::Schedule &, const CostTable &,
-    const SystemConfig &)>;
+using PointHook =
+    std::function<llvm::Error(const ExplorePoint &, const schedule::Schedule &,
+                              const CostTable &, const machine::Machine &)>;
 
 /// Result of sweep().
 struct SweepResult {

@@ -17,9 +17,9 @@
 ///                free and its dependencies are done.
 ///  3. Event    - communication-aware: per rank a compute stream and
 ///                separate send / recv engines, alpha-beta links from the
-///                SystemConfig topology, NIC contention, optional
+///                machine::Machine topology, NIC contention, optional
 ///                compute/communication overlap, and ranks sharing a
-///                node's CPU cores (SystemConfig::coresPerNode).
+///                node's CPU cores (machine::Topology::coresPerNode).
 ///
 /// Outputs (Metrics): makespan (s), bubble ratio per rank and overall,
 /// peak activation memory per rank (bytes), weight memory per rank (bytes),
@@ -46,9 +46,10 @@
 #ifndef PIPEOPT_SIMULATE_SIMULATOR_H
 #define PIPEOPT_SIMULATE_SIMULATOR_H
 
+#include "pipeopt/Machine/Machine.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/Collectives.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -218,13 +219,13 @@ double pipeDreamMeanDelay(int S);
 /// closed forms with the bottleneck stage's times. Schedules whose row has
 /// no closed form, and names of no row: `available = false`. Makespan = M * t /
 /// (1 - bubble) with t the largest per-rank compute per microbatch (seconds
-/// scaled by sys.computeSpeed); activation peaks: GPipe M, 1F1B / ZB-H1 /
-/// PipeDream min(S-s, M), interleaved per Megatron's warm-up count,
+/// scaled by sys.simulation.computeSpeed); activation peaks: GPipe M, 1F1B /
+/// ZB-H1 / PipeDream min(S-s, M), interleaved per Megatron's warm-up count,
 /// Chimera two 1F1B pipelines of M/2 each; weights: stages on the rank,
 /// PipeDream x (S-s) stashed versions. Communication volume: 2 * M * (sum
 /// of boundary bytes of the cut edges).
 Metrics evaluateFormula(const schedule::Schedule &s, const CostTable &costs,
-                        const SystemConfig &sys);
+                        const machine::Machine &sys);
 
 /// Level 2: idealized table: point-to-point communication is free; the
 /// after-backward actions (Collectives.h) are costed without contention:
@@ -235,11 +236,10 @@ Metrics evaluateFormula(const schedule::Schedule &s, const CostTable &costs,
 /// are the cost table's boundary bytes. `costs` is resample()d to
 /// s.numStages if its size differs. Fails if the table has no consistent
 /// execution order or misses an action a dependency needs.
-llvm::Expected<Metrics> simulateTable(const schedule::Schedule &s,
-                                      const CostTable &costs,
-                                      const SystemConfig &sys,
-                                      Timeline *timeline = nullptr,
-                                      const schedule::StageGraph *graph = nullptr);
+llvm::Expected<Metrics>
+simulateTable(const schedule::Schedule &s, const CostTable &costs,
+              const machine::Machine &sys, Timeline *timeline = nullptr,
+              const schedule::StageGraph *graph = nullptr);
 
 /// Level 3: communication-aware event simulation on `sys`.
 ///
@@ -268,18 +268,19 @@ llvm::Expected<Metrics> simulateTable(const schedule::Schedule &s,
 /// always overlap with later compute. Optimizer steps follow on each
 /// rank's compute stream.
 ///
-/// Shared cores (SystemConfig::coresPerNode > 0 and fewer than the ranks
-/// of a node): the same DAG runs as a processor-sharing simulation instead
-/// of a longest path: while k compute actions (or optimizer steps) of a
-/// node run, each advances at min(1, coresPerNode / k) of its speed, and
-/// a rank's bubble counts its actions' simulated spans as busy. The
-/// monotonicity above then holds for links, not necessarily for stage
-/// times (a slower stage can shift when ranks overlap).
-llvm::Expected<Metrics> simulateEvents(const schedule::Schedule &s,
-                                       const CostTable &costs,
-                                       const SystemConfig &sys,
-                                       Timeline *timeline = nullptr,
-                                       const schedule::StageGraph *graph = nullptr);
+/// Shared cores (sys.topology.coresPerNode > 0 and fewer than the ranks of
+/// a node): the same DAG runs as a processor-sharing simulation instead of
+/// a longest path: while k compute actions (or optimizer steps) of a node
+/// run, each advances at min(1, coresPerNode / k) of its speed
+/// (Kleinrock, "Queueing Systems" vol. 2, 1976, section 4.4: the fair
+/// share the Linux scheduler gives equal runnable threads), and a rank's
+/// bubble counts its actions' simulated spans as busy. The monotonicity
+/// above then holds for links, not necessarily for stage times (a slower
+/// stage can shift when ranks overlap).
+llvm::Expected<Metrics>
+simulateEvents(const schedule::Schedule &s, const CostTable &costs,
+               const machine::Machine &sys, Timeline *timeline = nullptr,
+               const schedule::StageGraph *graph = nullptr);
 
 /// Staleness of an asynchronous schedule computed from its table (see
 /// Staleness). Fails for synchronous schedules and inconsistent tables.
@@ -291,10 +292,10 @@ struct Evaluation {
   Metrics formula, table, event;
   const Metrics &at(Level level) const;
 };
-llvm::Expected<Evaluation> evaluate(const schedule::Schedule &s,
-                                    const CostTable &costs,
-                                    const SystemConfig &sys,
-                                    const schedule::StageGraph *graph = nullptr);
+llvm::Expected<Evaluation>
+evaluate(const schedule::Schedule &s, const CostTable &costs,
+         const machine::Machine &sys,
+         const schedule::StageGraph *graph = nullptr);
 
 /// Writes the metric fields of one (schedule, level) result into `row`, the
 /// same keys in pipeopt-explore's and pipe-simulate's JSON reports:

@@ -5,14 +5,14 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// The simulator's cost table (include/pipeopt/Simulate/CostModel.h) of a
+/// The simulator's cost table (include/pipeopt/Simulate/CostTable.h) of a
 /// model function partitioned into n stages, for any n: the function's
 /// partitioner graph (PartitionGraph.h, the graph pipe-partition builds)
 /// split by the balanced partitioner (include/pipeopt/Partition/
 /// Partitioner.h). `pipeopt-explore --model` and pipe-auto-schedule
 /// (`schedule=auto` of pipeopt-pipeline and pipeopt-compile) evaluate
-/// schedules on these tables; systemFromHardware() is the system
-/// pipe-simulate and pipe-auto-schedule simulate on by default.
+/// schedules on these tables (pipe-simulate and pipe-auto-schedule simulate
+/// them on the same machine, compute speed 1).
 ///
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +21,7 @@
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Partition/Partitioner.h"
-#include "pipeopt/Simulate/CostModel.h"
+#include "pipeopt/Simulate/CostTable.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -43,15 +43,15 @@ public:
   /// `training`: the partitioner balances F + B + W (else F). `name` names
   /// the tables. Errors: those of buildPartitionGraph().
   static llvm::Expected<ModelCostTables>
-  fromFunction(mlir::func::FuncOp fn, const cost::Hardware &hw,
+  fromFunction(mlir::func::FuncOp fn, const machine::Machine &hw,
                double optimizerFactor, bool training, llvm::StringRef name);
 
-  /// Parses the model file `path` (dialects of `registry`), inlines helper calls (pipe-prepare),
-  /// takes the function with the most ops and calls fromFunction() on the
-  /// `device` preset, overridden by the hardware JSON `hardwarePath` when
-  /// not empty (training). Errors: an unreadable or unparsable file, a
-  /// module already outlined or scheduled, no function with a body, and
-  /// those of fromFunction(); MLIR diagnostics go to stderr.
+  /// Parses the model file `path` (dialects of `registry`), inlines helper
+  /// calls (pipe-prepare), takes the function with the most ops and calls
+  /// fromFunction() on machine::loadMachine(`device`, `hardwarePath`)
+  /// (training). Errors: an unreadable or unparsable file, a module
+  /// already outlined or scheduled, no function with a body, and those of
+  /// fromFunction(); MLIR diagnostics go to stderr.
   static llvm::Expected<ModelCostTables> load(llvm::StringRef path,
                                               llvm::StringRef device,
                                               llvm::StringRef hardwarePath,
@@ -74,7 +74,7 @@ public:
   std::string name;          ///< "<file> (@f, N ops) on <device>, ..." or given.
   std::string functionName;  ///< The model function.
   int numOps = 0;            ///< Nodes of its graph.
-  cost::Hardware hardware;   ///< The cost model's hardware.
+  machine::Machine machine;  ///< The cost model's machine.
 
 private:
   partition::Graph graph_;
@@ -83,13 +83,6 @@ private:
   std::map<int, sim::CostTable> tables_;
   std::map<int, partition::Report> reports_;
 };
-
-/// The system of `hw`'s topology: speed 1 (cost tables are already in the
-/// device's seconds), its ranks per node, one NIC per rank (the cost
-/// model's topology has no NIC sharing), its intra- and inter-node links,
-/// overlap on, memory = the device's capacity, its cores per node (0: a
-/// processor per rank). Named "<device> topology".
-sim::SystemConfig systemFromHardware(const cost::Hardware &hw);
 
 } // namespace pipeopt
 

@@ -65,7 +65,7 @@ llvm::SmallVector<mlir::Value> valuesReadBy(mlir::Operation *op);
 /// The partitioner's link model for `topology`: stage k on rank k, per-pair
 /// alpha-beta links from the topology (intra- or inter-node), the intra-node
 /// link as the uniform default.
-partition::LinkModel linkModelFor(const cost::Topology &topology);
+partition::LinkModel linkModelFor(const machine::Topology &topology);
 
 } // namespace pipeopt
 

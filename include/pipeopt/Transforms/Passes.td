@@ -54,8 +54,8 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     candidate microbatch count M x each candidate chunks per rank v, on
     `num-ranks` ranks, with the model's balanced partition into ranks x v
     stages as cost table (include/pipeopt/Transforms/ModelCostTables.h) and
-    the hardware's topology as system (systemFromHardware: one NIC per rank,
-    speed 1).
+    the cost model's machine as system (include/pipeopt/Machine/Machine.h:
+    its topology, NICs and links, speed 1 for the presets).
 
     Candidates:
     - schedules: `schedules=` (registry names or aliases), by default the
@@ -117,7 +117,7 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-device memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,
@@ -369,10 +369,12 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     before outlining) are rejected: apply them with `pipe-partition
     profile=` instead. Memory and boundary bytes stay the cost model's.
 
-    Systems: by default the hardware's own topology (ranks per node, intra-
-    and inter-node links, one NIC per rank, speed 1); `system=` takes a
-    preset of `pipeopt-explore` (`compute-{slow,medium,fast}/net-{slow,medium,fast}`,
-    `ideal`) or a JSON file with one system (tools/pipeopt-explore/README.md).
+    Systems: by default the cost model's machine (`device=` and `hardware=`:
+    ranks per node, NICs, intra- and inter-node links, its simulator
+    settings; speed 1 for the presets); `system=` takes any preset
+    (`compute-{slow,medium,fast}/net-{slow,medium,fast}`, `ideal`, `h100`,
+    ...) or a machine JSON file with one system (docs/CostModel.md "Machine
+    JSON", tools/pipeopt-explore/README.md).
 
     Output: a readable report (per stage costs; per level makespan, overall
     bubble ratio, and per rank bubble ratio, peak activation and weight
@@ -411,11 +413,11 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset for the cost model: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"system", "system", "std::string", "\"\"",
-           "System for the event level: empty = the hardware's topology, a "
-           "pipeopt-explore preset (compute-medium/net-fast, ideal, ...) or "
-           "a JSON file with one system">,
+           "System for the event level: empty = the cost model's machine, a "
+           "preset (compute-medium/net-fast, ideal, h100, ...) or a machine "
+           "JSON file with one system">,
     Option<"backwardCost", "backward-cost", "::pipeopt::BackwardCost",
            "::pipeopt::BackwardCost::Generated",
            "Where B and W times come from",
@@ -552,7 +554,7 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
     Option<"device", "device", "std::string", "\"h100\"",
            "Device preset: h100, h200, a100, cpu">,
     Option<"hardware", "hardware", "std::string", "\"\"",
-           "Hardware JSON file (device and topology; overrides `device`)">,
+           "Machine JSON file on top of `device` (docs/CostModel.md)">,
     Option<"memoryLimit", "memory-limit", "std::string", "\"\"",
            "Per-stage memory limit in bytes, with optional suffix (80GB, "
            "16GiB); empty = the device's capacity; 0 = unlimited">,

@@ -109,7 +109,7 @@ llvm::Error actionStarts(const Schedule &s, const sim::CostTable *costs,
   }
   sim::Timeline tl;
   llvm::Expected<sim::Metrics> m =
-      sim::simulateTable(s, *costs, sim::idealSystem(), &tl);
+      sim::simulateTable(s, *costs, machine::idealSystem(), &tl);
   if (!m)
     return m.takeError();
   // tl.compute lists every rank's compute actions in table order.

@@ -5,10 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // Measures this machine through the same kernels and communicator that
-// compiled models use, and writes a hardware JSON (docs/CostModel.md,
-// "Hardware JSON"; base preset "cpu") for pipe-partition / pipe-simulate
+// compiled models use, and writes a machine JSON (docs/CostModel.md,
+// "Machine JSON"; base preset "cpu") for pipe-partition / pipe-simulate
 // hardware=<file>:
 //
+//   cores                 the host's online cores (sysconf), informational
 //   peak_flops.{f32,f64}  GEMM through pipeopt_rt_matmul_<T> (OpenBLAS), the
 //                         fastest of repeated 512^3 products, FLOP/s per rank
 //   vector_flops.f32      an in-cache multiply-add loop (fastest repetition),
@@ -491,6 +492,7 @@ int main(int argc, char **argv) {
     if (operandBandwidth > 0)
       j["contraction_operand_bandwidth"] = operandBandwidth;
     j["op_overhead_s"] = overhead;
+    j["cores"] = cores;
     j["topology"] = {{"ranks_per_node", std::max(ranks, 1)}};
     if (effectiveCores > 0)
       j["topology"]["cores_per_node"] = effectiveCores;
