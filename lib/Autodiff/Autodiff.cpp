@@ -28,11 +28,7 @@
 #include "AutodiffInternal.h"
 #include "pipeopt/Analysis/CostModel.h"
 
-#include "mlir/Conversion/TosaToArith/TosaToArith.h"
-#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
-#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
-#include "mlir/Dialect/Linalg/Passes.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -946,6 +942,62 @@ void eraseDeadOps(func::FuncOp fn) {
       op.erase();
 }
 
+/// A function like `from` (attributes, arguments) named `name` that
+/// returns `results` (values of from's body): the ops of from's body that
+/// compute them, cloned in order, and those that are not trivially dead
+/// (what eraseDeadOps would leave of a clone, without cloning the rest).
+/// Each value of `replaced` becomes an argument appended after from's ones
+/// and replaces that value in the clone.
+func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
+                        ArrayRef<Value> results, ArrayRef<Value> replaced) {
+  Block &src = from.getBody().front();
+  llvm::DenseSet<Value> isReplaced(replaced.begin(), replaced.end());
+  llvm::DenseSet<Value> live;
+  for (Value v : results)
+    if (!isReplaced.contains(v))
+      live.insert(v);
+  llvm::DenseSet<Operation *> keep;
+  for (Operation &op : llvm::reverse(src.without_terminator())) {
+    if (wouldOpBeTriviallyDead(&op) &&
+        llvm::none_of(op.getResults(),
+                      [&](Value r) { return live.contains(r); }))
+      continue;
+    keep.insert(&op);
+    for (Value v : readValues(&op))
+      if (!isReplaced.contains(v))
+        live.insert(v);
+  }
+  IRMapping m;
+  auto fn = cast<func::FuncOp>(from->cloneWithoutRegions(m));
+  fn.setSymName(name);
+  Block *entry = new Block();
+  fn.getBody().push_back(entry);
+  for (BlockArgument a : src.getArguments())
+    m.map(a, entry->addArgument(a.getType(), a.getLoc()));
+  DenseMap<Value, Value> argOf;
+  for (Value v : replaced) {
+    BlockArgument a = entry->addArgument(v.getType(), v.getLoc());
+    argOf[v] = a;
+    m.map(v, a);
+  }
+  OpBuilder b = OpBuilder::atBlockEnd(entry);
+  for (Operation &op : src.without_terminator()) {
+    if (!keep.contains(&op))
+      continue;
+    b.clone(op, m);
+    for (Value r : op.getResults())
+      if (Value a = argOf.lookup(r))
+        m.map(r, a);
+  }
+  SmallVector<Value> rs;
+  for (Value v : results)
+    rs.push_back(m.lookupOrDefault(v));
+  func::ReturnOp::create(b, src.getTerminator()->getLoc(), rs);
+  fn.setFunctionType(FunctionType::get(
+      fn.getContext(), entry->getArgumentTypes(), ValueRange(rs).getTypes()));
+  return fn;
+}
+
 /// Replaces fn's return operands and updates its type.
 void setReturn(func::FuncOp fn, ValueRange values) {
   Operation *ret = fn.getBody().front().getTerminator();
@@ -1217,40 +1269,12 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     after->getBlock()->getOperations().insert(
         std::next(Block::iterator(after)), fn);
   };
-  {
-    IRMapping m;
-    auto bFn = cast<func::FuncOp>(bwd->clone(m));
-    bFn.setSymName(prefix + "_b");
-    insertAfter(bwd, bFn);
-    SmallVector<Value> rs;
-    for (Value v : bRoots)
-      rs.push_back(m.lookupOrDefault(v));
-    for (Value v : stash)
-      rs.push_back(m.lookupOrDefault(v));
-    setReturn(bFn, rs);
-    eraseDeadOps(bFn);
-    grad.b = bFn;
-  }
-  {
-    IRMapping m;
-    auto wFn = cast<func::FuncOp>(bwd->clone(m));
-    wFn.setSymName(prefix + "_w");
-    insertAfter(grad.b, wFn);
-    Block &wb = wFn.getBody().front();
-    DenseMap<Value, Value> stashArg;
-    for (Value v : stash) {
-      BlockArgument a = wb.addArgument(v.getType(), v.getLoc());
-      m.lookupOrDefault(v).replaceAllUsesWith(a);
-      stashArg[v] = a;
-    }
-    SmallVector<Value> rs;
-    for (Value v : wRoots)
-      rs.push_back(stash.contains(v) ? stashArg.lookup(v)
-                                     : m.lookupOrDefault(v));
-    setReturn(wFn, rs);
-    eraseDeadOps(wFn);
-    grad.w = wFn;
-  }
+  SmallVector<Value> bResults(bRoots);
+  bResults.append(stash.begin(), stash.end());
+  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {});
+  insertAfter(bwd, grad.b);
+  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef());
+  insertAfter(grad.b, grad.w);
   grad.numStash = stash.size();
   for (Value v : stash)
     grad.stashBytes += bytesOf(v.getType());
@@ -1513,140 +1537,11 @@ autodiff::buildGradientFunction(func::FuncOp lossFn, const Options &options,
 }
 
 //===----------------------------------------------------------------------===//
-// Data arguments
-//===----------------------------------------------------------------------===//
-
-SmallVector<unsigned> autodiff::dataArguments(func::FuncOp f) {
-  SmallVector<unsigned> data;
-  if (f.isExternal() || !f.getBody().hasOneBlock())
-    return data;
-  Block &body = f.getBody().front();
-  Operation *ret = body.getTerminator();
-  if (ret->getNumOperands() == 0)
-    return data;
-  Value out = ret->getOperand(0);
-  auto outType = dyn_cast<RankedTensorType>(out.getType());
-  if (!outType || outType.getRank() == 0)
-    return data;
-  llvm::DenseSet<std::pair<Value, unsigned>> seen;
-  SmallVector<std::pair<Value, unsigned>> work{{out, 0u}};
-  llvm::DenseSet<unsigned> marked;
-  auto push = [&](Value v, unsigned d) {
-    auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (t && d < t.getRank() && seen.insert({v, d}).second)
-      work.push_back({v, d});
-  };
-  while (!work.empty()) {
-    auto [v, d] = work.pop_back_val();
-    if (auto a = dyn_cast<BlockArgument>(v)) {
-      if (a.getOwner() == &body && d == 0)
-        marked.insert(a.getArgNumber());
-      continue;
-    }
-    Operation *def = v.getDefiningOp();
-    if (!def)
-      continue;
-    unsigned resultNo = cast<OpResult>(v).getResultNumber();
-    if (auto l = dyn_cast<linalg::LinalgOp>(def)) {
-      AffineMap p = l.getIndexingMapMatchingResult(cast<OpResult>(v));
-      auto dim = dyn_cast<AffineDimExpr>(p.getResult(d));
-      if (!dim)
-        continue;
-      SmallVector<unsigned> params = cost::parameterOperands(def);
-      for (OpOperand &o : def->getOpOperands()) {
-        if (llvm::is_contained(params, o.getOperandNumber()))
-          continue;
-        if (!isa<RankedTensorType>(o.get().getType()))
-          continue;
-        AffineMap m = l.getMatchingIndexingMap(&o);
-        for (auto [r, e] : llvm::enumerate(m.getResults()))
-          if (e == dim)
-            push(o.get(), r);
-      }
-      (void)resultNo;
-      continue;
-    }
-    if (auto e = dyn_cast<tensor::ExpandShapeOp>(def)) {
-      // The outer part of a split dimension ([32] -> [4, 8]) is that
-      // dimension; a unit dimension an expand adds in front of one
-      // ([10] -> [1, 10], a bias) is not.
-      for (auto [i, group] : llvm::enumerate(e.getReassociationIndices()))
-        if (!group.empty() && group.front() == int64_t(d) &&
-            (e.getResultType().getDimSize(d) != 1 ||
-             e.getSrcType().getDimSize(i) == 1))
-          push(e.getSrc(), i);
-      continue;
-    }
-    if (auto c = dyn_cast<tensor::CollapseShapeOp>(def)) {
-      auto groups = c.getReassociationIndices();
-      if (d < groups.size() && !groups[d].empty())
-        push(c.getSrc(), groups[d].front());
-      continue;
-    }
-    if (isa<tensor::ExtractSliceOp, tensor::PadOp, tensor::CastOp>(def)) {
-      push(def->getOperand(0), d);
-      continue;
-    }
-    if (auto s = dyn_cast<tensor::InsertSliceOp>(def)) {
-      push(s.getDest(), d);
-      if (s.getSourceType().getRank() == s.getDestType().getRank())
-        push(s.getSource(), d);
-      continue;
-    }
-    if (isa<tensor::ConcatOp>(def) ||
-        def->getDialect()->getNamespace() == "arith" ||
-        def->getDialect()->getNamespace() == "math") {
-      for (Value o : def->getOperands())
-        push(o, d);
-      continue;
-    }
-  }
-  // A batch-1 model whose batch dimension is squeezed away (JAX, torch-mlir
-  // exports at batch 1) reaches no argument: then the arguments with a
-  // leading 1 (rank >= 2) that no op reads as a parameter (through
-  // reshapes) are the data, as convert-pipe-to-runtime's `auto` rule says.
-  if (marked.empty()) {
-    for (BlockArgument a : body.getArguments()) {
-      auto t = dyn_cast<RankedTensorType>(a.getType());
-      if (!t || t.getRank() < 2 || t.getDimSize(0) != 1)
-        continue;
-      bool parameter = false;
-      SmallVector<Value> work{a};
-      while (!work.empty() && !parameter) {
-        Value v = work.pop_back_val();
-        for (OpOperand &use : v.getUses()) {
-          Operation *user = use.getOwner();
-          if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-                  tensor::CastOp>(user)) {
-            work.push_back(user->getResult(0));
-            continue;
-          }
-          if (llvm::is_contained(cost::parameterOperands(user),
-                                 use.getOperandNumber()))
-            parameter = true;
-        }
-      }
-      if (!parameter)
-        marked.insert(a.getArgNumber());
-    }
-  }
-  for (unsigned i = 0; i < body.getNumArguments(); ++i)
-    if (marked.contains(i))
-      data.push_back(i);
-  return data;
-}
-
-//===----------------------------------------------------------------------===//
 // One op on its own (cost model)
 //===----------------------------------------------------------------------===//
 
 void autodiff::buildPrepareForDifferentiation(OpPassManager &pm) {
-  pm.addPass(tosa::createTosaToLinalgNamed());
-  pm.addPass(tosa::createTosaToLinalg());
-  pm.addPass(createTosaToArithPass());
-  pm.addPass(createTosaToTensorPass());
-  pm.addPass(createConvertElementwiseToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
+  cost::buildLowerTosaForAnalysis(pm);
 }
 
 FailureOr<OpBackward>

@@ -104,10 +104,12 @@ std::string waitText(const Action &a) {
                          describe(a))
         .str();
   int producer = a.phase == Phase::Send ? a.stage : a.peerStage;
-  return llvm::formatv("{0} {1} rank {2} ({3} stage {4} mb {5})",
+  std::string value =
+      a.value != 0 ? llvm::formatv(" value {0}", a.value).str() : "";
+  return llvm::formatv("{0} {1} rank {2} ({3} stage {4} mb {5}{6})",
                        a.phase == Phase::Send ? "send" : "recv",
                        a.phase == Phase::Send ? "to" : "from", a.peerRank,
-                       a.backward ? "B" : "F", producer, a.microbatch)
+                       a.backward ? "B" : "F", producer, a.microbatch, value)
       .str();
 }
 
@@ -116,7 +118,8 @@ bool matches(const Action &send, int sendRank, const Action &recv,
   return send.phase == Phase::Send && recv.phase == Phase::Recv &&
          send.peerRank == recvRank && recv.peerRank == sendRank &&
          send.stage == recv.peerStage && send.peerStage == recv.stage &&
-         send.microbatch == recv.microbatch && send.backward == recv.backward;
+         send.microbatch == recv.microbatch && send.backward == recv.backward &&
+         send.value == recv.value;
 }
 } // namespace
 

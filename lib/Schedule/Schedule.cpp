@@ -60,7 +60,8 @@ Action Action::recv(int stage, int microbatch, int peerRank, int peerStage,
 bool Action::operator==(const Action &o) const {
   return phase == o.phase && stage == o.stage && microbatch == o.microbatch &&
          peerRank == o.peerRank && peerStage == o.peerStage &&
-         backward == o.backward && weightVersion == o.weightVersion;
+         backward == o.backward && value == o.value &&
+         weightVersion == o.weightVersion;
 }
 
 int Schedule::pipelineOf(int microbatch) const {
@@ -173,12 +174,15 @@ std::string pipeopt::schedule::describe(const Action &a, ActionNaming naming) {
                          a.stage, a.microbatch)
         .str();
   const char *kind = a.backward ? "B" : "F";
+  // The value is named only where a transfer moves several.
+  std::string value =
+      a.value != 0 ? llvm::formatv(", value {0}", a.value).str() : "";
   if (a.phase == Phase::Send)
-    return llvm::formatv("SEND_{0}(stage {1} -> {2}, mb {3})", kind, a.stage,
-                         a.peerStage, a.microbatch)
+    return llvm::formatv("SEND_{0}(stage {1} -> {2}, mb {3}{4})", kind,
+                         a.stage, a.peerStage, a.microbatch, value)
         .str();
-  return llvm::formatv("RECV_{0}(stage {1} <- {2}, mb {3})", kind, a.stage,
-                       a.peerStage, a.microbatch)
+  return llvm::formatv("RECV_{0}(stage {1} <- {2}, mb {3}{4})", kind, a.stage,
+                       a.peerStage, a.microbatch, value)
       .str();
 }
 

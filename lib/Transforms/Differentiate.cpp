@@ -4,10 +4,18 @@
 // functions and their arguments, lowers TOSA in them, and records what was
 // generated in `pipe.gradient`.
 //
+// Stage functions are independent, so they are prepared and differentiated
+// in parallel on the context's thread pool: each one's generated functions
+// are built in a module of their own and moved next to it afterwards, in
+// order, so that the output and the diagnostics do not depend on the
+// threads (an error is reported as a sequential run would report it: that
+// of the first failing function).
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Transforms/Passes.h"
 
+#include "pipeopt/Analysis/Parameters.h"
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 
@@ -17,12 +25,22 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
+#include "mlir/Transforms/CSE.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Mutex.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
+
+#include <atomic>
+#include <memory>
 
 namespace pipeopt {
 #define GEN_PASS_DEF_DIFFERENTIATEPASS
@@ -86,22 +104,157 @@ DenseI64ArrayAttr indexArray(Builder &b, ArrayRef<unsigned> v) {
   return b.getDenseI64ArrayAttr(w);
 }
 
+/// `work(0)`, ..., `work(n - 1)` on the context's thread pool (one after
+/// the other in index order when multithreading is disabled). Fails if one
+/// fails. The diagnostics are those a sequential loop stopping at the first
+/// failure would emit, in its order: each item's are held back, then those
+/// of the items up to the first failing one are emitted. Items after a
+/// failed one are not started.
+LogicalResult forEachInOrder(MLIRContext *ctx, unsigned n,
+                             llvm::function_ref<LogicalResult(unsigned)> work) {
+  if (!ctx->isMultithreadingEnabled() || n <= 1) {
+    for (unsigned i = 0; i < n; ++i)
+      if (failed(work(i)))
+        return failure();
+    return success();
+  }
+  std::vector<std::vector<Diagnostic>> held(n);
+  llvm::sys::SmartMutex<true> mutex;
+  DenseMap<uint64_t, unsigned> itemOfThread;
+  std::atomic<unsigned> next(0), firstFailure(n);
+  {
+    ScopedDiagnosticHandler hold(ctx, [&](Diagnostic &d) -> LogicalResult {
+      llvm::sys::SmartScopedLock<true> lock(mutex);
+      auto it = itemOfThread.find(llvm::get_threadid());
+      if (it == itemOfThread.end())
+        return failure(); // not from an item: the next handler's
+      held[it->second].push_back(std::move(d));
+      return success();
+    });
+    auto worker = [&] {
+      for (;;) {
+        unsigned i = next++;
+        if (i >= n || i > firstFailure)
+          return;
+        {
+          llvm::sys::SmartScopedLock<true> lock(mutex);
+          itemOfThread[llvm::get_threadid()] = i;
+        }
+        bool ok = succeeded(work(i));
+        {
+          llvm::sys::SmartScopedLock<true> lock(mutex);
+          itemOfThread.erase(llvm::get_threadid());
+        }
+        if (!ok) {
+          unsigned f = firstFailure;
+          while (i < f && !firstFailure.compare_exchange_weak(f, i))
+            ;
+        }
+      }
+    };
+    llvm::ThreadPoolInterface &pool = ctx->getThreadPool();
+    llvm::ThreadPoolTaskGroup group(pool);
+    unsigned workers = std::min<unsigned>(n, pool.getMaxConcurrency());
+    for (unsigned t = 0; t < workers; ++t)
+      group.async(worker);
+    group.wait();
+  }
+  unsigned last = std::min<unsigned>(firstFailure, n - 1);
+  for (unsigned i = 0; i <= last; ++i)
+    for (Diagnostic &d : held[i])
+      ctx->getDiagEngine().emit(std::move(d));
+  return failure(firstFailure < n);
+}
+
+/// One copy of a func.func pass pipeline per thread that may run it (a
+/// pipeline must not run on two functions at once). The copies are
+/// pass managers of their own, without verification between their passes:
+/// the caller verifies once after them, and the pass manager running
+/// pipe-differentiate verifies its result.
+class PipelineCopies {
+public:
+  PipelineCopies(MLIRContext *ctx,
+                 llvm::function_ref<void(OpPassManager &)> build) {
+    unsigned n = ctx->isMultithreadingEnabled()
+                     ? ctx->getThreadPool().getMaxConcurrency()
+                     : 1;
+    for (unsigned i = 0; i < n; ++i) {
+      copies.push_back(std::make_unique<PassManager>(
+          ctx, func::FuncOp::getOperationName()));
+      copies.back()->enableVerifier(false);
+      build(*copies.back());
+    }
+    busy = std::make_unique<std::atomic<bool>[]>(n);
+    for (unsigned i = 0; i < n; ++i)
+      busy[i] = false;
+  }
+
+  /// Runs the pipeline on `fn` with a copy no other thread is using.
+  LogicalResult run(func::FuncOp fn) {
+    for (;;)
+      for (unsigned i = 0; i < copies.size(); ++i) {
+        bool expected = false;
+        if (!busy[i].compare_exchange_strong(expected, true))
+          continue;
+        LogicalResult result = copies[i]->run(fn);
+        busy[i] = false;
+        return result;
+      }
+  }
+
+private:
+  SmallVector<std::unique_ptr<PassManager>> copies;
+  std::unique_ptr<std::atomic<bool>[]> busy;
+};
+
+/// What differentiating one function produced: the generated functions
+/// (after a clone of the function, which is not kept) and the function's
+/// pipe.gradient.
+struct Generated {
+  OwningOpRef<ModuleOp> module;
+  DictionaryAttr info;
+};
+
 struct DifferentiatePass
     : pipeopt::impl::DifferentiatePassBase<DifferentiatePass> {
   using Base::Base;
   void runOnOperation() override;
 
+  /// The pass's dialects and those of the TOSA lowering it runs (all must
+  /// be loaded before functions are lowered in parallel).
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    OpPassManager pm(func::FuncOp::getOperationName());
+    autodiff::buildPrepareForDifferentiation(pm);
+    pm.getDependentDialects(registry);
+  }
+
+  /// Differentiates `f` into `out` (f itself is only read); `taken` are the
+  /// module's symbol names.
   LogicalResult differentiateOne(func::FuncOp f, bool isLastStage,
                                  const IndexOption &trainableOpt,
                                  const IndexOption &dataOpt,
-                                 autodiff::Recompute recomputeKind);
+                                 autodiff::Recompute recomputeKind,
+                                 const llvm::StringSet<> &taken,
+                                 Generated &out);
 };
+
+/// The error the library gives for a generated name that exists.
+LogicalResult checkFree(func::FuncOp f, const llvm::StringSet<> &taken,
+                        ArrayRef<std::string> names) {
+  for (const std::string &n : names)
+    if (taken.contains(n))
+      return f.emitError() << kPass << "cannot create @" << n
+                           << ": the symbol already exists";
+  return success();
+}
 
 } // namespace
 
 LogicalResult DifferentiatePass::differentiateOne(
     func::FuncOp f, bool isLastStage, const IndexOption &trainableOpt,
-    const IndexOption &dataOpt, autodiff::Recompute recomputeKind) {
+    const IndexOption &dataOpt, autodiff::Recompute recomputeKind,
+    const llvm::StringSet<> &taken, Generated &out) {
   Builder b(f->getContext());
   FunctionType type = f.getFunctionType();
   unsigned numArgs = type.getNumInputs();
@@ -117,7 +270,7 @@ LogicalResult DifferentiatePass::differentiateOne(
   SmallVector<unsigned> data;
   switch (dataOpt.kind) {
   case IndexOption::Auto:
-    data = autodiff::dataArguments(f);
+    data = cost::dataArguments(f);
     break;
   case IndexOption::All:
     for (unsigned i = 0; i < numArgs; ++i)
@@ -181,12 +334,22 @@ LogicalResult DifferentiatePass::differentiateOne(
   if (lossKind && !isLastStage)
     lossKind.reset(), lossName = "none";
 
+  // The library puts what it generates next to the function it is given:
+  // a clone of f in a module of its own, so that functions are
+  // differentiated in parallel. The names it checks there are checked
+  // against f's module first, at the same points.
+  bool oneBlock = !f.isExternal() && f.getBody().hasOneBlock();
   std::string name = f.getSymName().str();
-  func::FuncOp target = f;
+  out.module = ModuleOp::create(f.getLoc());
+  OpBuilder sb = OpBuilder::atBlockEnd(out.module->getBody());
+  auto fc = cast<func::FuncOp>(sb.clone(*f));
+  func::FuncOp target = fc;
   func::FuncOp lossFn;
   if (lossKind) {
+    if (oneBlock && failed(checkFree(f, taken, {name + "_loss"})))
+      return failure();
     FailureOr<func::FuncOp> l =
-        autodiff::buildLossFunction(f, *lossKind, name + "_loss");
+        autodiff::buildLossFunction(fc, *lossKind, name + "_loss");
     if (failed(l))
       return failure();
     lossFn = *l;
@@ -202,36 +365,25 @@ LogicalResult DifferentiatePass::differentiateOne(
       options.wrt.push_back(i);
   options.weights = trainable;
 
-  auto cleanup = [&]() {
-    if (lossFn)
-      lossFn.erase();
-  };
-  FailureOr<autodiff::Gradient> grad = autodiff::differentiate(target, options);
-  if (failed(grad)) {
-    cleanup();
+  // On failure the partial functions go with out.module.
+  if (oneBlock &&
+      failed(checkFree(f, taken,
+                       {name + "_fwd", name + "_bwd", name + "_b",
+                        name + "_w"})))
     return failure();
-  }
+  FailureOr<autodiff::Gradient> grad = autodiff::differentiate(target, options);
+  if (failed(grad))
+    return failure();
   func::FuncOp gradFn;
   if (lossFn) {
+    if (failed(checkFree(f, taken, {name + "_grad"})))
+      return failure();
     FailureOr<func::FuncOp> g =
         autodiff::buildGradientFunction(lossFn, options, name + "_grad");
-    if (failed(g)) {
-      for (func::FuncOp fn : {grad->fwd, grad->bwd, grad->b, grad->w})
-        fn.erase();
-      cleanup();
+    if (failed(g))
       return failure();
-    }
     gradFn = *g;
   }
-
-  // Clean up the generated functions: the library leaves no dead code, but
-  // repeated constants, empties and zero fills.
-  OpPassManager pm(func::FuncOp::getOperationName());
-  pm.addPass(createCSEPass());
-  for (func::FuncOp fn : {grad->fwd, grad->bwd, grad->b, grad->w, lossFn,
-                          gradFn})
-    if (fn && failed(runPipeline(pm, fn)))
-      return failure();
 
   SmallVector<NamedAttribute> attrs = {
       b.getNamedAttr("wrt", indexArray(b, options.wrt)),
@@ -251,7 +403,7 @@ LogicalResult DifferentiatePass::differentiateOne(
     attrs.push_back(b.getNamedAttr("loss_fn", FlatSymbolRefAttr::get(lossFn)));
     attrs.push_back(b.getNamedAttr("grad", FlatSymbolRefAttr::get(gradFn)));
   }
-  f->setAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr(), b.getDictionaryAttr(attrs));
+  out.info = b.getDictionaryAttr(attrs);
   return success();
 }
 
@@ -339,20 +491,51 @@ void DifferentiatePass::runOnOperation() {
     if (auto s = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       lastStage = std::max(lastStage, s.getInt());
 
-  for (func::FuncOp fn : targets) {
-    if (fn->hasAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr())) {
-      fn.emitError() << kPass << "@" << fn.getSymName()
-                     << " is already differentiated (it has pipe.gradient)";
-      return signalPassFailure();
-    }
-    OpPassManager pm(func::FuncOp::getOperationName());
-    autodiff::buildPrepareForDifferentiation(pm);
-    if (failed(runPipeline(pm, fn)))
-      return signalPassFailure();
-    auto s = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
-    bool isLast = !s || s.getInt() == lastStage;
-    if (failed(differentiateOne(fn, isLast, *trainableOpt, *dataOpt,
-                                *recomputeKind)))
-      return signalPassFailure();
+  // Lower and differentiate every target, in parallel.
+  MLIRContext *ctx = &getContext();
+  llvm::StringSet<> taken;
+  for (Operation &op : module.getBody()->getOperations())
+    if (auto sym = op.getAttrOfType<StringAttr>(
+            SymbolTable::getSymbolAttrName()))
+      taken.insert(sym.getValue());
+  PipelineCopies prepare(ctx, autodiff::buildPrepareForDifferentiation);
+  std::vector<Generated> generated(targets.size());
+  if (failed(forEachInOrder(ctx, targets.size(), [&](unsigned i) {
+        func::FuncOp fn = targets[i];
+        if (fn->hasAttr(
+                pipe::PipeDialect::GradientAttrHelper::getNameStr()))
+          return LogicalResult(
+              fn.emitError() << kPass << "@" << fn.getSymName()
+                             << " is already differentiated (it has "
+                                "pipe.gradient)");
+        if (failed(prepare.run(fn)) || failed(verify(fn)))
+          return failure();
+        auto s = fn->getAttrOfType<IntegerAttr>(
+            pipe::PipeDialect::StageAttrHelper::getNameStr());
+        bool isLast = !s || s.getInt() == lastStage;
+        Generated &gen = generated[i];
+        if (failed(differentiateOne(fn, isLast, *trainableOpt, *dataOpt,
+                                    *recomputeKind, taken, gen)))
+          return failure();
+        // Clean up the generated functions: the library leaves no dead
+        // code, but repeated constants, empties and zero fills.
+        IRRewriter rewriter(ctx);
+        for (Operation &op : llvm::drop_begin(*gen.module->getBody())) {
+          DominanceInfo dominance(&op);
+          eliminateCommonSubExpressions(rewriter, dominance, &op);
+        }
+        return success();
+      })))
+    return signalPassFailure();
+
+  // Move the generated functions next to their function, in order.
+  for (auto [fn, gen] : llvm::zip(targets, generated)) {
+    Block::iterator pos = std::next(Block::iterator(fn));
+    // The first op is the clone of fn.
+    for (Operation &op :
+         llvm::make_early_inc_range(llvm::drop_begin(*gen.module->getBody())))
+      op.moveBefore(module.getBody(), pos);
+    fn->setAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr(),
+                gen.info);
   }
 }

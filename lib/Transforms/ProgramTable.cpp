@@ -12,6 +12,7 @@
 
 #include "ProgramTable.h"
 #include "OptionRange.h"
+#include "pipeopt/Transforms/ProgramChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -49,35 +50,13 @@ pipeopt::groupPrograms(ModuleOp module) {
 
 FailureOr<std::vector<pipe::ProgramOp>>
 pipeopt::programsByRank(StringRef base, ArrayRef<pipe::ProgramOp> programs) {
-  pipe::ProgramOp first = programs.front();
-  int64_t R = first.getNumRanks(), M = first.getNumMicrobatches();
-  // Range checks before anything is sized by, or narrowed from, R and M.
-  if (failed(checkIntRange(first.getLoc(), "program @" + first.getSymName().str(),
-                           "num_ranks", R, 1, kMaxPipelineCount)) ||
-      failed(checkIntRange(first.getLoc(), "program @" + first.getSymName().str(),
-                           "num_microbatches", M, 1, kMaxPipelineCount)))
+  llvm::Expected<std::vector<pipe::ProgramOp>> byRank =
+      orderProgramsByRank(base, programs);
+  if (!byRank) {
+    (void)emitProgramError(byRank.takeError(), programs.front());
     return failure();
-  std::vector<pipe::ProgramOp> byRank(R);
-  for (pipe::ProgramOp p : programs) {
-    if (static_cast<int64_t>(p.getNumRanks()) != R ||
-        static_cast<int64_t>(p.getNumMicrobatches()) != M)
-      return p.emitError() << "program @" << p.getSymName() << " is rank "
-                           << p.getRank() << " of " << p.getNumRanks()
-                           << " with " << p.getNumMicrobatches()
-                           << " microbatches, but @" << first.getSymName()
-                           << " is one of " << R << " ranks with " << M
-                           << " microbatches";
-    pipe::ProgramOp &slot = byRank[p.getRank()];
-    if (slot)
-      return p.emitError() << "rank " << p.getRank() << " has two programs: @"
-                           << slot.getSymName() << " and @" << p.getSymName();
-    slot = p;
   }
-  for (int64_t r = 0; r < R; ++r)
-    if (!byRank[r])
-      return first.emitError() << "no program for rank " << r << " of " << R
-                               << " (programs of @" << base << ")";
-  return byRank;
+  return std::move(*byRank);
 }
 
 FailureOr<ProgramTable>
@@ -191,6 +170,49 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
   }
   s.splitBackward = split;
   s.forwardOnly = !anyBackward;
+  // The per-value table: the same actions with every transfer op its own.
+  sched::Schedule &pv = table.perValue;
+  pv.name = s.name;
+  pv.numRanks = R;
+  pv.numStages = S;
+  pv.numMicrobatches = M;
+  pv.splitBackward = split;
+  pv.forwardOnly = !anyBackward;
+  pv.actions.resize(R);
+  table.perValueOpOf.resize(R);
+  for (int64_t r = 0; r < R; ++r) {
+    // opOf[r] lists a subsequence of the program's ops, in order.
+    size_t k = 0;
+    for (Operation &op : pipe::ProgramOp(byRank[r]).getBody().front()) {
+      if (k < table.opOf[r].size() && table.opOf[r][k] == &op) {
+        sched::Action a = s.actions[r][k++];
+        if (a.isComm())
+          a.value = isa<pipe::SendOp>(op)
+                        ? cast<pipe::SendOp>(op).getTag().getValueIndex()
+                        : cast<pipe::RecvOp>(op).getTag().getValueIndex();
+        pv.actions[r].push_back(a);
+        table.perValueOpOf[r].push_back(&op);
+        continue;
+      }
+      bool isSend = isa<pipe::SendOp>(op);
+      if (!isSend && !isa<pipe::RecvOp>(op))
+        continue;
+      pipe::TagAttr tag = isSend ? cast<pipe::SendOp>(op).getTag()
+                                 : cast<pipe::RecvOp>(op).getTag();
+      int peer = isSend ? cast<pipe::SendOp>(op).getPeer()
+                        : cast<pipe::RecvOp>(op).getPeer();
+      bool backward = tag.getDirection() == pipe::Direction::Backward;
+      int src = tag.getSrcStage(), dst = tag.getDstStage();
+      sched::Action a =
+          isSend ? sched::Action::send(src, tag.getMicrobatch(), peer, dst,
+                                       backward)
+                 : sched::Action::recv(dst, tag.getMicrobatch(), peer, src,
+                                       backward);
+      a.value = tag.getValueIndex();
+      pv.actions[r].push_back(a);
+      table.perValueOpOf[r].push_back(&op);
+    }
+  }
   // Placement: per microbatch, the rank of every stage's forward; a stage
   // with no forward for a microbatch takes its rank from another
   // microbatch (validate() then reports the missing forward).
@@ -212,6 +234,8 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
   }
   if (s.stageRank.empty())
     s.stageRank.push_back(std::vector<int>(S, 0));
+  pv.stageRank = s.stageRank;
+  pv.microbatchPipeline = s.microbatchPipeline;
   return table;
 }
 

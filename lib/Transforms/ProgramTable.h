@@ -23,6 +23,7 @@
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Transforms/ProgramChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -34,19 +35,14 @@
 
 namespace pipeopt {
 
-/// Name of a program without its trailing "_rank<digits>" (the scheduled
-/// function's name); `name` itself when there is no such suffix.
-llvm::StringRef programBaseName(llvm::StringRef name);
-
-/// The pipe.program ops of `module` grouped by programBaseName(), in order
+/// The pipe.program ops of `module` grouped by programBaseName()
+/// (ProgramChecks.h), in order
 /// of first appearance.
 llvm::MapVector<llvm::StringRef, llvm::SmallVector<pipe::ProgramOp>>
 groupPrograms(mlir::ModuleOp module);
 
-/// Orders the programs of one group by rank. Emits an error and fails when
-/// they disagree on the rank or microbatch count, the counts are outside
-/// 1..kMaxPipelineCount (OptionRange.h), a rank has two programs or a rank
-/// in 0..R-1 has none.
+/// Orders the programs of one group by rank: orderProgramsByRank()
+/// (ProgramChecks.h) with its error emitted as a diagnostic.
 mlir::FailureOr<std::vector<pipe::ProgramOp>>
 programsByRank(llvm::StringRef base, llvm::ArrayRef<pipe::ProgramOp> programs);
 
@@ -64,6 +60,13 @@ struct ProgramTable {
   std::optional<StageGraphInfo> stageGraph;
   /// Per rank: the op each action of schedule.actions[r] was read from.
   std::vector<std::vector<mlir::Operation *>> opOf;
+  /// The same programs with one Send / Recv per pipe.send / pipe.recv
+  /// (schedule::Action::value = the tag's value index): the table the
+  /// deadlock check runs on, since the values of one transfer received in
+  /// another order than they are sent block under rendezvous semantics.
+  schedule::Schedule perValue;
+  /// Per rank: the op each action of perValue.actions[r] was read from.
+  std::vector<std::vector<mlir::Operation *>> perValueOpOf;
 };
 
 /// Reads the programs `byRank` (see programsByRank()) of the function

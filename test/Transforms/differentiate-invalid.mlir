@@ -1,4 +1,5 @@
 // RUN: pipeopt %s -split-input-file -pipe-differentiate -verify-diagnostics
+// RUN: pipeopt %s -split-input-file -pipe-differentiate -verify-diagnostics --mlir-disable-threading
 
 // An op without a derivative rule on the path from an argument to the
 // result is an error at that op, by name.
@@ -107,4 +108,41 @@ func.func @int_result(%x: tensor<4xf32>) -> tensor<4xi32> {
     linalg.yield %t : i32
   } -> tensor<4xi32>
   return %r : tensor<4xi32>
+}
+
+// -----
+
+// Stages are differentiated in parallel, but with several failing stages
+// only the first one's error is reported, as one stage after the other
+// would.
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.exp %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func @s1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    // expected-error @+1 {{pipe-differentiate: cannot differentiate 'math.atan' in the body of 'linalg.generic' (no derivative rule for this op)}}
+    %t = math.atan %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+func.func @s2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i64} {
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = math.acos %a : f32
+    linalg.yield %t : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
 }

@@ -126,7 +126,8 @@ pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
 
 // Two values cross 0 -> 1; rank 1 receives them in the other order. Every
 // tag matches, but under blocking semantics rank 0 waits in the send of
-// value 0 while rank 1 waits in the recv of value 1.
+// value 0 while rank 1 waits in the recv of value 1 (the deadlock check
+// sees one action per pipe.send / pipe.recv).
 
 func.func @m_stage0(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) attributes {pipe.stage = 0 : i64} {
   return %x, %x : tensor<4xf32>, tensor<4xf32>
@@ -137,7 +138,7 @@ func.func @m_stage1(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> attri
 pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
   %x0 = pipe.input 0 microbatch 0 : tensor<4xf32>
   %a:2 = pipe.forward @m_stage0(%x0) stage 0 microbatch 0 : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
-  // expected-error@+1 {{deadlock: rank 0 waits in pipe.send to 1 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0>, but rank 1 waits in pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 1>}}
+  // expected-error@+1 {{mismatched send/recv: rank 0 posts SEND_F(stage 0 -> 1, mb 0) to rank 1, but rank 1 posts RECV_F(stage 1 <- 0, mb 0, value 1) from rank 0}}
   pipe.send %a#0 to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
   pipe.send %a#1 to 1 <forward, stage 0 -> 1, microbatch 0, value 1> : tensor<4xf32>
 }
@@ -190,6 +191,28 @@ pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
 }
 pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
   %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// The same tag received twice.
+
+func.func @m_stage0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 1 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @m_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %a = pipe.forward @m_stage0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.send %a to 1 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+}
+pipe.program @m_rank1 rank 1 of 2 microbatches 1 {
+  %a = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
+  // expected-error@+1 {{rank 1: pipe.recv from 0 #pipe.tag<forward, stage 0 -> 1, microbatch 0, value 0> repeats an earlier pipe.recv with the same tag from the same rank}}
+  %b = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<4xf32>
   %y = pipe.forward @m_stage1(%a) stage 1 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
 }
 

@@ -574,13 +574,21 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   }
   // The arguments pipe-differentiate took for per-microbatch data (its
   // batch-dimension analysis, or --microbatch-args) are per microbatch in
-  // the program too: the runtime's own `auto` rule (a leading 1) would share
-  // a batch-4 input between the microbatches.
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+  // the program too, and only they (with the target):
+  // convert-pipe-to-runtime's `auto` would classify the arguments of
+  // @<f>_grad, whose results are gradients, not per-example values. A model
+  // differentiated before without a `data` entry keeps --microbatch-args.
+  if (auto data = info.getAs<DenseI64ArrayAttr>("data")) {
+    auto microbatched = pipeopt::pipe::PipeDialect::getMicrobatchedAttrName();
     for (int64_t i : data.asArrayRef())
       if (i >= 0 && i < int64_t(grad.getNumArguments()))
-        grad.setArgAttr(i, pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
-                        b.getUnitAttr());
+        grad.setArgAttr(i, microbatched, b.getUnitAttr());
+    std::string dataList;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i)
+      if (grad.getArgAttr(i, microbatched))
+        dataList += (dataList.empty() ? "" : ",") + std::to_string(i);
+    microbatchArgs = dataList.empty() ? "none" : dataList;
+  }
   return gradRef.getValue().str();
 }
 
@@ -720,8 +728,8 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
     lossFn->setAttr(
         pipeopt::pipe::PipeDialect::TrainableAttrHelper::getNameStr(), t);
   lossFn.setPublic();
-  // The runtime feeds per-microbatch slices to exactly these arguments (its
-  // `auto` rule would take a TOSA bias [1, 1, N], a parameter, for data).
+  // The runtime feeds per-microbatch slices to exactly these arguments (the
+  // loss function's target is data whatever the analysis says).
   std::string dataList;
   for (unsigned i = 0; i < lossFn.getNumArguments(); ++i)
     if (lossFn.getArgAttr(i, microbatched))

@@ -118,11 +118,13 @@ static cl::opt<int>
                   cl::cat(category));
 static cl::opt<int>
     minExpOpt("min-step-exp", cl::init(-12),
-              cl::desc("Step grid: smallest step 2^k / L (default -12)"),
+              cl::desc("Step grid: smallest step 2^k / L (2^k with "
+                       "--absolute-steps; default -12)"),
               cl::cat(category));
 static cl::opt<int>
     maxExpOpt("max-step-exp", cl::init(4),
-              cl::desc("Step grid: largest step 2^k / L (default 4)"),
+              cl::desc("Step grid: largest step 2^k / L (2^k with "
+                       "--absolute-steps; default 4)"),
               cl::cat(category));
 static cl::opt<int> perOctaveOpt(
     "steps-per-octave", cl::init(1),
@@ -165,13 +167,41 @@ static cl::list<int>
 static cl::opt<double> fixedStepOpt(
     "fixed-step", cl::init(0.0),
     cl::desc("scaling: the fixed step (absolute) whose error floor is fitted "
-             "(default 2^-4 / L; pair it with --noise for a floor)"),
+             "(default 2^-4 / L, 2^-4 with --absolute-steps; pair it with "
+             "--noise for a floor)"),
     cl::cat(category));
 static cl::opt<bool> smoothOpt(
     "smooth-selection", cl::init(false),
     cl::desc("Also require the paper code's smoothness tests of the tail "
              "(coefficient of variation, upward steps, jumps, total "
              "variation, log slope) for a stable step"),
+    cl::cat(category));
+enum class Selection { Default, Smooth, Paper };
+static cl::opt<Selection> selectionOpt(
+    "selection", cl::init(Selection::Default),
+    cl::desc("Step-size selection rule (docs/Convergence.md)"),
+    cl::values(
+        clEnumValN(Selection::Default, "default",
+                   "smallest stable step within 5% of the best tail; stable: "
+                   "no divergence, tail below f(x0) - f*, no growth over "
+                   "the tail"),
+        clEnumValN(Selection::Smooth, "smooth",
+                   "default plus the authors' five smoothness tests (same "
+                   "as --smooth-selection)"),
+        clEnumValN(Selection::Paper, "paper",
+                   "what the authors' code computes: every finite curve "
+                   "counts as stable (their smoothness tests are overwritten), "
+                   "tail of at least 10 points, measured on f itself")),
+    cl::cat(category));
+static cl::opt<double> tailFractionOpt(
+    "tail-fraction", cl::init(0.2),
+    cl::desc("Selection tail: the last fraction of the curve points "
+             "(default 0.2; the authors' logistic scaling experiment uses "
+             "0.01 with --samples equal to --budget)"),
+    cl::cat(category));
+static cl::opt<bool> absoluteStepsOpt(
+    "absolute-steps", cl::init(false),
+    cl::desc("Step grid 2^k instead of 2^k / L (the authors' grids)"),
     cl::cat(category));
 static cl::opt<bool> quietOpt("quiet", cl::init(false),
                               cl::desc("No progress lines on stderr"),
@@ -224,6 +254,12 @@ int main(int argc, char **argv) {
     return fail("--stages must be >= 1, got " + llvm::Twine(stagesOpt));
   if (!std::isfinite(fixedStepOpt) || fixedStepOpt < 0)
     return fail("--fixed-step must be a finite number >= 0");
+  if (!(tailFractionOpt > 0 && tailFractionOpt <= 1))
+    return fail(llvm::formatv("--tail-fraction must be in (0, 1], got {0}",
+                              tailFractionOpt.getValue()));
+  if (smoothOpt && selectionOpt.getNumOccurrences() &&
+      selectionOpt != Selection::Smooth)
+    return fail("--smooth-selection contradicts --selection");
 
   ObjectiveParams op;
   op.kind = *kind;
@@ -347,6 +383,15 @@ int main(int argc, char **argv) {
   for (int i = 0; i < seedsOpt; ++i)
     seeds.push_back(seedOpt + i);
   const double L = (*obj)->smoothness();
+  // The grid's unit: 1 / L, or 1 with --absolute-steps.
+  const double gridL = absoluteStepsOpt ? 1.0 : L;
+  SelectionRule rule;
+  rule.tailFraction = tailFractionOpt;
+  rule.smoothness = smoothOpt || selectionOpt == Selection::Smooth;
+  if (selectionOpt == Selection::Paper) {
+    rule.paperCode = true;
+    rule.valueOffset = (*obj)->optimum(); // the authors' curves are f itself
+  }
 
   std::string out;
   if (experimentOpt == Experiment::Explore) {
@@ -362,9 +407,8 @@ int main(int argc, char **argv) {
         return fail(llvm::formatv("--stages-list: every S must be in [1, {0}], "
                                   "got {1}",
                                   (*obj)->dim(), S));
-    SelectionRule rule;
-    rule.smoothness = smoothOpt;
-    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctaveOpt);
+    std::vector<double> steps =
+        stepGrid(gridL, minExpOpt, maxExpOpt, perOctaveOpt);
     auto progress = [&](int done, int total) {
       if (!quietOpt)
         llvm::errs() << llvm::formatv(
@@ -396,15 +440,14 @@ int main(int argc, char **argv) {
                                   (*obj)->dim(), S));
     const int perOctave =
         perOctaveOpt.getNumOccurrences() ? perOctaveOpt.getValue() : 4;
-    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctave);
-    const double fixed = fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-4) / L;
+    std::vector<double> steps = stepGrid(gridL, minExpOpt, maxExpOpt, perOctave);
+    const double fixed =
+        fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-4) / gridL;
     auto progress = [&](int done, int total) {
       if (!quietOpt && (done % 50 == 0 || done == total))
         llvm::errs() << llvm::formatv(
             "pipeopt-converge: scaling {0}/{1} runs\n", done, total);
     };
-    SelectionRule rule;
-    rule.smoothness = smoothOpt;
     llvm::Expected<ScalingResult> r =
         runScaling(**obj, base, stages, steps, seeds, fixed, rule, progress);
     if (!r)
@@ -428,8 +471,9 @@ int main(int argc, char **argv) {
     cmp.fStarNote = (*obj)->optimumNote();
     cmp.smoothness = L;
     cmp.seeds = seeds;
-    cmp.rule.smoothness = smoothOpt;
-    std::vector<double> steps = stepGrid(L, minExpOpt, maxExpOpt, perOctaveOpt);
+    cmp.rule = rule;
+    std::vector<double> steps =
+        stepGrid(gridL, minExpOpt, maxExpOpt, perOctaveOpt);
     for (size_t i = 0; i < methods.size(); ++i) {
       RunConfig c = base;
       c.method = methods[i];

@@ -197,6 +197,40 @@ TEST(ScheduleError, DeadlockCycleWithItsRanks) {
   EXPECT_FALSE(static_cast<bool>(checkDeadlockFree(ok)));
 }
 
+TEST(ScheduleError, ValuesOfOneTransferMatchByIndex) {
+  // Rank 0 sends values 0 and 1 of one activation transfer; rank 1 posts
+  // the recv of value 1 first: under rendezvous semantics that blocks.
+  auto with = [](Action a, int value) {
+    a.value = value;
+    return a;
+  };
+  Schedule s;
+  s.name = "two-values";
+  s.numRanks = 2;
+  s.numStages = 2;
+  s.numMicrobatches = 1;
+  s.stageRank = {{0, 1}};
+  s.microbatchPipeline = {0};
+  s.forwardOnly = true;
+  s.actions = {{Action::compute(Phase::F, 0, 0),
+                with(Action::send(0, 0, 1, 1, false), 0),
+                with(Action::send(0, 0, 1, 1, false), 1)},
+               {with(Action::recv(1, 0, 0, 0, false), 1),
+                with(Action::recv(1, 0, 0, 0, false), 0),
+                Action::compute(Phase::F, 1, 0)}};
+  auto e = caught(checkDeadlockFree(s));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->kind, ScheduleErrorKind::Mismatched);
+  EXPECT_EQ(e->text, "mismatched send/recv: rank 0 posts SEND_F(stage 0 -> 1, "
+                     "mb 0) to rank 1, but rank 1 posts RECV_F(stage 1 <- 0, "
+                     "mb 0, value 1) from rank 0");
+  EXPECT_EQ(e->at, (ActionRef{0, 1}));
+  EXPECT_EQ(e->related, (ActionRef{1, 0}));
+  // In the order they are sent, both values pass.
+  std::swap(s.actions[1][0], s.actions[1][1]);
+  EXPECT_FALSE(static_cast<bool>(checkDeadlockFree(s)));
+}
+
 TEST(ScheduleError, MismatchedAndUnmatched) {
   Schedule c = unwrap(insertCommunication(
       unwrap(makeSchedule("gpipe", params(2, 2))), StageGraph::chain(2)));

@@ -158,7 +158,8 @@ buildGradientFunction(mlir::func::FuncOp lossFn, const Options &options,
 
 /// Adds to `funcPM` (a func.func pass manager) what differentiate() needs
 /// first: TOSA -> linalg/tensor/arith, element-wise arith/math on tensors ->
-/// linalg.generic, canonicalization.
+/// linalg.generic, canonicalization (cost::buildLowerTosaForAnalysis, the
+/// form cost::classifyArguments analyses).
 void buildPrepareForDifferentiation(mlir::OpPassManager &funcPM);
 
 /// The backward of one op on its own, for the cost model.
@@ -189,17 +190,6 @@ struct OpBackward {
 mlir::FailureOr<OpBackward>
 differentiateOp(mlir::Operation *op, llvm::ArrayRef<unsigned> weightOperands,
                 llvm::function_ref<void(mlir::Operation *, bool)> visit);
-
-/// The arguments of `f` that are per-example data: those whose leading
-/// dimension is the batch dimension, i.e. reaches the leading dimension of
-/// result 0 through the ops' indexing maps, reshapes (not through a unit
-/// dimension an expand adds: [10] -> [1, 10]), slices and pads (a contraction's right-hand side, a
-/// filter or a gathered table is never followed, even when it shares a unit
-/// batch loop). Integer arguments are included when they index a gather
-/// (token ids). When no argument is reached (a batch-1 model whose batch
-/// dimension is squeezed away), the arguments with a leading 1 and rank >= 2
-/// that no op reads as a parameter. Returned ascending.
-llvm::SmallVector<unsigned> dataArguments(mlir::func::FuncOp f);
 
 } // namespace pipeopt::autodiff
 

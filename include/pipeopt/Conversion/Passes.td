@@ -76,13 +76,27 @@ def ConvertPipeToRuntimePass
     initial value (bufferization has no model for it); `global_load` is left
     to bufferization (`memref.global`).
 
-    Errors (at the op): `pipe.backward` ("training (backward) actions cannot
-    be executed yet; use a forward-only schedule"), tensors with dynamic
-    shapes or element types the runtime does not carry (f32, f64, f16, bf16,
-    i64, i32, i8, i1 are supported), two programs for one rank, a rank
-    without a program, programs that disagree on the number of ranks or
-    microbatches, an input or output read or written with two types, and
-    `ml_program.global_store` (state cannot be split across ranks).
+    The pass runs in three parts (lib/Conversion/PipeToRuntime): checks
+    that reject bad input before the IR is changed (Checks.cpp), a
+    pattern-based lowering under a ConversionTarget for which the pipe
+    dialect is illegal (Lowering.cpp; a pipe op left anywhere in the module
+    is reported by the conversion framework at the op: "failed to legalize
+    operation"), and the manifest (Manifest.cpp).
+
+    Errors (at the op): all programs of the module must form one pipeline,
+    checked by pipe-verify-schedule's structural check (ProgramChecks.h):
+    rank and microbatch counts in 1..65536 and equal in every program, one
+    program per rank and one for every rank. Transfers, the schedule and
+    deadlocks are not checked here (pipe-verify-schedule does; the pipelines
+    and pipeopt-compile run it), so that deliberately broken programs can
+    test the runtime's own checks. Further errors: a `pipe.backward` without
+    a callee (run pipe-materialize-backward), tensors with dynamic shapes or
+    element types the runtime does not carry (f32, f64, f16, bf16, i64, i32,
+    i8, i1 are supported), an input or output read or written with two
+    types, a forward scheduled on two ranks, a function named like an entry
+    point or carrying `pipe.rank`, `ml_program.global_store` (state cannot
+    be split across ranks) and `ml_program.global_load_const` of a global
+    without a dense initial value.
     A `microbatch-args` list with an empty entry, a repeated index, or an
     index that is not a model argument the programs read (`pipe.input`;
     the valid range is named) is an error at the first program.

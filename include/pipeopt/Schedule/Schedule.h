@@ -63,6 +63,12 @@ struct Action {
   int peerStage = -1;
   bool backward = false;  ///< Send/Recv: carries a gradient (true) or an
                           ///< activation (false).
+  /// Send/Recv: which value of a transfer that carries several values of
+  /// one (stage pair, microbatch) this action moves (pipe.tag's value
+  /// index). 0 in every table the generators, insertCommunication() and
+  /// importCSV() build, which move one value per transfer; tables read back
+  /// from per-rank programs with one action per pipe.send / pipe.recv set it.
+  int value = 0;
   /// Async PipeDream schedules: the weight version used by this F / B / BW
   /// (version k = weights after k optimizer updates of that stage); -1 when
   /// the schedule is synchronous.
@@ -438,7 +444,9 @@ llvm::Expected<Schedule> insertCommunication(const Schedule &s,
 
 /// Execute the table under blocking rendezvous semantics (a Send completes
 /// only when the matching Recv is posted and vice versa; compute is
-/// instantaneous once reached). Fails with the cycle of waiting ranks
+/// instantaneous once reached). A Send and a Recv match when they name
+/// each other's rank and stage, the microbatch, the direction and the value
+/// (Action::value). Fails with the cycle of waiting ranks
 /// ("deadlock: rank 0 waits on send to rank 1 (F stage 0 mb 2) -> rank 1
 /// waits on ...") or with an unmatched Send/Recv.
 ///

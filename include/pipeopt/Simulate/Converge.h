@@ -277,7 +277,9 @@ llvm::Expected<schedule::Schedule> makeLocalSGDRound(int stages, int replicas,
 //===----------------------------------------------------------------------===//
 
 /// Step-size grid gamma_k = 2^(k / perOctave) / L for k in
-/// [minExp * perOctave, maxExp * perOctave].
+/// [minExp * perOctave, maxExp * perOctave]. L = 1 gives the absolute grid
+/// 2^k of the authors' notebooks (e.g. 2^-12 ... 2^-3 for PipeDream and RPD,
+/// 2^-8 ... 2^2 for LocalSGD in their logistic scaling experiment).
 std::vector<double> stepGrid(double smoothness, int minExp = -12,
                              int maxExp = 1, int perOctave = 1);
 
@@ -317,6 +319,24 @@ struct MethodResult {
 /// (relative) of the best stable tail mean; with no stable entry, the
 /// non-diverged entry with the smallest tail mean (or the smallest step
 /// when all diverged), marked not stable. Returns the index.
+///
+/// The smoothness tests follow the authors' code
+/// (vectozavr/randomized-pipedream, `curve_stability_metrics`): the tail is
+/// floored at 1e-16 first, the total variation is compared with the net
+/// change |y_n - y_1| of the tail, and upward steps are counted over the
+/// n - 1 differences.
+///
+/// `paperCode` replaces this rule by what the authors' selection
+/// (`select_stable_learning_rate`, prefer="smaller") computes: the tail is
+/// the last max(minTailPoints, ceil(tailFraction x points)) points, every
+/// entry whose mean curve is finite everywhere counts as stable, and the
+/// pick is the smallest such step whose tail mean is within `withinBest` of
+/// the best one, all measured on f itself, i.e. on f - f* + `valueOffset`
+/// (the tool sets valueOffset = f*: their curves are objective values). Their
+/// five smoothness tests are computed but have no effect there: each row is
+/// built as {"stable": tests, **metrics} and the metrics' own "stable":
+/// True (set for every finite curve) overwrites the tests' verdict.
+/// SweepEntry::tailMean stays an f - f* value.
 struct SelectionRule {
   double tailFraction = 0.2;
   double growTolerance = 0.1;
@@ -324,6 +344,9 @@ struct SelectionRule {
   bool smoothness = false;
   double maxCV = 0.15, maxUpFraction = 0.45, maxJump = 0.05, maxTV = 5,
          maxLogSlope = 1e-4;
+  bool paperCode = false;
+  int minTailPoints = 10; ///< paperCode only (the authors' minimum tail).
+  double valueOffset = 0; ///< paperCode only: added to every f - f*.
 };
 int selectStep(std::vector<SweepEntry> &sweep, const SelectionRule &rule,
                bool *stable = nullptr);

@@ -273,20 +273,25 @@ def VerifySchedulePass : Pass<"pipe-verify-schedule", "::mlir::ModuleOp"> {
     `pipe.backward full|input|weight`, SEND / RECV from `pipe.send` /
     `pipe.recv` with their peers and tags; the stage -> rank placement is
     taken from where the forwards are) and checks, reporting the first
-    violation at the offending op:
+    violation at the offending op (the checker is ProgramChecks.h's, whose
+    structural part convert-pipe-to-runtime runs too):
 
     1. the programs of one function agree on the rank count and microbatch
        count and cover ranks 0..R-1 once;
-    2. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
+    2. `pipe.input` / `pipe.output` against the signature of `@f`, when the
+       module has it;
+    3. send/recv matching: every `pipe.send` has a `pipe.recv` with an equal
        tag and the same tensor type on the peer rank, and vice versa;
-    3. schedule::validate against the stage graph of `@f` (when present;
+    4. schedule::validate against the stage graph of `@f` (when present;
        otherwise the chain plus the edges named by forward tags): every
        (stage, microbatch, phase) exactly once, on its rank, dependencies
        respected;
-    4. schedule::checkDeadlockFree under blocking rendezvous semantics (the
-       cycle of waiting ranks is named), plus the same simulation at tag
-       level (the k-th send from rank a to rank b pairs with the k-th recv
-       on b from a).
+    5. schedule::checkDeadlockFree under blocking rendezvous semantics, on
+       a table with one SEND / RECV per `pipe.send` / `pipe.recv` (the
+       value index of the tag included): the cycle of waiting ranks is
+       named, or the send and recv two ranks post to each other that carry
+       different values (also two values of one transfer received in
+       another order than they are sent).
 
     The IR is not modified. A module without any `pipe.program` is not an
     error, but gets a warning ("nothing to verify"), so that a pipeline that

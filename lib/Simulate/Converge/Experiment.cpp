@@ -43,20 +43,23 @@ double mean(const std::vector<double> &v, size_t from, size_t to) {
   return to > from ? s / static_cast<double>(to - from) : 0;
 }
 
-/// The paper code's smoothness tests on y[from, n) (SelectionRule).
-bool smoothTail(const std::vector<double> &y, size_t from,
+/// The paper code's smoothness tests on y[from, n) (SelectionRule;
+/// the authors' `curve_stability_metrics`: values floored at 1e-16, total
+/// variation against the net change of the tail).
+bool smoothTail(const std::vector<double> &curve, size_t from,
                 const SelectionRule &rule) {
-  const size_t n = y.size() - from;
+  const size_t n = curve.size() - from;
   if (n < 2)
     return true;
-  const double m = mean(y, from, y.size());
-  double var = 0, tv = 0, jump = 0, lo = INFINITY, hi = -INFINITY;
+  std::vector<double> y(n);
+  for (size_t i = 0; i < n; ++i)
+    y[i] = std::max(curve[from + i], 1e-16);
+  const double m = mean(y, 0, n);
+  double var = 0, tv = 0, jump = 0;
   size_t ups = 0;
-  for (size_t i = from; i < y.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     var += (y[i] - m) * (y[i] - m);
-    lo = std::min(lo, y[i]);
-    hi = std::max(hi, y[i]);
-    if (i + 1 < y.size()) {
+    if (i + 1 < n) {
       double d = y[i + 1] - y[i];
       tv += std::fabs(d);
       if (d > 0) {
@@ -65,11 +68,12 @@ bool smoothTail(const std::vector<double> &y, size_t from,
       }
     }
   }
-  const double cv = m > 0 ? std::sqrt(var / n) / m : 0;
+  const double cv = std::sqrt(var / n) / (std::fabs(m) + 1e-16);
+  const double net = std::fabs(y.front() - y.back());
   // Least-squares slope of log y against the point index.
   double sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (size_t i = 0; i < n; ++i) {
-    double ly = std::log(std::max(y[from + i], 1e-300));
+    double ly = std::log(y[i]);
     sx += i;
     sy += ly;
     sxx += static_cast<double>(i) * i;
@@ -78,8 +82,8 @@ bool smoothTail(const std::vector<double> &y, size_t from,
   const double slope = (n * sxy - sx * sy) / (n * sxx - sx * sx);
   return cv <= rule.maxCV &&
          static_cast<double>(ups) / (n - 1) <= rule.maxUpFraction &&
-         jump <= rule.maxJump * m && tv <= rule.maxTV * (hi - lo) + 1e-300 &&
-         slope <= rule.maxLogSlope;
+         jump <= rule.maxJump * (std::fabs(m) + 1e-16) &&
+         tv / (net + 1e-16) <= rule.maxTV && slope <= rule.maxLogSlope;
 }
 
 /// Tail statistics of one entry.
@@ -89,12 +93,21 @@ void score(SweepEntry &e, const SelectionRule &rule) {
   for (const RunResult &r : e.runs)
     e.diverged |= r.diverged;
   const size_t n = e.meanCurve.size();
+  const size_t minTail =
+      rule.paperCode ? static_cast<size_t>(std::max(rule.minTailPoints, 1)) : 2;
   size_t tail = std::max<size_t>(
-      2, static_cast<size_t>(std::ceil(rule.tailFraction * n)));
+      minTail, static_cast<size_t>(std::ceil(rule.tailFraction * n)));
   tail = std::min(tail, n);
   const size_t from = n - tail, mid = from + tail / 2;
   e.tailMean = mean(e.meanCurve, from, n);
   e.finalMean = e.meanCurve.back();
+  if (rule.paperCode) {
+    bool finite = n >= 3;
+    for (double v : e.meanCurve)
+      finite &= std::isfinite(v);
+    e.stable = finite; // the authors' code: see SelectionRule::paperCode
+    return;
+  }
   double first = mean(e.meanCurve, from, mid),
          second = mean(e.meanCurve, mid, n);
   e.stable = !e.diverged && std::isfinite(e.tailMean) &&
@@ -110,6 +123,9 @@ int converge::selectStep(std::vector<SweepEntry> &sweep,
                          const SelectionRule &rule, bool *stableOut) {
   for (SweepEntry &e : sweep)
     score(e, rule);
+  // Tails are compared as f - f* (+ valueOffset under the paper code's rule,
+  // which measures f itself).
+  const double off = rule.paperCode ? rule.valueOffset : 0;
   int best = -1;
   for (int i = 0, n = static_cast<int>(sweep.size()); i < n; ++i)
     if (sweep[i].stable &&
@@ -120,7 +136,8 @@ int converge::selectStep(std::vector<SweepEntry> &sweep,
     int pick = best;
     for (int i = 0, n = static_cast<int>(sweep.size()); i < n; ++i)
       if (sweep[i].stable &&
-          sweep[i].tailMean <= (1 + rule.withinBest) * sweep[best].tailMean &&
+          sweep[i].tailMean + off <=
+              (1 + rule.withinBest) * (sweep[best].tailMean + off) &&
           sweep[i].stepSize < sweep[pick].stepSize)
         pick = i;
     if (stableOut)
@@ -219,6 +236,19 @@ llvm::json::Object methodParams(const RunConfig &c) {
   return p;
 }
 
+/// The selection rule's parameters; `paper_code` only when that rule is on.
+llvm::json::Object selectionJSON(const SelectionRule &r) {
+  llvm::json::Object o{{"tail_fraction", r.tailFraction},
+                       {"grow_tolerance", r.growTolerance},
+                       {"within_best", r.withinBest},
+                       {"smooth_tail_tests", r.smoothness}};
+  if (r.paperCode)
+    o["paper_code"] =
+        llvm::json::Object{{"min_tail_points", r.minTailPoints},
+                           {"value_offset", r.valueOffset}};
+  return o;
+}
+
 } // namespace
 
 llvm::json::Value converge::toJSON(const Comparison &c) {
@@ -247,6 +277,7 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
         {"method", methodName(m.method)},
         {"step_size", b.stepSize},
         {"final_suboptimality", number(b.finalMean)},
+        {"final_objective", number(b.finalMean + c.fStar)},
         {"tail_mean", number(b.tailMean)},
         {"stable", m.selectedStable},
         {"block_updates", static_cast<int64_t>(b.runs.front().blockUpdates)},
@@ -269,11 +300,7 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
       {"f_star_note", c.fStarNote},
       {"smoothness_constant", c.smoothness},
       {"seeds", std::move(seeds)},
-      {"selection",
-       llvm::json::Object{{"tail_fraction", c.rule.tailFraction},
-                          {"grow_tolerance", c.rule.growTolerance},
-                          {"within_best", c.rule.withinBest},
-                          {"smooth_tail_tests", c.rule.smoothness}}},
+      {"selection", selectionJSON(c.rule)},
       {"results", std::move(results)}};
   if (c.timed()) {
     top["budget_s"] = c.budgetSec;

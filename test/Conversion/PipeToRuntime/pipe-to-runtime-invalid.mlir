@@ -33,7 +33,7 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
 
 // -----
 
-// expected-error @+1 {{'pipe.program' op belongs to a pipeline of 2 ranks, but rank 1 has no program}}
+// expected-error @+1 {{no program for rank 1 of 2 (programs of @p)}}
 pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
 }
 
@@ -41,7 +41,7 @@ pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
 
 pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
 }
-// expected-error @+1 {{'pipe.program' op is a second program for rank 0}}
+// expected-error @+1 {{rank 0 has two programs: @p_rank0 and @p_rank0b}}
 pipe.program @p_rank0b rank 0 of 1 microbatches 1 {
 }
 
@@ -49,8 +49,15 @@ pipe.program @p_rank0b rank 0 of 1 microbatches 1 {
 
 pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
 }
-// expected-error @+1 {{'pipe.program' op is a program of 2 ranks and 2 microbatches, but p_rank0 has 2 ranks and 1 microbatches}}
+// expected-error @+1 {{program @p_rank1 is rank 1 of 2 with 2 microbatches, but @p_rank0 is one of 2 ranks with 1 microbatches}}
 pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+1 {{'pipe.input' op cannot be executed: 'tensor<4xf32, "enc">' has an encoding}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32, "enc">
 }
 
 // -----
@@ -215,4 +222,91 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
   %x = pipe.input 0 microbatch 0 : tensor<4xf32>
   %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
   pipe.output %y result 0 microbatch 0 : tensor<4xf32>
+}
+
+// -----
+
+// The structural check is pipe-verify-schedule's: counts are range-checked
+// before anything is sized by them.
+
+// expected-error @+1 {{program @p_rank0: num_ranks must be between 1 and 65536, got 4294967297}}
+pipe.program @p_rank0 rank 0 of 4294967297 microbatches 1 {
+}
+
+// -----
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-error @+1 {{'pipe.forward' op forward of stage 0 microbatch 0 is scheduled on ranks 0 and 1}}
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+ml_program.global private @table(#ml_program.extern : tensor<4xf32>) : tensor<4xf32>
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  // expected-error @+1 {{'ml_program.global_load_const' op reads a global without a dense initial value of its type; it cannot be turned into a constant}}
+  %t = ml_program.global_load_const @table : tensor<4xf32>
+  return %t : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+}
+
+// -----
+
+// A pipe op that no pattern lowers is reported by the conversion framework
+// where it is (here a stage-graph call in a function of a nested module,
+// which is not a stage graph of this module).
+
+func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+  return %x : tensor<4xf32>
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  %y = pipe.forward @s0(%x) stage 0 microbatch 0 : (tensor<4xf32>) -> tensor<4xf32>
+  pipe.output %y result 0 microbatch 0 : tensor<4xf32>
+}
+module @inner {
+  func.func @t0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
+    return %x : tensor<4xf32>
+  }
+  func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{failed to legalize operation 'pipe.stage_call' that was explicitly marked illegal}}
+    %y = pipe.stage_call @t0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
+    return %y : tensor<4xf32>
+  }
+}
+
+// -----
+
+pipe.program @p_rank0 rank 0 of 2 microbatches 2 {
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
+  // expected-note @+1 {{first seen here}}
+  pipe.output %x result 0 microbatch 0 : tensor<4xf32>
+}
+pipe.program @p_rank1 rank 1 of 2 microbatches 2 {
+  %x = pipe.input 1 microbatch 1 : tensor<8xf32>
+  // expected-error @+1 {{model result 0 is 'tensor<8xf32>' here but 'tensor<4xf32>' elsewhere}}
+  pipe.output %x result 0 microbatch 1 : tensor<8xf32>
+}
+
+// -----
+
+// A runtime function declared with another signature: the lowering's
+// error at the op that needs it, then the framework's for that op.
+
+func.func private @pipeopt_rt_input_f32(i64) -> i32
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+  // expected-error @+2 {{runtime function @pipeopt_rt_input_f32 is already declared as '(i64) -> i32', expected '(i64, i64, memref<*xf32>) -> i32'}}
+  // expected-error @+1 {{failed to legalize operation 'pipe.input' that was explicitly marked illegal}}
+  %x = pipe.input 0 microbatch 0 : tensor<4xf32>
 }

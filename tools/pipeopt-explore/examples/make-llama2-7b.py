@@ -7,7 +7,9 @@ forward; causal attention 2 * s^2 * h forward; backward = input gradient
 (matmul 2*params*tokens + attention 2x forward) and weight gradient
 (2*params*tokens); activations 34 * s * h bytes per layer (Korthikanti et
 al. 2022, flash attention: no s^2 term); weights 16 B/param (BF16 weights
-and grads, FP32 master weights and two Adam moments); boundary s * h * 2.
+and grads, FP32 master weights and two Adam moments); gradients 2 B/param
+(the BF16 gradient a data-parallel or Chimera all-reduce moves); boundary
+s * h * 2.
 Embedding (lookup, free) on layer 0, LM head + loss on layer 31.
 """
 import json, sys
@@ -23,17 +25,18 @@ stages = []
 for i in range(layers):
     f, bi, bw = mm + attn, mm + 2 * attn, mm
     act = 34 * s * b * h
-    w = 16 * layer_params
+    params = layer_params
     if i == 0:
-        w += 16 * head_params          # embedding table
+        params += head_params          # embedding table
     if i == layers - 1:
         hm = 2 * head_params * tokens  # LM head matmul
         f, bi, bw = f + hm, bi + hm, bw + hm
         act += s * b * vocab * 6       # BF16 logits + FP32 softmax
-        w += 16 * head_params          # untied LM head
+        params += head_params          # untied LM head
     stages.append({"forward_s": f / rate, "backward_input_s": bi / rate,
                    "backward_weight_s": bw / rate, "activation_bytes": act,
-                   "weight_bytes": w, "boundary_bytes": 2 * s * b * h})
+                   "weight_bytes": 16 * params, "gradient_bytes": 2 * params,
+                   "boundary_bytes": 2 * s * b * h})
 json.dump({"name": "llama2-7b-synthetic (32 layers, s=4096, mb=1, H100 50% MFU)",
            "stages": stages}, sys.stdout, indent=1)
 print()

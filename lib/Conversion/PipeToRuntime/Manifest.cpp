@@ -1,0 +1,175 @@
+//===- Manifest.cpp - convert-pipe-to-runtime: the manifest ---------------===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Part 3 of convert-pipe-to-runtime (PipeToRuntimeInternal.h): the
+/// manifest JSON that pipeopt-run reads, built from what the lowering
+/// recorded (LoweringResults). Every key is a pipeopt::manifest constant
+/// generated from runtime/include/pipeopt/runtime/ManifestKeys.def, which
+/// the runtime's parser reads too. Format: docs/Runtime.md.
+///
+//===----------------------------------------------------------------------===//
+
+#include "PipeToRuntimeInternal.h"
+
+#include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/runtime/ManifestKeys.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace pipeopt::pipe_to_runtime;
+using pipeopt::runtimeDTypeName;
+namespace manifest = pipeopt::manifest;
+
+static llvm::json::Array shapeJson(RankedTensorType type) {
+  llvm::json::Array a;
+  for (int64_t d : type.getShape())
+    a.push_back(d);
+  return a;
+}
+
+llvm::json::Value
+pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
+                                       const MicrobatchPolicy &policy) {
+  llvm::json::Object root;
+  root[manifest::kFormatVersion] = 1;
+  root[manifest::kNumRanks] = m.numRanks;
+  root[manifest::kNumStages] = m.numStages;
+  root[manifest::kNumMicrobatches] = m.numMicrobatches;
+  root[manifest::kSchedule] = m.schedule;
+  llvm::json::Array entries;
+  for (int64_t r = 0; r < m.numRanks; ++r)
+    entries.push_back(pipeopt::runtimeEntryPointName(r));
+  root[manifest::kEntryPoints] = std::move(entries);
+
+  auto tensor = [&](int64_t index, RankedTensorType type, bool microbatched) {
+    return llvm::json::Object{
+        {manifest::kIndex, index},
+        {manifest::kShape, shapeJson(type)},
+        {manifest::kDType, *runtimeDTypeName(type.getElementType())},
+        {manifest::kMicrobatched, microbatched}};
+  };
+  llvm::json::Array inputs;
+  for (const auto &[index, t] : m.inputs) {
+    llvm::json::Object entry =
+        tensor(index, t.type, policy.isMicrobatched(index, t.type));
+    if (auto it = policy.indexBounds.find(index);
+        it != policy.indexBounds.end())
+      entry[manifest::kIndexBound] = it->second;
+    if (policy.classIndices.count(index))
+      entry[manifest::kClassIndices] = true;
+    inputs.push_back(std::move(entry));
+  }
+  root[manifest::kInputs] = std::move(inputs);
+  // Every output is per microbatch: stacked, or averaged ("reduce").
+  llvm::json::Array outputs;
+  for (const auto &[index, o] : m.outputs) {
+    llvm::json::Object entry = tensor(index, o.tensor.type, true);
+    if (o.mean)
+      entry[manifest::kReduce] = manifest::kReduceMean;
+    if (!o.name.empty())
+      entry[manifest::kName] = o.name;
+    outputs.push_back(std::move(entry));
+  }
+  root[manifest::kOutputs] = std::move(outputs);
+
+  // stage -> rank. Every microbatch has its own mapping (schedules with
+  // several pipelines, e.g. Chimera, map stages differently per
+  // microbatch); identical mappings are one pipeline. One pipeline is
+  // written as [stage] -> rank, several as [pipeline][stage] -> rank.
+  std::vector<std::vector<int64_t>> pipelines;
+  bool complete = true;
+  for (int64_t mb = 0; mb < m.numMicrobatches && complete; ++mb) {
+    std::vector<int64_t> map;
+    for (int64_t s = 0; s < m.numStages; ++s) {
+      auto it = m.forwardRank.find({s, mb});
+      if (it == m.forwardRank.end()) {
+        complete = false;
+        break;
+      }
+      map.push_back(it->second);
+    }
+    if (complete && !llvm::is_contained(pipelines, map))
+      pipelines.push_back(map);
+  }
+  if (complete && !pipelines.empty()) {
+    auto toJson = [](const std::vector<int64_t> &v) {
+      llvm::json::Array a;
+      for (int64_t x : v)
+        a.push_back(x);
+      return a;
+    };
+    if (pipelines.size() == 1) {
+      root[manifest::kStageRank] = toJson(pipelines.front());
+    } else {
+      llvm::json::Array all;
+      for (const auto &p : pipelines)
+        all.push_back(toJson(p));
+      root[manifest::kStageRank] = std::move(all);
+    }
+  }
+
+  llvm::json::Array actions;
+  for (int64_t r = 0; r < m.numRanks; ++r) {
+    llvm::json::Array list;
+    auto it = m.actions.find(r);
+    if (it != m.actions.end())
+      for (const LoweringResults::Action &a : it->second) {
+        static const char *const kinds[] = {"F", "B", "W", "BW"};
+        list.push_back(llvm::json::Object{{manifest::kKind, kinds[a.kind]},
+                                          {manifest::kStage, a.stage},
+                                          {manifest::kMicrobatch, a.microbatch}});
+      }
+    actions.push_back(std::move(list));
+  }
+  root[manifest::kActions] = std::move(actions);
+
+  // Training builds: the trainable arguments and the optimizer the runtime
+  // applies after each step (docs/Runtime.md, "Training builds with
+  // parameters").
+  if (!m.parameters.empty() || m.optimizer) {
+    llvm::json::Array params;
+    for (const auto &[index, ranks] : m.parameters) {
+      llvm::json::Array rs;
+      for (int64_t r : ranks)
+        rs.push_back(r);
+      params.push_back(llvm::json::Object{{manifest::kIndex, index},
+                                          {manifest::kRanks, std::move(rs)}});
+    }
+    root[manifest::kParameters] = std::move(params);
+    llvm::json::Object training;
+    training[manifest::kOptimizer] = "none";
+    if (m.optimizer)
+      for (NamedAttribute entry : m.optimizer) {
+        StringRef key = entry.getName().getValue();
+        if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+          training[key] = f.getValueAsDouble();
+        else if (auto n = dyn_cast<IntegerAttr>(entry.getValue()))
+          training[key] = n.getInt();
+        else if (auto t = dyn_cast<StringAttr>(entry.getValue()))
+          training[key == "name" ? manifest::kOptimizer : key] =
+              t.getValue().str();
+      }
+    root[manifest::kTraining] = std::move(training);
+  }
+  return llvm::json::Value(std::move(root));
+}
+
+LogicalResult pipeopt::pipe_to_runtime::writeManifest(
+    ModuleOp module, StringRef path, const LoweringResults &results,
+    const MicrobatchPolicy &policy) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return module.emitError()
+           << "cannot write manifest '" << path << "': " << ec.message();
+  os << llvm::formatv("{0:2}", manifestJson(results, policy)) << "\n";
+  return success();
+}
