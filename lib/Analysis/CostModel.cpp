@@ -112,8 +112,8 @@ double cost::rooflineSeconds(const machine::Device &device, double flops,
                              double bytes, StringRef key, bool matrix) {
   double peak = device.peakFlops(key, matrix);
   double compute = peak > 0 ? flops / peak : 0;
-  double memory =
-      device.memoryBytesPerSecond > 0 ? bytes / device.memoryBytesPerSecond : 0;
+  double bandwidth = device.bytesPerSecondFor(bytes);
+  double memory = bandwidth > 0 ? bytes / bandwidth : 0;
   return std::max(compute, memory);
 }
 
@@ -206,9 +206,15 @@ OpCost cost::estimateOp(Operation *op, const machine::Device &device,
   bool launches = c.kind != OpKind::Constant && c.kind != OpKind::View &&
                   hasTensorOperandOrResult(op);
   if (c.kind != OpKind::Constant && c.kind != OpKind::View) {
-    c.forwardSeconds = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey,
-                                       c.kind == OpKind::Contraction) +
-                       (launches ? device.opOverheadSeconds : 0);
+    bool matrix = c.kind == OpKind::Contraction;
+    double t = rooflineSeconds(device, c.flops, c.bytes(), c.typeKey, matrix);
+    // Packing the operands comes on top of the compute (CostModel.h).
+    if (matrix && device.contractionOperandBytesPerSecond > 0) {
+      double peak = device.peakFlops(c.typeKey, true);
+      t = std::max(t, (peak > 0 ? c.flops / peak : 0) +
+                          c.bytesRead / device.contractionOperandBytesPerSecond);
+    }
+    c.forwardSeconds = t + (launches ? device.opOverheadSeconds : 0);
   }
 
   // Parameters: bytes of the sources of the weight operands.

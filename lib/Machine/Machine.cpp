@@ -114,11 +114,45 @@ llvm::Error Device::validate(StringRef name) const {
   if (peakFlops("f32", true) <= 0 || peakFlops("f32", false) <= 0)
     return makeError(llvm::formatv(
         "device '{0}': needs an \"f32\" entry in peak_flops", name));
+  if (!std::isfinite(cacheBytes) || cacheBytes < 0)
+    return makeError(llvm::formatv(
+        "device '{0}': cache_bytes must be a number of bytes >= 0 (0: no "
+        "cache), got {1}",
+        name, formatNumber(cacheBytes)));
+  if (cacheBytesPerSecond != 0 && checkRate(cacheBytesPerSecond, "bytes/s"))
+    return makeError(llvm::formatv(
+        "device '{0}': cache_bandwidth must be 0 (no cache) or a number of "
+        "bytes/s (finite, at least 1), got {1}",
+        name, formatNumber(cacheBytesPerSecond)));
+  if (contractionOperandBytesPerSecond != 0 &&
+      checkRate(contractionOperandBytesPerSecond, "bytes/s"))
+    return makeError(llvm::formatv(
+        "device '{0}': contraction_operand_bandwidth must be 0 (not "
+        "modeled) or a number of bytes/s (finite, at least 1), got {1}",
+        name, formatNumber(contractionOperandBytesPerSecond)));
   if (cores < 0)
     return makeError(llvm::formatv(
         "device '{0}': cores must be >= 0 (0: not given), got {1}", name,
         cores));
   return llvm::Error::success();
+}
+
+double Device::bytesPerSecondFor(double bytes) const {
+  if (cacheBytesPerSecond > 0 && cacheBytes > 0 && bytes <= cacheBytes)
+    return cacheBytesPerSecond;
+  return memoryBytesPerSecond;
+}
+
+/// The smallest non-zero cores per node: 1% of a core (a slowdown of 100x
+/// per busy rank) keeps every simulated time finite.
+static constexpr double kMinCoresPerNode = 0.01;
+static constexpr double kMaxCoresPerNode = 1 << 20;
+
+bool Topology::sharesCores(int numRanks) const {
+  if (coresPerNode <= 0 || numRanks <= 0)
+    return false;
+  int perNode = std::min(std::max(ranksPerNode, 1), numRanks);
+  return perNode > coresPerNode;
 }
 
 int Topology::nicsInEffect() const {
@@ -142,6 +176,13 @@ llvm::Error Topology::validate() const {
     return makeError(llvm::formatv(
         "topology.nics_per_node must be >= 0 (0: one per rank), got {0}",
         nicsPerNode));
+  if (coresPerNode != 0 &&
+      !(std::isfinite(coresPerNode) && coresPerNode >= kMinCoresPerNode &&
+        coresPerNode <= kMaxCoresPerNode))
+    return makeError(
+        "topology.cores_per_node must be 0 (a processor per rank) or a "
+        "number of cores between 0.01 and 1048576, got " +
+        formatNumber(coresPerNode));
   for (auto [key, l] : {std::make_pair("intra_node", &intraNode),
                         std::make_pair("inter_node", &interNode)}) {
     if (auto bad = checkSeconds(l->latencySeconds))

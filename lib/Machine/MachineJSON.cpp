@@ -322,10 +322,11 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       "base", "preset", "name", "description",
       // Device.
       "peak_flops", "vector_flops", "memory_bandwidth", "memory_capacity",
-      "op_overhead_s", "cores",
+      "op_overhead_s", "cores", "cache_bytes", "cache_bandwidth",
+      "contraction_operand_bandwidth",
       // Topology: nested, and the explorer's flat form.
       "topology", "ranks_per_node", "gpus_per_node", "nodes",
-      "nics_per_node", "intra_node", "inter_node",
+      "nics_per_node", "cores_per_node", "intra_node", "inter_node",
       // Simulator settings.
       "compute_speed", "overlap", "data_parallel", "memory_bytes"};
   for (const auto &kv : *obj)
@@ -391,6 +392,10 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   r.number("memory_capacity", m.device.memoryCapacityBytes, /*bytes=*/true);
   r.number("op_overhead_s", m.device.opOverheadSeconds);
   r.integer("cores", m.device.cores);
+  r.number("cache_bytes", m.device.cacheBytes, /*bytes=*/true);
+  r.number("cache_bandwidth", m.device.cacheBytesPerSecond, /*bytes=*/true);
+  r.number("contraction_operand_bandwidth",
+           m.device.contractionOperandBytesPerSecond, /*bytes=*/true);
 
   // --- Topology: the nested object ------------------------------------------
   const llvm::json::Object *to = nullptr;
@@ -400,7 +405,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       r.fail(("topology: expected an object, got " + kindOf(*t)).str());
     } else {
       if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
-                                      "nodes", "nics_per_node", "intra_node",
+                                      "nodes", "nics_per_node",
+                                      "cores_per_node", "intra_node",
                                       "inter_node"},
                                 "topology"))
         r.fail(*bad);
@@ -412,6 +418,7 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       tr.integer("gpus_per_node", m.topology.ranksPerNode);
       tr.integer("nodes", m.topology.nodes);
       tr.integer("nics_per_node", m.topology.nicsPerNode);
+      tr.number("cores_per_node", m.topology.coresPerNode);
       tr.link("intra_node", m.topology.intraNode);
       tr.link("inter_node", m.topology.interNode);
       if (!tr.ok())
@@ -430,6 +437,7 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       {"gpus_per_node", "gpus_per_node"},
       {"nodes", "nodes"},
       {"nics_per_node", "nics_per_node"},
+      {"cores_per_node", "cores_per_node"},
       {"intra_node", "intra_node"},
       {"inter_node", "inter_node"}};
   for (auto [flat, nested] : flatAndNested)
@@ -452,6 +460,9 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
     return std::move(e);
   if (llvm::Error e = flat(flatCount(*obj, "nics_per_node",
                                      m.topology.nicsPerNode)))
+    return std::move(e);
+  if (llvm::Error e =
+          flat(flatNumber(*obj, "cores_per_node", m.topology.coresPerNode)))
     return std::move(e);
   if (llvm::Error e =
           flatLink(*obj, "intra_node", m.topology.intraNode, prefix))
@@ -485,10 +496,11 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   // least one device key. Otherwise (e.g. `{}`) it would silently mean the
   // caller's preset, which is almost certainly the wrong or an unfinished
   // file.
-  static const char *deviceKeys[] = {"base",           "preset",
-                                     "peak_flops",     "vector_flops",
-                                     "memory_bandwidth", "memory_capacity",
-                                     "op_overhead_s"};
+  static const char *deviceKeys[] = {
+      "base",          "preset",        "peak_flops",
+      "vector_flops",  "memory_bandwidth", "memory_capacity",
+      "op_overhead_s", "cache_bytes",   "cache_bandwidth",
+      "contraction_operand_bandwidth"};
   if (hardware && llvm::none_of(deviceKeys, [&](const char *key) {
         return obj->get(key);
       }))

@@ -12,6 +12,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -392,6 +394,94 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 // Level 3: communication-aware event simulation
 //===----------------------------------------------------------------------===//
 
+/// Runs the DAG (`succ`, `indeg`, durations `dur`) with every vertex
+/// starting when its last predecessor ends, except that the compute
+/// vertices (cpuNode[v] >= 0, the node whose cores they use) share `cores`
+/// cores per node: while k of a node's compute vertices run, each advances
+/// at min(1, cores / k) of its speed (processor sharing; machine::
+/// Topology::coresPerNode). Fills start / end / ready like the longest-path pass and
+/// returns the number of vertices that ran (fewer than all: a cycle).
+static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
+                               std::vector<int> indeg,
+                               const std::vector<double> &dur,
+                               const std::vector<int> &cpuNode, double cores,
+                               std::vector<double> &start,
+                               std::vector<double> &end,
+                               std::vector<double> &ready) {
+  const int V = static_cast<int>(dur.size());
+  int numNodes = 1;
+  for (int n : cpuNode)
+    numNodes = std::max(numNodes, n + 1);
+  std::vector<int> busy(numNodes, 0);   // running compute vertices per node
+  std::vector<double> remaining(V, 0);  // compute work left (s at speed 1)
+  std::vector<double> finishAt(V, 0);
+  std::vector<int> running, startNow;
+  for (int v = 0; v < V; ++v)
+    if (indeg[v] == 0)
+      startNow.push_back(v);
+  int ran = 0;
+  double now = 0;
+  auto rate = [&](int v) {
+    return std::min(1.0, cores / busy[cpuNode[v]]);
+  };
+  auto finish = [&](int v) {
+    end[v] = now;
+    ++ran;
+    for (int w : succ[v]) {
+      ready[w] = std::max(ready[w], now);
+      if (--indeg[w] == 0)
+        startNow.push_back(w);
+    }
+  };
+  while (true) {
+    // Start what became ready at `now`; empty vertices end at once.
+    for (size_t i = 0; i < startNow.size(); ++i) {
+      int v = startNow[i];
+      start[v] = now;
+      if (dur[v] <= 0) {
+        finish(v);
+        continue;
+      }
+      if (cpuNode[v] >= 0) {
+        remaining[v] = dur[v];
+        ++busy[cpuNode[v]];
+      }
+      running.push_back(v);
+    }
+    startNow.clear();
+    if (running.empty())
+      break;
+    // The next end: a fixed vertex's start + duration, or a compute
+    // vertex's remaining work at the node's current rate.
+    double next = std::numeric_limits<double>::infinity();
+    for (int v : running) {
+      finishAt[v] = cpuNode[v] >= 0 ? now + remaining[v] / rate(v)
+                                    : start[v] + dur[v];
+      next = std::min(next, finishAt[v]);
+    }
+    for (int v : running)
+      if (cpuNode[v] >= 0)
+        remaining[v] -= rate(v) * (next - now);
+    now = next;
+    std::vector<int> still;
+    std::vector<int> ended;
+    for (int v : running)
+      (finishAt[v] <= next ? ended : still).push_back(v);
+    for (int v : ended)
+      if (cpuNode[v] >= 0)
+        --busy[cpuNode[v]];
+    for (int v : ended) {
+      // A fixed vertex ends exactly at start + duration, as in the
+      // longest-path pass.
+      finish(v);
+      if (cpuNode[v] < 0)
+        end[v] = start[v] + dur[v];
+    }
+    running = std::move(still);
+  }
+  return ran;
+}
+
 llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
                                             const CostTable &costs,
                                             const machine::Machine &sys,
@@ -538,30 +628,43 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     use(res, node);
   }
 
-  // Longest path in topological order (Kahn).
   std::vector<double> start(V, 0), end(V, 0), ready(V, 0);
-  std::vector<int> queue;
-  queue.reserve(V);
-  for (int v = 0; v < V; ++v)
-    if (indeg[v] == 0)
-      queue.push_back(v);
-  size_t head = 0;
-  std::vector<double> producerEnd(T, 0);
-  while (head < queue.size()) {
-    int v = queue[head++];
-    start[v] = ready[v];
-    end[v] = start[v] + dur[v];
-    for (int w : succ[v]) {
-      ready[w] = std::max(ready[w], end[v]);
-      if (--indeg[w] == 0)
-        queue.push_back(w);
+  int ran = 0;
+  const bool shared = sys.topology.sharesCores(R);
+  if (shared) {
+    // Compute vertices share their node's cores.
+    std::vector<int> cpuNode(V, -1);
+    for (int t = 0; t < N; ++t)
+      cpuNode[t] = sys.topology.nodeOf(g.tasks[t].rank);
+    for (int r = 0; r < R; ++r)
+      for (int v : stepNode[r])
+        cpuNode[v] = sys.topology.nodeOf(r);
+    ran = runProcessorSharing(succ, indeg, dur, cpuNode, sys.topology.coresPerNode,
+                              start, end, ready);
+  } else {
+    // Longest path in topological order (Kahn).
+    std::vector<int> queue;
+    queue.reserve(V);
+    for (int v = 0; v < V; ++v)
+      if (indeg[v] == 0)
+        queue.push_back(v);
+    size_t head = 0;
+    while (head < queue.size()) {
+      int v = queue[head++];
+      start[v] = ready[v];
+      end[v] = start[v] + dur[v];
+      for (int w : succ[v]) {
+        ready[w] = std::max(ready[w], end[v]);
+        if (--indeg[w] == 0)
+          queue.push_back(w);
+      }
     }
+    ran = static_cast<int>(queue.size());
   }
-  if (static_cast<int>(queue.size()) != V)
+  if (ran != V)
     return makeError(llvm::formatv(
         "schedule '{0}': event simulation found a cyclic wait ({1} of {2} "
-        "actions and transfers could not run)", s.name,
-        V - static_cast<int>(queue.size()), V));
+        "actions and transfers could not run)", s.name, V - ran, V));
 
   double tableEnd = 0;
   for (int v = 0; v < N + T; ++v)
@@ -595,7 +698,25 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   m.note = llvm::formatv("event simulation on '{0}' (overlap {1})", sys.name,
                          sys.simulation.overlap ? "on" : "off")
                .str();
-  fillTimes(g, post, pt, tableEnd, m);
+  if (shared) {
+    char cores[32];
+    std::snprintf(cores, sizeof(cores), "%g", sys.topology.coresPerNode);
+    m.note += std::string("; the ranks of a node share ") + cores +
+              " core(s) (processor sharing)";
+    // A rank is busy while its action runs, slowed or not: the bubbles
+    // come from the actions' simulated spans.
+    TaskGraph spans = g;
+    for (int t = 0; t < N; ++t)
+      spans.tasks[t].durationSec = end[t] - start[t];
+    PostBackward postSpans = post;
+    for (int r = 0; r < R; ++r)
+      for (size_t i = 0; i < stepNode[r].size(); ++i)
+        postSpans.steps[r][i].durationSec =
+            end[stepNode[r][i]] - start[stepNode[r][i]];
+    fillTimes(spans, postSpans, pt, tableEnd, m);
+  } else {
+    fillTimes(g, post, pt, tableEnd, m);
+  }
   const double makespan = m.makespanSec;
   fillStaticMetrics(s, *p, m);
   if (llvm::Error e = attachStaleness(s, p->graph, m))

@@ -221,6 +221,68 @@ TEST(MachineJSON, ErrorsNameTheKeyAndTheFile) {
   }
 }
 
+TEST(MachineJSON, CalibratedKeys) {
+  // Absent: 0 (off) in every preset, so nothing changes.
+  for (llvm::StringRef name : presetNames(PresetKind::Device)) {
+    llvm::Expected<Machine> p = getDevicePreset(name);
+    ASSERT_TRUE(static_cast<bool>(p));
+    EXPECT_EQ(p->device.cacheBytes, 0);
+    EXPECT_EQ(p->device.contractionOperandBytesPerSecond, 0);
+    EXPECT_EQ(p->topology.coresPerNode, 0);
+    EXPECT_FALSE(p->topology.sharesCores(1 << 20));
+  }
+  llvm::Expected<Machine> m = parseMachine(
+      parseJSON(R"({"base": "cpu", "memory_bandwidth": 10,
+                    "cache_bytes": "1KiB", "cache_bandwidth": 100,
+                    "contraction_operand_bandwidth": 5e9,
+                    "topology": {"ranks_per_node": 4,
+                                 "cores_per_node": 1.5}})"),
+      MachineUse::Hardware);
+  ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
+  EXPECT_EQ(m->device.cacheBytes, 1024);
+  EXPECT_EQ(m->device.bytesPerSecondFor(1024), 100);
+  EXPECT_EQ(m->device.bytesPerSecondFor(1025), 10);
+  EXPECT_EQ(m->device.contractionOperandBytesPerSecond, 5e9);
+  EXPECT_EQ(m->topology.coresPerNode, 1.5);
+  EXPECT_TRUE(m->topology.sharesCores(2));   // 2 ranks on 1.5 cores
+  EXPECT_FALSE(m->topology.sharesCores(1));  // 1 rank: nothing to share
+  // Flat in a system; given flat and nested it is an error.
+  llvm::Expected<std::vector<Machine>> s =
+      parseSystems(R"({"name": "s", "cores_per_node": 2})");
+  ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
+  EXPECT_EQ(s->front().topology.coresPerNode, 2);
+
+  struct Case {
+    const char *json, *message;
+  } cases[] = {
+      {R"({"base": "cpu", "cache_bytes": -1})",
+       "device 'cpu': cache_bytes must be a number of bytes >= 0"},
+      {R"({"base": "cpu", "cache_bandwidth": 0.5})",
+       "device 'cpu': cache_bandwidth must be 0 (no cache) or a number of "
+       "bytes/s"},
+      {R"({"base": "cpu", "contraction_operand_bandwidth": -3})",
+       "device 'cpu': contraction_operand_bandwidth must be 0"},
+      {R"({"base": "cpu", "topology": {"cores_per_node": 2e6}})",
+       "topology.cores_per_node must be 0 (a processor per rank) or a number "
+       "of cores between 0.01 and 1048576, got 2e+06"},
+      {R"({"base": "cpu", "topology": {"cores_per_node": true}})",
+       "topology.cores_per_node: expected a number, got a boolean"},
+      {R"({"base": "cpu", "cores_per_node": 1,
+           "topology": {"cores_per_node": 2}})",
+       "give 'cores_per_node' or 'topology.cores_per_node', not both"},
+      // A device key: the file defines a device (an incomplete one).
+      {R"({"name": "x", "cache_bandwidth": 1e9})",
+       "hardware JSON: device 'x': memory_bandwidth"},
+  };
+  for (const Case &c : cases) {
+    llvm::Expected<Machine> r =
+        parseMachine(parseJSON(c.json), MachineUse::Hardware);
+    ASSERT_FALSE(static_cast<bool>(r)) << c.json;
+    std::string msg = errorOf(r.takeError());
+    EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
+  }
+}
+
 TEST(MachineJSON, SystemsAndTheirAliases) {
   llvm::Expected<std::vector<Machine>> s = parseSystems(R"({"systems": [
       {"name": "a", "compute_speed": 1.5, "gpus_per_node": 4,

@@ -346,6 +346,92 @@ TEST(SimulateEvents, ZeroCommunicationEqualsTable) {
   }
 }
 
+TEST(SimulateEvents, RanksSharingCoresRunAtCoresOverBusy) {
+  // Forward-only, 4 stages, 4 microbatches, F = 1, free communication, all
+  // ranks on one node with 2 cores. Processor sharing, step by step:
+  //   [0, 1)     rank 0 alone                        (F0 of mb 0)
+  //   [1, 2)     ranks 0, 1: 2 busy on 2 cores, full speed
+  //   [2, 3.5)   ranks 0-2: speed 2/3, 1 unit takes 1.5
+  //   [3.5, 5.5) ranks 0-3: speed 1/2
+  //   [5.5, 7)   ranks 1-3: speed 2/3
+  //   [7, 8)     ranks 2, 3; [8, 9) rank 3.
+  Schedule s = make("forward-only", 4, 4);
+  CostTable c = table(4, 1, 0, 0);
+  Machine sys = idealSystem();
+  EXPECT_FALSE(sys.topology.sharesCores(4));
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 7);
+  sys.topology.coresPerNode = 2;
+  EXPECT_TRUE(sys.topology.sharesCores(4));
+  EXPECT_FALSE(sys.topology.sharesCores(2));
+  Timeline tl;
+  Metrics m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 9);
+  EXPECT_NE(m.note.find("share 2 core(s)"), std::string::npos) << m.note;
+  // Rank 2's actions: mb 0 in [2, 3.5), mb 1 in [3.5, 5.5), mb 2 in
+  // [5.5, 7), mb 3 in [7, 8).
+  std::vector<std::pair<double, double>> rank2;
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == 2)
+      rank2.push_back({tc.startSec, tc.endSec});
+  std::vector<std::pair<double, double>> want = {
+      {2, 3.5}, {3.5, 5.5}, {5.5, 7}, {7, 8}};
+  EXPECT_EQ(rank2, want);
+  // A rank is busy while its (slowed) actions run: rank 2 for 6 of 9 s.
+  EXPECT_DOUBLE_EQ(m.bubblePerRank[2], 1 - 6.0 / 9);
+  // One core: the 16 units of work run one at a time.
+  sys.topology.coresPerNode = 1;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 16);
+  // As many cores as ranks, or a fractional share: 16 units at 0.5 per s
+  // whenever any rank is busy (at most 0.5 / 1 per rank) = 32 s.
+  sys.topology.coresPerNode = 4;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 7);
+  sys.topology.coresPerNode = 0.5;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 32);
+  // Two nodes of 2 ranks with 1 core each: ranks 0, 1 share one core,
+  // ranks 2, 3 the other.
+  sys.topology.coresPerNode = 1;
+  sys.topology.ranksPerNode = 2;
+  Metrics two = eventMetrics(s, c, sys);
+  Metrics oneNode = [&] {
+    Machine all = sys;
+    all.topology.ranksPerNode = 4;
+    all.topology.coresPerNode = 2;
+    return eventMetrics(s, c, all);
+  }();
+  EXPECT_GE(two.makespanSec, oneNode.makespanSec);
+  // Node 0 (ranks 0, 1) does 8 units on 1 core: at least 8 + the 1 unit
+  // of stage 2 and stage 3 after the last microbatch leaves rank 1 (at
+  // least 2 more).
+  EXPECT_GE(two.makespanSec, 10);
+}
+
+TEST(SimulateEvents, CoreSharingWithoutContentionEqualsLongestPath) {
+  // One microbatch through 4 stages: one rank computes at a time, so one
+  // core per node slows nothing and the processor-sharing run gives the
+  // longest-path times, transfers included.
+  Schedule s = make("forward-only", 4, 1);
+  CostTable c = table(4, 1.0, 0, 0, 0, 0, 1e6);
+  Machine sys = twoNodes(0.125, 1e9, 1);
+  Timeline plainTl, sharedTl;
+  Metrics plain = eventMetrics(s, c, sys, &plainTl);
+  sys.topology.coresPerNode = 1;
+  ASSERT_TRUE(sys.topology.sharesCores(4));
+  Metrics shared = eventMetrics(s, c, sys, &sharedTl);
+  EXPECT_DOUBLE_EQ(plain.makespanSec, 4 + 3 * (0.125 + 1e-3));
+  EXPECT_DOUBLE_EQ(shared.makespanSec, plain.makespanSec);
+  ASSERT_EQ(plainTl.compute.size(), sharedTl.compute.size());
+  for (size_t i = 0; i < plainTl.compute.size(); ++i)
+    EXPECT_DOUBLE_EQ(sharedTl.compute[i].endSec, plainTl.compute[i].endSec);
+  // The 1F1B pipeline on the same links: some moments have both ranks of
+  // a node busy, so one core per node is slower, never faster.
+  Schedule f = make("1f1b", 4, 8);
+  CostTable fc = table(4, 1.0, 1.25, 0.75, 0, 0, 1e6);
+  Machine two = twoNodes(0.125, 1e9, 1);
+  double full = eventMetrics(f, fc, two).makespanSec;
+  two.topology.coresPerNode = 1;
+  EXPECT_GT(eventMetrics(f, fc, two).makespanSec, full);
+}
+
 TEST(SimulateEvents, CommunicationCostsTime) {
   // 1F1B, S = 4, M = 8: a transfer of 1 s latency on each of the 2S - 2
   // critical hops of the first and last microbatch adds time.
@@ -544,6 +630,21 @@ TEST(CostModel, PresetsAndSystemJSON) {
   EXPECT_EQ((*s)[1].simulation.computeSpeed, 0.25);
   EXPECT_EQ((*s)[1].topology.interNode.bytesPerSecond, 12.5e9);
   EXPECT_EQ((*s)[0].topology.nicOf(5), 1 * 2 + 1);
+
+  // cores_per_node: absent = 0 (a core per rank); fractional allowed.
+  EXPECT_EQ((*s)[0].topology.coresPerNode, 0);
+  llvm::Expected<std::vector<Machine>> cores =
+      parseSystems(R"({"name": "c", "cores_per_node": 1.5})");
+  ASSERT_TRUE(static_cast<bool>(cores)) << llvm::toString(cores.takeError());
+  EXPECT_EQ(cores->front().topology.coresPerNode, 1.5);
+  for (const char *badCores : {R"({"name": "c", "cores_per_node": 0.001})",
+                               R"({"name": "c", "cores_per_node": -1})",
+                               R"({"name": "c", "cores_per_node": "2"})"}) {
+    llvm::Expected<std::vector<Machine>> t = parseSystems(badCores);
+    ASSERT_FALSE(static_cast<bool>(t)) << badCores;
+    std::string msg = llvm::toString(t.takeError());
+    EXPECT_NE(msg.find("cores_per_node"), std::string::npos) << msg;
+  }
 
   // A misspelled key must not silently fall back to the default.
   for (const char *typo :

@@ -14,7 +14,13 @@
 ///
 /// Time of one op (roofline, Williams et al., CACM 2009):
 ///
-///   time = max(flops / peak(dtype), bytes / memoryBandwidth) + opOverhead
+///   time = max(flops / peak(dtype), bytes / bandwidth) + opOverhead
+///
+/// with bandwidth = the device's memory bandwidth, or its cache's bandwidth
+/// when it gives one and the op's bytes fit the cache
+/// (machine::Device::bytesPerSecondFor). A contraction on a device with a
+/// contractionOperandBytesPerSecond takes at least flops / peak +
+/// bytesRead / contractionOperandBytesPerSecond (+ opOverhead).
 ///
 /// where `peak` is the matrix (tensor-core) peak for contractions and the
 /// vector peak for everything else, and `bytes = bytesRead + bytesWritten`.

@@ -73,6 +73,23 @@ struct Device {
   /// Fixed cost added to every op that launches work (kernel launch /
   /// dispatch), in seconds.
   double opOverheadSeconds = 0;
+  /// An op whose bytes (read + written) are at most `cacheBytes` moves them
+  /// at `cacheBytesPerSecond` instead of memoryBytesPerSecond: its working
+  /// set fits a cache, as a small activation and the op producing it do.
+  /// 0 for either (every preset): all bytes at memoryBytesPerSecond.
+  /// pipeopt-calibrate measures both (the L2 size of a core, memcpy within
+  /// it). JSON "cache_bytes" (bytes) and "cache_bandwidth" (bytes/s).
+  double cacheBytes = 0;
+  double cacheBytesPerSecond = 0;
+  /// Bytes/s at which a contraction's library kernel copies (packs) the
+  /// operands it reads before computing (GotoBLAS-style GEMM, Goto & van de
+  /// Geijn, ACM TOMS 34(3), 2008): when > 0 a contraction takes at least
+  /// flops / peak + bytesRead / contractionOperandBytesPerSecond, which is
+  /// what makes a GEMM with few rows (a small microbatch) slower per FLOP
+  /// than a square one. 0 (every preset): the plain roofline.
+  /// pipeopt-calibrate fits it from a 16 x 512 x 512 GEMM. JSON
+  /// "contraction_operand_bandwidth".
+  double contractionOperandBytesPerSecond = 0;
   /// Cores (CPU threads) of the device; 0 = not given. Informational: no
   /// cost formula reads it.
   int cores = 0;
@@ -81,10 +98,16 @@ struct Device {
   /// vector table; missing keys fall back to the same table's "f32", then
   /// to the other table's entry. Never 0 for a valid device.
   double peakFlops(llvm::StringRef typeKey, bool matrix) const;
+  /// Bytes/s at which an op moving `bytes` bytes moves them:
+  /// cacheBytesPerSecond when both cache fields are > 0 and bytes <=
+  /// cacheBytes, else memoryBytesPerSecond.
+  double bytesPerSecondFor(double bytes) const;
 
   /// Checks the numbers so that every derived time is finite: memory
   /// bandwidth and every FLOP/s entry finite and >= 1, capacity finite and
-  /// positive, an "f32" peak present, overhead in [0, 3600] s. The error
+  /// positive, an "f32" peak present, overhead in [0, 3600] s, cache bytes
+  /// finite and >= 0, cache and contraction operand bandwidths 0 or finite
+  /// and >= 1 bytes/s. The error
   /// ("device '<name>': <json key> ...") names the machine and the JSON key.
   llvm::Error validate(llvm::StringRef name) const;
 };
@@ -104,6 +127,14 @@ struct Topology {
   int nodes = 0;
   /// NICs per node shared by inter-node transfers; 0 = one per rank.
   int nicsPerNode = 1;
+  /// CPU cores the ranks of one node share, in ranks' worth of full speed
+  /// (may be fractional: pipeopt-calibrate measures what R ranks busy at
+  /// once achieve). 0 (every preset): a processor per rank. The
+  /// simulator's event level runs k busy ranks of a node at
+  /// min(1, coresPerNode / k) of their speed (processor sharing). Not
+  /// Device::cores: that counts the threads of one device and no formula
+  /// reads it. JSON "topology.cores_per_node" (flat "cores_per_node").
+  double coresPerNode = 0;
   Link intraNode;
   Link interNode;
 
@@ -119,7 +150,11 @@ struct Topology {
   const Link &between(int a, int b) const {
     return nodeOf(a) == nodeOf(b) ? intraNode : interNode;
   }
-  /// Checks ranksPerNode >= 1, nodes and nicsPerNode >= 0, link latencies
+  /// True when some node holds more of `numRanks` ranks than coresPerNode
+  /// (> 0) cores, so that core sharing can slow compute.
+  bool sharesCores(int numRanks) const;
+  /// Checks ranksPerNode >= 1, nodes and nicsPerNode >= 0, coresPerNode 0
+  /// or in [0.01, 2^20], link latencies
   /// in [0, 3600] s and link bandwidths 0 (unlimited) or finite and >= 1
   /// bytes/s. Errors name the JSON key ("topology.intra_node.latency_s").
   llvm::Error validate() const;

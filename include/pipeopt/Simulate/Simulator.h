@@ -18,7 +18,8 @@
 ///  3. Event    - communication-aware: per rank a compute stream and
 ///                separate send / recv engines, alpha-beta links from the
 ///                machine::Machine topology, NIC contention, optional
-///                compute/communication overlap.
+///                compute/communication overlap, and ranks sharing a
+///                node's CPU cores (machine::Topology::coresPerNode).
 ///
 /// Outputs (Metrics): makespan (s), bubble ratio per rank and overall,
 /// peak activation memory per rank (bytes), weight memory per rank (bytes),
@@ -266,6 +267,16 @@ simulateTable(const schedule::Schedule &s, const CostTable &costs,
 /// bandwidth the two share on a link or NIC is not modeled. All-reduces
 /// always overlap with later compute. Optimizer steps follow on each
 /// rank's compute stream.
+///
+/// Shared cores (sys.topology.coresPerNode > 0 and fewer than the ranks of
+/// a node): the same DAG runs as a processor-sharing simulation instead of
+/// a longest path: while k compute actions (or optimizer steps) of a node
+/// run, each advances at min(1, coresPerNode / k) of its speed
+/// (Kleinrock, "Queueing Systems" vol. 2, 1976, section 4.4: the fair
+/// share the Linux scheduler gives equal runnable threads), and a rank's
+/// bubble counts its actions' simulated spans as busy. The monotonicity
+/// above then holds for links, not necessarily for stage times (a slower
+/// stage can shift when ranks overlap).
 llvm::Expected<Metrics>
 simulateEvents(const schedule::Schedule &s, const CostTable &costs,
                const machine::Machine &sys, Timeline *timeline = nullptr,

@@ -5,16 +5,35 @@
 //===----------------------------------------------------------------------===//
 //
 // Measures this machine through the same kernels and communicator that
-// compiled models use, and writes a hardware JSON (docs/CostModel.md,
-// "Hardware JSON"; base preset "cpu") for pipe-partition / pipe-simulate
+// compiled models use, and writes a machine JSON (docs/CostModel.md,
+// "Machine JSON"; base preset "cpu") for pipe-partition / pipe-simulate
 // hardware=<file>:
 //
+//   cores                 the host's online cores (sysconf), informational
 //   peak_flops.{f32,f64}  GEMM through pipeopt_rt_matmul_<T> (OpenBLAS), the
-//                         median of repeated 512^3 products, FLOP/s per rank
-//   vector_flops.f32      an in-cache multiply-add loop, FLOP/s per rank
-//   memory_bandwidth      memcpy of 64 MiB: (bytes read + bytes written) / s,
-//                         the cost model's byte count of an op
-//   op_overhead_s         one small library call (8 x 8 x 8 GEMM)
+//                         fastest of repeated 512^3 products, FLOP/s per rank
+//   vector_flops.f32      an in-cache multiply-add loop (fastest repetition),
+//                         FLOP/s per rank
+//   memory_bandwidth      memcpy of 64 MiB (fastest repetition): (bytes read +
+//                         bytes written) / s, the cost model's byte count
+//   contraction_operand_bandwidth
+//                         a 16 x 512 x 512 f32 GEMM's time beyond FLOP /
+//                         peak_flops.f32, as bytes read per second (the
+//                         kernel packing its operands; omitted when the
+//                         thin GEMM is not slower per FLOP)
+//   cache_bytes           one core's L2 cache (sysconf; 1 MiB when unknown)
+//   cache_bandwidth       memcpy within it (a quarter of it copied, fastest
+//                         repetition), counted as memory_bandwidth is: ops
+//                         whose bytes fit cache_bytes move them at this rate
+//   op_overhead_s         one small library call (8 x 8 x 8 GEMM, median)
+//   topology.cores_per_node
+//                         the cores the node's ranks get together: R rank
+//                         threads each run two 128^3 GEMMs from a common
+//                         start; R x (one thread's time) / (their time), both
+//                         the fastest of repeated bursts, is the number of
+//                         ranks' worth of full speed the node delivers (2
+//                         for 4 ranks on 2 cores). The event simulator
+//                         shares it among the busy ranks.
 //   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
 //                         the round trip) and bandwidth (16 MiB messages);
 //                         with --comm mpi (run under `mpirun -np 2`) the
@@ -23,12 +42,14 @@
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
-// those of one rank running alone on its threads. When R exceeds the cores,
-// ranks that are busy at the same time share cores and each runs slower, by
-// up to R / cores when all are busy; --shared-cores scales the rates by
-// cores / R for that worst case. Neither is exact: how many ranks are busy
-// at once depends on the schedule and the partition (the simulator assumes
-// one core per rank).
+// those of one rank running alone on its threads, undisturbed: the fastest
+// repetition, so that a repetition another job or thread preempted does not
+// count. When R exceeds the cores, ranks that are busy at the same time
+// share cores and each runs slower; cores_per_node lets pipe-simulate's
+// event level model that at every moment (k busy ranks on c cores each run
+// at min(1, c / k), docs/CostModel.md). --shared-cores instead scales the
+// rates by cores / R (the worst case, all ranks busy) and writes no
+// cores_per_node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +61,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <limits>
+#include <memory>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,9 +85,9 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-/// Median wall time of `reps` calls of f (after one warm-up call).
+/// Wall times of `reps` calls of f (after one warm-up call), sorted.
 template <typename F>
-double medianTime(int reps, F &&f) {
+std::vector<double> sortedTimes(int reps, F &&f) {
   f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -72,7 +96,21 @@ double medianTime(int reps, F &&f) {
     t.push_back(seconds(a, Clock::now()));
   }
   std::sort(t.begin(), t.end());
+  return t;
+}
+
+/// Median wall time of `reps` calls of f (after one warm-up call).
+template <typename F>
+double medianTime(int reps, F &&f) {
+  std::vector<double> t = sortedTimes(reps, f);
   return t[t.size() / 2];
+}
+
+/// Fastest of `reps` calls of f (after one warm-up call): the time of a
+/// call that nothing preempted.
+template <typename F>
+double fastestTime(int reps, F &&f) {
+  return sortedTimes(reps, f).front();
 }
 
 /// A rank-2 memref descriptor as llvm.emit_c_interface passes it.
@@ -89,12 +127,17 @@ struct MemRef2 {
   }
 };
 
+/// An m x k times k x n GEMM through the kernel that compiled models call.
 template <typename T>
-double gemmTime(int64_t n, int reps) {
-  std::vector<T> a(size_t(n * n), T(0.5)), b(size_t(n * n), T(0.25)),
-      c(size_t(n * n), T(0));
-  MemRef2<T> am(a.data(), n, n), bm(b.data(), n, n), cm(c.data(), n, n);
-  return medianTime(reps, [&] {
+struct Gemm {
+  std::vector<T> a, b, c;
+  MemRef2<T> am, bm, cm;
+  explicit Gemm(int64_t n) : Gemm(n, n, n) {}
+  Gemm(int64_t m, int64_t k, int64_t n)
+      : a(size_t(m * k), T(0.5)), b(size_t(k * n), T(0.25)),
+        c(size_t(m * n), T(0)), am(a.data(), m, k), bm(b.data(), k, n),
+        cm(c.data(), m, n) {}
+  void operator()() {
     int32_t rc;
     if constexpr (std::is_same_v<T, float>)
       rc = _mlir_ciface_pipeopt_rt_matmul_f32(&am.unranked, &bm.unranked,
@@ -104,7 +147,88 @@ double gemmTime(int64_t n, int reps) {
                                               &cm.unranked, 0, 0);
     if (rc != 0)
       throw RuntimeError("the GEMM kernel failed");
-  });
+  }
+};
+
+/// Fastest (`fastest`) or median time of one n^3 GEMM over `reps` calls.
+template <typename T>
+double gemmTime(int64_t n, int reps, bool fastest) {
+  Gemm<T> g(n);
+  return fastest ? fastestTime(reps, g) : medianTime(reps, g);
+}
+
+/// Seconds from a common start until the last of `threads` threads, each
+/// with its own matrices (as ranks have), has done `calls` n^3 GEMMs: the
+/// fastest of `reps` such bursts.
+double fastestBurst(int threads, int64_t n, int calls, int reps) {
+  std::vector<std::unique_ptr<Gemm<float>>> gemms;
+  for (int t = 0; t < threads; ++t)
+    gemms.push_back(std::make_unique<Gemm<float>>(n));
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < reps + 1; ++r) {
+    std::atomic<int> waiting{threads};
+    std::vector<std::string> errors(static_cast<size_t>(threads));
+    std::vector<std::thread> pool;
+    Clock::time_point start;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        // All threads start together: the last one to arrive starts the
+        // clock.
+        if (--waiting == 0)
+          start = Clock::now();
+        while (waiting.load() > 0)
+          std::this_thread::yield();
+        try {
+          for (int c = 0; c < calls; ++c)
+            (*gemms[size_t(t)])();
+        } catch (const std::exception &e) {
+          errors[size_t(t)] = e.what();
+        }
+      });
+    for (std::thread &th : pool)
+      th.join();
+    double elapsed = seconds(start, Clock::now());
+    for (const std::string &e : errors)
+      if (!e.empty())
+        throw RuntimeError(e);
+    if (r > 0) // the first burst warms up
+      best = std::min(best, elapsed);
+  }
+  return best;
+}
+
+/// GEMMs of n^3 per second that `threads` threads calling the kernel at
+/// once complete together, counted over `windowS` seconds of wall time
+/// (each thread with its own matrices, as ranks have).
+double concurrentGemmRate(int threads, int64_t n, double windowS) {
+  std::vector<long> done(size_t(threads), 0);
+  std::vector<std::string> errors(static_cast<size_t>(threads));
+  auto start = Clock::now();
+  auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(windowS));
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        Gemm<float> g(n);
+        while (Clock::now() < deadline) {
+          g();
+          ++done[size_t(t)];
+        }
+      } catch (const std::exception &e) {
+        errors[size_t(t)] = e.what();
+      }
+    });
+  for (std::thread &th : pool)
+    th.join();
+  double elapsed = seconds(start, Clock::now());
+  for (const std::string &e : errors)
+    if (!e.empty())
+      throw RuntimeError(e);
+  long total = 0;
+  for (long d : done)
+    total += d;
+  return double(total) / elapsed;
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void
@@ -171,7 +295,9 @@ int usage(const char *msg) {
          "  --ranks R        ranks that will share this node (default 1)\n"
          "  --shared-cores   scale the rates by cores / R when R exceeds "
          "the cores\n"
-         "                   (all ranks busy at once)\n"
+         "                   (all ranks busy at once) instead of writing "
+         "the\n"
+         "                   measured topology.cores_per_node\n"
          "  --quick          fewer repetitions (less accurate)\n"
          "  --comm mpi       measure the link between two MPI processes\n"
          "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
@@ -267,7 +393,7 @@ int main(int argc, char **argv) {
     int threads = defaultKernelThreads(cores, ranks);
     setKernelThreads(threads);
     double share = sharedCores && ranks > cores ? double(cores) / ranks : 1.0;
-    int reps = quick ? 3 : 9;
+    int reps = quick ? 3 : 9, kernelReps = quick ? 9 : 25;
     auto progress = [&](const char *what) {
       std::cerr << "pipeopt-calibrate: " << what << "...\n";
     };
@@ -275,25 +401,68 @@ int main(int argc, char **argv) {
     progress("GEMM f32 / f64 (512 x 512 x 512)");
     const int64_t n = 512;
     double gemmFlops = 2.0 * n * n * n;
-    double f32 = gemmFlops / gemmTime<float>(n, reps) * share;
-    double f64 = gemmFlops / gemmTime<double>(n, reps) * share;
+    double f32 = gemmFlops / gemmTime<float>(n, kernelReps, true) * share;
+    double f64 = gemmFlops / gemmTime<double>(n, kernelReps, true) * share;
+
+    // A GEMM with few rows (a microbatch of 16) is slower per FLOP: the
+    // kernel copies (packs) its operands first. The time beyond
+    // FLOP / peak, per byte read, is the operand bandwidth.
+    progress("GEMM operand packing (16 x 512 x 512)");
+    Gemm<float> thin(16, n, n);
+    double thinT = fastestTime(kernelReps * 4, thin);
+    double thinFlops = 2.0 * 16 * n * n, thinRead = 4.0 * (16 * n + n * n);
+    double packT = thinT - thinFlops / (f32 / share);
+    double operandBandwidth = packT > 0 ? thinRead / packT * share : 0;
 
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
     std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
-    double vt =
-        medianTime(reps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
+    double vt = fastestTime(
+        kernelReps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
     double vector = 2.0 * vn * vreps / vt * share;
 
     progress("memory bandwidth (memcpy, 64 MiB)");
     const size_t mb = size_t(64) << 20;
     std::vector<uint8_t> src(mb, 1), dst(mb, 0);
     double mt =
-        medianTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
+        fastestTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
     double bandwidth = 2.0 * double(mb) / mt * share;
 
+    progress("cache bandwidth (memcpy within one core's L2)");
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const size_t cacheBytes = l2 > 0 ? size_t(l2) : size_t(1) << 20;
+    const size_t cb = cacheBytes / 4;
+    std::vector<uint8_t> csrc(cb, 1), cdst(cb, 0);
+    const int copies = quick ? 16 : 64;
+    double ct = fastestTime(kernelReps, [&] {
+      for (int i = 0; i < copies; ++i) {
+        csrc[size_t(i)] = uint8_t(i);  // the copies are not the same
+        std::memcpy(cdst.data(), csrc.data(), cb);
+      }
+    });
+    double cacheBandwidth = 2.0 * double(cb) * copies / ct * share;
+
     progress("per-call overhead (8 x 8 x 8 GEMM)");
-    double overhead = gemmTime<float>(8, quick ? 101 : 1001);
+    double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
+
+    // Ranks sharing the node: R rank threads doing the same GEMMs at once
+    // against one rank alone, both undisturbed (the fastest of repeated
+    // bursts, each short enough to fit between other jobs' time slices): the ranks' worth of full speed the node's cores give
+    // when they are not busy with other jobs. Over a longer window (the
+    // average share under the current load) only for the log.
+    double effectiveCores = 0, loadedCores = 0;
+    if (!sharedCores) {
+      progress("ranks sharing the cores (128 x 128 x 128 GEMMs at once)");
+      const int64_t sn = 128;
+      const int calls = 2, bursts = quick ? 41 : 101;
+      int r = std::max(ranks, 1);
+      double alone = fastestBurst(1, sn, calls, bursts);
+      double together = fastestBurst(r, sn, calls, bursts);
+      effectiveCores = std::clamp(r * alone / together, 0.01, double(r));
+      loadedCores = std::clamp(concurrentGemmRate(r, sn, quick ? 0.2 : 0.5) *
+                                   alone / calls,
+                               0.0, double(r));
+    }
 
     progress(useMpi ? "MPI latency and bandwidth (2 processes)"
                     : "loopback latency and bandwidth");
@@ -318,10 +487,17 @@ int main(int argc, char **argv) {
     j["peak_flops"] = {{"f32", f32}, {"f64", f64}};
     j["vector_flops"] = {{"f32", vector}};
     j["memory_bandwidth"] = bandwidth;
+    j["cache_bytes"] = double(cacheBytes);
+    j["cache_bandwidth"] = cacheBandwidth;
+    if (operandBandwidth > 0)
+      j["contraction_operand_bandwidth"] = operandBandwidth;
     j["op_overhead_s"] = overhead;
-    j["topology"] = {
-        {"ranks_per_node", std::max(ranks, 1)},
-        {"intra_node", {{"latency_s", latency}, {"bandwidth", linkBandwidth}}}};
+    j["cores"] = cores;
+    j["topology"] = {{"ranks_per_node", std::max(ranks, 1)}};
+    if (effectiveCores > 0)
+      j["topology"]["cores_per_node"] = effectiveCores;
+    j["topology"]["intra_node"] = {{"latency_s", latency},
+                                   {"bandwidth", linkBandwidth}};
     std::string text = j.dump(2) + "\n";
     if (out == "-") {
       std::cout << text;
@@ -333,12 +509,20 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
-                 "vector %.1f GFLOP/s, memory %.1f GB/s, overhead %.2g s, "
+                 "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
+                 "KiB), overhead %.2g s, "
                  "%s %.2g s + bytes / %.1f GB/s (per rank, %d rank(s) "
-                 "on %d core(s))\n",
-                 f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9, overhead,
+                 "on %d core(s))",
+                 f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
+                 cacheBandwidth / 1e9, double(cacheBytes) / 1024, overhead,
                  useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
                  ranks, cores);
+    if (effectiveCores > 0)
+      std::fprintf(stderr,
+                   ", %d rank(s) at once run as fast as %.2f alone (%.2f "
+                   "over 0.5 s under the current load)",
+                   ranks, effectiveCores, loadedCores);
+    std::fprintf(stderr, "\n");
   } catch (const std::exception &e) {
     std::cerr << "pipeopt-calibrate: error: " << e.what() << "\n";
     if (mpi.active)
