@@ -301,6 +301,13 @@ std::string scheduleNames(llvm::StringRef separator = ", ");
 constexpr llvm::StringLiteral kDefaultSchedule = "1f1b";
 /// The inference schedule, pipeopt-compile's default (a registry name).
 constexpr llvm::StringLiteral kInferenceSchedule = "forward-only";
+/// Schedules the convergence simulator replays by name (registry names):
+/// synchronous SGD runs GPipe (M < S) or 1F1B, the asynchronous methods
+/// PipeDream and PipeDream-2BW.
+constexpr llvm::StringLiteral kGPipeSchedule = "gpipe";
+constexpr llvm::StringLiteral kOneFOneBSchedule = "1f1b";
+constexpr llvm::StringLiteral kPipeDreamSchedule = "pipedream";
+constexpr llvm::StringLiteral kPipeDream2BWSchedule = "pipedream-2bw";
 
 /// Sets Action::weightVersion on every F / BW of `s` by `rule`: a stage's
 /// version counts its weight updates before the F (one update per backward

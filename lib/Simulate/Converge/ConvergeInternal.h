@@ -82,6 +82,12 @@ inline double noiseAt(uint64_t seed, uint64_t key, uint64_t coord) {
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
+/// The flush schedule synchronous SGD replays for M microbatches per step
+/// on S stages: 1F1B once every stage has a microbatch in flight, else GPipe.
+inline llvm::StringRef syncSchedule(int M, int S) {
+  return M >= S ? schedule::kOneFOneBSchedule : schedule::kGPipeSchedule;
+}
+
 } // namespace detail
 } // namespace converge
 } // namespace pipeopt

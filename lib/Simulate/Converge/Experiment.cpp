@@ -214,13 +214,13 @@ llvm::json::Object methodParams(const RunConfig &c) {
   case Method::Sync: {
     const int M = c.syncMicrobatches ? c.syncMicrobatches : S;
     p["microbatches_per_step"] = M;
-    p["schedule"] = M >= S ? "1f1b" : "gpipe";
+    p["schedule"] = detail::syncSchedule(M, S);
   } break;
   case Method::PipeDream:
-    p["schedule"] = "pipedream";
+    p["schedule"] = schedule::kPipeDreamSchedule;
     break;
   case Method::PipeDream2BW:
-    p["schedule"] = "pipedream-2bw";
+    p["schedule"] = schedule::kPipeDream2BWSchedule;
     p["backwards_per_update"] = S;
     break;
   case Method::RPD:

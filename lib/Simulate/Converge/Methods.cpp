@@ -501,7 +501,7 @@ llvm::Error runSync(Engine &e, const Objective &obj, const RunConfig &c) {
   const int M = c.syncMicrobatches ? c.syncMicrobatches : S;
   // 1F1B needs M >= S; with fewer microbatches GPipe's flush has the same
   // unit-time makespan 2(M + S - 1) and the same reads (step-start weights).
-  auto table = tableEvents(M >= S ? "1f1b" : "gpipe", S, M, c.costs.get());
+  auto table = tableEvents(detail::syncSchedule(M, S), S, M, c.costs.get());
   if (!table)
     return table.takeError();
   const std::vector<Event> *events = &(*table)->events;
@@ -561,7 +561,7 @@ llvm::Error runRPD(Engine &e, const Objective &obj, const RunConfig &c) {
       pipeDreamMicrobatchesForTime(S, budgetOf(c), c.costs.get());
   if (!M)
     return M.takeError();
-  auto table = tableEvents("pipedream", S, *M, c.costs.get());
+  auto table = tableEvents(schedule::kPipeDreamSchedule, S, *M, c.costs.get());
   if (!table)
     return table.takeError();
   const std::vector<Event> *events = &(*table)->events;
@@ -685,7 +685,7 @@ converge::pipeDreamMicrobatchesForTime(int stages, double budget,
       return it->second;
   }
   auto length = [&](int M) -> llvm::Expected<double> {
-    llvm::Expected<Schedule> s = generate("pipedream", stages, M);
+    llvm::Expected<Schedule> s = generate(schedule::kPipeDreamSchedule, stages, M);
     if (!s)
       return s.takeError();
     std::vector<std::vector<double>> starts;
@@ -872,10 +872,10 @@ llvm::Expected<RunResult> converge::runMethod(const Objective &obj,
     err = runSync(e, obj, *cp);
     break;
   case Method::PipeDream:
-    err = runAsyncTable(e, obj, *cp, "pipedream", 1);
+    err = runAsyncTable(e, obj, *cp, schedule::kPipeDreamSchedule, 1);
     break;
   case Method::PipeDream2BW:
-    err = runAsyncTable(e, obj, *cp, "pipedream-2bw", c.stages);
+    err = runAsyncTable(e, obj, *cp, schedule::kPipeDream2BWSchedule, c.stages);
     break;
   case Method::RPD:
     err = runRPD(e, obj, *cp);
