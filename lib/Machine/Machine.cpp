@@ -124,6 +124,12 @@ llvm::Error Device::validate(StringRef name) const {
         "device '{0}': cache_bandwidth must be 0 (no cache) or a number of "
         "bytes/s (finite, at least 1), got {1}",
         name, formatNumber(cacheBytesPerSecond)));
+  if ((cacheBytes > 0) != (cacheBytesPerSecond > 0))
+    return makeError(llvm::formatv(
+        "device '{0}': cache_bytes and cache_bandwidth go together (an op "
+        "whose bytes fit cache_bytes moves them at cache_bandwidth): give "
+        "both or neither, got cache_bytes {1} and cache_bandwidth {2}",
+        name, formatNumber(cacheBytes), formatNumber(cacheBytesPerSecond)));
   if (contractionOperandBytesPerSecond != 0 &&
       checkRate(contractionOperandBytesPerSecond, "bytes/s"))
     return makeError(llvm::formatv(

@@ -475,12 +475,19 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   SimulationSettings &s = m.simulation;
   if (llvm::Error e = flat(flatNumber(*obj, "compute_speed", s.computeSpeed)))
     return std::move(e);
-  if (s.computeSpeed <= 0)
-    return error("\"compute_speed\" must be > 0");
+  // Bounded so that every stage time t / compute_speed stays finite.
+  if (!(s.computeSpeed >= 1e-6 && s.computeSpeed <= 1e6))
+    return error(llvm::formatv("\"compute_speed\" must be > 0 and between "
+                               "1e-6 and 1e6 (speed relative to the cost "
+                               "table's reference device), got {0}",
+                               s.computeSpeed)
+                     .str());
   double memory = 0;
   if (obj->get("memory_bytes")) {
     if (llvm::Error e = flat(flatNumber(*obj, "memory_bytes", memory)))
       return std::move(e);
+    if (!(memory < 9223372036854775808.0))
+      return error("\"memory_bytes\": too large (the limit is 2^63 bytes)");
     s.memoryLimitBytes = memory;
   }
   if (llvm::Error e = flat(flatCount(*obj, "data_parallel", s.dataParallel)))
