@@ -59,7 +59,12 @@ typedef struct pipeopt_rt_cuda_api {
   /** PIPEOPT_RT_CUDA_API_VERSION of the library. */
   int32_t version;
 
-  /** The calling thread's last error message ("" if none). */
+  /** The first error recorded on the calling thread since bind_thread
+   *  ("" if none). Sticky: later errors do not replace it. The `mgpu*`
+   *  functions and the pipeopt_rt_gpu_* kernels, which cannot return an
+   *  error to generated code, record theirs here (and skip their work);
+   *  libpipeopt_rt polls it at every ABI call of a rank and fails the rank
+   *  with it, naming the open action's stage and microbatch. */
   const char *(*last_error)(void);
 
   /** Number of visible CUDA devices; fails (no driver, no device) with a
