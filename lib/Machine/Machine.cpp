@@ -95,10 +95,11 @@ llvm::Error Device::validate(StringRef name) const {
   if (auto bad = checkRate(memoryBytesPerSecond, "bytes/s"))
     return makeError(
         llvm::formatv("device '{0}': memory_bandwidth {1}", name, *bad));
-  if (!(std::isfinite(memoryCapacityBytes) && memoryCapacityBytes > 0))
+  // A fraction of a byte would be shown (and compared) as "1 B".
+  if (!(std::isfinite(memoryCapacityBytes) && memoryCapacityBytes >= 1))
     return makeError(llvm::formatv(
-        "device '{0}': memory_capacity must be a positive number of bytes, "
-        "got {1}",
+        "device '{0}': memory_capacity must be a number of bytes, at least "
+        "1, got {1}",
         name, formatNumber(memoryCapacityBytes)));
   if (auto bad = checkSeconds(opOverheadSeconds))
     return makeError(

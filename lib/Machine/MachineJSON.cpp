@@ -19,6 +19,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -141,7 +142,9 @@ struct ObjectReader {
       return false;
     if (auto d = v->getAsNumber()) {
       if (bytes && *d >= 0x1p63) {
-        fail(path + key + ": too large (the limit is 2^63 bytes)");
+        // Rates (bandwidths) take byte sizes too: name their unit.
+        fail(path + key + ": too large (the limit is 2^63 bytes" +
+             (key.ends_with("bandwidth") ? "/s)" : ")"));
         return false;
       }
       out = *d;
@@ -178,6 +181,15 @@ struct ObjectReader {
       }
       out = static_cast<int>(*i);
       return true;
+    }
+    // An integral number beyond int64 (1e30, 99999999999999999999) is out
+    // of range, not "non-integral".
+    if (auto d = v->getAsNumber(); d && std::isfinite(*d) &&
+                                   *d == std::floor(*d)) {
+      char text[32];
+      std::snprintf(text, sizeof(text), "%g", *d);
+      fail(path + key + ": integer out of range, got " + text);
+      return false;
     }
     fail(path + key + ": expected an integer, got " +
          (v->getAsNumber() ? "a non-integral number" : kindOf(*v)));
