@@ -775,6 +775,11 @@ int main(int argc, char **argv) {
                     " applies only to training builds "
                     "(--train)");
   if (train) {
+    // An empty value would mean `auto` to pipe-differentiate; as for
+    // --microbatch-args, it is more likely a script's empty variable.
+    if (trainable.getNumOccurrences() && StringRef(trainable).trim().empty())
+      return fail("--trainable: empty value (expected auto, all, none or a "
+                  "comma-separated list of argument indices such as '0,3')");
     if (optimizer.empty())
       optimizer = reference ? "none" : "sgd";
     if (!llvm::is_contained({"none", "sgd", "momentum", "adamw"},
