@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Kernels.h"
+#include "KernelShapes.h"
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
@@ -176,35 +177,16 @@ struct Matrix {
   bool trans = false;
 };
 
-/// Describes a strided 2-D view (rows x cols, strides in elements) as a BLAS
-/// operand if one of its strides is 1; returns false otherwise. Size-1
-/// dimensions have arbitrary strides, so they are normalized first.
+/// A strided 2-D view as a BLAS operand, if asBlasLayout (KernelShapes.h)
+/// accepts it.
 template <typename T>
 bool asBlasMatrix(T *data, int64_t rows, int64_t cols, int64_t rowStride,
                   int64_t colStride, Matrix<T> &m) {
-  m.data = data;
-  m.rows = rows;
-  m.cols = cols;
-  if (cols <= 1)
-    colStride = 1;
-  if (rows <= 1)
-    rowStride = std::max<int64_t>(cols, 1);
-  if (colStride == 1 && rowStride >= std::max<int64_t>(cols, 1)) {
-    m.trans = false;
-    m.ld = rowStride;
-    return true;
-  }
-  // Column-major storage is the transpose of a row-major cols x rows matrix.
-  if (rows <= 1)
-    rowStride = 1;
-  if (cols <= 1)
-    colStride = std::max<int64_t>(rows, 1);
-  if (rowStride == 1 && colStride >= std::max<int64_t>(rows, 1)) {
-    m.trans = true;
-    m.ld = colStride;
-    return true;
-  }
-  return false;
+  BlasLayout layout;
+  if (!asBlasLayout(rows, cols, rowStride, colStride, layout))
+    return false;
+  m = {data, rows, cols, layout.ld, layout.trans};
+  return true;
 }
 
 /// C (m x n, row-major, ldc) += A (m x k) * B (k x n).
@@ -254,10 +236,6 @@ struct Dense {
   bool copied() const { return !storage.empty(); }
 };
 
-std::string shapeOf(const MemRefView &v) {
-  return typeString(v.dtype, v.sizes);
-}
-
 template <typename T>
 void matmul(pipeopt_rt_unranked_memref *lhsRef,
             pipeopt_rt_unranked_memref *rhsRef,
@@ -266,62 +244,16 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
   constexpr DType dt = dtypeOf<T>();
   MemRefView lhs = decodeMemRef(lhsRef, dt), rhs = decodeMemRef(rhsRef, dt),
              out = decodeMemRef(outRef, dt);
-  auto bad = [&](const std::string &why) {
-    return RuntimeError("operands " + shapeOf(lhs) + " x " + shapeOf(rhs) +
-                        " -> " + shapeOf(out) + ": " + why);
-  };
-  // Bring every operand to (batch, rows, cols) with strides; rank-1 operands
-  // of matvec / vecmat become a column / a row.
+  MatmulShape shape = planMatmul(lhs, rhs, out, transLhs, transRhs);
   struct View3 {
     T *base;
     int64_t batch, rows, cols, sb, sr, sc;
   };
-  auto view3 = [&](const MemRefView &v, bool trans, bool vectorIsRow) {
-    T *base = reinterpret_cast<T *>(v.base);
-    View3 r{base, 1, 1, 1, 0, 1, 1};
-    size_t rank = v.sizes.size();
-    if (rank == 1) {
-      if (vectorIsRow)
-        r = {base, 1, 1, v.sizes[0], 0, v.sizes[0], v.strides[0]};
-      else
-        r = {base, 1, v.sizes[0], 1, 0, v.strides[0], 1};
-      return r;
-    }
-    size_t off = rank == 3 ? 1 : 0;
-    if (rank == 3) {
-      r.batch = v.sizes[0];
-      r.sb = v.strides[0];
-    }
-    r.rows = v.sizes[off];
-    r.cols = v.sizes[off + 1];
-    r.sr = v.strides[off];
-    r.sc = v.strides[off + 1];
-    if (trans) {
-      std::swap(r.rows, r.cols);
-      std::swap(r.sr, r.sc);
-    }
-    return r;
+  auto typed = [](const StridedMatrix &m) {
+    return View3{reinterpret_cast<T *>(m.base), m.batch, m.rows, m.cols,
+                 m.sb,                          m.sr,    m.sc};
   };
-  size_t rl = lhs.sizes.size(), rr = rhs.sizes.size(), ro = out.sizes.size();
-  bool ok = (ro == 3 && rl == 3 && rr == 3) ||
-            (ro == 2 && rl == 2 && rr == 2) ||
-            (ro == 1 && ((rl == 2 && rr == 1) || (rl == 1 && rr == 2)));
-  if (!ok)
-    throw bad("unsupported operand ranks");
-  if ((transLhs && rl != 2 && rl != 3) || (transRhs && rr != 2 && rr != 3))
-    throw bad("a transposed operand must be a matrix");
-  bool vecmat = ro == 1 && rl == 1;
-  View3 a = view3(lhs, transLhs, /*vectorIsRow=*/true);
-  View3 b = view3(rhs, transRhs, /*vectorIsRow=*/false);
-  View3 c = ro == 1
-                ? (vecmat ? View3{reinterpret_cast<T *>(out.base), 1, 1,
-                                  out.sizes[0], 0, out.sizes[0], out.strides[0]}
-                          : View3{reinterpret_cast<T *>(out.base), 1,
-                                  out.sizes[0], 1, 0, out.strides[0], 1})
-                : view3(out, false, false);
-  if (a.batch != c.batch || b.batch != c.batch || a.rows != c.rows ||
-      b.cols != c.cols || a.cols != b.rows)
-    throw bad("sizes do not match");
+  View3 a = typed(shape.a), b = typed(shape.b), c = typed(shape.c);
 
   // The output must be row-major for CBLAS; otherwise accumulate into a
   // dense row-major copy (the runtime's packMemRef / unpackMemRef) and write
@@ -364,43 +296,10 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
   constexpr DType dt = dtypeOf<T>();
   MemRefView in = decodeMemRef(inRef, dt), filter = decodeMemRef(filterRef, dt),
              out = decodeMemRef(outRef, dt);
-  auto bad = [&](const std::string &why) {
-    return RuntimeError("input " + shapeOf(in) + ", filter " + shapeOf(filter) +
-                        " -> " + shapeOf(out) + ": " + why);
-  };
-  if (in.sizes.size() != 4 || filter.sizes.size() != 4 || out.sizes.size() != 4)
-    throw bad("operands must have rank 4");
-  if (strideH < 1 || strideW < 1 || dilationH < 1 || dilationW < 1)
-    throw bad("strides and dilations must be positive");
-  int64_t n = in.sizes[0], c, h, w, f, kh, kw, oh, ow;
-  switch (layout) {
-  case PIPEOPT_RT_CONV_NCHW_FCHW:
-    c = in.sizes[1], h = in.sizes[2], w = in.sizes[3];
-    f = filter.sizes[0], kh = filter.sizes[2], kw = filter.sizes[3];
-    oh = out.sizes[2], ow = out.sizes[3];
-    if (filter.sizes[1] != c || out.sizes[1] != f)
-      throw bad("channel counts do not match");
-    break;
-  case PIPEOPT_RT_CONV_NHWC_HWCF:
-  case PIPEOPT_RT_CONV_NHWC_FHWC:
-    h = in.sizes[1], w = in.sizes[2], c = in.sizes[3];
-    if (layout == PIPEOPT_RT_CONV_NHWC_HWCF)
-      kh = filter.sizes[0], kw = filter.sizes[1], f = filter.sizes[3];
-    else
-      f = filter.sizes[0], kh = filter.sizes[1], kw = filter.sizes[2];
-    oh = out.sizes[1], ow = out.sizes[2];
-    if (filter.sizes[layout == PIPEOPT_RT_CONV_NHWC_HWCF ? 2 : 3] != c ||
-        out.sizes[3] != f)
-      throw bad("channel counts do not match");
-    break;
-  default:
-    throw bad("unknown layout code " + std::to_string(layout));
-  }
-  if (out.sizes[0] != n)
-    throw bad("batch sizes do not match");
-  if ((oh > 0 && (oh - 1) * strideH + (kh - 1) * dilationH >= h) ||
-      (ow > 0 && (ow - 1) * strideW + (kw - 1) * dilationW >= w))
-    throw bad("the output window reads past the input");
+  Conv2dShape s = planConv2d(in, filter, out, layout, strideH, strideW,
+                             dilationH, dilationW);
+  int64_t n = s.n, c = s.c, h = s.h, w = s.w, f = s.f, kh = s.kh, kw = s.kw,
+          oh = s.oh, ow = s.ow;
   Dense<T> din(in, true), dfilter(filter, true), dout(out, true);
   const T *x = din.data, *wt = dfilter.data;
   T *y = dout.data;

@@ -12,6 +12,7 @@
 
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Manifest.h"
+#include "pipeopt/runtime/MemRefView.h"
 #include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Optimizer.h"
 
@@ -204,25 +205,6 @@ private:
   RankContext *previous;
 };
 
-/// A view of a memref passed through the C ABI.
-struct MemRefView {
-  DType dtype = DType::F32;
-  uint8_t *base = nullptr;      ///< aligned + offset, in bytes
-  Shape sizes;                  ///< elements
-  std::vector<int64_t> strides; ///< elements
-  /// Bytes of the dense (packed) form.
-  size_t byteSize() const;
-  /// True if row-major contiguous (size-1 dimensions ignored).
-  bool isContiguous() const;
-};
-
-/// Decodes an unranked memref descriptor; throws RuntimeError if it is
-/// null, has a negative or too large rank, or negative sizes.
-MemRefView decodeMemRef(const pipeopt_rt_unranked_memref *memref, DType dtype);
-/// Copies the view's elements into `dst` (byteSize() bytes, row-major).
-void packMemRef(const MemRefView &view, void *dst);
-/// Copies byteSize() row-major bytes from `src` into the view's elements.
-void unpackMemRef(const MemRefView &view, const void *src);
 
 } // namespace rt
 } // namespace pipeopt
