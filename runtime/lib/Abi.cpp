@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
@@ -35,6 +36,10 @@ int32_t guarded(const char *fn, F &&f) {
   if (ctx->isPoisoned())
     return 1;
   try {
+    // cuda builds: an error of a kernel or library call since the last
+    // ABI call (CudaApi.h last_error) fails the rank here.
+    if (pollDeviceError(*ctx))
+      return 1;
     f(*ctx);
     return 0;
   } catch (const std::exception &e) {
@@ -88,11 +93,23 @@ int32_t sendImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
     h.backward = backward ? 1 : 0;
     h.seal();
     try {
-      if (v.isContiguous()) {
+      if (ctx.device) {
+        // Device memory: the communicator carries it (Communicator.h,
+        // sendDevice); a strided view is gathered on the device first.
+        if (v.isContiguous()) {
+          ctx.comm->sendDevice(int(peer), h, v.base, v.byteSize(),
+                               *ctx.device, ctx.timeoutS);
+        } else {
+          DeviceBuffer packed(*ctx.device, v.byteSize());
+          ctx.device->gather(packed.data(), v);
+          ctx.comm->sendDevice(int(peer), h, packed.data(), v.byteSize(),
+                               *ctx.device, ctx.timeoutS);
+        }
+      } else if (v.isContiguous()) {
         ctx.comm->send(int(peer), h, v.base, v.byteSize(), ctx.timeoutS);
       } else {
         std::vector<uint8_t> packed(v.byteSize());
-        packMemRef(v, packed.data());
+        memorySpace(ctx).toHost(v, packed.data());
         ctx.comm->send(int(peer), h, packed.data(), packed.size(),
                        ctx.timeoutS);
       }
@@ -121,7 +138,9 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
     }
     Message m;
     try {
-      m = ctx.comm->recv(int(peer), ctx.timeoutS);
+      m = ctx.device ? ctx.comm->recvDevice(int(peer), *ctx.device,
+                                            ctx.timeoutS)
+                     : ctx.comm->recv(int(peer), ctx.timeoutS);
     } catch (const RuntimeError &e) {
       throw RuntimeError(what + " (" + from + "): " + e.what());
     }
@@ -155,12 +174,16 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
       throw RuntimeError(what + " expected " + want.describeType() +
                          " but rank " + std::to_string(h.srcRank) + " sent " +
                          h.describeType());
-    if (m.payload.size() != size_t(h.bytes))
+    size_t got = m.devicePayload ? m.devicePayloadBytes : m.payload.size();
+    if (got != size_t(h.bytes))
       throw RuntimeError(what + " (" + from + "): payload of " +
-                         std::to_string(m.payload.size()) +
+                         std::to_string(got) +
                          " bytes does not match its header (" +
                          std::to_string(h.bytes) + " bytes)");
-    unpackMemRef(v, m.payload.data());
+    if (m.devicePayload)
+      memorySpace(ctx).fromDevice(v, m.devicePayload);
+    else
+      memorySpace(ctx).fromHost(v, m.payload.data());
   });
 }
 
@@ -196,6 +219,7 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
                                 "manifest's \"inputs\")");
     const ManifestInput &meta = entry->first;
     const HostTensor *data = &entry->second;
+    const ParameterState *param = nullptr;
     what = inputName(meta) + " for microbatch " + std::to_string(mb);
     // A parameter of a training build: this rank's current copy.
     if (ctx.manifest && ctx.manifest->findParameter(meta.index)) {
@@ -207,6 +231,7 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
             "\"parameters\" lack rank " + std::to_string(ctx.rank) +
             "), so this rank keeps no copy of it that the optimizer updates");
       data = &it->second.value;
+      param = &it->second;
     }
     const HostTensor &t = *data;
     MemRefView v = decodeMemRef(buf, dtype);
@@ -260,7 +285,14 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
     }
     if (offset + slice > t.data.size())
       throw RuntimeError(what + ": loaded data is too small");
-    unpackMemRef(v, t.data.data() + offset);
+    try {
+      if (param && param->device) // cuda builds: the weights stay there
+        memorySpace(ctx).fromDevice(v, param->device->value.data());
+      else
+        memorySpace(ctx).fromHost(v, t.data.data() + offset);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + ": " + e.what());
+    }
   });
 }
 
@@ -298,7 +330,11 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
                 " averages this output over the microbatches (\"reduce\": "
                 "\"mean\"), which counts every microbatch once");
           std::vector<uint8_t> packed(v.byteSize());
-          packMemRef(v, packed.data());
+          try {
+            memorySpace(ctx).toHost(v, packed.data());
+          } catch (const RuntimeError &e) {
+            throw RuntimeError(what + ": " + e.what());
+          }
           if (acc.sum.empty())
             acc.sum.assign(size_t(numElements(v.sizes)), 0.0);
           addToSum(dtype, packed.data(), acc.sum);
@@ -327,9 +363,41 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
     t.dtype = dtype;
     t.shape = v.sizes;
     t.data.resize(v.byteSize());
-    packMemRef(v, t.data.data());
+    try {
+      memorySpace(ctx).toHost(v, t.data.data());
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(what + ": " + e.what());
+    }
     ctx.outputs[{int(resultIndex), key}] = std::move(t);
   });
+}
+
+/// pipeopt_rt_gradient of a cuda build: adds the device view `v` to the
+/// parameter's device gradient sum; with asynchronous updates (k >= 1)
+/// applies the optimizer on the device when k contributions are in, with
+/// the same mean (sum / k) and at the same points as the host path.
+void gradientOnDevice(RankContext &ctx, ParameterState &st,
+                      const MemRefView &v, int k) {
+  const Device &dev = *ctx.device;
+  DeviceParameterState &d = *st.device;
+  int64_t n = numElements(v.sizes);
+  auto *sum = static_cast<double *>(d.gradSum.data());
+  if (v.isContiguous()) {
+    dev.accumulate(sum, v.base, v.dtype, n);
+  } else {
+    DeviceBuffer packed(dev, v.byteSize());
+    dev.gather(packed.data(), v);
+    dev.accumulate(sum, packed.data(), v.dtype, n);
+  }
+  if (k > 0 && ++st.pending == k) {
+    deviceParameterStep(ctx, st, sum, 1.0 / double(k));
+    // The update's sum becomes the last mean gradient (--save-grads).
+    std::swap(d.gradSum, d.lastGradSum);
+    d.lastGradScale = 1.0 / double(k);
+    d.hostMeanGrad = false;
+    dev.zero(d.gradSum.data(), d.gradSum.size());
+    st.pending = 0;
+  }
 }
 
 int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
@@ -378,8 +446,6 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       throw RuntimeError(what + ": microbatch out of range [0, " +
                          std::to_string(m->numMicrobatches) + ")");
     ParameterState &st = it->second;
-    std::vector<uint8_t> packed(v.byteSize());
-    packMemRef(v, packed.data());
     const int k = m->training.updateEvery;
     if (k > 0 && st.microbatches.count(int(mb)))
       throw RuntimeError(what + ": reported twice for this microbatch in this "
@@ -387,6 +453,18 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
                          std::to_string(k) +
                          " in the manifest" + manifestName(ctx) +
                          ") count one gradient per microbatch");
+    if (st.device) {
+      // cuda builds: summed on the device, updated on the device.
+      try {
+        gradientOnDevice(ctx, st, v, k);
+      } catch (const RuntimeError &e) {
+        throw RuntimeError(what + ": " + e.what());
+      }
+      st.microbatches.insert(int(mb));
+      return;
+    }
+    std::vector<uint8_t> packed(v.byteSize());
+    memorySpace(ctx).toHost(v, packed.data());
     addToSum(dtype, packed.data(), st.gradSum);
     st.microbatches.insert(int(mb));
     if (k > 0 && ++st.pending == k) {

@@ -87,13 +87,25 @@ Communicators createCommunicators(const CommWorld &w, int numRanks,
                 envOr("LOCAL_RANK", std::to_string(w.procRank)))
               .c_str());
       auto watchdog = armWatchdog();
-      r.comms[0] = createNcclCommunicator(w.procRank, w.procSize, id, local % ndev);
+      int device = w.devices.empty() ? local % ndev : w.devices[0];
+      r.comms[0] = createNcclCommunicator(w.procRank, w.procSize, id, device);
     } else {
       if (ndev < numRanks)
         throw RuntimeError(
             "--comm=nccl in one process needs one GPU per rank (" +
             std::to_string(numRanks) + "), but " + std::to_string(ndev) +
             " are visible; NCCL rejects two ranks on one GPU");
+      std::vector<int> devices = w.devices;
+      if (devices.empty())
+        devices = localRanks;
+      for (size_t i = 0; i < devices.size(); ++i)
+        for (size_t j = 0; j < i; ++j)
+          if (devices[i] == devices[j])
+            throw RuntimeError(
+                "--comm=nccl: ranks " + std::to_string(localRanks[j]) +
+                " and " + std::to_string(localRanks[i]) +
+                " would share CUDA device " + std::to_string(devices[i]) +
+                " (--devices); NCCL rejects two ranks on one GPU");
       NcclId id = ncclCreateId();
       auto watchdog = armWatchdog();
       std::vector<std::thread> init;
@@ -102,7 +114,7 @@ Communicators createCommunicators(const CommWorld &w, int numRanks,
         init.emplace_back([&, i] {
           try {
             r.comms[i] = createNcclCommunicator(localRanks[i], numRanks, id,
-                                              localRanks[i]);
+                                                devices[i]);
           } catch (const std::exception &e) {
             errs[i] = e.what();
           }

@@ -1,6 +1,7 @@
 //===- Context.cpp - Per-rank state and memref descriptors ------*- C++ -*-===//
 
 #include "pipeopt/runtime/Context.h"
+#include "pipeopt/runtime/Device.h"
 
 #include <cstring>
 
@@ -73,6 +74,22 @@ void RankContext::initParameters() {
     st.value = entry->second; // this rank's own copy
     st.gradSum.assign(size_t(numElements(st.value.shape)), 0.0);
   }
+}
+
+void RankContext::beginCall() {
+  for (auto &kv : parameters) {
+    ParameterState &st = kv.second;
+    if (st.device && device)
+      device->zero(st.device->gradSum.data(), st.device->gradSum.size());
+    else
+      std::fill(st.gradSum.begin(), st.gradSum.end(), 0.0);
+    st.microbatches.clear();
+  }
+  actionsBegun = 0;
+  sharedInputReads.clear();
+  sharedOutputWrites.clear();
+  microbatchedInputFirstRead.clear();
+  reducedOutputs.clear();
 }
 
 void RankContext::fail(const std::string &message) {

@@ -5,9 +5,16 @@
 // waits with a deadline. A rank that closes (finished or died) wakes its
 // waiting peers, which fail at once if its queue is empty.
 //
+// Device payloads (cuda builds, sendDevice): the sender copies the payload
+// into a device buffer of its own device that the message owns (a
+// device-to-device copy, peer access through cudaMemcpyDefault); the
+// receiver copies it into its buffer and frees it with the message. No
+// host copy.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Device.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -52,17 +59,40 @@ public:
 
   void send(int dst, const MessageHeader &header, const void *data,
             size_t bytes, double) override {
+    checkDestination(dst);
+    Message m;
+    m.header = header;
+    m.payload.resize(bytes);
+    if (bytes)
+      std::memcpy(m.payload.data(), data, bytes);
+    enqueue(dst, std::move(m));
+  }
+
+  void sendDevice(int dst, const MessageHeader &header, const void *data,
+                  size_t bytes, const Device &device, double) override {
+    checkDestination(dst);
+    Message m;
+    m.header = header;
+    if (bytes) {
+      auto buf = std::make_shared<DeviceBuffer>(device, bytes);
+      device.copy(buf->data(), data, bytes);
+      m.devicePayload = buf->data();
+      m.devicePayloadBytes = bytes;
+      m.deviceOwner = std::move(buf);
+    }
+    enqueue(dst, std::move(m));
+  }
+
+  void checkDestination(int dst) {
     if (dst < 0 || dst >= size())
       throw RuntimeError("loopback: destination rank " + std::to_string(dst) +
                          " out of range");
     if (world.isClosed(dst))
       throw RuntimeError("rank " + std::to_string(dst) +
                          " has already exited (it will never receive this)");
-    Message m;
-    m.header = header;
-    m.payload.resize(bytes);
-    if (bytes)
-      std::memcpy(m.payload.data(), data, bytes);
+  }
+
+  void enqueue(int dst, Message m) {
     auto &box = world.inbox[dst];
     {
       std::lock_guard<std::mutex> lock(box.mu);

@@ -225,6 +225,10 @@ const char *optimizerName(OptimizerKind kind) {
   return "?";
 }
 
+const char *targetName(Target target) {
+  return target == Target::Cuda ? "cuda" : "cpu";
+}
+
 /// "training" and "parameters" (docs/Runtime.md, "Manifest"): a parameter is a
 /// shared floating-point input; its ranks are distinct ranks of the run.
 static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
@@ -377,6 +381,16 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
                         manifest::kNumMicrobatches, 1, 1 << 24));
   if (const Json *v = r.get(root, manifest::kSchedule))
     m.schedule = r.string(*v, manifest::kSchedule);
+  if (const Json *v = r.get(root, manifest::kTarget)) {
+    std::string name = r.string(*v, manifest::kTarget);
+    if (name == targetName(Target::Cpu))
+      m.target = Target::Cpu;
+    else if (name == targetName(Target::Cuda))
+      m.target = Target::Cuda;
+    else
+      r.fail(manifest::kTarget, "must be \"cpu\" or \"cuda\"; got '" + name +
+                                    "'");
+  }
 
   if (const Json *v = r.get(root, manifest::kEntryPoints)) {
     r.array(*v, manifest::kEntryPoints);

@@ -13,6 +13,19 @@
 // and a TimeoutError is thrown. NCCL sends therefore complete only when the
 // peer receives (rendezvous), unlike loopback/MPI sends.
 //
+// Device payloads (cuda builds: sendDevice/recvDevice) are never staged
+// through the host. A send first enqueues a device-to-device copy of the
+// program's buffer into a communicator-owned staging buffer on the rank's
+// compute stream (so it is ordered after the kernels that wrote the
+// buffer, and the program may reuse the buffer at once), records an event
+// there and makes the communicator's stream wait for it; the header goes
+// out meanwhile, then the payload from the staging buffer. A receive gets
+// the header, which the caller checks, and the payload into the receive
+// staging buffer, which the caller copies into the program's buffer (on
+// the compute stream, after this stream completed). Only the 128-byte
+// header crosses host<->device. Sends still return when the peer has
+// received (rendezvous, as for host payloads).
+//
 // NCCL does not allow two ranks of one communicator on the same GPU
 // ("Duplicate GPU detected", ncclInvalidUsage); a rank may however send to
 // itself: a self-send is queued on the host and executed together with the
@@ -21,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Device.h"
 
 #include <dlfcn.h>
 
@@ -55,10 +69,26 @@ constexpr int kNcclUint8 = 1;
 /// ncclSend/ncclRecv appeared in NCCL 2.7.0.
 constexpr int kMinNcclVersion = 2700;
 
+constexpr int kCudaMemcpyDeviceToDevice = 3;
+#define PIPEOPT_CUDA_SYM_FIELD(Name, Ret, Params) Ret(*Name) Params = nullptr;
+constexpr unsigned kCudaEventDisableTiming = 0x02;
+
+/// The CUDA runtime functions that only device payloads need (same
+/// stand-in conventions as cuda/NcclSymbols.def; constants checked against
+/// cuda_runtime_api.h / driver_types.h of CUDA 13: cudaMemcpyDeviceToDevice
+/// 3, cudaEventDisableTiming 0x02).
+#define PIPEOPT_NCCL_DEVICE_SYMS(X)                                            \
+  X(cudaMemcpyAsync, int, (void *, const void *, size_t, int, void *))        \
+  X(cudaEventCreateWithFlags, int, (void **, unsigned))                        \
+  X(cudaEventRecord, int, (void *, void *))                                    \
+  X(cudaStreamWaitEvent, int, (void *, void *, unsigned))                      \
+  X(cudaEventDestroy, int, (void *))
+
 struct Symbols {
 #define PIPEOPT_CUDA_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
 #define PIPEOPT_NCCL_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
 #include "cuda/NcclSymbols.def"
+  PIPEOPT_NCCL_DEVICE_SYMS(PIPEOPT_CUDA_SYM_FIELD)
   std::string error; ///< empty if everything loaded
   int ncclVersion = 0;
   int cudaVersion = 0;
@@ -112,6 +142,14 @@ Symbols loadSymbols() {
     return s;                                                                  \
   }
 #include "cuda/NcclSymbols.def"
+#define PIPEOPT_CUDA_SYM_LOAD(Name, Ret, Params)                               \
+  s.Name = reinterpret_cast<Ret(*) Params>(dlsym(cudart, #Name));              \
+  if (!s.Name) {                                                               \
+    s.error = "libcudart lacks " #Name;                                        \
+    return s;                                                                  \
+  }
+  PIPEOPT_NCCL_DEVICE_SYMS(PIPEOPT_CUDA_SYM_LOAD)
+#undef PIPEOPT_CUDA_SYM_LOAD
   if (s.ncclGetVersion(&s.ncclVersion) != kNcclSuccess ||
       s.ncclVersion < kMinNcclVersion) {
     s.error = "NCCL version " + std::to_string(s.ncclVersion) +
@@ -170,6 +208,8 @@ public:
       aborted ? s.ncclCommAbort(comm) : s.ncclCommDestroy(comm);
     if (stream)
       s.cudaStreamDestroy(stream);
+    if (copied)
+      s.cudaEventDestroy(copied);
     for (void *p : devBuf)
       if (p)
         s.cudaFree(p);
@@ -208,6 +248,87 @@ public:
     }
   }
 
+  void sendDevice(int dst, const MessageHeader &header, const void *data,
+                  size_t bytes, const Device &dev, double timeoutS) override {
+    checkUsable();
+    if (dst < 0 || dst >= mySize)
+      throw RuntimeError("NCCL: destination rank " + std::to_string(dst) +
+                         " out of range");
+    checkDevice(dev);
+    if (dst == myRank) {
+      // To itself: the message keeps a device copy; recvDevice hands it
+      // over without NCCL.
+      Message m;
+      m.header = header;
+      if (bytes) {
+        auto buf = std::make_shared<DeviceBuffer>(dev, bytes);
+        dev.copy(buf->data(), data, bytes);
+        m.devicePayload = buf->data();
+        m.devicePayloadBytes = bytes;
+        m.deviceOwner = std::move(buf);
+      }
+      selfQueue.push_back(std::move(m));
+      return;
+    }
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    auto deadline = deadlineAfter(timeoutS);
+    if (bytes) {
+      void *compute = dev.computeStream();
+      if (!compute)
+        throw RuntimeError("NCCL: a device payload from a thread that is not "
+                           "bound to its device (no compute stream)");
+      ensure(2, bytes);
+      checkCuda(s.cudaMemcpyAsync(devBuf[2], data, bytes,
+                                  kCudaMemcpyDeviceToDevice, compute),
+                "cudaMemcpyAsync(D2D, into the send staging buffer)");
+      if (!copied)
+        checkCuda(s.cudaEventCreateWithFlags(&copied, kCudaEventDisableTiming),
+                  "cudaEventCreateWithFlags");
+      checkCuda(s.cudaEventRecord(copied, compute), "cudaEventRecord");
+      checkCuda(s.cudaStreamWaitEvent(stream, copied, 0),
+                "cudaStreamWaitEvent");
+    }
+    stage(0, &header, sizeof(header));
+    checkNccl(s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm,
+                         stream),
+              "ncclSend(header)");
+    wait(deadline, timeoutS, dst, "to receive the header");
+    if (bytes) {
+      checkNccl(s.ncclSend(devBuf[2], bytes, kNcclUint8, dst, comm, stream),
+                "ncclSend(payload)");
+      wait(deadline, timeoutS, dst, "to receive the payload");
+    }
+  }
+
+  Message recvDevice(int src, const Device &dev, double timeoutS) override {
+    checkUsable();
+    if (src < 0 || src >= mySize)
+      throw RuntimeError("NCCL: source rank " + std::to_string(src) +
+                         " out of range");
+    checkDevice(dev);
+    if (src == myRank) {
+      if (selfQueue.empty())
+        throw RuntimeError("NCCL: recv from this rank itself, but nothing "
+                           "was sent to itself (a self-recv would deadlock)");
+      Message m = std::move(selfQueue.front());
+      selfQueue.pop_front();
+      return m;
+    }
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    auto deadline = deadlineAfter(timeoutS);
+    Message m = recvHeader(src, deadline, timeoutS);
+    if (m.header.bytes) {
+      ensure(1, size_t(m.header.bytes));
+      checkNccl(s.ncclRecv(devBuf[1], size_t(m.header.bytes), kNcclUint8, src,
+                           comm, stream),
+                "ncclRecv(payload)");
+      wait(deadline, timeoutS, src, "to send the payload");
+      m.devicePayload = devBuf[1];
+      m.devicePayloadBytes = size_t(m.header.bytes);
+    }
+    return m;
+  }
+
   Message recv(int src, double timeoutS) override {
     checkUsable();
     if (src < 0 || src >= mySize)
@@ -230,18 +351,7 @@ public:
                      sent.payload.size(), deadline, timeoutS);
       return m;
     }
-    ensure(1, sizeof(MessageHeader));
-    checkNccl(s.ncclRecv(devBuf[1], sizeof(MessageHeader), kNcclUint8, src,
-                         comm, stream),
-              "ncclRecv(header)");
-    wait(deadline, timeoutS, src, "to send the header");
-    checkCuda(s.cudaMemcpy(&m.header, devBuf[1], sizeof(MessageHeader),
-                           kCudaMemcpyDeviceToHost),
-              "cudaMemcpy(D2H)");
-    std::string bad = m.header.validate();
-    if (!bad.empty())
-      throw RuntimeError("NCCL: bad message header from rank " +
-                         std::to_string(src) + ": " + bad);
+    m = recvHeader(src, deadline, timeoutS);
     if (m.header.bytes) {
       ensure(1, size_t(m.header.bytes));
       checkNccl(s.ncclRecv(devBuf[1], size_t(m.header.bytes), kNcclUint8, src,
@@ -258,6 +368,33 @@ public:
 
 private:
   using Clock = std::chrono::steady_clock;
+
+  /// Receives and validates the header of the next message from `src`.
+  Message recvHeader(int src, Clock::time_point deadline, double timeoutS) {
+    Message m;
+    ensure(1, sizeof(MessageHeader));
+    checkNccl(s.ncclRecv(devBuf[1], sizeof(MessageHeader), kNcclUint8, src,
+                         comm, stream),
+              "ncclRecv(header)");
+    wait(deadline, timeoutS, src, "to send the header");
+    checkCuda(s.cudaMemcpy(&m.header, devBuf[1], sizeof(MessageHeader),
+                           kCudaMemcpyDeviceToHost),
+              "cudaMemcpy(D2H)");
+    std::string bad = m.header.validate();
+    if (!bad.empty())
+      throw RuntimeError("NCCL: bad message header from rank " +
+                         std::to_string(src) + ": " + bad);
+    return m;
+  }
+
+  /// A device payload must be of the communicator's device.
+  void checkDevice(const Device &dev) const {
+    if (dev.id() != device)
+      throw RuntimeError("NCCL: rank " + std::to_string(myRank) +
+                         " is bound to CUDA device " + std::to_string(dev.id()) +
+                         " but its communicator uses device " +
+                         std::to_string(device));
+  }
 
   static Clock::time_point deadlineAfter(double s) {
     return Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -337,8 +474,12 @@ private:
   int myRank, mySize, device;
   void *comm = nullptr;
   void *stream = nullptr;
-  void *devBuf[2] = {nullptr, nullptr}; ///< [0] send staging, [1] recv
-  size_t devSize[2] = {0, 0};
+  /// [0] send staging of headers and host payloads, [1] receive staging,
+  /// [2] send staging of device payloads.
+  void *devBuf[3] = {nullptr, nullptr, nullptr};
+  size_t devSize[3] = {0, 0, 0};
+  /// Recorded on the compute stream after the copy into devBuf[2].
+  void *copied = nullptr;
   bool aborted = false;
   std::deque<Message> selfQueue;
 };

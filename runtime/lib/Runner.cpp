@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Runner.h"
+#include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Optimizer.h"
@@ -85,7 +86,13 @@ std::string runUsage() {
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this
-                         node's cores / the ranks running on it, at least 1)
+                         node's cores / the ranks running on it, at least 1);
+                         cpu builds only
+  --devices LIST         cuda builds: the CUDA devices of the ranks, e.g.
+                         0,1 (default: all visible); in one process rank r
+                         gets LIST[r % n], with one process per rank (mpirun,
+                         torchrun) the local rank picks; ranks may share a
+                         device except with --comm=nccl
   --quiet                print only errors
 )";
 }
@@ -171,6 +178,16 @@ RunOptions parseRunOptions(int argc, char **argv) {
       if (o.threads > 4096)
         throw RuntimeError("--threads expects 1 to 4096, got " +
                            std::to_string(o.threads));
+    } else if (a == "--devices") {
+      std::string v = next();
+      std::stringstream ss(v);
+      std::string d;
+      o.devices.clear();
+      while (std::getline(ss, d, ','))
+        o.devices.push_back(parseInt("--devices", d, 0));
+      if (o.devices.empty() || v.back() == ',')
+        throw RuntimeError("--devices expects a comma list of CUDA device "
+                           "numbers (e.g. 0,1), got '" + v + "'");
     } else if (a == "--input") {
       std::string v = next();
       size_t eq = v.find('=');
@@ -235,6 +252,26 @@ RunOptions parseRunOptions(int argc, char **argv) {
     o.faultKillStep = step;
   }
   return o;
+}
+
+std::vector<int> assignDevices(const std::vector<int> &listed,
+                               const std::vector<int> &localRanks,
+                               bool distributed, int localRank, int count) {
+  std::vector<int> pool = listed;
+  if (pool.empty())
+    for (int d = 0; d < count; ++d)
+      pool.push_back(d);
+  if (pool.empty())
+    throw RuntimeError("no CUDA device is visible");
+  for (int d : pool)
+    if (d < 0 || d >= count)
+      throw RuntimeError("--devices: CUDA device " + std::to_string(d) +
+                         " does not exist (" + std::to_string(count) +
+                         " visible: 0.." + std::to_string(count - 1) + ")");
+  std::vector<int> out;
+  for (int r : localRanks)
+    out.push_back(pool[size_t(distributed ? localRank : r) % pool.size()]);
+  return out;
 }
 
 bool isTrainingBuild(const Manifest &m) {
@@ -946,12 +983,23 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
   }
   for (auto &[index, st] : ctx.parameters) {
     const std::vector<int> &ranks = st.param->ranks;
-    size_t n = st.gradSum.size();
+    // cuda builds: the sums are on the device. A parameter of one rank is
+    // updated there from its sum; the sums of a parameter of several ranks
+    // are exchanged through the host (the one copy of a training step
+    // that is not an input or output) and the mean goes back to the device.
+    bool onDevice = st.device != nullptr;
+    bool deviceOnly = onDevice && ranks.size() == 1;
+    size_t n = onDevice ? size_t(numElements(st.value.shape))
+                        : st.gradSum.size();
+    size_t sumBytes = deviceOnly ? 0 : n * sizeof(double);
     // Payload: the n sums, then one byte per microbatch (reported or not).
-    std::vector<uint8_t> mine(n * sizeof(double) + M, 0);
-    std::memcpy(mine.data(), st.gradSum.data(), n * sizeof(double));
+    std::vector<uint8_t> mine(sumBytes + M, 0);
+    if (!onDevice)
+      std::memcpy(mine.data(), st.gradSum.data(), sumBytes);
+    else if (!deviceOnly)
+      ctx.device->copy(mine.data(), st.device->gradSum.data(), sumBytes);
     for (int mb : st.microbatches)
-      mine[n * sizeof(double) + size_t(mb)] = 1;
+      mine[sumBytes + size_t(mb)] = 1;
     std::map<int, std::vector<uint8_t>> all;
     for (int peer : ranks) {
       if (peer == ctx.rank)
@@ -990,11 +1038,11 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     }
     all[ctx.rank] = std::move(mine);
     // Sum in ascending rank order: every copy gets the same bits.
-    std::vector<double> total(n, 0.0);
+    std::vector<double> total(deviceOnly ? 0 : n, 0.0);
     std::vector<bool> covered(M, false);
     for (int r : ranks) {
       const std::vector<uint8_t> &bytes = all[r];
-      const uint8_t *flags = bytes.data() + n * sizeof(double);
+      const uint8_t *flags = bytes.data() + sumBytes;
       bool any = false;
       for (size_t mb = 0; mb < M; ++mb)
         if (flags[mb]) {
@@ -1009,7 +1057,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                std::to_string(step) +
                " (a rank that reads a parameter reports its gradient with "
                "pipeopt_rt_gradient)";
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < total.size(); ++i) {
         double x;
         std::memcpy(&x, bytes.data() + i * sizeof(double), sizeof(double));
         total[i] += x;
@@ -1029,8 +1077,26 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
              "): the schedule misses a weight-gradient (W or backward) "
              "action";
     }
+    if (deviceOnly) {
+      DeviceParameterState &d = *st.device;
+      deviceParameterStep(ctx, st, static_cast<double *>(d.gradSum.data()),
+                          1.0 / double(M));
+      std::swap(d.gradSum, d.lastGradSum); // zeroed by beginCall
+      d.lastGradScale = 1.0 / double(M);
+      d.hostMeanGrad = false;
+      continue;
+    }
     for (double &x : total)
       x /= double(M);
+    if (onDevice) {
+      DeviceParameterState &d = *st.device;
+      ctx.device->copy(d.gradSum.data(), total.data(), sumBytes);
+      deviceParameterStep(ctx, st, static_cast<double *>(d.gradSum.data()),
+                          1.0);
+      d.hostMeanGrad = true;
+      st.meanGrad = std::move(total);
+      continue;
+    }
     std::vector<double> w = tensorToDoubles(st.value);
     optimizerStep(m.training, w, total, st.optimizer);
     doublesToTensor(w, st.value);
@@ -1048,6 +1114,9 @@ std::string gatherParameters(RankContext &ctx, Communicator &comm,
                              double timeoutS,
                              std::map<int, GatheredParameter> *out) {
   std::string error;
+  // cuda builds: the device copies are the current ones.
+  for (auto &[index, st] : ctx.parameters)
+    refreshHostParameter(ctx, st);
   for (const ManifestParameter &p : m.parameters) {
     int owner = p.ranks.front();
     std::string name = parameterName(m, p.index);
@@ -1385,12 +1454,20 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
 /// Runs one rank to completion (in the calling thread).
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             const Checkpoint *resume, RankResult &result) {
+             const Checkpoint *resume, const Device *device,
+             RankResult &result) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
+  ctx.device = device;
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
   std::string phase = "at the start barrier";
+  bool bound = false;
   try {
+    if (device) {
+      phase = "binding the rank to CUDA device " + std::to_string(device->id());
+      device->bindThread(rank);
+      bound = true;
+    }
     phase = "setting up the parameters";
     ctx.initParameters();
     int first = 0; // steps done before this run (--resume)
@@ -1406,6 +1483,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (rank == 0)
         result.losses = resume->losses;
     }
+    initDeviceParameters(ctx); // cuda builds: weights and state on the device
     phase = "at the start barrier";
     barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
@@ -1426,6 +1504,14 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       ctx.dataStep = measured ? first + it - o.warmup : 0;
       double t0 = ctx.now();
       int32_t rc = entry();
+      // cuda builds: the iteration's time includes the device work it
+      // enqueued; an error of that work fails the rank here.
+      if (device && !ctx.isPoisoned() && !pollDeviceError(ctx) &&
+          device->api().synchronize() != 0)
+        ctx.fail("CUDA error on device " + std::to_string(device->id()) +
+                 " completing the device work of iteration " +
+                 std::to_string(it) + " of " + m.entryPoints[rank] + ": " +
+                 device->pendingError());
       double t1 = ctx.now();
       if (rc != 0 || ctx.isPoisoned()) {
         if (!ctx.isPoisoned())
@@ -1530,6 +1616,15 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     }
   } catch (const std::exception &e) {
     ctx.fail("launcher, " + phase + ": " + e.what());
+  }
+  if (bound) {
+    // The device copies go before the thread's binding.
+    ctx.parameters.clear();
+    try {
+      device->unbindThread();
+    } catch (const std::exception &e) {
+      ctx.fail(std::string("launcher, at the end: ") + e.what());
+    }
   }
   if (ctx.isPoisoned()) {
     result.ok = false;
@@ -2020,6 +2115,11 @@ int ranksOnThisNode(const Manifest &m, bool distributed) {
 }
 } // namespace
 
+std::string updateParameters(RankContext &ctx, Communicator &comm, int step,
+                             double timeoutS) {
+  return reduceAndUpdate(ctx, comm, *ctx.manifest, step, timeoutS);
+}
+
 int pipeoptRunMain(int argc, char **argv) {
   RunOptions o;
   try {
@@ -2071,6 +2171,16 @@ int pipeoptRunMain(int argc, char **argv) {
     checkElfFile(o.modelPath);
     m = readManifest(o.manifestPath);
     checkTrainingOptions(m, o);
+    if (m.target == Target::Cpu && !o.devices.empty())
+      throw RuntimeError("--devices chooses the CUDA devices of a cuda "
+                         "build, but the manifest " + o.manifestPath +
+                         " says this model was compiled for the CPU "
+                         "(target \"cpu\")");
+    if (m.target == Target::Cuda && o.threads > 0)
+      throw RuntimeError("--threads sets the BLAS threads of cpu builds, but "
+                         "the manifest " + o.manifestPath + " says this "
+                         "model was compiled for CUDA (target \"cuda\"); "
+                         "drop --threads (--devices chooses the GPUs)");
     checkInputSizes(m);
     bool distributed = useMpi || ncclOverEnv;
     if (distributed) {
@@ -2095,6 +2205,11 @@ int pipeoptRunMain(int argc, char **argv) {
   std::vector<EntryFn> entries(size_t(m.numRanks), nullptr);
   InputStore inputs;
   std::optional<Checkpoint> resume;
+  // cuda builds: one Device per local rank (in the order of localRanks).
+  std::vector<Device> devices;
+  const std::string noCuda = "this model was compiled for CUDA (manifest "
+                             "target \"cuda\") but no CUDA device is "
+                             "usable: ";
   try {
     // dlopen searches the library path for a name without '/', never the
     // working directory: make `pipeopt-run model.so` mean ./model.so.
@@ -2104,8 +2219,29 @@ int pipeoptRunMain(int argc, char **argv) {
     void *handle = dlopen(soPath.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char *e = dlerror();
-      throw RuntimeError("cannot load model " + o.modelPath + ": " +
+      // A cuda model needs libpipeopt_rt_cuda.so and the CUDA libraries.
+      throw RuntimeError((m.target == Target::Cuda ? noCuda : "") +
+                         "cannot load model " + o.modelPath + ": " +
                          (e ? e : "?"));
+    }
+    if (m.target == Target::Cuda) {
+      const pipeopt_rt_cuda_api *api = cudaApiFromModel(handle, o.modelPath);
+      int32_t count = 0;
+      if (api->device_count(&count) != 0 || count < 1) {
+        const char *e = api->last_error();
+        throw RuntimeError(noCuda + (e && *e ? std::string(e)
+                                             : "no CUDA device is visible"));
+      }
+      int localRank = procRank;
+      if (useMpi || ncclOverEnv)
+        for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "LOCAL_RANK"})
+          if (const char *v = std::getenv(var)) {
+            localRank = std::atoi(v);
+            break;
+          }
+      for (int id : assignDevices(o.devices, localRanks, useMpi || ncclOverEnv,
+                                  localRank, count))
+        devices.emplace_back(api, id);
     }
     // Every rank's entry point, not only this process's: with one process
     // per rank a missing one would otherwise surface as a peer that never
@@ -2154,6 +2290,8 @@ int pipeoptRunMain(int argc, char **argv) {
   // Communicators (one place knows every kind: createCommunicators).
   CommWorld commWorld{o.comm, ncclOverMpi, ncclOverEnv, useMpi, procRank,
                       procSize};
+  for (const Device &d : devices)
+    commWorld.devices.push_back(d.id());
   Communicators communicators;
   std::vector<RankResult> results(localRanks.size());
   try {
@@ -2184,13 +2322,15 @@ int pipeoptRunMain(int argc, char **argv) {
   // Run.
   if (localRanks.size() == 1) {
     runRank(localRanks[0], *comms[0], m, inputs, entries[localRanks[0]], o,
-            resume ? &*resume : nullptr, results[0]);
+            resume ? &*resume : nullptr,
+            devices.empty() ? nullptr : &devices[0], results[0]);
   } else {
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
-                resume ? &*resume : nullptr, results[i]);
+                resume ? &*resume : nullptr,
+                devices.empty() ? nullptr : &devices[i], results[i]);
       });
     for (auto &t : threads)
       t.join();

@@ -323,3 +323,19 @@ TEST(Manifest, DefaultPath) {
 }
 
 } // namespace
+
+namespace {
+TEST(Manifest, Target) {
+  const std::string base =
+      R"({"num_ranks": 1, "num_stages": 1, "num_microbatches": 1)";
+  EXPECT_EQ(parseManifest(base + "}", "m").target, Target::Cpu);
+  EXPECT_EQ(parseManifest(base + R"(, "target": "cpu"})", "m").target,
+            Target::Cpu);
+  EXPECT_EQ(parseManifest(base + R"(, "target": "cuda"})", "m").target,
+            Target::Cuda);
+  expectError(base + R"(, "target": "rocm"})",
+              "field 'target' must be \"cpu\" or \"cuda\"; got 'rocm'");
+  expectError(base + R"(, "target": 1})", "'target'");
+  EXPECT_STREQ(targetName(Target::Cuda), "cuda");
+}
+} // namespace

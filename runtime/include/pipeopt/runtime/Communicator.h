@@ -5,7 +5,10 @@
 //   * loopback: ranks are threads of one process (per (src,dst) queues);
 //   * MPI: one rank per process (OpenMPI), header+payload in one message;
 //   * NCCL: one rank per GPU, CUDA/NCCL loaded with dlopen; header then
-//     payload via ncclSend/ncclRecv, staged host<->device.
+//     payload via ncclSend/ncclRecv, staged host<->device (cpu builds) or
+//     device<->device (cuda builds).
+// Payloads are host memory (send/recv) or, for the programs of cuda builds,
+// device memory of the calling rank's device (sendDevice/recvDevice).
 // Every blocking operation takes a timeout and throws TimeoutError when it
 // expires, so a stalled or dead peer never hangs the others.
 //
@@ -66,10 +69,21 @@ struct MessageHeader {
 };
 static_assert(sizeof(MessageHeader) == 128, "wire header must be 128 bytes");
 
-/// A received message.
+class Device;
+
+/// A received message. Its payload is host bytes (`payload`) or, from
+/// recvDevice, possibly device memory (`devicePayload`, then `payload` is
+/// empty).
 struct Message {
   MessageHeader header;
   std::vector<uint8_t> payload;
+  /// Device memory holding the payload (devicePayloadBytes bytes), or null.
+  /// Valid while the message lives when `deviceOwner` holds it (a buffer
+  /// of the message's own, freed with it), otherwise until the next
+  /// receive on the communicator (its staging buffer).
+  const void *devicePayload = nullptr;
+  size_t devicePayloadBytes = 0;
+  std::shared_ptr<void> deviceOwner;
 };
 
 /// Abstract transport between the ranks of one run.
@@ -91,6 +105,20 @@ public:
   /// most `timeoutS` seconds. Throws TimeoutError on timeout and RuntimeError
   /// on transport errors or a corrupt header.
   virtual Message recv(int src, double timeoutS) = 0;
+  /// Like send, for a payload in device memory: `data` is `bytes` bytes of
+  /// contiguous memory of `device`, the calling rank's device (its thread
+  /// bound to it), written by work on its compute stream. The program may
+  /// reuse the buffer as soon as this returns. The default stages the
+  /// payload through host memory (MPI: the one transport that copies
+  /// device payloads through the host); loopback and NCCL keep it on the
+  /// device.
+  virtual void sendDevice(int dst, const MessageHeader &header,
+                          const void *data, size_t bytes, const Device &device,
+                          double timeoutS);
+  /// Like recv, for a rank of a cuda build: the payload may come back as
+  /// device memory (Message::devicePayload; readable by `device`). The
+  /// default is recv (a host payload).
+  virtual Message recvDevice(int src, const Device &device, double timeoutS);
   /// Completes all outstanding sends of this rank within `timeoutS` seconds.
   virtual void flush(double timeoutS) { (void)timeoutS; }
   /// Tells the others this rank is done (or died); loopback peers waiting on
@@ -169,6 +197,11 @@ struct CommWorld {
   bool ncclOverEnv = false; ///< NCCL, RANK/WORLD_SIZE + PIPEOPT_NCCL_ID_FILE
   bool useMpi = false;      ///< MPI is initialized (mpi, or NCCL over MPI)
   int procRank = 0, procSize = 1; ///< this process in the job
+  /// The CUDA device of each local rank (pipeopt-run --devices, cuda
+  /// builds; assignDevices in Runner.h), or empty: NCCL's default (rank r
+  /// -> device r in one process, local rank % count with one process per
+  /// rank).
+  std::vector<int> devices;
 };
 
 /// The communicators of the ranks one process runs, in the order of

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -26,6 +27,9 @@
 
 namespace pipeopt {
 namespace rt {
+
+class Device;
+struct DeviceParameterState;
 
 /// Model inputs shared (read-only) by all ranks of a process.
 class InputStore {
@@ -91,6 +95,12 @@ struct ParameterState {
   /// Asynchronous updates ("update_every" k): contributions in gradSum
   /// since the last update (an update happens when it reaches k).
   int pending = 0;
+  /// cuda builds (RankContext::device set): the device copies of the
+  /// value, the gradient sum and the optimizer state (Device.h), which are
+  /// then the authoritative ones; `value`, `meanGrad` and `optimizer` are
+  /// refreshed from them only when the launcher needs them
+  /// (refreshHostParameter), `gradSum` is unused. Null for cpu builds.
+  std::shared_ptr<DeviceParameterState> device;
 };
 
 /// State of one rank.
@@ -108,6 +118,10 @@ public:
   const Manifest *manifest;
   const InputStore *inputs;
   double timeoutS; ///< per blocking communication call, seconds
+  /// cuda builds: the device this rank's thread is bound to; every memref
+  /// the program passes is its memory (Device.h, MemorySpace). Null for cpu
+  /// builds. Not owned.
+  const Device *device = nullptr;
 
   /// Iteration number stamped on trace events.
   int iteration = 0;
@@ -173,18 +187,9 @@ public:
   int64_t stashPeakBytes = 0;
   bool stashUsed = false;
 
-  /// To be called before every call of the entry point.
-  void beginCall() {
-    for (auto &kv : parameters) {
-      std::fill(kv.second.gradSum.begin(), kv.second.gradSum.end(), 0.0);
-      kv.second.microbatches.clear();
-    }
-    actionsBegun = 0;
-    sharedInputReads.clear();
-    sharedOutputWrites.clear();
-    microbatchedInputFirstRead.clear();
-    reducedOutputs.clear();
-  }
+  /// To be called before every call of the entry point (zeroes the
+  /// gradient sums, on the device in device mode).
+  void beginCall();
 
 private:
   bool poisoned = false;

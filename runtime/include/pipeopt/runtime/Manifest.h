@@ -88,6 +88,16 @@ struct TrainingConfig {
   int updateEvery = 0;
 };
 
+/// Where the stage bodies of a build run (manifest "target").
+enum class Target {
+  Cpu,  ///< "cpu" (the default when absent): host code, host memory
+  Cuda, ///< "cuda": stage bodies on a GPU; every memref the program passes
+        ///< to the runtime is device memory (docs/Runtime.md, "CUDA builds")
+};
+
+/// "cpu", "cuda".
+const char *targetName(Target target);
+
 /// "parameters[]": a trainable model argument and the ranks that read it,
 /// each of which keeps a copy, reports its gradient and updates it.
 struct ManifestParameter {
@@ -102,6 +112,8 @@ struct Manifest {
   int numStages = 0;
   int numMicrobatches = 0;
   std::string schedule;                 ///< e.g. "1f1b" ("" if absent)
+  /// "target" ("cpu" when absent).
+  Target target = Target::Cpu;
   std::vector<std::string> entryPoints; ///< defaults to pipeopt_rank_<k>
   std::vector<ManifestInput> inputs;    ///< sorted by index
   std::vector<ManifestOutput> outputs;  ///< sorted by index

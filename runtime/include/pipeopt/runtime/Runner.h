@@ -54,6 +54,9 @@ struct RunOptions {
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;
+  /// --devices LIST: the CUDA devices of a cuda build's ranks (empty: the
+  /// default, assignDevices).
+  std::vector<int> devices;
   /// PIPEOPT_FAULT_KILL=<rank>:<step> (tests only, docs/Runtime.md
   /// "Testing failures"): that rank raises SIGKILL at the start of that
   /// step (counted from 1 like --checkpoint-every). -1: no fault.
@@ -81,6 +84,17 @@ std::string outputFileName(const ManifestOutput &output,
 /// two outputs may get the same file. Throws RuntimeError naming the
 /// problem (pipeopt-run exits with 2).
 void checkTrainingOptions(const Manifest &manifest, const RunOptions &options);
+/// The CUDA device of each of `localRanks` of a cuda build, out of
+/// `count` visible devices. `listed` is --devices (empty: 0..count-1).
+/// In one process (loopback, single-process NCCL) rank r gets
+/// listed[r % size]; with one process per rank (`distributed`) the
+/// process's rank gets listed[localRank % size] (localRank: the rank
+/// among the node's processes, OMPI_COMM_WORLD_LOCAL_RANK / LOCAL_RANK).
+/// Throws RuntimeError naming a listed device >= count and the count.
+std::vector<int> assignDevices(const std::vector<int> &listed,
+                               const std::vector<int> &localRanks,
+                               bool distributed, int localRank, int count);
+
 /// Usage text.
 std::string runUsage();
 
@@ -133,6 +147,18 @@ uint64_t parseSeed(const std::string &value);
 /// Creates `dir` and its missing parents (mkdir -p); throws RuntimeError
 /// naming the directory that cannot be created.
 void ensureDir(const std::string &dir);
+
+/// The end of a training step of a build with parameters, after the entry
+/// point returned (pipeopt-run calls it on every rank): the ranks of each
+/// parameter of `ctx` exchange their gradient sums over `comm`, and each
+/// applies the optimizer to its copy with the mean over the M microbatches
+/// (asynchronous schedules only check that every microbatch reported). In
+/// device mode (ctx.device) the update runs on the device. Returns an error
+/// ("" if none: a missing microbatch, a rank that reported nothing);
+/// throws RuntimeError on communication or device errors. `step` (from 1)
+/// only labels messages.
+std::string updateParameters(RankContext &ctx, Communicator &comm, int step,
+                             double timeoutS);
 
 /// Entry point of pipeopt-run: returns the process exit code (0 success, 1
 /// run-time error, 2 usage or setup error).
