@@ -342,6 +342,11 @@ prepare_phase() {
   case "$(cd "$(dirname "$KIT")" 2>/dev/null && pwd)/$(basename "$KIT")" in
     /|"$ROOT"|"$ROOT/"|"$HOME") die "refusing to use $KIT as the kit directory" ;;
   esac
+  local model mode r failed=0 n=0
+  for model in $MODELS; do
+    model_info "$model" || die "unknown model '$model' (mnist, mlp, transformer, cnn)"
+    [ -f "$M_PATH" ] || die "model $model: $M_PATH not found"
+  done
   rm -rf "$KIT"
   KIT=$(abspath "$KIT")
   WORK="${GPU_CHECK_WORK:-$(dirname "$KIT")/$(basename "$KIT").work}"
@@ -355,10 +360,7 @@ prepare_phase() {
   OPT_FLAGS="${GPU_CHECK_OPT:-}"
   prepare_runtime
   : > "$KIT/builds.tsv"
-  local model mode r failed=0 n=0
   for model in $MODELS; do
-    model_info "$model" || die "unknown model '$model' (mnist, mlp, transformer, cnn)"
-    [ -f "$M_PATH" ] || die "model $model: $M_PATH not found"
     for mode in $MODES; do
       for r in $RANKS; do
         n=$((n + 1))
