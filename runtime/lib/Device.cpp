@@ -338,6 +338,10 @@ bool pollDeviceError(RankContext &ctx) {
 namespace pipeopt {
 namespace rt {
 
+// The key function: Communicator's vtable is emitted here, with the device
+// defaults below, not in Types.cpp, which libpipeopt_rt_cuda.so also links.
+Communicator::~Communicator() = default;
+
 void Communicator::sendDevice(int dst, const MessageHeader &header,
                               const void *data, size_t bytes,
                               const Device &device, double timeoutS) {

@@ -126,8 +126,6 @@ std::string MessageHeader::describeType() const {
   return t + " (" + std::to_string(bytes) + " bytes)";
 }
 
-Communicator::~Communicator() = default;
-
 std::string fileKindName(unsigned mode) {
   if (S_ISDIR(mode))
     return "a directory";
