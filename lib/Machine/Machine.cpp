@@ -13,6 +13,8 @@
 
 #include "pipeopt/Machine/Machine.h"
 
+#include "MachineInternal.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -37,12 +39,12 @@ static llvm::Error makeError(const llvm::Twine &message) {
 static constexpr double kMinRate = 1.0;       // bytes/s or FLOP/s
 static constexpr double kMaxSeconds = 3600.0; // overhead, latency
 
-/// `v` for messages ("1e+308", "-1", "inf").
-static std::string formatNumber(double v) {
+std::string machine::detail::formatNumber(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%g", v);
   return buf;
 }
+using machine::detail::formatNumber;
 
 /// "must be ..." for a rate: finite and at least kMinRate (or exactly 0 when
 /// `zeroIsUnlimited`).

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Machine/Machine.h"
+
+#include "MachineInternal.h"
 #include "pipeopt/Support/JSONKeys.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -19,7 +21,6 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -186,9 +187,8 @@ struct ObjectReader {
     // of range, not "non-integral".
     if (auto d = v->getAsNumber(); d && std::isfinite(*d) &&
                                    *d == std::floor(*d)) {
-      char text[32];
-      std::snprintf(text, sizeof(text), "%g", *d);
-      fail(path + key + ": integer out of range, got " + text);
+      fail(path + key + ": integer out of range, got " +
+           machine::detail::formatNumber(*d));
       return false;
     }
     fail(path + key + ": expected an integer, got " +
