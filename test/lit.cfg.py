@@ -58,5 +58,15 @@ if getattr(config, "have_mpi", False):
         ("%mpirun", "sh " + os.path.join(config.pipeopt_src_root, "test", "lib",
                                          "mpirun-isolated.sh") + " " +
          config.mpiexec + " --allow-run-as-root --oversubscribe"))
+if getattr(config, "have_cuda", False):
+    # pipeopt was configured with a CUDA toolkit: --target=cuda compiles
+    # and links (no GPU needed).
+    config.available_features.add("cuda")
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit_dir))
+    if os.path.exists(os.path.join(config.pipeopt_obj_root, "runtime", "lib",
+                                   "libpipeopt_rt_cuda.so")):
+        # ... and links model .so files against libpipeopt_rt_cuda.so
+        # (built by target pipeopt_rt_cuda, a dependency of check-pipeopt).
+        config.available_features.add("cuda-rt")
 if os.path.isdir(config.models_dir):
     config.available_features.add("models")

@@ -118,7 +118,8 @@ bool codegen::needsCRunnerUtils(const llvm::Module &module) {
 llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
                                        llvm::StringRef outputPath,
                                        llvm::StringRef cc,
-                                       bool withCRunnerUtils) {
+                                       bool withCRunnerUtils,
+                                       llvm::ArrayRef<std::string> extraArgs) {
   llvm::ErrorOr<std::string> ccPath = llvm::sys::findProgramByName(cc);
   if (!ccPath)
     return makeError("C compiler '" + cc + "' not found (use --cc)");
@@ -136,6 +137,7 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
     args.push_back("-Wl,-rpath," PIPEOPT_LLVM_LIB_DIR);
   }
   args.push_back("-lm");
+  args.append(extraArgs.begin(), extraArgs.end());
   llvm::SmallVector<llvm::StringRef> argRefs(args.begin(), args.end());
   std::string execErr;
   int rc = llvm::sys::ExecuteAndWait(*ccPath, argRefs, std::nullopt, {}, 0, 0,

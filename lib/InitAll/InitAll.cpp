@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
@@ -26,6 +28,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 namespace pipeopt::test {
 // Test-only passes (test/lib), declared here as upstream MLIR does.
@@ -44,7 +48,13 @@ void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::cf::ControlFlowDialect, mlir::memref::MemRefDialect,
                   mlir::bufferization::BufferizationDialect,
                   mlir::ml_program::MLProgramDialect,
-                  mlir::LLVM::LLVMDialect>();
+                  mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
+                  mlir::NVVM::NVVMDialect>();
+  // pipeopt-lower-to-cuda: the NVVM target of gpu-module-to-binary, which
+  // translates kernels to LLVM IR, and the translation of gpu.binary /
+  // gpu.launch_func in the host module.
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::registerAllGPUToLLVMIRTranslations(registry);
   // Bufferization, tiling and convert-to-llvm interfaces used by lowering.
   mlir::registerAllExtensions(registry);
   // Bufferization / deallocation models used by pipeopt-lower-to-llvm.

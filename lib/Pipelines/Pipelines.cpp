@@ -26,6 +26,9 @@
 #include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/ControlFlow/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
 #include "mlir/Dialect/MLProgram/Transforms/BufferizableOpInterfaceImpl.h"
@@ -126,8 +129,8 @@ void pipeopt::addTosaToLinalgPasses(OpPassManager &pm) {
   fpm.addPass(createTosaToTensorPass());
 }
 
-void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
-                                       const LowerToLLVMOptions &options) {
+void pipeopt::addBufferizedLoweringPasses(
+    OpPassManager &pm, const BufferizedLoweringOptions &options) {
   if (options.tosaToLinalg)
     addTosaToLinalgPasses(pm);
 
@@ -141,6 +144,7 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   toRuntime.manifestPath = options.manifest;
   toRuntime.microbatchArgs.assign(options.microbatchArgs.begin(),
                                   options.microbatchArgs.end());
+  toRuntime.target = options.target;
   pm.addPass(createConvertPipeToRuntimePass(toRuntime));
 
   // Drop functions and globals (e.g. an unused ml_program.global seed) that
@@ -158,7 +162,9 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   }
 
   // Out-of-range gather indices are run-time errors, not wild reads.
-  pm.addPass(createCheckGatherIndicesPass());
+  CheckGatherIndicesPassOptions gather;
+  gather.target = options.target;
+  pm.addPass(createCheckGatherIndicesPass(gather));
 
   // math.erf / erfc have no LLVM lowering.
   ExpandMathPassOptions math;
@@ -191,6 +197,19 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Ownership-based deallocation, so that repeated iterations (one call of
   // an entry point each) do not leak, also on the early-return error paths.
   bufferization::buildBufferDeallocationPipeline(pm);
+}
+
+void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                       const LowerToLLVMOptions &options) {
+  BufferizedLoweringOptions front;
+  front.manifest = options.manifest;
+  front.microbatchArgs.assign(options.microbatchArgs.begin(),
+                              options.microbatchArgs.end());
+  front.tosaToLinalg = options.tosaToLinalg;
+  front.fuse = options.fuse;
+  front.approximateMath = options.approximateMath;
+  front.target = "cpu";
+  addBufferizedLoweringPasses(pm, front);
 
   // Contractions and convolutions -> calls of the runtime's BLAS kernels.
   if (options.kernels)
@@ -213,6 +232,102 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertToLLVMPass());
 
   // Remove the casts the partial conversions left behind.
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+//===----------------------------------------------------------------------===//
+// pipeopt-lower-to-cuda
+//===----------------------------------------------------------------------===//
+
+std::string pipeopt::defaultCUDAToolkitPath() {
+#ifdef PIPEOPT_CUDA_TOOLKIT_DIR
+  return PIPEOPT_CUDA_TOOLKIT_DIR;
+#else
+  return "";
+#endif
+}
+
+bool pipeopt::haveCUDA() {
+#ifdef PIPEOPT_HAVE_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
+                                       const LowerToCUDAOptions &options) {
+  BufferizedLoweringOptions front;
+  front.manifest = options.manifest;
+  front.microbatchArgs.assign(options.microbatchArgs.begin(),
+                              options.microbatchArgs.end());
+  front.tosaToLinalg = options.tosaToLinalg;
+  front.fuse = options.fuse;
+  front.approximateMath = options.approximateMath;
+  front.target = "cuda";
+  addBufferizedLoweringPasses(pm, front);
+
+  // Contractions and convolutions -> cuBLAS / cuDNN through
+  // pipeopt_rt_gpu_matmul / conv2d (libpipeopt_rt_cuda.so).
+  if (options.kernels) {
+    ConvertLinalgToRuntimeKernelsPassOptions kernels;
+    kernels.target = "cuda";
+    pm.addPass(createConvertLinalgToRuntimeKernelsPass(kernels));
+  }
+
+  // Every buffer in device memory; reductions to scalars get a parallel
+  // loop of one iteration (a one-thread kernel).
+  pm.addPass(createBuffersToGpuPass());
+
+  // Linalg -> scf.parallel (reductions inside as scf.for) -> tiles -> GPU
+  // blocks x threads (TOOLCHAIN.md Q4, trap 6: tile first).
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
+                                 options.tileSizes.end());
+  if (tileSizes.empty())
+    tileSizes = {8, 32};
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(tileSizes));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createGpuKernelOutliningPass());
+
+  // The host side may only allocate, copy, launch and call the runtime.
+  pm.addPass(createCheckGpuHostPass());
+
+  // Trap 2: synchronous gpu.alloc / memcpy / dealloc are only lowered in
+  // async form. All of them end up on the rank's one compute stream
+  // (mgpuStreamCreate of libpipeopt_rt_cuda.so).
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+
+  // Host and device: structured control flow, views, affine (trap 4).
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+
+  // Kernels -> NVVM -> fatbin (cubin for `chip` + PTX), embedded as a
+  // gpu.binary; trap 1: PTX >= 7.8 for sm_90.
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = options.features;
+  target.optLevel = options.ptxOptLevel;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  gpm.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpm.addPass(createCanonicalizerPass());
+  gpm.addPass(createCSEPass());
+  gpm.addPass(createReconcileUnrealizedCastsPass());
+
+  // Host: gpu.* -> mgpu* calls, then the fatbin.
+  pm.addPass(createGpuToLLVMConversionPass());
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = "fatbin";
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+
+  // Everything else on the host -> LLVM (runtime ABI through the
+  // _mlir_ciface_ wrappers, as on the CPU).
+  pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -257,4 +372,11 @@ void pipeopt::registerPipeoptPipelines() {
       "dialect for the CPU: TOSA -> linalg, convert-pipe-to-runtime, "
       "bufferization (destination-passing), deallocation, loops, LLVM",
       buildLowerToLLVMPipeline);
+  PassPipelineRegistration<LowerToCUDAOptions>(
+      "pipeopt-lower-to-cuda",
+      "Lower a scheduled module to LLVM dialect for --target=cuda: the front "
+      "part of pipeopt-lower-to-llvm, contractions and convolutions as "
+      "cuBLAS/cuDNN calls, every buffer in device memory, the rest as GPU "
+      "kernels (NVVM, fatbin embedded in the host module)",
+      buildLowerToCUDAPipeline);
 }

@@ -9,10 +9,13 @@
 //      program (--reference; with --train over the training step @f_grad
 //      that pipe-differentiate derives), or run the front half
 //      (pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule);
-//   3. run pipeopt-lower-to-llvm in-process (writes the manifest);
+//   3. run pipeopt-lower-to-llvm (--target=cuda: pipeopt-lower-to-cuda, which
+//      also builds the kernels' fatbin with the CUDA toolkit) in-process
+//      (writes the manifest);
 //   4. translate to LLVM IR, optimize (-O3 by default) and emit an object
 //      for the host, in-process;
-//   5. link it into a shared object with the C compiler.
+//   5. link it into a shared object with the C compiler (--target=cuda:
+//      against libpipeopt_rt_cuda.so, libcudart and libcublas).
 //
 // Before step 1, every output path is checked: it must be in an existing
 // directory and name neither the input nor another output.
@@ -63,6 +66,14 @@ namespace cl = llvm::cl;
 #endif
 #ifndef PIPEOPT_LLVM_LIB_DIR
 #define PIPEOPT_LLVM_LIB_DIR "/usr/lib/llvm-22/lib"
+#endif
+// Where libpipeopt_rt_cuda.so is built, and the CUDA toolkit's libraries
+// (configured paths; both are the RUNPATH of a --target=cuda model).
+#ifndef PIPEOPT_RUNTIME_LIB_DIR
+#define PIPEOPT_RUNTIME_LIB_DIR ""
+#endif
+#ifndef PIPEOPT_CUDA_LIB_DIR
+#define PIPEOPT_CUDA_LIB_DIR ""
 #endif
 
 static cl::OptionCategory category("pipeopt-compile options");
@@ -215,10 +226,22 @@ static cl::opt<std::string> ccPath("cc", cl::desc("C compiler used to link"),
                                    cl::cat(category));
 static cl::opt<bool> kernels(
     "kernels",
-    cl::desc("Call the runtime's BLAS kernels (OpenBLAS) for f32/f64 "
-             "contractions and convolutions (default; =false: naive loops, "
-             "for comparisons)"),
+    cl::desc("Call the runtime's BLAS kernels (OpenBLAS; --target=cuda: "
+             "cuBLAS / cuDNN) for f32/f64 contractions and convolutions "
+             "(default; =false: naive loops or generated kernels, for "
+             "comparisons)"),
     cl::init(true), cl::cat(category));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Where stage bodies run: cpu (default) or cuda (GPU kernels "
+             "and cuBLAS/cuDNN calls, every buffer in device memory; the "
+             ".so needs libpipeopt_rt_cuda.so; docs/CUDA-compile.md)"),
+    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("--target=cuda: GPU architecture of the kernels' cubin "
+             "(default sm_90; the fatbin also carries PTX for it)"),
+    cl::init("sm_90"), cl::cat(category));
 static cl::opt<bool>
     fuse("fuse",
          cl::desc("Fuse element-wise linalg chains before bufferization "
@@ -820,6 +843,19 @@ int main(int argc, char **argv) {
       schedule = "1f1b";
   }
 
+  if (target != "cpu" && target != "cuda")
+    return fail("--target: expected cpu or cuda, got '" + target + "'");
+  if (target == "cuda" && !pipeopt::haveCUDA())
+    return fail("--target=cuda: pipeopt was built without CUDA: the toolkit "
+                "was not found at configure time (install it, e.g. in "
+                "/usr/local/cuda, and configure again)");
+  if (target != "cuda" && cudaArch.getNumOccurrences())
+    return fail("--cuda-arch applies only to --target=cuda");
+  if (target == "cuda" &&
+      !llvm::StringRef(cudaArch.getValue()).starts_with("sm_"))
+    return fail("--cuda-arch: expected an architecture such as sm_90, got '" +
+                cudaArch + "'");
+
   if (optLevel > 3)
     return fail("-O: expected an optimization level 0, 1, 2 or 3, got " +
                 Twine(optLevel.getValue()));
@@ -1189,20 +1225,33 @@ int main(int argc, char **argv) {
   auto finished = [&] { return succeeded(pendingManifest.commit()) ? 0 : 1; };
   {
     PassManager pm(&context, ModuleOp::getOperationName());
-    pipeopt::LowerToLLVMOptions options;
     FailureOr<std::string> manifestPath =
         pendingManifest.start(manifestFile.getValue());
     if (failed(manifestPath))
       return 1;
-    options.manifest = *manifestPath;
-    options.microbatchArgs = llvm::ArrayRef<std::string>(
-        std::vector<std::string>(microbatchArgs.begin(), microbatchArgs.end()));
-    options.kernels = kernels;
-    options.fuse = fuse;
-    options.approximateMath = approximateMath;
-    pipeopt::buildLowerToLLVMPipeline(pm, options);
+    std::vector<std::string> mbArgs(microbatchArgs.begin(),
+                                    microbatchArgs.end());
+    // Both pipelines take the same front options.
+    auto common = [&](auto &options) {
+      options.manifest = *manifestPath;
+      options.microbatchArgs = llvm::ArrayRef<std::string>(mbArgs);
+      options.kernels = kernels;
+      options.fuse = fuse;
+      options.approximateMath = approximateMath;
+    };
+    if (target == "cuda") {
+      pipeopt::LowerToCUDAOptions options;
+      common(options);
+      options.chip = cudaArch.getValue();
+      pipeopt::buildLowerToCUDAPipeline(pm, options);
+    } else {
+      pipeopt::LowerToLLVMOptions options;
+      common(options);
+      pipeopt::buildLowerToLLVMPipeline(pm, options);
+    }
     if (failed(pm.run(*module)))
-      return fail("pipeopt-lower-to-llvm failed");
+      return fail(target == "cuda" ? "pipeopt-lower-to-cuda failed"
+                                   : "pipeopt-lower-to-llvm failed");
   }
   timer.done("lower");
   if (saveTemps || emit == Emit::LLVMDialect) {
@@ -1264,9 +1313,24 @@ int main(int argc, char **argv) {
     return finished();
 
   // --- Link -----------------------------------------------------------------
+  // A cuda model calls the mgpu* functions and pipeopt_rt_gpu_* kernels of
+  // libpipeopt_rt_cuda.so, which runs them with the CUDA runtime and cuBLAS:
+  // all three are NEEDED (even the ones the model references no symbol of)
+  // and found through the model's RUNPATH.
+  std::vector<std::string> extraLinkArgs;
+  if (target == "cuda")
+    extraLinkArgs = {"-Wl,--no-as-needed",
+                     "-L" PIPEOPT_RUNTIME_LIB_DIR,
+                     "-lpipeopt_rt_cuda",
+                     "-L" PIPEOPT_CUDA_LIB_DIR,
+                     "-lcudart",
+                     "-lcublas",
+                     "-Wl,--enable-new-dtags",
+                     "-Wl,-rpath," PIPEOPT_RUNTIME_LIB_DIR,
+                     "-Wl,-rpath," PIPEOPT_CUDA_LIB_DIR};
   llvm::Error linked = pipeopt::codegen::linkSharedLibrary(
       objPath, outputFile, ccPath,
-      pipeopt::codegen::needsCRunnerUtils(*llvmModule));
+      pipeopt::codegen::needsCRunnerUtils(*llvmModule), extraLinkArgs);
   if (!saveTemps)
     llvm::sys::fs::remove(objPath);
   if (linked)

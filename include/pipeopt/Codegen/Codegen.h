@@ -83,7 +83,8 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// Links the object `objectPath` into the shared library `outputPath` with
 /// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o
 /// OUT OBJ [-lmlir_c_runner_utils with an rpath to LLVM's library
-/// directory] -lm`. Errors: "C compiler '<cc>' not found (use --cc)";
+/// directory] -lm EXTRA...` (`extraArgs`: further libraries and linker
+/// flags, after the object). Errors: "C compiler '<cc>' not found (use --cc)";
 /// "linking <out> failed (<cc>): <reason>" when it exits non-zero;
 /// "linking <out>: the C compiler exited 0 but wrote no <out> (<cc>)" when
 /// it leaves no file (or an empty regular file). An existing regular file
@@ -91,7 +92,8 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// never passes for it (a device such as /dev/null is left alone).
 llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               llvm::StringRef outputPath, llvm::StringRef cc,
-                              bool withCRunnerUtils);
+                              bool withCRunnerUtils,
+                              llvm::ArrayRef<std::string> extraArgs = {});
 
 } // namespace codegen
 } // namespace pipeopt

@@ -105,6 +105,10 @@ def ConvertPipeToRuntimePass
   let options = [
     Option<"manifestPath", "manifest", "std::string", /*default=*/"\"\"",
            "Write the runtime manifest JSON to this file (nothing if empty)">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "Code generation target the manifest names: cpu (no \"target\" "
+           "key) or cuda (\"target\": \"cuda\": every buffer the program "
+           "passes to the runtime is device memory)">,
     ListOption<"microbatchArgs", "microbatch-args", "std::string",
            "Model arguments that differ per microbatch: 'auto' (the "
            "default; also an empty list: arguments "
@@ -218,7 +222,18 @@ def CheckGatherIndicesPass
     the bad index) and a clamped index is read instead, so that no memory
     outside the tensor is touched. Indices derived only from loop indices
     are in range by construction and are not checked.
+
+    With `target=cuda` the gather runs inside a GPU kernel, which cannot
+    call the host runtime: the index is clamped the same way, but not
+    reported (a bad index reads the nearest element of the dimension
+    instead of failing the run). An unknown `target` is an error at the
+    module.
   }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu: report and clamp bad indices; cuda: clamp only (device "
+           "code has no runtime to report to)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
@@ -256,10 +271,22 @@ def ConvertLinalgToRuntimeKernelsPass
     Contractions whose static iteration space has fewer than `min-flops`
     floating-point operations (2 x M x N x K) keep their loops too: there a
     library call costs more than it saves.
+
+    With `target=cuda` the same ops (matched by the same rules) become
+    calls of `pipeopt_rt_gpu_matmul_<T>` / `pipeopt_rt_gpu_conv2d_<T>`
+    instead: the same operands and semantics on device memory, run with
+    cuBLAS / cuDNN on the calling rank's compute stream
+    (libpipeopt_rt_cuda.so). In both cases every operand must be in the
+    default memory space (0): on the CPU that is host memory; a cuda build
+    allocates every buffer of the program with `gpu.alloc`, whose memrefs
+    are in space 0 too. An unknown `target` is an error at the module.
   }];
   let options = [
     Option<"minFlops", "min-flops", "int64_t", /*default=*/"4096",
            "Smallest static contraction (FLOP) sent to the library">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu: pipeopt_rt_matmul / conv2d (host memory, OpenBLAS); cuda: "
+           "pipeopt_rt_gpu_matmul / conv2d (device memory, cuBLAS / cuDNN)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
@@ -269,6 +296,82 @@ def ConvertLinalgToRuntimeKernelsPass
     Statistic<"numMatmuls", "num-matmuls", "Contractions sent to the library">,
     Statistic<"numConvs", "num-convs", "Convolutions sent to the library">,
   ];
+}
+
+//===----------------------------------------------------------------------===//
+// GPU code generation of stage bodies (pipeopt-lower-to-cuda, in flow order)
+//===----------------------------------------------------------------------===//
+
+def BuffersToGpuPass : Pass<"pipeopt-buffers-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Put every buffer of a --target=cuda build in device memory.";
+  let description = [{
+    Runs on bufferized code after buffer deallocation and
+    `convert-linalg-to-runtime-kernels{target=cuda}`, before the linalg ops
+    are lowered to parallel loops and GPU kernels (pipeopt-lower-to-cuda).
+    It implements the memory model of a cuda build: every memref the
+    generated code allocates is device memory.
+
+    * `memref.alloc` -> `gpu.alloc` (same type, dynamic sizes and symbols;
+      the alignment is dropped: device allocations are 256-byte aligned);
+      `memref.dealloc` -> `gpu.dealloc`.
+    * `memref.alloca` directly in an allocation scope (a function body, a
+      `memref.alloca_scope`) -> `gpu.alloc` plus a `gpu.dealloc` before the
+      scope's terminator. An alloca nested deeper is an error at the op.
+    * `memref.copy` between identity-layout memrefs of one shape ->
+      `gpu.memcpy` (one contiguous device-to-device copy); any other copy
+      (strided views) -> `linalg.copy`, which becomes a copy kernel.
+    * `memref.get_global` (the constants of the model: bufferized
+      `arith.constant` tensors, which stay host globals) -> one device copy
+      per global and function, made at the top of the function
+      (`gpu.alloc` + `gpu.memcpy` from the host global) and freed before
+      every `func.return`. A global of dynamic shape or non-identity
+      layout is an error at the op.
+    * A linalg op on buffers without a parallel loop dimension (a reduction
+      to a scalar, a 0-d op) outside any `scf.parallel` is wrapped in a
+      one-iteration `scf.parallel`, so that it becomes a one-thread kernel
+      instead of a host loop over device memory.
+
+    Ops inside `gpu.module`s and nested modules are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+  let statistics = [
+    Statistic<"numAllocs", "num-allocs", "Allocations moved to the device">,
+    Statistic<"numMemcpys", "num-memcpys", "Copies made gpu.memcpy">,
+    Statistic<"numCopyKernels", "num-copy-kernels",
+              "Strided copies made linalg.copy kernels">,
+    Statistic<"numSerialKernels", "num-serial-kernels",
+              "Linalg ops without parallel dimensions made one-thread "
+              "kernels">,
+  ];
+}
+
+def CheckGpuHostPass : Pass<"pipeopt-check-gpu-host", "::mlir::ModuleOp"> {
+  let summary = "Reject host code of a --target=cuda build that the host "
+                "cannot run.";
+  let description = [{
+    Runs after `gpu-kernel-outlining` in pipeopt-lower-to-cuda. In a cuda
+    build every buffer is device memory (pipeopt-buffers-to-gpu), so the
+    host side of the program (entry points, stage functions outside their
+    kernels) may only allocate and free (`gpu.alloc` / `gpu.dealloc`),
+    copy (`gpu.memcpy`), launch kernels (`gpu.launch_func`), call the
+    functions of the model and the runtime ABI (`pipeopt_rt_*`, including
+    the device kernels `pipeopt_rt_gpu_*`), and compute on scalars. The
+    `gpu.*` ops become the `mgpu*` calls of libpipeopt_rt_cuda.so.
+
+    Errors, at the op, each saying that --target=cuda cannot run it on the
+    host: a `memref.load` / `store` / atomic or a `vector` load, store or
+    transfer on a memref that is not a host global (the typical case is
+    data-dependent host control flow: an `scf.if` or `scf.while` whose
+    condition is read from a tensor); a `func.call` of an external function
+    that is not in the runtime ABI (e.g. a libm function outside a kernel);
+    a `memref.alloc` / `alloca` / `copy` / `dealloc` or `gpu.launch` left
+    (pipeopt-buffers-to-gpu or gpu-kernel-outlining did not run). Every
+    such op is reported, then the pass fails.
+  }];
 }
 
 #endif // PIPEOPT_CONVERSION_PASSES_TD

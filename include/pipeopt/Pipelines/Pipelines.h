@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassOptions.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir {
 class DialectRegistry;
@@ -153,6 +154,30 @@ struct LowerToLLVMOptions
       llvm::cl::init(false)};
 };
 
+/// The options of the front part that pipeopt-lower-to-llvm and
+/// pipeopt-lower-to-cuda share (addBufferizedLoweringPasses); each is the
+/// option of the same name of those pipelines.
+struct BufferizedLoweringOptions {
+  std::string manifest;
+  std::vector<std::string> microbatchArgs;
+  bool tosaToLinalg = true;
+  bool fuse = true;
+  bool approximateMath = false;
+  /// "cpu" or "cuda": convert-pipe-to-runtime's manifest "target" and
+  /// pipeopt-check-gather-indices' (cuda: clamp without reporting).
+  std::string target = "cpu";
+};
+
+/// Adds the part of the lowering both targets share, up to bufferized,
+/// deallocated memref code (anchored on builtin.module): TOSA -> linalg
+/// (with `tosaToLinalg`), elementwise-to-linalg, convert-pipe-to-runtime
+/// (writes the manifest), symbol-dce, canonicalize, element-wise fusion
+/// (with `fuse`), gather index checks, math expansion, copies of aliased
+/// results, one-shot bufferization with destination-passing stage
+/// functions, and ownership-based buffer deallocation.
+void addBufferizedLoweringPasses(mlir::OpPassManager &pm,
+                                 const BufferizedLoweringOptions &options);
+
 /// Adds the TOSA -> linalg / arith / tensor lowering of every func.func to
 /// `pm` (anchored on builtin.module): tosa-to-linalg-named, tosa-to-linalg,
 /// tosa-to-arith, tosa-to-tensor. Linalg input passes through unchanged.
@@ -171,6 +196,91 @@ void addTosaToLinalgPasses(mlir::OpPassManager &pm);
 /// `pipeopt_rank_<r>` (docs/Runtime.md). Pipeline recipe: TOOLCHAIN.md Q2/Q3.
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
                               const LowerToLLVMOptions &options);
+
+//===----------------------------------------------------------------------===//
+// pipeopt-lower-to-cuda
+//===----------------------------------------------------------------------===//
+
+/// The CUDA toolkit directory found at configure time, or "" if pipeopt was
+/// configured without one.
+std::string defaultCUDAToolkitPath();
+
+/// True if pipeopt was configured with a CUDA toolkit (PIPEOPT_HAVE_CUDA):
+/// only then can pipeopt-compile link --target=cuda builds.
+bool haveCUDA();
+
+/// Options of `pipeopt-lower-to-cuda`. `toolkit` defaults to the CUDA
+/// toolkit found at configure time (PIPEOPT_CUDA_TOOLKIT_DIR; empty when
+/// there was none: gpu-module-to-binary then looks at CUDA_HOME /
+/// CUDA_PATH / PATH).
+struct LowerToCUDAOptions
+    : public mlir::PassPipelineOptions<LowerToCUDAOptions> {
+  Option<std::string> manifest{
+      *this, "manifest",
+      llvm::cl::desc("Write the runtime manifest JSON to this file (with "
+                     "\"target\": \"cuda\")"),
+      llvm::cl::init("")};
+  ListOption<std::string> microbatchArgs{
+      *this, "microbatch-args",
+      llvm::cl::desc("Model arguments that differ per microbatch (see "
+                     "convert-pipe-to-runtime)")};
+  Option<bool> tosaToLinalg{
+      *this, "tosa-to-linalg",
+      llvm::cl::desc("Lower TOSA ops to linalg/arith/tensor first"),
+      llvm::cl::init(true)};
+  Option<bool> kernels{
+      *this, "kernels",
+      llvm::cl::desc("f32/f64 contractions and 2-D convolutions as calls "
+                     "of pipeopt_rt_gpu_matmul / conv2d (cuBLAS / cuDNN); "
+                     "off: generated kernels"),
+      llvm::cl::init(true)};
+  Option<bool> fuse{*this, "fuse",
+                    llvm::cl::desc("Fuse element-wise linalg chains "
+                                   "(pipeopt-fuse-elementwise)"),
+                    llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("pipeopt-expand-math approximate-all"),
+      llvm::cl::init(false)};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("GPU architecture of the cubin (nvvm-attach-target)"),
+      llvm::cl::init("sm_90")};
+  Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features; sm_90 needs PTX >= 7.8 (TOOLCHAIN.md "
+                     "Q4, trap 1)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("CUDA toolkit directory whose ptxas and fatbinary "
+                     "build the kernels (gpu-module-to-binary)"),
+      llvm::cl::init(defaultCUDAToolkitPath())};
+  Option<unsigned> ptxOptLevel{
+      *this, "ptx-opt-level",
+      llvm::cl::desc("Optimization level of the kernels (0-3)"),
+      llvm::cl::init(2)};
+  ListOption<int64_t> tileSizes{
+      *this, "tile-sizes",
+      llvm::cl::desc("Tile sizes of the innermost parallel loops "
+                     "(scf-parallel-loop-tiling) = threads per block in "
+                     "each mapped dimension; default 8,32")};
+};
+
+/// Adds the --target=cuda lowering of a scheduled module to LLVM dialect:
+/// the shared front part (addBufferizedLoweringPasses with target cuda),
+/// contractions and convolutions as pipeopt_rt_gpu_* calls
+/// (convert-linalg-to-runtime-kernels target=cuda, with `kernels`),
+/// pipeopt-buffers-to-gpu, linalg -> parallel loops -> tiles -> GPU
+/// launches -> outlined kernels, pipeopt-check-gpu-host, gpu-async-region,
+/// scf -> cf, expand-strided-metadata, lower-affine, NVVM, gpu-to-llvm,
+/// gpu-module-to-binary (fatbin of `chip` + PTX, with the toolkit's ptxas
+/// and fatbinary) and convert-to-llvm. The host code calls the runtime ABI,
+/// the pipeopt_rt_gpu_* kernels and the mgpu* functions of
+/// libpipeopt_rt_cuda.so (TOOLCHAIN.md Q4); every buffer it passes is
+/// device memory. `pm` must be anchored on builtin.module.
+void buildLowerToCUDAPipeline(mlir::OpPassManager &pm,
+                              const LowerToCUDAOptions &options);
 
 //===----------------------------------------------------------------------===//
 // Registration

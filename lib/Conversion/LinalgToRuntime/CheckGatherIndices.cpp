@@ -36,6 +36,13 @@ struct CheckGatherIndicesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (target != "cpu" && target != "cuda") {
+      emitError(module.getLoc())
+          << "unknown target '" << target << "' (expected cpu or cuda)";
+      return signalPassFailure();
+    }
+    // Device code (target=cuda) has no runtime to report to: clamp only.
+    bool report = target == "cpu";
     SymbolTable symbols(module);
     pipeopt::RuntimeDecls decls(module, symbols);
     // Ops of nested modules are left to a run on those modules (the
@@ -58,28 +65,12 @@ struct CheckGatherIndicesPass
                          << ", which is empty: every index is out of range";
           return signalPassFailure();
         }
-        FailureOr<func::FuncOp> report =
-            decls.get(loc, "pipeopt_rt_index_error", Type());
-        if (failed(report))
-          return signalPassFailure();
         OpBuilder b(op);
         Value size = tensor::DimOp::create(b, loc, op.getTensor(), dim);
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
         Value one = arith::ConstantIndexOp::create(b, loc, 1);
-        Value negative = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::slt, index, zero);
-        Value tooLarge = arith::CmpIOp::create(
-            b, loc, arith::CmpIPredicate::sge, index, size);
-        Value bad = arith::OrIOp::create(b, loc, negative, tooLarge);
-        scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location l) {
-          auto i64 = tb.getI64Type();
-          Value index64 = arith::IndexCastOp::create(tb, l, i64, index);
-          Value size64 = arith::IndexCastOp::create(tb, l, i64, size);
-          Value dim64 = arith::ConstantIntOp::create(tb, l, int64_t(dim), 64);
-          func::CallOp::create(tb, l, *report,
-                               ValueRange{index64, size64, dim64});
-          scf::YieldOp::create(tb, l);
-        });
+        if (report && failed(emitReport(b, loc, decls, index, size, zero, dim)))
+          return signalPassFailure();
         Value last = arith::SubIOp::create(b, loc, size, one);
         Value clamped = arith::MaxSIOp::create(
             b, loc, arith::MinSIOp::create(b, loc, index, last), zero);
@@ -87,6 +78,31 @@ struct CheckGatherIndicesPass
         ++numChecks;
       }
     }
+  }
+
+  /// `if (index < 0 || index >= size) pipeopt_rt_index_error(index, size,
+  /// dim)` at `b`'s insertion point.
+  static LogicalResult emitReport(OpBuilder &b, Location loc,
+                                  pipeopt::RuntimeDecls &decls, Value index,
+                                  Value size, Value zero, size_t dim) {
+    FailureOr<func::FuncOp> report =
+        decls.get(loc, "pipeopt_rt_index_error", Type());
+    if (failed(report))
+      return failure();
+    Value negative =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+    Value tooLarge =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, index, size);
+    Value bad = arith::OrIOp::create(b, loc, negative, tooLarge);
+    scf::IfOp::create(b, loc, bad, [&](OpBuilder &tb, Location l) {
+      auto i64 = tb.getI64Type();
+      Value index64 = arith::IndexCastOp::create(tb, l, i64, index);
+      Value size64 = arith::IndexCastOp::create(tb, l, i64, size);
+      Value dim64 = arith::ConstantIntOp::create(tb, l, int64_t(dim), 64);
+      func::CallOp::create(tb, l, *report, ValueRange{index64, size64, dim64});
+      scf::YieldOp::create(tb, l);
+    });
+    return success();
   }
 };
 

@@ -57,7 +57,8 @@ bool hasKernelOperands(linalg::LinalgOp op) {
   Type element;
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<MemRefType>(operand.get().getType());
-    // The runtime reads host memory (memory space 0) only.
+    // One address space: host memory on the CPU, the gpu.alloc'ed device
+    // memory of a cuda build (both memory space 0).
     if (!type || (element && type.getElementType() != element) ||
         type.getMemorySpace())
       return false;
@@ -209,6 +210,16 @@ struct ConvertLinalgToRuntimeKernelsPass
 
 void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
+  if (target != "cpu" && target != "cuda") {
+    emitError(module.getLoc()) << "unknown target '" << target
+                               << "' (expected cpu or cuda)";
+    return signalPassFailure();
+  }
+  // The same kernels under the device ABI's names (RuntimeFunctions.def,
+  // PIPEOPT_RT_GPU_FLOAT_FN).
+  bool cuda = target == "cuda";
+  StringRef matmulFn = cuda ? "pipeopt_rt_gpu_matmul" : "pipeopt_rt_matmul";
+  StringRef convFn = cuda ? "pipeopt_rt_gpu_conv2d" : "pipeopt_rt_conv2d";
   SymbolTable symbols(module);
   pipeopt::RuntimeDecls decls(module, symbols);
 
@@ -252,13 +263,13 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
 
   for (linalg::LinalgOp op : ops) {
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
-      if (failed(replaceWithCall(op, "pipeopt_rt_matmul",
+      if (failed(replaceWithCall(op, matmulFn,
                                  {m->lhs, m->rhs, m->out},
                                  {m->transLhs, m->transRhs})))
         return signalPassFailure();
       ++numMatmuls;
     } else if (FailureOr<ConvCall> c = matchConv(op); succeeded(c)) {
-      if (failed(replaceWithCall(op, "pipeopt_rt_conv2d",
+      if (failed(replaceWithCall(op, convFn,
                                  {op.getDpsInputOperand(0)->get(),
                                   op.getDpsInputOperand(1)->get(),
                                   op.getDpsInitOperand(0)->get()},

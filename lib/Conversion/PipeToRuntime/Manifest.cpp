@@ -37,9 +37,13 @@ static llvm::json::Array shapeJson(RankedTensorType type) {
 
 llvm::json::Value
 pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
-                                       const MicrobatchPolicy &policy) {
+                                       const MicrobatchPolicy &policy,
+                                       StringRef target) {
   llvm::json::Object root;
   root[manifest::kFormatVersion] = 1;
+  // CPU builds keep the manifest of before the key existed.
+  if (target != "cpu")
+    root[manifest::kTarget] = target.str();
   root[manifest::kNumRanks] = m.numRanks;
   root[manifest::kNumStages] = m.numStages;
   root[manifest::kNumMicrobatches] = m.numMicrobatches;
@@ -164,12 +168,12 @@ pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
 
 LogicalResult pipeopt::pipe_to_runtime::writeManifest(
     ModuleOp module, StringRef path, const LoweringResults &results,
-    const MicrobatchPolicy &policy) {
+    const MicrobatchPolicy &policy, StringRef target) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return module.emitError()
            << "cannot write manifest '" << path << "': " << ec.message();
-  os << llvm::formatv("{0:2}", manifestJson(results, policy)) << "\n";
+  os << llvm::formatv("{0:2}", manifestJson(results, policy, target)) << "\n";
   return success();
 }

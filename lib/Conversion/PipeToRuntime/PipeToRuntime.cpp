@@ -67,6 +67,11 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   FailureOr<MicrobatchPolicy> policy =
       MicrobatchPolicy::parse(microbatchArgs, err);
   SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
+  if (target != "cpu" && target != "cuda") {
+    emitError(module.getLoc()) << "unknown target '" << target
+                               << "' (expected cpu or cuda)";
+    return signalPassFailure();
+  }
   if (failed(policy)) {
     // At the first program: a parsed module often has no location of its own.
     emitError(programs.empty() ? module.getLoc() : programs.front().getLoc())
@@ -126,7 +131,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
 
   // Part 3: the manifest.
   if (!manifestPath.empty() &&
-      failed(writeManifest(module, manifestPath, results, *policy)))
+      failed(writeManifest(module, manifestPath, results, *policy, target)))
     return signalPassFailure();
 }
 

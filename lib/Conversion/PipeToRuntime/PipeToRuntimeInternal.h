@@ -175,14 +175,18 @@ mlir::LogicalResult lowerPrograms(mlir::ModuleOp module,
 /// The manifest JSON of a lowered module (format: docs/Runtime.md; parser:
 /// runtime/lib/Manifest.cpp; keys: runtime/include/pipeopt/runtime/
 /// ManifestKeys.def, shared with the runtime).
+/// `target` is the code generation target: "cuda" is written as the
+/// manifest's "target" key; "cpu" (the default) writes no key.
 llvm::json::Value manifestJson(const LoweringResults &results,
-                               const MicrobatchPolicy &policy);
+                               const MicrobatchPolicy &policy,
+                               llvm::StringRef target = "cpu");
 
 /// Writes manifestJson() to `path`; an error at `module` when the file
 /// cannot be written.
 mlir::LogicalResult writeManifest(mlir::ModuleOp module, llvm::StringRef path,
                                   const LoweringResults &results,
-                                  const MicrobatchPolicy &policy);
+                                  const MicrobatchPolicy &policy,
+                                  llvm::StringRef target = "cpu");
 
 } // namespace pipe_to_runtime
 } // namespace pipeopt

@@ -34,6 +34,9 @@ const RuntimeFnSpec kRuntimeFns[] = {
   {#Name, Instances::FloatDTypes, #Ret, #Params},
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   {#Name, Instances::Untyped, #Ret, #Params},
+// Defined by libpipeopt_rt_cuda.so; same element types as the CPU kernels.
+#define PIPEOPT_RT_GPU_FLOAT_FN(Name, Ret, Params)                             \
+  {#Name, Instances::FloatDTypes, #Ret, #Params},
 #include "pipeopt/runtime/RuntimeFunctions.def"
 };
 

@@ -1,4 +1,7 @@
 // RUN: pipeopt %s -split-input-file -pipeopt-check-gather-indices -verify-diagnostics
+// RUN: pipeopt %s -split-input-file -pipeopt-check-gather-indices=target=cuda -verify-diagnostics
+// RUN: not pipeopt %s -split-input-file -pipeopt-check-gather-indices=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: unknown target 'tpu' (expected cpu or cuda)
 
 func.func @empty_table(%ids: tensor<4xi64>, %table: tensor<0x8xf32>) -> tensor<4x8xf32> {
   %e = tensor.empty() : tensor<4x8xf32>

@@ -1,4 +1,5 @@
 // RUN: pipeopt %s -pipeopt-check-gather-indices | FileCheck %s
+// RUN: pipeopt %s -pipeopt-check-gather-indices=target=cuda | FileCheck %s --check-prefix=CUDA --implicit-check-not=pipeopt_rt_index_error --implicit-check-not=scf.if
 
 // An embedding lookup as torch-mlir writes it: the token id (i64 data) is
 // cast to an index and extracted from the table. The index is compared with
@@ -24,6 +25,17 @@
 // CHECK:   %[[MIN:.*]] = arith.minsi %[[I]], %[[LAST]]
 // CHECK:   %[[CL:.*]] = arith.maxsi %[[MIN]], %[[ZERO]]
 // CHECK:   tensor.extract %arg1[%[[CL]], %[[J]]] : tensor<100x8xf32>
+// target=cuda: the same clamp, nothing reported (device code).
+// CUDA-LABEL: func.func @embedding
+// CUDA:   %[[I:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CUDA:   %[[J:.*]] = linalg.index 1 : index
+// CUDA:   %[[N:.*]] = tensor.dim %arg1, %{{.*}} : tensor<100x8xf32>
+// CUDA:   %[[ZERO:.*]] = arith.constant 0 : index
+// CUDA:   %[[ONE:.*]] = arith.constant 1 : index
+// CUDA:   %[[LAST:.*]] = arith.subi %[[N]], %[[ONE]]
+// CUDA:   %[[MIN:.*]] = arith.minsi %[[I]], %[[LAST]]
+// CUDA:   %[[CL:.*]] = arith.maxsi %[[MIN]], %[[ZERO]]
+// CUDA:   tensor.extract %arg1[%[[CL]], %[[J]]] : tensor<100x8xf32>
 func.func @embedding(%ids: tensor<4xi64>, %table: tensor<100x8xf32>) -> tensor<4x8xf32> {
   %e = tensor.empty() : tensor<4x8xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i)>, affine_map<(i, j) -> (i, j)>],

@@ -1,4 +1,6 @@
 // RUN: pipeopt %s -split-input-file -convert-linalg-to-runtime-kernels -verify-diagnostics
+// RUN: not pipeopt %s -split-input-file -convert-linalg-to-runtime-kernels=target=tpu 2>&1 | FileCheck %s --check-prefix=TARGET
+// TARGET: error: unknown target 'tpu' (expected cpu or cuda)
 
 // A symbol of the runtime ABI that the module defines with another type.
 func.func private @pipeopt_rt_matmul_f32(memref<*xf32>) -> i32

@@ -1,5 +1,6 @@
 // RUN: pipeopt %s -convert-linalg-to-runtime-kernels | FileCheck %s
 // RUN: pipeopt %s -convert-linalg-to-runtime-kernels="min-flops=100000000" | FileCheck %s --check-prefix=BIG
+// RUN: pipeopt %s -convert-linalg-to-runtime-kernels="target=cuda" | FileCheck %s --check-prefix=CUDA --implicit-check-not=@pipeopt_rt_matmul_f32 --implicit-check-not=@pipeopt_rt_conv2d_f32
 
 // Contractions and convolutions on memrefs become calls of the runtime's
 // library kernels with the right transposition flags and layout codes, each
@@ -18,6 +19,10 @@
 // CHECK-NOT: linalg.matmul
 // BIG-LABEL: func.func @matmul
 // BIG: linalg.matmul
+// target=cuda: the same match, the device kernels' names (the CPU ones are
+// not declared).
+// CUDA-LABEL: func.func @matmul
+// CUDA: call @pipeopt_rt_gpu_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64) -> i32
 func.func @matmul(%a: memref<16x32xf32>, %b: memref<32x8xf32>, %c: memref<16x8xf32>) {
   linalg.matmul ins(%a, %b : memref<16x32xf32>, memref<32x8xf32>) outs(%c : memref<16x8xf32>)
   return
@@ -167,3 +172,6 @@ func.func @convs(%i0: memref<1x3x9x9xf32>, %f0: memref<4x3x3x3xf32>, %o0: memref
 // CHECK-DAG: func.func private @pipeopt_rt_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @pipeopt_rt_matmul_f64(memref<*xf64>, memref<*xf64>, memref<*xf64>, i64, i64) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @pipeopt_rt_conv2d_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64, i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+
+// CUDA-DAG: func.func private @pipeopt_rt_gpu_matmul_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+// CUDA-DAG: func.func private @pipeopt_rt_gpu_conv2d_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, i64, i64, i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
