@@ -48,6 +48,9 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/TargetParser/Triple.h"
 
 using namespace mlir;
 
@@ -255,6 +258,33 @@ bool pipeopt::haveCUDA() {
 #endif
 }
 
+// LLVM's NVPTX target (linked through MLIR's NVVM target); initializing it
+// twice is harmless.
+extern "C" void LLVMInitializeNVPTXTargetInfo();
+extern "C" void LLVMInitializeNVPTXTargetMC();
+
+llvm::Error pipeopt::checkCUDAChip(llvm::StringRef chip) {
+  LLVMInitializeNVPTXTargetInfo();
+  LLVMInitializeNVPTXTargetMC();
+  llvm::Triple triple("nvptx64-nvidia-cuda");
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("cannot check the GPU architecture '" +
+                                   chip + "': " + error);
+  // Created for the generic processor: created for `chip`, it would warn
+  // about an unknown one.
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(chip))
+    return llvm::createStringError(
+        "'" + chip +
+        "' is not a GPU architecture LLVM's NVPTX backend knows (expected "
+        "sm_<major><minor>, e.g. sm_80, sm_90, sm_90a)");
+  return llvm::Error::success();
+}
+
 void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
                                        const LowerToCUDAOptions &options) {
   BufferizedLoweringOptions front;
@@ -280,16 +310,24 @@ void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createBuffersToGpuPass());
 
   // Linalg -> scf.parallel (reductions inside as scf.for) -> tiles -> GPU
-  // blocks x threads (TOOLCHAIN.md Q4, trap 6: tile first).
+  // blocks x threads (TOOLCHAIN.md Q4, trap 6: tile first). The intra-tile
+  // loops get the tile size as their bound and an scf.if guard
+  // (no-min-max-bounds): convert-parallel-loops-to-gpu needs a bound it can
+  // read as a constant, and the affine.min bounds that tiling makes by
+  // default (of an arith.muli it does not fold) are not, so it left every
+  // loop nest on the host.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   SmallVector<int64_t> tileSizes(options.tileSizes.begin(),
                                  options.tileSizes.end());
   if (tileSizes.empty())
     tileSizes = {8, 32};
-  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(tileSizes));
+  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
+      tileSizes, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // One kernel module: ptxas and fatbinary run once, not once per kernel.
+  pm.addPass(createMergeGpuModulesPass());
 
   // The host side may only allocate, copy, launch and call the runtime.
   pm.addPass(createCheckGpuHostPass());

@@ -855,6 +855,9 @@ int main(int argc, char **argv) {
       !llvm::StringRef(cudaArch.getValue()).starts_with("sm_"))
     return fail("--cuda-arch: expected an architecture such as sm_90, got '" +
                 cudaArch + "'");
+  if (target == "cuda")
+    if (llvm::Error e = pipeopt::checkCUDAChip(cudaArch))
+      return fail("--cuda-arch: " + llvm::toString(std::move(e)));
 
   if (optLevel > 3)
     return fail("-O: expected an optimization level 0, 1, 2 or 3, got " +

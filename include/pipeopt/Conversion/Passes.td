@@ -330,6 +330,13 @@ def BuffersToGpuPass : Pass<"pipeopt-buffers-to-gpu", "::mlir::ModuleOp"> {
       to a scalar, a 0-d op) outside any `scf.parallel` is wrapped in a
       one-iteration `scf.parallel`, so that it becomes a one-thread kernel
       instead of a host loop over device memory.
+    * An outermost host `scf.for` nest without results whose body is only
+      scalar code over buffers (scf loops and branches, arith / math /
+      affine / index ops, `memref.load` / `store`): the gradient of a
+      gather, a scatter-add whose iterations may update one element, is
+      wrapped the same way, so it runs as a one-thread kernel that keeps the
+      order of its iterations. A loop that holds anything else (a linalg
+      op, a call) stays on the host.
 
     Ops inside `gpu.module`s and nested modules are left alone.
   }];
@@ -372,6 +379,37 @@ def CheckGpuHostPass : Pass<"pipeopt-check-gpu-host", "::mlir::ModuleOp"> {
     (pipeopt-buffers-to-gpu or gpu-kernel-outlining did not run). Every
     such op is reported, then the pass fails.
   }];
+}
+
+def MergeGpuModulesPass
+    : Pass<"pipeopt-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Move every kernel of a module into one gpu.module.";
+  let description = [{
+    Runs after `gpu-kernel-outlining` in pipeopt-lower-to-cuda, before
+    `nvvm-attach-target`. The outliner makes one `gpu.module` per kernel,
+    and `gpu-module-to-binary` runs the toolkit's `ptxas` and `fatbinary`
+    once per module: for a real model, hundreds of processes (1,262 for the
+    BERT-base training step, 50 s of its 100 s compile). This pass creates
+    one `gpu.module` (named by `module-name`, renamed if that symbol is
+    taken) where the first kernel module was, moves every symbol of every
+    top-level `gpu.module` into it (a kernel whose name is taken is renamed)
+    and points each `gpu.launch_func` at its kernel's new place. The build
+    then holds one fatbin, `<module-name>_binary`, which the runtime loads
+    once per device.
+
+    A `gpu.module` that already has targets or an offloading handler is an
+    error at that module (it was serialized for its own target). With fewer
+    than two kernel modules the pass does nothing.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string",
+           /*default=*/"\"pipeopt_kernels\"",
+           "Name of the merged gpu.module">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let statistics = [
+    Statistic<"numMerged", "num-merged", "Kernel modules merged">,
+  ];
 }
 
 #endif // PIPEOPT_CONVERSION_PASSES_TD

@@ -14,6 +14,7 @@
 #include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/Pass/PassOptions.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 #include <vector>
@@ -208,6 +209,13 @@ std::string defaultCUDAToolkitPath();
 /// True if pipeopt was configured with a CUDA toolkit (PIPEOPT_HAVE_CUDA):
 /// only then can pipeopt-compile link --target=cuda builds.
 bool haveCUDA();
+
+/// Checks that `chip` (e.g. "sm_90", the `chip` option of
+/// pipeopt-lower-to-cuda and pipeopt-compile's --cuda-arch) is a GPU
+/// architecture LLVM's NVPTX backend knows. Returns an error naming the
+/// value otherwise: NVPTX itself only warns about an unknown processor and
+/// the kernel serialization fails late, once per kernel module.
+llvm::Error checkCUDAChip(llvm::StringRef chip);
 
 /// Options of `pipeopt-lower-to-cuda`. `toolkit` defaults to the CUDA
 /// toolkit found at configure time (PIPEOPT_CUDA_TOOLKIT_DIR; empty when

@@ -90,6 +90,42 @@ Block *allocaScopeBlock(memref::AllocaOp alloca) {
   return nullptr;
 }
 
+/// True if `loop` is a host loop nest of scalar code over buffers (what the
+/// gradient of a gather, a scatter-add, lowers to): every op nested in it is
+/// an scf loop/branch, an arith / math / affine / index op, or a
+/// memref.load / store, and at least one memory access. Such a nest reads
+/// and writes device memory, so it must run as a kernel; its iterations may
+/// depend on each other (a scatter-add accumulates into the same element),
+/// so it becomes a one-thread kernel that keeps their order.
+bool isScalarBufferLoopNest(scf::ForOp loop) {
+  bool accessesMemory = false;
+  WalkResult r = loop.getBody()->walk([&](Operation *op) {
+    if (isa<memref::LoadOp, memref::StoreOp>(op)) {
+      accessesMemory = true;
+      return WalkResult::advance();
+    }
+    if (isa<scf::ForOp, scf::IfOp, scf::YieldOp>(op))
+      return WalkResult::advance();
+    StringRef ns = op->getDialect() ? op->getDialect()->getNamespace() : "";
+    if (ns == "arith" || ns == "math" || ns == "affine" || ns == "index")
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  return !r.wasInterrupted() && accessesMemory;
+}
+
+/// Moves `op` (which has no results) into a new scf.parallel of one
+/// iteration at its place: a one-thread kernel after
+/// convert-parallel-loops-to-gpu.
+void wrapInOneIterationLoop(OpBuilder &b, Operation *op) {
+  Location loc = op->getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                      ValueRange{one}, ValueRange{one});
+  op->moveBefore(loop.getBody()->getTerminator());
+}
+
 struct BuffersToGpuPass
     : pipeopt::impl::BuffersToGpuPassBase<BuffersToGpuPass> {
   using Base::Base;
@@ -108,9 +144,14 @@ struct BuffersToGpuPass
 
     SmallVector<Operation *> ops;
     module.walk([&](Operation *op) {
-      if (inThisModule(op) &&
-          isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+      if (!inThisModule(op))
+        return;
+      if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
               memref::CopyOp, linalg::LinalgOp>(op))
+        ops.push_back(op);
+      else if (auto loop = dyn_cast<scf::ForOp>(op);
+               loop && onHost(op) && !op->getParentOfType<scf::ForOp>() &&
+               loop.getNumResults() == 0 && isScalarBufferLoopNest(loop))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -161,6 +202,9 @@ struct BuffersToGpuPass
           ++numCopyKernels;
         }
         copy.erase();
+      } else if (isa<scf::ForOp>(op)) {
+        wrapInOneIterationLoop(b, op);
+        ++numSerialKernels;
       } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
         // Reductions to a scalar and 0-d ops have no parallel dimension:
         // convert-linalg-to-parallel-loops would leave host loops over
@@ -169,11 +213,7 @@ struct BuffersToGpuPass
         if (!linalgOp.hasPureBufferSemantics() || !onHost(op) ||
             linalgOp.getNumParallelLoops() != 0)
           continue;
-        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-        Value one = arith::ConstantIndexOp::create(b, loc, 1);
-        auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero},
-                                            ValueRange{one}, ValueRange{one});
-        op->moveBefore(loop.getBody()->getTerminator());
+        wrapInOneIterationLoop(b, op);
         ++numSerialKernels;
       }
     }

@@ -86,3 +86,45 @@ func.func @alloca(%x: f32) {
   linalg.fill ins(%x : f32) outs(%s : memref<4xf32>)
   return
 }
+
+// A host loop nest of scalar code over buffers (the gradient of a gather: a
+// scatter-add whose iterations may hit the same element) becomes a
+// one-thread kernel that keeps the order of its iterations; a loop that
+// calls a function or holds a linalg op is left on the host.
+// CHECK-LABEL: func.func @scatter_add
+// CHECK: scf.parallel (%{{.*}}) = (%[[Z:.*]]) to (%[[O:.*]]) step (%[[O]])
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %{{.*}} : memref<3xi32>
+// CHECK: memref.store
+// CHECK: scf.reduce
+// CHECK-LABEL: func.func @loop_of_linalg
+// CHECK-NOT: scf.parallel
+// CHECK: scf.for
+// CHECK-NEXT: linalg.fill
+func.func @scatter_add(%idx: memref<3xi32>, %dy: memref<3x4xf32>, %table: memref<10x4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  scf.for %p = %c0 to %c3 step %c1 {
+    scf.for %d = %c0 to %c4 step %c1 {
+      %i = memref.load %idx[%p] : memref<3xi32>
+      %row = arith.index_cast %i : i32 to index
+      %g = memref.load %dy[%p, %d] : memref<3x4xf32>
+      %t = memref.load %table[%row, %d] : memref<10x4xf32>
+      %s = arith.addf %t, %g : f32
+      memref.store %s, %table[%row, %d] : memref<10x4xf32>
+    }
+  }
+  return
+}
+func.func @loop_of_linalg(%out: memref<4xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  scf.for %p = %c0 to %c3 step %c1 {
+    linalg.fill ins(%x : f32) outs(%out : memref<4xf32>)
+  }
+  return
+}
