@@ -235,7 +235,7 @@ static cl::opt<std::string> target(
     "target",
     cl::desc("Where stage bodies run: cpu (default) or cuda (GPU kernels "
              "and cuBLAS/cuDNN calls, every buffer in device memory; the "
-             ".so needs libpipeopt_rt_cuda.so; docs/CUDA-compile.md)"),
+             ".so needs libpipeopt_rt_cuda.so; docs/CUDA.md)"),
     cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> cudaArch(
     "cuda-arch",
