@@ -947,9 +947,12 @@ void eraseDeadOps(func::FuncOp fn) {
 /// compute them, cloned in order, and those that are not trivially dead
 /// (what eraseDeadOps would leave of a clone, without cloning the rest).
 /// Each value of `replaced` becomes an argument appended after from's ones
-/// and replaces that value in the clone.
+/// and replaces that value in the clone. `removable` holds the ops of
+/// from's body that wouldOpBeTriviallyDead() (the same for every slice of
+/// one function, so computed once).
 func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
-                        ArrayRef<Value> results, ArrayRef<Value> replaced) {
+                        ArrayRef<Value> results, ArrayRef<Value> replaced,
+                        const llvm::DenseSet<Operation *> &removable) {
   Block &src = from.getBody().front();
   llvm::DenseSet<Value> isReplaced(replaced.begin(), replaced.end());
   llvm::DenseSet<Value> live;
@@ -958,9 +961,9 @@ func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
       live.insert(v);
   llvm::DenseSet<Operation *> keep;
   for (Operation &op : llvm::reverse(src.without_terminator())) {
-    if (wouldOpBeTriviallyDead(&op) &&
-        llvm::none_of(op.getResults(),
-                      [&](Value r) { return live.contains(r); }))
+    if (llvm::none_of(op.getResults(),
+                      [&](Value r) { return live.contains(r); }) &&
+        removable.contains(&op))
       continue;
     keep.insert(&op);
     for (Value v : readValues(&op))
@@ -1271,9 +1274,14 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   };
   SmallVector<Value> bResults(bRoots);
   bResults.append(stash.begin(), stash.end());
-  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {});
+  llvm::DenseSet<Operation *> removable;
+  for (Operation &op : bwdBody.without_terminator())
+    if (wouldOpBeTriviallyDead(&op))
+      removable.insert(&op);
+  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {}, removable);
   insertAfter(bwd, grad.b);
-  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef());
+  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef(),
+                      removable);
   insertAfter(grad.b, grad.w);
   grad.numStash = stash.size();
   for (Value v : stash)
