@@ -512,6 +512,15 @@ void DifferentiatePass::runOnOperation() {
         // manager's verification after this pass checks it, with the rest.
         if (failed(prepare.run(fn)))
           return failure();
+        // Common subexpressions of the lowered function are removed once
+        // here rather than in each function generated from it (F is a copy
+        // of it, B+W recomputes it): the lowering leaves repeated
+        // constants, empties and identical element-wise ops.
+        IRRewriter rewriter(ctx);
+        {
+          DominanceInfo dominance(fn);
+          eliminateCommonSubExpressions(rewriter, dominance, fn);
+        }
         auto s = fn->getAttrOfType<IntegerAttr>(
             pipe::PipeDialect::StageAttrHelper::getNameStr());
         bool isLast = !s || s.getInt() == lastStage;
@@ -520,9 +529,15 @@ void DifferentiatePass::runOnOperation() {
                                     *recomputeKind, taken, gen)))
           return failure();
         // Clean up the generated functions: the library leaves no dead
-        // code, but repeated constants, empties and zero fills.
-        IRRewriter rewriter(ctx);
+        // code, but repeated constants, empties and zero fills. Without a
+        // loss, F is a copy of the function, which has none (removed
+        // above).
+        llvm::SmallDenseSet<StringRef, 4> clean;
+        if (!gen.info.get("loss_fn"))
+          clean.insert(gen.info.getAs<FlatSymbolRefAttr>("fwd").getValue());
         for (Operation &op : llvm::drop_begin(*gen.module->getBody())) {
+          if (clean.contains(cast<func::FuncOp>(op).getSymName()))
+            continue;
           DominanceInfo dominance(&op);
           eliminateCommonSubExpressions(rewriter, dominance, &op);
         }
