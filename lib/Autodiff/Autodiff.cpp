@@ -37,10 +37,12 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -1230,6 +1232,14 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   setReturn(fwd, fwdResults);
 
   // --- B and W ------------------------------------------------------------
+  // Common subexpressions of B+W (repeated zeros, empties and constants of
+  // the reverse sweep) are removed before B and W are sliced from it, so
+  // that neither slice has any either.
+  if (options.eliminateCommonSubexpressions) {
+    IRRewriter rewriter(bwd->getContext());
+    DominanceInfo dominance(bwd);
+    eliminateCommonSubExpressions(rewriter, dominance, bwd);
+  }
   Block &bwdBody = bwd.getBody().front();
   Operation *ret = bwdBody.getTerminator();
   SmallVector<Value> bRoots, wRoots;
@@ -1613,6 +1623,8 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
   Options options;
   options.wrt = wrt;
   options.weights = weights;
+  // The B and W costed are the slices without CSE (Options).
+  options.eliminateCommonSubexpressions = false;
   FailureOr<Gradient> grad = differentiate(fn, options);
   if (failed(grad))
     return failure();

@@ -528,11 +528,14 @@ void DifferentiatePass::runOnOperation() {
         if (failed(differentiateOne(fn, isLast, *trainableOpt, *dataOpt,
                                     *recomputeKind, taken, gen)))
           return failure();
-        // Clean up the generated functions: the library leaves no dead
-        // code, but repeated constants, empties and zero fills. Without a
-        // loss, F is a copy of the function, which has none (removed
-        // above).
+        // Clean up the generated functions the library does not: it leaves
+        // no dead code, and no common subexpressions in B+W, B and W, but
+        // the loss and gradient functions may repeat constants of the
+        // function. Without a loss, F is a copy of the function, which has
+        // none (removed above).
         llvm::SmallDenseSet<StringRef, 4> clean;
+        for (StringRef k : {"bwd", "b", "w"})
+          clean.insert(gen.info.getAs<FlatSymbolRefAttr>(k).getValue());
         if (!gen.info.get("loss_fn"))
           clean.insert(gen.info.getAs<FlatSymbolRefAttr>("fwd").getValue());
         for (Operation &op : llvm::drop_begin(*gen.module->getBody())) {
