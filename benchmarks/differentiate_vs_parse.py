@@ -25,8 +25,9 @@ and reports, from the timing reports:
            verification of its result
   verify   that verification: D's pass - N's pass
   prepare  P's passes
-  itself   N's pass - P's passes: differentiation proper (building F, B+W,
-           B and W of every stage, CSE of them)
+  itself   N's pass - P's passes: differentiation proper (CSE of the
+           lowered functions, building F, B+W, B and W of every stage, CSE
+           of B+W and of the loss functions)
   output   D's printing of the result (5x the functions of the input)
 
 Prints the median of each and its ratio to the median parse time; the

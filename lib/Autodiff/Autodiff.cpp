@@ -37,10 +37,12 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -947,9 +949,12 @@ void eraseDeadOps(func::FuncOp fn) {
 /// compute them, cloned in order, and those that are not trivially dead
 /// (what eraseDeadOps would leave of a clone, without cloning the rest).
 /// Each value of `replaced` becomes an argument appended after from's ones
-/// and replaces that value in the clone.
+/// and replaces that value in the clone. `removable` holds the ops of
+/// from's body that wouldOpBeTriviallyDead() (the same for every slice of
+/// one function, so computed once).
 func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
-                        ArrayRef<Value> results, ArrayRef<Value> replaced) {
+                        ArrayRef<Value> results, ArrayRef<Value> replaced,
+                        const llvm::DenseSet<Operation *> &removable) {
   Block &src = from.getBody().front();
   llvm::DenseSet<Value> isReplaced(replaced.begin(), replaced.end());
   llvm::DenseSet<Value> live;
@@ -958,9 +963,9 @@ func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
       live.insert(v);
   llvm::DenseSet<Operation *> keep;
   for (Operation &op : llvm::reverse(src.without_terminator())) {
-    if (wouldOpBeTriviallyDead(&op) &&
-        llvm::none_of(op.getResults(),
-                      [&](Value r) { return live.contains(r); }))
+    if (llvm::none_of(op.getResults(),
+                      [&](Value r) { return live.contains(r); }) &&
+        removable.contains(&op))
       continue;
     keep.insert(&op);
     for (Value v : readValues(&op))
@@ -1227,6 +1232,14 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   setReturn(fwd, fwdResults);
 
   // --- B and W ------------------------------------------------------------
+  // Common subexpressions of B+W (repeated zeros, empties and constants of
+  // the reverse sweep) are removed before B and W are sliced from it, so
+  // that neither slice has any either.
+  if (options.eliminateCommonSubexpressions) {
+    IRRewriter rewriter(bwd->getContext());
+    DominanceInfo dominance(bwd);
+    eliminateCommonSubExpressions(rewriter, dominance, bwd);
+  }
   Block &bwdBody = bwd.getBody().front();
   Operation *ret = bwdBody.getTerminator();
   SmallVector<Value> bRoots, wRoots;
@@ -1271,9 +1284,14 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   };
   SmallVector<Value> bResults(bRoots);
   bResults.append(stash.begin(), stash.end());
-  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {});
+  llvm::DenseSet<Operation *> removable;
+  for (Operation &op : bwdBody.without_terminator())
+    if (wouldOpBeTriviallyDead(&op))
+      removable.insert(&op);
+  grad.b = cloneSlice(bwd, prefix + "_b", bResults, {}, removable);
   insertAfter(bwd, grad.b);
-  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef());
+  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef(),
+                      removable);
   insertAfter(grad.b, grad.w);
   grad.numStash = stash.size();
   for (Value v : stash)
@@ -1605,6 +1623,8 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
   Options options;
   options.wrt = wrt;
   options.weights = weights;
+  // The B and W costed are the slices without CSE (Options).
+  options.eliminateCommonSubexpressions = false;
   FailureOr<Gradient> grad = differentiate(fn, options);
   if (failed(grad))
     return failure();

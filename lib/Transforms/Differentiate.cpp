@@ -30,7 +30,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/CSE.h"
 
@@ -168,9 +167,9 @@ LogicalResult forEachInOrder(MLIRContext *ctx, unsigned n,
 
 /// One copy of a func.func pass pipeline per thread that may run it (a
 /// pipeline must not run on two functions at once). The copies are
-/// pass managers of their own, without verification between their passes:
-/// the caller verifies once after them, and the pass manager running
-/// pipe-differentiate verifies its result.
+/// pass managers of their own, without verification: the pass manager
+/// running pipe-differentiate verifies its result, which includes the
+/// lowered functions.
 class PipelineCopies {
 public:
   PipelineCopies(MLIRContext *ctx,
@@ -508,8 +507,20 @@ void DifferentiatePass::runOnOperation() {
               fn.emitError() << kPass << "@" << fn.getSymName()
                              << " is already differentiated (it has "
                                 "pipe.gradient)");
-        if (failed(prepare.run(fn)) || failed(verify(fn)))
+        // The lowering's input was verified (by the parser or the previous
+        // pass); the lowered function stays in the module, so the pass
+        // manager's verification after this pass checks it, with the rest.
+        if (failed(prepare.run(fn)))
           return failure();
+        // Common subexpressions of the lowered function are removed once
+        // here rather than in each function generated from it (F is a copy
+        // of it, B+W recomputes it): the lowering leaves repeated
+        // constants, empties and identical element-wise ops.
+        IRRewriter rewriter(ctx);
+        {
+          DominanceInfo dominance(fn);
+          eliminateCommonSubExpressions(rewriter, dominance, fn);
+        }
         auto s = fn->getAttrOfType<IntegerAttr>(
             pipe::PipeDialect::StageAttrHelper::getNameStr());
         bool isLast = !s || s.getInt() == lastStage;
@@ -517,10 +528,19 @@ void DifferentiatePass::runOnOperation() {
         if (failed(differentiateOne(fn, isLast, *trainableOpt, *dataOpt,
                                     *recomputeKind, taken, gen)))
           return failure();
-        // Clean up the generated functions: the library leaves no dead
-        // code, but repeated constants, empties and zero fills.
-        IRRewriter rewriter(ctx);
+        // Clean up the generated functions the library does not: it leaves
+        // no dead code, and no common subexpressions in B+W, B and W, but
+        // the loss and gradient functions may repeat constants of the
+        // function. Without a loss, F is a copy of the function, which has
+        // none (removed above).
+        llvm::SmallDenseSet<StringRef, 4> clean;
+        for (StringRef k : {"bwd", "b", "w"})
+          clean.insert(gen.info.getAs<FlatSymbolRefAttr>(k).getValue());
+        if (!gen.info.get("loss_fn"))
+          clean.insert(gen.info.getAs<FlatSymbolRefAttr>("fwd").getValue());
         for (Operation &op : llvm::drop_begin(*gen.module->getBody())) {
+          if (clean.contains(cast<func::FuncOp>(op).getSymName()))
+            continue;
           DominanceInfo dominance(&op);
           eliminateCommonSubExpressions(rewriter, dominance, &op);
         }

@@ -92,6 +92,12 @@ struct Options {
   Recompute recompute = Recompute::None;
   /// Prefix of the generated functions (default: the function's name).
   std::string prefix;
+  /// Remove the common subexpressions of B+W before B and W are sliced
+  /// from it, so that none of the three has any. differentiateOp turns it
+  /// off: the cost model costs each op's B and W slices as they come, as
+  /// it did before this clean-up moved here from pipe-differentiate, so
+  /// that the partitions it gives stay the same.
+  bool eliminateCommonSubexpressions = true;
 };
 
 /// The generated functions and their bookkeeping.
@@ -112,7 +118,10 @@ struct Gradient {
 
 /// Differentiates `f` (one block, ops as listed above; TOSA must already be
 /// lowered to linalg) and inserts the four functions of the file comment
-/// after it. On failure an error is emitted at the offending op and nothing
+/// after it. B+W, B and W have no dead code and (with
+/// options.eliminateCommonSubexpressions) no common subexpressions: B and
+/// W are sliced from B+W after CSE. F is f's body as it is, plus the saved
+/// results. On failure an error is emitted at the offending op and nothing
 /// is left in the module.
 mlir::FailureOr<Gradient> differentiate(mlir::func::FuncOp f,
                                         const Options &options);
