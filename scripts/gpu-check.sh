@@ -70,7 +70,7 @@ set -u
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SELF="$ROOT/scripts/gpu-check.sh"
 
-#===-- The CUDA interface: fix these after merging the CUDA branches -----===#
+#===-- The CUDA interface (docs/CUDA.md "Compiling" and "Running") ------===#
 # pipeopt-compile flags of a device build (docs/CUDA.md "Compiling").
 CUDA_COMPILE_FLAGS=(--target=cuda --cuda-arch=sm_90)
 # pipeopt-run flags of every device run (e.g. a device list); none: the
