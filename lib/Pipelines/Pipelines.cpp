@@ -169,10 +169,16 @@ void pipeopt::addBufferizedLoweringPasses(
   gather.target = options.target;
   pm.addPass(createCheckGatherIndicesPass(gather));
 
-  // math.erf / erfc have no LLVM lowering.
-  ExpandMathPassOptions math;
-  math.approximateAll = options.approximateMath;
-  pm.addPass(createExpandMathPass(math));
+  // On the CPU, math.erf / erfc have no LLVM lowering: pipeopt-expand-math.
+  // On the GPU, convert-gpu-to-nvvm lowers every math function (erf
+  // included, on every float type) to CUDA's libdevice (__nv_*), which
+  // gpu-module-to-binary links: no expansion, and no libm call that device
+  // code could not make.
+  if (options.target != "cuda") {
+    ExpandMathPassOptions math;
+    math.approximateAll = options.approximateMath;
+    pm.addPass(createExpandMathPass(math));
+  }
 
   // buffer-results-to-out-params needs one allocation per result.
   pm.addPass(createCopyAliasedResultsPass());
@@ -282,7 +288,32 @@ llvm::Error pipeopt::checkCUDAChip(llvm::StringRef chip) {
         "'" + chip +
         "' is not a GPU architecture LLVM's NVPTX backend knows (expected "
         "sm_<major><minor>, e.g. sm_80, sm_90, sm_90a)");
+  unsigned sm = 0;
+  if (!chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm) &&
+      sm < 75)
+    return llvm::createStringError(
+        "'" + chip +
+        "' is older than the CUDA 13 toolkit's ptxas supports (sm_75 and "
+        "newer: Turing, Ampere, Ada, Hopper, Blackwell)");
   return llvm::Error::success();
+}
+
+std::string pipeopt::defaultPTXFeatures(llvm::StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return "+ptx80";
+  // The PTX ISA version that introduced each target (PTX ISA reference,
+  // "Release Notes"; LLVM's NVPTX.td has the same minimums): 8.0 covers
+  // everything up to sm_90a, 8.6 added sm_100 / sm_101, 8.7 sm_120, 8.8
+  // sm_103 / sm_121.
+  if (sm == 103 || sm >= 121)
+    return "+ptx88";
+  if (sm >= 120)
+    return "+ptx87";
+  if (sm >= 100)
+    return "+ptx86";
+  return "+ptx80";
 }
 
 void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
@@ -346,7 +377,9 @@ void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
   // gpu.binary; trap 1: PTX >= 7.8 for sm_90.
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  target.features = options.features;
+  target.features = options.features.empty()
+                        ? defaultPTXFeatures(options.chip)
+                        : std::string(options.features);
   target.optLevel = options.ptxOptLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();

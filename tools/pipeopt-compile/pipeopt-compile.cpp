@@ -132,8 +132,9 @@ static cl::opt<std::string> memoryLimitOpt(
 static cl::opt<std::string> partitionOptions(
     "partition-options",
     cl::desc("Extra pipeopt-pipeline options, e.g. 'strategy=uniform "
-             "memory-limit=16GB', added after device=cpu and this tool's "
-             "options (they override them, e.g. device=h100)"),
+             "memory-limit=16GB', added after device=cpu (--target=cuda: "
+             "device=h200) and this tool's options (they override them, "
+             "e.g. device=h100)"),
     cl::cat(category));
 static cl::opt<std::string> frontHalf(
     "front-half",
@@ -855,6 +856,9 @@ int main(int argc, char **argv) {
       !llvm::StringRef(cudaArch.getValue()).starts_with("sm_"))
     return fail("--cuda-arch: expected an architecture such as sm_90, got '" +
                 cudaArch + "'");
+  if (target == "cuda" && approximateMath)
+    return fail("--approximate-math applies only to --target=cpu (on the GPU "
+                "math functions are CUDA's libdevice)");
   if (target == "cuda")
     if (llvm::Error e = pipeopt::checkCUDAChip(cudaArch))
       return fail("--cuda-arch: " + llvm::toString(std::move(e)));
@@ -1084,12 +1088,15 @@ int main(int argc, char **argv) {
       if (failed(parsePassPipeline(pipeline, pm, perrs)))
         return fail("front-half pipeline '" + pipeline + "': " + perr);
     } else {
-      // The registered pipeopt-pipeline, with device=cpu and this tool's
+      // The registered pipeopt-pipeline, with the device and this tool's
       // options first and --partition-options (pipeopt-pipeline options)
       // after, so they win.
       // With --schedule auto, num-microbatches is only passed when given
       // (pipe-auto-schedule then keeps it; otherwise it chooses M).
-      pipeline = "device=cpu num-stages=" + std::to_string(numStages) +
+      // --target=cuda plans for the GPU the backend is built for (the h200
+      // preset: its FLOP/s, memory capacity and links), not the host.
+      pipeline = std::string(target == "cuda" ? "device=h200" : "device=cpu") +
+                 " num-stages=" + std::to_string(numStages) +
                  (!autoSchedule || numMicrobatches.getNumOccurrences()
                       ? " num-microbatches=" + std::to_string(numMicrobatches)
                       : std::string()) +

@@ -215,7 +215,16 @@ bool haveCUDA();
 /// architecture LLVM's NVPTX backend knows. Returns an error naming the
 /// value otherwise: NVPTX itself only warns about an unknown processor and
 /// the kernel serialization fails late, once per kernel module.
+/// Also an error for architectures older than sm_75, which the CUDA 13
+/// toolkit's ptxas no longer accepts.
 llvm::Error checkCUDAChip(llvm::StringRef chip);
+
+/// The PTX features pipeopt-lower-to-cuda uses for `chip` when its
+/// `features` option is empty: the lowest PTX ISA version that supports the
+/// architecture ("+ptx80" up to sm_90a, "+ptx86" for sm_100 / sm_101,
+/// "+ptx87" for sm_120, "+ptx88" for sm_103 / sm_121; PTX ISA release
+/// notes).
+std::string defaultPTXFeatures(llvm::StringRef chip);
 
 /// Options of `pipeopt-lower-to-cuda`. `toolkit` defaults to the CUDA
 /// toolkit found at configure time (PIPEOPT_CUDA_TOOLKIT_DIR; empty when
@@ -256,9 +265,10 @@ struct LowerToCUDAOptions
       llvm::cl::init("sm_90")};
   Option<std::string> features{
       *this, "features",
-      llvm::cl::desc("PTX features; sm_90 needs PTX >= 7.8 (TOOLCHAIN.md "
-                     "Q4, trap 1)"),
-      llvm::cl::init("+ptx80")};
+      llvm::cl::desc("PTX features (default: the lowest PTX version the chip "
+                     "needs, +ptx80 up to sm_90a, +ptx86 for sm_100; sm_90 "
+                     "needs PTX >= 7.8, TOOLCHAIN.md Q4, trap 1)"),
+      llvm::cl::init("")};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("CUDA toolkit directory whose ptxas and fatbinary "
