@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - registered pipeopt pass pipelines ----------*- C++ -*-===//
+//===- Pipelines.cpp - registered pipeopt pass pipelines -------*- C++ -*-===//
 //
 // Part of pipeopt. See Pipelines.h. New pipelines go into their own section
 // below and are added to registerPipeoptPipelines().
@@ -28,7 +28,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/AllInterfaces.h"
 #include "mlir/Dialect/MLProgram/Transforms/BufferizableOpInterfaceImpl.h"
@@ -39,6 +38,7 @@
 #include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/TensorTilingInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
@@ -208,16 +208,25 @@ void pipeopt::addBufferizedLoweringPasses(
   bufferization::buildBufferDeallocationPipeline(pm);
 }
 
-void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
-                                       const LowerToLLVMOptions &options) {
-  BufferizedLoweringOptions front;
+/// The front part's options of a lowering pipeline's options (both have
+/// manifest, microbatch-args, tosa-to-linalg and fuse).
+template <typename Options>
+static pipeopt::BufferizedLoweringOptions frontOptions(const Options &options,
+                                                       llvm::StringRef target) {
+  pipeopt::BufferizedLoweringOptions front;
   front.manifest = options.manifest;
   front.microbatchArgs.assign(options.microbatchArgs.begin(),
                               options.microbatchArgs.end());
   front.tosaToLinalg = options.tosaToLinalg;
   front.fuse = options.fuse;
+  front.target = target.str();
+  return front;
+}
+
+void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
+                                       const LowerToLLVMOptions &options) {
+  BufferizedLoweringOptions front = frontOptions(options, "cpu");
   front.approximateMath = options.approximateMath;
-  front.target = "cpu";
   addBufferizedLoweringPasses(pm, front);
 
   // Contractions and convolutions -> calls of the runtime's BLAS kernels.
@@ -318,15 +327,7 @@ std::string pipeopt::defaultPTXFeatures(llvm::StringRef chip) {
 
 void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
                                        const LowerToCUDAOptions &options) {
-  BufferizedLoweringOptions front;
-  front.manifest = options.manifest;
-  front.microbatchArgs.assign(options.microbatchArgs.begin(),
-                              options.microbatchArgs.end());
-  front.tosaToLinalg = options.tosaToLinalg;
-  front.fuse = options.fuse;
-  front.approximateMath = options.approximateMath;
-  front.target = "cuda";
-  addBufferizedLoweringPasses(pm, front);
+  addBufferizedLoweringPasses(pm, frontOptions(options, "cuda"));
 
   // Contractions and convolutions -> cuBLAS / cuDNN through
   // pipeopt_rt_gpu_matmul / conv2d (libpipeopt_rt_cuda.so).
@@ -352,8 +353,8 @@ void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
                                  options.tileSizes.end());
   if (tileSizes.empty())
     tileSizes = {8, 32};
-  pm.addNestedPass<func::FuncOp>(createParallelLoopTilingPass(
-      tileSizes, /*noMinMaxBounds=*/true));
+  pm.addNestedPass<func::FuncOp>(
+      createParallelLoopTilingPass(tileSizes, /*noMinMaxBounds=*/true));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createGpuKernelOutliningPass());
@@ -377,9 +378,8 @@ void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
   // gpu.binary; trap 1: PTX >= 7.8 for sm_90.
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
-  target.features = options.features.empty()
-                        ? defaultPTXFeatures(options.chip)
-                        : std::string(options.features);
+  target.features = options.features.empty() ? defaultPTXFeatures(options.chip)
+                                             : std::string(options.features);
   target.optLevel = options.ptxOptLevel;
   pm.addPass(createGpuNVVMAttachTarget(target));
   OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();

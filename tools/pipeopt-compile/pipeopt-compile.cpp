@@ -1247,7 +1247,6 @@ int main(int argc, char **argv) {
       options.microbatchArgs = llvm::ArrayRef<std::string>(mbArgs);
       options.kernels = kernels;
       options.fuse = fuse;
-      options.approximateMath = approximateMath;
     };
     if (target == "cuda") {
       pipeopt::LowerToCUDAOptions options;
@@ -1257,6 +1256,7 @@ int main(int argc, char **argv) {
     } else {
       pipeopt::LowerToLLVMOptions options;
       common(options);
+      options.approximateMath = approximateMath;
       pipeopt::buildLowerToLLVMPipeline(pm, options);
     }
     if (failed(pm.run(*module)))

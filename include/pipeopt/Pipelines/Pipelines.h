@@ -1,4 +1,4 @@
-//===- Pipelines.h - registered pipeopt pass pipelines -----------*- C++ -*-===//
+//===- Pipelines.h - registered pipeopt pass pipelines ----------*- C++ -*-===//
 //
 // Part of pipeopt. Every registered pipeline is a build<Name>Pipeline
 // function plus an options struct, so the pipeopt driver (--pass-pipeline),
@@ -10,8 +10,8 @@
 #ifndef PIPEOPT_PIPELINES_PIPELINES_H
 #define PIPEOPT_PIPELINES_PIPELINES_H
 
-#include "pipeopt/Transforms/Passes.h" // partitionStrategyValues
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Transforms/Passes.h" // partitionStrategyValues
 
 #include "mlir/Pass/PassOptions.h"
 #include "llvm/Support/Error.h"
@@ -84,8 +84,7 @@ struct PipeoptPipelineOptions
       llvm::cl::init("")};
   Option<partition::Strategy> strategy{
       *this, "strategy", llvm::cl::desc("Partitioning strategy"),
-      llvm::cl::init(partition::Strategy::Balanced),
-      partitionStrategyValues()};
+      llvm::cl::init(partition::Strategy::Balanced), partitionStrategyValues()};
   Option<bool> training{
       *this, "training",
       llvm::cl::desc("Partition for training (stage time includes B and W)"),
@@ -110,8 +109,8 @@ struct PipeoptPipelineOptions
 /// `verify`, pipe-verify-schedule. With `schedule=auto`, pipe-prepare,
 /// pipe-auto-schedule (which chooses the configuration and runs the three
 /// middle passes with it; num-stages = ranks, virtual-stages = an extra
-/// chunks-per-rank candidate) and pipe-verify-schedule. The result holds the stage functions, the
-/// stage graph and one `pipe.program` per rank, ready for
+/// chunks-per-rank candidate) and pipe-verify-schedule. The result holds the
+/// stage functions, the stage graph and one `pipe.program` per rank, ready for
 /// `pipeopt-lower-to-llvm` (forward-only schedules) or `pipe-simulate`.
 void buildPipeoptPipeline(mlir::OpPassManager &pm,
                           const PipeoptPipelineOptions &options);
@@ -255,10 +254,6 @@ struct LowerToCUDAOptions
                     llvm::cl::desc("Fuse element-wise linalg chains "
                                    "(pipeopt-fuse-elementwise)"),
                     llvm::cl::init(true)};
-  Option<bool> approximateMath{
-      *this, "approximate-math",
-      llvm::cl::desc("pipeopt-expand-math approximate-all"),
-      llvm::cl::init(false)};
   Option<std::string> chip{
       *this, "chip",
       llvm::cl::desc("GPU architecture of the cubin (nvvm-attach-target)"),

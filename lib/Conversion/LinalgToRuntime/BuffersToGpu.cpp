@@ -121,8 +121,8 @@ void wrapInOneIterationLoop(OpBuilder &b, Operation *op) {
   Location loc = op->getLoc();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero},
-                                      ValueRange{one}, ValueRange{one});
+  auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one},
+                                      ValueRange{one});
   op->moveBefore(loop.getBody()->getTerminator());
 }
 

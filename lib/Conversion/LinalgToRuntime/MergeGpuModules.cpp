@@ -76,17 +76,16 @@ struct MergeGpuModulesPass
       ++numMerged;
     }
 
-    WalkResult result = module.walk([&](gpu::LaunchFuncOp launch) {
+    module.walk([&](gpu::LaunchFuncOp launch) {
       SymbolRefAttr kernel = launch.getKernel();
-      auto it = renamed.find(
-          {kernel.getRootReference(), kernel.getLeafReference()});
+      auto it =
+          renamed.find({kernel.getRootReference(), kernel.getLeafReference()});
       if (it == renamed.end())
         return WalkResult::advance();
       launch.setKernelAttr(SymbolRefAttr::get(
           merged.getNameAttr(), {FlatSymbolRefAttr::get(it->second)}));
       return WalkResult::advance();
     });
-    (void)result;
   }
 };
 
