@@ -80,8 +80,11 @@ struct CheckGpuHostPass
                       ? "reads"
                       : "writes")
               << " device memory on the host, and " << kCannotRun
-              << " (typically a tensor value that steers host control "
-                 "flow, such as the condition of an scf.if or scf.while)";
+              << " (a tensor element used outside a kernel: the condition "
+                 "of an scf.if or scf.while, or a single element read with "
+                 "tensor.extract or written with tensor.insert into host "
+                 "code; compute it with linalg ops on tensors, or compile "
+                 "with --target=cpu)";
           failed = true;
         } else if (isa<memref::AllocOp, memref::AllocaOp, memref::CopyOp,
                        memref::DeallocOp>(op)) {

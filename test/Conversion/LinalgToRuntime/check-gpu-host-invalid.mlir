@@ -3,7 +3,7 @@
 // Data-dependent host control flow: the branch condition is read from a
 // device buffer on the host.
 func.func @branch_on_tensor(%flag: memref<i1>, %out: memref<4xf32>, %x: f32) {
-  // expected-error @+1 {{reads device memory on the host, and --target=cuda cannot run it on the host (typically a tensor value that steers host control flow, such as the condition of an scf.if or scf.while)}}
+  // expected-error @+1 {{reads device memory on the host, and --target=cuda cannot run it on the host (a tensor element used outside a kernel: the condition of an scf.if or scf.while, or a single element read with tensor.extract or written with tensor.insert into host code; compute it with linalg ops on tensors, or compile with --target=cpu)}}
   %c = memref.load %flag[] : memref<i1>
   scf.if %c {
     %c0 = arith.constant 0 : index
