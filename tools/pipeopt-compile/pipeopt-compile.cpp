@@ -50,6 +50,7 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -312,8 +313,10 @@ public:
   PendingManifest(const PendingManifest &) = delete;
   PendingManifest &operator=(const PendingManifest &) = delete;
   ~PendingManifest() {
-    if (!tmp.empty())
+    if (!tmp.empty()) {
       llvm::sys::fs::remove(tmp);
+      llvm::sys::DontRemoveFileOnSignal(tmp);
+    }
   }
 
   /// Creates the temporary file for the manifest `path`; returns the path
@@ -332,6 +335,8 @@ public:
     }
     tmp = std::string(unique);
     final = path.str();
+    // Also gone when a signal (Ctrl-C, SIGPIPE, SIGTERM) ends the build.
+    llvm::sys::RemoveFileOnSignal(tmp);
     return tmp;
   }
 
@@ -340,6 +345,7 @@ public:
     if (tmp.empty())
       return success();
     std::error_code ec = llvm::sys::fs::rename(tmp, final);
+    llvm::sys::DontRemoveFileOnSignal(tmp);
     if (ec) {
       fail("cannot write the manifest '" + final + "': " + ec.message());
       return failure();
@@ -1311,6 +1317,7 @@ int main(int argc, char **argv) {
             tmp))
       return fail("cannot create a temporary object file: " + ec.message());
     objPath = std::string(tmp);
+    llvm::sys::RemoveFileOnSignal(objPath);
   }
   if (llvm::Error e =
           pipeopt::codegen::emitObjectFile(*llvmModule, **tm, objPath)) {
