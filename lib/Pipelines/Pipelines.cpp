@@ -278,6 +278,15 @@ bool pipeopt::haveCUDA() {
 extern "C" void LLVMInitializeNVPTXTargetInfo();
 extern "C" void LLVMInitializeNVPTXTargetMC();
 
+/// The number of an "sm_<digits>[suffix]" architecture (90 for sm_90a).
+static std::optional<unsigned> smVersion(llvm::StringRef chip) {
+  unsigned sm = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+    return std::nullopt;
+  return sm;
+}
+
 llvm::Error pipeopt::checkCUDAChip(llvm::StringRef chip) {
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTargetMC();
@@ -297,9 +306,7 @@ llvm::Error pipeopt::checkCUDAChip(llvm::StringRef chip) {
         "'" + chip +
         "' is not a GPU architecture LLVM's NVPTX backend knows (expected "
         "sm_<major><minor>, e.g. sm_80, sm_90, sm_90a)");
-  unsigned sm = 0;
-  if (!chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, sm) &&
-      sm < 75)
+  if (std::optional<unsigned> sm = smVersion(chip); sm && *sm < 75)
     return llvm::createStringError(
         "'" + chip +
         "' is older than the CUDA 13 toolkit's ptxas supports (sm_75 and "
@@ -308,10 +315,10 @@ llvm::Error pipeopt::checkCUDAChip(llvm::StringRef chip) {
 }
 
 std::string pipeopt::defaultPTXFeatures(llvm::StringRef chip) {
-  unsigned sm = 0;
-  if (!chip.consume_front("sm_") ||
-      chip.take_while(llvm::isDigit).getAsInteger(10, sm))
+  std::optional<unsigned> version = smVersion(chip);
+  if (!version)
     return "+ptx80";
+  unsigned sm = *version;
   // The PTX ISA version that introduced each target (PTX ISA reference,
   // "Release Notes"; LLVM's NVPTX.td has the same minimums): 8.0 covers
   // everything up to sm_90a, 8.6 added sm_100 / sm_101, 8.7 sm_120, 8.8

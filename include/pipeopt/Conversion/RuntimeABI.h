@@ -33,6 +33,13 @@ std::string runtimeDTypeList();
 /// conv2d) for `type` (f32 and f64).
 bool runtimeHasKernelsFor(mlir::Type type);
 
+/// Checks the `target` option of a conversion that emits runtime calls:
+/// "cpu" or "cuda" (which calls the device ABI of libpipeopt_rt_cuda.so).
+/// Otherwise emits "unknown target '<target>' (expected cpu or cuda)" at
+/// `module` and fails.
+mlir::LogicalResult checkRuntimeTarget(mlir::ModuleOp module,
+                                       llvm::StringRef target);
+
 /// Declares runtime functions in a module on first use: `private`, with
 /// `llvm.emit_c_interface`, memref parameters as `memref<*xT>`.
 class RuntimeDecls {

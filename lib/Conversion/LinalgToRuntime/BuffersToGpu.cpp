@@ -1,5 +1,4 @@
-//===- BuffersToGpu.cpp - pipeopt-buffers-to-gpu
-//---------------------------===//
+//===- BuffersToGpu.cpp - pipeopt-buffers-to-gpu --------------------------===//
 //
 // Part of pipeopt. The memory model of a --target=cuda build on bufferized,
 // deallocated code: every buffer is device memory (gpu.alloc), copies are
@@ -114,6 +113,22 @@ bool isScalarBufferLoopNest(scf::ForOp loop) {
   return !r.wasInterrupted() && accessesMemory;
 }
 
+/// True if `op` must run as a one-thread kernel on the host side of the
+/// module: a linalg op on buffers without a parallel dimension (a reduction
+/// to a scalar, a 0-d op), which convert-linalg-to-parallel-loops would
+/// leave as host loops over device memory, or an outermost result-less host
+/// loop nest of scalar code (isScalarBufferLoopNest).
+bool isSerialKernel(Operation *op) {
+  if (!onHost(op))
+    return false;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return linalgOp.hasPureBufferSemantics() &&
+           linalgOp.getNumParallelLoops() == 0;
+  auto loop = dyn_cast<scf::ForOp>(op);
+  return loop && !op->getParentOfType<scf::ForOp>() &&
+         loop.getNumResults() == 0 && isScalarBufferLoopNest(loop);
+}
+
 /// Moves `op` (which has no results) into a new scf.parallel of one
 /// iteration at its place: a one-thread kernel after
 /// convert-parallel-loops-to-gpu.
@@ -147,11 +162,8 @@ struct BuffersToGpuPass
       if (!inThisModule(op))
         return;
       if (isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
-              memref::CopyOp, linalg::LinalgOp>(op))
-        ops.push_back(op);
-      else if (auto loop = dyn_cast<scf::ForOp>(op);
-               loop && onHost(op) && !op->getParentOfType<scf::ForOp>() &&
-               loop.getNumResults() == 0 && isScalarBufferLoopNest(loop))
+              memref::CopyOp>(op) ||
+          isSerialKernel(op))
         ops.push_back(op);
     });
     for (Operation *op : ops) {
@@ -202,17 +214,8 @@ struct BuffersToGpuPass
           ++numCopyKernels;
         }
         copy.erase();
-      } else if (isa<scf::ForOp>(op)) {
-        wrapInOneIterationLoop(b, op);
-        ++numSerialKernels;
-      } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-        // Reductions to a scalar and 0-d ops have no parallel dimension:
-        // convert-linalg-to-parallel-loops would leave host loops over
-        // device memory. One parallel iteration makes them a one-thread
-        // kernel.
-        if (!linalgOp.hasPureBufferSemantics() || !onHost(op) ||
-            linalgOp.getNumParallelLoops() != 0)
-          continue;
+      } else {
+        // isSerialKernel(op).
         wrapInOneIterationLoop(b, op);
         ++numSerialKernels;
       }

@@ -36,11 +36,8 @@ struct CheckGatherIndicesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (target != "cpu" && target != "cuda") {
-      emitError(module.getLoc())
-          << "unknown target '" << target << "' (expected cpu or cuda)";
+    if (failed(pipeopt::checkRuntimeTarget(module, target)))
       return signalPassFailure();
-    }
     // Device code (target=cuda) has no runtime to report to: clamp only.
     bool report = target == "cpu";
     SymbolTable symbols(module);

@@ -1,5 +1,4 @@
-//===- CheckGpuHost.cpp - pipeopt-check-gpu-host
-//---------------------------===//
+//===- CheckGpuHost.cpp - pipeopt-check-gpu-host --------------------------===//
 //
 // Part of pipeopt. After kernel outlining, the host code of a --target=cuda
 // build must not touch device memory nor call anything but the runtime ABI.

@@ -210,11 +210,8 @@ struct ConvertLinalgToRuntimeKernelsPass
 
 void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
   ModuleOp module = getOperation();
-  if (target != "cpu" && target != "cuda") {
-    emitError(module.getLoc()) << "unknown target '" << target
-                               << "' (expected cpu or cuda)";
+  if (failed(pipeopt::checkRuntimeTarget(module, target)))
     return signalPassFailure();
-  }
   // The same kernels under the device ABI's names (RuntimeFunctions.def,
   // PIPEOPT_RT_GPU_FLOAT_FN).
   bool cuda = target == "cuda";
@@ -263,8 +260,7 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
 
   for (linalg::LinalgOp op : ops) {
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
-      if (failed(replaceWithCall(op, matmulFn,
-                                 {m->lhs, m->rhs, m->out},
+      if (failed(replaceWithCall(op, matmulFn, {m->lhs, m->rhs, m->out},
                                  {m->transLhs, m->transRhs})))
         return signalPassFailure();
       ++numMatmuls;

@@ -80,11 +80,9 @@ struct MergeGpuModulesPass
       SymbolRefAttr kernel = launch.getKernel();
       auto it =
           renamed.find({kernel.getRootReference(), kernel.getLeafReference()});
-      if (it == renamed.end())
-        return WalkResult::advance();
-      launch.setKernelAttr(SymbolRefAttr::get(
-          merged.getNameAttr(), {FlatSymbolRefAttr::get(it->second)}));
-      return WalkResult::advance();
+      if (it != renamed.end())
+        launch.setKernelAttr(SymbolRefAttr::get(
+            merged.getNameAttr(), {FlatSymbolRefAttr::get(it->second)}));
     });
   }
 };

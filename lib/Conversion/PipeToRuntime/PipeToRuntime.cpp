@@ -67,11 +67,8 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   FailureOr<MicrobatchPolicy> policy =
       MicrobatchPolicy::parse(microbatchArgs, err);
   SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
-  if (target != "cpu" && target != "cuda") {
-    emitError(module.getLoc()) << "unknown target '" << target
-                               << "' (expected cpu or cuda)";
+  if (failed(pipeopt::checkRuntimeTarget(module, target)))
     return signalPassFailure();
-  }
   if (failed(policy)) {
     // At the first program: a parsed module often has no location of its own.
     emitError(programs.empty() ? module.getLoc() : programs.front().getLoc())

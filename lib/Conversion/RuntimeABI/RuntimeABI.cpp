@@ -158,3 +158,10 @@ FailureOr<func::FuncOp> pipeopt::RuntimeDecls::get(Location loc, StringRef base,
   symbols.insert(fn);
   return fn;
 }
+
+LogicalResult pipeopt::checkRuntimeTarget(ModuleOp module, StringRef target) {
+  if (target == "cpu" || target == "cuda")
+    return success();
+  return emitError(module.getLoc())
+         << "unknown target '" << target << "' (expected cpu or cuda)";
+}
