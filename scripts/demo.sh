@@ -118,6 +118,17 @@ printf '   measured  (300 iterations, loopback):           median %.4g s, mean %
 awk -v p="$PRED_CAL" -v m="$MEDIAN" -v f="$P10" 'BEGIN {
   if (m > 0 && f > 0)
     printf "   calibrated prediction / measured:               %.2f (median), %.2f (10%% percentile)\n", p / m, p / f }'
+# Where each rank's iteration went (medians of the per-stage actions are in
+# the profile; these are per-iteration sums).
+echo "   per rank, per iteration (profile ranks[]: actions, then time in runtime calls):"
+awk '/"ranks": \[$/ && !done { f = 1; next }
+     f && /"rank":/ { gsub(/[ ,]/, ""); split($0, a, ":"); r = a[2] }
+     f && /"(busy|send|recv|input|output)_s":/ {
+       gsub(/[ ,"]/, ""); split($0, a, ":"); v[a[1]] = a[2] * 1e6 }
+     f && /^    }/ {
+       printf "     rank %s: actions %.0f us, send %.0f us, recv (incl. waiting) %.0f us, input %.0f us\n",
+              r, v["busy_s"], v["send_s"], v["recv_s"], v["input_s"] }
+     f && /^  \]/ { f = 0; done = 1 }' "$OUT/profile-timing.json"
 echo "   (the cpu preset models a large server. The calibrated rates and cores are"
 echo "   this node undisturbed; other jobs on it slow the measurement, most of all"
 echo "   the median: the fastest iterations are the ones they left alone.)"

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <sstream>
 
 using namespace pipeopt::rt;
@@ -63,10 +64,24 @@ void checkPeer(const RankContext &ctx, int64_t peer, const std::string &what) {
                        std::to_string(ctx.comm->size()) + ")");
 }
 
+/// Records a call event when the call returns normally (not on an error).
+struct CallRecorder {
+  RankContext &ctx;
+  int kind, stage, microbatch, peer;
+  int64_t bytes = 0;
+  double beginS = ctx.recordCalls ? ctx.now() : 0;
+  int uncaught = std::uncaught_exceptions();
+  ~CallRecorder() {
+    if (std::uncaught_exceptions() == uncaught)
+      ctx.recordCall(kind, stage, microbatch, peer, bytes, beginS);
+  }
+};
+
 int32_t sendImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
                  int64_t mb, int64_t value, int64_t backward,
                  pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_send", [&](RankContext &ctx) {
+    CallRecorder record{ctx, TraceSend, int(srcStage), int(mb), int(peer)};
     std::string what = "send for stage " + std::to_string(srcStage) +
                        " microbatch " + std::to_string(mb) + " value " +
                        std::to_string(value) + " (" + direction(backward) +
@@ -116,6 +131,7 @@ int32_t sendImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
     } catch (const RuntimeError &e) {
       throw RuntimeError(what + ": " + e.what());
     }
+    record.bytes = int64_t(v.byteSize());
   });
 }
 
@@ -123,6 +139,7 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
                  int64_t mb, int64_t value, int64_t backward,
                  pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_recv", [&](RankContext &ctx) {
+    CallRecorder record{ctx, TraceRecv, int(dstStage), int(mb), int(peer)};
     std::string what = "recv for stage " + std::to_string(dstStage) +
                        " microbatch " + std::to_string(mb) + " value " +
                        std::to_string(value);
@@ -184,6 +201,7 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
       memorySpace(ctx).fromDevice(v, m.devicePayload);
     else
       memorySpace(ctx).fromHost(v, m.payload.data());
+    record.bytes = int64_t(v.byteSize());
   });
 }
 
@@ -211,6 +229,7 @@ std::string outputName(const ManifestOutput &out) {
 int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
                   pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_input", [&](RankContext &ctx) {
+    CallRecorder record{ctx, TraceInput, -1, int(mb), int(argIndex)};
     std::string what = "input " + std::to_string(argIndex) +
                        " for microbatch " + std::to_string(mb);
     const auto *entry = ctx.inputs ? ctx.inputs->find(int(argIndex)) : nullptr;
@@ -293,15 +312,19 @@ int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
     } catch (const RuntimeError &e) {
       throw RuntimeError(what + ": " + e.what());
     }
+    record.microbatch = meta.microbatched ? int(mb) : -1;
+    record.bytes = int64_t(slice);
   });
 }
 
 int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
                    pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_output", [&](RankContext &ctx) {
+    CallRecorder record{ctx, TraceOutput, -1, int(mb), int(resultIndex)};
     std::string what = "output " + std::to_string(resultIndex) +
                        " for microbatch " + std::to_string(mb);
     MemRefView v = decodeMemRef(buf, dtype);
+    record.bytes = int64_t(v.byteSize());
     int key = int(mb);
     if (ctx.manifest) {
       const ManifestOutput *meta = ctx.manifest->findOutput(int(resultIndex));

@@ -103,6 +103,22 @@ double RankContext::now() const {
   return std::chrono::duration<double>(Clock::now() - origin).count();
 }
 
+void RankContext::recordCall(int kind, int stage, int microbatch, int peer,
+                             int64_t bytes, double beginS) {
+  if (!recordCalls)
+    return;
+  TraceEvent e;
+  e.kind = kind;
+  e.stage = stage;
+  e.microbatch = microbatch;
+  e.iteration = iteration;
+  e.beginS = beginS;
+  e.endS = now();
+  e.peer = peer;
+  e.bytes = bytes;
+  events.push_back(e);
+}
+
 static thread_local RankContext *tlsContext = nullptr;
 
 RankContext *currentContext() { return tlsContext; }

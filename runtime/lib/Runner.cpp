@@ -790,6 +790,8 @@ void barrier(Communicator &c, double timeoutS) {
 struct PackedEvent {
   int32_t kind, stage, microbatch, iteration;
   double beginS, endS;
+  int32_t peer, pad = 0;
+  int64_t bytes;
 };
 
 /// Sends this rank's report to rank 0 (rank != 0).
@@ -801,7 +803,7 @@ void sendReport(Communicator &c, const RankContext &ctx,
   std::vector<PackedEvent> ev;
   for (const auto &e : ctx.events)
     ev.push_back({e.kind, e.stage, e.microbatch, e.iteration, e.beginS,
-                  e.endS});
+                  e.endS, e.peer, 0, e.bytes});
   sendControl(c, 0, TagEvents, ev.data(), ev.size() * sizeof(PackedEvent),
               timeoutS);
   std::vector<int32_t> evidence;
@@ -850,8 +852,8 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
   std::vector<PackedEvent> ev(m.payload.size() / sizeof(PackedEvent));
   std::memcpy(ev.data(), m.payload.data(), ev.size() * sizeof(PackedEvent));
   for (const auto &e : ev)
-    r.events.push_back(
-        {e.kind, e.stage, e.microbatch, e.iteration, e.beginS, e.endS});
+    r.events.push_back({e.kind, e.stage, e.microbatch, e.iteration, e.beginS,
+                        e.endS, e.peer, e.bytes});
   m = recvControl(c, src, TagModelEvidence, timeoutS);
   std::vector<int32_t> evidence(m.payload.size() / sizeof(int32_t));
   std::memcpy(evidence.data(), m.payload.data(),
@@ -1458,6 +1460,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
              RankResult &result) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
+  ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
   std::string phase = "at the start barrier";
@@ -1916,20 +1919,39 @@ void writeTrace(const Manifest &m, const RunOptions &o,
     events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0},
                       {"tid", r}, {"args", {{"sort_index", r}}}});
     for (const auto &e : reports[r].events) {
-      std::string name = std::string(actionKindName(e.kind)) + " s" +
-                         std::to_string(e.stage) + " mb" +
-                         std::to_string(e.microbatch);
+      std::string name, cat;
+      Json args = {{"iteration", e.iteration}};
+      std::string mb = e.microbatch >= 0
+                           ? " mb" + std::to_string(e.microbatch)
+                           : std::string(" (shared)");
+      if (isTraceCall(e.kind)) {
+        cat = traceCallName(e.kind);
+        if (e.kind == TraceSend || e.kind == TraceRecv) {
+          name = cat + " s" + std::to_string(e.stage) + mb +
+                 (e.kind == TraceSend ? " to rank " : " from rank ") +
+                 std::to_string(e.peer);
+          args["stage"] = e.stage;
+          args["peer_rank"] = e.peer;
+        } else {
+          name = cat + " " + std::to_string(e.peer) + mb;
+          args[e.kind == TraceInput ? "argument" : "result"] = e.peer;
+        }
+        args["microbatch"] = e.microbatch;
+        args["bytes"] = e.bytes;
+      } else {
+        cat = actionKindName(e.kind);
+        name = cat + " s" + std::to_string(e.stage) + mb;
+        args["stage"] = e.stage;
+        args["microbatch"] = e.microbatch;
+      }
       events.push_back({{"name", name},
-                        {"cat", actionKindName(e.kind)},
+                        {"cat", cat},
                         {"ph", "X"},
                         {"pid", 0},
                         {"tid", r},
                         {"ts", e.beginS * 1e6},
                         {"dur", (e.endS - e.beginS) * 1e6},
-                        {"args",
-                         {{"stage", e.stage},
-                          {"microbatch", e.microbatch},
-                          {"iteration", e.iteration}}}});
+                        {"args", args}});
     }
   }
   Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
@@ -1953,7 +1975,13 @@ void writeProfile(const Manifest &m, const RunOptions &o,
   Json ranks = Json::array();
   for (int r = 0; r < R; ++r) {
     double busy = 0;
+    // Time in runtime calls by TraceCallKind - TraceSend.
+    std::array<double, 4> calls{};
     for (const auto &e : reports[r].events) {
+      if (isTraceCall(e.kind)) {
+        calls[size_t(e.kind - TraceSend)] += e.endS - e.beginS;
+        continue;
+      }
       if (e.stage < 0 || e.stage >= m.numStages || e.kind < 0 || e.kind > 3)
         continue;
       dur[e.stage][e.kind].push_back(e.endS - e.beginS);
@@ -1963,8 +1991,16 @@ void writeProfile(const Manifest &m, const RunOptions &o,
         sr.push_back(r);
     }
     double perIter = o.iterations ? busy / o.iterations : 0;
+    auto callS = [&](int kind) {
+      return o.iterations ? calls[size_t(kind - TraceSend)] / o.iterations
+                          : 0.0;
+    };
     ranks.push_back({{"rank", r},
                      {"busy_s", perIter},
+                     {"send_s", callS(TraceSend)},
+                     {"recv_s", callS(TraceRecv)},
+                     {"input_s", callS(TraceInput)},
+                     {"output_s", callS(TraceOutput)},
                      {"iteration_s", median(reports[r].iterationS)},
                      {"bubble_ratio",
                       med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});

@@ -17,7 +17,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <tuple>
 
 #include <sys/stat.h>
 
@@ -139,8 +141,38 @@ TEST(Runner, LoopbackEndToEnd) {
       ++f1;
     }
   EXPECT_EQ(f1, 3); // once per measured iteration
+  // The runtime calls around the actions, by name -> (count, rank, bytes).
+  std::map<std::string, std::tuple<int, int, int64_t>> calls;
+  for (const auto &e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] != "F" && e["cat"] != "BW") {
+      auto &c = calls[e["name"].get<std::string>()];
+      ++std::get<0>(c);
+      std::get<1>(c) = e["tid"].get<int>();
+      std::get<2>(c) = e["args"]["bytes"].get<int64_t>();
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+    }
+  using Call = std::tuple<int, int, int64_t>;
+  EXPECT_EQ(calls["send s0 mb3 to rank 1"], Call(3, 0, 24));
+  EXPECT_EQ(calls["recv s1 mb3 from rank 0"], Call(3, 1, 24));
+  EXPECT_EQ(calls["send s1 mb2 to rank 0"], Call(3, 1, 24));
+  EXPECT_EQ(calls["recv s0 mb2 from rank 1"], Call(3, 0, 24));
+  EXPECT_EQ(calls["input 0 mb1"], Call(3, 0, 24));
+  // w is shared: read once per F (4 per iteration), 3 floats.
+  EXPECT_EQ(calls["input 1 (shared)"], Call(12, 0, 12));
+  EXPECT_EQ(calls["output 0 mb0"], Call(3, 1, 24));
+  EXPECT_EQ(calls["output 1 (shared)"], Call(3, 0, 24));
+  // Per microbatch: two sends, two recvs, input x and output y; plus the
+  // shared input w and output acc.
+  EXPECT_EQ(calls.size(), 4u * 6 + 2) << trace.dump(1);
   nlohmann::json prof = readJson(dir + "/profile.json");
   EXPECT_EQ(prof["format"], "pipeopt-profile");
+  for (const char *key : {"send_s", "recv_s"}) {
+    EXPECT_GT(prof["ranks"][0][key].get<double>(), 0.0) << key;
+    EXPECT_GT(prof["ranks"][1][key].get<double>(), 0.0) << key;
+  }
+  EXPECT_GT(prof["ranks"][0]["input_s"].get<double>(), 0.0);
+  EXPECT_EQ(prof["ranks"][1]["input_s"].get<double>(), 0.0);
+  EXPECT_GT(prof["ranks"][1]["output_s"].get<double>(), 0.0);
   ASSERT_EQ(prof["stages"].size(), 2u);
   EXPECT_TRUE(prof["stages"][0]["forward_s"].is_number());
   EXPECT_TRUE(prof["stages"][1]["backward_s"].is_number());
@@ -1313,6 +1345,7 @@ TEST(RunnerMpi, EndToEnd) {
   nlohmann::json prof = readJson(dir + "/profile.json");
   EXPECT_EQ(prof["communicator"], "mpi");
   EXPECT_EQ(prof["stages"][1]["count"]["BW"], 8);
+  EXPECT_GT(prof["ranks"][1]["recv_s"].get<double>(), 0.0);
 }
 
 TEST(RunnerMpi, MismatchAndTimeout) {

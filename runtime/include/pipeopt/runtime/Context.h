@@ -56,14 +56,52 @@ private:
   std::map<int, int> steps;
 };
 
-/// One measured action (times in seconds since the context's origin).
+/// Kinds of TraceEvent besides the actions (pipeopt_rt_action_kind, 0-3):
+/// the runtime calls a program makes around them, recorded when the run
+/// writes a trace or a profile (RankContext::recordCalls).
+enum TraceCallKind : int {
+  TraceSend = 16,   ///< pipeopt_rt_send_*: copying the message out
+  TraceRecv = 17,   ///< pipeopt_rt_recv_*: waiting for it and copying it in
+  TraceInput = 18,  ///< pipeopt_rt_input_*: copying a model input in
+  TraceOutput = 19, ///< pipeopt_rt_output_*: copying a model output out
+};
+
+/// True for the TraceCallKind values.
+inline bool isTraceCall(int kind) {
+  return kind >= TraceSend && kind <= TraceOutput;
+}
+
+/// "send", "recv", "input" or "output" for a TraceCallKind; "call" else.
+inline const char *traceCallName(int kind) {
+  switch (kind) {
+  case TraceSend:
+    return "send";
+  case TraceRecv:
+    return "recv";
+  case TraceInput:
+    return "input";
+  case TraceOutput:
+    return "output";
+  default:
+    return "call";
+  }
+}
+
+/// One measured action or runtime call (times in seconds since the
+/// context's origin).
 struct TraceEvent {
-  int kind = 0;
-  int stage = 0;
-  int microbatch = 0;
+  int kind = 0;   ///< pipeopt_rt_action_kind or TraceCallKind
+  int stage = 0;  ///< the action's stage; send: source stage, recv:
+                  ///< destination stage; input/output: -1
+  int microbatch = 0; ///< -1 for a shared input or output
   int iteration = 0;
   double beginS = 0;
   double endS = 0;
+  /// Calls: the peer rank (send, recv) or the model argument / result
+  /// index (input, output); -1 for actions.
+  int peer = -1;
+  /// Calls: bytes copied; 0 for actions.
+  int64_t bytes = 0;
 };
 
 /// This call's running sum of an output with "reduce": "mean" on one rank:
@@ -130,8 +168,14 @@ public:
   int dataStep = 0;
   /// Time origin of trace events.
   Clock::time_point origin = Clock::now();
-  /// Measured actions, in order.
+  /// Measured actions (and, with recordCalls, runtime calls), in order.
   std::vector<TraceEvent> events;
+  /// Whether send, recv, input and output calls are recorded as events too
+  /// (pipeopt-run sets it when it writes a trace or a profile).
+  bool recordCalls = false;
+  /// Appends a call event from `beginS` to now (when recordCalls).
+  void recordCall(int kind, int stage, int microbatch, int peer,
+                  int64_t bytes, double beginS);
   /// Outputs produced by this rank: (resultIndex, microbatch or -1) ->
   /// tensor. Later iterations overwrite earlier ones. Outputs with "reduce":
   /// "mean" are not stored here but summed in reducedOutputs.
