@@ -107,16 +107,8 @@ void RankContext::recordCall(int kind, int stage, int microbatch, int peer,
                              int64_t bytes, double beginS) {
   if (!recordCalls)
     return;
-  TraceEvent e;
-  e.kind = kind;
-  e.stage = stage;
-  e.microbatch = microbatch;
-  e.iteration = iteration;
-  e.beginS = beginS;
-  e.endS = now();
-  e.peer = peer;
-  e.bytes = bytes;
-  events.push_back(e);
+  events.push_back(
+      {kind, stage, microbatch, iteration, beginS, now(), peer, bytes});
 }
 
 static thread_local RankContext *tlsContext = nullptr;
