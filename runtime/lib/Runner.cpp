@@ -1903,7 +1903,8 @@ std::optional<float> writeOutputs(const Manifest &m, const RunOptions &o,
   return meanLoss;
 }
 
-/// Writes --trace: a Chrome/Perfetto trace of every rank's actions.
+/// Writes --trace: a Chrome/Perfetto trace of every rank's actions and
+/// runtime calls (docs/Runtime.md "Trace").
 void writeTrace(const Manifest &m, const RunOptions &o,
                 const std::vector<RankReport> &reports) {
   if (o.tracePath.empty())
@@ -1959,7 +1960,8 @@ void writeTrace(const Manifest &m, const RunOptions &o,
 }
 
 /// Writes --profile: per-stage median F/B/W/BW durations, per-rank busy
-/// time and bubble, iteration times (docs/CostModel.md "Profile JSON").
+/// time, time in runtime calls and bubble, iteration times (docs/Runtime.md
+/// "Profile JSON").
 void writeProfile(const Manifest &m, const RunOptions &o,
                   const std::vector<RankReport> &reports,
                   const std::vector<double> &iterMax, const Json &stashJson,
