@@ -32,8 +32,9 @@
 //                         start; R x (one thread's time) / (their time), both
 //                         the fastest of repeated bursts, is the number of
 //                         ranks' worth of full speed the node delivers (2
-//                         for 4 ranks on 2 cores). The event simulator
-//                         shares it among the busy ranks.
+//                         for 4 ranks on 2 cores; at most min(R, cores)).
+//                         The event simulator shares it among the busy
+//                         ranks.
 //   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
 //                         the round trip) and bandwidth (16 MiB messages);
 //                         with --comm mpi (run under `mpirun -np 2`) the
@@ -458,7 +459,11 @@ int main(int argc, char **argv) {
       int r = std::max(ranks, 1);
       double alone = fastestBurst(1, sn, calls, bursts);
       double together = fastestBurst(r, sn, calls, bursts);
-      effectiveCores = std::clamp(r * alone / together, 0.01, double(r));
+      // At most what the node has: r ranks at full speed, or one rank's
+      // worth per core when the ranks outnumber the cores (a burst that
+      // preempted the single thread can otherwise measure more).
+      effectiveCores = std::clamp(r * alone / together, 0.01,
+                                  double(std::min(r, cores)));
       loadedCores = std::clamp(concurrentGemmRate(r, sn, quick ? 0.2 : 0.5) *
                                    alone / calls,
                                0.0, double(r));
