@@ -462,11 +462,11 @@ int main(int argc, char **argv) {
       // At most what the node has: r ranks at full speed, or one rank's
       // worth per core when the ranks outnumber the cores (a burst that
       // preempted the single thread can otherwise measure more).
-      effectiveCores = std::clamp(r * alone / together, 0.01,
-                                  double(std::min(r, cores)));
+      const double most = double(std::min(r, cores));
+      effectiveCores = std::clamp(r * alone / together, 0.01, most);
       loadedCores = std::clamp(concurrentGemmRate(r, sn, quick ? 0.2 : 0.5) *
                                    alone / calls,
-                               0.0, double(r));
+                               0.0, most);
     }
 
     progress(useMpi ? "MPI latency and bandwidth (2 processes)"
