@@ -197,6 +197,9 @@ llvm::Error Topology::validate() const {
     if (auto bad = checkSeconds(l->latencySeconds))
       return makeError(
           llvm::formatv("topology.{0}.latency_s {1}", key, *bad));
+    if (auto bad = checkSeconds(l->senderOverheadSeconds))
+      return makeError(
+          llvm::formatv("topology.{0}.sender_overhead_s {1}", key, *bad));
     if (auto bad = checkRate(l->bytesPerSecond, "bytes/s",
                              /*zeroIsUnlimited=*/true))
       return makeError(

@@ -224,7 +224,8 @@ struct ObjectReader {
     }
   }
 
-  /// A link of the nested "topology" object: {"latency_s", "bandwidth"}.
+  /// A link of the nested "topology" object: {"latency_s", "bandwidth",
+  /// "sender_overhead_s"}.
   void link(StringRef key, Link &out) {
     const llvm::json::Value *v = obj.get(key);
     if (!v)
@@ -237,13 +238,15 @@ struct ObjectReader {
       return;
     }
     if (auto bad =
-            unknownKey(*o, {"latency_s", "bandwidth"}, path + key.str())) {
+            unknownKey(*o, {"latency_s", "bandwidth", "sender_overhead_s"},
+                       path + key.str())) {
       fail(*bad);
       return;
     }
     ObjectReader r{*o, path + key.str() + "."};
     r.number("latency_s", out.latencySeconds);
     r.number("bandwidth", out.bytesPerSecond);
+    r.number("sender_overhead_s", out.senderOverheadSeconds);
     if (!r.ok())
       fail(r.error);
   }
@@ -281,7 +284,7 @@ static std::optional<std::string> flatCount(const llvm::json::Object &o,
 }
 
 /// A flat link (the explorer's system format): {"latency_s",
-/// "bandwidth_Bps"}. Errors start with `where`.
+/// "bandwidth_Bps", "sender_overhead_s"}. Errors start with `where`.
 static llvm::Error flatLink(const llvm::json::Object &o, StringRef key,
                             Link &link, StringRef where) {
   const llvm::json::Value *v = o.get(key);
@@ -292,11 +295,15 @@ static llvm::Error flatLink(const llvm::json::Object &o, StringRef key,
     return makeError(
         llvm::formatv("{0}: \"{1}\" must be an object", where, key));
   std::string w = (where + "." + key).str();
-  if (auto bad = unknownKey(*lo, {"latency_s", "bandwidth_Bps"}, w))
+  if (auto bad = unknownKey(
+          *lo, {"latency_s", "bandwidth_Bps", "sender_overhead_s"}, w))
     return makeError(*bad);
   if (auto bad = flatNumber(*lo, "latency_s", link.latencySeconds))
     return makeError(w + ": " + *bad);
   if (auto bad = flatNumber(*lo, "bandwidth_Bps", link.bytesPerSecond))
+    return makeError(w + ": " + *bad);
+  if (auto bad =
+          flatNumber(*lo, "sender_overhead_s", link.senderOverheadSeconds))
     return makeError(w + ": " + *bad);
   return llvm::Error::success();
 }

@@ -531,13 +531,23 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
             [&](int a, int b) { return key(a) < key(b); });
 
   // DAG over tasks [0, N), transfers [N, N + T), reductions
-  // [N + T, N + T + Rd) and optimizer steps after them.
+  // [N + T, N + T + Rd), optimizer steps after them, then the sender
+  // overheads of the transfers whose link has one.
   const int redBase = N + T, stepBase = N + T + Rd;
   std::vector<std::vector<int>> stepNode(R);
   int V = stepBase;
   for (int r = 0; r < R; ++r)
     for (size_t i = 0; i < post.steps[r].size(); ++i)
       stepNode[r].push_back(V++);
+  auto linkOf = [&](int x) -> const machine::Link & {
+    const Dep &d = g.deps[xferDep[x]];
+    return sys.topology.between(g.tasks[d.producer].rank,
+                                g.tasks[d.consumer].rank);
+  };
+  std::vector<int> overheadNode(T, -1);
+  for (int x = 0; x < T; ++x)
+    if (linkOf(x).senderOverheadSeconds > 0)
+      overheadNode[x] = V++;
   std::vector<std::vector<int>> succ(V);
   std::vector<int> indeg(V, 0);
   std::vector<double> dur(V, 0);
@@ -549,10 +559,30 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     dur[t] = g.tasks[t].durationSec;
   std::vector<int> nextOnRank(N, -1);
   for (int r = 0; r < R; ++r)
-    for (size_t i = 1; i < g.rankTasks[r].size(); ++i) {
-      edge(g.rankTasks[r][i - 1], g.rankTasks[r][i]);
+    for (size_t i = 1; i < g.rankTasks[r].size(); ++i)
       nextOnRank[g.rankTasks[r][i - 1]] = g.rankTasks[r][i];
+  // The send calls after each action, in service order: each one is
+  // processor time on the sender (after the action or the previous send
+  // call), its message leaves when the call starts, and the rank's next
+  // action waits for the last call (Link::senderOverheadSeconds).
+  // lastOnRank[t]: the vertex after which the rank is free again.
+  std::vector<int> lastOnRank(N);
+  std::iota(lastOnRank.begin(), lastOnRank.end(), 0);
+  std::vector<int> sendAfter(T, -1);  // a transfer's predecessor on its rank
+  for (int x : order) {
+    if (x >= T)
+      continue;
+    const int prod = g.deps[xferDep[x]].producer;
+    sendAfter[x] = lastOnRank[prod];
+    if (overheadNode[x] >= 0) {
+      dur[overheadNode[x]] = linkOf(x).senderOverheadSeconds;
+      edge(lastOnRank[prod], overheadNode[x]);
+      lastOnRank[prod] = overheadNode[x];
     }
+  }
+  for (int t = 0; t < N; ++t)
+    if (nextOnRank[t] >= 0)
+      edge(lastOnRank[t], nextOnRank[t]);
   for (const Dep &d : g.deps)
     if (!d.crossRank)
       edge(d.producer, d.consumer);
@@ -564,7 +594,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       edge(redBase + k, redBase + i);
   }
   for (int r = 0; r < R; ++r) {
-    int prev = g.rankTasks[r].empty() ? -1 : g.rankTasks[r].back();
+    int prev = g.rankTasks[r].empty() ? -1 : lastOnRank[g.rankTasks[r].back()];
     for (size_t i = 0; i < post.steps[r].size(); ++i) {
       int v = stepNode[r][i];
       dur[v] = post.steps[r][i].durationSec;
@@ -615,7 +645,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     const Dep &d = g.deps[xferDep[x]];
     int src = g.tasks[d.producer].rank, dst = g.tasks[d.consumer].rank;
     int node = N + x;
-    edge(d.producer, node);
+    edge(sendAfter[x], node);
     edge(node, d.consumer);
     dur[node] = sys.topology.between(src, dst).messageSeconds(d.bytes);
     if (!sys.simulation.overlap && nextOnRank[d.producer] >= 0)
@@ -639,6 +669,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     for (int r = 0; r < R; ++r)
       for (int v : stepNode[r])
         cpuNode[v] = sys.topology.nodeOf(r);
+    for (int x = 0; x < T; ++x)
+      if (overheadNode[x] >= 0)
+        cpuNode[overheadNode[x]] =
+            sys.topology.nodeOf(g.tasks[g.deps[xferDep[x]].producer].rank);
     ran = runProcessorSharing(succ, indeg, dur, cpuNode, sys.topology.coresPerNode,
                               start, end, ready);
   } else {
@@ -669,6 +703,12 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   double tableEnd = 0;
   for (int v = 0; v < N + T; ++v)
     tableEnd = std::max(tableEnd, end[v]);
+  bool sendCalls = false;
+  for (int v : overheadNode)
+    if (v >= 0) {
+      tableEnd = std::max(tableEnd, end[v]);
+      sendCalls = true;
+    }
   PostTimes pt;
   for (int i = 0; i < Rd; ++i) {
     pt.redReady.push_back(ready[redBase + i]);
@@ -703,11 +743,15 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     std::snprintf(cores, sizeof(cores), "%g", sys.topology.coresPerNode);
     m.note += std::string("; the ranks of a node share ") + cores +
               " core(s) (processor sharing)";
-    // A rank is busy while its action runs, slowed or not: the bubbles
-    // come from the actions' simulated spans.
+  }
+  if (sendCalls)
+    m.note += "; senders pay a per-message overhead";
+  if (shared || sendCalls) {
+    // A rank is busy while its action and the send calls after it run,
+    // slowed or not: the bubbles come from those simulated spans.
     TaskGraph spans = g;
     for (int t = 0; t < N; ++t)
-      spans.tasks[t].durationSec = end[t] - start[t];
+      spans.tasks[t].durationSec = end[lastOnRank[t]] - start[t];
     PostBackward postSpans = post;
     for (int r = 0; r < R; ++r)
       for (size_t i = 0; i < stepNode[r].size(); ++i)

@@ -178,7 +178,8 @@ TEST(MachineJSON, ErrorsNameTheKeyAndTheFile) {
   EXPECT_EQ(errorOf(m.takeError()),
             f.path.str().str() +
                 ": hardware JSON: topology.intra_node: unknown key 'bw' "
-                "(expected one of: latency_s, bandwidth)");
+                "(expected one of: latency_s, bandwidth, "
+                "sender_overhead_s)");
 
   llvm::Expected<Machine> missing = loadMachine("h100", "/nonexistent.json");
   ASSERT_FALSE(static_cast<bool>(missing));
@@ -246,13 +247,17 @@ TEST(MachineJSON, CalibratedKeys) {
     EXPECT_EQ(p->device.contractionOperandBytesPerSecond, 0);
     EXPECT_EQ(p->topology.coresPerNode, 0);
     EXPECT_FALSE(p->topology.sharesCores(1 << 20));
+    EXPECT_EQ(p->topology.intraNode.senderOverheadSeconds, 0);
+    EXPECT_EQ(p->topology.interNode.senderOverheadSeconds, 0);
   }
   llvm::Expected<Machine> m = parseMachine(
       parseJSON(R"({"base": "cpu", "memory_bandwidth": 10,
                     "cache_bytes": "1KiB", "cache_bandwidth": 100,
                     "contraction_operand_bandwidth": 5e9,
                     "topology": {"ranks_per_node": 4,
-                                 "cores_per_node": 1.5}})"),
+                                 "cores_per_node": 1.5,
+                                 "intra_node": {"latency_s": 3e-6,
+                                                "sender_overhead_s": 1e-5}}})"),
       MachineUse::Hardware);
   ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
   EXPECT_EQ(m->device.cacheBytes, 1024);
@@ -260,6 +265,9 @@ TEST(MachineJSON, CalibratedKeys) {
   EXPECT_EQ(m->device.bytesPerSecondFor(1025), 10);
   EXPECT_EQ(m->device.contractionOperandBytesPerSecond, 5e9);
   EXPECT_EQ(m->topology.coresPerNode, 1.5);
+  EXPECT_EQ(m->topology.intraNode.latencySeconds, 3e-6);
+  EXPECT_EQ(m->topology.intraNode.senderOverheadSeconds, 1e-5);
+  EXPECT_EQ(m->topology.interNode.senderOverheadSeconds, 0);
   EXPECT_TRUE(m->topology.sharesCores(2));   // 2 ranks on 1.5 cores
   EXPECT_FALSE(m->topology.sharesCores(1));  // 1 rank: nothing to share
   // Flat in a system; given flat and nested it is an error.
@@ -267,6 +275,16 @@ TEST(MachineJSON, CalibratedKeys) {
       parseSystems(R"({"name": "s", "cores_per_node": 2})");
   ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
   EXPECT_EQ(s->front().topology.coresPerNode, 2);
+  // The flat link of a system takes it too.
+  s = parseSystems(R"({"name": "s", "inter_node": {"latency_s": 1e-6,
+                       "bandwidth_Bps": 1e9, "sender_overhead_s": 2e-6}})");
+  ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
+  EXPECT_EQ(s->front().topology.interNode.senderOverheadSeconds, 2e-6);
+  llvm::Expected<std::vector<Machine>> bad = parseSystems(
+      R"({"name": "s", "inter_node": {"sender_overhead_s": -1}})");
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(errorOf(bad.takeError()).find("sender_overhead_s"),
+            std::string::npos);
 
   struct Case {
     const char *json, *message;
@@ -283,6 +301,15 @@ TEST(MachineJSON, CalibratedKeys) {
        "of cores between 0.01 and 1048576, got 2e+06"},
       {R"({"base": "cpu", "topology": {"cores_per_node": true}})",
        "topology.cores_per_node: expected a number, got a boolean"},
+      {R"({"base": "cpu",
+           "topology": {"intra_node": {"sender_overhead_s": 7200}}})",
+       "topology.intra_node.sender_overhead_s must be"},
+      {R"({"base": "cpu",
+           "topology": {"inter_node": {"sender_overhead_s": -1e-6}}})",
+       "sender_overhead_s"},
+      {R"({"base": "cpu",
+           "topology": {"intra_node": {"sender_overhead": 1e-6}}})",
+       "unknown key 'sender_overhead'"},
       {R"({"base": "cpu", "cores_per_node": 1,
            "topology": {"cores_per_node": 2}})",
        "give 'cores_per_node' or 'topology.cores_per_node', not both"},

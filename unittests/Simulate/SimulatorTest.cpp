@@ -432,6 +432,49 @@ TEST(SimulateEvents, CoreSharingWithoutContentionEqualsLongestPath) {
   EXPECT_GT(eventMetrics(f, fc, two).makespanSec, full);
 }
 
+TEST(SimulateEvents, SenderOverheadKeepsTheSenderBusy) {
+  // Forward-only, 2 ranks on one node, 2 microbatches, F = 1, latency
+  // 0.25, unlimited bandwidth, send call 0.5 (LogP's o).
+  Schedule s = make("forward-only", 2, 2);
+  CostTable c = table(2, 1, 0, 0, 0, 0, 1e6);
+  Machine sys = idealSystem();
+  sys.topology.ranksPerNode = 2;
+  sys.topology.intraNode = {0.25, 0};
+  // Without it: rank 1 runs [1.25, 2.25) and [2.25, 3.25).
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 3.25);
+  sys.topology.intraNode.senderOverheadSeconds = 0.5;
+  // Rank 0: F [0, 1), send [1, 1.5), F [1.5, 2.5), send [2.5, 3). The
+  // messages leave when their calls start (arrive at 1.25 and 2.75): rank
+  // 1 runs [1.25, 2.25) and [2.75, 3.75).
+  Timeline tl;
+  Metrics m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 3.75);
+  EXPECT_NE(m.note.find("per-message overhead"), std::string::npos) << m.note;
+  std::vector<std::pair<double, double>> rank0, arrivals;
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == 0)
+      rank0.push_back({tc.startSec, tc.endSec});
+  for (const TimedTransfer &x : tl.transfers)
+    arrivals.push_back({x.startSec, x.endSec});
+  std::vector<std::pair<double, double>> want0 = {{0, 1}, {1.5, 2.5}};
+  std::vector<std::pair<double, double>> wantX = {{1, 1.25}, {2.5, 2.75}};
+  EXPECT_EQ(rank0, want0);
+  EXPECT_EQ(arrivals, wantX);
+  // Rank 0 is busy in its send calls: 3 of 3.75 s.
+  EXPECT_DOUBLE_EQ(m.bubblePerRank[0], 1 - 3 / 3.75);
+  // An inter-node overhead does not apply to an intra-node message.
+  sys.topology.intraNode.senderOverheadSeconds = 0;
+  sys.topology.interNode.senderOverheadSeconds = 0.5;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 3.25);
+  // One core for both ranks: the send calls are compute that shares it.
+  // The 5 units of work (4 F, 2 calls of 0.5) keep the core busy from 0
+  // (the first message is in flight while its call runs), so 5 s.
+  sys.topology.interNode.senderOverheadSeconds = 0;
+  sys.topology.intraNode.senderOverheadSeconds = 0.5;
+  sys.topology.coresPerNode = 1;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 5);
+}
+
 TEST(SimulateEvents, CommunicationCostsTime) {
   // 1F1B, S = 4, M = 8: a transfer of 1 s latency on each of the 2S - 2
   // critical hops of the first and last microbatch adds time.

@@ -47,6 +47,14 @@ struct Link {
   double latencySeconds = 0;
   /// beta^-1: bytes/s per direction; 0 means unlimited.
   double bytesPerSecond = 0;
+  /// The sender's processor time per message, in seconds: the send call
+  /// (header, enqueueing, waking the receiver) that keeps the sending rank
+  /// from its next action while the message itself travels for
+  /// messageSeconds(bytes) (LogP's per-message overhead o; Culler et al.,
+  /// PPoPP 1993). Only the event simulation charges it; 0 in every preset
+  /// (accelerator sends are asynchronous). pipeopt-calibrate measures it
+  /// through the runtime's send on this host.
+  double senderOverheadSeconds = 0;
 
   /// Seconds to move `bytes` between two ranks: 0 when there is nothing to
   /// move (bytes <= 0: no message, so no latency either), else

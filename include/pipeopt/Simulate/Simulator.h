@@ -255,6 +255,13 @@ simulateTable(const schedule::Schedule &s, const CostTable &costs,
 /// stage never shortens the makespan. Without overlap, a rank's next
 /// compute waits for the sends of its previous compute.
 ///
+/// Sender overhead (Link::senderOverheadSeconds > 0, LogP's o): each
+/// transfer is also a send call of that many seconds on the sender's
+/// compute stream, after the action that produced the value (and after
+/// the send calls before it, in the order above). The message leaves when
+/// its call starts; the rank's next action starts after its last call, and
+/// the rank counts the calls as busy.
+///
 /// Gradient all-reduces (Collectives.h) hold, for their ring time, the
 /// collective channel of every participating rank of the simulated replica
 /// and, where a ring neighbour is on another node, the collective lane of
@@ -270,8 +277,8 @@ simulateTable(const schedule::Schedule &s, const CostTable &costs,
 ///
 /// Shared cores (sys.topology.coresPerNode > 0 and fewer than the ranks of
 /// a node): the same DAG runs as a processor-sharing simulation instead of
-/// a longest path: while k compute actions (or optimizer steps) of a node
-/// run, each advances at min(1, coresPerNode / k) of its speed
+/// a longest path: while k compute actions (optimizer steps, send calls)
+/// of a node run, each advances at min(1, coresPerNode / k) of its speed
 /// (Kleinrock, "Queueing Systems" vol. 2, 1976, section 4.4: the fair
 /// share the Linux scheduler gives equal runnable threads), and a rank's
 /// bubble counts its actions' simulated spans as busy. The monotonicity

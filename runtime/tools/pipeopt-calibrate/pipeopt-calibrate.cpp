@@ -40,6 +40,12 @@
 //                         with --comm mpi (run under `mpirun -np 2`) the
 //                         same ping-pong between the two MPI processes, the
 //                         link pipeopt-run --comm=mpi uses on this node
+//   topology.intra_node.sender_overhead_s
+//                         loopback only: the median time in the runtime's
+//                         send call (pipeopt_rt_send_f32, 4 KiB, calls
+//                         recorded as under --profile) to a receiver asleep
+//                         in its recv, each message after a 300 us pause;
+//                         the event simulator charges it to the sender
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
@@ -55,6 +61,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Types.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
@@ -283,6 +290,78 @@ double loopbackOneWay(size_t bytes, int reps) {
   return t;
 }
 
+/// Seconds the sending rank spends in one runtime send call
+/// (pipeopt_rt_send_f32 with call recording on, as pipeopt-run runs under
+/// --profile) to a receiver asleep in its recv: the median over `reps`
+/// messages of `floats` f32 values, each after a `gapS` pause long enough
+/// for the receiver to block again (it answers every message with an empty
+/// one). The call's header, enqueueing and the receiver's wake-up; the
+/// link's latency and bandwidth are the ping-pong's.
+double sendCallSeconds(int64_t floats, int reps, double gapS) {
+  LoopbackWorld world(2);
+  auto c0 = world.communicator(0), c1 = world.communicator(1);
+  RankContext sender(0, c0.get(), nullptr, nullptr, 60);
+  RankContext receiver(1, c1.get(), nullptr, nullptr, 60);
+  sender.recordCalls = receiver.recordCalls = true;
+  auto check = [](int32_t rc) {
+    if (rc != 0) {
+      const char *e = pipeopt_rt_last_error();
+      throw RuntimeError(std::string("sender-overhead measurement: ") +
+                         (e ? e : "runtime call failed"));
+    }
+  };
+  struct Desc1 {
+    void *allocated, *aligned;
+    int64_t offset, size, stride;
+  };
+  auto memref = [](std::vector<float> &v, Desc1 &d) {
+    d = {v.data(), v.data(), 0, int64_t(v.size()), 1};
+    return pipeopt_rt_unranked_memref{1, &d};
+  };
+  std::string otherError;
+  std::thread other([&] {
+    ScopedContext scope(&receiver);
+    std::vector<float> in(static_cast<size_t>(floats)), ack(1);
+    Desc1 din, dack;
+    pipeopt_rt_unranked_memref min = memref(in, din), mack = memref(ack, dack);
+    try {
+      for (int i = 0; i < reps; ++i) {
+        check(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, i, 0, 0, &min));
+        check(_mlir_ciface_pipeopt_rt_send_f32(0, 1, 0, i, 0, 1, &mack));
+      }
+    } catch (const std::exception &e) {
+      otherError = e.what();
+      c1->close();
+    }
+  });
+  std::vector<double> times;
+  std::string error;
+  {
+    ScopedContext scope(&sender);
+    std::vector<float> out(static_cast<size_t>(floats), 1.0f), ack(1);
+    Desc1 dout, dack;
+    pipeopt_rt_unranked_memref mout = memref(out, dout),
+                               mack = memref(ack, dack);
+    try {
+      for (int i = 0; i < reps; ++i) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(gapS));
+        auto t0 = Clock::now();
+        check(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, i, 0, 0, &mout));
+        times.push_back(seconds(t0, Clock::now()));
+        check(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, i, 0, 1, &mack));
+      }
+    } catch (const std::exception &e) {
+      error = e.what();
+      c0->close();
+    }
+  }
+  other.join();
+  if (!error.empty() || !otherError.empty())
+    throw RuntimeError(error.empty() ? otherError : error);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
 int usage(const char *msg) {
   if (msg)
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
@@ -476,6 +555,12 @@ int main(int argc, char **argv) {
     double bigT =
         useMpi ? ping(*mpiComm, big, bigReps) : loopbackOneWay(big, bigReps);
     double linkBandwidth = double(big) / std::max(bigT - latency, 1e-9);
+    // Loopback only: an MPI send's processor time is the MPI library's.
+    double senderOverhead = 0;
+    if (!useMpi) {
+      progress("send call to a waiting receiver (runtime send, 4 KiB)");
+      senderOverhead = sendCallSeconds(1024, quick ? 51 : 301, 300e-6);
+    }
 
     char host[256] = "this host";
     gethostname(host, sizeof(host) - 1);
@@ -503,6 +588,8 @@ int main(int argc, char **argv) {
       j["topology"]["cores_per_node"] = effectiveCores;
     j["topology"]["intra_node"] = {{"latency_s", latency},
                                    {"bandwidth", linkBandwidth}};
+    if (senderOverhead > 0)
+      j["topology"]["intra_node"]["sender_overhead_s"] = senderOverhead;
     std::string text = j.dump(2) + "\n";
     if (out == "-") {
       std::cout << text;
@@ -516,12 +603,12 @@ int main(int argc, char **argv) {
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
                  "KiB), overhead %.2g s, "
-                 "%s %.2g s + bytes / %.1f GB/s (per rank, %d rank(s) "
-                 "on %d core(s))",
+                 "%s %.2g s + bytes / %.1f GB/s, send call %.2g s (per "
+                 "rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
                  cacheBandwidth / 1e9, double(cacheBytes) / 1024, overhead,
                  useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
-                 ranks, cores);
+                 senderOverhead, ranks, cores);
     if (effectiveCores > 0)
       std::fprintf(stderr,
                    ", %d rank(s) at once run as fast as %.2f alone (%.2f "
