@@ -139,6 +139,12 @@ llvm::Error Device::validate(StringRef name) const {
         "device '{0}': contraction_operand_bandwidth must be 0 (not "
         "modeled) or a number of bytes/s (finite, at least 1), got {1}",
         name, formatNumber(contractionOperandBytesPerSecond)));
+  if (inputCopyBytesPerSecond != 0 &&
+      checkRate(inputCopyBytesPerSecond, "bytes/s"))
+    return makeError(llvm::formatv(
+        "device '{0}': input_copy_bandwidth must be 0 (inputs are not "
+        "copied) or a number of bytes/s (finite, at least 1), got {1}",
+        name, formatNumber(inputCopyBytesPerSecond)));
   if (cores < 0)
     return makeError(llvm::formatv(
         "device '{0}': cores must be >= 0 (0: not given), got {1}", name,

@@ -342,7 +342,7 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       // Device.
       "peak_flops", "vector_flops", "memory_bandwidth", "memory_capacity",
       "op_overhead_s", "cores", "cache_bytes", "cache_bandwidth",
-      "contraction_operand_bandwidth",
+      "contraction_operand_bandwidth", "input_copy_bandwidth",
       // Topology: nested, and the explorer's flat form.
       "topology", "ranks_per_node", "gpus_per_node", "nodes",
       "nics_per_node", "cores_per_node", "intra_node", "inter_node",
@@ -415,6 +415,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   r.number("cache_bandwidth", m.device.cacheBytesPerSecond, /*bytes=*/true);
   r.number("contraction_operand_bandwidth",
            m.device.contractionOperandBytesPerSecond, /*bytes=*/true);
+  r.number("input_copy_bandwidth", m.device.inputCopyBytesPerSecond,
+           /*bytes=*/true);
 
   // --- Topology: the nested object ------------------------------------------
   const llvm::json::Object *to = nullptr;
@@ -526,7 +528,7 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       "base",          "preset",        "peak_flops",
       "vector_flops",  "memory_bandwidth", "memory_capacity",
       "op_overhead_s", "cache_bytes",   "cache_bandwidth",
-      "contraction_operand_bandwidth"};
+      "contraction_operand_bandwidth", "input_copy_bandwidth"};
   if (hardware && llvm::none_of(deviceKeys, [&](const char *key) {
         return obj->get(key);
       }))

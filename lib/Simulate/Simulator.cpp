@@ -8,6 +8,7 @@
 
 #include "TaskGraph.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -238,6 +239,18 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
   if (!tg)
     return tg.takeError();
   p.tasks = std::move(*tg);
+  // The runtime's per-iteration copy of a stage's weights, at the stage's
+  // first action on each rank (machine::Device::inputCopyBytesPerSecond).
+  if (double rate = sys.device.inputCopyBytesPerSecond; rate > 0)
+    for (const std::vector<int> &tasks : p.tasks.rankTasks) {
+      llvm::SmallDenseSet<int, 8> copied;
+      for (int t : tasks) {
+        int stage = p.tasks.tasks[t].action.stage;
+        if (copied.insert(stage).second)
+          p.tasks.tasks[t].durationSec +=
+              2 * p.costs.stages[stage].weightBytes / rate;
+      }
+    }
   llvm::Expected<IdealRun> run = runIdeal(p.tasks);
   if (!run)
     return makeError("schedule '" + s.name + "': " +

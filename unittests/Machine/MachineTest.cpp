@@ -247,6 +247,7 @@ TEST(MachineJSON, CalibratedKeys) {
     EXPECT_EQ(p->device.contractionOperandBytesPerSecond, 0);
     EXPECT_EQ(p->topology.coresPerNode, 0);
     EXPECT_FALSE(p->topology.sharesCores(1 << 20));
+    EXPECT_EQ(p->device.inputCopyBytesPerSecond, 0);
     EXPECT_EQ(p->topology.intraNode.senderOverheadSeconds, 0);
     EXPECT_EQ(p->topology.interNode.senderOverheadSeconds, 0);
   }
@@ -254,6 +255,7 @@ TEST(MachineJSON, CalibratedKeys) {
       parseJSON(R"({"base": "cpu", "memory_bandwidth": 10,
                     "cache_bytes": "1KiB", "cache_bandwidth": 100,
                     "contraction_operand_bandwidth": 5e9,
+                    "input_copy_bandwidth": "30GB",
                     "topology": {"ranks_per_node": 4,
                                  "cores_per_node": 1.5,
                                  "intra_node": {"latency_s": 3e-6,
@@ -264,6 +266,7 @@ TEST(MachineJSON, CalibratedKeys) {
   EXPECT_EQ(m->device.bytesPerSecondFor(1024), 100);
   EXPECT_EQ(m->device.bytesPerSecondFor(1025), 10);
   EXPECT_EQ(m->device.contractionOperandBytesPerSecond, 5e9);
+  EXPECT_EQ(m->device.inputCopyBytesPerSecond, 30e9);
   EXPECT_EQ(m->topology.coresPerNode, 1.5);
   EXPECT_EQ(m->topology.intraNode.latencySeconds, 3e-6);
   EXPECT_EQ(m->topology.intraNode.senderOverheadSeconds, 1e-5);
@@ -296,6 +299,9 @@ TEST(MachineJSON, CalibratedKeys) {
        "bytes/s"},
       {R"({"base": "cpu", "contraction_operand_bandwidth": -3})",
        "device 'cpu': contraction_operand_bandwidth must be 0"},
+      {R"({"base": "cpu", "input_copy_bandwidth": 0.5})",
+       "device 'cpu': input_copy_bandwidth must be 0 (inputs are not copied) "
+       "or a number of bytes/s"},
       {R"({"base": "cpu", "topology": {"cores_per_node": 2e6}})",
        "topology.cores_per_node must be 0 (a processor per rank) or a number "
        "of cores between 0.01 and 1048576, got 2e+06"},

@@ -98,6 +98,15 @@ struct Device {
   /// pipeopt-calibrate fits it from a 16 x 512 x 512 GEMM. JSON
   /// "contraction_operand_bandwidth".
   double contractionOperandBytesPerSecond = 0;
+  /// Bytes/s (read + written, as memoryBytesPerSecond) at which pipeopt's
+  /// runtime copies a rank's shared inputs (a stage's weights) into the
+  /// program's buffers: it does so once per iteration, at the stage's first
+  /// action on the rank (docs/Runtime.md, "Predicted vs measured"). When
+  /// > 0 the table and event levels add 2 x StageCost::weightBytes / this
+  /// rate to that action. 0 (every preset): inputs are not copied.
+  /// pipeopt-calibrate measures memcpy of 1 MiB blocks from an 8 MiB
+  /// source. JSON "input_copy_bandwidth".
+  double inputCopyBytesPerSecond = 0;
   /// Cores (CPU threads) of the device; 0 = not given. Informational: no
   /// cost formula reads it.
   int cores = 0;

@@ -25,6 +25,13 @@
 //   cache_bandwidth       memcpy within it (a quarter of it copied, fastest
 //                         repetition), counted as memory_bandwidth is: ops
 //                         whose bytes fit cache_bytes move them at this rate
+//   input_copy_bandwidth  the runtime's per-iteration copies of shared inputs
+//                         (weights) into the program's buffers: 8 shared
+//                         1 MiB f32 inputs read through pipeopt_rt_input_f32
+//                         into freshly malloc'ed buffers, each round after
+//                         64 MiB written elsewhere (an iteration's compute
+//                         evicts the weights from the caches; median
+//                         round), counted as memory_bandwidth is
 //   op_overhead_s         one small library call (8 x 8 x 8 GEMM, median)
 //   topology.cores_per_node
 //                         the cores the node's ranks get together: R rank
@@ -362,6 +369,62 @@ double sendCallSeconds(int64_t floats, int reps, double gapS) {
   return times[times.size() / 2];
 }
 
+/// Bytes/s (read + written, as memory_bandwidth) of the runtime's reads of
+/// shared inputs: one rank context reads `tensors` shared f32 inputs of
+/// `floats` values each through pipeopt_rt_input_f32 (calls recorded, as
+/// under --profile), each into a buffer malloc'ed before and freed after,
+/// as a compiled program's memref.alloc and dealloc do. The runtime reads
+/// a weight once per iteration, and the iteration's compute has evicted
+/// it from the caches since: every round starts after writing `evictBytes`
+/// elsewhere. The median of `reps` rounds: how much of a weight the caches
+/// still hold varies from round to round, as from iteration to iteration.
+double inputCopyRate(int64_t floats, int tensors, int reps,
+                     size_t evictBytes) {
+  InputStore store;
+  for (int k = 0; k < tensors; ++k) {
+    ManifestInput meta;
+    meta.index = k;
+    meta.shape = {floats};
+    HostTensor t;
+    t.shape = {floats};
+    t.data.assign(size_t(floats) * sizeof(float), uint8_t(k + 1));
+    store.set(meta, 1, std::move(t));
+  }
+  RankContext ctx(0, nullptr, nullptr, &store, 60);
+  ctx.recordCalls = true;
+  ScopedContext scope(&ctx);
+  std::vector<uint8_t> evict(evictBytes);
+  auto round = [&] {
+    for (int k = 0; k < tensors; ++k) {
+      float *buf = static_cast<float *>(std::malloc(size_t(floats) * 4));
+      if (!buf)
+        throw RuntimeError("input-copy measurement: out of memory");
+      struct {
+        void *allocated, *aligned;
+        int64_t offset, size, stride;
+      } desc{buf, buf, 0, floats, 1};
+      pipeopt_rt_unranked_memref m{1, &desc};
+      int32_t rc = _mlir_ciface_pipeopt_rt_input_f32(k, 0, &m);
+      std::free(buf);
+      if (rc != 0) {
+        const char *e = pipeopt_rt_last_error();
+        throw RuntimeError(std::string("input-copy measurement: ") +
+                           (e ? e : "runtime call failed"));
+      }
+    }
+  };
+  round();  // warm-up: the allocator's first large blocks
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    std::memset(evict.data(), i + 1, evict.size());
+    auto a = Clock::now();
+    round();
+    t.push_back(seconds(a, Clock::now()));
+  }
+  std::sort(t.begin(), t.end());
+  return 2.0 * double(floats) * 4 * tensors / t[t.size() / 2];
+}
+
 int usage(const char *msg) {
   if (msg)
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
@@ -522,6 +585,10 @@ int main(int argc, char **argv) {
     });
     double cacheBandwidth = 2.0 * double(cb) * copies / ct * share;
 
+    progress("input copies (runtime input calls, 8 weights of 1 MiB)");
+    double inputCopyBandwidth =
+        inputCopyRate(int64_t(1) << 18, 8, quick ? 5 : 25, mb) * share;
+
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
 
@@ -581,6 +648,7 @@ int main(int argc, char **argv) {
     j["cache_bandwidth"] = cacheBandwidth;
     if (operandBandwidth > 0)
       j["contraction_operand_bandwidth"] = operandBandwidth;
+    j["input_copy_bandwidth"] = inputCopyBandwidth;
     j["op_overhead_s"] = overhead;
     j["cores"] = cores;
     j["topology"] = {{"ranks_per_node", std::max(ranks, 1)}};
@@ -602,11 +670,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
-                 "KiB), overhead %.2g s, "
+                 "KiB, input copies %.0f GB/s), overhead %.2g s, "
                  "%s %.2g s + bytes / %.1f GB/s, send call %.2g s (per "
                  "rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
-                 cacheBandwidth / 1e9, double(cacheBytes) / 1024, overhead,
+                 cacheBandwidth / 1e9, double(cacheBytes) / 1024,
+                 inputCopyBandwidth / 1e9, overhead,
                  useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
                  senderOverhead, ranks, cores);
     if (effectiveCores > 0)
