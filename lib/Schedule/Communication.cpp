@@ -14,9 +14,10 @@
 /// mb 0). Instead we derive one global order from the unit-time execution of
 /// the (valid) compute table:
 ///  - a compute action that starts at slot t gets key (t, 1);
-///  - a transfer whose producer finishes at slot T gets key (T, 0, sender,
-///    producer position, edge) on *both* ranks: the Send right after its
-///    producer (nothing of the sender runs in between), the Recv at the
+///  - a transfer whose producer finishes at slot T gets key (T, 0, its
+///    place among the transfers of T) on *both* ranks: the Send right after
+///    its producer (nothing of the sender's compute runs in between), the
+///    Recv at the
 ///    point of the receiver's list where the receiver has finished every
 ///    compute that ends by T and started none at or after T. The consumer
 ///    starts at or after T, so the Recv still precedes it.
@@ -49,10 +50,17 @@ pipeopt::schedule::insertCommunication(const Schedule &s, const StageGraph &g) {
     return slotsOr.takeError();
   const auto &slots = *slotsOr;
 
-  // Sort key: (time, kind 0=comm/1=compute, sender, sender position, edge
-  // index, direction) -- unique per action.
+  // Sort key: (time, kind 0=comm/1=compute, then for a compute its rank
+  // and position, for a transfer its place among the transfers of its
+  // time) -- unique per action.
   using Key = std::tuple<int, int, int, int, int, int>;
   std::vector<std::vector<std::pair<Key, Action>>> rows(s.numRanks);
+  struct Transfer {
+    Key order;  // (T, 0, sender, sender position, edge, direction)
+    int sender, receiver;
+    Action send, recv;
+  };
+  std::vector<Transfer> transfers;
   for (int r = 0; r < s.numRanks; ++r)
     for (int i = 0; i < static_cast<int>(s.actions[r].size()); ++i) {
       const Action &a = s.actions[r][i];
@@ -73,11 +81,59 @@ pipeopt::schedule::insertCommunication(const Schedule &s, const StageGraph &g) {
         int peer = s.rankOf(consumer, m);
         if (peer == r)
           continue;
-        Key k{T, 0, r, i, e, bwd ? 1 : 0};
-        rows[r].push_back({k, Action::send(producer, m, peer, consumer, bwd)});
-        rows[peer].push_back({k, Action::recv(consumer, m, r, producer, bwd)});
+        transfers.push_back({Key{T, 0, r, i, e, bwd ? 1 : 0}, r, peer,
+                             Action::send(producer, m, peer, consumer, bwd),
+                             Action::recv(consumer, m, r, producer, bwd)});
       }
     }
+  // Within one time T, a rank that sends X and receives Y should send
+  // first: with buffered sends (loopback, eager MPI) its message then
+  // leaves at once instead of after a recv that may wait a whole stage
+  // time (a forward chain with the order by sender rank made every rank
+  // forward microbatch m only after microbatch m + 1 had arrived). Order
+  // each time's transfers topologically by "X before Y when X's sender
+  // receives Y", ties and cycles (two ranks exchanging values at the same
+  // time) broken by the key above. It stays one global order, so the
+  // argument above still holds.
+  llvm::sort(transfers, [](const Transfer &a, const Transfer &b) {
+    return a.order < b.order;
+  });
+  for (size_t lo = 0; lo < transfers.size();) {
+    size_t hi = lo;
+    while (hi < transfers.size() &&
+           std::get<0>(transfers[hi].order) == std::get<0>(transfers[lo].order))
+      ++hi;
+    const int n = static_cast<int>(hi - lo);
+    // before[x]: the transfers x must precede (x's sender receives them).
+    std::vector<int> indeg(n, 0);
+    std::vector<std::vector<int>> before(n);
+    for (int x = 0; x < n; ++x)
+      for (int y = 0; y < n; ++y)
+        if (x != y && transfers[lo + x].sender == transfers[lo + y].receiver) {
+          before[x].push_back(y);
+          ++indeg[y];
+        }
+    std::vector<bool> placed(n, false);
+    for (int place = 0; place < n; ++place) {
+      // The first (by key) transfer nothing unplaced must precede, else
+      // the first unplaced one (a cycle).
+      int pick = -1;
+      for (int x = 0; x < n && pick < 0; ++x)
+        if (!placed[x] && indeg[x] == 0)
+          pick = x;
+      for (int x = 0; x < n && pick < 0; ++x)
+        if (!placed[x])
+          pick = x;
+      placed[pick] = true;
+      for (int y : before[pick])
+        --indeg[y];
+      const Transfer &tr = transfers[lo + pick];
+      Key k{std::get<0>(tr.order), 0, place, 0, 0, 0};
+      rows[tr.sender].push_back({k, tr.send});
+      rows[tr.receiver].push_back({k, tr.recv});
+    }
+    lo = hi;
+  }
   Schedule out = s;
   for (int r = 0; r < s.numRanks; ++r) {
     llvm::stable_sort(rows[r],

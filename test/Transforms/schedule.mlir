@@ -63,14 +63,14 @@ func.func @m(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attrib
 // GPIPE-LABEL: pipe.program @m_rank1 rank 1 of 4 microbatches 4 attributes {schedule = "gpipe"} {
 // GPIPE-NEXT: %[[G1_0:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G1_1:.*]] = pipe.forward @m_stage1(%[[G1_0]]) stage 1 microbatch 0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G1_2:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G1_1]] to 2 <forward, stage 1 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G1_2:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G1_3:.*]] = pipe.forward @m_stage1(%[[G1_2]]) stage 1 microbatch 1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G1_4:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 2, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G1_3]] to 2 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G1_4:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 2, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G1_5:.*]] = pipe.forward @m_stage1(%[[G1_4]]) stage 1 microbatch 2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G1_6:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G1_5]] to 2 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G1_6:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G1_7:.*]] = pipe.forward @m_stage1(%[[G1_6]]) stage 1 microbatch 3 : (tensor<2x4xf32>) -> tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G1_7]] to 2 <forward, stage 1 -> 2, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G1_8:.*]] = pipe.recv from 2 <backward, stage 2 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
@@ -89,14 +89,14 @@ func.func @m(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attrib
 // GPIPE-LABEL: pipe.program @m_rank2 rank 2 of 4 microbatches 4 attributes {schedule = "gpipe"} {
 // GPIPE-NEXT: %[[G2_0:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G2_1:.*]] = pipe.forward @m_stage2(%[[G2_0]]) stage 2 microbatch 0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G2_2:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G2_1]] to 3 <forward, stage 2 -> 3, microbatch 0, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G2_2:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G2_3:.*]] = pipe.forward @m_stage2(%[[G2_2]]) stage 2 microbatch 1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G2_4:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G2_3]] to 3 <forward, stage 2 -> 3, microbatch 1, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G2_4:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G2_5:.*]] = pipe.forward @m_stage2(%[[G2_4]]) stage 2 microbatch 2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// GPIPE-NEXT: %[[G2_6:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G2_5]] to 3 <forward, stage 2 -> 3, microbatch 2, value 0> : tensor<2x4xf32>
+// GPIPE-NEXT: %[[G2_6:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G2_7:.*]] = pipe.forward @m_stage2(%[[G2_6]]) stage 2 microbatch 3 : (tensor<2x4xf32>) -> tensor<2x4xf32>
 // GPIPE-NEXT: pipe.send %[[G2_7]] to 3 <forward, stage 2 -> 3, microbatch 3, value 0> : tensor<2x4xf32>
 // GPIPE-NEXT: %[[G2_8:.*]] = pipe.recv from 3 <backward, stage 3 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
@@ -165,14 +165,14 @@ func.func @m(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attrib
 // ONEF-LABEL: pipe.program @m_rank1 rank 1 of 4 microbatches 4 attributes {schedule = "1f1b"} {
 // ONEF-NEXT: %[[O1_0:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O1_1:.*]] = pipe.forward @m_stage1(%[[O1_0]]) stage 1 microbatch 0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// ONEF-NEXT: %[[O1_2:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O1_1]] to 2 <forward, stage 1 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
+// ONEF-NEXT: %[[O1_2:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 1, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O1_3:.*]] = pipe.forward @m_stage1(%[[O1_2]]) stage 1 microbatch 1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// ONEF-NEXT: %[[O1_4:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 2, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O1_3]] to 2 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
+// ONEF-NEXT: %[[O1_4:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 2, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O1_5:.*]] = pipe.forward @m_stage1(%[[O1_4]]) stage 1 microbatch 2 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// ONEF-NEXT: %[[O1_6:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 3, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O1_5]] to 2 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
+// ONEF-NEXT: %[[O1_6:.*]] = pipe.recv from 0 <forward, stage 0 -> 1, microbatch 3, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O1_7:.*]] = pipe.recv from 2 <backward, stage 2 -> 1, microbatch 0, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O1_8:.*]] = pipe.backward full stage 1 microbatch 0 ins(%[[O1_7]] : tensor<2x4xf32>) -> tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O1_8]] to 0 <backward, stage 1 -> 0, microbatch 0, value 0> : tensor<2x4xf32>
@@ -191,11 +191,11 @@ func.func @m(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> attrib
 // ONEF-LABEL: pipe.program @m_rank2 rank 2 of 4 microbatches 4 attributes {schedule = "1f1b"} {
 // ONEF-NEXT: %[[O2_0:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O2_1:.*]] = pipe.forward @m_stage2(%[[O2_0]]) stage 2 microbatch 0 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// ONEF-NEXT: %[[O2_2:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O2_1]] to 3 <forward, stage 2 -> 3, microbatch 0, value 0> : tensor<2x4xf32>
+// ONEF-NEXT: %[[O2_2:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 1, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O2_3:.*]] = pipe.forward @m_stage2(%[[O2_2]]) stage 2 microbatch 1 : (tensor<2x4xf32>) -> tensor<2x4xf32>
-// ONEF-NEXT: %[[O2_4:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O2_3]] to 3 <forward, stage 2 -> 3, microbatch 1, value 0> : tensor<2x4xf32>
+// ONEF-NEXT: %[[O2_4:.*]] = pipe.recv from 1 <forward, stage 1 -> 2, microbatch 2, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O2_5:.*]] = pipe.recv from 3 <backward, stage 3 -> 2, microbatch 0, value 0> : tensor<2x4xf32>
 // ONEF-NEXT: %[[O2_6:.*]] = pipe.backward full stage 2 microbatch 0 ins(%[[O2_5]] : tensor<2x4xf32>) -> tensor<2x4xf32>
 // ONEF-NEXT: pipe.send %[[O2_6]] to 1 <backward, stage 2 -> 1, microbatch 0, value 0> : tensor<2x4xf32>

@@ -7,6 +7,7 @@
 #include "pipeopt/Schedule/Schedule.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -496,6 +497,42 @@ TEST(Communication, OneFOneBPairs) {
                                           "1SEND_B1"}));
   EXPECT_EQ(c.actions[0][1].peerRank, 1);
   EXPECT_EQ(c.actions[1][0].peerRank, 0);
+}
+
+TEST(Communication, ForwardChainSendsBeforeTheNextRecv) {
+  // A middle rank of a forward chain forwards microbatch m before it waits
+  // for microbatch m + 1 (both transfers happen at the same unit-time slot;
+  // the other order made it hold m until m + 1 had arrived).
+  for (const char *name : {"forward-only", "gpipe", "1f1b"}) {
+    SCOPED_TRACE(name);
+    Schedule s = unwrap(makeSchedule(name, params(4, 8)));
+    Schedule c = unwrap(insertCommunication(s, StageGraph::chain(4)));
+    for (int r = 1; r < 3; ++r) {
+      std::vector<std::string> row;
+      for (const Action &a : c.actions[r])
+        row.push_back(formatAction(a));
+      auto at = [&](const std::string &what) {
+        auto it = llvm::find(row, what);
+        EXPECT_NE(it, row.end()) << what;
+        return it - row.begin();
+      };
+      for (int m = 0; m + 1 < 8; ++m) {
+        std::string send = llvm::formatv("{0}SEND_F{1}", r, m).str();
+        std::string recv = llvm::formatv("{0}RECV_F{1}", r, m + 1).str();
+        if (std::string(name) == "1f1b" && m + 1 >= 4 - r)
+          break;  // steady state: the 1F1B table orders them itself
+        EXPECT_LT(at(send), at(recv)) << "rank " << r << " mb " << m;
+      }
+    }
+  }
+  // The exact rows of forward-only on 3 ranks.
+  Schedule f = unwrap(makeSchedule("forward-only", params(3, 2)));
+  Schedule fc = unwrap(insertCommunication(f, StageGraph::chain(3)));
+  std::vector<std::string> r1;
+  for (const Action &a : fc.actions[1])
+    r1.push_back(formatAction(a));
+  EXPECT_EQ(r1, (std::vector<std::string>{"1RECV_F0", "1F0", "1SEND_F0",
+                                          "1RECV_F1", "1F1", "1SEND_F1"}));
 }
 
 TEST(Communication, NaivePlacementDeadlockIsNamed) {

@@ -440,12 +440,16 @@ llvm::Error validate(const Schedule &s);
 /// Insert Send/Recv actions for every value crossing ranks (activations
 /// forward along every graph edge, gradients backward), skipping edges whose
 /// two stages share a rank. Sends are placed right after the producing
-/// compute; Recvs right before the consuming compute. The result is checked
-/// with checkDeadlockFree(); an error is returned if blocking execution
-/// would deadlock (see Schedule.cpp for why the placement is safe for every
-/// valid schedule under unit-time, rendezvous semantics). Errors are
-/// ScheduleErrors: Table when `s` already has Send/Recv actions, else those
-/// of validate() (on `s`, then on the result) and checkDeadlockFree().
+/// compute; Recvs right before the consuming compute. Where a rank both
+/// sends and receives at one unit-time point, its sends come first unless
+/// its peer does the same towards it (a middle rank of a chain forwards
+/// microbatch m before it waits for m + 1). The result is checked with
+/// checkDeadlockFree(); an error is returned if blocking execution would
+/// deadlock (lib/Schedule/Communication.cpp explains why the placement is
+/// safe for every valid schedule under unit-time, rendezvous semantics).
+/// Errors are ScheduleErrors: Table when `s` already has Send/Recv actions,
+/// else those of validate() (on `s`, then on the result) and
+/// checkDeadlockFree().
 llvm::Expected<Schedule> insertCommunication(const Schedule &s,
                                              const StageGraph &g);
 
