@@ -46,13 +46,18 @@
 //                         the round trip) and bandwidth (16 MiB messages);
 //                         with --comm mpi (run under `mpirun -np 2`) the
 //                         same ping-pong between the two MPI processes, the
-//                         link pipeopt-run --comm=mpi uses on this node
+//                         link pipeopt-run --comm=mpi uses on this node.
+//                         Loopback: the latency is that of a receiver asleep
+//                         in its recv when that is longer (below)
 //   topology.intra_node.sender_overhead_s
-//                         loopback only: the median time in the runtime's
-//                         send call (pipeopt_rt_send_f32, 4 KiB, calls
-//                         recorded as under --profile) to a receiver asleep
-//                         in its recv, each message after a 300 us pause;
-//                         the event simulator charges it to the sender
+//                         loopback only: messages of 4 KiB through the
+//                         runtime's send and recv (calls recorded as under
+//                         --profile) to a receiver asleep in its recv, each
+//                         after a 300 us pause, answered at once: the median
+//                         time in the send call (the event simulator charges
+//                         it to the sender) and half the median round trip
+//                         (the time until a waiting rank has its message:
+//                         intra_node.latency_s when above the ping-pong's)
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
@@ -297,14 +302,24 @@ double loopbackOneWay(size_t bytes, int reps) {
   return t;
 }
 
-/// Seconds the sending rank spends in one runtime send call
-/// (pipeopt_rt_send_f32 with call recording on, as pipeopt-run runs under
-/// --profile) to a receiver asleep in its recv: the median over `reps`
-/// messages of `floats` f32 values, each after a `gapS` pause long enough
-/// for the receiver to block again (it answers every message with an empty
-/// one). The call's header, enqueueing and the receiver's wake-up; the
-/// link's latency and bandwidth are the ping-pong's.
-double sendCallSeconds(int64_t floats, int reps, double gapS) {
+/// A message to a receiver asleep in its recv, as a pipeline's receivers
+/// wait for their activations: seconds.
+struct SleepingReceiver {
+  /// The sender's time in the send call (header, enqueueing, waking the
+  /// receiver): Link::senderOverheadSeconds.
+  double sendCall = 0;
+  /// Half the round trip (the receiver answers at once, and the sender
+  /// waits asleep for the answer): the time until a waiting rank can use
+  /// its message, wake-up included.
+  double oneWay = 0;
+};
+
+/// Measures SleepingReceiver through the runtime's own calls
+/// (pipeopt_rt_send_f32 / recv_f32 with call recording on, as pipeopt-run
+/// runs under --profile): medians over `reps` messages of `floats` f32
+/// values, each after a `gapS` pause long enough for the receiver to block
+/// again (it answers every message with an empty one).
+SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   LoopbackWorld world(2);
   auto c0 = world.communicator(0), c1 = world.communicator(1);
   RankContext sender(0, c0.get(), nullptr, nullptr, 60);
@@ -341,7 +356,7 @@ double sendCallSeconds(int64_t floats, int reps, double gapS) {
       c1->close();
     }
   });
-  std::vector<double> times;
+  std::vector<double> times, roundTrips;
   std::string error;
   {
     ScopedContext scope(&sender);
@@ -356,6 +371,7 @@ double sendCallSeconds(int64_t floats, int reps, double gapS) {
         check(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, i, 0, 0, &mout));
         times.push_back(seconds(t0, Clock::now()));
         check(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, i, 0, 1, &mack));
+        roundTrips.push_back(seconds(t0, Clock::now()));
       }
     } catch (const std::exception &e) {
       error = e.what();
@@ -365,8 +381,14 @@ double sendCallSeconds(int64_t floats, int reps, double gapS) {
   other.join();
   if (!error.empty() || !otherError.empty())
     throw RuntimeError(error.empty() ? otherError : error);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  auto median = [](std::vector<double> &v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  SleepingReceiver out;
+  out.sendCall = median(times);
+  out.oneWay = median(roundTrips) / 2;
+  return out;
 }
 
 /// Bytes/s (read + written, as memory_bandwidth) of the runtime's reads of
@@ -623,10 +645,15 @@ int main(int argc, char **argv) {
         useMpi ? ping(*mpiComm, big, bigReps) : loopbackOneWay(big, bigReps);
     double linkBandwidth = double(big) / std::max(bigT - latency, 1e-9);
     // Loopback only: an MPI send's processor time is the MPI library's.
-    double senderOverhead = 0;
+    // A pipeline's receivers wait asleep in recv: the link's latency is
+    // the time until such a receiver has its message (the awake ping-pong's
+    // latency, without the wake-up, is in the log line).
+    double senderOverhead = 0, awakeLatency = latency;
     if (!useMpi) {
-      progress("send call to a waiting receiver (runtime send, 4 KiB)");
-      senderOverhead = sendCallSeconds(1024, quick ? 51 : 301, 300e-6);
+      progress("messages to a sleeping receiver (runtime send/recv, 4 KiB)");
+      SleepingReceiver sr = sleepingReceiver(1024, quick ? 51 : 301, 300e-6);
+      senderOverhead = sr.sendCall;
+      latency = std::max(latency, sr.oneWay);
     }
 
     char host[256] = "this host";
@@ -671,12 +698,13 @@ int main(int argc, char **argv) {
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
                  "KiB, input copies %.0f GB/s), overhead %.2g s, "
-                 "%s %.2g s + bytes / %.1f GB/s, send call %.2g s (per "
-                 "rank, %d rank(s) on %d core(s))",
+                 "%s %.2g s (awake %.2g s) + bytes / %.1f GB/s, send call "
+                 "%.2g s (per rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
                  cacheBandwidth / 1e9, double(cacheBytes) / 1024,
                  inputCopyBandwidth / 1e9, overhead,
-                 useMpi ? "mpi" : "loopback", latency, linkBandwidth / 1e9,
+                 useMpi ? "mpi" : "loopback", latency, awakeLatency,
+                 linkBandwidth / 1e9,
                  senderOverhead, ranks, cores);
     if (effectiveCores > 0)
       std::fprintf(stderr,
