@@ -1427,6 +1427,11 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
                            info.remat.size() == 1 ? "op" : "ops",
                            info.remat.size() == 1 ? "is" : "are")
                  .str();
+    // Every stage needs at least one placed op.
+    if (n > 0)
+      msg += llvm::formatv(": use at most {0} (num-stages={1})",
+                           pipeopt::countOf(n, "stage"), n)
+                 .str();
     return makeError(msg);
   }
   for (int s = 0; s < numStages; ++s)

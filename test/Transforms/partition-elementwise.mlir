@@ -17,7 +17,7 @@
 // THREE: tosa.exp {{.*}}pipe.stage = 1
 // THREE: tosa.sin {{.*}}pipe.stage = 2
 
-// FOUR: error: pipe-partition: cannot split 3 ops into 4 stages{{$}}
+// FOUR: error: pipe-partition: cannot split 3 ops into 4 stages: use at most 3 stages (num-stages=3){{$}}
 
 func.func @elementwise(%x: tensor<1x64x64xf32>) -> tensor<1x64x64xf32> {
   %a = tosa.abs %x : (tensor<1x64x64xf32>) -> tensor<1x64x64xf32>

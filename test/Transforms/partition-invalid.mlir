@@ -37,7 +37,7 @@
 
 //--- too-many-stages.mlir
 // Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
-// expected-error @+1 {{pipe-partition: cannot split 2 ops into 3 stages (1 more op is rematerializable: cheap ops without weights, duplicated into the stages that use them rather than placed)}}
+// expected-error @+1 {{pipe-partition: cannot split 2 ops into 3 stages (1 more op is rematerializable: cheap ops without weights, duplicated into the stages that use them rather than placed): use at most 2 stages (num-stages=2)}}
 func.func @f(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %c = arith.constant dense<0.0> : tensor<4x4xf32>
   %0 = linalg.matmul ins(%x, %w : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>

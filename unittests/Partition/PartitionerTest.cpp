@@ -651,12 +651,14 @@ TEST(Partitioner, TooManyStages) {
     g.addNode(op("n" + std::to_string(k), 1));
   Options o;
   o.numStages = 8;
-  EXPECT_EQ(errorOf(partition(g, o)), "cannot split 5 ops into 8 stages");
+  EXPECT_EQ(errorOf(partition(g, o)),
+            "cannot split 5 ops into 8 stages: use at most 5 stages "
+            "(num-stages=5)");
   g.addNode(remat("zero", 0));
   EXPECT_EQ(errorOf(partition(g, o)),
             "cannot split 5 ops into 8 stages (1 more op is rematerializable: "
             "cheap ops without weights, duplicated into the stages that use "
-            "them rather than placed)");
+            "them rather than placed): use at most 5 stages (num-stages=5)");
   o.numStages = 0;
   EXPECT_EQ(errorOf(partition(g, o)),
             "the number of stages must be at least 1, got 0");
