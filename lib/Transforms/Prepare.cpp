@@ -37,7 +37,8 @@ void PreparePass::runOnOperation() {
     if (!callee || callee.isExternal()) {
       call.emitError() << "cannot inline call to " << call.getCalleeAttr()
                        << ": the callee has no body, so its cost and stage "
-                          "cannot be determined";
+                          "cannot be determined (add its definition to the "
+                          "module)";
       bad = true;
     }
   });

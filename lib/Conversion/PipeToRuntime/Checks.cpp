@@ -45,7 +45,8 @@ LogicalResult checkTensor(Operation *op, Type type) {
   if (!tensor.hasStaticShape())
     return op->emitOpError() << "cannot be executed: " << type
                              << " has a dynamic shape; the runtime needs "
-                                "static shapes";
+                                "static shapes (export the model for one "
+                                "concrete input shape)";
   if (tensor.getEncoding())
     return op->emitOpError() << "cannot be executed: " << type
                              << " has an encoding";

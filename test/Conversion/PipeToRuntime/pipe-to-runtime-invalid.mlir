@@ -27,7 +27,7 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
 // -----
 
 pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
-  // expected-error @+1 {{'pipe.input' op cannot be executed: 'tensor<?x4xf32>' has a dynamic shape; the runtime needs static shapes}}
+  // expected-error @+1 {{'pipe.input' op cannot be executed: 'tensor<?x4xf32>' has a dynamic shape; the runtime needs static shapes (export the model for one concrete input shape)}}
   %x = pipe.input 0 microbatch 0 : tensor<?x4xf32>
 }
 
