@@ -233,7 +233,8 @@ struct ObjectReader {
     const llvm::json::Object *o = v->getAsObject();
     if (!o) {
       fail(path + key +
-           ": expected an object {\"latency_s\", \"bandwidth\"}, got " +
+           ": expected an object {\"latency_s\", \"bandwidth\", "
+           "\"sender_overhead_s\"}, got " +
            kindOf(*v));
       return;
     }
@@ -264,7 +265,8 @@ static std::optional<std::string> flatNumber(const llvm::json::Object &o,
   if (!d)
     return llvm::formatv("\"{0}\" must be a number", key).str();
   if (!std::isfinite(*d) || *d < 0)
-    return llvm::formatv("\"{0}\" must be finite and >= 0, got {1}", key, *d)
+    return llvm::formatv("\"{0}\" must be finite and >= 0, got {1}", key,
+                         machine::detail::formatNumber(*d))
         .str();
   out = *d;
   return std::nullopt;

@@ -248,7 +248,7 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
         int stage = p.tasks.tasks[t].action.stage;
         if (copied.insert(stage).second)
           p.tasks.tasks[t].durationSec +=
-              2 * p.costs.stages[stage].weightBytes / rate;
+              2 * p.costs.stages[stage].parameterBytes() / rate;
       }
     }
   llvm::Expected<IdealRun> run = runIdeal(p.tasks);

@@ -284,9 +284,12 @@ TEST(MachineJSON, CalibratedKeys) {
   ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
   EXPECT_EQ(s->front().topology.interNode.senderOverheadSeconds, 2e-6);
   llvm::Expected<std::vector<Machine>> bad = parseSystems(
-      R"({"name": "s", "inter_node": {"sender_overhead_s": -1}})");
+      R"({"name": "s", "inter_node": {"sender_overhead_s": -1e-7}})");
   ASSERT_FALSE(static_cast<bool>(bad));
-  EXPECT_NE(errorOf(bad.takeError()).find("sender_overhead_s"),
+  // The number as given (%g), not rounded to "-0.00".
+  EXPECT_NE(errorOf(bad.takeError())
+                .find("\"sender_overhead_s\" must be finite and >= 0, got "
+                      "-1e-07"),
             std::string::npos);
 
   struct Case {

@@ -497,6 +497,14 @@ TEST(SimulateEvents, InputCopiesAtEachStagesFirstAction) {
       rank1.push_back({tc.startSec, tc.endSec});
   std::vector<std::pair<double, double>> want = {{1.5, 3}, {3, 4}};
   EXPECT_EQ(rank1, want);
+  // A training table's weights count gradients and optimizer state too
+  // (4x here); the runtime copies the parameters alone (gradientBytes).
+  CostTable train = c;
+  for (StageCost &sc : train.stages) {
+    sc.gradientBytes = sc.weightBytes;
+    sc.weightBytes *= 4;
+  }
+  EXPECT_DOUBLE_EQ(eventMetrics(s, train, sys).makespanSec, 4);
   // Interleaved: each rank holds 2 stages and copies both, once each: the
   // ranks' busy time grows by 4 stages x 0.5 s.
   Schedule il = make("interleaved-1f1b", 2, 4);

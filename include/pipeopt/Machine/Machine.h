@@ -102,8 +102,9 @@ struct Device {
   /// runtime copies a rank's shared inputs (a stage's weights) into the
   /// program's buffers: it does so once per iteration, at the stage's first
   /// action on the rank (docs/Runtime.md, "Predicted vs measured"). When
-  /// > 0 the table and event levels add 2 x StageCost::weightBytes / this
-  /// rate to that action. 0 (every preset): inputs are not copied.
+  /// > 0 the table and event levels add 2 x StageCost::parameterBytes() /
+  /// this rate to that action (the parameters, not their gradients or
+  /// optimizer state). 0 (every preset): inputs are not copied.
   /// pipeopt-calibrate measures memcpy of 1 MiB blocks from an 8 MiB
   /// source. JSON "input_copy_bandwidth".
   double inputCopyBytesPerSecond = 0;

@@ -63,6 +63,11 @@ struct StageCost {
   double reducedGradientBytes() const {
     return gradientBytes >= 0 ? gradientBytes : weightBytes;
   }
+  /// The parameters alone, without the gradients and optimizer state that
+  /// weightBytes may count (bytes): gradientBytes where the table sets it
+  /// (pipe-simulate's and pipe-partition's tables with an optimizer
+  /// factor), else weightBytes.
+  double parameterBytes() const { return reducedGradientBytes(); }
 };
 
 /// A parameter shared by several entries (tied weights, e.g. a language

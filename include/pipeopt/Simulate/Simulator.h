@@ -251,8 +251,11 @@ simulateTable(const schedule::Schedule &s, const CostTable &costs,
 /// resource serves transfers one at a time in one fixed global order: the
 /// order in which their data became ready in the idealized table (a runtime
 /// posting communication in program order). Thus the simulation is a
-/// longest-path computation over a DAG and is monotone: slowing a link or a
-/// stage never shortens the makespan. Without overlap, a rank's next
+/// longest-path computation over a DAG and is monotone in the links:
+/// slowing a link never shortens the makespan. It is not monotone in the
+/// stage times: those change the idealized table, hence the service
+/// order, and a slower stage can shorten it (zb-h2, zb-v and hanayo on two
+/// nodes do). Without overlap, a rank's next
 /// compute waits for the sends of its previous compute.
 ///
 /// Sender overhead (Link::senderOverheadSeconds > 0, LogP's o): each

@@ -631,7 +631,10 @@ int main(int argc, char **argv) {
       // worth per core when the ranks outnumber the cores (a burst that
       // preempted the single thread can otherwise measure more).
       const double most = double(std::min(r, cores));
-      effectiveCores = std::clamp(r * alone / together, 0.01, most);
+      // One rank shares nothing: its burst against itself is only noise
+      // (0.92-1.0 measured), which would slow every rank of the event level.
+      effectiveCores =
+          r == 1 ? 1.0 : std::clamp(r * alone / together, 0.01, most);
       loadedCores = std::clamp(concurrentGemmRate(r, sn, quick ? 0.2 : 0.5) *
                                    alone / calls,
                                0.0, most);
@@ -678,7 +681,17 @@ int main(int argc, char **argv) {
     j["input_copy_bandwidth"] = inputCopyBandwidth;
     j["op_overhead_s"] = overhead;
     j["cores"] = cores;
-    j["topology"] = {{"ranks_per_node", std::max(ranks, 1)}};
+    // The MPI link is between two processes of this node: at least two
+    // ranks share it, else every link of a pipeline would be inter-node
+    // and the measured intra-node link unused.
+    const int ranksPerNode = std::max(ranks, useMpi ? 2 : 1);
+    if (ranksPerNode != ranks)
+      std::fprintf(stderr,
+                   "pipeopt-calibrate: note: ranks_per_node %d (the two MPI "
+                   "processes of the measured link share this node; --ranks "
+                   "sets it)\n",
+                   ranksPerNode);
+    j["topology"] = {{"ranks_per_node", ranksPerNode}};
     if (effectiveCores > 0)
       j["topology"]["cores_per_node"] = effectiveCores;
     j["topology"]["intra_node"] = {{"latency_s", latency},
