@@ -105,8 +105,9 @@ llvm::Expected<Shape> resolve(const ScheduleInfo &info,
 
 llvm::Error needAtLeastStages(llvm::StringRef name, const Shape &sh) {
   if (sh.M < sh.S)
-    return err("{0} needs num-microbatches >= num-stages ({1}), got {2}", name,
-               sh.S, sh.M);
+    return err("{0} needs num-microbatches >= the number of ranks ({1}), got "
+               "{2}",
+               name, sh.S, sh.M);
   return llvm::Error::success();
 }
 

@@ -128,7 +128,7 @@ func.func @m_stage1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage =
 func.func @m_stage2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i64} {
   return %x : tensor<4xf32>
 }
-// expected-error@+1 {{cannot schedule @m: 1f1b needs num-microbatches >= num-stages (3), got 2}}
+// expected-error@+1 {{cannot schedule @m: 1f1b needs num-microbatches >= the number of ranks (3), got 2}}
 func.func @m(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.num_stages = 3 : i64} {
   %a = pipe.stage_call @m_stage0(%x) stage 0 : (tensor<4xf32>) -> tensor<4xf32>
   %b = pipe.stage_call @m_stage1(%a) stage 1 : (tensor<4xf32>) -> tensor<4xf32>

@@ -370,9 +370,10 @@ TEST(Generators, ForwardOnly) {
 
 TEST(Generators, ImpossibleParametersFailLoudly) {
   EXPECT_EQ(message(makeSchedule("1f1b", params(4, 2))),
-            "1f1b needs num-microbatches >= num-stages (4), got 2");
+            "1f1b needs num-microbatches >= the number of ranks (4), got 2");
   EXPECT_EQ(message(makeSchedule("interleaved-1f1b", params(4, 3, 2))),
-            "interleaved-1f1b needs num-microbatches >= num-stages (4), got 3");
+            "interleaved-1f1b needs num-microbatches >= the number of ranks "
+            "(4), got 3");
   EXPECT_EQ(message(makeSchedule("chimera", params(3, 6))),
             "chimera needs an even num-stages (two bidirectional pipelines), "
             "got 3");
@@ -382,7 +383,7 @@ TEST(Generators, ImpossibleParametersFailLoudly) {
   EXPECT_EQ(message(makeSchedule("dualpipev", params(4, 7))),
             "dualpipev needs num-microbatches >= 2 x num-ranks (8), got 7");
   EXPECT_EQ(message(makeSchedule("zb-h1", params(4, 3))),
-            "zb-h1 needs num-microbatches >= num-stages (4), got 3");
+            "zb-h1 needs num-microbatches >= the number of ranks (4), got 3");
   EXPECT_EQ(message(makeSchedule("gpipe", params(4, 0))),
             "gpipe needs num-microbatches >= 1, got 0");
   EXPECT_EQ(message(makeSchedule("1f1b", params(4, 8, 2))),
@@ -401,7 +402,7 @@ TEST(Generators, ImpossibleParametersFailLoudly) {
   EXPECT_NE(message(makeSchedule("nope", params(2, 2))).find("unknown schedule 'nope'"),
             std::string::npos);
   EXPECT_EQ(message(makeSchedule("zb-h2", params(4, 3))),
-            "zb-h2 needs num-microbatches >= num-stages (4), got 3");
+            "zb-h2 needs num-microbatches >= the number of ranks (4), got 3");
   EXPECT_EQ(message(makeSchedule("interleaved-zb", params(4, 9, 2))),
             "interleaved-zb needs num-microbatches to be a multiple of the "
             "number of rounds max(1, floor(M / S)) = 2 (S = 4), got 9");
