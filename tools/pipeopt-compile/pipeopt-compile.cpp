@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Support/Plural.h"
 #include "pipeopt/Codegen/Codegen.h"
@@ -782,6 +783,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeopt::registerAllPasses();
   cl::HideUnrelatedOptions(category);
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-compile"))
+    return 1;
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-compile: compile a model to <model>.so + "

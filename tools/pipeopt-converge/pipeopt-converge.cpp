@@ -13,6 +13,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Simulate/Converge.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -233,6 +234,8 @@ bool writeFile(llvm::StringRef path, llvm::StringRef text) {
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-converge"))
+    return 1;
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-converge: SGD under pipeline staleness in simulated time "

@@ -13,6 +13,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Machine/Machine.h"
@@ -251,6 +252,8 @@ int main(int argc, char **argv) {
       "; 'all' for every one that is not forward-only). Default: " +
       llvm::join(defaultSchedules(), ",");
   schedulesOpt.setDescription(schedulesHelp);
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-explore"))
+    return 1;
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-explore: compare pipeline schedules at three abstraction "

@@ -20,6 +20,7 @@
 
 #include "NpyInput.h"
 
+#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Support/Plural.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
@@ -461,6 +462,8 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   pipeopt::registerAllPasses();
   cl::HideUnrelatedOptions(category);
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-gradcheck"))
+    return 1;
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "pipeopt-gradcheck: compare a model's gradient (pipe-differentiate) "

@@ -1,0 +1,68 @@
+//===- CommandLine.h - Guards around llvm::cl for pipeopt's tools -*- C++ -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// llvm::cl treats an unknown option whose name starts with "h" as a grouped
+/// "-h" (help): `pipeopt-compile --hardwre=x.json` prints the help text and
+/// exits 0, so a typo looks like success. rejectHelpTypos() runs before
+/// cl::ParseCommandLineOptions and turns such an argument into the usual
+/// unknown-option error.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_SUPPORT_COMMANDLINE_H
+#define PIPEOPT_SUPPORT_COMMANDLINE_H
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace pipeopt {
+
+/// Returns false (after printing "<tool>: Unknown command line argument
+/// '<arg>'..." to stderr) when an argument of argv[1..argc) names an option
+/// that starts with "h", is not a registered option of the top-level
+/// command and is not one of llvm::cl's help options; true otherwise. Stops
+/// at "--"; skips the value of a registered option that takes one as the
+/// next argument. Call it after every option is registered (the tool's
+/// static cl::opt objects) and before cl::ParseCommandLineOptions.
+inline bool rejectHelpTypos(int argc, const char *const *argv,
+                            llvm::StringRef tool) {
+  auto &options =
+      llvm::cl::getRegisteredOptions();
+  static const llvm::StringRef help[] = {
+      "h", "help", "help-hidden", "help-list", "help-list-hidden",
+      "print-all-options", "print-options"};
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--")
+      return true;
+    if (!arg.starts_with("-") || arg == "-")
+      continue;
+    llvm::StringRef name = arg.ltrim('-');
+    bool inlineValue = name.contains('=');
+    name = name.split('=').first;
+    auto it = options.find(name);
+    if (it != options.end()) {
+      // "-o file": the next argument is the value, whatever it looks like.
+      if (!inlineValue &&
+          it->second->getValueExpectedFlag() == llvm::cl::ValueRequired)
+        ++i;
+      continue;
+    }
+    if (!name.starts_with("h") || llvm::is_contained(help, name))
+      continue;
+    llvm::errs() << tool << ": Unknown command line argument '" << arg
+                 << "'.  Try: '" << tool << " --help'\n";
+    return false;
+  }
+  return true;
+}
+
+} // namespace pipeopt
+
+#endif // PIPEOPT_SUPPORT_COMMANDLINE_H
