@@ -93,6 +93,19 @@ double Device::peakFlops(StringRef key, bool matrix) const {
   return 0;
 }
 
+/// A device rate that may be 0 (`zeroMeans`, e.g. "no cache") or else must
+/// be a finite number of bytes/s, at least 1. The error names the device
+/// and the JSON key.
+static llvm::Error checkOptionalRate(StringRef device, StringRef key,
+                                     double value, StringRef zeroMeans) {
+  if (value == 0 || !checkRate(value, "bytes/s"))
+    return llvm::Error::success();
+  return makeError(llvm::formatv(
+      "device '{0}': {1} must be 0 ({2}) or a number of bytes/s (finite, at "
+      "least 1), got {3}",
+      device, key, zeroMeans, formatNumber(value)));
+}
+
 llvm::Error Device::validate(StringRef name) const {
   if (auto bad = checkRate(memoryBytesPerSecond, "bytes/s"))
     return makeError(
@@ -122,29 +135,23 @@ llvm::Error Device::validate(StringRef name) const {
         "device '{0}': cache_bytes must be a number of bytes >= 0 (0: no "
         "cache), got {1}",
         name, formatNumber(cacheBytes)));
-  if (cacheBytesPerSecond != 0 && checkRate(cacheBytesPerSecond, "bytes/s"))
-    return makeError(llvm::formatv(
-        "device '{0}': cache_bandwidth must be 0 (no cache) or a number of "
-        "bytes/s (finite, at least 1), got {1}",
-        name, formatNumber(cacheBytesPerSecond)));
+  if (llvm::Error e = checkOptionalRate(name, "cache_bandwidth",
+                                        cacheBytesPerSecond, "no cache"))
+    return e;
   if ((cacheBytes > 0) != (cacheBytesPerSecond > 0))
     return makeError(llvm::formatv(
         "device '{0}': cache_bytes and cache_bandwidth go together (an op "
         "whose bytes fit cache_bytes moves them at cache_bandwidth): give "
         "both or neither, got cache_bytes {1} and cache_bandwidth {2}",
         name, formatNumber(cacheBytes), formatNumber(cacheBytesPerSecond)));
-  if (contractionOperandBytesPerSecond != 0 &&
-      checkRate(contractionOperandBytesPerSecond, "bytes/s"))
-    return makeError(llvm::formatv(
-        "device '{0}': contraction_operand_bandwidth must be 0 (not "
-        "modeled) or a number of bytes/s (finite, at least 1), got {1}",
-        name, formatNumber(contractionOperandBytesPerSecond)));
-  if (inputCopyBytesPerSecond != 0 &&
-      checkRate(inputCopyBytesPerSecond, "bytes/s"))
-    return makeError(llvm::formatv(
-        "device '{0}': input_copy_bandwidth must be 0 (inputs are not "
-        "copied) or a number of bytes/s (finite, at least 1), got {1}",
-        name, formatNumber(inputCopyBytesPerSecond)));
+  if (llvm::Error e = checkOptionalRate(name, "contraction_operand_bandwidth",
+                                        contractionOperandBytesPerSecond,
+                                        "not modeled"))
+    return e;
+  if (llvm::Error e =
+          checkOptionalRate(name, "input_copy_bandwidth",
+                            inputCopyBytesPerSecond, "inputs are not copied"))
+    return e;
   if (cores < 0)
     return makeError(llvm::formatv(
         "device '{0}': cores must be >= 0 (0: not given), got {1}", name,

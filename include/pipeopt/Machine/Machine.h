@@ -105,8 +105,9 @@ struct Device {
   /// > 0 the table and event levels add 2 x StageCost::parameterBytes() /
   /// this rate to that action (the parameters, not their gradients or
   /// optimizer state). 0 (every preset): inputs are not copied.
-  /// pipeopt-calibrate measures memcpy of 1 MiB blocks from an 8 MiB
-  /// source. JSON "input_copy_bandwidth".
+  /// pipeopt-calibrate measures it through pipeopt_rt_input_f32 (8 shared
+  /// 1 MiB inputs into fresh buffers, caches evicted before each round).
+  /// JSON "input_copy_bandwidth".
   double inputCopyBytesPerSecond = 0;
   /// Cores (CPU threads) of the device; 0 = not given. Informational: no
   /// cost formula reads it.
