@@ -32,8 +32,7 @@ namespace pipeopt {
 /// static cl::opt objects) and before cl::ParseCommandLineOptions.
 inline bool rejectHelpTypos(int argc, const char *const *argv,
                             llvm::StringRef tool) {
-  auto &options =
-      llvm::cl::getRegisteredOptions();
+  auto &options = llvm::cl::getRegisteredOptions();
   static const llvm::StringRef help[] = {
       "h", "help", "help-hidden", "help-list", "help-list-hidden",
       "print-all-options", "print-options"};

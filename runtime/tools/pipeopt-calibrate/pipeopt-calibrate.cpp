@@ -119,11 +119,17 @@ std::vector<double> sortedTimes(int reps, F &&f) {
   return t;
 }
 
+/// The median of `t` (non-empty; sorts it).
+double median(std::vector<double> &t) {
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
 /// Median wall time of `reps` calls of f (after one warm-up call).
 template <typename F>
 double medianTime(int reps, F &&f) {
   std::vector<double> t = sortedTimes(reps, f);
-  return t[t.size() / 2];
+  return median(t);
 }
 
 /// Fastest of `reps` calls of f (after one warm-up call): the time of a
@@ -302,6 +308,34 @@ double loopbackOneWay(size_t bytes, int reps) {
   return t;
 }
 
+/// A rank-1 memref descriptor over `n` values at `data` (the layout of
+/// MLIR's StridedMemRefType<T, 1>), for the runtime's C ABI.
+class Memref1 {
+public:
+  Memref1(void *data, int64_t n)
+      : desc{data, data, 0, n, 1}, unranked{1, &desc} {}
+  Memref1(const Memref1 &) = delete;
+  Memref1 &operator=(const Memref1 &) = delete;
+  pipeopt_rt_unranked_memref *get() { return &unranked; }
+
+private:
+  struct {
+    void *allocated, *aligned;
+    int64_t offset, size, stride;
+  } desc;
+  pipeopt_rt_unranked_memref unranked;
+};
+
+/// Throws RuntimeError("<what>: <the runtime's error>") when a runtime ABI
+/// call returned nonzero.
+void checkCall(int32_t rc, const char *what) {
+  if (rc == 0)
+    return;
+  const char *e = pipeopt_rt_last_error();
+  throw RuntimeError(std::string(what) + ": " +
+                     (e ? e : "runtime call failed"));
+}
+
 /// A message to a receiver asleep in its recv, as a pipeline's receivers
 /// wait for their activations: seconds.
 struct SleepingReceiver {
@@ -325,31 +359,16 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   RankContext sender(0, c0.get(), nullptr, nullptr, 60);
   RankContext receiver(1, c1.get(), nullptr, nullptr, 60);
   sender.recordCalls = receiver.recordCalls = true;
-  auto check = [](int32_t rc) {
-    if (rc != 0) {
-      const char *e = pipeopt_rt_last_error();
-      throw RuntimeError(std::string("sender-overhead measurement: ") +
-                         (e ? e : "runtime call failed"));
-    }
-  };
-  struct Desc1 {
-    void *allocated, *aligned;
-    int64_t offset, size, stride;
-  };
-  auto memref = [](std::vector<float> &v, Desc1 &d) {
-    d = {v.data(), v.data(), 0, int64_t(v.size()), 1};
-    return pipeopt_rt_unranked_memref{1, &d};
-  };
+  auto check = [](int32_t rc) { checkCall(rc, "sender-overhead measurement"); };
   std::string otherError;
   std::thread other([&] {
     ScopedContext scope(&receiver);
     std::vector<float> in(static_cast<size_t>(floats)), ack(1);
-    Desc1 din, dack;
-    pipeopt_rt_unranked_memref min = memref(in, din), mack = memref(ack, dack);
+    Memref1 min(in.data(), floats), mack(ack.data(), 1);
     try {
       for (int i = 0; i < reps; ++i) {
-        check(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, i, 0, 0, &min));
-        check(_mlir_ciface_pipeopt_rt_send_f32(0, 1, 0, i, 0, 1, &mack));
+        check(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, i, 0, 0, min.get()));
+        check(_mlir_ciface_pipeopt_rt_send_f32(0, 1, 0, i, 0, 1, mack.get()));
       }
     } catch (const std::exception &e) {
       otherError = e.what();
@@ -361,16 +380,14 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   {
     ScopedContext scope(&sender);
     std::vector<float> out(static_cast<size_t>(floats), 1.0f), ack(1);
-    Desc1 dout, dack;
-    pipeopt_rt_unranked_memref mout = memref(out, dout),
-                               mack = memref(ack, dack);
+    Memref1 mout(out.data(), floats), mack(ack.data(), 1);
     try {
       for (int i = 0; i < reps; ++i) {
         std::this_thread::sleep_for(std::chrono::duration<double>(gapS));
         auto t0 = Clock::now();
-        check(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, i, 0, 0, &mout));
+        check(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, i, 0, 0, mout.get()));
         times.push_back(seconds(t0, Clock::now()));
-        check(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, i, 0, 1, &mack));
+        check(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, i, 0, 1, mack.get()));
         roundTrips.push_back(seconds(t0, Clock::now()));
       }
     } catch (const std::exception &e) {
@@ -381,10 +398,6 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   other.join();
   if (!error.empty() || !otherError.empty())
     throw RuntimeError(error.empty() ? otherError : error);
-  auto median = [](std::vector<double> &v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
   SleepingReceiver out;
   out.sendCall = median(times);
   out.oneWay = median(roundTrips) / 2;
@@ -421,18 +434,10 @@ double inputCopyRate(int64_t floats, int tensors, int reps,
       float *buf = static_cast<float *>(std::malloc(size_t(floats) * 4));
       if (!buf)
         throw RuntimeError("input-copy measurement: out of memory");
-      struct {
-        void *allocated, *aligned;
-        int64_t offset, size, stride;
-      } desc{buf, buf, 0, floats, 1};
-      pipeopt_rt_unranked_memref m{1, &desc};
-      int32_t rc = _mlir_ciface_pipeopt_rt_input_f32(k, 0, &m);
+      Memref1 m(buf, floats);
+      int32_t rc = _mlir_ciface_pipeopt_rt_input_f32(k, 0, m.get());
       std::free(buf);
-      if (rc != 0) {
-        const char *e = pipeopt_rt_last_error();
-        throw RuntimeError(std::string("input-copy measurement: ") +
-                           (e ? e : "runtime call failed"));
-      }
+      checkCall(rc, "input-copy measurement");
     }
   };
   round();  // warm-up: the allocator's first large blocks
@@ -443,8 +448,7 @@ double inputCopyRate(int64_t floats, int tensors, int reps,
     round();
     t.push_back(seconds(a, Clock::now()));
   }
-  std::sort(t.begin(), t.end());
-  return 2.0 * double(floats) * 4 * tensors / t[t.size() / 2];
+  return 2.0 * double(floats) * 4 * tensors / median(t);
 }
 
 int usage(const char *msg) {
