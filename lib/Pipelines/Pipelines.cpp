@@ -148,6 +148,7 @@ void pipeopt::addBufferizedLoweringPasses(
   toRuntime.microbatchArgs.assign(options.microbatchArgs.begin(),
                                   options.microbatchArgs.end());
   toRuntime.target = options.target;
+  toRuntime.inputViews = options.inputViews && options.target == "cpu";
   pm.addPass(createConvertPipeToRuntimePass(toRuntime));
 
   // Drop functions and globals (e.g. an unused ml_program.global seed) that
@@ -206,6 +207,10 @@ void pipeopt::addBufferizedLoweringPasses(
   // Ownership-based deallocation, so that repeated iterations (one call of
   // an entry point each) do not leak, also on the early-return error paths.
   bufferization::buildBufferDeallocationPipeline(pm);
+
+  // Model inputs read in place (convert-pipe-to-runtime's input views): the
+  // view calls come after deallocation, which would free their buffers.
+  pm.addPass(createMaterializeInputViewsPass());
 }
 
 /// The front part's options of a lowering pipeline's options (both have
@@ -227,6 +232,7 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
                                        const LowerToLLVMOptions &options) {
   BufferizedLoweringOptions front = frontOptions(options, "cpu");
   front.approximateMath = options.approximateMath;
+  front.inputViews = options.inputViews;
   addBufferizedLoweringPasses(pm, front);
 
   // Contractions and convolutions -> calls of the runtime's BLAS kernels.

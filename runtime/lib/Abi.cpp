@@ -14,7 +14,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <sstream>
 
@@ -226,95 +228,188 @@ std::string outputName(const ManifestOutput &out) {
   return s;
 }
 
+/// Where the data of model input argIndex for microbatch mb lies, once every
+/// check of pipeopt_rt_input passed (pipeopt_runtime.h).
+struct InputLocation {
+  std::string what;              ///< "input 3 ('w') for microbatch 0"
+  const uint8_t *host = nullptr; ///< the slice in host memory, or
+  const void *device = nullptr;  ///< a cuda build's device copy
+  bool microbatched = false;
+};
+
+/// Checks a read of input argIndex for microbatch mb with `sizes` and
+/// `dtype` against the manifest and the loaded data and records it (the
+/// per-call read checks); throws RuntimeError naming the input otherwise.
+InputLocation locateInput(RankContext &ctx, DType dtype, int64_t argIndex,
+                          int64_t mb, const Shape &sizes) {
+  std::string what = "input " + std::to_string(argIndex) +
+                     " for microbatch " + std::to_string(mb);
+  const auto *entry = ctx.inputs ? ctx.inputs->find(int(argIndex)) : nullptr;
+  if (!entry)
+    throw RuntimeError(what + ": no such model input was loaded (check the "
+                              "manifest's \"inputs\")");
+  const ManifestInput &meta = entry->first;
+  const HostTensor *data = &entry->second;
+  const ParameterState *param = nullptr;
+  what = inputName(meta) + " for microbatch " + std::to_string(mb);
+  // A parameter of a training build: this rank's current copy.
+  if (ctx.manifest && ctx.manifest->findParameter(meta.index)) {
+    auto it = ctx.parameters.find(meta.index);
+    if (it == ctx.parameters.end())
+      throw RuntimeError(
+          what + ": the input is a parameter that the manifest" +
+          manifestName(ctx) + " does not give this rank (its \"ranks\" in "
+          "\"parameters\" lack rank " + std::to_string(ctx.rank) +
+          "), so this rank keeps no copy of it that the optimizer updates");
+    data = &it->second.value;
+    param = &it->second;
+  }
+  const HostTensor &t = *data;
+  if (dtype != meta.dtype || sizes != meta.shape)
+    throw RuntimeError(what + ": the program reads " +
+                       typeString(dtype, sizes) +
+                       " but the manifest declares " +
+                       typeString(meta.dtype, meta.shape));
+  size_t slice = numElements(sizes) * dtypeSize(dtype);
+  size_t offset = 0;
+  if (meta.microbatched) {
+    // A dataset [steps, M, ...] gives the current step's slice.
+    int steps = ctx.inputs->dataSteps(meta.index);
+    size_t leading = steps > 0 ? 1 : 0;
+    int64_t m = t.shape.size() <= leading ? 0 : t.shape[leading];
+    if (mb < 0 || mb >= m)
+      throw RuntimeError(what + ": microbatch out of range [0, " +
+                         std::to_string(m) + ")");
+    offset = size_t(mb) * slice;
+    if (steps > 0) {
+      if (ctx.dataStep < 0 || ctx.dataStep >= steps)
+        throw RuntimeError(what + ": step " +
+                           std::to_string(ctx.dataStep + 1) +
+                           " has no data (the dataset has " +
+                           std::to_string(steps) + " steps)");
+      offset += size_t(ctx.dataStep) * size_t(m) * slice;
+    }
+    ctx.microbatchedInputReads.insert({meta.index, int(mb)});
+    auto [firstRead, isNew] =
+        ctx.microbatchedInputFirstRead.insert({meta.index, mb});
+    if (!isNew && firstRead->second != mb)
+      ctx.inputsReadPerMicrobatch.insert(meta.index);
+  } else {
+    // A shared input is read once per call (convert-pipe-to-runtime reads
+    // it at its first use and reuses the tensor). Reads for two different
+    // microbatches mean that the program takes one slice per microbatch:
+    // the manifest's "microbatched": false is not this model's.
+    // Asynchronous training reads a parameter at every microbatch's first
+    // use: it may have changed since the previous read.
+    bool rereadParameter =
+        ctx.manifest && ctx.manifest->training.updateEvery > 0 &&
+        ctx.manifest->findParameter(meta.index);
+    auto [it, first] = ctx.sharedInputReads.insert({meta.index, mb});
+    if (!first && it->second != mb && !rereadParameter)
+      throw RuntimeError(
+          what + ": the manifest" + manifestName(ctx) + " says this input "
+          "is shared by all microbatches (\"microbatched\": false), but "
+          "the program already read it for microbatch " +
+          std::to_string(it->second) + " in this call: it reads one slice "
+          "per microbatch, so the input is microbatched in this model");
+  }
+  if (offset + slice > t.data.size())
+    throw RuntimeError(what + ": loaded data is too small");
+  InputLocation loc;
+  loc.what = what;
+  loc.microbatched = meta.microbatched;
+  if (param && param->device) // cuda builds: the weights stay there
+    loc.device = param->device->value.data();
+  else
+    loc.host = t.data.data() + offset;
+  return loc;
+}
+
 int32_t inputImpl(DType dtype, int64_t argIndex, int64_t mb,
                   pipeopt_rt_unranked_memref *buf) {
   return guarded("pipeopt_rt_input", [&](RankContext &ctx) {
     CallRecorder record{ctx, TraceInput, -1, int(mb), int(argIndex)};
-    std::string what = "input " + std::to_string(argIndex) +
-                       " for microbatch " + std::to_string(mb);
-    const auto *entry = ctx.inputs ? ctx.inputs->find(int(argIndex)) : nullptr;
-    if (!entry)
-      throw RuntimeError(what + ": no such model input was loaded (check the "
-                                "manifest's \"inputs\")");
-    const ManifestInput &meta = entry->first;
-    const HostTensor *data = &entry->second;
-    const ParameterState *param = nullptr;
-    what = inputName(meta) + " for microbatch " + std::to_string(mb);
-    // A parameter of a training build: this rank's current copy.
-    if (ctx.manifest && ctx.manifest->findParameter(meta.index)) {
-      auto it = ctx.parameters.find(meta.index);
-      if (it == ctx.parameters.end())
-        throw RuntimeError(
-            what + ": the input is a parameter that the manifest" +
-            manifestName(ctx) + " does not give this rank (its \"ranks\" in "
-            "\"parameters\" lack rank " + std::to_string(ctx.rank) +
-            "), so this rank keeps no copy of it that the optimizer updates");
-      data = &it->second.value;
-      param = &it->second;
-    }
-    const HostTensor &t = *data;
     MemRefView v = decodeMemRef(buf, dtype);
-    if (dtype != meta.dtype || v.sizes != meta.shape)
-      throw RuntimeError(what + ": the program reads " +
-                         typeString(dtype, v.sizes) +
-                         " but the manifest declares " +
-                         typeString(meta.dtype, meta.shape));
-    size_t slice = v.byteSize();
-    size_t offset = 0;
-    if (meta.microbatched) {
-      // A dataset [steps, M, ...] gives the current step's slice.
-      int steps = ctx.inputs->dataSteps(meta.index);
-      size_t leading = steps > 0 ? 1 : 0;
-      int64_t m = t.shape.size() <= leading ? 0 : t.shape[leading];
-      if (mb < 0 || mb >= m)
-        throw RuntimeError(what + ": microbatch out of range [0, " +
-                           std::to_string(m) + ")");
-      offset = size_t(mb) * slice;
-      if (steps > 0) {
-        if (ctx.dataStep < 0 || ctx.dataStep >= steps)
-          throw RuntimeError(what + ": step " +
-                             std::to_string(ctx.dataStep + 1) +
-                             " has no data (the dataset has " +
-                             std::to_string(steps) + " steps)");
-        offset += size_t(ctx.dataStep) * size_t(m) * slice;
-      }
-      ctx.microbatchedInputReads.insert({meta.index, int(mb)});
-      auto [firstRead, isNew] =
-          ctx.microbatchedInputFirstRead.insert({meta.index, mb});
-      if (!isNew && firstRead->second != mb)
-        ctx.inputsReadPerMicrobatch.insert(meta.index);
-    } else {
-      // A shared input is read once per call (convert-pipe-to-runtime reads
-      // it at its first use and reuses the tensor). Reads for two different
-      // microbatches mean that the program takes one slice per microbatch:
-      // the manifest's "microbatched": false is not this model's.
-      // Asynchronous training reads a parameter at every microbatch's first
-      // use: it may have changed since the previous read.
-      bool rereadParameter =
-          ctx.manifest && ctx.manifest->training.updateEvery > 0 &&
-          ctx.manifest->findParameter(meta.index);
-      auto [it, first] = ctx.sharedInputReads.insert({meta.index, mb});
-      if (!first && it->second != mb && !rereadParameter)
-        throw RuntimeError(
-            what + ": the manifest" + manifestName(ctx) + " says this input "
-            "is shared by all microbatches (\"microbatched\": false), but "
-            "the program already read it for microbatch " +
-            std::to_string(it->second) + " in this call: it reads one slice "
-            "per microbatch, so the input is microbatched in this model");
-    }
-    if (offset + slice > t.data.size())
-      throw RuntimeError(what + ": loaded data is too small");
+    InputLocation loc = locateInput(ctx, dtype, argIndex, mb, v.sizes);
     try {
-      if (param && param->device) // cuda builds: the weights stay there
-        memorySpace(ctx).fromDevice(v, param->device->value.data());
+      if (loc.device)
+        memorySpace(ctx).fromDevice(v, loc.device);
       else
-        memorySpace(ctx).fromHost(v, t.data.data() + offset);
+        memorySpace(ctx).fromHost(v, loc.host);
     } catch (const RuntimeError &e) {
-      throw RuntimeError(what + ": " + e.what());
+      throw RuntimeError(loc.what + ": " + e.what());
     }
-    record.microbatch = meta.microbatched ? int(mb) : -1;
-    record.bytes = int64_t(slice);
+    record.microbatch = loc.microbatched ? int(mb) : -1;
+    record.bytes = int64_t(v.byteSize());
   });
+}
+
+/// Zero-filled host memory of `bytes` (at least 1) that stays valid for the
+/// thread's lifetime: what a failed view shows (the rank is poisoned, so
+/// the run stops at its next status check).
+const void *zerosForFailedView(size_t bytes) {
+  thread_local std::deque<std::vector<uint64_t>> zeros;
+  zeros.emplace_back((std::max<size_t>(bytes, 1) + 7) / 8, 0);
+  return zeros.back().data();
+}
+
+void inputViewImpl(DType dtype, pipeopt_rt_unranked_memref *result,
+                   int64_t argIndex, int64_t mb,
+                   pipeopt_rt_unranked_memref *shapeBuf) {
+  Shape shape;
+  const void *data = nullptr;
+  guarded("pipeopt_rt_input_view", [&](RankContext &ctx) {
+    CallRecorder record{ctx, TraceInput, -1, int(mb), int(argIndex)};
+    std::string what = "input view " + std::to_string(argIndex) +
+                       " for microbatch " + std::to_string(mb);
+    if (!result)
+      throw RuntimeError(what + ": null result descriptor");
+    MemRefView s = decodeMemRef(shapeBuf, DType::I64);
+    if (s.sizes.size() != 1 || s.sizes[0] > PIPEOPT_RT_MAX_RANK)
+      throw RuntimeError(what + ": the shape operand must be a rank-1 i64 "
+                                "memref of at most " +
+                         std::to_string(PIPEOPT_RT_MAX_RANK) + " dimensions");
+    for (int64_t i = 0; i < s.sizes[0]; ++i) {
+      int64_t d;
+      std::memcpy(&d, s.base + i * s.strides[0] * int64_t(sizeof(int64_t)),
+                  sizeof(d));
+      if (d < 0)
+        throw RuntimeError(what + ": negative dimension in the shape");
+      shape.push_back(d);
+    }
+    if (ctx.device)
+      throw RuntimeError(what + ": views are host memory, but this rank "
+                                "runs on a cuda device (cuda builds read "
+                                "inputs with pipeopt_rt_input)");
+    InputLocation loc = locateInput(ctx, dtype, argIndex, mb, shape);
+    if (!loc.host)
+      throw RuntimeError(loc.what + ": the data is not in host memory");
+    data = loc.host;
+    record.microbatch = loc.microbatched ? int(mb) : -1;
+  });
+  if (!result)
+    return;
+  if (!data)
+    data = zerosForFailedView(numElements(shape) * dtypeSize(dtype));
+  // {allocated, aligned, offset, sizes[R], strides[R]}, row-major.
+  size_t r = shape.size();
+  auto *head = static_cast<pipeopt_rt_memref_head *>(
+      std::malloc(sizeof(pipeopt_rt_memref_head) + 2 * r * sizeof(int64_t)));
+  if (!head) {
+    std::fprintf(stderr, "pipeopt runtime: out of memory for a view\n");
+    std::abort();
+  }
+  head->allocated = head->aligned = const_cast<void *>(data);
+  head->offset = 0;
+  auto *sizes = reinterpret_cast<int64_t *>(head + 1);
+  int64_t stride = 1;
+  for (size_t i = r; i-- > 0;) {
+    sizes[i] = shape[i];
+    sizes[r + i] = stride;
+    stride *= std::max<int64_t>(shape[i], 1);
+  }
+  result->rank = int64_t(r);
+  result->descriptor = head;
 }
 
 int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
@@ -653,6 +748,11 @@ extern "C" {
   int32_t _mlir_ciface_pipeopt_rt_input_##Suffix(                              \
       int64_t argIndex, int64_t mb, pipeopt_rt_unranked_memref *buf) {         \
     return inputImpl(DType::DTypeEnum, argIndex, mb, buf);                     \
+  }                                                                            \
+  void _mlir_ciface_pipeopt_rt_input_view_##Suffix(                            \
+      pipeopt_rt_unranked_memref *result, int64_t argIndex, int64_t mb,        \
+      pipeopt_rt_unranked_memref *shape) {                                     \
+    inputViewImpl(DType::DTypeEnum, result, argIndex, mb, shape);              \
   }                                                                            \
   int32_t _mlir_ciface_pipeopt_rt_output_##Suffix(                             \
       int64_t resultIndex, int64_t mb, pipeopt_rt_unranked_memref *buf) {      \

@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -320,6 +322,107 @@ TEST(Abi, InputsOutputsAndActions) {
   EXPECT_EQ(ctx.outputs.count({1, -1}), 1u);
 }
 
+/// A view's descriptor as pipeopt_rt_input_view writes it (rank 2).
+struct ViewDesc2 {
+  void *allocated, *aligned;
+  int64_t offset, sizes[2], strides[2];
+};
+
+TEST(Abi, InputViewsShowTheRuntimesDataInPlace) {
+  Manifest man = parseManifest(R"({"num_ranks": 1, "num_stages": 1,
+      "num_microbatches": 2,
+      "inputs": [{"index": 0, "shape": [2, 3], "dtype": "f32",
+                  "microbatched": true},
+                 {"index": 1, "shape": [3, 2], "dtype": "f32",
+                  "microbatched": false}]})",
+                               "m");
+  InputStore inputs;
+  HostTensor x, w;
+  x.dtype = w.dtype = DType::F32;
+  x.shape = {2, 2, 3};
+  w.shape = {3, 2};
+  std::vector<float> xv(12), wv(6);
+  for (int i = 0; i < 12; ++i)
+    xv[size_t(i)] = float(i);
+  for (int i = 0; i < 6; ++i)
+    wv[size_t(i)] = float(100 + i);
+  auto bytes = [](const std::vector<float> &v) {
+    const auto *p = reinterpret_cast<const uint8_t *>(v.data());
+    return std::vector<uint8_t>(p, p + v.size() * 4);
+  };
+  x.data = bytes(xv);
+  w.data = bytes(wv);
+  inputs.set(man.inputs[0], 2, x);
+  inputs.set(man.inputs[1], 2, w);
+  const uint8_t *xData = inputs.find(0)->second.data.data();
+  const uint8_t *wData = inputs.find(1)->second.data.data();
+
+  struct Seen {
+    void *ptr = nullptr;
+    ViewDesc2 desc{};
+  } seen[3];
+  std::vector<std::unique_ptr<RankContext>> ctxs;
+  auto out = runRanks(
+      1, 1,
+      [&](int) -> int32_t {
+        int64_t s23[2] = {2, 3}, s32[2] = {3, 2}, s33[2] = {3, 3};
+        MemRef<1> shape23(s23, {2}), shape32(s32, {2}), shape33(s33, {2});
+        pipeopt_rt_unranked_memref r[3] = {};
+        _mlir_ciface_pipeopt_rt_input_view_f32(&r[0], 0, 1, shape23.get());
+        _mlir_ciface_pipeopt_rt_input_view_f32(&r[1], 1, 1, shape32.get());
+        if (const char *e = pipeopt_rt_last_error())
+          return std::printf("%s\n", e), 1;
+        // The wrong shape: an error, and a view of zeros.
+        _mlir_ciface_pipeopt_rt_input_view_f32(&r[2], 1, 1, shape33.get());
+        for (int i = 0; i < 3; ++i) {
+          if (r[i].rank != 2 || !r[i].descriptor)
+            return 10 + i;
+          seen[i].desc = *static_cast<ViewDesc2 *>(r[i].descriptor);
+          std::free(r[i].descriptor); // the caller frees it, as MLIR does
+        }
+        // The zeros live as long as the thread.
+        for (int i = 0; i < 9; ++i)
+          if (static_cast<const float *>(seen[2].desc.aligned)[i] != 0.0f)
+            return 20;
+        return pipeopt_rt_action_begin(0, 0, 0); // fails: poisoned
+      },
+      &man, &inputs, &ctxs);
+  EXPECT_EQ(out[0].error, "rank 0: input 1 for microbatch 1: the program "
+                          "reads f32[3x3] but the manifest declares f32[3x2]");
+  // Microbatch 1's slice of x, in place: 6 floats after the start.
+  EXPECT_EQ(seen[0].desc.aligned, xData + 6 * 4);
+  EXPECT_EQ(seen[0].desc.allocated, seen[0].desc.aligned);
+  EXPECT_EQ(seen[0].desc.offset, 0);
+  EXPECT_EQ(seen[0].desc.sizes[0], 2);
+  EXPECT_EQ(seen[0].desc.sizes[1], 3);
+  EXPECT_EQ(seen[0].desc.strides[0], 3);
+  EXPECT_EQ(seen[0].desc.strides[1], 1);
+  EXPECT_EQ(static_cast<const float *>(seen[0].desc.aligned)[5], 11.0f);
+  // The shared weight, in place.
+  EXPECT_EQ(seen[1].desc.aligned, wData);
+  EXPECT_EQ(seen[1].desc.strides[0], 2);
+  // The failed view: zeros of the requested shape (checked above),
+  // elsewhere.
+  EXPECT_NE(seen[2].desc.aligned, wData);
+  EXPECT_EQ(seen[2].desc.sizes[0], 3);
+  EXPECT_EQ(seen[2].desc.sizes[1], 3);
+}
+
+TEST(Abi, InputViewShapeOperandErrors) {
+  auto out = runRanks(1, 1, [](int) -> int32_t {
+    int64_t s[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+    MemRef<1> nine(s, {9});
+    pipeopt_rt_unranked_memref r{};
+    _mlir_ciface_pipeopt_rt_input_view_f32(&r, 0, 0, nine.get());
+    int32_t rc = pipeopt_rt_action_begin(0, 0, 0);
+    std::free(r.descriptor);
+    return rc;
+  });
+  EXPECT_EQ(out[0].error,
+            "rank 0: input view 0 for microbatch 0: the shape operand must be "
+            "a rank-1 i64 memref of at most 8 dimensions");
+}
+
 TEST(Abi, UnbalancedActionsAreErrors) {
   auto out = runRanks(1, 1, [](int) -> int32_t {
     if (pipeopt_rt_action_begin(1, 0, 0))
@@ -553,9 +656,12 @@ TEST(Abi, EveryDefEntryIsExported) {
   EXPECT_NE(dlsym(RTLD_DEFAULT, #Name), nullptr) << #Name;                     \
   EXPECT_NE(dlsym(RTLD_DEFAULT, "_mlir_ciface_" #Name), nullptr) << #Name;     \
   ++count;
+#define PIPEOPT_RT_VIEW_FN(Name, Params)                                       \
+  PIPEOPT_RT_DTYPE_LIST(PIPEOPT_RT_EXPECT_SYM_, Name)
 #include "pipeopt/runtime/RuntimeFunctions.def"
-  // 5 typed functions x 8 dtypes, 2 kernels x {f32, f64}, 4 untyped.
-  EXPECT_EQ(count, 5 * 8 + 2 * 2 + 4);
+  // 5 typed functions x 8 dtypes, 1 view function x 8 dtypes, 2 kernels x
+  // {f32, f64}, 4 untyped.
+  EXPECT_EQ(count, 5 * 8 + 8 + 2 * 2 + 4);
 }
 
 } // namespace

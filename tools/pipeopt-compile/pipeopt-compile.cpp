@@ -256,6 +256,13 @@ static cl::opt<bool> approximateMath(
              "polynomials instead of libm calls (erf/erfc always are)"),
     cl::init(false), cl::cat(category));
 
+static cl::opt<bool> inputViews(
+    "input-views",
+    cl::desc("Read model inputs (weights, microbatch slices) in place from "
+             "the runtime's memory (default); =false: copy them into new "
+             "buffers at every call, as cuda builds do (for comparisons)"),
+    cl::init(true), cl::cat(category));
+
 static cl::opt<bool> saveTemps(
     "save-temps",
     cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o "
@@ -1266,6 +1273,7 @@ int main(int argc, char **argv) {
       pipeopt::LowerToLLVMOptions options;
       common(options);
       options.approximateMath = approximateMath;
+      options.inputViews = inputViews;
       pipeopt::buildLowerToLLVMPipeline(pm, options);
     }
     if (failed(pm.run(*module)))

@@ -23,11 +23,23 @@ def ConvertPipeToRuntimePass
     program's actions in order and returns 0, or the first nonzero status a
     runtime call returned (the remaining actions are skipped):
 
-    * `pipe.input a microbatch m : tensor<S x T>`: allocates a buffer of
-      type `memref<S x T>`, calls `pipeopt_rt_input_<T>(a, m, buf)` and
-      wraps the buffer with `bufferization.to_tensor restrict writable`.
-      An argument that is shared by all microbatches (see
-      `microbatch-args`) is read once per entry point and reused.
+    * `pipe.input a microbatch m : tensor<S x T>`: with `input-views` (the
+      default on the cpu target), a read-only view of the runtime's data,
+      with no copy: `memref.get_global` of a placeholder declaration
+      `@pipeopt_input_view_a<a>_m<m>_r<rank> : memref<S x T>` marked
+      `pipeopt.input_view = array<i64: a, m>`, wrapped with
+      `bufferization.to_tensor restrict` (not `writable`: bufferization
+      copies the buffer before any in-place write, so the runtime's data
+      is never written). `pipeopt-materialize-input-views` turns it into
+      the call `pipeopt_rt_input_view_<T>(a, m, shape)` after buffer
+      deallocation (a buffer returned by a call would be freed by it).
+      Otherwise (`input-views=false`, the cuda target, or asynchronous
+      training, which updates weights within a call): allocates a buffer
+      of type `memref<S x T>`, calls `pipeopt_rt_input_<T>(a, m, buf)`
+      and wraps the buffer with `bufferization.to_tensor restrict
+      writable`. An argument that is shared by all microbatches (see
+      `microbatch-args`) is read once per entry point and reused, and so
+      is each view.
     * `pipe.recv from p <dir, stage i -> j, microbatch m, value k>`: the same
       with `pipeopt_rt_recv_<T>(p, i, j, m, k, dir == backward, buf)`.
     * `pipe.send %v to p <tag>`: `bufferization.to_buffer %v read_only`,
@@ -109,6 +121,12 @@ def ConvertPipeToRuntimePass
            "Code generation target the manifest names: cpu (no \"target\" "
            "key) or cuda (\"target\": \"cuda\": every buffer the program "
            "passes to the runtime is device memory)">,
+    Option<"inputViews", "input-views", "bool", /*default=*/"true",
+           "Read model inputs (weights, microbatch slices) in place through "
+           "pipeopt_rt_input_view_<T> instead of copying them into new "
+           "buffers at every call (cpu target only; asynchronous training "
+           "always copies). Needs pipeopt-materialize-input-views after "
+           "buffer deallocation">,
     ListOption<"microbatchArgs", "microbatch-args", "std::string",
            "Model arguments that differ per microbatch: 'auto' (the "
            "default; also an empty list: arguments "
@@ -132,6 +150,45 @@ def ConvertPipeToRuntimePass
     Statistic<"numPrograms", "num-programs", "pipe.program ops converted">,
     Statistic<"numRuntimeCalls", "num-runtime-calls",
               "Runtime calls emitted (each followed by a status check)">,
+  ];
+}
+
+def MaterializeInputViewsPass
+    : Pass<"pipeopt-materialize-input-views", "::mlir::ModuleOp"> {
+  let summary = "Replace convert-pipe-to-runtime's input placeholders by "
+                "pipeopt_rt_input_view_<T> calls (after buffer deallocation).";
+  let description = [{
+    convert-pipe-to-runtime (option `input-views`) reads a model input as
+    `memref.get_global` of a placeholder declaration marked
+    `pipeopt.input_view = array<i64: argIndex, microbatch>`. Bufferization
+    treats it as a read-only buffer that no one owns, so ownership-based
+    deallocation leaves it alone. This pass runs after deallocation: every
+    `memref.get_global` of a placeholder becomes
+
+    ```mlir
+    %shape = memref.alloca() : memref<R x i64>   // the dimensions, stored
+    %v = func.call @pipeopt_rt_input_view_<T>(%arg, %mb, %shape_unranked)
+        : (i64, i64, memref<*xi64>) -> memref<*xT>
+    %m = memref.cast %v : memref<*xT> to memref<S x T>
+    ```
+
+    and the placeholders are erased (they never had storage). The runtime
+    returns a contiguous row-major view of its own copy of the input
+    (pipeopt_runtime.h); on an error it poisons the rank, so the next
+    status check of the entry point returns it.
+
+    Errors (at the placeholder): a `pipeopt.input_view` that is not two
+    integers (argument >= 0, microbatch >= 0), a placeholder that is not a
+    private declaration of a statically shaped memref with the identity
+    layout, or an element type the runtime has no functions for.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+  let statistics = [
+    Statistic<"numViews", "num-views", "Input reads turned into view calls">,
   ];
 }
 

@@ -152,6 +152,12 @@ struct LowerToLLVMOptions
                      "instead of libm calls (pipeopt-expand-math "
                      "approximate-all); erf/erfc are always expanded"),
       llvm::cl::init(false)};
+  Option<bool> inputViews{
+      *this, "input-views",
+      llvm::cl::desc("Read model inputs in place (runtime views) instead of "
+                     "copying them into new buffers at every call "
+                     "(convert-pipe-to-runtime input-views)"),
+      llvm::cl::init(true)};
 };
 
 /// The options of the front part that pipeopt-lower-to-llvm and
@@ -163,6 +169,8 @@ struct BufferizedLoweringOptions {
   bool tosaToLinalg = true;
   bool fuse = true;
   bool approximateMath = false;
+  /// convert-pipe-to-runtime's input-views (cpu only; cuda builds copy).
+  bool inputViews = true;
   /// "cpu" or "cuda": convert-pipe-to-runtime's manifest "target" and
   /// pipeopt-check-gather-indices' (cuda: clamp without reporting).
   std::string target = "cpu";

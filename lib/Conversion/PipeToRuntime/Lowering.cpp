@@ -48,20 +48,26 @@ struct EntryPoint {
   Value pending;
   /// Shared (not microbatched) inputs already read: argument -> tensor.
   llvm::DenseMap<int64_t, Value> sharedInputs;
+  /// Input views already taken: (argument, microbatch) -> tensor.
+  llvm::DenseMap<std::pair<int64_t, int64_t>, Value> views;
 };
 
 /// What the patterns share: the runtime declarations, the policy, the
 /// results and the entry point of every program converted so far.
 struct LoweringState {
   LoweringState(ModuleOp module, const MicrobatchPolicy &policy,
-                LoweringResults &results)
-      : symbols(module), decls(module, symbols), policy(policy),
-        results(results) {
+                LoweringResults &results, bool inputViews)
+      : module(module), symbols(module), decls(module, symbols),
+        policy(policy), results(results) {
     if (results.optimizer)
       if (auto k = results.optimizer.getAs<IntegerAttr>("update_every"))
         rereadWeights = k.getInt() > 0;
+    // A view shows the runtime's copy as it is at the read; asynchronous
+    // training updates weights within a call, so each read copies.
+    this->inputViews = inputViews && !rereadWeights;
   }
 
+  ModuleOp module;
   SymbolTable symbols;
   pipeopt::RuntimeDecls decls;
   const MicrobatchPolicy &policy;
@@ -69,6 +75,8 @@ struct LoweringState {
   /// The module's optimizer updates within a call ("update_every"): no
   /// input is read once and shared.
   bool rereadWeights = false;
+  /// pipe.input reads the runtime's data in place (input views).
+  bool inputViews = false;
   /// Entry point function -> its state; `order` lists them as created.
   llvm::DenseMap<Operation *, EntryPoint> entries;
   SmallVector<func::FuncOp> order;
@@ -150,6 +158,41 @@ struct LoweringState {
                                              /*restrict=*/true,
                                              /*writable=*/true)
         .getResult();
+  }
+
+  /// A read-only tensor over the runtime's data of input `arg` for
+  /// microbatch `mb`: `memref.get_global` of a placeholder declaration
+  /// (pipeopt::kInputViewAttrName) that materializeInputViews() replaces
+  /// by the view call once buffers are deallocated. The tensor is not
+  /// writable: bufferization copies it before any in-place write, so the
+  /// program never writes the runtime's memory. (A call here would return
+  /// a buffer that ownership-based deallocation frees.)
+  Value view(ConversionPatternRewriter &rewriter, EntryPoint &entry,
+             Location loc, RankedTensorType type, int64_t arg, int64_t mb) {
+    auto [it, isNew] = entry.views.try_emplace({arg, mb}, Value());
+    if (!isNew)
+      return it->second;
+    auto bufType = MemRefType::get(type.getShape(), type.getElementType());
+    // A new placeholder per (argument, microbatch, rank); SymbolTable
+    // renames it if the module already has the symbol.
+    OpBuilder b(module.getBodyRegion());
+    b.setInsertionPointToStart(module.getBody());
+    auto global = memref::GlobalOp::create(
+        b, loc,
+        "pipeopt_input_view_a" + std::to_string(arg) + "_m" +
+            std::to_string(mb) + "_r" + std::to_string(entry.rank),
+        b.getStringAttr("private"), bufType, Attribute(),
+        /*constant=*/false, /*alignment=*/nullptr);
+    global->setAttr(pipeopt::kInputViewAttrName,
+                    b.getDenseI64ArrayAttr({arg, mb}));
+    StringAttr name = symbols.insert(global);
+    Value buf =
+        memref::GetGlobalOp::create(rewriter, loc, bufType, name.getValue());
+    Value t = bufferization::ToTensorOp::create(rewriter, loc, type, buf,
+                                                /*restrict=*/true,
+                                                /*writable=*/false);
+    it->second = t;
+    return t;
   }
 
   /// Passes the buffer of tensor `value` to runtime function `base`.
@@ -236,8 +279,9 @@ struct ProgramPattern : StatefulPattern<pipe::ProgramOp> {
   }
 };
 
-/// pipe.input -> pipeopt_rt_input_<T> into a new buffer; a shared input
-/// (not per microbatch) is read once per entry point.
+/// pipe.input -> a read-only view of the runtime's data (input views), or
+/// pipeopt_rt_input_<T> into a new buffer; a shared input (not per
+/// microbatch) is read once per entry point.
 struct InputPattern : StatefulPattern<pipe::InputOp> {
   using StatefulPattern::StatefulPattern;
   LogicalResult
@@ -259,6 +303,14 @@ struct InputPattern : StatefulPattern<pipe::InputOp> {
         rewriter.replaceOp(input, v);
         return success();
       }
+    }
+    if (state.inputViews && pipeopt::runtimeDTypeName(type.getElementType())) {
+      Value v = state.view(rewriter, entry, input.getLoc(), type, arg,
+                           int64_t(input.getMicrobatch()));
+      if (shared)
+        entry.sharedInputs[arg] = v;
+      rewriter.replaceOp(input, v);
+      return success();
     }
     FailureOr<Value> t =
         state.fill(rewriter, entry, input.getLoc(), type, "pipeopt_rt_input",
@@ -487,7 +539,8 @@ void finishEntryPoints(LoweringState &state) {
 
 LogicalResult pipeopt::pipe_to_runtime::lowerPrograms(
     ModuleOp module, ArrayRef<pipe::ProgramOp> byRank,
-    const MicrobatchPolicy &policy, LoweringResults &results) {
+    const MicrobatchPolicy &policy, LoweringResults &results,
+    bool inputViews) {
   MLIRContext *ctx = module.getContext();
   pipe::ProgramOp first = byRank.front();
   results.numRanks = first.getNumRanks();
@@ -500,7 +553,7 @@ LogicalResult pipeopt::pipe_to_runtime::lowerPrograms(
       break;
     }
 
-  LoweringState state(module, policy, results);
+  LoweringState state(module, policy, results, inputViews);
   ConversionTarget target(*ctx);
   target.addIllegalDialect<pipe::PipeDialect>();
   target.addIllegalOp<ml_program::GlobalLoadConstOp>();

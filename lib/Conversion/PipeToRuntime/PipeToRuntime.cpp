@@ -105,7 +105,8 @@ void ConvertPipeToRuntimePass::runOnOperation() {
 
   // Part 2: the lowering.
   LoweringResults results;
-  if (failed(lowerPrograms(module, byRank, *policy, results)))
+  if (failed(lowerPrograms(module, byRank, *policy, results,
+                           inputViews && target == "cpu")))
     return signalPassFailure();
   numPrograms = programs.size();
   numRuntimeCalls = results.numCalls;

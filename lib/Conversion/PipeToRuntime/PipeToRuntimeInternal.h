@@ -163,10 +163,12 @@ struct LoweringResults {
 /// the module is reported by the conversion framework at its location.
 /// Fills `results` (numRanks, numMicrobatches, schedule and optimizer are
 /// taken from the programs and the module).
+/// With `inputViews`, pipe.input reads the runtime's data in place: see
+/// materializeInputViews() (PipeToRuntime.h).
 mlir::LogicalResult lowerPrograms(mlir::ModuleOp module,
                                   llvm::ArrayRef<pipe::ProgramOp> byRank,
                                   const MicrobatchPolicy &policy,
-                                  LoweringResults &results);
+                                  LoweringResults &results, bool inputViews);
 
 //===----------------------------------------------------------------------===//
 // Manifest (Manifest.cpp)

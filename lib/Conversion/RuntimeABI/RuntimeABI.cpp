@@ -23,7 +23,7 @@ enum class Instances { Untyped, AllDTypes, FloatDTypes };
 struct RuntimeFnSpec {
   const char *name;    ///< base name, e.g. "pipeopt_rt_send"
   Instances instances; ///< typed functions are named <name>_<dtype>
-  const char *ret;     ///< kind of the result ("I32")
+  const char *ret;     ///< kind of the result ("I32", "View")
   const char *params;  ///< parenthesised kind list, e.g. "(I64, I64, MemRef)"
 };
 
@@ -34,6 +34,9 @@ const RuntimeFnSpec kRuntimeFns[] = {
   {#Name, Instances::FloatDTypes, #Ret, #Params},
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   {#Name, Instances::Untyped, #Ret, #Params},
+// Returns memref<*xT>, a view of the runtime's memory.
+#define PIPEOPT_RT_VIEW_FN(Name, Params)                                       \
+  {#Name, Instances::AllDTypes, "View", #Params},
 // Defined by libpipeopt_rt_cuda.so; same element types as the CPU kernels.
 #define PIPEOPT_RT_GPU_FLOAT_FN(Name, Ret, Params)                             \
   {#Name, Instances::FloatDTypes, #Ret, #Params},
@@ -76,15 +79,18 @@ std::optional<std::string> suffixIn(Type type, const char *const (&list)[N]) {
   return std::nullopt;
 }
 
-/// Maps a RuntimeFunctions.def parameter kind to an MLIR type; `element` is
-/// the element type of MemRef parameters.
+/// Maps a RuntimeFunctions.def parameter or result kind to an MLIR type;
+/// `element` is the element type of MemRef parameters and View results.
 Type kindToType(StringRef kind, Type element, MLIRContext *ctx) {
   if (kind == "I32")
     return IntegerType::get(ctx, 32);
   if (kind == "I64")
     return IntegerType::get(ctx, 64);
-  if (kind == "MemRef" && element)
+  if ((kind == "MemRef" || kind == "View") && element)
     return UnrankedMemRefType::get(element, /*memorySpace=*/0);
+  if (kind == "Dims")
+    return UnrankedMemRefType::get(IntegerType::get(ctx, 64),
+                                   /*memorySpace=*/0);
   return {};
 }
 

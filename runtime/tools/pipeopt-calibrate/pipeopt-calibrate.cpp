@@ -25,7 +25,12 @@
 //   cache_bandwidth       memcpy within it (a quarter of it copied, fastest
 //                         repetition), counted as memory_bandwidth is: ops
 //                         whose bytes fit cache_bytes move them at this rate
-//   input_copy_bandwidth  the runtime's per-iteration copies of shared inputs
+//   input_copy_bandwidth  only with --input-copies (builds compiled with
+//                         --input-views=false, and asynchronous training,
+//                         which copy the shared inputs at every call;
+//                         other CPU builds read them in place, and nothing
+//                         is charged): the runtime's per-iteration copies
+//                         of shared inputs
 //                         (weights) into the program's buffers: 8 shared
 //                         1 MiB f32 inputs read through pipeopt_rt_input_f32
 //                         into freshly malloc'ed buffers, each round after
@@ -456,7 +461,8 @@ int usage(const char *msg) {
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
   std::cerr
       << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
-         "[--name NAME] [--shared-cores] [--quick] [--comm loopback|mpi]\n"
+         "[--name NAME] [--shared-cores] [--input-copies] [--quick]\n"
+         "                         [--comm loopback|mpi]\n"
          "  Measures this host through pipeopt's kernels and loopback "
          "communicator and\n"
          "  writes a hardware JSON for pipe-partition / pipe-simulate "
@@ -467,6 +473,12 @@ int usage(const char *msg) {
          "                   (all ranks busy at once) instead of writing "
          "the\n"
          "                   measured topology.cores_per_node\n"
+         "  --input-copies   also measure input_copy_bandwidth, for builds "
+         "that copy\n"
+         "                   shared inputs at every call (pipeopt-compile "
+         "--input-views=false,\n"
+         "                   asynchronous training); others read them in "
+         "place\n"
          "  --quick          fewer repetitions (less accurate)\n"
          "  --comm mpi       measure the link between two MPI processes\n"
          "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
@@ -480,7 +492,8 @@ int usage(const char *msg) {
 int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
-  bool quick = false, sharedCores = false, useMpi = false;
+  bool quick = false, sharedCores = false, useMpi = false,
+       inputCopies = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -509,6 +522,8 @@ int main(int argc, char **argv) {
       quick = true;
     } else if (a == "--shared-cores") {
       sharedCores = true;
+    } else if (a == "--input-copies") {
+      inputCopies = true;
     } else if (a == "--comm") {
       const char *v = value();
       if (v && std::string(v) == "mpi")
@@ -611,9 +626,12 @@ int main(int argc, char **argv) {
     });
     double cacheBandwidth = 2.0 * double(cb) * copies / ct * share;
 
-    progress("input copies (runtime input calls, 8 weights of 1 MiB)");
-    double inputCopyBandwidth =
-        inputCopyRate(int64_t(1) << 18, 8, quick ? 5 : 25, mb) * share;
+    double inputCopyBandwidth = 0;
+    if (inputCopies) {
+      progress("input copies (runtime input calls, 8 weights of 1 MiB)");
+      inputCopyBandwidth =
+          inputCopyRate(int64_t(1) << 18, 8, quick ? 5 : 25, mb) * share;
+    }
 
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
@@ -682,7 +700,8 @@ int main(int argc, char **argv) {
     j["cache_bandwidth"] = cacheBandwidth;
     if (operandBandwidth > 0)
       j["contraction_operand_bandwidth"] = operandBandwidth;
-    j["input_copy_bandwidth"] = inputCopyBandwidth;
+    if (inputCopyBandwidth > 0)
+      j["input_copy_bandwidth"] = inputCopyBandwidth;
     j["op_overhead_s"] = overhead;
     j["cores"] = cores;
     // The MPI link is between two processes of this node: at least two
@@ -714,12 +733,18 @@ int main(int argc, char **argv) {
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
-                 "KiB, input copies %.0f GB/s), overhead %.2g s, "
+                 "KiB%s), overhead %.2g s, "
                  "%s %.2g s (awake %.2g s) + bytes / %.1f GB/s, send call "
                  "%.2g s (per rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
                  cacheBandwidth / 1e9, double(cacheBytes) / 1024,
-                 inputCopyBandwidth / 1e9, overhead,
+                 inputCopyBandwidth > 0
+                     ? (", input copies " +
+                        std::to_string(int(inputCopyBandwidth / 1e9 + 0.5)) +
+                        " GB/s")
+                           .c_str()
+                     : "",
+                 overhead,
                  useMpi ? "mpi" : "loopback", latency, awakeLatency,
                  linkBandwidth / 1e9,
                  senderOverhead, ranks, cores);

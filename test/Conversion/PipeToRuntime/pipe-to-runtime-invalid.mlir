@@ -1,4 +1,4 @@
-// RUN: pipeopt %s -split-input-file -convert-pipe-to-runtime -verify-diagnostics
+// RUN: pipeopt %s -split-input-file -convert-pipe-to-runtime=input-views=false -verify-diagnostics
 
 func.func @s0(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 0 : i64} {
   return %x : tensor<4xf32>

@@ -1,7 +1,10 @@
-// RUN: pipeopt %s -convert-pipe-to-runtime="manifest=%t.json microbatch-args=0" | FileCheck %s
+// RUN: pipeopt %s -convert-pipe-to-runtime="manifest=%t.json microbatch-args=0 input-views=false" | FileCheck %s
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t.json
-// RUN: pipeopt %s -convert-pipe-to-runtime="microbatch-args=none" | FileCheck %s --check-prefix=NONE
+// RUN: pipeopt %s -convert-pipe-to-runtime="microbatch-args=none input-views=false" | FileCheck %s --check-prefix=NONE
+// RUN: pipeopt %s -convert-pipe-to-runtime="microbatch-args=0" | FileCheck %s --check-prefix=VIEW
+// RUN: pipeopt %s -convert-pipe-to-runtime="microbatch-args=0 target=cuda" | FileCheck %s --check-prefix=CUDA
 // RUN: pipeopt %s -pipeopt-lower-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: pipeopt %s -pipeopt-lower-to-llvm=input-views=false | FileCheck %s --check-prefix=LLVM-COPY
 
 // Two ranks, one microbatch each way. Checks the call sequence, the status
 // checks (one per action), the declarations generated from
@@ -119,8 +122,38 @@ pipe.program @f_rank1 rank 1 of 2 microbatches 1 attributes {schedule = "forward
 // NONE-NOT: call @pipeopt_rt_input_f32
 // NONE-LABEL: func.func @pipeopt_rank_1
 
-// The full CPU lowering leaves only the LLVM dialect.
+// Input views (the default on the cpu target): each input is a read-only
+// tensor over a placeholder global, one per (argument, microbatch, rank),
+// with no runtime call (pipeopt-materialize-input-views adds it later);
+// the first status is the action's.
+// VIEW-DAG: memref.global "private" @pipeopt_input_view_a0_m0_r0 : memref<2x4xf32> {pipeopt.input_view = array<i64: 0, 0>}
+// VIEW-DAG: memref.global "private" @pipeopt_input_view_a1_m0_r0 : memref<4x4xf32> {pipeopt.input_view = array<i64: 1, 0>}
+// VIEW-LABEL: func.func @pipeopt_rank_0() -> i32
+// VIEW-NOT:     pipeopt_rt_input
+// VIEW:         %[[XB:.*]] = memref.get_global @pipeopt_input_view_a0_m0_r0 : memref<2x4xf32>
+// VIEW-NEXT:    %[[X:.*]] = bufferization.to_tensor %[[XB]] restrict : memref<2x4xf32> to tensor<2x4xf32>
+// VIEW:         %[[WB:.*]] = memref.get_global @pipeopt_input_view_a1_m0_r0 : memref<4x4xf32>
+// VIEW-NEXT:    %[[W:.*]] = bufferization.to_tensor %[[WB]] restrict : memref<4x4xf32> to tensor<4x4xf32>
+// VIEW:         call @pipeopt_rt_action_begin
+// VIEW:         call @f_stage0(%[[X]], %[[W]])
+// VIEW-LABEL: func.func @pipeopt_rank_1() -> i32
+// VIEW-NOT: func.func private @pipeopt_rt_input_f32
+
+// The cuda target keeps the copies (its buffers are device memory).
+// CUDA-NOT: pipeopt.input_view
+// CUDA: call @pipeopt_rt_input_f32
+// CUDA-NOT: pipeopt.input_view
+
+// The full CPU lowering leaves only the LLVM dialect. Views are calls that
+// return the descriptor through a pointer (MLIR's C interface for memref
+// results); no placeholder global is left.
+// LLVM-NOT: pipeopt_input_view_a
 // LLVM-LABEL: llvm.func @pipeopt_rank_0() -> i32
-// LLVM: llvm.call @_mlir_ciface_pipeopt_rt_input_f32
+// LLVM: llvm.call @_mlir_ciface_pipeopt_rt_input_view_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (!llvm.ptr, i64, i64, !llvm.ptr) -> ()
 // LLVM-NOT: memref.
 // LLVM-NOT: bufferization.
+// LLVM-NOT: pipeopt_input_view_a
+
+// LLVM-COPY-LABEL: llvm.func @pipeopt_rank_0() -> i32
+// LLVM-COPY: llvm.call @_mlir_ciface_pipeopt_rt_input_f32
+// LLVM-COPY-NOT: input_view

@@ -18,6 +18,15 @@
 
 namespace pipeopt {
 
+/// Attribute of the placeholder `memref.global`s through which
+/// convert-pipe-to-runtime (option input-views) reads model inputs in place:
+/// `pipeopt.input_view = array<i64: argIndex, microbatch>`. Each
+/// `memref.get_global` of such a global stands for a read-only view of the
+/// runtime's data of that input (pipeopt_rt_input_view_<T>); the globals
+/// are declarations with no storage, and pipeopt-materialize-input-views
+/// replaces them, after buffer deallocation, by the view calls.
+inline constexpr llvm::StringLiteral kInputViewAttrName = "pipeopt.input_view";
+
 /// Name of the entry point of rank `rank` in a compiled model
 /// ("pipeopt_rank_<rank>"), as listed in the manifest's `entry_points`.
 std::string runtimeEntryPointName(int64_t rank);

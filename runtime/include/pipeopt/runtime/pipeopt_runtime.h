@@ -129,6 +129,7 @@ typedef struct pipeopt_rt_memref_head {
 #define PIPEOPT_RT_KIND_I32 int32_t
 #define PIPEOPT_RT_KIND_I64 int64_t
 #define PIPEOPT_RT_KIND_MemRef pipeopt_rt_unranked_memref *
+#define PIPEOPT_RT_KIND_Dims pipeopt_rt_unranked_memref *
 
 #define PIPEOPT_RT_CAT_(A, B) A##B
 #define PIPEOPT_RT_CAT(A, B) PIPEOPT_RT_CAT_(A, B)
@@ -166,6 +167,17 @@ typedef struct pipeopt_rt_memref_head {
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret Name PIPEOPT_RT_PARAMS Params;       \
   PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name PIPEOPT_RT_PARAMS Params;
+/* A view function's C form takes the result descriptor first. */
+#define PIPEOPT_RT_VIEW_PARAMS(...)                                            \
+  (pipeopt_rt_unranked_memref * result,                                        \
+   PIPEOPT_RT_CAT(PIPEOPT_RT_P, PIPEOPT_RT_NARGS(__VA_ARGS__))(__VA_ARGS__))
+#define PIPEOPT_RT_DECL_VIEW2_(Suffix, Name, Params)                           \
+  PIPEOPT_RT_EXPORT void _mlir_ciface_##Name##_##Suffix                        \
+      PIPEOPT_RT_VIEW_PARAMS Params;
+#define PIPEOPT_RT_DECL_VIEW_(Suffix, CType, DTypeEnum, Bytes, Ctx)            \
+  PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_VIEW2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
+#define PIPEOPT_RT_VIEW_FN(Name, Params)                                       \
+  PIPEOPT_RT_DTYPE_LIST(PIPEOPT_RT_DECL_VIEW_, (Name, Params))
 #include "pipeopt/runtime/RuntimeFunctions.def"
 
 /*
@@ -199,6 +211,25 @@ typedef struct pipeopt_rt_memref_head {
  *   at its first use). Reads for two microbatches are an error: the program
  *   takes one slice per microbatch, so the manifest's flag is wrong. dtype
  *   and shape are checked against the manifest.
+ *
+ * void _mlir_ciface_pipeopt_rt_input_view_<T>(
+ *     pipeopt_rt_unranked_memref *result, int64_t argIndex,
+ *     int64_t microbatch, pipeopt_rt_unranked_memref *shape);
+ *   The same data as pipeopt_rt_input_<T> (same arguments, same checks;
+ *   `shape` is a rank-1 i64 memref holding the shape the program reads), but
+ *   without a copy: *result becomes a contiguous row-major view of the
+ *   runtime's own storage (the loaded input, its microbatch slice, or the
+ *   rank's current copy of a training parameter). The descriptor is
+ *   malloc'ed; the caller copies and frees it (MLIR's convention for
+ *   unranked memref results). The data stays valid and unchanged until the
+ *   entry point returns (an optimizer updates parameters only after the
+ *   call); the program must not write to it: convert-pipe-to-runtime marks
+ *   the tensor read-only, so bufferization copies before writing in place.
+ *   It returns no status: on an error the rank's context is poisoned (the
+ *   next call that returns a status fails with the message) and the view
+ *   shows zeros of `shape`. Host memory only: --target=cuda builds, and
+ *   asynchronous training (which rereads weights within a call), use
+ *   pipeopt_rt_input_<T>.
  *
  * int32_t _mlir_ciface_pipeopt_rt_output_<T>(int64_t resultIndex,
  *     int64_t microbatch, pipeopt_rt_unranked_memref *buf);
@@ -290,6 +321,9 @@ typedef struct pipeopt_rt_memref_head {
 
 #undef PIPEOPT_RT_DECL_TYPED2_
 #undef PIPEOPT_RT_DECL_TYPED_
+#undef PIPEOPT_RT_DECL_VIEW2_
+#undef PIPEOPT_RT_DECL_VIEW_
+#undef PIPEOPT_RT_VIEW_PARAMS
 #undef PIPEOPT_RT_DECL_FLOAT_
 #undef PIPEOPT_RT_FLOAT_FN
 #undef PIPEOPT_RT_TYPED_FN
