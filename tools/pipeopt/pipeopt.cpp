@@ -11,6 +11,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "pipeopt/Support/CommandLine.h"
+
+#include "mlir/Debug/Counter.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/Timing.h"
 
 int main(int argc, char **argv) {
   pipeopt::registerAllPasses();
@@ -24,6 +31,18 @@ int main(int argc, char **argv) {
     opt->setInitialValue(false);
   mlir::DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
+  // MlirOptMain registers its own options when it parses; registering
+  // them first (each registration is idempotent) lets an unknown option
+  // starting with "h" be an error rather than llvm::cl's grouped -h help.
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::tracing::DebugCounter::registerCLOptions();
+  mlir::MlirOptMainConfig::registerCLOptions(registry);
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt", [](llvm::StringRef n) {
+        return mlir::PassInfo::lookup(n) || mlir::PassPipelineInfo::lookup(n);
+      }))
+    return 1;
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "pipeopt: pipeline-parallelism compiler driver\n", registry));
 }

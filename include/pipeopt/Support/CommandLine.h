@@ -30,8 +30,11 @@ namespace pipeopt {
 /// at "--"; skips the value of a registered option that takes one as the
 /// next argument. Call it after every option is registered (the tool's
 /// static cl::opt objects) and before cl::ParseCommandLineOptions.
-inline bool rejectHelpTypos(int argc, const char *const *argv,
-                            llvm::StringRef tool) {
+/// `isKnown(name)` may accept further names (e.g. pass flags, which
+/// MlirOptMain parses as values of one list option).
+inline bool rejectHelpTypos(
+    int argc, const char *const *argv, llvm::StringRef tool,
+    llvm::function_ref<bool(llvm::StringRef)> isKnown = nullptr) {
   auto &options = llvm::cl::getRegisteredOptions();
   static const llvm::StringRef help[] = {
       "h", "help", "help-hidden", "help-list", "help-list-hidden",
@@ -53,7 +56,8 @@ inline bool rejectHelpTypos(int argc, const char *const *argv,
         ++i;
       continue;
     }
-    if (!name.starts_with("h") || llvm::is_contained(help, name))
+    if (!name.starts_with("h") || llvm::is_contained(help, name) ||
+        (isKnown && isKnown(name)))
       continue;
     llvm::errs() << tool << ": Unknown command line argument '" << arg
                  << "'.  Try: '" << tool << " --help'\n";
