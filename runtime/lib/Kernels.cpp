@@ -395,6 +395,20 @@ int usableCores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+std::vector<int> usableCpuIds() {
+  std::vector<int> ids;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set))
+        ids.push_back(c);
+  }
+  if (ids.empty())
+    for (int c = 0; c < usableCores(); ++c)
+      ids.push_back(c);
+  return ids;
+}
+
 int defaultKernelThreads(int cores, int ranksOnNode) {
   return std::max(1, std::max(cores, 1) / std::max(ranksOnNode, 1));
 }

@@ -21,6 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <malloc.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -88,6 +91,12 @@ std::string runUsage() {
   --threads N            threads per rank of the BLAS kernels (default: this
                          node's cores / the ranks running on it, at least 1);
                          cpu builds only
+  --pin-ranks auto|on|off
+                         pin each in-process rank to one core from the first
+                         measured iteration on, balancing the ranks' CPU time
+                         in the last warm-up iteration (auto, the default:
+                         when the ranks outnumber the cores; needs --warmup
+                         >= 1; loopback only)
   --devices LIST         cuda builds: the CUDA devices of the ranks, e.g.
                          0,1 (default: all visible); in one process rank r
                          gets LIST[r % n], with one process per rank (mpirun,
@@ -178,6 +187,11 @@ RunOptions parseRunOptions(int argc, char **argv) {
       if (o.threads > 4096)
         throw RuntimeError("--threads expects 1 to 4096, got " +
                            std::to_string(o.threads));
+    } else if (a == "--pin-ranks") {
+      o.pinRanks = next();
+      if (o.pinRanks != "auto" && o.pinRanks != "on" && o.pinRanks != "off")
+        throw RuntimeError("--pin-ranks expects auto, on or off, got '" +
+                           o.pinRanks + "'");
     } else if (a == "--devices") {
       std::string v = next();
       std::stringstream ss(v);
@@ -252,6 +266,25 @@ RunOptions parseRunOptions(int argc, char **argv) {
     o.faultKillStep = step;
   }
   return o;
+}
+
+std::vector<int> assignRanksToCores(const std::vector<double> &loads,
+                                    int numCores) {
+  std::vector<size_t> order(loads.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return loads[a] > loads[b];
+  });
+  std::vector<double> coreLoad(size_t(std::max(numCores, 1)), 0.0);
+  std::vector<int> core(loads.size(), 0);
+  for (size_t r : order) {
+    size_t best = size_t(std::min_element(coreLoad.begin(), coreLoad.end()) -
+                         coreLoad.begin());
+    core[r] = int(best);
+    coreLoad[best] += loads[r];
+  }
+  return core;
 }
 
 std::vector<int> assignDevices(const std::vector<int> &listed,
@@ -1453,11 +1486,53 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
   syncPath(dir);
 }
 
-/// Runs one rank to completion (in the calling thread).
+/// --pin-ranks: what the in-process rank threads share. Each writes its
+/// slot of `cpuS` before the barrier of the first measured iteration and
+/// reads all of them after it (the barrier orders the accesses), so every
+/// thread computes the same assignment.
+struct RankPinning {
+  std::vector<int> ranks;   ///< the local ranks, in thread order
+  std::vector<int> cpus;    ///< the usable CPU ids (affinity mask)
+  std::vector<double> cpuS; ///< thread CPU seconds of the last warm-up
+  std::vector<int> cpuOf;   ///< the CPU id each rank got (-1: not pinned)
+  std::vector<std::string> errors; ///< per rank: why it was not pinned
+};
+
+/// " (1.23 ms)".
+std::string msInParens(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), " (%.3g ms)", s * 1e3);
+  return buf;
+}
+
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+/// Pins the calling thread, local rank `slot` of `p`, to its core of the
+/// LPT assignment of p.cpuS.
+void pinThisRank(RankPinning &p, size_t slot) {
+  std::vector<int> core = assignRanksToCores(p.cpuS, int(p.cpus.size()));
+  int cpu = p.cpus[size_t(core[slot])];
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  int rc = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  if (rc == 0)
+    p.cpuOf[slot] = cpu;
+  else
+    p.errors[slot] = std::strerror(rc);
+}
+
+/// Runs one rank to completion (in the calling thread). With `pinning`
+/// (an in-process rank of --pin-ranks), the rank is pinned to one core
+/// from the first measured iteration on.
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
              const Checkpoint *resume, const Device *device,
-             RankResult &result) {
+             RankResult &result, RankPinning *pinning = nullptr) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
@@ -1494,6 +1569,15 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       bool measured = it >= o.warmup;
       phase = "at the barrier before iteration " + std::to_string(it);
       barrier(comm, o.timeoutS);
+      size_t slot = 0;
+      if (pinning) {
+        slot = size_t(std::find(pinning->ranks.begin(), pinning->ranks.end(),
+                                rank) -
+                      pinning->ranks.begin());
+        if (it == o.warmup && o.warmup > 0)
+          pinThisRank(*pinning, slot);
+      }
+      double cpu0 = pinning ? threadCpuSeconds() : 0;
       if (!measured)
         ctx.iteration = -1;
       else
@@ -1544,6 +1628,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       comm.flush(o.timeoutS);
       if (measured)
         iterS.push_back(t1 - t0);
+      if (pinning && it == o.warmup - 1)
+        pinning->cpuS[slot] = threadCpuSeconds() - cpu0;
       if (m.hasParameters) {
         int step = first + it + 1;
         int measuredStep = first + it - o.warmup + 1;
@@ -2363,15 +2449,59 @@ int pipeoptRunMain(int argc, char **argv) {
             resume ? &*resume : nullptr,
             devices.empty() ? nullptr : &devices[0], results[0]);
   } else {
+    // --pin-ranks: by default only when the ranks outnumber the cores and
+    // each has one kernel thread (a rank with more would keep them all on
+    // its one core).
+    std::optional<RankPinning> pinning;
+    int kernelThreads = o.threads > 0 ? o.threads
+                                      : defaultKernelThreads(
+                                            usableCores(),
+                                            int(localRanks.size()));
+    bool pin = devices.empty() &&
+               (o.pinRanks == "on" ||
+                (o.pinRanks == "auto" &&
+                 int(localRanks.size()) > usableCores() &&
+                 kernelThreads == 1));
+    if (pin && o.warmup < 1) {
+      if (o.pinRanks == "on" && !o.quiet)
+        std::cerr << "pipeopt-run: note: --pin-ranks needs --warmup >= 1 "
+                     "(it balances the warm-up's CPU time); not pinned\n";
+      pin = false;
+    }
+    if (pin) {
+      pinning.emplace();
+      pinning->ranks = localRanks;
+      pinning->cpus = usableCpuIds();
+      pinning->cpuS.assign(localRanks.size(), 0.0);
+      pinning->cpuOf.assign(localRanks.size(), -1);
+      pinning->errors.resize(localRanks.size());
+    }
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
                 resume ? &*resume : nullptr,
-                devices.empty() ? nullptr : &devices[i], results[i]);
+                devices.empty() ? nullptr : &devices[i], results[i],
+                pinning ? &*pinning : nullptr);
       });
     for (auto &t : threads)
       t.join();
+    if (pinning && !o.quiet) {
+      std::ostringstream os;
+      os << "pipeopt-run: ranks pinned to cores (by their CPU time in the "
+            "last warm-up iteration):";
+      for (size_t i = 0; i < localRanks.size(); ++i) {
+        os << (i ? "," : "") << " rank " << localRanks[i] << " -> ";
+        if (pinning->cpuOf[i] >= 0)
+          os << "cpu " << pinning->cpuOf[i];
+        else
+          os << "not pinned"
+             << (pinning->errors[i].empty() ? ""
+                                            : " (" + pinning->errors[i] + ")");
+        os << msInParens(pinning->cpuS[i]);
+      }
+      std::cerr << os.str() << "\n";
+    }
   }
 
   bool ok = std::all_of(results.begin(), results.end(),

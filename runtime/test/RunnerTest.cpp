@@ -258,6 +258,50 @@ TEST(Runner, FailingRankIsReported) {
       << r.output;
 }
 
+TEST(Runner, AssignRanksToCoresLongestFirst) {
+  // The demo's four ranks on two cores: the busiest rank alone.
+  EXPECT_EQ(assignRanksToCores({1.144, 0.008, 0.293, 0.685}, 2),
+            (std::vector<int>{0, 1, 1, 1}));
+  // LPT's classic case: 3, 3, 2, 2, 2 on 2 cores -> {3, 3} and {2, 2, 2}
+  // would be optimal (6 / 6); LPT gives 3+2+2 / 3+2 = 7 / 5.
+  EXPECT_EQ(assignRanksToCores({3, 3, 2, 2, 2}, 2),
+            (std::vector<int>{0, 1, 0, 1, 0}));
+  // Ties: lower rank first, lower core first; more cores than ranks.
+  EXPECT_EQ(assignRanksToCores({1, 1}, 4), (std::vector<int>{0, 1}));
+  EXPECT_EQ(assignRanksToCores({}, 2), (std::vector<int>{}));
+  EXPECT_EQ(assignRanksToCores({5, 1, 1}, 1), (std::vector<int>{0, 0, 0}));
+}
+
+TEST(Runner, PinRanksOption) {
+  std::string dir = tmpDir("pin");
+  // Forced: the two ranks are pinned after the warm-up, and it says where.
+  CmdResult r = runCommand(base() + " --pin-ranks on --warmup 1 "
+                                    "--iterations 2 --output-dir " +
+                           dir + "/out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("ranks pinned to cores (by their CPU time in the "
+                          "last warm-up iteration): rank 0 -> cpu "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(", rank 1 -> cpu "), std::string::npos) << r.output;
+  // Without warm-up there is nothing to balance: not pinned, a note.
+  r = runCommand(base() + " --pin-ranks on --warmup 0 --iterations 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("--pin-ranks needs --warmup >= 1"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("ranks pinned"), std::string::npos) << r.output;
+  r = runCommand(base() + " --pin-ranks off --warmup 1 --iterations 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("ranks pinned"), std::string::npos) << r.output;
+  r = runCommand(base() + " --pin-ranks=sometimes");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--pin-ranks expects auto, on or off, got "
+                          "'sometimes'"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(Runner, BadInputsAndOptions) {
   std::string dir = tmpDir("bad");
   {

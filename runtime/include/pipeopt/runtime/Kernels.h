@@ -13,6 +13,7 @@
 #define PIPEOPT_RUNTIME_KERNELS_H
 
 #include <string>
+#include <vector>
 
 namespace pipeopt {
 namespace rt {
@@ -33,6 +34,9 @@ int kernelThreads();
 /// Cores this process may run on: its affinity mask (what mpirun binding and
 /// taskset restrict), at least 1.
 int usableCores();
+/// The CPU ids of the calling thread's affinity mask, ascending (0 .. n-1
+/// when the mask cannot be read).
+std::vector<int> usableCpuIds();
 
 /// The kernel threads per rank pipeopt-run uses when --threads is not given
 /// (and pipeopt-calibrate measures with): `cores` (of this node, as this

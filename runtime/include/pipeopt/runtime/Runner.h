@@ -54,6 +54,14 @@ struct RunOptions {
   /// Threads per rank for the library kernels (GEMM); 0: this node's cores
   /// divided by the ranks running on it (at least 1).
   int threads = 0;
+  /// --pin-ranks: "auto" (the default: when the in-process ranks outnumber
+  /// the usable cores and each has one kernel thread), "on" or "off". A
+  /// pinned rank runs on one core from the first measured iteration on;
+  /// the cores are assigned from the thread CPU time of each rank's last
+  /// warm-up iteration, longest first onto the least loaded core (LPT,
+  /// Graham 1969), so that the busiest stage does not share a core with
+  /// the others. Needs --warmup >= 1; loopback (in-process ranks) only.
+  std::string pinRanks = "auto";
   /// --devices LIST: the CUDA devices of a cuda build's ranks (empty: the
   /// default, assignDevices).
   std::vector<int> devices;
@@ -63,6 +71,15 @@ struct RunOptions {
   int faultKillRank = -1;
   int faultKillStep = 0;
 };
+
+/// The cores of `loads.size()` ranks: rank i gets cores[result[i]] (an
+/// index into `numCores` cores), assigned longest processing time first
+/// (Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl.
+/// Math. 17(2), 1969): ranks by descending load (ties: lower rank), each
+/// onto the core with the least load so far (ties: lower core). `loads`
+/// in seconds; numCores >= 1.
+std::vector<int> assignRanksToCores(const std::vector<double> &loads,
+                                    int numCores);
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
 /// What needs the manifest (--steps and --save-grads need a training build)
