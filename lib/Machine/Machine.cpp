@@ -205,6 +205,9 @@ llvm::Error Topology::validate() const {
         "topology.cores_per_node must be 0 (a processor per rank) or a "
         "number of cores between 0.01 and 1048576, got " +
         formatNumber(coresPerNode));
+  if (pinRanks && coresPerNode == 0)
+    return makeError("topology.pin_ranks needs topology.cores_per_node (the "
+                     "cores the ranks are pinned to)");
   for (auto [key, l] : {std::make_pair("intra_node", &intraNode),
                         std::make_pair("inter_node", &interNode)}) {
     if (auto bad = checkSeconds(l->latencySeconds))

@@ -429,8 +429,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
     } else {
       if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
                                       "nodes", "nics_per_node",
-                                      "cores_per_node", "intra_node",
-                                      "inter_node"},
+                                      "cores_per_node", "pin_ranks",
+                                      "intra_node", "inter_node"},
                                 "topology"))
         r.fail(*bad);
       if (to->get("ranks_per_node") && to->get("gpus_per_node"))
@@ -442,6 +442,14 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       tr.integer("nodes", m.topology.nodes);
       tr.integer("nics_per_node", m.topology.nicsPerNode);
       tr.number("cores_per_node", m.topology.coresPerNode);
+      if (const llvm::json::Value *v = to->get("pin_ranks")) {
+        std::optional<bool> b = v->getAsBoolean();
+        if (!b)
+          r.fail("topology.pin_ranks: expected true or false, got " +
+                 kindOf(*v).str());
+        else
+          m.topology.pinRanks = *b;
+      }
       tr.link("intra_node", m.topology.intraNode);
       tr.link("inter_node", m.topology.interNode);
       if (!tr.ok())

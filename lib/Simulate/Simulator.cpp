@@ -409,15 +409,17 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 
 /// Runs the DAG (`succ`, `indeg`, durations `dur`) with every vertex
 /// starting when its last predecessor ends, except that the compute
-/// vertices (cpuNode[v] >= 0, the node whose cores they use) share `cores`
-/// cores per node: while k of a node's compute vertices run, each advances
-/// at min(1, cores / k) of its speed (processor sharing; machine::
+/// vertices (cpuNode[v] >= 0, the group of cores they use: a node, or one
+/// core of it for pinned ranks) share their group's cores[group] cores:
+/// while k of a group's compute vertices run, each advances at
+/// min(1, cores / k) of its speed (processor sharing; machine::
 /// Topology::coresPerNode). Fills start / end / ready like the longest-path pass and
 /// returns the number of vertices that ran (fewer than all: a cycle).
 static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
                                std::vector<int> indeg,
                                const std::vector<double> &dur,
-                               const std::vector<int> &cpuNode, double cores,
+                               const std::vector<int> &cpuNode,
+                               const std::vector<double> &cores,
                                std::vector<double> &start,
                                std::vector<double> &end,
                                std::vector<double> &ready) {
@@ -435,7 +437,7 @@ static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
   int ran = 0;
   double now = 0;
   auto rate = [&](int v) {
-    return std::min(1.0, cores / busy[cpuNode[v]]);
+    return std::min(1.0, cores[size_t(cpuNode[v])] / busy[cpuNode[v]]);
   };
   auto finish = [&](int v) {
     end[v] = now;
@@ -675,19 +677,63 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   int ran = 0;
   const bool shared = sys.topology.sharesCores(R);
   if (shared) {
-    // Compute vertices share their node's cores.
-    std::vector<int> cpuNode(V, -1);
+    // Compute vertices share their node's cores (cpuNode: the node, made
+    // the core group below; rankOfVertex: the rank whose processor runs it).
+    std::vector<int> cpuNode(V, -1), rankOfVertex(V, -1);
     for (int t = 0; t < N; ++t)
-      cpuNode[t] = sys.topology.nodeOf(g.tasks[t].rank);
+      rankOfVertex[t] = g.tasks[t].rank;
     for (int r = 0; r < R; ++r)
       for (int v : stepNode[r])
-        cpuNode[v] = sys.topology.nodeOf(r);
+        rankOfVertex[v] = r;
     for (int x = 0; x < T; ++x)
       if (overheadNode[x] >= 0)
-        cpuNode[overheadNode[x]] =
-            sys.topology.nodeOf(g.tasks[g.deps[xferDep[x]].producer].rank);
-    ran = runProcessorSharing(succ, indeg, dur, cpuNode, sys.topology.coresPerNode,
-                              start, end, ready);
+        rankOfVertex[overheadNode[x]] =
+            g.tasks[g.deps[xferDep[x]].producer].rank;
+    for (int v = 0; v < V; ++v)
+      if (rankOfVertex[v] >= 0)
+        cpuNode[v] = sys.topology.nodeOf(rankOfVertex[v]);
+    // Pinned ranks: each node's ceil(c) cores of c / ceil(c) each; the
+    // node's ranks go to them longest processing time first by their
+    // compute (Graham 1969), as pipeopt-run --pin-ranks places them by
+    // measured CPU time.
+    std::vector<int> groupOf(size_t(R), 0);
+    std::vector<double> cores;
+    const machine::Topology &topo = sys.topology;
+    if (topo.pinRanks) {
+      std::vector<double> load(size_t(R), 0.0);
+      for (int v = 0; v < V; ++v)
+        if (cpuNode[v] >= 0)
+          load[size_t(rankOfVertex[v])] += dur[v];
+      int perNode = int(std::ceil(topo.coresPerNode - 1e-9));
+      double each = topo.coresPerNode / perNode;
+      int numNodes = topo.nodeOf(R - 1) + 1;
+      cores.assign(size_t(numNodes * perNode), each);
+      for (int node = 0; node < numNodes; ++node) {
+        std::vector<int> ranks;
+        for (int r = 0; r < R; ++r)
+          if (topo.nodeOf(r) == node)
+            ranks.push_back(r);
+        std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+          return load[size_t(a)] > load[size_t(b)];
+        });
+        std::vector<double> coreLoad(size_t(perNode), 0.0);
+        for (int r : ranks) {
+          size_t c = size_t(std::min_element(coreLoad.begin(), coreLoad.end()) -
+                            coreLoad.begin());
+          coreLoad[c] += load[size_t(r)];
+          groupOf[size_t(r)] = node * perNode + int(c);
+        }
+      }
+    } else {
+      for (int r = 0; r < R; ++r)
+        groupOf[size_t(r)] = topo.nodeOf(r);
+      cores.assign(size_t(topo.nodeOf(R - 1) + 1), topo.coresPerNode);
+    }
+    for (int v = 0; v < V; ++v)
+      if (cpuNode[v] >= 0)
+        cpuNode[v] = groupOf[size_t(rankOfVertex[v])];
+    ran = runProcessorSharing(succ, indeg, dur, cpuNode, cores, start, end,
+                              ready);
   } else {
     // Longest path in topological order (Kahn).
     std::vector<int> queue;
@@ -755,7 +801,11 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     char cores[32];
     std::snprintf(cores, sizeof(cores), "%g", sys.topology.coresPerNode);
     m.note += std::string("; the ranks of a node share ") + cores +
-              " core(s) (processor sharing)";
+              (sys.topology.pinRanks
+                   ? " core(s), each rank pinned to one (longest compute "
+                     "first onto the least loaded core; processor sharing "
+                     "per core)"
+                   : " core(s) (processor sharing)");
   }
   if (sendCalls)
     m.note += "; senders pay a per-message overhead";

@@ -238,6 +238,30 @@ TEST(MachineJSON, ErrorsNameTheKeyAndTheFile) {
   }
 }
 
+TEST(MachineJSON, PinRanks) {
+  llvm::Expected<Machine> m = parseMachine(
+      parseJSON(R"({"base": "cpu", "topology": {"ranks_per_node": 4,
+                    "cores_per_node": 2, "pin_ranks": true}})"),
+      MachineUse::Hardware);
+  ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
+  EXPECT_TRUE(m->topology.pinRanks);
+  m = parseMachine(parseJSON(R"({"base": "cpu", "topology": {
+                                 "cores_per_node": 2, "pin_ranks": "yes"}})"),
+                   MachineUse::Hardware);
+  ASSERT_FALSE(static_cast<bool>(m));
+  EXPECT_NE(errorOf(m.takeError())
+                .find("topology.pin_ranks: expected true or false, got a "
+                      "string"),
+            std::string::npos);
+  m = parseMachine(parseJSON(R"({"base": "cpu", "topology": {
+                                 "pin_ranks": true}})"),
+                   MachineUse::Hardware);
+  ASSERT_FALSE(static_cast<bool>(m));
+  EXPECT_NE(errorOf(m.takeError())
+                .find("topology.pin_ranks needs topology.cores_per_node"),
+            std::string::npos);
+}
+
 TEST(MachineJSON, CalibratedKeys) {
   // Absent: 0 (off) in every preset, so nothing changes.
   for (llvm::StringRef name : presetNames(PresetKind::Device)) {
@@ -271,6 +295,7 @@ TEST(MachineJSON, CalibratedKeys) {
   EXPECT_EQ(m->topology.intraNode.latencySeconds, 3e-6);
   EXPECT_EQ(m->topology.intraNode.senderOverheadSeconds, 1e-5);
   EXPECT_EQ(m->topology.interNode.senderOverheadSeconds, 0);
+  EXPECT_FALSE(m->topology.pinRanks);
   EXPECT_TRUE(m->topology.sharesCores(2));   // 2 ranks on 1.5 cores
   EXPECT_FALSE(m->topology.sharesCores(1));  // 1 rank: nothing to share
   // Flat in a system; given flat and nested it is an error.

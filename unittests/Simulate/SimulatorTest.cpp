@@ -405,6 +405,42 @@ TEST(SimulateEvents, RanksSharingCoresRunAtCoresOverBusy) {
   EXPECT_GE(two.makespanSec, 10);
 }
 
+TEST(SimulateEvents, PinnedRanksShareOnlyTheirOwnCore) {
+  // The setting above with the ranks pinned (pipeopt-run --pin-ranks):
+  // equal loads, so LPT alternates: ranks 0, 2 on core 0, ranks 1, 3 on
+  // core 1, each core shared only by its two ranks.
+  //   [0, 1)  r0 mb0            [1, 2)  r0 mb1 | r1 mb0
+  //   [2, 4)  r0 mb2 + r2 mb0 at 1/2 on core 0 | r1 mb1 in [2, 3), then
+  //           r1 waits for mb 2
+  //   [4, 6)  r0 mb3 + r2 mb1 | r1 mb2 + r3 mb0, all at 1/2
+  //   [6, 7)  r2 mb2 alone | [6, 8) r1 mb3 + r3 mb1 at 1/2
+  //   [8, 9)  r2 mb3 | r3 mb2;  [9, 10) r3 mb3.
+  Schedule s = make("forward-only", 4, 4);
+  CostTable c = table(4, 1, 0, 0);
+  Machine sys = idealSystem();
+  sys.topology.coresPerNode = 2;
+  sys.topology.pinRanks = true;
+  Timeline tl;
+  Metrics m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 10);
+  EXPECT_NE(m.note.find("each rank pinned to one"), std::string::npos)
+      << m.note;
+  std::vector<std::pair<double, double>> rank2;
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == 2)
+      rank2.push_back({tc.startSec, tc.endSec});
+  std::vector<std::pair<double, double>> want = {
+      {2, 4}, {4, 6}, {6, 7}, {8, 9}};
+  EXPECT_EQ(rank2, want);
+  // A fractional calibration: 1.5 cores = 2 cores of 0.75 each, so every
+  // time above stretches by 1 / 0.75.
+  sys.topology.coresPerNode = 1.5;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 10 / 0.75);
+  // One core: the same as unpinned (16 units one at a time).
+  sys.topology.coresPerNode = 1;
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 16);
+}
+
 TEST(SimulateEvents, CoreSharingWithoutContentionEqualsLongestPath) {
   // One microbatch through 4 stages: one rank computes at a time, so one
   // core per node slows nothing and the processor-sharing run gives the

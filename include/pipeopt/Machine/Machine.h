@@ -154,6 +154,15 @@ struct Topology {
   /// Device::cores: that counts the threads of one device and no formula
   /// reads it. JSON "topology.cores_per_node" (flat "cores_per_node").
   double coresPerNode = 0;
+  /// The ranks of a node are pinned to its cores (pipeopt-run --pin-ranks,
+  /// its default when loopback ranks outnumber the cores): with
+  /// coresPerNode c, the node has ceil(c) cores of c / ceil(c) ranks'
+  /// worth each, and the event level assigns the node's ranks to them
+  /// longest processing time first by their compute (as pipeopt-run does
+  /// by measured CPU time; Graham 1969), then shares each core only among
+  /// its own ranks. False: any busy rank may use any core. JSON
+  /// "topology.pin_ranks" (bool; needs cores_per_node).
+  bool pinRanks = false;
   Link intraNode;
   Link interNode;
 

@@ -47,6 +47,10 @@
 //                         for 4 ranks on 2 cores; at most min(R, cores)).
 //                         The event simulator shares it among the busy
 //                         ranks.
+//   topology.pin_ranks    true when the loopback ranks outnumber the cores:
+//                         pipeopt-run then pins them (--pin-ranks auto),
+//                         and the event level shares each core only among
+//                         its ranks
 //   topology.intra_node   loopback ping-pong: latency (8-byte messages, half
 //                         the round trip) and bandwidth (16 MiB messages);
 //                         with --comm mpi (run under `mpirun -np 2`) the
@@ -717,6 +721,10 @@ int main(int argc, char **argv) {
     j["topology"] = {{"ranks_per_node", ranksPerNode}};
     if (effectiveCores > 0)
       j["topology"]["cores_per_node"] = effectiveCores;
+    // pipeopt-run --pin-ranks auto pins loopback ranks that outnumber the
+    // cores (each then has one kernel thread).
+    if (effectiveCores > 0 && !useMpi && ranks > cores && threads == 1)
+      j["topology"]["pin_ranks"] = true;
     j["topology"]["intra_node"] = {{"latency_s", latency},
                                    {"bandwidth", linkBandwidth}};
     if (senderOverhead > 0)
