@@ -11,10 +11,11 @@
 //
 //   cores                 the host's online cores (sysconf), informational
 //   peak_flops.{f32,f64}  GEMM through pipeopt_rt_matmul_<T> (OpenBLAS), the
-//                         fastest of repeated 512^3 products, FLOP/s per rank
-//   vector_flops.f32      an in-cache multiply-add loop (fastest repetition),
+//                         median (--statistic) of repeated 512^3 products,
 //                         FLOP/s per rank
-//   memory_bandwidth      memcpy of 64 MiB (fastest repetition): (bytes read +
+//   vector_flops.f32      an in-cache multiply-add loop (median repetition),
+//                         FLOP/s per rank
+//   memory_bandwidth      memcpy of 64 MiB (median repetition): (bytes read +
 //                         bytes written) / s, the cost model's byte count
 //   contraction_operand_bandwidth
 //                         a 16 x 512 x 512 f32 GEMM's time beyond FLOP /
@@ -22,7 +23,7 @@
 //                         kernel packing its operands; omitted when the
 //                         thin GEMM is not slower per FLOP)
 //   cache_bytes           one core's L2 cache (sysconf; 1 MiB when unknown)
-//   cache_bandwidth       memcpy within it (a quarter of it copied, fastest
+//   cache_bandwidth       memcpy within it (a quarter of it copied, median
 //                         repetition), counted as memory_bandwidth is: ops
 //                         whose bytes fit cache_bytes move them at this rate
 //   input_copy_bandwidth  only with --input-copies (builds compiled with
@@ -70,9 +71,11 @@
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
-// those of one rank running alone on its threads, undisturbed: the fastest
-// repetition, so that a repetition another job or thread preempted does not
-// count. When R exceeds the cores, ranks that are busy at the same time
+// those of one rank running alone on its threads: the median repetition,
+// the typical call, since the prediction is of the median iteration (the
+// calls of a pipeline meet the same interrupts and cache states); with
+// --statistic fastest the fastest, a call nothing preempted (5-10% faster
+// on this VM). When R exceeds the cores, ranks that are busy at the same time
 // share cores and each runs slower; cores_per_node lets pipe-simulate's
 // event level model that at every moment (k busy ranks on c cores each run
 // at min(1, c / k), docs/CostModel.md). --shared-cores instead scales the
@@ -465,7 +468,8 @@ int usage(const char *msg) {
     std::cerr << "pipeopt-calibrate: error: " << msg << "\n";
   std::cerr
       << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
-         "[--name NAME] [--shared-cores] [--input-copies] [--quick]\n"
+         "[--name NAME] [--shared-cores] [--input-copies]\n"
+         "                         [--statistic median|fastest] [--quick]\n"
          "                         [--comm loopback|mpi]\n"
          "  Measures this host through pipeopt's kernels and loopback "
          "communicator and\n"
@@ -483,6 +487,10 @@ int usage(const char *msg) {
          "--input-views=false,\n"
          "                   asynchronous training); others read them in "
          "place\n"
+         "  --statistic S    median (default) or fastest repetition of the "
+         "kernel\n"
+         "                   measurements (GEMM, operand packing, vector, "
+         "memory, cache)\n"
          "  --quick          fewer repetitions (less accurate)\n"
          "  --comm mpi       measure the link between two MPI processes\n"
          "                   (mpirun -np 2 pipeopt-calibrate --comm mpi "
@@ -497,7 +505,7 @@ int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
   bool quick = false, sharedCores = false, useMpi = false,
-       inputCopies = false;
+       inputCopies = false, fastest = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -528,6 +536,12 @@ int main(int argc, char **argv) {
       sharedCores = true;
     } else if (a == "--input-copies") {
       inputCopies = true;
+    } else if (a == "--statistic") {
+      const char *v = value();
+      if (v && std::string(v) == "fastest")
+        fastest = true;
+      else if (!v || std::string(v) != "median")
+        return usage("--statistic expects median or fastest");
     } else if (a == "--comm") {
       const char *v = value();
       if (v && std::string(v) == "mpi")
@@ -581,6 +595,10 @@ int main(int argc, char **argv) {
     int threads = defaultKernelThreads(cores, ranks);
     setKernelThreads(threads);
     double share = sharedCores && ranks > cores ? double(cores) / ranks : 1.0;
+    // The kernel rates: the median repetition (default) or the fastest.
+    auto kernelTime = [&](int n, auto &&f) {
+      return fastest ? fastestTime(n, f) : medianTime(n, f);
+    };
     int reps = quick ? 3 : 9, kernelReps = quick ? 9 : 25;
     auto progress = [&](const char *what) {
       std::cerr << "pipeopt-calibrate: " << what << "...\n";
@@ -589,15 +607,15 @@ int main(int argc, char **argv) {
     progress("GEMM f32 / f64 (512 x 512 x 512)");
     const int64_t n = 512;
     double gemmFlops = 2.0 * n * n * n;
-    double f32 = gemmFlops / gemmTime<float>(n, kernelReps, true) * share;
-    double f64 = gemmFlops / gemmTime<double>(n, kernelReps, true) * share;
+    double f32 = gemmFlops / gemmTime<float>(n, kernelReps, fastest) * share;
+    double f64 = gemmFlops / gemmTime<double>(n, kernelReps, fastest) * share;
 
     // A GEMM with few rows (a microbatch of 16) is slower per FLOP: the
     // kernel copies (packs) its operands first. The time beyond
     // FLOP / peak, per byte read, is the operand bandwidth.
     progress("GEMM operand packing (16 x 512 x 512)");
     Gemm<float> thin(16, n, n);
-    double thinT = fastestTime(kernelReps * 4, thin);
+    double thinT = kernelTime(kernelReps * 4, thin);
     double thinFlops = 2.0 * 16 * n * n, thinRead = 4.0 * (16 * n + n * n);
     double packT = thinT - thinFlops / (f32 / share);
     double operandBandwidth = packT > 0 ? thinRead / packT * share : 0;
@@ -605,7 +623,7 @@ int main(int argc, char **argv) {
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
     std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
-    double vt = fastestTime(
+    double vt = kernelTime(
         kernelReps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
     double vector = 2.0 * vn * vreps / vt * share;
 
@@ -613,7 +631,7 @@ int main(int argc, char **argv) {
     const size_t mb = size_t(64) << 20;
     std::vector<uint8_t> src(mb, 1), dst(mb, 0);
     double mt =
-        fastestTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
+        kernelTime(reps, [&] { std::memcpy(dst.data(), src.data(), mb); });
     double bandwidth = 2.0 * double(mb) / mt * share;
 
     progress("cache bandwidth (memcpy within one core's L2)");
@@ -622,7 +640,7 @@ int main(int argc, char **argv) {
     const size_t cb = cacheBytes / 4;
     std::vector<uint8_t> csrc(cb, 1), cdst(cb, 0);
     const int copies = quick ? 16 : 64;
-    double ct = fastestTime(kernelReps, [&] {
+    double ct = kernelTime(kernelReps, [&] {
       for (int i = 0; i < copies; ++i) {
         csrc[size_t(i)] = uint8_t(i);  // the copies are not the same
         std::memcpy(cdst.data(), csrc.data(), cb);
