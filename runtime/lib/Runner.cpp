@@ -94,9 +94,9 @@ std::string runUsage() {
   --pin-ranks auto|on|off
                          pin each in-process rank to one core from the first
                          measured iteration on, balancing the ranks' CPU time
-                         in the last warm-up iteration (auto, the default:
-                         when the ranks outnumber the cores; needs --warmup
-                         >= 1; loopback only)
+                         in the last warm-up iteration, or the first when
+                         there is none (auto, the default: when the ranks
+                         outnumber the cores; loopback only)
   --devices LIST         cuda builds: the CUDA devices of the ranks, e.g.
                          0,1 (default: all visible); in one process rank r
                          gets LIST[r % n], with one process per rank (mpirun,
@@ -1487,7 +1487,7 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
 }
 
 /// --pin-ranks: what the in-process rank threads share. Each writes its
-/// slot of `cpuS` before the barrier of the first measured iteration and
+/// slot of `cpuS` before the barrier of iteration pinAt and
 /// reads all of them after it (the barrier orders the accesses), so every
 /// thread computes the same assignment.
 struct RankPinning {
@@ -1496,6 +1496,9 @@ struct RankPinning {
   std::vector<double> cpuS; ///< thread CPU seconds of the last warm-up
   std::vector<int> cpuOf;   ///< the CPU id each rank got (-1: not pinned)
   std::vector<std::string> errors; ///< per rank: why it was not pinned
+  /// The iteration from which the ranks are pinned: the first measured
+  /// one after a warm-up, else the second (training has no warm-up).
+  int pinAt = 1;
 };
 
 /// " (1.23 ms)".
@@ -1574,7 +1577,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         slot = size_t(std::find(pinning->ranks.begin(), pinning->ranks.end(),
                                 rank) -
                       pinning->ranks.begin());
-        if (it == o.warmup && o.warmup > 0)
+        if (it == pinning->pinAt)
           pinThisRank(*pinning, slot);
       }
       double cpu0 = pinning ? threadCpuSeconds() : 0;
@@ -1628,7 +1631,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       comm.flush(o.timeoutS);
       if (measured)
         iterS.push_back(t1 - t0);
-      if (pinning && it == o.warmup - 1)
+      if (pinning && it == pinning->pinAt - 1)
         pinning->cpuS[slot] = threadCpuSeconds() - cpu0;
       if (m.hasParameters) {
         int step = first + it + 1;
@@ -2445,6 +2448,9 @@ int pipeoptRunMain(int argc, char **argv) {
 
   // Run.
   if (localRanks.size() == 1) {
+    if (o.pinRanks == "on" && !o.quiet)
+      std::cerr << "pipeopt-run: note: --pin-ranks pins the ranks of one "
+                   "process (loopback); this process runs one rank\n";
     runRank(localRanks[0], *comms[0], m, inputs, entries[localRanks[0]], o,
             resume ? &*resume : nullptr,
             devices.empty() ? nullptr : &devices[0], results[0]);
@@ -2462,14 +2468,16 @@ int pipeoptRunMain(int argc, char **argv) {
                 (o.pinRanks == "auto" &&
                  int(localRanks.size()) > usableCores() &&
                  kernelThreads == 1));
-    if (pin && o.warmup < 1) {
+    if (pin && o.warmup + o.iterations < 2) {
       if (o.pinRanks == "on" && !o.quiet)
-        std::cerr << "pipeopt-run: note: --pin-ranks needs --warmup >= 1 "
-                     "(it balances the warm-up's CPU time); not pinned\n";
+        std::cerr << "pipeopt-run: note: --pin-ranks needs 2 or more "
+                     "iterations (it balances one iteration's CPU time); "
+                     "not pinned\n";
       pin = false;
     }
     if (pin) {
       pinning.emplace();
+      pinning->pinAt = std::max(o.warmup, 1);
       pinning->ranks = localRanks;
       pinning->cpus = usableCpuIds();
       pinning->cpuS.assign(localRanks.size(), 0.0);
@@ -2488,8 +2496,9 @@ int pipeoptRunMain(int argc, char **argv) {
       t.join();
     if (pinning && !o.quiet) {
       std::ostringstream os;
-      os << "pipeopt-run: ranks pinned to cores (by their CPU time in the "
-            "last warm-up iteration):";
+      os << "pipeopt-run: ranks pinned to cores from iteration "
+         << pinning->pinAt + 1 << " (by their CPU time in iteration "
+         << pinning->pinAt << "):";
       for (size_t i = 0; i < localRanks.size(); ++i) {
         os << (i ? "," : "") << " rank " << localRanks[i] << " -> ";
         if (pinning->cpuOf[i] >= 0)

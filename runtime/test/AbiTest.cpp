@@ -408,6 +408,35 @@ TEST(Abi, InputViewsShowTheRuntimesDataInPlace) {
   EXPECT_EQ(seen[2].desc.sizes[1], 3);
 }
 
+TEST(Abi, InputViewOfAnEmptyInput) {
+  Manifest man = parseManifest(R"({"num_ranks": 1, "num_stages": 1,
+      "num_microbatches": 1,
+      "inputs": [{"index": 0, "shape": [0, 3], "dtype": "f32"}]})",
+                               "m");
+  InputStore inputs;
+  HostTensor e;
+  e.shape = {0, 3};
+  inputs.set(man.inputs[0], 1, e);
+  auto out = runRanks(
+      1, 1,
+      [](int) -> int32_t {
+        int64_t s[2] = {0, 3};
+        MemRef<1> shape(s, {2});
+        pipeopt_rt_unranked_memref r{};
+        _mlir_ciface_pipeopt_rt_input_view_f32(&r, 0, 0, shape.get());
+        bool ok = r.rank == 2 && r.descriptor &&
+                  static_cast<ViewDesc2 *>(r.descriptor)->aligned;
+        std::free(r.descriptor);
+        if (!ok)
+          return 5;
+        return pipeopt_rt_action_begin(0, 0, 0) ||
+               pipeopt_rt_action_end(0, 0, 0);
+      },
+      &man, &inputs);
+  EXPECT_EQ(out[0].rc, 0) << out[0].error;
+  EXPECT_EQ(out[0].error, "");
+}
+
 TEST(Abi, InputViewShapeOperandErrors) {
   auto out = runRanks(1, 1, [](int) -> int32_t {
     int64_t s[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};

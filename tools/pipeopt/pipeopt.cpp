@@ -39,9 +39,13 @@ int main(int argc, char **argv) {
   mlir::registerDefaultTimingManagerCLOptions();
   mlir::tracing::DebugCounter::registerCLOptions();
   mlir::MlirOptMainConfig::registerCLOptions(registry);
-  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt", [](llvm::StringRef n) {
-        return mlir::PassInfo::lookup(n) || mlir::PassPipelineInfo::lookup(n);
-      }))
+  if (!pipeopt::rejectHelpTypos(
+          argc, argv, "pipeopt",
+          [](llvm::StringRef n) {
+            return mlir::PassInfo::lookup(n) ||
+                   mlir::PassPipelineInfo::lookup(n);
+          },
+          {"o"}))
     return 1;
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "pipeopt: pipeline-parallelism compiler driver\n", registry));

@@ -31,10 +31,13 @@ namespace pipeopt {
 /// next argument. Call it after every option is registered (the tool's
 /// static cl::opt objects) and before cl::ParseCommandLineOptions.
 /// `isKnown(name)` may accept further names (e.g. pass flags, which
-/// MlirOptMain parses as values of one list option).
+/// MlirOptMain parses as values of one list option); `valueOptions` names
+/// options that take the next argument as their value but are registered
+/// only later (MlirOptMain's -o).
 inline bool rejectHelpTypos(
     int argc, const char *const *argv, llvm::StringRef tool,
-    llvm::function_ref<bool(llvm::StringRef)> isKnown = nullptr) {
+    llvm::function_ref<bool(llvm::StringRef)> isKnown = nullptr,
+    llvm::ArrayRef<llvm::StringRef> valueOptions = {}) {
   auto &options = llvm::cl::getRegisteredOptions();
   static const llvm::StringRef help[] = {
       "h", "help", "help-hidden", "help-list", "help-list-hidden",
@@ -48,6 +51,10 @@ inline bool rejectHelpTypos(
     llvm::StringRef name = arg.ltrim('-');
     bool inlineValue = name.contains('=');
     name = name.split('=').first;
+    if (!inlineValue && llvm::is_contained(valueOptions, name)) {
+      ++i;
+      continue;
+    }
     auto it = options.find(name);
     if (it != options.end()) {
       // "-o file": the next argument is the value, whatever it looks like.

@@ -133,6 +133,15 @@ struct FuseElementwisePass
           Operation *producer = fused->get().getDefiningOp();
           if (!producer || !producer->hasOneUse())
             return false;
+          // A producer that reads its own `outs` (o + o on an init that
+          // holds data): upstream's fusion keeps that init as the fused
+          // op's output operand under the producer's map, so a consumer
+          // that broadcasts the result re-reads the updated element on
+          // every broadcast iteration (row 1 of x + bcast(2w) got 4w).
+          if (auto linalgProducer = dyn_cast<linalg::LinalgOp>(producer))
+            for (OpOperand &init : linalgProducer.getDpsInitsMutable())
+              if (linalgProducer.payloadUsesValueFromOperand(&init))
+                return false;
           if (isKernelOp(fused->getOwner()))
             return isPurePermutation(producer);
           return true;

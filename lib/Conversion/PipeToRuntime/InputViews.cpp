@@ -81,8 +81,11 @@ struct MaterializeInputViewsPass
       return;
 
     SmallVector<memref::GetGlobalOp> reads;
+    // Only references resolved in this module's symbol table (a nested
+    // module's symbol of the same name is another global).
     module.walk([&](memref::GetGlobalOp get) {
-      if (placeholders.count(get.getName()))
+      if (placeholders.count(get.getName()) &&
+          SymbolTable::getNearestSymbolTable(get) == module.getOperation())
         reads.push_back(get);
     });
     for (memref::GetGlobalOp get : reads) {

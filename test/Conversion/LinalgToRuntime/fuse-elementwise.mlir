@@ -100,3 +100,30 @@ func.func @tosa_linear(%x: tensor<1x5x32xf32>, %w: tensor<8x32xf32>, %out: tenso
   %mm = linalg.batch_matmul ins(%x, %w3 : tensor<1x5x32xf32>, tensor<1x32x8xf32>) outs(%out : tensor<1x5x8xf32>) -> tensor<1x5x8xf32>
   return %mm : tensor<1x5x8xf32>
 }
+
+// A producer that reads its own outs (2 w computed in w's buffer) is not
+// fused into a consumer: fused, the init stays the output operand under the
+// producer's map, and the broadcast re-read the updated element on every
+// row (row 1 of x + bcast(2 w) came out as x + 4 w).
+// CHECK-LABEL: func.func @reads_its_outs
+// CHECK: %[[W2:.*]] = linalg.generic {{.*}} outs(%arg1 : tensor<4xf32>)
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}} ins(%arg0, %[[W2]] : tensor<2x4xf32>, tensor<4xf32>)
+#rio_id = affine_map<(d0) -> (d0)>
+#rio_row = affine_map<(d0, d1) -> (d0, d1)>
+#rio_bcast = affine_map<(d0, d1) -> (d1)>
+func.func @reads_its_outs(%x: tensor<2x4xf32>, %w: tensor<4xf32>) -> tensor<2x4xf32> {
+  %e = tensor.empty() : tensor<2x4xf32>
+  %w2 = linalg.generic {indexing_maps = [#rio_id], iterator_types = ["parallel"]} outs(%w : tensor<4xf32>) {
+  ^bb0(%o: f32):
+    %d = arith.addf %o, %o : f32
+    linalg.yield %d : f32
+  } -> tensor<4xf32>
+  %z = linalg.generic {indexing_maps = [#rio_row, #rio_bcast, #rio_row], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %w2 : tensor<2x4xf32>, tensor<4xf32>) outs(%e : tensor<2x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4xf32>
+  return %z : tensor<2x4xf32>
+}

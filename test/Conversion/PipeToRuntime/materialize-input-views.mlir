@@ -38,6 +38,18 @@ func.func @pipeopt_rank_0() -> i32 {
   return %c0 : i32
 }
 
+// A nested module's global of the same name is another symbol: untouched.
+// CHECK-LABEL: module @inner
+// CHECK: memref.global "private" constant @pipeopt_input_view_a1_m0_r0 : memref<3x5xf32> = dense<1.000000e+00>
+// CHECK: memref.get_global @pipeopt_input_view_a1_m0_r0 : memref<3x5xf32>
+module @inner {
+  memref.global "private" constant @pipeopt_input_view_a1_m0_r0 : memref<3x5xf32> = dense<1.0>
+  func.func @g() -> memref<3x5xf32> {
+    %m = memref.get_global @pipeopt_input_view_a1_m0_r0 : memref<3x5xf32>
+    return %m : memref<3x5xf32>
+  }
+}
+
 // The declarations come from RuntimeFunctions.def.
 // CHECK-DAG: func.func private @pipeopt_rt_input_view_f32(i64, i64, memref<*xi64>) -> memref<*xf32> attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @pipeopt_rt_input_view_i64(i64, i64, memref<*xi64>) -> memref<*xi64> attributes {llvm.emit_c_interface}

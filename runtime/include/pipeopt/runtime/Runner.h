@@ -56,11 +56,14 @@ struct RunOptions {
   int threads = 0;
   /// --pin-ranks: "auto" (the default: when the in-process ranks outnumber
   /// the usable cores and each has one kernel thread), "on" or "off". A
-  /// pinned rank runs on one core from the first measured iteration on;
+  /// pinned rank runs on one core from the first measured iteration on (the
+  /// second without warm-up);
   /// the cores are assigned from the thread CPU time of each rank's last
   /// warm-up iteration, longest first onto the least loaded core (LPT,
   /// Graham 1969), so that the busiest stage does not share a core with
-  /// the others. Needs --warmup >= 1; loopback (in-process ranks) only.
+  /// the others. Without warm-up (training) the first iteration is
+  /// measured and the ranks are pinned from the second. Loopback
+  /// (in-process ranks) only.
   std::string pinRanks = "auto";
   /// --devices LIST: the CUDA devices of a cuda build's ranks (empty: the
   /// default, assignDevices).
