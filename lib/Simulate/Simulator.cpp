@@ -7,12 +7,14 @@
 #include "pipeopt/Simulate/Simulator.h"
 
 #include "TaskGraph.h"
+#include "pipeopt/runtime/Placement.h"
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -677,9 +679,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   int ran = 0;
   const bool shared = sys.topology.sharesCores(R);
   if (shared) {
-    // Compute vertices share their node's cores (cpuNode: the node, made
-    // the core group below; rankOfVertex: the rank whose processor runs it).
-    std::vector<int> cpuNode(V, -1), rankOfVertex(V, -1);
+    // Compute vertices share their rank's group of cores: its node's, or,
+    // with pinned ranks, its one core (rankOfVertex: the rank whose
+    // processor runs the vertex; -1: a transfer).
+    std::vector<int> rankOfVertex(V, -1);
     for (int t = 0; t < N; ++t)
       rankOfVertex[t] = g.tasks[t].rank;
     for (int r = 0; r < R; ++r)
@@ -689,48 +692,40 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       if (overheadNode[x] >= 0)
         rankOfVertex[overheadNode[x]] =
             g.tasks[g.deps[xferDep[x]].producer].rank;
-    for (int v = 0; v < V; ++v)
-      if (rankOfVertex[v] >= 0)
-        cpuNode[v] = sys.topology.nodeOf(rankOfVertex[v]);
-    // Pinned ranks: each node's ceil(c) cores of c / ceil(c) each; the
-    // node's ranks go to them longest processing time first by their
-    // compute (Graham 1969), as pipeopt-run --pin-ranks places them by
-    // measured CPU time.
+    const machine::Topology &topo = sys.topology;
+    const int numNodes = topo.nodeOf(R - 1) + 1;
     std::vector<int> groupOf(size_t(R), 0);
     std::vector<double> cores;
-    const machine::Topology &topo = sys.topology;
     if (topo.pinRanks) {
+      // Each node's ceil(c) cores of c / ceil(c) each; the node's ranks go
+      // to them as pipeopt-run --pin-ranks places them (rt::
+      // assignRanksToCores), by their compute instead of measured CPU time.
       std::vector<double> load(size_t(R), 0.0);
       for (int v = 0; v < V; ++v)
-        if (cpuNode[v] >= 0)
+        if (rankOfVertex[v] >= 0)
           load[size_t(rankOfVertex[v])] += dur[v];
-      int perNode = int(std::ceil(topo.coresPerNode - 1e-9));
-      double each = topo.coresPerNode / perNode;
-      int numNodes = topo.nodeOf(R - 1) + 1;
-      cores.assign(size_t(numNodes * perNode), each);
+      const int perNode = int(std::ceil(topo.coresPerNode - 1e-9));
+      cores.assign(size_t(numNodes * perNode), topo.coresPerNode / perNode);
       for (int node = 0; node < numNodes; ++node) {
         std::vector<int> ranks;
+        std::vector<double> loads;
         for (int r = 0; r < R; ++r)
-          if (topo.nodeOf(r) == node)
+          if (topo.nodeOf(r) == node) {
             ranks.push_back(r);
-        std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
-          return load[size_t(a)] > load[size_t(b)];
-        });
-        std::vector<double> coreLoad(size_t(perNode), 0.0);
-        for (int r : ranks) {
-          size_t c = size_t(std::min_element(coreLoad.begin(), coreLoad.end()) -
-                            coreLoad.begin());
-          coreLoad[c] += load[size_t(r)];
-          groupOf[size_t(r)] = node * perNode + int(c);
-        }
+            loads.push_back(load[size_t(r)]);
+          }
+        std::vector<int> core = rt::assignRanksToCores(loads, perNode);
+        for (size_t i = 0; i < ranks.size(); ++i)
+          groupOf[size_t(ranks[i])] = node * perNode + core[i];
       }
     } else {
       for (int r = 0; r < R; ++r)
         groupOf[size_t(r)] = topo.nodeOf(r);
-      cores.assign(size_t(topo.nodeOf(R - 1) + 1), topo.coresPerNode);
+      cores.assign(size_t(numNodes), topo.coresPerNode);
     }
+    std::vector<int> cpuNode(V, -1);
     for (int v = 0; v < V; ++v)
-      if (cpuNode[v] >= 0)
+      if (rankOfVertex[v] >= 0)
         cpuNode[v] = groupOf[size_t(rankOfVertex[v])];
     ran = runProcessorSharing(succ, indeg, dur, cpuNode, cores, start, end,
                               ready);

@@ -15,6 +15,7 @@
 #include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Optimizer.h"
+#include "pipeopt/runtime/Placement.h"
 #include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/Watchdog.h"
 
@@ -266,25 +267,6 @@ RunOptions parseRunOptions(int argc, char **argv) {
     o.faultKillStep = step;
   }
   return o;
-}
-
-std::vector<int> assignRanksToCores(const std::vector<double> &loads,
-                                    int numCores) {
-  std::vector<size_t> order(loads.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return loads[a] > loads[b];
-  });
-  std::vector<double> coreLoad(size_t(std::max(numCores, 1)), 0.0);
-  std::vector<int> core(loads.size(), 0);
-  for (size_t r : order) {
-    size_t best = size_t(std::min_element(coreLoad.begin(), coreLoad.end()) -
-                         coreLoad.begin());
-    core[r] = int(best);
-    coreLoad[best] += loads[r];
-  }
-  return core;
 }
 
 std::vector<int> assignDevices(const std::vector<int> &listed,
@@ -1568,18 +1550,18 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     phase = "at the start barrier";
     barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
+    // --pin-ranks: this rank's slot in `pinning`.
+    const size_t slot =
+        pinning ? size_t(std::find(pinning->ranks.begin(),
+                                   pinning->ranks.end(), rank) -
+                         pinning->ranks.begin())
+                : 0;
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
       bool measured = it >= o.warmup;
       phase = "at the barrier before iteration " + std::to_string(it);
       barrier(comm, o.timeoutS);
-      size_t slot = 0;
-      if (pinning) {
-        slot = size_t(std::find(pinning->ranks.begin(), pinning->ranks.end(),
-                                rank) -
-                      pinning->ranks.begin());
-        if (it == pinning->pinAt)
-          pinThisRank(*pinning, slot);
-      }
+      if (pinning && it == pinning->pinAt)
+        pinThisRank(*pinning, slot);
       double cpu0 = pinning ? threadCpuSeconds() : 0;
       if (!measured)
         ctx.iteration = -1;
@@ -2438,11 +2420,12 @@ int pipeoptRunMain(int argc, char **argv) {
   // allocator instead of being mapped and unmapped on every call (each
   // iteration allocates the same activations again; page faults on fresh
   // mappings were a tenth of a small model's run time).
-  setKernelThreads(
-      o.threads > 0
-          ? o.threads
-          : defaultKernelThreads(usableCores(),
-                                 ranksOnThisNode(m, useMpi || ncclOverEnv)));
+  const int kernelThreads =
+      o.threads > 0 ? o.threads
+                    : defaultKernelThreads(
+                          usableCores(),
+                          ranksOnThisNode(m, useMpi || ncclOverEnv));
+  setKernelThreads(kernelThreads);
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 
@@ -2459,10 +2442,6 @@ int pipeoptRunMain(int argc, char **argv) {
     // each has one kernel thread (a rank with more would keep them all on
     // its one core).
     std::optional<RankPinning> pinning;
-    int kernelThreads = o.threads > 0 ? o.threads
-                                      : defaultKernelThreads(
-                                            usableCores(),
-                                            int(localRanks.size()));
     bool pin = devices.empty() &&
                (o.pinRanks == "on" ||
                 (o.pinRanks == "auto" &&

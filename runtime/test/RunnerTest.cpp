@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Placement.h"
 #include "pipeopt/runtime/Runner.h"
 
 #include <gtest/gtest.h>

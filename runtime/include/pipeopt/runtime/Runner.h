@@ -60,7 +60,7 @@ struct RunOptions {
   /// second without warm-up);
   /// the cores are assigned from the thread CPU time of each rank's last
   /// warm-up iteration, longest first onto the least loaded core (LPT,
-  /// Graham 1969), so that the busiest stage does not share a core with
+  /// Graham 1969; assignRanksToCores in Placement.h), so that the busiest stage does not share a core with
   /// the others. Without warm-up (training) the first iteration is
   /// measured and the ranks are pinned from the second. Loopback
   /// (in-process ranks) only.
@@ -74,15 +74,6 @@ struct RunOptions {
   int faultKillRank = -1;
   int faultKillStep = 0;
 };
-
-/// The cores of `loads.size()` ranks: rank i gets cores[result[i]] (an
-/// index into `numCores` cores), assigned longest processing time first
-/// (Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl.
-/// Math. 17(2), 1969): ranks by descending load (ties: lower rank), each
-/// onto the core with the least load so far (ties: lower core). `loads`
-/// in seconds; numCores >= 1.
-std::vector<int> assignRanksToCores(const std::vector<double> &loads,
-                                    int numCores);
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
 /// What needs the manifest (--steps and --save-grads need a training build)
