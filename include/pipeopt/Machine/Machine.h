@@ -95,8 +95,10 @@ struct Device {
   /// flops / peak + bytesRead / contractionOperandBytesPerSecond, which is
   /// what makes a GEMM with few rows (a small microbatch) slower per FLOP
   /// than a square one. 0 (every preset): the plain roofline.
-  /// pipeopt-calibrate fits it from a 16 x 512 x 512 GEMM. JSON
-  /// "contraction_operand_bandwidth".
+  /// pipeopt-calibrate fits it by least squares over 16 and 32 x 256^2 and
+  /// 512^2 GEMMs whose weights are out of the core's L2, as a pipeline
+  /// rank's are after a wait (rt::fitOperandBandwidth; docs/CostModel.md).
+  /// JSON "contraction_operand_bandwidth".
   double contractionOperandBytesPerSecond = 0;
   /// Bytes/s (read + written, as memoryBytesPerSecond) at which pipeopt's
   /// runtime copies a rank's shared inputs (a stage's weights) into the

@@ -18,10 +18,19 @@
 //   memory_bandwidth      memcpy of 64 MiB (median repetition): (bytes read +
 //                         bytes written) / s, the cost model's byte count
 //   contraction_operand_bandwidth
-//                         a 16 x 512 x 512 f32 GEMM's time beyond FLOP /
-//                         peak_flops.f32, as bytes read per second (the
-//                         kernel packing its operands; omitted when the
-//                         thin GEMM is not slower per FLOP)
+//                         GEMMs with few rows (16 and 32 x 256^2 and 512^2,
+//                         f32), each call on the next of enough distinct
+//                         weight matrices that its weight is no longer in
+//                         this core's L2 (together 4 x cache_bytes): their
+//                         time beyond FLOP / peak_flops.f32, fitted as bytes
+//                         read per second (the kernel packing its operands;
+//                         calibration fitOperandBandwidth; omitted when the
+//                         thin GEMMs are not slower per FLOP). A pipeline
+//                         rank finds its weights so at each action after a
+//                         wait in recv: its idle core loses its private
+//                         caches (docs/Runtime.md, "Operands after a wait").
+//                         --warm-operands: the weights in L2 (a rank that
+//                         never waits)
 //   cache_bytes           one core's L2 cache (sysconf; 1 MiB when unknown)
 //   cache_bandwidth       memcpy within it (a quarter of it copied, median
 //                         repetition), counted as memory_bandwidth is: ops
@@ -84,6 +93,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/runtime/Calibration.h"
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
@@ -193,6 +203,44 @@ template <typename T>
 double gemmTime(int64_t n, int reps, bool fastest) {
   Gemm<T> g(n);
   return fastest ? fastestTime(reps, g) : medianTime(reps, g);
+}
+
+/// Time of one m x k x n f32 GEMM (the median or fastest of `reps` calls)
+/// whose k x n operand, the weight, is out of this core's L2 cache when
+/// `cold`: the calls cycle over distinct weights of together at least
+/// 4 x cacheBytes, so that each was evicted (least recently used) before
+/// its next call. The m x k operand (an activation, written just before in
+/// a pipeline) and the result stay the same.
+double thinGemmTime(int64_t m, int64_t k, int64_t n, bool cold,
+                    size_t cacheBytes, int reps, bool fastest) {
+  const size_t weightBytes = size_t(k * n) * sizeof(float);
+  const size_t copies =
+      cold ? std::max<size_t>(2, (4 * cacheBytes + weightBytes - 1) /
+                                     weightBytes)
+           : 1;
+  std::vector<std::vector<float>> weights(copies,
+                                          std::vector<float>(size_t(k * n)));
+  for (size_t i = 0; i < copies; ++i)
+    std::fill(weights[i].begin(), weights[i].end(), 0.25f + float(i) * 1e-3f);
+  std::vector<float> a(size_t(m * k), 0.5f), c(size_t(m * n), 0.0f);
+  MemRef2<float> am(a.data(), m, k), cm(c.data(), m, n);
+  // (A descriptor points into itself: one allocation each, never moved.)
+  std::vector<std::unique_ptr<MemRef2<float>>> bms;
+  for (auto &w : weights)
+    bms.push_back(std::make_unique<MemRef2<float>>(w.data(), k, n));
+  size_t next = 0;
+  auto call = [&] {
+    MemRef2<float> &bm = *bms[next];
+    next = (next + 1) % copies;
+    if (_mlir_ciface_pipeopt_rt_matmul_f32(&am.unranked, &bm.unranked,
+                                           &cm.unranked, 0, 0) != 0)
+      throw RuntimeError("the GEMM kernel failed");
+  };
+  // One round over every weight first: the later calls find each weight in
+  // memory (touched), but not in L2.
+  for (size_t i = 0; i + 1 < copies; ++i)
+    call();
+  return fastest ? fastestTime(reps, call) : medianTime(reps, call);
 }
 
 /// Seconds from a common start until the last of `threads` threads, each
@@ -469,6 +517,7 @@ int usage(const char *msg) {
   std::cerr
       << "usage: pipeopt-calibrate [-o FILE.json] [--ranks R] "
          "[--name NAME] [--shared-cores] [--input-copies]\n"
+         "                         [--warm-operands]\n"
          "                         [--statistic median|fastest] [--quick]\n"
          "                         [--comm loopback|mpi]\n"
          "  Measures this host through pipeopt's kernels and loopback "
@@ -487,6 +536,11 @@ int usage(const char *msg) {
          "--input-views=false,\n"
          "                   asynchronous training); others read them in "
          "place\n"
+         "  --warm-operands  contraction_operand_bandwidth with the weights in "
+         "L2 (ranks\n"
+         "                   that never wait); default: out of L2, as a "
+         "pipeline rank\n"
+         "                   finds them after waiting in recv\n"
          "  --statistic S    median (default) or fastest repetition of the "
          "kernel\n"
          "                   measurements (GEMM, operand packing, vector, "
@@ -505,7 +559,7 @@ int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
   bool quick = false, sharedCores = false, useMpi = false,
-       inputCopies = false, fastest = false;
+       inputCopies = false, fastest = false, warmOperandsOption = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -536,6 +590,8 @@ int main(int argc, char **argv) {
       sharedCores = true;
     } else if (a == "--input-copies") {
       inputCopies = true;
+    } else if (a == "--warm-operands") {
+      warmOperandsOption = true;
     } else if (a == "--statistic") {
       const char *v = value();
       if (v && std::string(v) == "fastest")
@@ -610,15 +666,32 @@ int main(int argc, char **argv) {
     double f32 = gemmFlops / gemmTime<float>(n, kernelReps, fastest) * share;
     double f64 = gemmFlops / gemmTime<double>(n, kernelReps, fastest) * share;
 
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    const size_t cacheBytes = l2 > 0 ? size_t(l2) : size_t(1) << 20;
+
     // A GEMM with few rows (a microbatch of 16) is slower per FLOP: the
     // kernel copies (packs) its operands first. The time beyond
-    // FLOP / peak, per byte read, is the operand bandwidth.
-    progress("GEMM operand packing (16 x 512 x 512)");
-    Gemm<float> thin(16, n, n);
-    double thinT = kernelTime(kernelReps * 4, thin);
-    double thinFlops = 2.0 * 16 * n * n, thinRead = 4.0 * (16 * n + n * n);
-    double packT = thinT - thinFlops / (f32 / share);
-    double operandBandwidth = packT > 0 ? thinRead / packT * share : 0;
+    // FLOP / peak, per byte read, fitted over four shapes, is the operand
+    // bandwidth: with the weights out of L2, as a pipeline rank finds them
+    // after a wait (the default), and in L2 (for the log, or the file
+    // with --warm-operands).
+    progress("GEMM operand packing (16 and 32 x 256^2 and 512^2, weights "
+             "out of L2 and in L2)");
+    auto operandFit = [&](bool cold) {
+      std::vector<ContractionSample> samples;
+      for (int64_t rows : {16, 32})
+        for (int64_t kn : {256, 512}) {
+          ContractionSample x;
+          x.flops = 2.0 * double(rows * kn * kn);
+          x.bytesRead = 4.0 * double(rows * kn + kn * kn);
+          x.seconds = thinGemmTime(rows, kn, kn, cold, cacheBytes,
+                                   kernelReps * 4, fastest);
+          samples.push_back(x);
+        }
+      return fitOperandBandwidth(samples, f32 / share) * share;
+    };
+    double coldOperands = operandFit(true), warmOperands = operandFit(false);
+    double operandBandwidth = warmOperandsOption ? warmOperands : coldOperands;
 
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
@@ -635,8 +708,6 @@ int main(int argc, char **argv) {
     double bandwidth = 2.0 * double(mb) / mt * share;
 
     progress("cache bandwidth (memcpy within one core's L2)");
-    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
-    const size_t cacheBytes = l2 > 0 ? size_t(l2) : size_t(1) << 20;
     const size_t cb = cacheBytes / 4;
     std::vector<uint8_t> csrc(cb, 1), cdst(cb, 0);
     const int copies = quick ? 16 : 64;
@@ -758,11 +829,15 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
+                 "operands %.1f GB/s out of L2 / %.1f GB/s in L2 (%s "
+                 "written), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
                  "KiB%s), overhead %.2g s, "
                  "%s %.2g s (awake %.2g s) + bytes / %.1f GB/s, send call "
                  "%.2g s (per rank, %d rank(s) on %d core(s))",
-                 f32 / 1e9, f64 / 1e9, vector / 1e9, bandwidth / 1e9,
+                 f32 / 1e9, f64 / 1e9, coldOperands / 1e9, warmOperands / 1e9,
+                 warmOperandsOption ? "in L2" : "out of L2", vector / 1e9,
+                 bandwidth / 1e9,
                  cacheBandwidth / 1e9, double(cacheBytes) / 1024,
                  inputCopyBandwidth > 0
                      ? (", input copies " +

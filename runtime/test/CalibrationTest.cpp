@@ -1,0 +1,56 @@
+//===- CalibrationTest.cpp - pipeopt-calibrate's fits ---------------------===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Calibration.h"
+
+#include <gtest/gtest.h>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+ContractionSample sample(double flops, double bytes, double seconds) {
+  ContractionSample s;
+  s.flops = flops;
+  s.bytesRead = bytes;
+  s.seconds = seconds;
+  return s;
+}
+
+TEST(Calibration, OperandBandwidthRecoversTheRule) {
+  // Times made by the rule itself at 100 GFLOP/s and 10 GB/s (a 16 x 256 x
+  // 256 and a 32 x 512 x 512 f32 GEMM): the fit gives 10 GB/s back.
+  const double peak = 1e11, bw = 1e10;
+  auto exact = [&](double flops, double bytes) {
+    return sample(flops, bytes, flops / peak + bytes / bw);
+  };
+  std::vector<ContractionSample> s = {
+      exact(2.0 * 16 * 256 * 256, 4.0 * (16 * 256 + 256 * 256)),
+      exact(2.0 * 32 * 512 * 512, 4.0 * (32 * 512 + 512 * 512))};
+  EXPECT_NEAR(fitOperandBandwidth(s, peak), bw, bw * 1e-12);
+}
+
+TEST(Calibration, OperandBandwidthIsTheLeastSquaresSlope) {
+  // No compute (flops 0): times beyond the peak 2 s and 5 s for 1 and 3
+  // bytes. The slope through the origin is (1*2 + 3*5) / (1 + 9) = 1.7 s per
+  // byte; the first sample alone would say 2, the second 5/3.
+  std::vector<ContractionSample> s = {sample(0, 1, 2), sample(0, 3, 5)};
+  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 1e9), 10.0 / 17.0);
+  // The compute is subtracted first: 4 FLOP at 2 FLOP/s take 2 s.
+  s = {sample(4, 1, 4), sample(4, 3, 7)};
+  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 2), 10.0 / 17.0);
+}
+
+TEST(Calibration, OperandBandwidthZeroWhenNotMeasurable) {
+  EXPECT_EQ(fitOperandBandwidth({}, 1e11), 0);
+  // Not slower than the peak: the operands cost nothing measurable.
+  EXPECT_EQ(fitOperandBandwidth({sample(1e6, 1e5, 5e-6)}, 1e11), 0);
+  // No bytes read, or no peak.
+  EXPECT_EQ(fitOperandBandwidth({sample(1e6, 0, 1)}, 1e11), 0);
+  EXPECT_EQ(fitOperandBandwidth({sample(1e6, 1e5, 1)}, 0), 0);
+}
+
+} // namespace
