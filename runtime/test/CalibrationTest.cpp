@@ -33,15 +33,18 @@ TEST(Calibration, OperandBandwidthRecoversTheRule) {
   EXPECT_NEAR(fitOperandBandwidth(s, peak), bw, bw * 1e-12);
 }
 
-TEST(Calibration, OperandBandwidthIsTheLeastSquaresSlope) {
+TEST(Calibration, OperandBandwidthIsTheRelativeLeastSquaresSlope) {
   // No compute (flops 0): times beyond the peak 2 s and 5 s for 1 and 3
-  // bytes. The slope through the origin is (1*2 + 3*5) / (1 + 9) = 1.7 s per
-  // byte; the first sample alone would say 2, the second 5/3.
+  // bytes, weights 1/2^2 and 1/5^2. The slope through the origin is
+  // (1*2/4 + 3*5/25) / (1/4 + 9/25) = 1.1 / 0.61 s per byte; the first
+  // sample alone would say 2, the second 5/3, unweighted least squares 1.7.
   std::vector<ContractionSample> s = {sample(0, 1, 2), sample(0, 3, 5)};
-  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 1e9), 10.0 / 17.0);
-  // The compute is subtracted first: 4 FLOP at 2 FLOP/s take 2 s.
+  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 1e9), 0.61 / 1.1);
+  // The compute is subtracted first (4 FLOP at 2 FLOP/s take 2 s), and the
+  // weights are those of the whole times: 1/4^2 and 1/7^2.
   s = {sample(4, 1, 4), sample(4, 3, 7)};
-  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 2), 10.0 / 17.0);
+  EXPECT_DOUBLE_EQ(fitOperandBandwidth(s, 2),
+                   (1.0 / 16 + 9.0 / 49) / (2.0 / 16 + 15.0 / 49));
 }
 
 TEST(Calibration, OperandBandwidthZeroWhenNotMeasurable) {

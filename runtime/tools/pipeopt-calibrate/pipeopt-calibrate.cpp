@@ -692,6 +692,14 @@ int main(int argc, char **argv) {
     };
     double coldOperands = operandFit(true), warmOperands = operandFit(false);
     double operandBandwidth = warmOperandsOption ? warmOperands : coldOperands;
+    // Weights out of L2 cannot be read faster than from L2: other jobs
+    // slowed a measurement (most often the 512^3 peak the fit subtracts).
+    if (coldOperands > 0 && warmOperands > 0 && coldOperands > warmOperands)
+      std::fprintf(stderr,
+                   "pipeopt-calibrate: warning: operands out of L2 measured "
+                   "faster than in L2 (%.1f against %.1f GB/s): another job "
+                   "disturbed the measurement; calibrate on a quiet node\n",
+                   coldOperands / 1e9, warmOperands / 1e9);
 
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
@@ -829,14 +837,17 @@ int main(int argc, char **argv) {
     }
     std::fprintf(stderr,
                  "pipeopt-calibrate: GEMM %.1f / %.1f GFLOP/s (f32 / f64), "
-                 "operands %.1f GB/s out of L2 / %.1f GB/s in L2 (%s "
-                 "written), "
+                 "operands %.1f GB/s out of L2 / %.1f GB/s in L2 (%s%s), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
                  "KiB%s), overhead %.2g s, "
                  "%s %.2g s (awake %.2g s) + bytes / %.1f GB/s, send call "
                  "%.2g s (per rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, coldOperands / 1e9, warmOperands / 1e9,
-                 warmOperandsOption ? "in L2" : "out of L2", vector / 1e9,
+                 warmOperandsOption ? "in L2" : "out of L2",
+                 operandBandwidth > 0
+                     ? " written"
+                     : ": not slower per FLOP than the peak, none written",
+                 vector / 1e9,
                  bandwidth / 1e9,
                  cacheBandwidth / 1e9, double(cacheBytes) / 1024,
                  inputCopyBandwidth > 0
