@@ -71,8 +71,17 @@ static std::optional<std::string> checkSeconds(double v) {
 // Link, Device, Topology, Machine
 //===----------------------------------------------------------------------===//
 
-double Link::messageSeconds(double bytes) const {
-  return latencySeconds + (bytesPerSecond > 0 ? bytes / bytesPerSecond : 0.0);
+double Link::messageSeconds(double bytes, bool idleReceiver) const {
+  double latency = idleReceiver && idleReceiverLatencySeconds > 0
+                       ? idleReceiverLatencySeconds
+                       : latencySeconds;
+  return latency + (bytesPerSecond > 0 ? bytes / bytesPerSecond : 0.0);
+}
+
+double Link::senderSeconds(bool idleReceiver) const {
+  return idleReceiver && idleReceiverSenderOverheadSeconds > 0
+             ? idleReceiverSenderOverheadSeconds
+             : senderOverheadSeconds;
 }
 
 double Link::seconds(double bytes) const {
@@ -216,6 +225,12 @@ llvm::Error Topology::validate() const {
     if (auto bad = checkSeconds(l->senderOverheadSeconds))
       return makeError(
           llvm::formatv("topology.{0}.sender_overhead_s {1}", key, *bad));
+    if (auto bad = checkSeconds(l->idleReceiverLatencySeconds))
+      return makeError(llvm::formatv(
+          "topology.{0}.idle_receiver_latency_s {1}", key, *bad));
+    if (auto bad = checkSeconds(l->idleReceiverSenderOverheadSeconds))
+      return makeError(llvm::formatv(
+          "topology.{0}.idle_receiver_sender_overhead_s {1}", key, *bad));
     if (auto bad = checkRate(l->bytesPerSecond, "bytes/s",
                              /*zeroIsUnlimited=*/true))
       return makeError(

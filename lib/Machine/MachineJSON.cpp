@@ -225,7 +225,8 @@ struct ObjectReader {
   }
 
   /// A link of the nested "topology" object: {"latency_s", "bandwidth",
-  /// "sender_overhead_s"}.
+  /// "sender_overhead_s", "idle_receiver_latency_s",
+  /// "idle_receiver_sender_overhead_s"}.
   void link(StringRef key, Link &out) {
     const llvm::json::Value *v = obj.get(key);
     if (!v)
@@ -238,9 +239,11 @@ struct ObjectReader {
            kindOf(*v));
       return;
     }
-    if (auto bad =
-            unknownKey(*o, {"latency_s", "bandwidth", "sender_overhead_s"},
-                       path + key.str())) {
+    if (auto bad = unknownKey(*o,
+                              {"latency_s", "bandwidth", "sender_overhead_s",
+                               "idle_receiver_latency_s",
+                               "idle_receiver_sender_overhead_s"},
+                              path + key.str())) {
       fail(*bad);
       return;
     }
@@ -248,6 +251,9 @@ struct ObjectReader {
     r.number("latency_s", out.latencySeconds);
     r.number("bandwidth", out.bytesPerSecond);
     r.number("sender_overhead_s", out.senderOverheadSeconds);
+    r.number("idle_receiver_latency_s", out.idleReceiverLatencySeconds);
+    r.number("idle_receiver_sender_overhead_s",
+             out.idleReceiverSenderOverheadSeconds);
     if (!r.ok())
       fail(r.error);
   }
@@ -286,7 +292,8 @@ static std::optional<std::string> flatCount(const llvm::json::Object &o,
 }
 
 /// A flat link (the explorer's system format): {"latency_s",
-/// "bandwidth_Bps", "sender_overhead_s"}. Errors start with `where`.
+/// "bandwidth_Bps", "sender_overhead_s", "idle_receiver_latency_s",
+/// "idle_receiver_sender_overhead_s"}. Errors start with `where`.
 static llvm::Error flatLink(const llvm::json::Object &o, StringRef key,
                             Link &link, StringRef where) {
   const llvm::json::Value *v = o.get(key);
@@ -297,8 +304,11 @@ static llvm::Error flatLink(const llvm::json::Object &o, StringRef key,
     return makeError(
         llvm::formatv("{0}: \"{1}\" must be an object", where, key));
   std::string w = (where + "." + key).str();
-  if (auto bad = unknownKey(
-          *lo, {"latency_s", "bandwidth_Bps", "sender_overhead_s"}, w))
+  if (auto bad = unknownKey(*lo,
+                            {"latency_s", "bandwidth_Bps", "sender_overhead_s",
+                             "idle_receiver_latency_s",
+                             "idle_receiver_sender_overhead_s"},
+                            w))
     return makeError(*bad);
   if (auto bad = flatNumber(*lo, "latency_s", link.latencySeconds))
     return makeError(w + ": " + *bad);
@@ -306,6 +316,12 @@ static llvm::Error flatLink(const llvm::json::Object &o, StringRef key,
     return makeError(w + ": " + *bad);
   if (auto bad =
           flatNumber(*lo, "sender_overhead_s", link.senderOverheadSeconds))
+    return makeError(w + ": " + *bad);
+  if (auto bad = flatNumber(*lo, "idle_receiver_latency_s",
+                            link.idleReceiverLatencySeconds))
+    return makeError(w + ": " + *bad);
+  if (auto bad = flatNumber(*lo, "idle_receiver_sender_overhead_s",
+                            link.idleReceiverSenderOverheadSeconds))
     return makeError(w + ": " + *bad);
   return llvm::Error::success();
 }

@@ -415,13 +415,22 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 /// core of it for pinned ranks) share their group's cores[group] cores:
 /// while k of a group's compute vertices run, each advances at
 /// min(1, cores / k) of its speed (processor sharing; machine::
-/// Topology::coresPerNode). Fills start / end / ready like the longest-path pass and
-/// returns the number of vertices that ran (fewer than all: a cycle).
+/// Topology::coresPerNode). A vertex v with wakeGroup[v] >= 0 (a message
+/// and its send call) takes idleDur[v] instead of dur[v] when that group,
+/// the receiver's cores, has no compute vertex running as it starts (and
+/// is not the group the vertex itself runs on): the receiver's core is
+/// idle (Link::idleReceiverLatencySeconds); `dur` is updated to the time
+/// each such vertex took. Compute vertices starting at the same moment
+/// count as running for the messages starting then. Fills start / end /
+/// ready like the longest-path pass and returns the number of vertices
+/// that ran (fewer than all: a cycle).
 static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
                                std::vector<int> indeg,
-                               const std::vector<double> &dur,
+                               std::vector<double> &dur,
                                const std::vector<int> &cpuNode,
                                const std::vector<double> &cores,
+                               const std::vector<int> &wakeGroup,
+                               const std::vector<double> &idleDur,
                                std::vector<double> &start,
                                std::vector<double> &end,
                                std::vector<double> &ready) {
@@ -450,22 +459,33 @@ static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
         startNow.push_back(w);
     }
   };
+  auto takesIdleTime = [&](int v) {
+    int g = wakeGroup[v];
+    return g >= 0 && g != cpuNode[v] && busy[g] == 0;
+  };
   while (true) {
-    // Start what became ready at `now`; empty vertices end at once.
-    for (size_t i = 0; i < startNow.size(); ++i) {
-      int v = startNow[i];
-      start[v] = now;
-      if (dur[v] <= 0) {
-        finish(v);
-        continue;
+    // Start what became ready at `now`, compute vertices first; empty
+    // vertices end at once (and may make more ready).
+    while (!startNow.empty()) {
+      std::vector<int> batch;
+      batch.swap(startNow);
+      std::stable_partition(batch.begin(), batch.end(),
+                            [&](int v) { return cpuNode[v] >= 0; });
+      for (int v : batch) {
+        start[v] = now;
+        if (takesIdleTime(v))
+          dur[v] = idleDur[v];
+        if (dur[v] <= 0) {
+          finish(v);
+          continue;
+        }
+        if (cpuNode[v] >= 0) {
+          remaining[v] = dur[v];
+          ++busy[cpuNode[v]];
+        }
+        running.push_back(v);
       }
-      if (cpuNode[v] >= 0) {
-        remaining[v] = dur[v];
-        ++busy[cpuNode[v]];
-      }
-      running.push_back(v);
     }
-    startNow.clear();
     if (running.empty())
       break;
     // The next end: a fixed vertex's start + duration, or a compute
@@ -563,11 +583,15 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   };
   std::vector<int> overheadNode(T, -1);
   for (int x = 0; x < T; ++x)
-    if (linkOf(x).senderOverheadSeconds > 0)
+    if (linkOf(x).senderSeconds(false) > 0 || linkOf(x).senderSeconds(true) > 0)
       overheadNode[x] = V++;
   std::vector<std::vector<int>> succ(V);
   std::vector<int> indeg(V, 0);
   std::vector<double> dur(V, 0);
+  // Messages (and their send calls) to an idle core take idleDur; the
+  // receiving rank of each (-1: not a message).
+  std::vector<double> idleDur(V, 0);
+  std::vector<int> wakeRank(V, -1);
   auto edge = [&](int a, int b) {
     succ[a].push_back(b);
     ++indeg[b];
@@ -592,7 +616,9 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     const int prod = g.deps[xferDep[x]].producer;
     sendAfter[x] = lastOnRank[prod];
     if (overheadNode[x] >= 0) {
-      dur[overheadNode[x]] = linkOf(x).senderOverheadSeconds;
+      dur[overheadNode[x]] = linkOf(x).senderSeconds(false);
+      idleDur[overheadNode[x]] = linkOf(x).senderSeconds(true);
+      wakeRank[overheadNode[x]] = g.tasks[g.deps[xferDep[x]].consumer].rank;
       edge(lastOnRank[prod], overheadNode[x]);
       lastOnRank[prod] = overheadNode[x];
     }
@@ -665,6 +691,9 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     edge(sendAfter[x], node);
     edge(node, d.consumer);
     dur[node] = sys.topology.between(src, dst).messageSeconds(d.bytes);
+    idleDur[node] =
+        sys.topology.between(src, dst).messageSeconds(d.bytes, true);
+    wakeRank[node] = dst;
     if (!sys.simulation.overlap && nextOnRank[d.producer] >= 0)
       edge(node, nextOnRank[d.producer]);
     llvm::SmallVector<int, 4> res{src, R + dst};
@@ -678,7 +707,15 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   std::vector<double> start(V, 0), end(V, 0), ready(V, 0);
   int ran = 0;
   const bool shared = sys.topology.sharesCores(R);
-  if (shared) {
+  // Messages to an idle core cost more (Link::idleReceiver*): the run
+  // has to know which cores are busy, so it runs with processor sharing
+  // even when nothing shares a core (each rank then a group of its own
+  // with unlimited cores: no slowdown, the longest-path times).
+  bool wakeCosts = false;
+  for (const machine::Link *l : {&sys.topology.intraNode, &sys.topology.interNode})
+    wakeCosts |= l->idleReceiverLatencySeconds > 0 ||
+                 l->idleReceiverSenderOverheadSeconds > 0;
+  if (shared || wakeCosts) {
     // Compute vertices share their rank's group of cores: its node's, or,
     // with pinned ranks, its one core (rankOfVertex: the rank whose
     // processor runs the vertex; -1: a transfer).
@@ -696,7 +733,11 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     const int numNodes = topo.nodeOf(R - 1) + 1;
     std::vector<int> groupOf(size_t(R), 0);
     std::vector<double> cores;
-    if (topo.pinRanks) {
+    if (!shared) {
+      for (int r = 0; r < R; ++r)
+        groupOf[size_t(r)] = r;
+      cores.assign(size_t(R), std::numeric_limits<double>::infinity());
+    } else if (topo.pinRanks) {
       // Each node's ceil(c) cores of c / ceil(c) each; the node's ranks go
       // to them as pipeopt-run --pin-ranks places them (rt::
       // assignRanksToCores), by their compute instead of measured CPU time.
@@ -727,8 +768,12 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     for (int v = 0; v < V; ++v)
       if (rankOfVertex[v] >= 0)
         cpuNode[v] = groupOf[size_t(rankOfVertex[v])];
-    ran = runProcessorSharing(succ, indeg, dur, cpuNode, cores, start, end,
-                              ready);
+    std::vector<int> wakeGroup(V, -1);
+    for (int v = 0; v < V; ++v)
+      if (wakeRank[v] >= 0)
+        wakeGroup[v] = groupOf[size_t(wakeRank[v])];
+    ran = runProcessorSharing(succ, indeg, dur, cpuNode, cores, wakeGroup,
+                              idleDur, start, end, ready);
   } else {
     // Longest path in topological order (Kahn).
     std::vector<int> queue;
@@ -804,6 +849,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   }
   if (sendCalls)
     m.note += "; senders pay a per-message overhead";
+  if (wakeCosts)
+    m.note += "; a message to an idle core waits for its wake-up";
   if (shared || sendCalls) {
     // A rank is busy while its action and the send calls after it run,
     // slowed or not: the bubbles come from those simulated spans.

@@ -31,6 +31,8 @@
 // ENOUGH-NOT: processor sharing
 //
 // RUN: pipeopt %t/cores-string.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cores-string.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/idle-latency-negative.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/idle-latency-negative.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/idle-send-string.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/idle-send-string.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/cores-tiny.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cores-tiny.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/cache-bandwidth-negative.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cache-bandwidth-negative.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/cache-bandwidth-tiny.mlir -pipe-partition="num-stages=2 device=cpu hardware=%t/cache-bandwidth-tiny.json" -verify-diagnostics -o /dev/null
@@ -144,4 +146,20 @@ func.func @f(%x: tensor<1x4xf32>, %w0: tensor<4x4xf32>, %w1: tensor<4x4xf32>) ->
   %0 = linalg.matmul ins(%x, %w0 : tensor<1x4xf32>, tensor<4x4xf32>) outs(%e : tensor<1x4xf32>) -> tensor<1x4xf32>
   %1 = linalg.matmul ins(%0, %w1 : tensor<1x4xf32>, tensor<4x4xf32>) outs(%e : tensor<1x4xf32>) -> tensor<1x4xf32>
   return %1 : tensor<1x4xf32>
+}
+
+//--- idle-latency-negative.json
+{"base": "cpu", "topology": {"intra_node": {"idle_receiver_latency_s": -1e-6}}}
+//--- idle-latency-negative.mlir
+// expected-error @+1 {{hardware JSON: topology.intra_node.idle_receiver_latency_s must be a number of seconds between 0 and 3600 (1 hour), got -1e-06}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+//--- idle-send-string.json
+{"base": "cpu", "topology": {"inter_node": {"idle_receiver_sender_overhead_s": "2us"}}}
+//--- idle-send-string.mlir
+// expected-error @+1 {{hardware JSON: topology.inter_node.idle_receiver_sender_overhead_s: expected a number, got a string}}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
 }

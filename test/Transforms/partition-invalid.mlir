@@ -262,7 +262,7 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 //--- hardware-nested-key.mlir
 // Keys inside nested objects are checked too (a typo would silently keep
 // the preset's value).
-// expected-error @+1 {{hardware JSON: topology.intra_node: unknown key 'bw' (expected one of: latency_s, bandwidth, sender_overhead_s)}}
+// expected-error @+1 {{hardware JSON: topology.intra_node: unknown key 'bw' (expected one of: latency_s, bandwidth, sender_overhead_s, idle_receiver_latency_s, idle_receiver_sender_overhead_s)}}
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

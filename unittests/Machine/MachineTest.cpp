@@ -179,7 +179,8 @@ TEST(MachineJSON, ErrorsNameTheKeyAndTheFile) {
             f.path.str().str() +
                 ": hardware JSON: topology.intra_node: unknown key 'bw' "
                 "(expected one of: latency_s, bandwidth, "
-                "sender_overhead_s)");
+                "sender_overhead_s, idle_receiver_latency_s, "
+                "idle_receiver_sender_overhead_s)");
 
   llvm::Expected<Machine> missing = loadMachine("h100", "/nonexistent.json");
   ASSERT_FALSE(static_cast<bool>(missing));
@@ -283,7 +284,9 @@ TEST(MachineJSON, CalibratedKeys) {
                     "topology": {"ranks_per_node": 4,
                                  "cores_per_node": 1.5,
                                  "intra_node": {"latency_s": 3e-6,
-                                                "sender_overhead_s": 1e-5}}})"),
+                                                "sender_overhead_s": 1e-5,
+                                                "idle_receiver_latency_s": 5e-5,
+                                                "idle_receiver_sender_overhead_s": 2e-5}}})"),
       MachineUse::Hardware);
   ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
   EXPECT_EQ(m->device.cacheBytes, 1024);
@@ -295,6 +298,16 @@ TEST(MachineJSON, CalibratedKeys) {
   EXPECT_EQ(m->topology.intraNode.latencySeconds, 3e-6);
   EXPECT_EQ(m->topology.intraNode.senderOverheadSeconds, 1e-5);
   EXPECT_EQ(m->topology.interNode.senderOverheadSeconds, 0);
+  // A message to an idle core: its own latency and send call; the inter-node
+  // link without them falls back to the busy-core values.
+  EXPECT_EQ(m->topology.intraNode.idleReceiverLatencySeconds, 5e-5);
+  EXPECT_EQ(m->topology.intraNode.messageSeconds(0, true), 5e-5);
+  EXPECT_EQ(m->topology.intraNode.messageSeconds(0, false), 3e-6);
+  EXPECT_EQ(m->topology.intraNode.senderSeconds(true), 2e-5);
+  EXPECT_EQ(m->topology.intraNode.senderSeconds(false), 1e-5);
+  EXPECT_EQ(m->topology.interNode.messageSeconds(0, true),
+            m->topology.interNode.latencySeconds);
+  EXPECT_EQ(m->topology.interNode.senderSeconds(true), 0);
   EXPECT_FALSE(m->topology.pinRanks);
   EXPECT_TRUE(m->topology.sharesCores(2));   // 2 ranks on 1.5 cores
   EXPECT_FALSE(m->topology.sharesCores(1));  // 1 rank: nothing to share
@@ -308,6 +321,19 @@ TEST(MachineJSON, CalibratedKeys) {
                        "bandwidth_Bps": 1e9, "sender_overhead_s": 2e-6}})");
   ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
   EXPECT_EQ(s->front().topology.interNode.senderOverheadSeconds, 2e-6);
+  s = parseSystems(R"({"name": "s", "intra_node": {
+                       "idle_receiver_latency_s": 4e-5,
+                       "idle_receiver_sender_overhead_s": 1.5e-5}})");
+  ASSERT_TRUE(static_cast<bool>(s)) << errorOf(s.takeError());
+  EXPECT_EQ(s->front().topology.intraNode.idleReceiverLatencySeconds, 4e-5);
+  EXPECT_EQ(s->front().topology.intraNode.idleReceiverSenderOverheadSeconds,
+            1.5e-5);
+  llvm::Expected<std::vector<Machine>> badIdle = parseSystems(
+      R"({"name": "s", "intra_node": {"idle_receiver_latency_s": -1}})");
+  ASSERT_FALSE(static_cast<bool>(badIdle));
+  EXPECT_NE(errorOf(badIdle.takeError())
+                .find("\"idle_receiver_latency_s\" must be finite and >= 0"),
+            std::string::npos);
   llvm::Expected<std::vector<Machine>> bad = parseSystems(
       R"({"name": "s", "inter_node": {"sender_overhead_s": -1e-7}})");
   ASSERT_FALSE(static_cast<bool>(bad));
@@ -338,6 +364,12 @@ TEST(MachineJSON, CalibratedKeys) {
       {R"({"base": "cpu",
            "topology": {"intra_node": {"sender_overhead_s": 7200}}})",
        "topology.intra_node.sender_overhead_s must be"},
+      {R"({"base": "cpu",
+           "topology": {"intra_node": {"idle_receiver_latency_s": 7200}}})",
+       "topology.intra_node.idle_receiver_latency_s must be"},
+      {R"({"base": "cpu", "topology": {"inter_node":
+           {"idle_receiver_sender_overhead_s": 7200}}})",
+       "topology.inter_node.idle_receiver_sender_overhead_s must be"},
       {R"({"base": "cpu",
            "topology": {"inter_node": {"sender_overhead_s": -1e-6}}})",
        "sender_overhead_s"},

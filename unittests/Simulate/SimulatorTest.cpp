@@ -511,6 +511,67 @@ TEST(SimulateEvents, SenderOverheadKeepsTheSenderBusy) {
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 5);
 }
 
+TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
+  // Forward-only, 2 ranks with a core each, 3 microbatches, stage 0's F = 1,
+  // stage 1's F = 1.5; latency 0.25, but 0.5 to a receiver whose core is
+  // idle (Link::idleReceiverLatencySeconds).
+  Schedule s = make("forward-only", 2, 3);
+  CostTable c = table(2, 1, 0, 0, 0, 0, 1e6);
+  c.stages[1].forwardSec = 1.5;
+  Machine sys = idealSystem();
+  sys.topology.ranksPerNode = 2;
+  sys.topology.intraNode = {0.25, 0};
+  sys.topology.intraNode.idleReceiverLatencySeconds = 0.5;
+  // mb0 leaves at 1 while rank 1 waits: arrives 1.5, F [1.5, 3). mb1 leaves
+  // at 2 and mb2 at 3 while rank 1 computes: 0.25 each. Rank 1: [3, 4.5),
+  // [4.5, 6).
+  Timeline tl;
+  Metrics m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 6);
+  EXPECT_NE(m.note.find("a message to an idle core waits for its wake-up"),
+            std::string::npos)
+      << m.note;
+  std::vector<std::pair<double, double>> arrivals;
+  for (const TimedTransfer &x : tl.transfers)
+    arrivals.push_back({x.startSec, x.endSec});
+  std::vector<std::pair<double, double>> want = {
+      {1, 1.5}, {2, 2.25}, {3, 3.25}};
+  EXPECT_EQ(arrivals, want);
+  // The send call too: 0.125 to the idle core, nothing to the busy one (so
+  // only mb0's call delays rank 0).
+  sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 0.125;
+  tl = Timeline();
+  m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 6);
+  std::vector<std::pair<double, double>> rank0;
+  arrivals.clear();
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == 0)
+      rank0.push_back({tc.startSec, tc.endSec});
+  for (const TimedTransfer &x : tl.transfers)
+    arrivals.push_back({x.startSec, x.endSec});
+  std::vector<std::pair<double, double>> want0 = {
+      {0, 1}, {1.125, 2.125}, {2.125, 3.125}};
+  want = {{1, 1.5}, {2.125, 2.375}, {3.125, 3.375}};
+  EXPECT_EQ(rank0, want0);
+  EXPECT_EQ(arrivals, want);
+  // Both ranks on one pinned core: a receiver on its sender's core never
+  // finds it idle while the sender runs on (mb0 and mb1 at 0.25).
+  sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 0;
+  sys.topology.coresPerNode = 1;
+  sys.topology.pinRanks = true;
+  tl = Timeline();
+  m = eventMetrics(s, c, sys, &tl);
+  ASSERT_EQ(tl.transfers.size(), 3u);
+  EXPECT_DOUBLE_EQ(tl.transfers[0].endSec - tl.transfers[0].startSec, 0.25);
+  EXPECT_DOUBLE_EQ(tl.transfers[1].endSec - tl.transfers[1].startSec, 0.25);
+  // Without the idle fields nothing changes: the longest-path times.
+  sys = idealSystem();
+  sys.topology.ranksPerNode = 2;
+  sys.topology.intraNode = {0.25, 0};
+  EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 1.25 + 3 * 1.5);
+}
+
 TEST(SimulateEvents, InputCopiesAtEachStagesFirstAction) {
   // Forward-only, 2 ranks, 2 microbatches, F = 1, 1 GB of weights per
   // stage copied at 4 GB/s (read + written): 0.5 s at the first action of

@@ -55,14 +55,32 @@ struct Link {
   /// (accelerator sends are asynchronous). pipeopt-calibrate measures it
   /// through the runtime's send on this host.
   double senderOverheadSeconds = 0;
+  /// A message to a rank whose core is idle when the message is sent (every
+  /// rank pinned to that core waits, or the rank has a core of its own):
+  /// the sleeping processor must be woken first (on a virtual machine a
+  /// halted vCPU, through the hypervisor), which takes longer for the
+  /// message and costs the sender more than waking a rank onto a busy
+  /// core. The event simulation uses these in place of latencySeconds and
+  /// senderOverheadSeconds for such messages; 0 (every preset): the same
+  /// as for a busy core. pipeopt-calibrate measures them with sender and
+  /// receiver pinned to two cores (docs/Runtime.md, "Waking an idle
+  /// core"). JSON "idle_receiver_latency_s" and
+  /// "idle_receiver_sender_overhead_s".
+  double idleReceiverLatencySeconds = 0;
+  double idleReceiverSenderOverheadSeconds = 0;
 
   /// Seconds to move `bytes` between two ranks: 0 when there is nothing to
   /// move (bytes <= 0: no message, so no latency either), else
   /// messageSeconds(bytes). The partitioner's and the cost model's rule.
   double seconds(double bytes) const;
   /// Seconds of one message of `bytes`, an empty one included (it still
-  /// pays the latency): the simulator's transfers and ring steps.
-  double messageSeconds(double bytes) const;
+  /// pays the latency): the simulator's transfers and ring steps. With
+  /// `idleReceiver`, the latency of a message to an idle core
+  /// (idleReceiverLatencySeconds when > 0).
+  double messageSeconds(double bytes, bool idleReceiver = false) const;
+  /// The sender's processor time of one message (senderOverheadSeconds;
+  /// with `idleReceiver`, idleReceiverSenderOverheadSeconds when > 0).
+  double senderSeconds(bool idleReceiver = false) const;
 };
 
 /// Peak throughput and memory system of one accelerator (or CPU socket).

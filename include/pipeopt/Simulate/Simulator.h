@@ -265,6 +265,13 @@ simulateTable(const schedule::Schedule &s, const CostTable &costs,
 /// its call starts; the rank's next action starts after its last call, and
 /// the rank counts the calls as busy.
 ///
+/// Idle receivers (Link::idleReceiverLatencySeconds /
+/// idleReceiverSenderOverheadSeconds > 0): a message whose receiver's
+/// cores (its pinned core, its node's cores, or its own processor when no
+/// cores are shared) run no compute when the message leaves takes those
+/// instead of the link's latency and sender overhead, as waking an idle
+/// core does. The run then tracks busy cores even when none are shared.
+///
 /// Gradient all-reduces (Collectives.h) hold, for their ring time, the
 /// collective channel of every participating rank of the simulated replica
 /// and, where a ring neighbour is on another node, the collective lane of

@@ -72,11 +72,21 @@
 //                         loopback only: messages of 4 KiB through the
 //                         runtime's send and recv (calls recorded as under
 //                         --profile) to a receiver asleep in its recv, each
-//                         after a 300 us pause, answered at once: the median
-//                         time in the send call (the event simulator charges
-//                         it to the sender) and half the median round trip
-//                         (the time until a waiting rank has its message:
-//                         intra_node.latency_s when above the ping-pong's)
+//                         after a 300 us pause, answered at once, sender and
+//                         receiver pinned to one core (the receiver wakes
+//                         onto a busy core): the median time in the send
+//                         call (the event simulator charges it to the
+//                         sender) and the median time from the call's start
+//                         until the receiver's recv returns
+//                         (intra_node.latency_s when above the ping-pong's)
+//   topology.intra_node.idle_receiver_latency_s,
+//   topology.intra_node.idle_receiver_sender_overhead_s
+//                         the same with the receiver pinned to a second core
+//                         that idles during the pause (when the process may
+//                         use two): waking an idle core costs the sender and
+//                         the message more (on a VM, a halted vCPU); the
+//                         event level charges these when the receiver's
+//                         core runs nothing at the send
 //
 // With --ranks R (the ranks that will share this node), each rank gets
 // max(1, cores / R) BLAS threads, as pipeopt-run gives it. The rates are
@@ -114,6 +124,8 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 #include <vector>
 
@@ -402,18 +414,64 @@ struct SleepingReceiver {
   /// The sender's time in the send call (header, enqueueing, waking the
   /// receiver): Link::senderOverheadSeconds.
   double sendCall = 0;
-  /// Half the round trip (the receiver answers at once, and the sender
-  /// waits asleep for the answer): the time until a waiting rank can use
-  /// its message, wake-up included.
+  /// From the start of the send call until the receiver's recv returns:
+  /// the time until a waiting rank can use its message, wake-up included.
   double oneWay = 0;
+  /// The two threads ran pinned to two different cores.
+  bool pinned = false;
 };
+
+/// Pins the calling thread to one CPU for its lifetime in this scope and
+/// restores its mask after (cpu < 0: leaves it as it is).
+class ScopedPin {
+public:
+  explicit ScopedPin(int cpu) {
+    if (cpu < 0 ||
+        pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
+      return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    active = pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+  }
+  ~ScopedPin() {
+    if (active)
+      pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  }
+  ScopedPin(const ScopedPin &) = delete;
+  ScopedPin &operator=(const ScopedPin &) = delete;
+  bool pinned() const { return active; }
+
+private:
+  cpu_set_t saved;
+  bool active = false;
+};
+
+/// The first two CPUs this process may run on ({-1, -1} when it may run
+/// on only one).
+std::pair<int, int> twoCpus() {
+  cpu_set_t mask;
+  if (sched_getaffinity(0, sizeof(mask), &mask) != 0)
+    return {-1, -1};
+  int found[2] = {-1, -1}, n = 0;
+  for (int c = 0; c < CPU_SETSIZE && n < 2; ++c)
+    if (CPU_ISSET(c, &mask))
+      found[n++] = c;
+  return n == 2 ? std::make_pair(found[0], found[1]) : std::make_pair(-1, -1);
+}
 
 /// Measures SleepingReceiver through the runtime's own calls
 /// (pipeopt_rt_send_f32 / recv_f32 with call recording on, as pipeopt-run
 /// runs under --profile): medians over `reps` messages of `floats` f32
 /// values, each after a `gapS` pause long enough for the receiver to block
-/// again (it answers every message with an empty one).
-SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
+/// again (it answers every message with an empty one). The sender runs on
+/// CPU `senderCpu`, the receiver on `receiverCpu` (-1: wherever the
+/// scheduler puts it). On one CPU the receiver wakes onto its sender's busy
+/// core; on two, onto a core that has been idle for the pause, which costs
+/// more (on this VM a send call of about 20 us against 6-8 us, and 50 us
+/// until the receiver runs; docs/Runtime.md, "Waking an idle core").
+SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS,
+                                  int senderCpu, int receiverCpu) {
   LoopbackWorld world(2);
   auto c0 = world.communicator(0), c1 = world.communicator(1);
   RankContext sender(0, c0.get(), nullptr, nullptr, 60);
@@ -421,13 +479,17 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   sender.recordCalls = receiver.recordCalls = true;
   auto check = [](int32_t rc) { checkCall(rc, "sender-overhead measurement"); };
   std::string otherError;
+  std::vector<Clock::time_point> sent(static_cast<size_t>(reps)),
+      arrived(static_cast<size_t>(reps));
   std::thread other([&] {
     ScopedContext scope(&receiver);
+    ScopedPin pin(receiverCpu);
     std::vector<float> in(static_cast<size_t>(floats)), ack(1);
     Memref1 min(in.data(), floats), mack(ack.data(), 1);
     try {
       for (int i = 0; i < reps; ++i) {
         check(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, i, 0, 0, min.get()));
+        arrived[size_t(i)] = Clock::now();
         check(_mlir_ciface_pipeopt_rt_send_f32(0, 1, 0, i, 0, 1, mack.get()));
       }
     } catch (const std::exception &e) {
@@ -435,20 +497,23 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
       c1->close();
     }
   });
-  std::vector<double> times, roundTrips;
+  std::vector<double> times;
   std::string error;
+  bool pinned = false;
   {
     ScopedContext scope(&sender);
+    ScopedPin pin(senderCpu);
+    pinned = pin.pinned();
     std::vector<float> out(static_cast<size_t>(floats), 1.0f), ack(1);
     Memref1 mout(out.data(), floats), mack(ack.data(), 1);
     try {
       for (int i = 0; i < reps; ++i) {
         std::this_thread::sleep_for(std::chrono::duration<double>(gapS));
         auto t0 = Clock::now();
+        sent[size_t(i)] = t0;
         check(_mlir_ciface_pipeopt_rt_send_f32(1, 0, 1, i, 0, 0, mout.get()));
         times.push_back(seconds(t0, Clock::now()));
         check(_mlir_ciface_pipeopt_rt_recv_f32(1, 1, 0, i, 0, 1, mack.get()));
-        roundTrips.push_back(seconds(t0, Clock::now()));
       }
     } catch (const std::exception &e) {
       error = e.what();
@@ -458,9 +523,13 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS) {
   other.join();
   if (!error.empty() || !otherError.empty())
     throw RuntimeError(error.empty() ? otherError : error);
+  std::vector<double> oneWay;
+  for (int i = 0; i < reps; ++i)
+    oneWay.push_back(seconds(sent[size_t(i)], arrived[size_t(i)]));
   SleepingReceiver out;
   out.sendCall = median(times);
-  out.oneWay = median(roundTrips) / 2;
+  out.oneWay = median(oneWay);
+  out.pinned = pinned;
   return out;
 }
 
@@ -509,6 +578,16 @@ double inputCopyRate(int64_t floats, int tensors, int reps,
     t.push_back(seconds(a, Clock::now()));
   }
   return 2.0 * double(floats) * 4 * tensors / median(t);
+}
+
+/// "<before><seconds, %.2g> s<after>", or "" when seconds is 0.
+std::string idleText(const char *before, double seconds,
+                     const char *after = "") {
+  if (!(seconds > 0))
+    return "";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2g", seconds);
+  return std::string(before) + buf + " s" + after;
 }
 
 int usage(const char *msg) {
@@ -774,12 +853,29 @@ int main(int argc, char **argv) {
     // A pipeline's receivers wait asleep in recv: the link's latency is
     // the time until such a receiver has its message (the awake ping-pong's
     // latency, without the wake-up, is in the log line).
+    // Loopback ranks pinned to one core wake each other on a busy core (the
+    // sender's); ranks on two cores wake a core that idled while its ranks
+    // waited, which the event level charges when the receiver's core runs
+    // nothing (idle_receiver_*).
     double senderOverhead = 0, awakeLatency = latency;
+    double idleLatency = 0, idleSenderOverhead = 0;
     if (!useMpi) {
-      progress("messages to a sleeping receiver (runtime send/recv, 4 KiB)");
-      SleepingReceiver sr = sleepingReceiver(1024, quick ? 51 : 301, 300e-6);
+      progress("messages to a sleeping receiver on its sender's core and on "
+               "an idle core (runtime send/recv, 4 KiB)");
+      const std::pair<int, int> cpus = twoCpus();
+      const int msgs = quick ? 51 : 301;
+      SleepingReceiver sr =
+          sleepingReceiver(1024, msgs, 300e-6, cpus.first, cpus.first);
       senderOverhead = sr.sendCall;
       latency = std::max(latency, sr.oneWay);
+      if (cpus.second >= 0) {
+        SleepingReceiver idle =
+            sleepingReceiver(1024, msgs, 300e-6, cpus.first, cpus.second);
+        if (idle.pinned) {
+          idleLatency = std::max(latency, idle.oneWay);
+          idleSenderOverhead = idle.sendCall;
+        }
+      }
     }
 
     char host[256] = "this host";
@@ -826,6 +922,11 @@ int main(int argc, char **argv) {
                                    {"bandwidth", linkBandwidth}};
     if (senderOverhead > 0)
       j["topology"]["intra_node"]["sender_overhead_s"] = senderOverhead;
+    if (idleLatency > 0) {
+      j["topology"]["intra_node"]["idle_receiver_latency_s"] = idleLatency;
+      j["topology"]["intra_node"]["idle_receiver_sender_overhead_s"] =
+          idleSenderOverhead;
+    }
     std::string text = j.dump(2) + "\n";
     if (out == "-") {
       std::cout << text;
@@ -840,8 +941,8 @@ int main(int argc, char **argv) {
                  "operands %.1f GB/s out of L2 / %.1f GB/s in L2 (%s%s), "
                  "vector %.1f GFLOP/s, memory %.1f GB/s (%.0f GB/s within %.0f "
                  "KiB%s), overhead %.2g s, "
-                 "%s %.2g s (awake %.2g s) + bytes / %.1f GB/s, send call "
-                 "%.2g s (per rank, %d rank(s) on %d core(s))",
+                 "%s %.2g s (awake %.2g s%s) + bytes / %.1f GB/s, send call "
+                 "%.2g s%s (per rank, %d rank(s) on %d core(s))",
                  f32 / 1e9, f64 / 1e9, coldOperands / 1e9, warmOperands / 1e9,
                  warmOperandsOption ? "in L2" : "out of L2",
                  operandBandwidth > 0
@@ -858,8 +959,10 @@ int main(int argc, char **argv) {
                      : "",
                  overhead,
                  useMpi ? "mpi" : "loopback", latency, awakeLatency,
-                 linkBandwidth / 1e9,
-                 senderOverhead, ranks, cores);
+                 idleText(", idle core ", idleLatency).c_str(),
+                 linkBandwidth / 1e9, senderOverhead,
+                 idleText(" (idle core ", idleSenderOverhead, ")").c_str(),
+                 ranks, cores);
     if (effectiveCores > 0)
       std::fprintf(stderr,
                    ", %d rank(s) at once run as fast as %.2f alone (%.2f "
