@@ -72,16 +72,16 @@ static std::optional<std::string> checkSeconds(double v) {
 //===----------------------------------------------------------------------===//
 
 double Link::messageSeconds(double bytes, bool idleReceiver) const {
-  double latency = idleReceiver && idleReceiverLatencySeconds > 0
-                       ? idleReceiverLatencySeconds
+  double latency = idleReceiver
+                       ? std::max(latencySeconds, idleReceiverLatencySeconds)
                        : latencySeconds;
   return latency + (bytesPerSecond > 0 ? bytes / bytesPerSecond : 0.0);
 }
 
 double Link::senderSeconds(bool idleReceiver) const {
-  return idleReceiver && idleReceiverSenderOverheadSeconds > 0
-             ? idleReceiverSenderOverheadSeconds
-             : senderOverheadSeconds;
+  return idleReceiver ? std::max(senderOverheadSeconds,
+                                 idleReceiverSenderOverheadSeconds)
+                      : senderOverheadSeconds;
 }
 
 double Link::seconds(double bytes) const {

@@ -416,20 +416,23 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 /// while k of a group's compute vertices run, each advances at
 /// min(1, cores / k) of its speed (processor sharing; machine::
 /// Topology::coresPerNode). A vertex v with wakeGroup[v] >= 0 (a message
-/// and its send call) takes idleDur[v] instead of dur[v] when that group,
-/// the receiver's cores, has no compute vertex running as it starts (and
-/// is not the group the vertex itself runs on): the receiver's core is
-/// idle (Link::idleReceiverLatencySeconds); `dur` is updated to the time
-/// each such vertex took. Compute vertices starting at the same moment
-/// count as running for the messages starting then. Fills start / end /
-/// ready like the longest-path pass and returns the number of vertices
-/// that ran (fewer than all: a cycle).
+/// or its send call) takes idleDur[v] instead of dur[v] when that group,
+/// the receiver's cores, has no compute vertex running as it starts and is
+/// not senderGroup[v], the sender's (a receiver woken on its sender's core
+/// finds it awake): the receiver's core is idle
+/// (Link::idleReceiverLatencySeconds); `dur` is updated to the time each
+/// such vertex took. Of the vertices starting at one moment, the compute
+/// vertices that are not send calls start first, then the send calls, then
+/// the messages, so that each of those sees what runs at that moment. Fills
+/// start / end / ready like the longest-path pass and returns the number of
+/// vertices that ran (fewer than all: a cycle).
 static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
                                std::vector<int> indeg,
                                std::vector<double> &dur,
                                const std::vector<int> &cpuNode,
                                const std::vector<double> &cores,
                                const std::vector<int> &wakeGroup,
+                               const std::vector<int> &senderGroup,
                                const std::vector<double> &idleDur,
                                std::vector<double> &start,
                                std::vector<double> &end,
@@ -461,16 +464,21 @@ static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
   };
   auto takesIdleTime = [&](int v) {
     int g = wakeGroup[v];
-    return g >= 0 && g != cpuNode[v] && busy[g] == 0;
+    return g >= 0 && g != senderGroup[v] && busy[g] == 0;
+  };
+  // 0: compute, 1: a send call, 2: a message or another fixed vertex.
+  auto startOrder = [&](int v) {
+    return cpuNode[v] < 0 ? 2 : wakeGroup[v] >= 0 ? 1 : 0;
   };
   while (true) {
-    // Start what became ready at `now`, compute vertices first; empty
-    // vertices end at once (and may make more ready).
+    // Start what became ready at `now` in startOrder; empty vertices end at
+    // once (and may make more ready).
     while (!startNow.empty()) {
       std::vector<int> batch;
       batch.swap(startNow);
-      std::stable_partition(batch.begin(), batch.end(),
-                            [&](int v) { return cpuNode[v] >= 0; });
+      std::stable_sort(batch.begin(), batch.end(), [&](int a, int b) {
+        return startOrder(a) < startOrder(b);
+      });
       for (int v : batch) {
         start[v] = now;
         if (takesIdleTime(v))
@@ -591,7 +599,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   // Messages (and their send calls) to an idle core take idleDur; the
   // receiving rank of each (-1: not a message).
   std::vector<double> idleDur(V, 0);
-  std::vector<int> wakeRank(V, -1);
+  std::vector<int> wakeRank(V, -1), sendRank(V, -1);
   auto edge = [&](int a, int b) {
     succ[a].push_back(b);
     ++indeg[b];
@@ -619,6 +627,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       dur[overheadNode[x]] = linkOf(x).senderSeconds(false);
       idleDur[overheadNode[x]] = linkOf(x).senderSeconds(true);
       wakeRank[overheadNode[x]] = g.tasks[g.deps[xferDep[x]].consumer].rank;
+      sendRank[overheadNode[x]] = g.tasks[prod].rank;
       edge(lastOnRank[prod], overheadNode[x]);
       lastOnRank[prod] = overheadNode[x];
     }
@@ -694,6 +703,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     idleDur[node] =
         sys.topology.between(src, dst).messageSeconds(d.bytes, true);
     wakeRank[node] = dst;
+    sendRank[node] = src;
     if (!sys.simulation.overlap && nextOnRank[d.producer] >= 0)
       edge(node, nextOnRank[d.producer]);
     llvm::SmallVector<int, 4> res{src, R + dst};
@@ -768,12 +778,14 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
     for (int v = 0; v < V; ++v)
       if (rankOfVertex[v] >= 0)
         cpuNode[v] = groupOf[size_t(rankOfVertex[v])];
-    std::vector<int> wakeGroup(V, -1);
+    std::vector<int> wakeGroup(V, -1), senderGroup(V, -1);
     for (int v = 0; v < V; ++v)
-      if (wakeRank[v] >= 0)
+      if (wakeRank[v] >= 0) {
         wakeGroup[v] = groupOf[size_t(wakeRank[v])];
+        senderGroup[v] = groupOf[size_t(sendRank[v])];
+      }
     ran = runProcessorSharing(succ, indeg, dur, cpuNode, cores, wakeGroup,
-                              idleDur, start, end, ready);
+                              senderGroup, idleDur, start, end, ready);
   } else {
     // Longest path in topological order (Kahn).
     std::vector<int> queue;

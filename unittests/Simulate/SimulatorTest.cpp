@@ -563,13 +563,50 @@ TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
   tl = Timeline();
   m = eventMetrics(s, c, sys, &tl);
   ASSERT_EQ(tl.transfers.size(), 3u);
-  EXPECT_DOUBLE_EQ(tl.transfers[0].endSec - tl.transfers[0].startSec, 0.25);
-  EXPECT_DOUBLE_EQ(tl.transfers[1].endSec - tl.transfers[1].startSec, 0.25);
+  for (const TimedTransfer &x : tl.transfers)
+    EXPECT_DOUBLE_EQ(x.endSec - x.startSec, 0.25);
+  // Not even a message sent when the sender has nothing left to run (one
+  // microbatch: rank 0 [0, 1), the message [1, 1.25), rank 1 [1.25, 2.75)).
+  EXPECT_DOUBLE_EQ(
+      eventMetrics(make("forward-only", 2, 1), c, sys).makespanSec, 2.75);
   // Without the idle fields nothing changes: the longest-path times.
   sys = idealSystem();
   sys.topology.ranksPerNode = 2;
   sys.topology.intraNode = {0.25, 0};
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 1.25 + 3 * 1.5);
+}
+
+TEST(SimulateEvents, SendCallsSeeTheComputeStartingWithThem) {
+  // ZB-H1, 2 ranks with a core each, 2 microbatches, F = B = W = 1,
+  // latency 2, send calls free to a busy core and 2 to an idle one.
+  // Rank 1 starts B mb0 at 4, the moment rank 0 sends mb1's activation:
+  // that call finds rank 1's core busy (free), not idle. By hand:
+  //   r0 F0 [0, 1), call to idle r1 [1, 3) (message [1, 3)), F1 [3, 4);
+  //   r1 F0 [3, 4), B0 [4, 5), call to idle r0 [5, 7) (message [5, 7));
+  //   r0's call for F1 at 4: free (message [4, 6));
+  //   r0 B0 [7, 8), W0 [8, 9); r1 F1 [7, 8), B1 [8, 9), call to idle r0
+  //   [9, 11); r0 B1 [11, 12), W1 [12, 13); r1 W0 [11, 12), W1 [12, 13).
+  Schedule s = make("zb-h1", 2, 2);
+  CostTable c = table(2, 1, 1, 1, 0, 0, 1e6);
+  Machine sys = idealSystem();
+  sys.topology.ranksPerNode = 2;
+  sys.topology.intraNode = {2.0, 0};
+  sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 2;
+  Timeline tl;
+  Metrics m = eventMetrics(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(m.makespanSec, 13);
+  std::vector<std::pair<double, double>> rank0, xfers;
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == 0)
+      rank0.push_back({tc.startSec, tc.endSec});
+  for (const TimedTransfer &x : tl.transfers)
+    xfers.push_back({x.startSec, x.endSec});
+  std::vector<std::pair<double, double>> want0 = {
+      {0, 1}, {3, 4}, {7, 8}, {8, 9}, {11, 12}, {12, 13}};
+  std::vector<std::pair<double, double>> wantX = {
+      {1, 3}, {4, 6}, {5, 7}, {9, 11}};
+  EXPECT_EQ(rank0, want0);
+  EXPECT_EQ(xfers, wantX);
 }
 
 TEST(SimulateEvents, InputCopiesAtEachStagesFirstAction) {

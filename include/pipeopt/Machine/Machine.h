@@ -61,8 +61,8 @@ struct Link {
   /// halted vCPU, through the hypervisor), which takes longer for the
   /// message and costs the sender more than waking a rank onto a busy
   /// core. The event simulation uses these in place of latencySeconds and
-  /// senderOverheadSeconds for such messages; 0 (every preset): the same
-  /// as for a busy core. pipeopt-calibrate measures them with sender and
+  /// senderOverheadSeconds for such messages, or the busy-core values when
+  /// those are larger (0, every preset: the same as for a busy core). pipeopt-calibrate measures them with sender and
   /// receiver pinned to two cores (docs/Runtime.md, "Waking an idle
   /// core"). JSON "idle_receiver_latency_s" and
   /// "idle_receiver_sender_overhead_s".
@@ -76,10 +76,11 @@ struct Link {
   /// Seconds of one message of `bytes`, an empty one included (it still
   /// pays the latency): the simulator's transfers and ring steps. With
   /// `idleReceiver`, the latency of a message to an idle core
-  /// (idleReceiverLatencySeconds when > 0).
+  /// (max(latencySeconds, idleReceiverLatencySeconds)).
   double messageSeconds(double bytes, bool idleReceiver = false) const;
   /// The sender's processor time of one message (senderOverheadSeconds;
-  /// with `idleReceiver`, idleReceiverSenderOverheadSeconds when > 0).
+  /// with `idleReceiver`, max(senderOverheadSeconds,
+  /// idleReceiverSenderOverheadSeconds)).
   double senderSeconds(bool idleReceiver = false) const;
 };
 
