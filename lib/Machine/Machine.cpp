@@ -226,8 +226,8 @@ llvm::Error Topology::validate() const {
       return makeError(
           llvm::formatv("topology.{0}.sender_overhead_s {1}", key, *bad));
     if (auto bad = checkSeconds(l->idleReceiverLatencySeconds))
-      return makeError(llvm::formatv(
-          "topology.{0}.idle_receiver_latency_s {1}", key, *bad));
+      return makeError(
+          llvm::formatv("topology.{0}.idle_receiver_latency_s {1}", key, *bad));
     if (auto bad = checkSeconds(l->idleReceiverSenderOverheadSeconds))
       return makeError(llvm::formatv(
           "topology.{0}.idle_receiver_sender_overhead_s {1}", key, *bad));

@@ -426,17 +426,13 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
 /// the messages, so that each of those sees what runs at that moment. Fills
 /// start / end / ready like the longest-path pass and returns the number of
 /// vertices that ran (fewer than all: a cycle).
-static int runProcessorSharing(const std::vector<std::vector<int>> &succ,
-                               std::vector<int> indeg,
-                               std::vector<double> &dur,
-                               const std::vector<int> &cpuNode,
-                               const std::vector<double> &cores,
-                               const std::vector<int> &wakeGroup,
-                               const std::vector<int> &senderGroup,
-                               const std::vector<double> &idleDur,
-                               std::vector<double> &start,
-                               std::vector<double> &end,
-                               std::vector<double> &ready) {
+static int runProcessorSharing(
+    const std::vector<std::vector<int>> &succ, std::vector<int> indeg,
+    std::vector<double> &dur, const std::vector<int> &cpuNode,
+    const std::vector<double> &cores, const std::vector<int> &wakeGroup,
+    const std::vector<int> &senderGroup, const std::vector<double> &idleDur,
+    std::vector<double> &start, std::vector<double> &end,
+    std::vector<double> &ready) {
   const int V = static_cast<int>(dur.size());
   int numNodes = 1;
   for (int n : cpuNode)
@@ -722,7 +718,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   // even when nothing shares a core (each rank then a group of its own
   // with unlimited cores: no slowdown, the longest-path times).
   bool wakeCosts = false;
-  for (const machine::Link *l : {&sys.topology.intraNode, &sys.topology.interNode})
+  for (const machine::Link *l :
+       {&sys.topology.intraNode, &sys.topology.interNode})
     wakeCosts |= l->idleReceiverLatencySeconds > 0 ||
                  l->idleReceiverSenderOverheadSeconds > 0;
   if (shared || wakeCosts) {

@@ -276,8 +276,8 @@ TEST(MachineJSON, CalibratedKeys) {
     EXPECT_EQ(p->topology.intraNode.senderOverheadSeconds, 0);
     EXPECT_EQ(p->topology.interNode.senderOverheadSeconds, 0);
   }
-  llvm::Expected<Machine> m = parseMachine(
-      parseJSON(R"({"base": "cpu", "memory_bandwidth": 10,
+  llvm::Expected<Machine> m =
+      parseMachine(parseJSON(R"({"base": "cpu", "memory_bandwidth": 10,
                     "cache_bytes": "1KiB", "cache_bandwidth": 100,
                     "contraction_operand_bandwidth": 5e9,
                     "input_copy_bandwidth": "30GB",
@@ -287,7 +287,7 @@ TEST(MachineJSON, CalibratedKeys) {
                                                 "sender_overhead_s": 1e-5,
                                                 "idle_receiver_latency_s": 5e-5,
                                                 "idle_receiver_sender_overhead_s": 2e-5}}})"),
-      MachineUse::Hardware);
+                   MachineUse::Hardware);
   ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
   EXPECT_EQ(m->device.cacheBytes, 1024);
   EXPECT_EQ(m->device.bytesPerSecondFor(1024), 100);

@@ -79,6 +79,24 @@ Metrics eventMetrics(const Schedule &s, const CostTable &c, const Machine &sys,
   return std::move(*m);
 }
 
+/// [start, end) of rank `rank`'s compute in `tl`, in timeline order.
+using Spans = std::vector<std::pair<double, double>>;
+Spans computeSpans(const Timeline &tl, int rank) {
+  Spans out;
+  for (const TimedCompute &tc : tl.compute)
+    if (tc.rank == rank)
+      out.push_back({tc.startSec, tc.endSec});
+  return out;
+}
+
+/// [start, end) of every transfer in `tl`, in timeline order.
+Spans transferSpans(const Timeline &tl) {
+  Spans out;
+  for (const TimedTransfer &x : tl.transfers)
+    out.push_back({x.startSec, x.endSec});
+  return out;
+}
+
 /// A 4-rank system, 2 ranks per node, with the given inter-node link.
 Machine twoNodes(double latency, double bandwidth, int nics) {
   Machine sys;
@@ -369,13 +387,8 @@ TEST(SimulateEvents, RanksSharingCoresRunAtCoresOverBusy) {
   EXPECT_NE(m.note.find("share 2 core(s)"), std::string::npos) << m.note;
   // Rank 2's actions: mb 0 in [2, 3.5), mb 1 in [3.5, 5.5), mb 2 in
   // [5.5, 7), mb 3 in [7, 8).
-  std::vector<std::pair<double, double>> rank2;
-  for (const TimedCompute &tc : tl.compute)
-    if (tc.rank == 2)
-      rank2.push_back({tc.startSec, tc.endSec});
-  std::vector<std::pair<double, double>> want = {
-      {2, 3.5}, {3.5, 5.5}, {5.5, 7}, {7, 8}};
-  EXPECT_EQ(rank2, want);
+  EXPECT_EQ(computeSpans(tl, 2),
+            (Spans{{2, 3.5}, {3.5, 5.5}, {5.5, 7}, {7, 8}}));
   // A rank is busy while its (slowed) actions run: rank 2 for 6 of 9 s.
   EXPECT_DOUBLE_EQ(m.bubblePerRank[2], 1 - 6.0 / 9);
   // One core: the 16 units of work run one at a time.
@@ -425,13 +438,7 @@ TEST(SimulateEvents, PinnedRanksShareOnlyTheirOwnCore) {
   EXPECT_DOUBLE_EQ(m.makespanSec, 10);
   EXPECT_NE(m.note.find("each rank pinned to one"), std::string::npos)
       << m.note;
-  std::vector<std::pair<double, double>> rank2;
-  for (const TimedCompute &tc : tl.compute)
-    if (tc.rank == 2)
-      rank2.push_back({tc.startSec, tc.endSec});
-  std::vector<std::pair<double, double>> want = {
-      {2, 4}, {4, 6}, {6, 7}, {8, 9}};
-  EXPECT_EQ(rank2, want);
+  EXPECT_EQ(computeSpans(tl, 2), (Spans{{2, 4}, {4, 6}, {6, 7}, {8, 9}}));
   // A fractional calibration: 1.5 cores = 2 cores of 0.75 each, so every
   // time above stretches by 1 / 0.75.
   sys.topology.coresPerNode = 1.5;
@@ -486,16 +493,8 @@ TEST(SimulateEvents, SenderOverheadKeepsTheSenderBusy) {
   Metrics m = eventMetrics(s, c, sys, &tl);
   EXPECT_DOUBLE_EQ(m.makespanSec, 3.75);
   EXPECT_NE(m.note.find("per-message overhead"), std::string::npos) << m.note;
-  std::vector<std::pair<double, double>> rank0, arrivals;
-  for (const TimedCompute &tc : tl.compute)
-    if (tc.rank == 0)
-      rank0.push_back({tc.startSec, tc.endSec});
-  for (const TimedTransfer &x : tl.transfers)
-    arrivals.push_back({x.startSec, x.endSec});
-  std::vector<std::pair<double, double>> want0 = {{0, 1}, {1.5, 2.5}};
-  std::vector<std::pair<double, double>> wantX = {{1, 1.25}, {2.5, 2.75}};
-  EXPECT_EQ(rank0, want0);
-  EXPECT_EQ(arrivals, wantX);
+  EXPECT_EQ(computeSpans(tl, 0), (Spans{{0, 1}, {1.5, 2.5}}));
+  EXPECT_EQ(transferSpans(tl), (Spans{{1, 1.25}, {2.5, 2.75}}));
   // Rank 0 is busy in its send calls: 3 of 3.75 s.
   EXPECT_DOUBLE_EQ(m.bubblePerRank[0], 1 - 3 / 3.75);
   // An inter-node overhead does not apply to an intra-node message.
@@ -531,30 +530,17 @@ TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
   EXPECT_NE(m.note.find("a message to an idle core waits for its wake-up"),
             std::string::npos)
       << m.note;
-  std::vector<std::pair<double, double>> arrivals;
-  for (const TimedTransfer &x : tl.transfers)
-    arrivals.push_back({x.startSec, x.endSec});
-  std::vector<std::pair<double, double>> want = {
-      {1, 1.5}, {2, 2.25}, {3, 3.25}};
-  EXPECT_EQ(arrivals, want);
+  EXPECT_EQ(transferSpans(tl), (Spans{{1, 1.5}, {2, 2.25}, {3, 3.25}}));
   // The send call too: 0.125 to the idle core, nothing to the busy one (so
   // only mb0's call delays rank 0).
   sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 0.125;
   tl = Timeline();
   m = eventMetrics(s, c, sys, &tl);
   EXPECT_DOUBLE_EQ(m.makespanSec, 6);
-  std::vector<std::pair<double, double>> rank0;
-  arrivals.clear();
-  for (const TimedCompute &tc : tl.compute)
-    if (tc.rank == 0)
-      rank0.push_back({tc.startSec, tc.endSec});
-  for (const TimedTransfer &x : tl.transfers)
-    arrivals.push_back({x.startSec, x.endSec});
-  std::vector<std::pair<double, double>> want0 = {
-      {0, 1}, {1.125, 2.125}, {2.125, 3.125}};
-  want = {{1, 1.5}, {2.125, 2.375}, {3.125, 3.375}};
-  EXPECT_EQ(rank0, want0);
-  EXPECT_EQ(arrivals, want);
+  EXPECT_EQ(computeSpans(tl, 0),
+            (Spans{{0, 1}, {1.125, 2.125}, {2.125, 3.125}}));
+  EXPECT_EQ(transferSpans(tl),
+            (Spans{{1, 1.5}, {2.125, 2.375}, {3.125, 3.375}}));
   // Both ranks on one pinned core: a receiver on its sender's core never
   // finds it idle while the sender runs on (mb0 and mb1 at 0.25).
   sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 0;
@@ -567,8 +553,8 @@ TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
     EXPECT_DOUBLE_EQ(x.endSec - x.startSec, 0.25);
   // Not even a message sent when the sender has nothing left to run (one
   // microbatch: rank 0 [0, 1), the message [1, 1.25), rank 1 [1.25, 2.75)).
-  EXPECT_DOUBLE_EQ(
-      eventMetrics(make("forward-only", 2, 1), c, sys).makespanSec, 2.75);
+  EXPECT_DOUBLE_EQ(eventMetrics(make("forward-only", 2, 1), c, sys).makespanSec,
+                   2.75);
   // Without the idle fields nothing changes: the longest-path times.
   sys = idealSystem();
   sys.topology.ranksPerNode = 2;
@@ -595,18 +581,9 @@ TEST(SimulateEvents, SendCallsSeeTheComputeStartingWithThem) {
   Timeline tl;
   Metrics m = eventMetrics(s, c, sys, &tl);
   EXPECT_DOUBLE_EQ(m.makespanSec, 13);
-  std::vector<std::pair<double, double>> rank0, xfers;
-  for (const TimedCompute &tc : tl.compute)
-    if (tc.rank == 0)
-      rank0.push_back({tc.startSec, tc.endSec});
-  for (const TimedTransfer &x : tl.transfers)
-    xfers.push_back({x.startSec, x.endSec});
-  std::vector<std::pair<double, double>> want0 = {
-      {0, 1}, {3, 4}, {7, 8}, {8, 9}, {11, 12}, {12, 13}};
-  std::vector<std::pair<double, double>> wantX = {
-      {1, 3}, {4, 6}, {5, 7}, {9, 11}};
-  EXPECT_EQ(rank0, want0);
-  EXPECT_EQ(xfers, wantX);
+  EXPECT_EQ(computeSpans(tl, 0),
+            (Spans{{0, 1}, {3, 4}, {7, 8}, {8, 9}, {11, 12}, {12, 13}}));
+  EXPECT_EQ(transferSpans(tl), (Spans{{1, 3}, {4, 6}, {5, 7}, {9, 11}}));
 }
 
 TEST(SimulateEvents, InputCopiesAtEachStagesFirstAction) {

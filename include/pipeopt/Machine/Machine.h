@@ -62,10 +62,10 @@ struct Link {
   /// message and costs the sender more than waking a rank onto a busy
   /// core. The event simulation uses these in place of latencySeconds and
   /// senderOverheadSeconds for such messages, or the busy-core values when
-  /// those are larger (0, every preset: the same as for a busy core). pipeopt-calibrate measures them with sender and
-  /// receiver pinned to two cores (docs/Runtime.md, "Waking an idle
-  /// core"). JSON "idle_receiver_latency_s" and
-  /// "idle_receiver_sender_overhead_s".
+  /// those are larger (0, every preset: the same as for a busy core).
+  /// pipeopt-calibrate measures them with sender and receiver pinned to two
+  /// cores (docs/Runtime.md, "Waking an idle core"). JSON
+  /// "idle_receiver_latency_s" and "idle_receiver_sender_overhead_s".
   double idleReceiverLatencySeconds = 0;
   double idleReceiverSenderOverheadSeconds = 0;
 

@@ -114,18 +114,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <limits>
-#include <memory>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <string>
-#include <thread>
+#include <limits>
+#include <memory>
 #include <pthread.h>
 #include <sched.h>
+#include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -227,8 +227,8 @@ double thinGemmTime(int64_t m, int64_t k, int64_t n, bool cold,
                     size_t cacheBytes, int reps, bool fastest) {
   const size_t weightBytes = size_t(k * n) * sizeof(float);
   const size_t copies =
-      cold ? std::max<size_t>(2, (4 * cacheBytes + weightBytes - 1) /
-                                     weightBytes)
+      cold ? std::max<size_t>(2,
+                              (4 * cacheBytes + weightBytes - 1) / weightBytes)
            : 1;
   std::vector<std::vector<float>> weights(copies,
                                           std::vector<float>(size_t(k * n)));
@@ -637,8 +637,8 @@ int usage(const char *msg) {
 int main(int argc, char **argv) {
   std::string out = "-", name = "calibrated-cpu";
   int ranks = 1;
-  bool quick = false, sharedCores = false, useMpi = false,
-       inputCopies = false, fastest = false, warmOperandsOption = false;
+  bool quick = false, sharedCores = false, useMpi = false, inputCopies = false,
+       fastest = false, warmOperandsOption = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -948,17 +948,15 @@ int main(int argc, char **argv) {
                  operandBandwidth > 0
                      ? " written"
                      : ": not slower per FLOP than the peak, none written",
-                 vector / 1e9,
-                 bandwidth / 1e9,
-                 cacheBandwidth / 1e9, double(cacheBytes) / 1024,
+                 vector / 1e9, bandwidth / 1e9, cacheBandwidth / 1e9,
+                 double(cacheBytes) / 1024,
                  inputCopyBandwidth > 0
                      ? (", input copies " +
                         std::to_string(int(inputCopyBandwidth / 1e9 + 0.5)) +
                         " GB/s")
                            .c_str()
                      : "",
-                 overhead,
-                 useMpi ? "mpi" : "loopback", latency, awakeLatency,
+                 overhead, useMpi ? "mpi" : "loopback", latency, awakeLatency,
                  idleText(", idle core ", idleLatency).c_str(),
                  linkBandwidth / 1e9, senderOverhead,
                  idleText(" (idle core ", idleSenderOverhead, ")").c_str(),
