@@ -56,4 +56,38 @@ TEST(Calibration, OperandBandwidthZeroWhenNotMeasurable) {
   EXPECT_EQ(fitOperandBandwidth({sample(1e6, 1e5, 1)}, 0), 0);
 }
 
+TEST(Calibration, PooledTimeOverAllRoundsResistsADisturbedStretch) {
+  // 7 rounds of 2 calls at 1 s; rounds 2-4 (a stretch another job slowed)
+  // at 3 s. The disturbed kernel of a non-interleaved measurement would be
+  // 3 s; pooled, the 6 slow calls of 14 leave the median at 1 s.
+  RoundTimes r(7, {1.0, 1.0});
+  for (int i = 2; i <= 4; ++i)
+    r[size_t(i)] = {3.0, 3.0};
+  EXPECT_EQ(pooledTime(r, false), 1.0);
+  // Half the calls slow: the upper middle of 8 sorted calls.
+  EXPECT_EQ(pooledTime({{1, 2}, {3, 4}, {5, 6}, {7, 8}}, false), 5);
+  EXPECT_EQ(pooledTime({{4, 2}, {3}, {}, {1.5}}, true), 1.5);
+  EXPECT_EQ(pooledTime({}, false), 0);
+  EXPECT_EQ(pooledTime({{}, {}}, true), 0);
+}
+
+TEST(Calibration, RoundSpreadComparesTheRoundMedians) {
+  // Round medians 1..11 (round 5 empty, skipped): 10 medians 1,2,3,4,6..11;
+  // nearest ranks 0.1 * 9 + 0.5 -> index 1 (2) and 0.9 * 9 + 0.5 -> index 8
+  // (10).
+  RoundTimes r;
+  for (int i = 1; i <= 11; ++i)
+    r.push_back(i == 5 ? std::vector<double>{}
+                       : std::vector<double>{double(i), double(i), 100.0});
+  EXPECT_DOUBLE_EQ(roundSpread(r), 10.0 / 2.0);
+  // A quiet node: every round alike.
+  EXPECT_EQ(roundSpread(RoundTimes(20, {2.0})), 1);
+  // One slow round of 20 is not a disturbance of the rounds.
+  RoundTimes one(20, {2.0});
+  one[7] = {9.0};
+  EXPECT_EQ(roundSpread(one), 1);
+  EXPECT_EQ(roundSpread({{5.0}}), 1);
+  EXPECT_EQ(roundSpread({}), 1);
+}
+
 } // namespace

@@ -11,7 +11,12 @@
 //
 //   cores                 the host's online cores (sysconf), informational
 //   peak_flops.{f32,f64}  GEMM through pipeopt_rt_matmul_<T> (OpenBLAS), the
-//                         median (--statistic) of repeated 512^3 products,
+//                         median (--statistic) of 512^3 products, measured
+//                         in 49 rounds (9 with --quick) interleaved with the
+//                         operand shapes below (calibration RoundTimes: a
+//                         disturbance slows a minority of each kernel's
+//                         calls, and the fit sees both kernels in the same
+//                         conditions; a warning when the rounds disagree),
 //                         FLOP/s per rank
 //   vector_flops.f32      an in-cache multiply-add loop (median repetition),
 //                         FLOP/s per rank
@@ -119,6 +124,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -217,42 +223,79 @@ double gemmTime(int64_t n, int reps, bool fastest) {
   return fastest ? fastestTime(reps, g) : medianTime(reps, g);
 }
 
-/// Time of one m x k x n f32 GEMM (the median or fastest of `reps` calls)
-/// whose k x n operand, the weight, is out of this core's L2 cache when
-/// `cold`: the calls cycle over distinct weights of together at least
-/// 4 x cacheBytes, so that each was evicted (least recently used) before
-/// its next call. The m x k operand (an activation, written just before in
-/// a pipeline) and the result stay the same.
-double thinGemmTime(int64_t m, int64_t k, int64_t n, bool cold,
-                    size_t cacheBytes, int reps, bool fastest) {
-  const size_t weightBytes = size_t(k * n) * sizeof(float);
-  const size_t copies =
-      cold ? std::max<size_t>(2,
-                              (4 * cacheBytes + weightBytes - 1) / weightBytes)
-           : 1;
-  std::vector<std::vector<float>> weights(copies,
-                                          std::vector<float>(size_t(k * n)));
-  for (size_t i = 0; i < copies; ++i)
-    std::fill(weights[i].begin(), weights[i].end(), 0.25f + float(i) * 1e-3f);
-  std::vector<float> a(size_t(m * k), 0.5f), c(size_t(m * n), 0.0f);
-  MemRef2<float> am(a.data(), m, k), cm(c.data(), m, n);
-  // (A descriptor points into itself: one allocation each, never moved.)
-  std::vector<std::unique_ptr<MemRef2<float>>> bms;
-  for (auto &w : weights)
-    bms.push_back(std::make_unique<MemRef2<float>>(w.data(), k, n));
-  size_t next = 0;
-  auto call = [&] {
+/// An m x k x n f32 GEMM whose k x n operand, the weight, is out of this
+/// core's L2 cache at each call when `cold`: the calls cycle over distinct
+/// weights of together at least 4 x cacheBytes, so that each was evicted
+/// (least recently used) before its next call. The m x k operand (an
+/// activation, written just before in a pipeline) and the result stay the
+/// same.
+class ThinGemm {
+public:
+  ThinGemm(int64_t m, int64_t k, int64_t n, bool cold, size_t cacheBytes)
+      : m(m), k(k), n(n), a(size_t(m * k), 0.5f), c(size_t(m * n), 0.0f),
+        am(a.data(), m, k), cm(c.data(), m, n) {
+    const size_t weightBytes = size_t(k * n) * sizeof(float);
+    const size_t copies =
+        cold ? std::max<size_t>(2, (4 * cacheBytes + weightBytes - 1) /
+                                       weightBytes)
+             : 1;
+    weights.assign(copies, std::vector<float>(size_t(k * n)));
+    for (size_t i = 0; i < copies; ++i) {
+      std::fill(weights[i].begin(), weights[i].end(), 0.25f + float(i) * 1e-3f);
+      bms.push_back(std::make_unique<MemRef2<float>>(weights[i].data(), k, n));
+    }
+    // One round over every weight first: the later calls find each weight
+    // in memory (touched), but not in L2.
+    for (size_t i = 0; i + 1 < copies; ++i)
+      (*this)();
+  }
+  void operator()() {
     MemRef2<float> &bm = *bms[next];
-    next = (next + 1) % copies;
+    next = (next + 1) % bms.size();
     if (_mlir_ciface_pipeopt_rt_matmul_f32(&am.unranked, &bm.unranked,
                                            &cm.unranked, 0, 0) != 0)
       throw RuntimeError("the GEMM kernel failed");
-  };
-  // One round over every weight first: the later calls find each weight in
-  // memory (touched), but not in L2.
-  for (size_t i = 0; i + 1 < copies; ++i)
-    call();
-  return fastest ? fastestTime(reps, call) : medianTime(reps, call);
+  }
+  /// The distinct weights the calls cycle over.
+  size_t weightCount() const { return bms.size(); }
+  double flops() const { return 2.0 * double(m * k * n); }
+  /// Every input operand once.
+  double bytesRead() const { return 4.0 * double(m * k + k * n); }
+
+private:
+  int64_t m, k, n;
+  std::vector<std::vector<float>> weights;
+  std::vector<float> a, c;
+  MemRef2<float> am, cm;
+  // (A descriptor points into itself: one allocation each, never moved.)
+  std::vector<std::unique_ptr<MemRef2<float>>> bms;
+  size_t next = 0;
+};
+
+/// One kernel of a group measured in interleaved rounds (RoundTimes): each
+/// round makes `discard` unmeasured calls, which bring back into cache what
+/// the group's other kernels evicted, then times `perRound` calls.
+struct RoundKernel {
+  std::function<void()> call;
+  int discard = 0;
+  int perRound = 1;
+  RoundTimes times;
+};
+
+/// `rounds` rounds over `kernels`, each round calling them in order.
+void runRounds(std::vector<RoundKernel *> kernels, int rounds) {
+  for (int r = 0; r < rounds; ++r)
+    for (RoundKernel *kernel : kernels) {
+      for (int d = 0; d < kernel->discard; ++d)
+        kernel->call();
+      std::vector<double> t;
+      for (int i = 0; i < kernel->perRound; ++i) {
+        auto a = Clock::now();
+        kernel->call();
+        t.push_back(seconds(a, Clock::now()));
+      }
+      kernel->times.push_back(std::move(t));
+    }
 }
 
 /// Seconds from a common start until the last of `threads` threads, each
@@ -739,40 +782,94 @@ int main(int argc, char **argv) {
       std::cerr << "pipeopt-calibrate: " << what << "...\n";
     };
 
-    progress("GEMM f32 / f64 (512 x 512 x 512)");
-    const int64_t n = 512;
-    double gemmFlops = 2.0 * n * n * n;
-    double f32 = gemmFlops / gemmTime<float>(n, kernelReps, fastest) * share;
-    double f64 = gemmFlops / gemmTime<double>(n, kernelReps, fastest) * share;
-
     long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     const size_t cacheBytes = l2 > 0 ? size_t(l2) : size_t(1) << 20;
 
+    // The GEMM peak and the operand packing, measured together in
+    // interleaved rounds (RoundTimes): another job that runs for a while
+    // slows a minority of each kernel's calls, and the fit subtracts a peak
+    // measured in the same conditions as the thin GEMMs.
+    //
     // A GEMM with few rows (a microbatch of 16) is slower per FLOP: the
     // kernel copies (packs) its operands first. The time beyond
     // FLOP / peak, per byte read, fitted over four shapes, is the operand
     // bandwidth: with the weights out of L2, as a pipeline rank finds them
     // after a wait (the default), and in L2 (for the log, or the file
     // with --warm-operands).
-    progress("GEMM operand packing (16 and 32 x 256^2 and 512^2, weights "
-             "out of L2 and in L2)");
-    auto operandFit = [&](bool cold) {
-      std::vector<ContractionSample> samples;
+    const int rounds = quick ? 9 : 49;
+    progress((std::to_string(rounds) +
+              " rounds of GEMM f32 / f64 (512 x 512 x 512) and operand "
+              "packing (16 and 32 x 256^2 and 512^2, weights out of L2 and "
+              "in L2)")
+                 .c_str());
+    const int64_t n = 512;
+    const double gemmFlops = 2.0 * n * n * n;
+    Gemm<float> gemm32(n);
+    Gemm<double> gemm64(n);
+    // Two unmeasured calls each round: the other kernels evicted the
+    // operands, and after one call they are not all back in L3 (the
+    // measured call 4% slower than in a series of calls).
+    RoundKernel peak32{[&] { gemm32(); }, 2, 1, {}};
+    RoundKernel peak64{[&] { gemm64(); }, 2, 1, {}};
+    std::vector<RoundKernel *> group = {&peak32, &peak64};
+    struct Thin {
+      std::unique_ptr<ThinGemm> gemm;
+      RoundKernel kernel;
+    };
+    std::vector<Thin> cold, warm;
+    for (bool isCold : {true, false})
       for (int64_t rows : {16, 32})
         for (int64_t kn : {256, 512}) {
-          ContractionSample x;
-          x.flops = 2.0 * double(rows * kn * kn);
-          x.bytesRead = 4.0 * double(rows * kn + kn * kn);
-          x.seconds = thinGemmTime(rows, kn, kn, cold, cacheBytes,
-                                   kernelReps * 4, fastest);
-          samples.push_back(x);
+          Thin t;
+          t.gemm = std::make_unique<ThinGemm>(rows, kn, kn, isCold, cacheBytes);
+          ThinGemm *g = t.gemm.get();
+          // Unmeasured calls first bring the activation, the result and
+          // the kernel's packing buffers back into cache, as the calls
+          // before it in a pipeline action do, and a warm weight back into
+          // L2. Cold weights get two cycles over all of them: each measured
+          // call then finds its weight used a cycle (4 x L2) ago and
+          // reused before, out of L2 but in L3, as a pipeline rank that
+          // reuses its weights at every microbatch finds them. After one
+          // cycle, weights the other kernels of the group had pushed out
+          // come from memory (an L2 eviction that had no reuse stays out
+          // of L3 on this host): 44 us against 30 us for 16 x 256^2.
+          t.kernel = RoundKernel{[g] { (*g)(); },
+                                 isCold ? 2 * int(g->weightCount()) : 1,
+                                 isCold ? 4 : 2,
+                                 {}};
+          (isCold ? cold : warm).push_back(std::move(t));
         }
+    for (std::vector<Thin> *v : {&cold, &warm})
+      for (Thin &t : *v)
+        group.push_back(&t.kernel);
+    runRounds(group, rounds);
+
+    double f32 = gemmFlops / pooledTime(peak32.times, fastest) * share;
+    double f64 = gemmFlops / pooledTime(peak64.times, fastest) * share;
+    const double spread = roundSpread(peak32.times);
+    if (spread > 1.2)
+      std::fprintf(stderr,
+                   "pipeopt-calibrate: warning: the GEMM rounds disagree "
+                   "(the 90th percentile round %.2fx slower than the 10th): "
+                   "other jobs slowed part of the measurement; the median "
+                   "over the rounds is written, but calibrate on a quiet "
+                   "node\n",
+                   spread);
+    auto operandFit = [&](std::vector<Thin> &shapes) {
+      std::vector<ContractionSample> samples;
+      for (Thin &t : shapes) {
+        ContractionSample x;
+        x.flops = t.gemm->flops();
+        x.bytesRead = t.gemm->bytesRead();
+        x.seconds = pooledTime(t.kernel.times, fastest);
+        samples.push_back(x);
+      }
       return fitOperandBandwidth(samples, f32 / share) * share;
     };
-    double coldOperands = operandFit(true), warmOperands = operandFit(false);
+    double coldOperands = operandFit(cold), warmOperands = operandFit(warm);
     double operandBandwidth = warmOperandsOption ? warmOperands : coldOperands;
     // Weights out of L2 cannot be read faster than from L2: other jobs
-    // slowed a measurement (most often the 512^3 peak the fit subtracts).
+    // slowed a measurement.
     if (coldOperands > 0 && warmOperands > 0 && coldOperands > warmOperands)
       std::fprintf(stderr,
                    "pipeopt-calibrate: warning: operands out of L2 measured "

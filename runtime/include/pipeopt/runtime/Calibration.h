@@ -9,6 +9,7 @@
 #ifndef PIPEOPT_RUNTIME_CALIBRATION_H
 #define PIPEOPT_RUNTIME_CALIBRATION_H
 
+#include <algorithm>
 #include <vector>
 
 namespace pipeopt {
@@ -54,6 +55,54 @@ inline double fitOperandBandwidth(const std::vector<ContractionSample> &samples,
   if (!(xx > 0) || !(xy > 0))
     return 0;
   return xx / xy;
+}
+
+/// The times (seconds) of one kernel's calls, measured in interleaved
+/// rounds: rounds[r] holds the calls of round r. pipeopt-calibrate calls each
+/// of a group of kernels a few times per round, round after round, so that
+/// another job running for a while (a few hundred ms) slows a minority of
+/// every kernel's calls instead of all the calls of the one kernel measured
+/// at that moment, and so that a fit that combines two kernels (the operand
+/// fit subtracts the 512^3 peak) sees both in the same conditions.
+using RoundTimes = std::vector<std::vector<double>>;
+
+/// The median (`fastest` false) or the fastest of all calls of all rounds,
+/// pooled; 0 when there is no call. The median of an even count is the
+/// upper middle one, as for a single series.
+inline double pooledTime(const RoundTimes &rounds, bool fastest) {
+  std::vector<double> all;
+  for (const std::vector<double> &r : rounds)
+    all.insert(all.end(), r.begin(), r.end());
+  if (all.empty())
+    return 0;
+  if (fastest)
+    return *std::min_element(all.begin(), all.end());
+  std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
+  return all[all.size() / 2];
+}
+
+/// How much the rounds disagree: the 90th percentile of the rounds' median
+/// times over their 10th percentile (nearest rank, rounds without calls
+/// skipped). About 1 on a quiet node; pipeopt-calibrate warns above 1.2,
+/// when other jobs slowed a good part of the rounds. 1 for fewer than two
+/// rounds.
+inline double roundSpread(const RoundTimes &rounds) {
+  std::vector<double> medians;
+  for (std::vector<double> r : rounds) {
+    if (r.empty())
+      continue;
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    medians.push_back(r[r.size() / 2]);
+  }
+  if (medians.size() < 2)
+    return 1;
+  std::sort(medians.begin(), medians.end());
+  auto rank = [&](double q) {
+    return medians[std::min(medians.size() - 1,
+                            size_t(q * double(medians.size() - 1) + 0.5))];
+  };
+  double low = rank(0.1);
+  return low > 0 ? rank(0.9) / low : 1;
 }
 
 } // namespace rt
