@@ -16,6 +16,7 @@ operand rate (GB/s out of L2). A measurement, never a test.
 """
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -33,21 +34,28 @@ def trial(binary, args):
         [binary, "--ranks", str(args.ranks), "-o", "-"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     hogs = []
-    if args.hogs > 0:
-        time.sleep(args.delay)
-        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
-                for _ in range(args.hogs)]
-        time.sleep(args.seconds)
+    try:
+        if args.hogs > 0:
+            time.sleep(args.delay)
+            hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                    for _ in range(args.hogs)]
+            time.sleep(args.seconds)
         for h in hogs:
             h.kill()
-            h.wait()
-    _, err = cal.communicate()
+        _, err = cal.communicate(timeout=600)
+    finally:
+        # Killed or interrupted: no busy process and no calibration left.
+        for p in hogs + [cal]:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     if cal.returncode != 0:
         sys.exit(f"{binary} failed (exit {cal.returncode}):\n{err}")
     m = LINE.search(err)
     if not m:
         sys.exit(f"{binary}: no rates in its log:\n{err}")
-    warned = "the GEMM rounds disagree" in err
+    warned = [w for w in ("the GEMM rounds disagree", "operands out of L2 measured faster")
+              if w in err]
     return float(m.group(1)), float(m.group(3)), warned
 
 
@@ -61,18 +69,24 @@ def main():
     p.add_argument("--delay", type=float, default=0.02, help="seconds before the hogs start")
     p.add_argument("--seconds", type=float, default=0.4, help="how long the hogs run")
     args = p.parse_args()
+    if args.trials < 1 or args.ranks < 1 or args.hogs < 0:
+        p.error("--trials and --ranks must be at least 1, --hogs at least 0")
+    if args.delay < 0 or args.seconds < 0:
+        p.error("--delay and --seconds must not be negative")
 
     binaries = [args.calibrate] + ([args.baseline] if args.baseline else [])
-    for b in binaries:
-        if not Path(b).is_file():
-            sys.exit(f"no such calibrate binary: {b} (build first: ninja -C build)")
+    for b, what in zip(binaries, ["--calibrate", "--baseline"]):
+        if not (Path(b).is_file() and os.access(b, os.X_OK)):
+            hint = " (build first: ninja -C build)" if what == "--calibrate" else ""
+            sys.exit(f"{what} {b}: no such executable{hint}")
     results = {b: [] for b in binaries}
     for t in range(args.trials):
         for b in (binaries if t % 2 == 0 else binaries[::-1]):
             gemm, operands, warned = trial(b, args)
             results[b].append((gemm, operands))
             print(f"trial {t + 1}/{args.trials} {b}: GEMM {gemm:.1f} GFLOP/s, "
-                  f"operands {operands:.1f} GB/s{' (warned)' if warned else ''}",
+                  f"operands {operands:.1f} GB/s"
+                  + "".join(f" (warning: {w})" for w in warned),
                   flush=True)
 
     def summary(values):

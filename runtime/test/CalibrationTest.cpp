@@ -67,6 +67,8 @@ TEST(Calibration, PooledTimeOverAllRoundsResistsADisturbedStretch) {
   // Half the calls slow: the upper middle of 8 sorted calls.
   EXPECT_EQ(pooledTime({{1, 2}, {3, 4}, {5, 6}, {7, 8}}, false), 5);
   EXPECT_EQ(pooledTime({{4, 2}, {3}, {}, {1.5}}, true), 1.5);
+  // Odd count: the middle of 1.5, 2, 3, 4, 9.
+  EXPECT_EQ(pooledTime({{4, 2}, {3}, {}, {1.5, 9}}, false), 3);
   EXPECT_EQ(pooledTime({}, false), 0);
   EXPECT_EQ(pooledTime({{}, {}}, true), 0);
 }
@@ -88,6 +90,33 @@ TEST(Calibration, RoundSpreadComparesTheRoundMedians) {
   EXPECT_EQ(roundSpread(one), 1);
   EXPECT_EQ(roundSpread({{5.0}}), 1);
   EXPECT_EQ(roundSpread({}), 1);
+  EXPECT_EQ(roundSpread({{0.0}, {0.0}, {0.0}}), 1);
+}
+
+TEST(Calibration, RoundSpreadTakesEachRoundsMedian) {
+  // Rounds {0, i, 100} (odd) and {0, i, i + 1, 100} (even, upper middle
+  // i + 1): medians 3, 4, 4, 6, 6, indexes round(0.4) = 0 and round(3.6) =
+  // 4. Each round's fastest call (0) would give 1, its lower middle 6 / 2.
+  RoundTimes r = {
+      {0, 2, 3, 100}, {0, 3, 4, 100}, {100, 4, 0}, {0, 5, 6, 100}, {6, 100, 0}};
+  EXPECT_DOUBLE_EQ(roundSpread(r), 6.0 / 3.0);
+}
+
+TEST(Calibration, RoundSpreadThresholdAtTheToolsRoundCounts) {
+  // pipeopt-calibrate warns above 1.2. With 49 rounds the 90th percentile
+  // is the 6th slowest round (index round(0.9 * 48) = 43): 5 slow rounds
+  // leave it quiet, 6 do not.
+  auto rounds = [](int count, int slow) {
+    RoundTimes r(size_t(count), {1.0});
+    for (int i = 0; i < slow; ++i)
+      r[size_t(i * 3)] = {2.0};
+    return r;
+  };
+  EXPECT_EQ(roundSpread(rounds(49, 5)), 1);
+  EXPECT_EQ(roundSpread(rounds(49, 6)), 2);
+  // --quick's 9 rounds: index round(7.2) = 7, the 2nd slowest.
+  EXPECT_EQ(roundSpread(rounds(9, 1)), 1);
+  EXPECT_EQ(roundSpread(rounds(9, 2)), 2);
 }
 
 } // namespace

@@ -231,6 +231,10 @@ double gemmTime(int64_t n, int reps, bool fastest) {
 /// same.
 class ThinGemm {
 public:
+  // The descriptors point into this object's vectors: never copied or
+  // moved.
+  ThinGemm(const ThinGemm &) = delete;
+  ThinGemm &operator=(const ThinGemm &) = delete;
   ThinGemm(int64_t m, int64_t k, int64_t n, bool cold, size_t cacheBytes)
       : m(m), k(k), n(n), a(size_t(m * k), 0.5f), c(size_t(m * n), 0.0f),
         am(a.data(), m, k), cm(c.data(), m, n) {
@@ -851,10 +855,10 @@ int main(int argc, char **argv) {
       std::fprintf(stderr,
                    "pipeopt-calibrate: warning: the GEMM rounds disagree "
                    "(the 90th percentile round %.2fx slower than the 10th): "
-                   "other jobs slowed part of the measurement; the median "
+                   "other jobs slowed part of the measurement; the %s "
                    "over the rounds is written, but calibrate on a quiet "
                    "node\n",
-                   spread);
+                   spread, fastest ? "fastest call" : "median");
     auto operandFit = [&](std::vector<Thin> &shapes) {
       std::vector<ContractionSample> samples;
       for (Thin &t : shapes) {
