@@ -103,7 +103,7 @@ TEST(Calibration, RoundSpreadTakesEachRoundsMedian) {
 }
 
 TEST(Calibration, RoundSpreadThresholdAtTheToolsRoundCounts) {
-  // pipeopt-calibrate warns above 1.2. With 49 rounds the 90th percentile
+  // pipeopt-calibrate warns above 1.3. With 49 rounds the 90th percentile
   // is the 6th slowest round (index round(0.9 * 48) = 43): 5 slow rounds
   // leave it quiet, 6 do not.
   auto rounds = [](int count, int slow) {

@@ -851,7 +851,10 @@ int main(int argc, char **argv) {
     double f32 = gemmFlops / pooledTime(peak32.times, fastest) * share;
     double f64 = gemmFlops / pooledTime(peak64.times, fastest) * share;
     const double spread = roundSpread(peak32.times);
-    if (spread > 1.2)
+    // Quiet, this VM's rounds give 1.05-1.1 with one kernel thread and up
+    // to 1.24 with two (a two-thread GEMM waits for whichever thread an
+    // interrupt delayed).
+    if (spread > 1.3)
       std::fprintf(stderr,
                    "pipeopt-calibrate: warning: the GEMM rounds disagree "
                    "(the 90th percentile round %.2fx slower than the 10th): "

@@ -85,7 +85,7 @@ inline double pooledTime(const RoundTimes &rounds, bool fastest) {
 /// times (the upper middle of an even count) over their 10th percentile,
 /// the q-th percentile of N sorted medians being the one at index
 /// round(q (N - 1)); rounds without calls are skipped. About 1 on a quiet
-/// node; pipeopt-calibrate warns above 1.2, when other jobs slowed a good
+/// node; pipeopt-calibrate warns above 1.3, when other jobs slowed a good
 /// part of the rounds (with its 49 rounds: 6 slow rounds or more; with 9:
 /// 2 or more). 1 for fewer than two rounds or a 10th percentile of 0.
 inline double roundSpread(const RoundTimes &rounds) {
