@@ -119,6 +119,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +132,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -177,6 +179,23 @@ double medianTime(int reps, F &&f) {
 template <typename F>
 double fastestTime(int reps, F &&f) {
   return sortedTimes(reps, f).front();
+}
+
+/// Why `path` cannot be written (created, or replaced), or "" when it can:
+/// a directory, no write permission on it, or on the directory that would
+/// hold it, or a missing directory.
+std::string unwritableReason(const std::string &path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return std::strerror(EISDIR);
+    return access(path.c_str(), W_OK) == 0 ? "" : std::strerror(errno);
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  return access(dir.c_str(), W_OK | X_OK) == 0 ? "" : std::strerror(errno);
 }
 
 /// A rank-2 memref descriptor as llvm.emit_c_interface passes it.
@@ -743,6 +762,15 @@ int main(int argc, char **argv) {
         mpiFinalize();
     }
   } mpi;
+  // A file that cannot be written fails now, not after the measurements.
+  if (out != "-") {
+    std::string error = unwritableReason(out);
+    if (!error.empty()) {
+      std::cerr << "pipeopt-calibrate: error: cannot write " << out << ": "
+                << error << "\n";
+      return 1;
+    }
+  }
   std::unique_ptr<Communicator> mpiComm;
   const size_t big = size_t(16) << 20;
   const int smallReps = quick ? 101 : 1001, bigReps = quick ? 3 : 9;
@@ -851,9 +879,9 @@ int main(int argc, char **argv) {
     double f32 = gemmFlops / pooledTime(peak32.times, fastest) * share;
     double f64 = gemmFlops / pooledTime(peak64.times, fastest) * share;
     const double spread = roundSpread(peak32.times);
-    // Quiet, this VM's rounds give 1.05-1.1 with one kernel thread and up
-    // to 1.24 with two (a two-thread GEMM waits for whichever thread an
-    // interrupt delayed).
+    // Quiet, this VM's rounds give 1.06-1.11 with one kernel thread and
+    // 1.09-1.17 with two (a two-thread GEMM waits for whichever thread an
+    // interrupt delayed; 8 calibrations each, f32 and f64).
     if (spread > 1.3)
       std::fprintf(stderr,
                    "pipeopt-calibrate: warning: the GEMM rounds disagree "
