@@ -108,6 +108,15 @@ Machine twoNodes(double latency, double bandwidth, int nics) {
   return sys;
 }
 
+/// Ideal devices, 2 ranks on one node, the intra-node link of `latency`
+/// seconds and unlimited bandwidth.
+Machine oneNodeTwoRanks(double latency) {
+  Machine sys = idealSystem();
+  sys.topology.ranksPerNode = 2;
+  sys.topology.intraNode = {latency, 0};
+  return sys;
+}
+
 //===----------------------------------------------------------------------===//
 // Level 2 against the closed forms
 //===----------------------------------------------------------------------===//
@@ -480,9 +489,7 @@ TEST(SimulateEvents, SenderOverheadKeepsTheSenderBusy) {
   // 0.25, unlimited bandwidth, send call 0.5 (LogP's o).
   Schedule s = make("forward-only", 2, 2);
   CostTable c = table(2, 1, 0, 0, 0, 0, 1e6);
-  Machine sys = idealSystem();
-  sys.topology.ranksPerNode = 2;
-  sys.topology.intraNode = {0.25, 0};
+  Machine sys = oneNodeTwoRanks(0.25);
   // Without it: rank 1 runs [1.25, 2.25) and [2.25, 3.25).
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 3.25);
   sys.topology.intraNode.senderOverheadSeconds = 0.5;
@@ -517,9 +524,7 @@ TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
   Schedule s = make("forward-only", 2, 3);
   CostTable c = table(2, 1, 0, 0, 0, 0, 1e6);
   c.stages[1].forwardSec = 1.5;
-  Machine sys = idealSystem();
-  sys.topology.ranksPerNode = 2;
-  sys.topology.intraNode = {0.25, 0};
+  Machine sys = oneNodeTwoRanks(0.25);
   sys.topology.intraNode.idleReceiverLatencySeconds = 0.5;
   // mb0 leaves at 1 while rank 1 waits: arrives 1.5, F [1.5, 3). mb1 leaves
   // at 2 and mb2 at 3 while rank 1 computes: 0.25 each. Rank 1: [3, 4.5),
@@ -556,9 +561,7 @@ TEST(SimulateEvents, MessagesToAnIdleCoreWaitForItsWakeUp) {
   EXPECT_DOUBLE_EQ(eventMetrics(make("forward-only", 2, 1), c, sys).makespanSec,
                    2.75);
   // Without the idle fields nothing changes: the longest-path times.
-  sys = idealSystem();
-  sys.topology.ranksPerNode = 2;
-  sys.topology.intraNode = {0.25, 0};
+  sys = oneNodeTwoRanks(0.25);
   EXPECT_DOUBLE_EQ(eventMetrics(s, c, sys).makespanSec, 1.25 + 3 * 1.5);
 }
 
@@ -574,9 +577,7 @@ TEST(SimulateEvents, SendCallsSeeTheComputeStartingWithThem) {
   //   [9, 11); r0 B1 [11, 12), W1 [12, 13); r1 W0 [11, 12), W1 [12, 13).
   Schedule s = make("zb-h1", 2, 2);
   CostTable c = table(2, 1, 1, 1, 0, 0, 1e6);
-  Machine sys = idealSystem();
-  sys.topology.ranksPerNode = 2;
-  sys.topology.intraNode = {2.0, 0};
+  Machine sys = oneNodeTwoRanks(2.0);
   sys.topology.intraNode.idleReceiverSenderOverheadSeconds = 2;
   Timeline tl;
   Metrics m = eventMetrics(s, c, sys, &tl);
