@@ -56,6 +56,13 @@ TEST(Calibration, OperandBandwidthZeroWhenNotMeasurable) {
   EXPECT_EQ(fitOperandBandwidth({sample(1e6, 1e5, 1)}, 0), 0);
 }
 
+TEST(Calibration, UpperMedian) {
+  EXPECT_EQ(upperMedian({3, 1, 2, 4}), 3); // the upper of the middle two
+  EXPECT_EQ(upperMedian({5, 9, 1}), 5);
+  EXPECT_EQ(upperMedian({7}), 7);
+  EXPECT_EQ(upperMedian({}), 0);
+}
+
 TEST(Calibration, PooledTimeOverAllRoundsResistsADisturbedStretch) {
   // 7 rounds of 2 calls at 1 s; rounds 2-4 (a stretch another job slowed)
   // at 3 s. The disturbed kernel of a non-interleaved measurement would be

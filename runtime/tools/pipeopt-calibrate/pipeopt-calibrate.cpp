@@ -147,31 +147,31 @@ double seconds(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-/// Wall times of `reps` calls of f (after one warm-up call), sorted.
+/// Wall times of `reps` calls of f, in call order.
 template <typename F>
-std::vector<double> sortedTimes(int reps, F &&f) {
-  f();
+std::vector<double> callTimes(int reps, F &&f) {
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto a = Clock::now();
     f();
     t.push_back(seconds(a, Clock::now()));
   }
-  std::sort(t.begin(), t.end());
   return t;
 }
 
-/// The median of `t` (non-empty; sorts it).
-double median(std::vector<double> &t) {
+/// Wall times of `reps` calls of f (after one warm-up call), sorted.
+template <typename F>
+std::vector<double> sortedTimes(int reps, F &&f) {
+  f();
+  std::vector<double> t = callTimes(reps, f);
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return t;
 }
 
 /// Median wall time of `reps` calls of f (after one warm-up call).
 template <typename F>
 double medianTime(int reps, F &&f) {
-  std::vector<double> t = sortedTimes(reps, f);
-  return median(t);
+  return upperMedian(sortedTimes(reps, f));
 }
 
 /// Fastest of `reps` calls of f (after one warm-up call): the time of a
@@ -311,13 +311,7 @@ void runRounds(std::vector<RoundKernel *> kernels, int rounds) {
     for (RoundKernel *kernel : kernels) {
       for (int d = 0; d < kernel->discard; ++d)
         kernel->call();
-      std::vector<double> t;
-      for (int i = 0; i < kernel->perRound; ++i) {
-        auto a = Clock::now();
-        kernel->call();
-        t.push_back(seconds(a, Clock::now()));
-      }
-      kernel->times.push_back(std::move(t));
+      kernel->times.push_back(callTimes(kernel->perRound, kernel->call));
     }
 }
 
@@ -593,8 +587,8 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS,
   for (int i = 0; i < reps; ++i)
     oneWay.push_back(seconds(sent[size_t(i)], arrived[size_t(i)]));
   SleepingReceiver out;
-  out.sendCall = median(times);
-  out.oneWay = median(oneWay);
+  out.sendCall = upperMedian(times);
+  out.oneWay = upperMedian(oneWay);
   out.pinned = pinned;
   return out;
 }
@@ -643,7 +637,7 @@ double inputCopyRate(int64_t floats, int tensors, int reps,
     round();
     t.push_back(seconds(a, Clock::now()));
   }
-  return 2.0 * double(floats) * 4 * tensors / median(t);
+  return 2.0 * double(floats) * 4 * tensors / upperMedian(t);
 }
 
 /// "<before><seconds, %.2g> s<after>", or "" when seconds is 0.

@@ -10,6 +10,7 @@
 #define PIPEOPT_RUNTIME_CALIBRATION_H
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace pipeopt {
@@ -57,6 +58,16 @@ inline double fitOperandBandwidth(const std::vector<ContractionSample> &samples,
   return xx / xy;
 }
 
+/// The median of `values`: the upper middle one of an even count (the
+/// middle of the sorted values at index size / 2); 0 when empty.
+inline double upperMedian(std::vector<double> values) {
+  if (values.empty())
+    return 0;
+  std::nth_element(values.begin(), values.begin() + values.size() / 2,
+                   values.end());
+  return values[values.size() / 2];
+}
+
 /// The times (seconds) of one kernel's calls, measured in interleaved
 /// rounds: rounds[r] holds the calls of round r. pipeopt-calibrate calls each
 /// of a group of kernels a few times per round, round after round, so that
@@ -73,12 +84,9 @@ inline double pooledTime(const RoundTimes &rounds, bool fastest) {
   std::vector<double> all;
   for (const std::vector<double> &r : rounds)
     all.insert(all.end(), r.begin(), r.end());
-  if (all.empty())
-    return 0;
   if (fastest)
-    return *std::min_element(all.begin(), all.end());
-  std::nth_element(all.begin(), all.begin() + all.size() / 2, all.end());
-  return all[all.size() / 2];
+    return all.empty() ? 0 : *std::min_element(all.begin(), all.end());
+  return upperMedian(std::move(all));
 }
 
 /// How much the rounds disagree: the 90th percentile of the rounds' median
@@ -90,12 +98,9 @@ inline double pooledTime(const RoundTimes &rounds, bool fastest) {
 /// 2 or more). 1 for fewer than two rounds or a 10th percentile of 0.
 inline double roundSpread(const RoundTimes &rounds) {
   std::vector<double> medians;
-  for (std::vector<double> r : rounds) {
-    if (r.empty())
-      continue;
-    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
-    medians.push_back(r[r.size() / 2]);
-  }
+  for (const std::vector<double> &r : rounds)
+    if (!r.empty())
+      medians.push_back(upperMedian(r));
   if (medians.size() < 2)
     return 1;
   std::sort(medians.begin(), medians.end());
