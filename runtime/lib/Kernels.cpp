@@ -31,6 +31,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include <cstdlib>
@@ -288,6 +289,24 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
     unpackMemRef(out, cDense->data);
 }
 
+/// The calling thread's im2col buffer, at least `count` elements, reused
+/// from call to call and not zeroed: the im2col loops write every element
+/// the GEMM reads. A fresh zeroed vector per call cost ResNet-18 a memset
+/// and the page faults of a new mapping for every convolution (7.4 MB for
+/// its first layer). The largest buffer a thread needed stays allocated
+/// until the thread ends.
+template <typename T>
+T *im2colBuffer(size_t count) {
+  thread_local std::unique_ptr<T[]> buffer;
+  thread_local size_t capacity = 0;
+  if (count > capacity) {
+    buffer.reset(); // the old one first: never both at once
+    buffer.reset(new T[count]);
+    capacity = count;
+  }
+  return buffer.get();
+}
+
 template <typename T>
 void conv2d(pipeopt_rt_unranked_memref *inRef,
             pipeopt_rt_unranked_memref *filterRef,
@@ -305,11 +324,11 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
   T *y = dout.data;
   int64_t kdim = c * kh * kw, pixels = oh * ow;
   bool pointwise = kh == 1 && kw == 1 && strideH == 1 && strideW == 1;
-  std::vector<T> col;
+  T *col = nullptr;
   if (layout == PIPEOPT_RT_CONV_NCHW_FCHW) {
     // Per image: y[F, OH*OW] += W[F, C*KH*KW] * col[C*KH*KW, OH*OW].
     if (!pointwise)
-      col.resize(size_t(kdim * pixels));
+      col = im2colBuffer<T>(size_t(kdim * pixels));
     for (int64_t b = 0; b < n; ++b) {
       const T *xb = x + b * c * h * w;
       const T *colp = xb;
@@ -317,7 +336,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
         for (int64_t ci = 0; ci < c; ++ci)
           for (int64_t i = 0; i < kh; ++i)
             for (int64_t j = 0; j < kw; ++j) {
-              T *row = col.data() + ((ci * kh + i) * kw + j) * pixels;
+              T *row = col + ((ci * kh + i) * kw + j) * pixels;
               for (int64_t yy = 0; yy < oh; ++yy) {
                 const T *src = xb +
                                (ci * h + yy * strideH + i * dilationH) * w +
@@ -330,7 +349,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
                     dst[xx] = src[xx * strideW];
               }
             }
-        colp = col.data();
+        colp = col;
       }
       Matrix<T> am{const_cast<T *>(wt), f, kdim, kdim, false};
       Matrix<T> bm{const_cast<T *>(colp), kdim, pixels, pixels, false};
@@ -342,11 +361,11 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
     int64_t rows = n * pixels;
     const T *colp = x;
     if (!pointwise) {
-      col.resize(size_t(rows * kdim));
+      col = im2colBuffer<T>(size_t(rows * kdim));
       for (int64_t b = 0; b < n; ++b)
         for (int64_t yy = 0; yy < oh; ++yy)
           for (int64_t xx = 0; xx < ow; ++xx) {
-            T *dst = col.data() + ((b * oh + yy) * ow + xx) * kdim;
+            T *dst = col + ((b * oh + yy) * ow + xx) * kdim;
             for (int64_t i = 0; i < kh; ++i)
               for (int64_t j = 0; j < kw; ++j) {
                 const T *src = x + ((b * h + yy * strideH + i * dilationH) * w +
@@ -355,7 +374,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
                 std::memcpy(dst + (i * kw + j) * c, src, size_t(c) * sizeof(T));
               }
           }
-      colp = col.data();
+      colp = col;
     }
     Matrix<T> am{const_cast<T *>(colp), rows, kdim, kdim, false};
     Matrix<T> bm{const_cast<T *>(wt), kdim, f,

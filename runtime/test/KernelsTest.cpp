@@ -272,6 +272,20 @@ TEST(Kernels, ConvEveryLayoutStrideDilation) {
   }
 }
 
+TEST(Kernels, ConvAfterALargerConvOnTheSameThread) {
+  // The im2col buffer is the thread's, reused and never zeroed: a larger
+  // convolution first leaves its values in it, and the smaller one after it
+  // must overwrite every element it reads.
+  for (int64_t layout : {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
+                         PIPEOPT_RT_CONV_NHWC_FHWC}) {
+    SCOPED_TRACE(testing::Message() << "layout " << layout);
+    checkConv<float>(layout, 2, 8, 20, 20, 4, 5, 5, 1, 1, 1, 1);
+    checkConv<float>(layout, 1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1);
+    checkConv<double>(layout, 2, 8, 20, 20, 4, 5, 5, 1, 1, 1, 1);
+    checkConv<double>(layout, 1, 3, 5, 7, 2, 2, 3, 2, 1, 1, 1);
+  }
+}
+
 TEST(Kernels, ConvReadingPastTheInputIsAnError) {
   std::vector<float> in(1 * 1 * 4 * 4), fl(1 * 1 * 3 * 3), out(1 * 1 * 3 * 3);
   MemRef<4> im(in.data(), {1, 1, 4, 4}), fm(fl.data(), {1, 1, 3, 3}),
