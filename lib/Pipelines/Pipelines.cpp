@@ -184,6 +184,11 @@ void pipeopt::addBufferizedLoweringPasses(
   // buffer-results-to-out-params needs one allocation per result.
   pm.addPass(createCopyAliasedResultsPass());
 
+  // Pads as fill + insert_slice, and the padded value's producer writing
+  // into the padded buffer (no strided copy per convolution input).
+  pm.addPass(createDecomposePadsPass());
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+
   // Tensors -> memrefs across function boundaries; every function argument
   // and result gets an identity layout so the calls line up.
   bufferization::OneShotBufferizePassOptions bufferize;
