@@ -127,16 +127,23 @@ Conv2dShape planConv2d(const MemRefView &in, const MemRefView &filter,
     break;
   case PIPEOPT_RT_CONV_NHWC_HWCF:
   case PIPEOPT_RT_CONV_NHWC_FHWC:
+  case PIPEOPT_RT_CONV_NHWC_FCHW: {
     s.h = in.sizes[1], s.w = in.sizes[2], s.c = in.sizes[3];
+    int64_t filterC;
     if (layout == PIPEOPT_RT_CONV_NHWC_HWCF)
-      s.kh = filter.sizes[0], s.kw = filter.sizes[1], s.f = filter.sizes[3];
+      s.kh = filter.sizes[0], s.kw = filter.sizes[1], s.f = filter.sizes[3],
+      filterC = filter.sizes[2];
+    else if (layout == PIPEOPT_RT_CONV_NHWC_FHWC)
+      s.f = filter.sizes[0], s.kh = filter.sizes[1], s.kw = filter.sizes[2],
+      filterC = filter.sizes[3];
     else
-      s.f = filter.sizes[0], s.kh = filter.sizes[1], s.kw = filter.sizes[2];
+      s.f = filter.sizes[0], s.kh = filter.sizes[2], s.kw = filter.sizes[3],
+      filterC = filter.sizes[1];
     s.oh = out.sizes[1], s.ow = out.sizes[2];
-    if (filter.sizes[layout == PIPEOPT_RT_CONV_NHWC_HWCF ? 2 : 3] != s.c ||
-        out.sizes[3] != s.f)
+    if (filterC != s.c || out.sizes[3] != s.f)
       throw bad("channel counts do not match");
     break;
+  }
   default:
     throw bad("unknown layout code " + std::to_string(layout));
   }

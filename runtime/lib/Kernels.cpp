@@ -356,9 +356,12 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
       gemmAccumulate(am, bm, y + b * f * pixels, pixels);
     }
   } else {
-    // y[N*OH*OW, F] += col[N*OH*OW, KH*KW*C] * W' where W' is the filter
-    // as [KH*KW*C, F] (hwcf) or its transpose [F, KH*KW*C] (fhwc).
-    int64_t rows = n * pixels;
+    // y[N*OH*OW, F] += col[N*OH*OW, K] * W' where W' is the filter as
+    // [KH*KW*C, F] (hwcf), or the transpose of [F, KH*KW*C] (fhwc) or of
+    // [F, C*KH*KW] (fchw). An im2col row follows the filter's K order:
+    // (i, j, c) for hwcf and fhwc, (c, i, j) for fchw.
+    bool cFirst = layout == PIPEOPT_RT_CONV_NHWC_FCHW;
+    int64_t rows = n * pixels, window = kh * kw;
     const T *colp = x;
     if (!pointwise) {
       col = im2colBuffer<T>(size_t(rows * kdim));
@@ -371,7 +374,16 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
                 const T *src = x + ((b * h + yy * strideH + i * dilationH) * w +
                                     xx * strideW + j * dilationW) *
                                        c;
-                std::memcpy(dst + (i * kw + j) * c, src, size_t(c) * sizeof(T));
+                if (!cFirst) {
+                  std::memcpy(dst + (i * kw + j) * c, src,
+                              size_t(c) * sizeof(T));
+                  continue;
+                }
+                // The row's (c, i, j) order: channel ci at ci*KH*KW + i*KW+j
+                // (the row, at most K elements, stays in the L1 cache).
+                T *d = dst + i * kw + j;
+                for (int64_t ci = 0; ci < c; ++ci)
+                  d[ci * window] = src[ci];
               }
           }
       colp = col;
@@ -379,7 +391,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
     Matrix<T> am{const_cast<T *>(colp), rows, kdim, kdim, false};
     Matrix<T> bm{const_cast<T *>(wt), kdim, f,
                  layout == PIPEOPT_RT_CONV_NHWC_HWCF ? f : kdim,
-                 layout == PIPEOPT_RT_CONV_NHWC_FHWC};
+                 layout != PIPEOPT_RT_CONV_NHWC_HWCF};
     gemmAccumulate(am, bm, y, f);
   }
   if (dout.copied())

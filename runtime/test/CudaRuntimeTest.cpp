@@ -422,6 +422,8 @@ std::vector<ConvCase> convCases() {
        dense({3, 2, 3, 4}), dense({2, 4, 6, 4}), 2, 1, 1, 2},
       {"nhwc_fhwc", PIPEOPT_RT_CONV_NHWC_FHWC, dense({2, 9, 8, 3}),
        dense({4, 3, 2, 3}), dense({2, 4, 6, 4}), 2, 1, 1, 2},
+      {"nhwc_fchw", PIPEOPT_RT_CONV_NHWC_FCHW, dense({2, 9, 8, 3}),
+       dense({4, 3, 3, 2}), dense({2, 4, 6, 4}), 2, 1, 1, 2},
       {"pointwise", PIPEOPT_RT_CONV_NHWC_HWCF, dense({1, 5, 5, 6}),
        dense({1, 1, 6, 2}), dense({1, 5, 5, 2}), 1, 1, 1, 1},
       // An output smaller than the input allows (the input is cropped).

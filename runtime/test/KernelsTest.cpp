@@ -209,6 +209,8 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
       return ((fo * c + ch) * kh + i) * kw + j;
     case PIPEOPT_RT_CONV_NHWC_HWCF:
       return ((i * kw + j) * c + ch) * f + fo;
+    case PIPEOPT_RT_CONV_NHWC_FCHW:
+      return ((fo * c + ch) * kh + i) * kw + j;
     default:
       return ((fo * kh + i) * kw + j) * c + ch;
     }
@@ -238,10 +240,13 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
         std::copy(o, o + 4, outShape);
   } else {
     int64_t a[4] = {n, h, w, c}, o[4] = {n, oh, ow, f};
-    int64_t hwcf[4] = {kh, kw, c, f}, fhwc[4] = {f, kh, kw, c};
+    int64_t hwcf[4] = {kh, kw, c, f}, fhwc[4] = {f, kh, kw, c},
+            fchw[4] = {f, c, kh, kw};
     std::copy(a, a + 4, inShape), std::copy(o, o + 4, outShape);
-    std::copy(layout == PIPEOPT_RT_CONV_NHWC_HWCF ? hwcf : fhwc,
-              (layout == PIPEOPT_RT_CONV_NHWC_HWCF ? hwcf : fhwc) + 4, flShape);
+    const int64_t *fs = layout == PIPEOPT_RT_CONV_NHWC_HWCF   ? hwcf
+                        : layout == PIPEOPT_RT_CONV_NHWC_FCHW ? fchw
+                                                              : fhwc;
+    std::copy(fs, fs + 4, flShape);
   }
   MemRef<4> im(in.data(), {inShape[0], inShape[1], inShape[2], inShape[3]}),
       fm(fl.data(), {flShape[0], flShape[1], flShape[2], flShape[3]}),
@@ -260,7 +265,7 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
 
 TEST(Kernels, ConvEveryLayoutStrideDilation) {
   for (int64_t layout : {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
-                         PIPEOPT_RT_CONV_NHWC_FHWC}) {
+                         PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
     SCOPED_TRACE(testing::Message() << "layout " << layout);
     checkConv<float>(layout, 2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1);
     checkConv<float>(layout, 1, 5, 11, 10, 3, 3, 2, 2, 3, 1, 1);
@@ -277,7 +282,7 @@ TEST(Kernels, ConvAfterALargerConvOnTheSameThread) {
   // convolution first leaves its values in it, and the smaller one after it
   // must overwrite every element it reads.
   for (int64_t layout : {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
-                         PIPEOPT_RT_CONV_NHWC_FHWC}) {
+                         PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
     SCOPED_TRACE(testing::Message() << "layout " << layout);
     checkConv<float>(layout, 2, 8, 20, 20, 4, 5, 5, 1, 1, 1, 1);
     checkConv<float>(layout, 1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1);

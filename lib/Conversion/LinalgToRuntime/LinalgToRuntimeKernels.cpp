@@ -10,11 +10,14 @@
 #include "pipeopt/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -201,6 +204,129 @@ FailureOr<ConvCall> matchConv(linalg::LinalgOp op) {
       .Default([](Operation *) { return failure(); });
 }
 
+/// The buffer `v` is a view of (through view-like ops such as subview,
+/// cast, expand/collapse_shape), or `v` itself.
+Value viewRoot(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// True if no op strictly between `from` and `to` (one block, `from`
+/// first) may write to the buffer `arg`, an argument of the enclosing
+/// function. Conservative: a write counts as harmless only when its target
+/// is a view of a buffer allocated in the function (which cannot alias an
+/// argument) or of another argument of the function (distinct buffers, as
+/// one-shot bufferization assumes at function boundaries and every caller
+/// of a lowered stage function passes them); ops of unknown effect (calls)
+/// count as writes.
+bool argUnwrittenBetween(BlockArgument arg, Operation *from, Operation *to) {
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    WalkResult r = op->walk([&](Operation *nested) {
+      auto iface = dyn_cast<MemoryEffectOpInterface>(nested);
+      if (!iface)
+        return nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>()
+                   ? WalkResult::advance()
+                   : WalkResult::interrupt();
+      SmallVector<MemoryEffects::EffectInstance> effects;
+      iface.getEffects(effects);
+      for (MemoryEffects::EffectInstance &e : effects) {
+        if (!isa<MemoryEffects::Write>(e.getEffect()))
+          continue;
+        Value target = e.getValue();
+        if (!target)
+          return WalkResult::interrupt();
+        Value root = viewRoot(target);
+        auto otherArg = dyn_cast<BlockArgument>(root);
+        bool distinct = root.getDefiningOp<memref::AllocOp>() ||
+                        root.getDefiningOp<memref::AllocaOp>() ||
+                        (otherArg && otherArg.getOwner() == arg.getOwner());
+        if (root == arg || !distinct)
+          return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return false;
+  }
+  return true;
+}
+
+/// A conv_2d_nhwc_fhwc filter that is a function argument transposed from
+/// [F, C, KH, KW] into a buffer of its own just for the convolution: TOSA's
+/// conv2d takes FHWC filters, so a model exported from PyTorch (OIHW
+/// weights) transposes every weight before every convolution, each call.
+struct TransposedFilter {
+  BlockArgument source;              // the [F, C, KH, KW] argument
+  linalg::LinalgOp transpose;        // writes the FHWC buffer from it
+  memref::AllocOp buffer;            // the FHWC buffer
+  SmallVector<Operation *> deallocs; // the buffer's memref.deallocs
+};
+
+/// Matches the filter of `conv` (a linalg.conv_2d_nhwc_fhwc on memrefs) as
+/// a TransposedFilter: a memref.alloc whose only users are `conv` (as its
+/// filter), one copy-like linalg op (body: yield of its input) that writes
+/// it whole from a function argument permuted as FCHW -> FHWC, and
+/// deallocs; the transpose and `conv` in one block, and nothing in between
+/// that may write to the argument.
+FailureOr<TransposedFilter> matchTransposedFilter(linalg::LinalgOp conv) {
+  Value filter = conv.getDpsInputOperand(1)->get();
+  auto alloc = filter.getDefiningOp<memref::AllocOp>();
+  if (!alloc)
+    return failure();
+  TransposedFilter t;
+  t.buffer = alloc;
+  for (Operation *user : alloc->getUsers()) {
+    if (user == conv.getOperation())
+      continue;
+    if (isa<memref::DeallocOp>(user)) {
+      t.deallocs.push_back(user);
+      continue;
+    }
+    auto writer = dyn_cast<linalg::LinalgOp>(user);
+    if (!writer || t.transpose)
+      return failure();
+    t.transpose = writer;
+  }
+  linalg::LinalgOp tr = t.transpose;
+  if (!tr || tr.getNumDpsInputs() != 1 || tr.getNumDpsInits() != 1 ||
+      tr.getDpsInitOperand(0)->get() != filter ||
+      tr.getDpsInputOperand(0)->get() == filter ||
+      tr.getNumLoops() != tr.getNumParallelLoops() ||
+      tr->getBlock() != conv->getBlock() || !tr->isBeforeInBlock(conv))
+    return failure();
+  // The body copies: linalg.yield %in.
+  Block *body = tr.getBlock();
+  if (!body || body->getOperations().size() != 1)
+    return failure();
+  auto yield = dyn_cast<linalg::YieldOp>(body->getTerminator());
+  if (!yield || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != body->getArgument(0))
+    return failure();
+  auto source = dyn_cast<BlockArgument>(tr.getDpsInputOperand(0)->get());
+  auto fn = conv->getParentOfType<func::FuncOp>();
+  if (!source || !fn || source.getOwner() != &fn.getBody().front())
+    return failure();
+  // out[l(0..3)] = in[m(0..3)] with both maps permutations; the output's
+  // dim k is the FHWC dim; input dim i must be FHWC dim {0, 3, 1, 2}[i].
+  SmallVector<AffineMap> maps = tr.getIndexingMapsArray();
+  if (maps[0].getNumResults() != 4 || !maps[0].isPermutation() ||
+      !maps[1].isPermutation())
+    return failure();
+  static constexpr unsigned fchwInFhwc[4] = {0, 3, 1, 2};
+  for (unsigned i = 0; i < 4; ++i) {
+    std::optional<unsigned> outDim = maps[1].getResultPosition(
+        getAffineDimExpr(maps[0].getDimPosition(i), tr.getContext()));
+    if (!outDim || *outDim != fchwInFhwc[i])
+      return failure();
+  }
+  if (!argUnwrittenBetween(source, tr, conv))
+    return failure();
+  t.source = source;
+  return t;
+}
+
 struct ConvertLinalgToRuntimeKernelsPass
     : pipeopt::impl::ConvertLinalgToRuntimeKernelsPassBase<
           ConvertLinalgToRuntimeKernelsPass> {
@@ -265,14 +391,31 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
         return signalPassFailure();
       ++numMatmuls;
     } else if (FailureOr<ConvCall> c = matchConv(op); succeeded(c)) {
+      // An FHWC filter transposed from an FCHW argument: the CPU kernel
+      // reads the argument in place (layout NHWC_FCHW) and the transpose
+      // goes.
+      Value filter = op.getDpsInputOperand(1)->get();
+      FailureOr<TransposedFilter> t = failure();
+      if (!cuda && c->layout == PIPEOPT_RT_CONV_NHWC_FHWC)
+        t = matchTransposedFilter(op);
+      if (succeeded(t)) {
+        filter = t->source;
+        c->layout = PIPEOPT_RT_CONV_NHWC_FCHW;
+      }
       if (failed(replaceWithCall(op, convFn,
-                                 {op.getDpsInputOperand(0)->get(),
-                                  op.getDpsInputOperand(1)->get(),
+                                 {op.getDpsInputOperand(0)->get(), filter,
                                   op.getDpsInitOperand(0)->get()},
                                  {c->layout, c->strides[0], c->strides[1],
                                   c->dilations[0], c->dilations[1]})))
         return signalPassFailure();
       ++numConvs;
+      if (succeeded(t)) {
+        t->transpose->erase();
+        for (Operation *d : t->deallocs)
+          d->erase();
+        t->buffer->erase();
+        ++numFoldedTransposes;
+      }
     }
   }
 }

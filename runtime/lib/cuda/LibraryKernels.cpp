@@ -279,6 +279,8 @@ void gpuConv2d(pipeopt_rt_unranked_memref *inRef,
     k.sizes = {s.f, s.c, s.kh, s.kw};
     if (layout == PIPEOPT_RT_CONV_NHWC_HWCF) // [KH, KW, C, F]
       k.strides = {st(filter, 3), st(filter, 2), st(filter, 0), st(filter, 1)};
+    else if (layout == PIPEOPT_RT_CONV_NHWC_FCHW) // [F, C, KH, KW]
+      k.strides = {st(filter, 0), st(filter, 1), st(filter, 2), st(filter, 3)};
     else // FHWC: [F, KH, KW, C]
       k.strides = {st(filter, 0), st(filter, 3), st(filter, 1), st(filter, 2)};
   }

@@ -106,7 +106,12 @@ enum pipeopt_rt_action_kind {
 enum pipeopt_rt_conv_layout {
   PIPEOPT_RT_CONV_NCHW_FCHW = 0, /**< in [N,C,H,W], filter [F,C,KH,KW] */
   PIPEOPT_RT_CONV_NHWC_HWCF = 1, /**< in [N,H,W,C], filter [KH,KW,C,F] */
-  PIPEOPT_RT_CONV_NHWC_FHWC = 2  /**< in [N,H,W,C], filter [F,KH,KW,C] */
+  PIPEOPT_RT_CONV_NHWC_FHWC = 2, /**< in [N,H,W,C], filter [F,KH,KW,C] */
+  /** in [N,H,W,C], filter [F,C,KH,KW]: no linalg op has it; it is what
+      convert-linalg-to-runtime-kernels calls for a conv_2d_nhwc_fhwc whose
+      filter is a transpose of an FCHW tensor (TOSA's conv2d of PyTorch
+      weights), so that the transpose is not materialized per call. */
+  PIPEOPT_RT_CONV_NHWC_FCHW = 3
 };
 
 /** Unranked memref descriptor as passed by `llvm.emit_c_interface`. */
@@ -310,7 +315,9 @@ typedef struct pipeopt_rt_memref_head {
  *   pipeopt_rt_conv_layout; out[n, oy, ox, f] (NHWC) sums
  *   in[n, oy*strideH + i*dilationH, ox*strideW + j*dilationW, c] *
  *   filter[i, j, c, f]. Computed as im2col + GEMM; 1x1 stride-1 convolutions
- *   skip the im2col copy.
+ *   skip the im2col copy. For NHWC_FCHW the CPU kernel orders each im2col
+ *   row as the filter's (c, i, j), so the filter is read in place as the
+ *   matrix [F, C*KH*KW]; cuDNN takes it as a strided KCRS tensor.
  *
  * int32_t pipeopt_rt_index_error(int64_t index, int64_t size, int64_t dim);
  *   Records "index <index> is out of range [0, <size>) in dimension <dim>":
