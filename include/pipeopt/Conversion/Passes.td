@@ -354,8 +354,10 @@ def ConvertLinalgToRuntimeKernelsPass
     its deallocs go: that is how TOSA's `conv2d` takes PyTorch's OIHW
     weights, one transpose of every weight per call (12% of ResNet-18's
     time). It is done only when nothing between the transpose and the
-    convolution may write to the argument (ops of unknown effect, such as
-    calls, count as writes), and only for the CPU target.
+    convolution may write to or free the argument (ops of unknown effect,
+    such as calls, count as writes; other arguments are distinct buffers),
+    the convolution reads the buffer only as its filter and does not write
+    a view of the argument, and only for the CPU target.
 
     Contractions whose static iteration space has fewer than `min-flops`
     floating-point operations (2 x M x N x K) keep their loops too: there a

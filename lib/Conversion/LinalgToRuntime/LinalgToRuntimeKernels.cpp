@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -213,7 +214,7 @@ Value viewRoot(Value v) {
 }
 
 /// True if no op strictly between `from` and `to` (one block, `from`
-/// first) may write to the buffer `arg`, an argument of the enclosing
+/// first) may write to or free the buffer `arg`, an argument of the enclosing
 /// function. Conservative: a write counts as harmless only when its target
 /// is a view of a buffer allocated in the function (which cannot alias an
 /// argument) or of another argument of the function (distinct buffers, as
@@ -232,17 +233,21 @@ bool argUnwrittenBetween(BlockArgument arg, Operation *from, Operation *to) {
       SmallVector<MemoryEffects::EffectInstance> effects;
       iface.getEffects(effects);
       for (MemoryEffects::EffectInstance &e : effects) {
-        if (!isa<MemoryEffects::Write>(e.getEffect()))
+        if (isa<MemoryEffects::Read>(e.getEffect()))
           continue;
         Value target = e.getValue();
         if (!target)
           return WalkResult::interrupt();
         Value root = viewRoot(target);
+        if (root == arg)
+          return WalkResult::interrupt();
+        if (!isa<MemoryEffects::Write>(e.getEffect()))
+          continue; // allocating or freeing another buffer
         auto otherArg = dyn_cast<BlockArgument>(root);
         bool distinct = root.getDefiningOp<memref::AllocOp>() ||
                         root.getDefiningOp<memref::AllocaOp>() ||
                         (otherArg && otherArg.getOwner() == arg.getOwner());
-        if (root == arg || !distinct)
+        if (!distinct)
           return WalkResult::interrupt();
       }
       return WalkResult::advance();
@@ -268,8 +273,9 @@ struct TransposedFilter {
 /// a TransposedFilter: a memref.alloc whose only users are `conv` (as its
 /// filter), one copy-like linalg op (body: yield of its input) that writes
 /// it whole from a function argument permuted as FCHW -> FHWC, and
-/// deallocs; the transpose and `conv` in one block, and nothing in between
-/// that may write to the argument.
+/// deallocs; the transpose and `conv` in one block, nothing in between
+/// that may write to or free the argument, the convolution's output not a
+/// view of it, and the argument in the default memory space.
 FailureOr<TransposedFilter> matchTransposedFilter(linalg::LinalgOp conv) {
   Value filter = conv.getDpsInputOperand(1)->get();
   auto alloc = filter.getDefiningOp<memref::AllocOp>();
@@ -277,9 +283,14 @@ FailureOr<TransposedFilter> matchTransposedFilter(linalg::LinalgOp conv) {
     return failure();
   TransposedFilter t;
   t.buffer = alloc;
-  for (Operation *user : alloc->getUsers()) {
-    if (user == conv.getOperation())
+  for (OpOperand &use : alloc->getUses()) {
+    Operation *user = use.getOwner();
+    // The convolution reads the buffer as its filter and nothing else.
+    if (user == conv.getOperation()) {
+      if (&use != conv.getDpsInputOperand(1))
+        return failure();
       continue;
+    }
     if (isa<memref::DeallocOp>(user)) {
       t.deallocs.push_back(user);
       continue;
@@ -306,7 +317,11 @@ FailureOr<TransposedFilter> matchTransposedFilter(linalg::LinalgOp conv) {
     return failure();
   auto source = dyn_cast<BlockArgument>(tr.getDpsInputOperand(0)->get());
   auto fn = conv->getParentOfType<func::FuncOp>();
-  if (!source || !fn || source.getOwner() != &fn.getBody().front())
+  if (!source || !fn || source.getOwner() != &fn.getBody().front() ||
+      viewRoot(conv.getDpsInitOperand(0)->get()) == source)
+    return failure();
+  auto sourceType = dyn_cast<MemRefType>(source.getType());
+  if (!sourceType || sourceType.getMemorySpace())
     return failure();
   // out[l(0..3)] = in[m(0..3)] with both maps permutations; the output's
   // dim k is the FHWC dim; input dim i must be FHWC dim {0, 3, 1, 2}[i].
@@ -384,6 +399,19 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
     return success();
   };
 
+  // Every transposed filter is matched before anything is rewritten: a
+  // kernel call already emitted between another transpose and its
+  // convolution would count as a possible write to the argument. A
+  // transpose precedes its convolution in one block, so it is visited (and
+  // left alone) before the convolution erases it.
+  llvm::DenseMap<Operation *, TransposedFilter> transposed;
+  if (!cuda)
+    for (linalg::LinalgOp op : ops)
+      if (isa<linalg::Conv2DNhwcFhwcOp>(op) && hasKernelOperands(op))
+        if (FailureOr<TransposedFilter> t = matchTransposedFilter(op);
+            succeeded(t))
+          transposed.try_emplace(op, *t);
+
   for (linalg::LinalgOp op : ops) {
     if (FailureOr<MatmulCall> m = matchMatmul(op, minFlops); succeeded(m)) {
       if (failed(replaceWithCall(op, matmulFn, {m->lhs, m->rhs, m->out},
@@ -395,11 +423,9 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
       // reads the argument in place (layout NHWC_FCHW) and the transpose
       // goes.
       Value filter = op.getDpsInputOperand(1)->get();
-      FailureOr<TransposedFilter> t = failure();
-      if (!cuda && c->layout == PIPEOPT_RT_CONV_NHWC_FHWC)
-        t = matchTransposedFilter(op);
-      if (succeeded(t)) {
-        filter = t->source;
+      auto t = transposed.find(op);
+      if (t != transposed.end()) {
+        filter = t->second.source;
         c->layout = PIPEOPT_RT_CONV_NHWC_FCHW;
       }
       if (failed(replaceWithCall(op, convFn,
@@ -409,11 +435,11 @@ void ConvertLinalgToRuntimeKernelsPass::runOnOperation() {
                                   c->dilations[0], c->dilations[1]})))
         return signalPassFailure();
       ++numConvs;
-      if (succeeded(t)) {
-        t->transpose->erase();
-        for (Operation *d : t->deallocs)
+      if (t != transposed.end()) {
+        t->second.transpose->erase();
+        for (Operation *d : t->second.deallocs)
           d->erase();
-        t->buffer->erase();
+        t->second.buffer->erase();
         ++numFoldedTransposes;
       }
     }

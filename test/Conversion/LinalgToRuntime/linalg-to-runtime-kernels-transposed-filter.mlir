@@ -153,3 +153,101 @@ func.func @call_in_between(%in: memref<1x9x8x3xf32>, %w: memref<4x3x3x2xf32>,
   memref.dealloc %t : memref<4x3x2x3xf32>
   return
 }
+
+// -----
+
+// Two transposes of one argument for two convolutions: both fold (every
+// match is made before the first call is emitted, which would otherwise
+// count as a possible write between the second transpose and its conv).
+
+// CHECK-LABEL: func.func @two_folds
+// CHECK-NOT: linalg.transpose
+// CHECK: arith.constant 3 : i64
+// CHECK: call @pipeopt_rt_conv2d_f32
+// CHECK: arith.constant 3 : i64
+// CHECK: call @pipeopt_rt_conv2d_f32
+func.func @two_folds(%in: memref<1x9x8x3xf32>, %w: memref<4x3x3x2xf32>,
+                     %out: memref<1x7x7x4xf32>, %out2: memref<1x7x7x4xf32>) {
+  %t = memref.alloc() : memref<4x3x2x3xf32>
+  %t2 = memref.alloc() : memref<4x3x2x3xf32>
+  linalg.transpose ins(%w : memref<4x3x3x2xf32>) outs(%t : memref<4x3x2x3xf32>) permutation = [0, 2, 3, 1]
+  linalg.transpose ins(%w : memref<4x3x3x2xf32>) outs(%t2 : memref<4x3x2x3xf32>) permutation = [0, 2, 3, 1]
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t : memref<1x9x8x3xf32>, memref<4x3x2x3xf32>) outs(%out : memref<1x7x7x4xf32>)
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t2 : memref<1x9x8x3xf32>, memref<4x3x2x3xf32>) outs(%out2 : memref<1x7x7x4xf32>)
+  memref.dealloc %t : memref<4x3x2x3xf32>
+  memref.dealloc %t2 : memref<4x3x2x3xf32>
+  return
+}
+
+// -----
+
+// Not folded: the transposed buffer is also the convolution's output (or
+// its input), or the output is a view of the argument (the kernel would
+// write the filter it reads), or the argument is freed in between, or it
+// is in another memory space.
+
+// CHECK-LABEL: func.func @filter_is_output
+// CHECK: linalg.transpose
+// CHECK: arith.constant 2 : i64
+// CHECK-LABEL: func.func @filter_is_input
+// CHECK: linalg.transpose
+// CHECK: arith.constant 2 : i64
+// CHECK-LABEL: func.func @output_views_source
+// CHECK: linalg.transpose
+// CHECK: arith.constant 2 : i64
+// CHECK-LABEL: func.func @source_freed
+// CHECK: linalg.transpose
+// CHECK: arith.constant 2 : i64
+// CHECK-LABEL: func.func @source_memory_space
+// CHECK: linalg.transpose
+// CHECK: arith.constant 2 : i64
+func.func @filter_is_output(%in: memref<2x1x1x2xf32>, %w: memref<2x2x1x1xf32>) {
+  %t = memref.alloc() : memref<2x1x1x2xf32>
+  linalg.transpose ins(%w : memref<2x2x1x1xf32>) outs(%t : memref<2x1x1x2xf32>) permutation = [0, 2, 3, 1]
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t : memref<2x1x1x2xf32>, memref<2x1x1x2xf32>) outs(%t : memref<2x1x1x2xf32>)
+  memref.dealloc %t : memref<2x1x1x2xf32>
+  return
+}
+
+func.func @filter_is_input(%w: memref<2x2x1x1xf32>, %out: memref<2x1x1x2xf32>) {
+  %t = memref.alloc() : memref<2x1x1x2xf32>
+  linalg.transpose ins(%w : memref<2x2x1x1xf32>) outs(%t : memref<2x1x1x2xf32>) permutation = [0, 2, 3, 1]
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%t, %t : memref<2x1x1x2xf32>, memref<2x1x1x2xf32>) outs(%out : memref<2x1x1x2xf32>)
+  memref.dealloc %t : memref<2x1x1x2xf32>
+  return
+}
+
+func.func @output_views_source(%in: memref<2x1x2x1xf32>, %w: memref<2x1x1x2xf32>) {
+  %t = memref.alloc() : memref<2x1x2x1xf32>
+  linalg.transpose ins(%w : memref<2x1x1x2xf32>) outs(%t : memref<2x1x2x1xf32>) permutation = [0, 2, 3, 1]
+  %v = memref.cast %w : memref<2x1x1x2xf32> to memref<?x1x1x2xf32>
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t : memref<2x1x2x1xf32>, memref<2x1x2x1xf32>) outs(%v : memref<?x1x1x2xf32>)
+  memref.dealloc %t : memref<2x1x2x1xf32>
+  return
+}
+
+func.func @source_freed(%in: memref<1x9x8x3xf32>, %w: memref<4x3x3x2xf32>,
+                        %out: memref<1x7x7x4xf32>) {
+  %t = memref.alloc() : memref<4x3x2x3xf32>
+  linalg.transpose ins(%w : memref<4x3x3x2xf32>) outs(%t : memref<4x3x2x3xf32>) permutation = [0, 2, 3, 1]
+  memref.dealloc %w : memref<4x3x3x2xf32>
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t : memref<1x9x8x3xf32>, memref<4x3x2x3xf32>) outs(%out : memref<1x7x7x4xf32>)
+  memref.dealloc %t : memref<4x3x2x3xf32>
+  return
+}
+
+func.func @source_memory_space(%in: memref<1x9x8x3xf32>, %w: memref<4x3x3x2xf32, 1>,
+                               %out: memref<1x7x7x4xf32>) {
+  %t = memref.alloc() : memref<4x3x2x3xf32>
+  linalg.transpose ins(%w : memref<4x3x3x2xf32, 1>) outs(%t : memref<4x3x2x3xf32>) permutation = [0, 2, 3, 1]
+  linalg.conv_2d_nhwc_fhwc {strides = dense<1> : tensor<2xi64>, dilations = dense<1> : tensor<2xi64>}
+    ins(%in, %t : memref<1x9x8x3xf32>, memref<4x3x2x3xf32>) outs(%out : memref<1x7x7x4xf32>)
+  memref.dealloc %t : memref<4x3x2x3xf32>
+  return
+}
