@@ -187,7 +187,6 @@ void pipeopt::addBufferizedLoweringPasses(
   // Pads as fill + insert_slice, and the padded value's producer writing
   // into the padded buffer (no strided copy per convolution input).
   pm.addPass(createDecomposePadsPass());
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
 
   // Tensors -> memrefs across function boundaries; every function argument
   // and result gets an identity layout so the calls line up.

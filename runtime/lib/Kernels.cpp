@@ -294,8 +294,9 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
 /// the GEMM reads. A fresh zeroed vector per call cost ResNet-18 a memset
 /// and the page faults of a new mapping for every convolution (7.4 MB for
 /// its first layer). The largest buffer a thread needed stays allocated
-/// until the thread ends.
-template <typename T>
+/// until the thread ends. `Slot` 1 is a second buffer of the same kind
+/// (the NHWC_FCHW filter reordered, used together with the im2col one).
+template <typename T, int Slot = 0>
 T *im2colBuffer(size_t count) {
   thread_local std::unique_ptr<T[]> buffer;
   thread_local size_t capacity = 0;
@@ -359,9 +360,26 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
     // y[N*OH*OW, F] += col[N*OH*OW, K] * W' where W' is the filter as
     // [KH*KW*C, F] (hwcf), or the transpose of [F, KH*KW*C] (fhwc) or of
     // [F, C*KH*KW] (fchw). An im2col row follows the filter's K order:
-    // (i, j, c) for hwcf and fhwc, (c, i, j) for fchw.
-    bool cFirst = layout == PIPEOPT_RT_CONV_NHWC_FCHW;
+    // (i, j, c) for hwcf and fhwc, (c, i, j) for fchw. The (c, i, j) rows
+    // are a scatter of every input element (about 2 cycles per element
+    // here, against a memcpy per (i, j) for (i, j, c) rows), so an fchw
+    // filter with fewer filters than im2col rows (F*K < rows*K elements to
+    // move: ResNet's early layers) is reordered to fhwc in a per-thread
+    // buffer instead, and the rows keep the (i, j, c) order.
     int64_t rows = n * pixels, window = kh * kw;
+    bool cFirst = layout == PIPEOPT_RT_CONV_NHWC_FCHW && window > 1;
+    if (cFirst && !pointwise && f <= rows) {
+      T *reordered = im2colBuffer<T, 1>(size_t(f * kdim));
+      for (int64_t fo = 0; fo < f; ++fo) {
+        const T *src = wt + fo * kdim; // [C, KH*KW]
+        T *dst = reordered + fo * kdim; // [KH*KW, C]
+        for (int64_t ci = 0; ci < c; ++ci)
+          for (int64_t q = 0; q < window; ++q)
+            dst[q * c + ci] = src[ci * window + q];
+      }
+      wt = reordered;
+      cFirst = false;
+    }
     const T *colp = x;
     if (!pointwise) {
       col = im2colBuffer<T>(size_t(rows * kdim));

@@ -274,6 +274,10 @@ TEST(Kernels, ConvEveryLayoutStrideDilation) {
     checkConv<float>(layout, 2, 6, 4, 5, 7, 1, 1, 1, 1, 1, 1);
     // 1x1 with stride 2 needs the im2col copy.
     checkConv<double>(layout, 1, 4, 7, 7, 2, 1, 1, 2, 2, 1, 1);
+    // More filters than im2col rows: NHWC_FCHW scatters its rows in the
+    // filter's (c, kh, kw) order instead of reordering the filter.
+    checkConv<float>(layout, 1, 3, 4, 5, 20, 3, 2, 1, 1, 1, 1);
+    checkConv<double>(layout, 1, 5, 6, 6, 9, 2, 3, 2, 2, 1, 1);
   }
 }
 
