@@ -233,13 +233,19 @@ def DecomposePadsPass
     into a `tensor.empty` of the padded shape, a `linalg.fill` with the
     padding value (`tensor.generate` for a padding value computed per
     element) and a `tensor.insert_slice` of the unpadded tensor into it.
-    Followed by upstream `eliminate-empty-tensors`, the producer of the
-    unpadded tensor (a convolution's input: TOSA pads every `conv2d` and
-    `max_pool2d` input) then writes straight into the interior of the
-    padded buffer, instead of into a buffer of its own that
+    Then, where the unpadded tensor is the result of a linalg op whose init
+    is a `tensor.empty` used only there (or a `linalg.fill` of one, as a
+    max-pool's), and the fill's operands dominate that op, the fill moves
+    before it and the op (or its init's fill) writes into a
+    `tensor.extract_slice` of the fill at the insert_slice's position. After
+    one-shot bufferization the producer of a convolution's input (TOSA pads
+    every `conv2d` and `max_pool2d` input) writes straight into the interior
+    of the padded buffer, instead of into a buffer of its own that
     `tensor.pad`'s bufferization copies into the padded one with a strided
     `memref.copy` (an element-by-element `memrefCopy` call: 13% of
-    ResNet-18's time before this pass). Runs on tensors, before
+    ResNet-18's time before this pass). That is the rewrite upstream
+    `eliminate-empty-tensors` does in general, which corrupted the heap on
+    a generated training module here. Runs on tensors, before
     bufferization; it folds nothing, so the canonicalizer cannot put the
     pad back together first.
   }];
