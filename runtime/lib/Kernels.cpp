@@ -371,7 +371,7 @@ void conv2d(pipeopt_rt_unranked_memref *inRef,
     if (cFirst && !pointwise && f <= rows) {
       T *reordered = im2colBuffer<T, 1>(size_t(f * kdim));
       for (int64_t fo = 0; fo < f; ++fo) {
-        const T *src = wt + fo * kdim; // [C, KH*KW]
+        const T *src = wt + fo * kdim;  // [C, KH*KW]
         T *dst = reordered + fo * kdim; // [KH*KW, C]
         for (int64_t ci = 0; ci < c; ++ci)
           for (int64_t q = 0; q < window; ++q)

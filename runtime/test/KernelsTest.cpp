@@ -264,8 +264,9 @@ void checkConv(int64_t layout, int64_t n, int64_t c, int64_t h, int64_t w,
 }
 
 TEST(Kernels, ConvEveryLayoutStrideDilation) {
-  for (int64_t layout : {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
-                         PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
+  for (int64_t layout :
+       {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
+        PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
     SCOPED_TRACE(testing::Message() << "layout " << layout);
     checkConv<float>(layout, 2, 3, 9, 8, 4, 3, 3, 1, 1, 1, 1);
     checkConv<float>(layout, 1, 5, 11, 10, 3, 3, 2, 2, 3, 1, 1);
@@ -285,8 +286,9 @@ TEST(Kernels, ConvAfterALargerConvOnTheSameThread) {
   // The im2col buffer is the thread's, reused and never zeroed: a larger
   // convolution first leaves its values in it, and the smaller one after it
   // must overwrite every element it reads.
-  for (int64_t layout : {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
-                         PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
+  for (int64_t layout :
+       {PIPEOPT_RT_CONV_NCHW_FCHW, PIPEOPT_RT_CONV_NHWC_HWCF,
+        PIPEOPT_RT_CONV_NHWC_FHWC, PIPEOPT_RT_CONV_NHWC_FCHW}) {
     SCOPED_TRACE(testing::Message() << "layout " << layout);
     checkConv<float>(layout, 2, 8, 20, 20, 4, 5, 5, 1, 1, 1, 1);
     checkConv<float>(layout, 1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1);

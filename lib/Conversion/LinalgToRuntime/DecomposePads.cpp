@@ -39,11 +39,12 @@ namespace {
 void writeProducerIntoPad(tensor::InsertSliceOp insert, DominanceInfo &dom) {
   auto fill = insert.getDest().getDefiningOp<linalg::FillOp>();
   auto producer = insert.getSource().getDefiningOp<linalg::LinalgOp>();
-  if (!fill || !producer || !fill->hasOneUse() || producer->getNumResults() != 1 ||
-      producer.getNumDpsInits() != 1 ||
+  if (!fill || !producer || !fill->hasOneUse() ||
+      producer->getNumResults() != 1 || producer.getNumDpsInits() != 1 ||
       producer->getBlock() != insert->getBlock())
     return;
-  auto empty = fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>();
+  auto empty =
+      fill.getDpsInitOperand(0)->get().getDefiningOp<tensor::EmptyOp>();
   // The operand that gets the interior: the producer's init, or the init
   // of the fill that initializes it.
   Operation *first = producer;
@@ -61,9 +62,8 @@ void writeProducerIntoPad(tensor::InsertSliceOp insert, DominanceInfo &dom) {
       !producerEmpty->hasOneUse())
     return;
   auto dominatesProducer = [&](ValueRange values) {
-    return llvm::all_of(values, [&](Value v) {
-      return dom.properlyDominates(v, first);
-    });
+    return llvm::all_of(
+        values, [&](Value v) { return dom.properlyDominates(v, first); });
   };
   if (!dominatesProducer(empty->getOperands()) ||
       !dominatesProducer(fill.getDpsInputs()) ||
@@ -92,8 +92,8 @@ struct DecomposePadsPass
     // Only the pads: no folding of the new ops back into one.
     GreedyRewriteConfig config;
     config.enableFolding(false);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
-                                     config)))
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       return signalPassFailure();
     DominanceInfo dom(getOperation());
     SmallVector<tensor::InsertSliceOp> inserts;
