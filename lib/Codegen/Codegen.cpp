@@ -17,15 +17,23 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELF.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <cerrno>
+#include <cstring>
 #include <optional>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace pipeopt;
 
@@ -108,11 +116,75 @@ llvm::Error codegen::emitObjectFile(llvm::Module &module,
     return makeError("the target cannot emit object files");
   }
   passes.run(module);
+  // A write that failed (a full disk) leaves a short object: report it with
+  // the reason instead of linking it (and instead of raw_fd_ostream's fatal
+  // "IO failure on output stream" when it is destroyed with the error set).
+  os.close();
+  if (os.has_error()) {
+    std::error_code writeError = os.error();
+    os.clear_error();
+    llvm::sys::fs::remove(path);
+    return makeError("cannot write " + path + ": " + writeError.message());
+  }
   return llvm::Error::success();
 }
 
 bool codegen::needsCRunnerUtils(const llvm::Module &module) {
   return module.getFunction("memrefCopy") != nullptr;
+}
+
+llvm::Error codegen::checkSharedLibrary(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return makeError("cannot read " + path + ": " +
+                     buffer.getError().message());
+  llvm::StringRef bytes = (*buffer)->getBuffer();
+  auto bad = [&](const llvm::Twine &what) {
+    return makeError(path + " is not a complete shared object: " + what +
+                     " (file size " + llvm::Twine(bytes.size()) +
+                     " bytes; a full disk during the link?)");
+  };
+  if (bytes.size() < llvm::ELF::EI_NIDENT ||
+      !bytes.starts_with(llvm::ELF::ElfMagic))
+    return bad("no ELF header");
+  if (bytes[llvm::ELF::EI_CLASS] != llvm::ELF::ELFCLASS64 ||
+      bytes[llvm::ELF::EI_DATA] != llvm::ELF::ELFDATA2LSB)
+    return bad("not a 64-bit little-endian ELF file");
+  llvm::Expected<llvm::object::ELF64LEFile> elf =
+      llvm::object::ELF64LEFile::create(bytes);
+  if (!elf)
+    return bad(llvm::toString(elf.takeError()));
+  if (elf->getHeader().e_type != llvm::ELF::ET_DYN)
+    return bad("ELF type " + llvm::Twine(elf->getHeader().e_type) +
+               ", not ET_DYN");
+  uint64_t size = bytes.size();
+  // Every byte range the loader or a reader maps must lie in the file.
+  auto outside = [&](uint64_t offset, uint64_t length) {
+    return offset > size || length > size - offset;
+  };
+  llvm::Expected<llvm::object::ELF64LEFile::Elf_Phdr_Range> phdrs =
+      elf->program_headers();
+  if (!phdrs)
+    return bad(llvm::toString(phdrs.takeError()));
+  if (phdrs->empty())
+    return bad("no program headers");
+  for (auto [i, ph] : llvm::enumerate(*phdrs))
+    if (outside(ph.p_offset, ph.p_filesz))
+      return bad("segment " + llvm::Twine(i) + " needs bytes [" +
+                 llvm::Twine(uint64_t(ph.p_offset)) + ", " +
+                 llvm::Twine(uint64_t(ph.p_offset) + ph.p_filesz) + ")");
+  llvm::Expected<llvm::object::ELF64LEFile::Elf_Shdr_Range> shdrs =
+      elf->sections();
+  if (!shdrs)
+    return bad(llvm::toString(shdrs.takeError()));
+  for (auto [i, sh] : llvm::enumerate(*shdrs))
+    if (sh.sh_type != llvm::ELF::SHT_NOBITS && outside(sh.sh_offset, sh.sh_size))
+      return bad("section " + llvm::Twine(i) + " needs bytes [" +
+                 llvm::Twine(uint64_t(sh.sh_offset)) + ", " +
+                 llvm::Twine(uint64_t(sh.sh_offset) + sh.sh_size) + ")");
+  return llvm::Error::success();
 }
 
 llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
@@ -124,13 +196,40 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   if (!ccPath)
     return makeError("C compiler '" + cc + "' not found (use --cc)");
   // A regular file left from an earlier build must not pass for this link's
-  // output (checked below); anything else (-o /dev/null) is left alone.
+  // output: it is removed first. The link then writes a temporary next to
+  // the output, which is checked and renamed to it: a failed or short link
+  // (a full disk) never leaves a file under the output's name. Anything
+  // other than a regular file (-o /dev/null) is linked to directly and not
+  // checked.
   if (llvm::sys::fs::is_regular_file(outputPath))
     if (std::error_code ec = llvm::sys::fs::remove(outputPath))
       return makeError("linking " + outputPath + ": cannot replace it: " +
                        ec.message());
-  llvm::SmallVector<std::string> args = {*ccPath, "-shared", "-o",
-                                         outputPath.str(), objectPath.str()};
+  bool direct = llvm::sys::fs::exists(outputPath);
+  std::string linkPath = outputPath.str();
+  if (!direct) {
+    llvm::SmallString<256> tmp;
+    llvm::SmallString<256> model(outputPath);
+    model += ".link-%%%%%%";
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueFile(model, tmp))
+      return makeError("linking " + outputPath +
+                       ": cannot create a temporary next to it: " +
+                       ec.message());
+    linkPath = std::string(tmp);
+    // The C compiler must create the file itself: an existing empty one
+    // would pass for its output when it writes nothing.
+    llvm::sys::fs::remove(linkPath);
+    llvm::sys::RemoveFileOnSignal(linkPath);
+  }
+  auto discard = [&]() {
+    if (!direct) {
+      llvm::sys::fs::remove(linkPath);
+      llvm::sys::DontRemoveFileOnSignal(linkPath);
+    }
+  };
+  llvm::SmallVector<std::string> args = {*ccPath, "-shared", "-o", linkPath,
+                                         objectPath.str()};
   if (withCRunnerUtils) {
     args.push_back("-L" PIPEOPT_LLVM_LIB_DIR);
     args.push_back("-lmlir_c_runner_utils");
@@ -142,20 +241,45 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   std::string execErr;
   int rc = llvm::sys::ExecuteAndWait(*ccPath, argRefs, std::nullopt, {}, 0, 0,
                                      &execErr);
-  if (rc != 0)
+  if (rc != 0) {
+    discard();
     return makeError("linking " + outputPath + " failed (" + *ccPath + ")" +
                      (execErr.empty() ? "" : ": " + execErr));
+  }
+  if (direct)
+    return llvm::Error::success();
   // A compiler that exits 0 without writing the output (a wrong --cc, a
   // wrapper that ignores -o) would leave nothing, or nothing usable, to load.
   llvm::sys::fs::file_status status;
-  if (llvm::sys::fs::status(outputPath, status) ||
-      !llvm::sys::fs::exists(status) ||
-      (llvm::sys::fs::is_regular_file(status) && status.getSize() == 0)) {
-    if (llvm::sys::fs::is_regular_file(status))
-      llvm::sys::fs::remove(outputPath);
+  if (llvm::sys::fs::status(linkPath, status) ||
+      !llvm::sys::fs::is_regular_file(status) || status.getSize() == 0) {
+    discard();
     return makeError("linking " + outputPath +
                      ": the C compiler exited 0 but wrote no " + outputPath +
                      " (" + *ccPath + ")");
   }
+  // A linker that exits 0 with a short file (seen with a full disk).
+  if (llvm::Error e = checkSharedLibrary(linkPath)) {
+    discard();
+    return makeError("linking " + outputPath + " (" + *ccPath +
+                     ", exit status 0): " + llvm::toString(std::move(e)));
+  }
+  // Durable before it is published under the output's name.
+  int fd = ::open(linkPath.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    std::string reason = std::strerror(errno);
+    if (fd >= 0)
+      ::close(fd);
+    discard();
+    return makeError("linking " + outputPath + ": cannot sync " + linkPath +
+                     ": " + reason);
+  }
+  ::close(fd);
+  if (std::error_code ec = llvm::sys::fs::rename(linkPath, outputPath)) {
+    discard();
+    return makeError("linking " + outputPath + ": cannot rename " + linkPath +
+                     " to it: " + ec.message());
+  }
+  llvm::sys::DontRemoveFileOnSignal(linkPath);
   return llvm::Error::success();
 }

@@ -392,6 +392,23 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
                                     "'");
   }
 
+  if (const Json *v = r.get(root, manifest::kModuleHash)) {
+    std::string hash = r.string(*v, manifest::kModuleHash);
+    bool hex = hash.size() == 16;
+    uint64_t value = 0;
+    for (char c : hash) {
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                     : -1;
+      hex = hex && d >= 0;
+      value = value << 4 | uint64_t(d < 0 ? 0 : d);
+    }
+    if (!hex)
+      r.fail(manifest::kModuleHash,
+             "must be 16 lower-case hex digits; got '" + hash + "'");
+    m.moduleHash = value;
+  }
+
   if (const Json *v = r.get(root, manifest::kEntryPoints)) {
     r.array(*v, manifest::kEntryPoints);
     if (v->size() != size_t(m.numRanks))

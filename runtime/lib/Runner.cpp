@@ -14,6 +14,7 @@
 #include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/ElfCheck.h"
 #include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/ModelLibrary.h"
 #include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Placement.h"
 #include "pipeopt/runtime/Reduce.h"
@@ -2356,16 +2357,21 @@ int pipeoptRunMain(int argc, char **argv) {
     // per rank a missing one would otherwise surface as a peer that never
     // starts. A manifest of fewer ranks than the model has is caught by
     // the next default name existing (pipeopt_rank_<num_ranks>).
+    // Only functions the model defines itself: dlsym alone would also
+    // find `exit` or `abort` in the C library (ModelLibrary.h).
+    checkModelMatchesManifest(handle, m, o.modelPath, o.manifestPath);
     bool defaultNames = true;
     for (int r = 0; r < m.numRanks; ++r) {
-      void *sym = dlsym(handle, m.entryPoints[r].c_str());
+      std::string why;
+      void *sym = findModelFunction(handle, m.entryPoints[r], o.modelPath, why);
       if (!sym)
         throw RuntimeError(o.modelPath + " has no entry point '" +
                            m.entryPoints[r] + "' for rank " +
                            std::to_string(r) + " (the manifest " +
                            o.manifestPath + " says num_ranks = " +
                            std::to_string(m.numRanks) +
-                           "; is it the manifest of this model?)");
+                           "; is it the manifest of this model?): '" +
+                           m.entryPoints[r] + "' " + why);
       entries[r] = reinterpret_cast<EntryFn>(sym);
       defaultNames = defaultNames &&
                      m.entryPoints[r] == "pipeopt_rank_" + std::to_string(r);

@@ -80,6 +80,15 @@ llvm::Error emitObjectFile(llvm::Module &module, llvm::TargetMachine &tm,
 /// libmlir_c_runner_utils.
 bool needsCRunnerUtils(const llvm::Module &module);
 
+/// Checks that the file at `path` is a complete 64-bit little-endian ELF
+/// shared object (ET_DYN): its header, program header table and section
+/// header table parse (llvm::object::ELFFile) and every segment's and every
+/// section's file bytes lie within the file. Only the structure is checked,
+/// which is what a truncated write breaks. Errors: "cannot read <path>:
+/// <reason>"; "<path> is not a complete shared object: <what> (file size N
+/// bytes; ...)".
+llvm::Error checkSharedLibrary(llvm::StringRef path);
+
 /// Links the object `objectPath` into the shared library `outputPath` with
 /// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o
 /// OUT OBJ [-lmlir_c_runner_utils with an rpath to LLVM's library
@@ -87,9 +96,15 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// flags, after the object). Errors: "C compiler '<cc>' not found (use --cc)";
 /// "linking <out> failed (<cc>): <reason>" when it exits non-zero;
 /// "linking <out>: the C compiler exited 0 but wrote no <out> (<cc>)" when
-/// it leaves no file (or an empty regular file). An existing regular file
-/// `outputPath` is removed before the link, so a file of an earlier build
-/// never passes for it (a device such as /dev/null is left alone).
+/// it leaves no file (or an empty regular file); "linking <out> (<cc>, exit
+/// status 0): <out> is not a complete shared object: ..." when what it wrote
+/// fails checkSharedLibrary (a linker that exits 0 with a short file on a
+/// full disk). The link writes a temporary in `outputPath`'s directory that
+/// is checked, fsync'ed and renamed to `outputPath`: on any error the
+/// temporary is removed, so a failed link never publishes a partial file.
+/// An existing regular file `outputPath` is removed before the link, so a
+/// file of an earlier build never passes for this build's output. A device such as
+/// /dev/null is linked to directly and not checked.
 llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               llvm::StringRef outputPath, llvm::StringRef cc,
                               bool withCRunnerUtils,

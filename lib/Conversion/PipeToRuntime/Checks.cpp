@@ -305,6 +305,11 @@ LogicalResult pipeopt::pipe_to_runtime::checkConversion(
                                      "of rank "
                                   << r;
   }
+  if (Operation *clash = SymbolTable::lookupSymbolIn(module, kModuleHashSymbol))
+    return clash->emitOpError()
+           << "uses the name @" << kModuleHashSymbol
+           << ", which is reserved for the function that returns the build's "
+              "module hash (the manifest's module_hash)";
 
   Seen seen;
   for (int64_t rank = 0, e = byRank.size(); rank < e; ++rank)

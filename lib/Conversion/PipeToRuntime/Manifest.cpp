@@ -18,7 +18,12 @@
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/runtime/ManifestKeys.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -166,14 +171,64 @@ pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
   return llvm::json::Value(std::move(root));
 }
 
+namespace {
+/// A raw_ostream that feeds what is written to it into a BLAKE3 hasher, so
+/// that a large module is hashed as it is printed, without a copy.
+class HashingStream : public llvm::raw_ostream {
+public:
+  HashingStream() { SetUnbuffered(); }
+  llvm::BLAKE3 hasher;
+
+private:
+  uint64_t pos = 0;
+  void write_impl(const char *ptr, size_t size) override {
+    hasher.update(llvm::StringRef(ptr, size));
+    pos += size;
+  }
+  uint64_t current_pos() const override { return pos; }
+};
+} // namespace
+
+uint64_t pipeopt::pipe_to_runtime::moduleHash(ModuleOp module,
+                                              const llvm::json::Value &json) {
+  HashingStream os;
+  module->print(os, OpPrintingFlags().printGenericOpForm());
+  os << '\0' << llvm::formatv("{0}", json);
+  std::array<uint8_t, 8> bytes = os.hasher.final<8>();
+  uint64_t hash = 0;
+  for (uint8_t b : bytes)
+    hash = hash << 8 | b;
+  return hash;
+}
+
+std::string pipeopt::pipe_to_runtime::formatModuleHash(uint64_t hash) {
+  return llvm::formatv("{0:x-16}", hash).str();
+}
+
+void pipeopt::pipe_to_runtime::addModuleHashFunction(ModuleOp module,
+                                                     uint64_t hash) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto fn = func::FuncOp::create(
+      b, loc, kModuleHashSymbol,
+      b.getFunctionType({}, {b.getIntegerType(64)}));
+  Block *body = fn.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value c = arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(b.getIntegerType(64), static_cast<int64_t>(hash)));
+  func::ReturnOp::create(b, loc, c);
+}
+
 LogicalResult pipeopt::pipe_to_runtime::writeManifest(
-    ModuleOp module, StringRef path, const LoweringResults &results,
-    const MicrobatchPolicy &policy, StringRef target) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return module.emitError()
-           << "cannot write manifest '" << path << "': " << ec.message();
-  os << llvm::formatv("{0:2}", manifestJson(results, policy, target)) << "\n";
+    ModuleOp module, StringRef path, const llvm::json::Value &json) {
+  // Written to a temporary and renamed (llvm::writeToOutput): a failed
+  // write (a full disk) is an error naming the file and the reason and
+  // leaves no partial manifest.
+  if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+        os << llvm::formatv("{0:2}", json) << "\n";
+        return llvm::Error::success();
+      }))
+    return module.emitError() << "cannot write manifest '" << path
+                              << "': " << llvm::toString(std::move(e));
   return success();
 }

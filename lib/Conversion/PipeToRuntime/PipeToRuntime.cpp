@@ -27,6 +27,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "pipeopt/runtime/ManifestKeys.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -127,9 +129,15 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   if (results.numStages == 0)
     results.numStages = 1;
 
-  // Part 3: the manifest.
+  // Part 3: the manifest, tied to this module by a hash that the manifest
+  // records and the module exports (pipeopt-run checks that they agree).
+  llvm::json::Value manifest = manifestJson(results, *policy, target);
+  uint64_t hash = moduleHash(module, manifest);
+  addModuleHashFunction(module, hash);
+  manifest.getAsObject()->try_emplace(pipeopt::manifest::kModuleHash,
+                                      formatModuleHash(hash));
   if (!manifestPath.empty() &&
-      failed(writeManifest(module, manifestPath, results, *policy, target)))
+      failed(writeManifest(module, manifestPath, manifest)))
     return signalPassFailure();
 }
 

@@ -183,12 +183,33 @@ llvm::json::Value manifestJson(const LoweringResults &results,
                                const MicrobatchPolicy &policy,
                                llvm::StringRef target = "cpu");
 
-/// Writes manifestJson() to `path`; an error at `module` when the file
-/// cannot be written.
+/// The symbol of the function every lowered module exports,
+/// `int64_t pipeopt_module_hash(void)`, returning moduleHash(); the
+/// manifest's "module_hash" holds the same value (formatModuleHash), and
+/// pipeopt-run refuses a manifest and a model whose hashes differ
+/// (docs/Runtime.md, "Faults and what they cost").
+inline constexpr const char kModuleHashSymbol[] = "pipeopt_module_hash";
+
+/// A 64-bit fingerprint of a build: the first 8 bytes of the BLAKE3 hash of
+/// `module` printed in generic form (locations left out), a NUL byte and
+/// the manifest `json` (without the hash). Deterministic: the same input
+/// and options give the same value, so builds stay reproducible; two
+/// builds that differ in any op, attribute or manifest field differ.
+uint64_t moduleHash(mlir::ModuleOp module, const llvm::json::Value &json);
+
+/// `hash` as the manifest writes it: 16 lower-case hex digits.
+std::string formatModuleHash(uint64_t hash);
+
+/// Appends `func.func @pipeopt_module_hash() -> i64` returning `hash` (as
+/// the i64 with the same bits) to `module`, public, so that the shared
+/// object exports it.
+void addModuleHashFunction(mlir::ModuleOp module, uint64_t hash);
+
+/// Writes the manifest `json` to `path` (a temporary renamed over it); an
+/// error at `module` naming the file and the reason when it cannot be
+/// written.
 mlir::LogicalResult writeManifest(mlir::ModuleOp module, llvm::StringRef path,
-                                  const LoweringResults &results,
-                                  const MicrobatchPolicy &policy,
-                                  llvm::StringRef target = "cpu");
+                                  const llvm::json::Value &json);
 
 } // namespace pipe_to_runtime
 } // namespace pipeopt

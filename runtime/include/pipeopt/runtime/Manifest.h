@@ -13,6 +13,7 @@
 
 #include "pipeopt/runtime/Types.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,11 @@ struct Manifest {
   /// "target" ("cpu" when absent).
   Target target = Target::Cpu;
   std::vector<std::string> entryPoints; ///< defaults to pipeopt_rank_<k>
+  /// "module_hash": the fingerprint of the module this manifest was built
+  /// with, which the model .so returns from `pipeopt_module_hash()`; absent
+  /// in hand-written manifests. pipeopt-run refuses a model whose hash
+  /// differs, and then requires the entry points pipeopt_rank_<k>.
+  std::optional<uint64_t> moduleHash;
   std::vector<ManifestInput> inputs;    ///< sorted by index
   std::vector<ManifestOutput> outputs;  ///< sorted by index
   std::vector<int> stageRank;           ///< [stage] -> rank, or empty

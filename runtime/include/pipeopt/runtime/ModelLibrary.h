@@ -1,0 +1,48 @@
+//===- ModelLibrary.h - Symbols of a loaded model .so -----------*- C++ -*-===//
+//
+// Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
+//
+//===----------------------------------------------------------------------===//
+//
+// pipeopt-run calls functions of the model's shared object by the names the
+// manifest gives. dlsym(handle, name) also searches the object's
+// dependencies, so a manifest naming `exit`, `abort` or `stdout` would call
+// into the C library. These functions only accept functions that the model
+// .so defines itself, and tie the manifest to the build that wrote it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_RUNTIME_MODELLIBRARY_H
+#define PIPEOPT_RUNTIME_MODELLIBRARY_H
+
+#include "pipeopt/runtime/Manifest.h"
+
+#include <string>
+
+namespace pipeopt {
+namespace rt {
+
+/// The function `name` defined by the shared object `handle` (from dlopen)
+/// itself: an exported symbol of type STT_FUNC whose address lies in that
+/// object, not in one of its dependencies. Returns nullptr and sets `why`
+/// ("is not defined in <model>", "is defined in /lib/.../libc.so.6, not in
+/// <model>", "is not a function (an object symbol)") otherwise.
+void *findModelFunction(void *handle, const std::string &name,
+                        const std::string &modelPath, std::string &why);
+
+/// Checks that the manifest `m` (read from `manifestPath`) belongs to the
+/// model `handle` (loaded from `modelPath`): when the manifest records a
+/// module_hash, the model must define `int64_t pipeopt_module_hash(void)`
+/// returning the same value, and the manifest's entry points must be
+/// pipeopt_rank_<k>; a manifest without module_hash is refused for a model
+/// that defines pipeopt_module_hash (the manifest of another build, or
+/// edited). Throws RuntimeError naming both files and both hashes, before
+/// any step runs.
+void checkModelMatchesManifest(void *handle, const Manifest &m,
+                               const std::string &modelPath,
+                               const std::string &manifestPath);
+
+} // namespace rt
+} // namespace pipeopt
+
+#endif // PIPEOPT_RUNTIME_MODELLIBRARY_H
