@@ -1744,6 +1744,14 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
   std::string tmp = dir + "/tmp-" + std::to_string(step);
   std::string final = dir + "/" + name;
   removeAll(tmp);
+  // Temporaries of `latest` that a killed run left behind.
+  {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec))
+      if (it->path().filename().string().rfind(".latest.tmp.", 0) == 0)
+        fs::remove(it->path(), ec);
+  }
   try {
     std::error_code ec;
     fs::create_directory(tmp, ec);
