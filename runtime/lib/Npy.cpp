@@ -293,8 +293,8 @@ void writeNpy(const std::string &path, const HostTensor &t) {
   HostTensor header = t;
   header.data.clear();
   std::vector<uint8_t> head = serializeNpy(header);
-  writeFileAtomic(path, {{head.data(), head.size()},
-                         {t.data.data(), t.data.size()}});
+  writeFileAtomic(path,
+                  {{head.data(), head.size()}, {t.data.data(), t.data.size()}});
 }
 
 //===----------------------------------------------------------------------===//
@@ -398,9 +398,8 @@ void writeFileAtomic(const std::string &pathIn,
   }
   static std::atomic<unsigned> counter{0};
   std::string dir = dirOf(path);
-  std::string base = path.substr(path.rfind('/') == std::string::npos
-                                     ? 0
-                                     : path.rfind('/') + 1);
+  std::string base = path.substr(
+      path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
   std::string tmp = (dir == "/" ? std::string("/") : dir + "/") + "." + base +
                     ".tmp." + std::to_string(::getpid()) + "." +
                     std::to_string(counter++);

@@ -33,8 +33,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -544,8 +544,7 @@ void ensureDir(const std::string &dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
-    throw RuntimeError("cannot create directory " + dir + ": " +
-                       ec.message());
+    throw RuntimeError("cannot create directory " + dir + ": " + ec.message());
   if (!std::filesystem::is_directory(dir, ec))
     throw RuntimeError("cannot create directory " + dir +
                        ": a file of that name exists");
@@ -605,9 +604,9 @@ HostTensor readInputNpy(const std::string &file, const std::string &what) {
   } catch (const std::bad_alloc &) {
     std::error_code ec;
     uintmax_t size = std::filesystem::file_size(file, ec);
-    throw RuntimeError(file + ": " + what + ": out of memory reading the " +
-                       (ec ? std::string("file")
-                           : std::to_string(size) + "-byte file"));
+    throw RuntimeError(
+        file + ": " + what + ": out of memory reading the " +
+        (ec ? std::string("file") : std::to_string(size) + "-byte file"));
   }
 }
 } // namespace
@@ -1449,8 +1448,8 @@ private:
     if (!o.contains(key))
       throw RuntimeError(file + ": field \"" + field + "\" is missing");
     const Json &v = o.at(key);
-    bool big = v.is_number_unsigned() &&
-               v.get<uint64_t>() > uint64_t(INT64_MAX);
+    bool big =
+        v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX);
     if (!v.is_number_integer() || big)
       throw RuntimeError(file + ": field \"" + field +
                          "\" must be an integer in [" + std::to_string(lo) +
@@ -1459,8 +1458,7 @@ private:
     if (x < lo || x > hi)
       throw RuntimeError(file + ": field \"" + field + "\" is " +
                          std::to_string(x) + ", outside [" +
-                         std::to_string(lo) + ", " + std::to_string(hi) +
-                         "]");
+                         std::to_string(lo) + ", " + std::to_string(hi) + "]");
     return x;
   }
 
@@ -1493,12 +1491,14 @@ private:
     if (int64_t(bytes.size()) != size)
       throw RuntimeError(path + ": " + std::to_string(bytes.size()) +
                          " bytes, but checkpoint.json records " +
-                         std::to_string(size) + " (the file is truncated "
+                         std::to_string(size) +
+                         " (the file is truncated "
                          "or was replaced)");
     std::string got = hex64(fnv1a64(bytes.data(), bytes.size()));
     if (got != sum)
       throw RuntimeError(path + ": FNV-1a checksum " + got +
-                         " differs from the " + sum + " that checkpoint.json "
+                         " differs from the " + sum +
+                         " that checkpoint.json "
                          "records (the file is corrupt)");
     return bytes;
   }
@@ -1532,29 +1532,28 @@ private:
       throw RuntimeError(cj + ": field \"format_version\" is missing (a "
                               "checkpoint of an older pipeopt-run, without "
                               "checksums, or not a checkpoint)");
-    int64_t version = intField(j, "format_version", 0, INT64_MAX, cj,
-                               "format_version");
+    int64_t version =
+        intField(j, "format_version", 0, INT64_MAX, cj, "format_version");
     if (version != kCheckpointFormatVersion)
       throw RuntimeError(cj + ": field \"format_version\" is " +
-                         std::to_string(version) + ", but this pipeopt-run "
+                         std::to_string(version) +
+                         ", but this pipeopt-run "
                          "reads version " +
                          std::to_string(kCheckpointFormatVersion));
     Checkpoint c;
     c.path = ck;
     c.step = int(intField(j, "step", 1, INT32_MAX - 1, cj, "step"));
-    std::string base = ck.substr(ck.rfind('/') == std::string::npos
-                                     ? 0
-                                     : ck.rfind('/') + 1);
+    std::string base =
+        ck.substr(ck.rfind('/') == std::string::npos ? 0 : ck.rfind('/') + 1);
     if (base.rfind("step-", 0) == 0 && stepOfName(base) != c.step)
-      throw RuntimeError(cj + ": field \"step\" is " +
-                         std::to_string(c.step) + ", but the directory is " +
-                         base);
+      throw RuntimeError(cj + ": field \"step\" is " + std::to_string(c.step) +
+                         ", but the directory is " + base);
     if (!j.contains("files") || !j["files"].is_object())
       throw RuntimeError(cj + ": field \"files\" (the size and checksum of "
                               "every file) is missing or not an object");
     files = j["files"];
-    int64_t mbs = intField(j, "num_microbatches", 1, INT32_MAX, cj,
-                           "num_microbatches");
+    int64_t mbs =
+        intField(j, "num_microbatches", 1, INT32_MAX, cj, "num_microbatches");
     std::string opt = stringField(j, "optimizer", cj, "optimizer");
     if (!j.contains("parameters") || !j["parameters"].is_array())
       throw RuntimeError(cj + ": field \"parameters\" must be an array of "
@@ -1590,22 +1589,26 @@ private:
     const Json &ps = o["parameters"];
 
     if (mbs != m.numMicrobatches)
-      throw CheckpointMismatch(
-          ck + ": the checkpoint has " + std::to_string(mbs) +
-          " microbatches, the manifest " + m.source + " " +
-          std::to_string(m.numMicrobatches));
+      throw CheckpointMismatch(ck + ": the checkpoint has " +
+                               std::to_string(mbs) +
+                               " microbatches, the manifest " + m.source + " " +
+                               std::to_string(m.numMicrobatches));
     if (opt != optimizerName(m.training.optimizer))
-      throw CheckpointMismatch(ck + ": the checkpoint was written with "
-                               "optimizer '" + opt + "', the manifest " +
-                               m.source + " trains with '" +
+      throw CheckpointMismatch(ck +
+                               ": the checkpoint was written with "
+                               "optimizer '" +
+                               opt + "', the manifest " + m.source +
+                               " trains with '" +
                                optimizerName(m.training.optimizer) + "'");
     std::set<int64_t> want;
     for (const ManifestParameter &p : m.parameters)
       want.insert(p.index);
     if (listed != want)
       throw CheckpointMismatch(
-          cj + ": field \"parameters\" lists other parameters than the "
-               "manifest " + m.source + " (\"parameters\")");
+          cj +
+          ": field \"parameters\" lists other parameters than the "
+          "manifest " +
+          m.source + " (\"parameters\")");
     // Optimizer updates per step: one (synchronous), or one per
     // update_every microbatches (asynchronous schedules).
     int64_t perStep = m.training.updateEvery > 0
@@ -1618,11 +1621,11 @@ private:
       GatheredParameter g;
       g.value = npy("weight_" + i + ".npy");
       if (g.value.dtype != in->dtype || g.value.shape != in->shape)
-        throw CheckpointMismatch(
-            ck + "/weight_" + i + ".npy is " +
-            typeString(g.value.dtype, g.value.shape) + ", but the manifest " +
-            m.source + " declares " + parameterName(m, p.index) + " " +
-            typeString(in->dtype, in->shape));
+        throw CheckpointMismatch(ck + "/weight_" + i + ".npy is " +
+                                 typeString(g.value.dtype, g.value.shape) +
+                                 ", but the manifest " + m.source +
+                                 " declares " + parameterName(m, p.index) +
+                                 " " + typeString(in->dtype, in->shape));
       if (k == OptimizerKind::Momentum)
         g.first = f64("momentum_" + i + ".npy", in->shape);
       if (k == OptimizerKind::AdamW) {
@@ -1643,8 +1646,7 @@ private:
       int64_t hi = m.training.updateEvery > 0 ? c.step * perStep : c.step;
       if (m.training.updateEvery == 0)
         lo = c.step;
-      g.step = intField(ps[i], "step", lo, hi, oj,
-                        "parameters." + i + ".step");
+      g.step = intField(ps[i], "step", lo, hi, oj, "parameters." + i + ".step");
       c.parameters[p.index] = std::move(g);
     }
     return c;
@@ -1664,10 +1666,9 @@ Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
   std::string latest = dir + "/latest";
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw RuntimeError(dir + ": " +
-                       (ec ? ec.message() : std::string("not a directory")) +
-                       " (no checkpoint to resume from; " + latest +
-                       " cannot be read)");
+    throw RuntimeError(
+        dir + ": " + (ec ? ec.message() : std::string("not a directory")) +
+        " (no checkpoint to resume from; " + latest + " cannot be read)");
   std::string name;
   try {
     std::vector<uint8_t> bytes = readFileBytes(latest, "checkpoint");
@@ -1695,8 +1696,7 @@ Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
       steps.push_back({stepOfName(n), n});
   }
   if (ec)
-    throw RuntimeError(dir + ": cannot list the checkpoints: " +
-                       ec.message());
+    throw RuntimeError(dir + ": cannot list the checkpoints: " + ec.message());
   std::sort(steps.rbegin(), steps.rend());
   for (const auto &s : steps) {
     try {

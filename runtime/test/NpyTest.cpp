@@ -238,7 +238,8 @@ std::vector<std::string> listDir(const std::string &dir) {
   return names;
 }
 
-template <typename F> std::string errorOf(F f) {
+template <typename F>
+std::string errorOf(F f) {
   try {
     f();
   } catch (const RuntimeError &e) {
@@ -267,8 +268,8 @@ TEST(FileIO, FullDeviceIsAnErrorNamingTheFileAndReason) {
 }
 
 TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
-  std::string dir = ::testing::TempDir() + "/fileio_" +
-                    std::to_string(::getpid());
+  std::string dir =
+      ::testing::TempDir() + "/fileio_" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0777);
   std::string path = dir + "/a.json";
   writeFileAtomic(path, "old contents\n");

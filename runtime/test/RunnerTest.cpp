@@ -1413,8 +1413,8 @@ struct TmpfsMount {
   std::string error;
   TmpfsMount(const std::string &dir, const std::string &size) : dir(dir) {
     ::mkdir(dir.c_str(), 0777);
-    ok = ::mount("tmpfs", dir.c_str(), "tmpfs", 0,
-                 ("size=" + size).c_str()) == 0;
+    ok = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) ==
+         0;
     if (!ok)
       error = std::strerror(errno);
   }
@@ -1488,11 +1488,13 @@ TEST(RunnerCheckpoint, ResumeFallsBackToTheNewestCompleteCheckpoint) {
   CmdResult r = a.resume(ck, a.dir + "/r1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("pipeopt-run: warning: --resume " + ck +
-                          ": skipped: " + ck + "/latest: names '', not a "
+                          ": skipped: " + ck +
+                          "/latest: names '', not a "
                           "checkpoint step-<k>"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("resuming from " + ck + "/step-6, the newest "
+  EXPECT_NE(r.output.find("resuming from " + ck +
+                          "/step-6, the newest "
                           "complete checkpoint that verifies"),
             std::string::npos)
       << r.output;
@@ -1506,12 +1508,12 @@ TEST(RunnerCheckpoint, ResumeFallsBackToTheNewestCompleteCheckpoint) {
   }
   r = a.resume(ck, a.dir + "/r2");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("skipped: " + ck + "/step-6/weight_1.npy: FNV-1a "
+  EXPECT_NE(r.output.find("skipped: " + ck +
+                          "/step-6/weight_1.npy: FNV-1a "
                           "checksum "),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"), std::string::npos)
       << r.output;
   a.expectSameAsFull(a.dir + "/r2");
   // No `latest`, step-4 incomplete (a file missing): step-2.
@@ -1519,8 +1521,7 @@ TEST(RunnerCheckpoint, ResumeFallsBackToTheNewestCompleteCheckpoint) {
   ::unlink((ck + "/step-4/adam_v_2.npy").c_str());
   r = a.resume(ck, a.dir + "/r3");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("resuming from " + ck + "/step-2"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-2"), std::string::npos)
       << r.output;
   a.expectSameAsFull(a.dir + "/r3");
   // None verifies: an error that lists each.
@@ -1541,8 +1542,8 @@ TEST(RunnerCheckpoint, DirectoryNamesNeverGoThroughAShell) {
   ::mkdir((a.dir + "/victim").c_str(), 0777);
   std::ofstream(a.dir + "/victim/keep") << "precious\n";
   CmdResult r = runCommand("cd " + shq(a.dir) + " && " + a.run +
-                           " --steps 4 --checkpoint-dir " +
-                           shq("victim' 'ck") + " --checkpoint-every 2");
+                           " --steps 4 --checkpoint-dir " + shq("victim' 'ck") +
+                           " --checkpoint-every 2");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(fileBytes(a.dir + "/victim/keep"), "precious\n");
   EXPECT_EQ(fileBytes(a.dir + "/victim' 'ck/latest"), "step-4\n");
@@ -1570,12 +1571,12 @@ TEST(RunnerCheckpoint, CorruptOptimizerJsonIsNotIgnored) {
       << checkpointError(m, ck + "/step-6");
   CmdResult r = a.resume(ck, a.dir + "/r");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("skipped: " + ck + "/step-6/optimizer.json: "
+  EXPECT_NE(r.output.find("skipped: " + ck +
+                          "/step-6/optimizer.json: "
                           "invalid JSON"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"), std::string::npos)
       << r.output;
   a.expectSameAsFull(a.dir + "/r");
   // With no older checkpoint it is an error (exit 2), not a silent resume.
@@ -1633,7 +1634,7 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
   // Truncated: the size.
   std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << w.substr(0, 10);
   EXPECT_NE(checkpointError(m, sd).find(sd + "/weight_2.npy: 10 bytes, but "
-                                        "checkpoint.json records "),
+                                             "checkpoint.json records "),
             std::string::npos);
   std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << w;
 
@@ -1644,19 +1645,23 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
   std::vector<Case> ckCases = {
       {"format_version", "2",
        "field \"format_version\" is 2, but this pipeopt-run reads version 1"},
-      {"format_version", "\"1\"", "field \"format_version\" must be an integer"},
+      {"format_version", "\"1\"",
+       "field \"format_version\" must be an integer"},
       {"step", "-1", "field \"step\" is -1, outside [1, 2147483646]"},
       {"step", "0", "field \"step\" is 0, outside [1, 2147483646]"},
-      {"step", "2.5", "field \"step\" must be an integer in [1, 2147483646], "
-                      "got 2.5"},
+      {"step", "2.5",
+       "field \"step\" must be an integer in [1, 2147483646], "
+       "got 2.5"},
       {"step", "4294967298", "field \"step\" is 4294967298, outside"},
       {"step", "99999999999999999999", "field \"step\" must be an integer"},
       {"step", "\"2\"", "field \"step\" must be an integer"},
       {"step", "3", "field \"step\" is 3, but the directory is step-2"},
-      {"num_microbatches", "null", "field \"num_microbatches\" must be an "
-                                   "integer"},
-      {"files", "[]", "field \"files\" (the size and checksum of every file) "
-                      "is missing or not an object"},
+      {"num_microbatches", "null",
+       "field \"num_microbatches\" must be an "
+       "integer"},
+      {"files", "[]",
+       "field \"files\" (the size and checksum of every file) "
+       "is missing or not an object"},
       {"parameters", "[1, -2]", "field \"parameters\" holds -2"},
   };
   for (const Case &c : ckCases) {
@@ -1664,25 +1669,27 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
     j[c.field] = nlohmann::json::parse(c.value);
     std::ofstream(cj, std::ios::trunc) << j.dump();
     std::string e = checkpointError(m, sd);
-    EXPECT_EQ(e.rfind(cj + ": ", 0), 0u) << c.field << "=" << c.value << ": "
-                                         << e;
+    EXPECT_EQ(e.rfind(cj + ": ", 0), 0u)
+        << c.field << "=" << c.value << ": " << e;
     EXPECT_NE(e.find(c.want), std::string::npos)
         << c.field << "=" << c.value << ": " << e;
   }
   std::ofstream(cj, std::ios::trunc) << "{\"format\": \"pipeopt-checkpoint\"}";
   EXPECT_NE(checkpointError(m, sd).find(cj + ": field \"format_version\" is "
-                                        "missing"),
+                                             "missing"),
             std::string::npos);
   restore();
   // optimizer.json: the AdamW step of a parameter.
   std::vector<Case> optCases = {
       {"-1", "", "field \"parameters.1.step\" is -1, outside [2, 2]"},
       {"0", "", "field \"parameters.1.step\" is 0, outside [2, 2]"},
-      {"1.5", "", "field \"parameters.1.step\" must be an integer in [2, 2], "
-                  "got 1.5"},
+      {"1.5", "",
+       "field \"parameters.1.step\" must be an integer in [2, 2], "
+       "got 1.5"},
       {"1e300", "", "field \"parameters.1.step\" must be an integer"},
-      {"9223372036854775808", "", "field \"parameters.1.step\" must be an "
-                                  "integer"},
+      {"9223372036854775808", "",
+       "field \"parameters.1.step\" must be an "
+       "integer"},
       {"4294967297", "", "field \"parameters.1.step\" is 4294967297, outside"},
       {"\"x\"", "", "field \"parameters.1.step\" must be an integer"},
   };
@@ -1711,7 +1718,7 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
     j["steps"] = "two";
     rewriteCheckpointFile(sd, "optimizer.json", j.dump());
     EXPECT_NE(checkpointError(m, sd).find(oj + ": field \"steps\" must be an "
-                                          "integer"),
+                                               "integer"),
               std::string::npos);
   }
   restore();
@@ -1724,7 +1731,8 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
     std::vector<uint8_t> head = serializeNpy(v);
     rewriteCheckpointFile(sd, "adam_v_1.npy",
                           std::string(head.begin(), head.end()));
-    EXPECT_NE(checkpointError(m, sd).find(sd + "/adam_v_1.npy: element 0 is "
+    EXPECT_NE(checkpointError(m, sd).find(sd +
+                                          "/adam_v_1.npy: element 0 is "
                                           "-1.000000 (a second moment is >= "
                                           "0)"),
               std::string::npos)
@@ -1756,7 +1764,8 @@ TEST(RunnerOptions, EmptyValuesAreRejected) {
                              " --checkpoint-every 2 " + opt);
     EXPECT_EQ(r.code, 2) << opt << r.output;
     std::string name = opt.substr(0, opt.find_first_of(" ="));
-    EXPECT_NE(r.output.find("error: " + name + " needs a value, got an "
+    EXPECT_NE(r.output.find("error: " + name +
+                            " needs a value, got an "
                             "empty string"),
               std::string::npos)
         << opt << r.output;
@@ -1780,7 +1789,8 @@ TEST(RunnerOptions, EmptyValuesAreRejected) {
 }
 
 /// `manifest` (FAKE_MANIFEST) with input 1's shape replaced by `shape`.
-std::string manifestWithShape(const std::string &dir, const std::string &shape) {
+std::string manifestWithShape(const std::string &dir,
+                              const std::string &shape) {
   std::ifstream in(FAKE_MANIFEST);
   std::stringstream text;
   text << in.rdbuf();
@@ -1798,9 +1808,9 @@ TEST(RunnerFiles, OutOfMemoryNamesTheInputAndSize) {
   // limit; with the address space limited to 4 GB it cannot be allocated.
   std::string dir = tmpDir("oom");
   std::string manifest = manifestWithShape(dir, "[4, 1024, 1024, 1024]");
-  CmdResult r = runCommand("ulimit -v 4000000; '" +
-                           std::string(PIPEOPT_RUN_EXE) + "' '" +
-                           FAKE_MODEL_SO + "' --manifest '" + manifest + "'");
+  CmdResult r =
+      runCommand("ulimit -v 4000000; '" + std::string(PIPEOPT_RUN_EXE) + "' '" +
+                 FAKE_MODEL_SO + "' --manifest '" + manifest + "'");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("input 1 ('w') f32[4x1024x1024x1024]: out of "
                           "memory allocating its 17179869184 bytes (random "
@@ -1844,8 +1854,8 @@ TEST(NpyDiff, IntegersAreComparedExactly) {
   writeNpy(dir + "/b.npy", i64({big + 1, -3, 7}));
   writeNpy(dir + "/c.npy", i64({big, -3, 7}));
   std::string exe = std::string("'") + NPY_DIFF_EXE + "'";
-  CmdResult r = runCommand(exe + " --rtol 0 " + dir + "/a.npy " + dir +
-                           "/b.npy");
+  CmdResult r =
+      runCommand(exe + " --rtol 0 " + dir + "/a.npy " + dir + "/b.npy");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("FAIL: 3 elements i64[3], max abs error 1 (element "
                           "0) > bound 0"),

@@ -133,8 +133,7 @@ double element(const HostTensor &t, size_t i) {
 }
 
 bool isIntegerType(DType t) {
-  return t == DType::I64 || t == DType::I32 || t == DType::I8 ||
-         t == DType::I1;
+  return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::I1;
 }
 
 /// Element i of an integer tensor, exactly.
@@ -183,17 +182,17 @@ int compareIntegers(const std::string &actualPath, const HostTensor &a,
   }
   // bound = floor(rtol * maxRef + atol), exact where it matters: an error
   // of e passes when e <= bound.
-  long double b = (long double)o.rtol * (long double)maxRef +
-                  (long double)o.atol;
-  uint64_t bound = b >= 18446744073709551615.0L ? UINT64_MAX
-                                                : uint64_t(std::floor(b));
+  long double b =
+      (long double)o.rtol * (long double)maxRef + (long double)o.atol;
+  uint64_t bound =
+      b >= 18446744073709551615.0L ? UINT64_MAX : uint64_t(std::floor(b));
   bool ok = maxErr <= bound;
   std::printf("%s: %s: %zu elements %s, max abs error %llu (element %zu) %s "
               "bound %llu (%g x max abs reference %llu",
               actualPath.c_str(), ok ? "ok" : "FAIL", n,
-              typeString(a.dtype, a.shape).c_str(),
-              (unsigned long long)maxErr, worst, ok ? "<=" : ">",
-              (unsigned long long)bound, o.rtol, (unsigned long long)maxRef);
+              typeString(a.dtype, a.shape).c_str(), (unsigned long long)maxErr,
+              worst, ok ? "<=" : ">", (unsigned long long)bound, o.rtol,
+              (unsigned long long)maxRef);
   if (o.atol != 0)
     std::printf(" + atol %g", o.atol);
   std::printf(", integers compared exactly)\n");

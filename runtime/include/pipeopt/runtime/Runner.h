@@ -180,8 +180,8 @@ struct GatheredParameter {
 
 /// A checkpoint read back for --resume.
 struct Checkpoint {
-  int step = 0;          ///< training steps done
-  std::string path;      ///< the step directory read (<dir>/step-<k>)
+  int step = 0;     ///< training steps done
+  std::string path; ///< the step directory read (<dir>/step-<k>)
   std::vector<float> losses;
   std::map<int, GatheredParameter> parameters;
   /// The checkpoints that were skipped before this one, and why (a missing
