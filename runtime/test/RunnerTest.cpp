@@ -1425,57 +1425,74 @@ struct TmpfsMount {
 };
 
 TEST(RunnerFiles, NearlyFullFilesystemNeverPublishesAPartialCheckpoint) {
-  // Item 1: checkpoints every step onto a 160 KiB tmpfs (about four
-  // checkpoints of 9 files of one page each) until it fills.
+  // Item 1: checkpoints every step onto a small tmpfs until it fills. One
+  // checkpoint is 9 files of one 4 KiB page each and a directory; the sizes
+  // step by one page over more than a checkpoint, so that the disk fills in
+  // every kind of file (an .npy, optimizer.json, checkpoint.json, latest),
+  // and in the first checkpoint (12k).
   AdamRun a("tmpfs");
-  TmpfsMount mnt(a.dir + "/mnt", "160k");
-  if (!mnt.ok)
-    GTEST_SKIP() << "cannot mount a tmpfs here (" << mnt.error
-                 << "); needs root or CAP_SYS_ADMIN. FileIO.* and "
-                    "RunnerFiles.FullDiskIsAnErrorNamingTheFile cover "
-                    "/dev/full";
-  std::string ck = mnt.dir + "/ck";
-  CmdResult r = runCommand(a.run + " --steps 10 --checkpoint-dir " + ck +
-                           " --checkpoint-every 1");
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
-      << r.output;
-  // `latest` names a complete checkpoint that verifies; every published
-  // step directory verifies; no temporary is left.
   Manifest m = readManifest(a.manifest);
-  std::string latest = fileBytes(ck + "/latest");
-  ASSERT_EQ(latest.rfind("step-", 0), 0u) << latest;
-  Checkpoint c = readCheckpoint(m, ck);
-  EXPECT_TRUE(c.notes.empty());
-  EXPECT_EQ("step-" + std::to_string(c.step) + "\n", latest);
-  EXPECT_GE(c.step, 1);
-  EXPECT_LT(c.step, 10);
-  int published = 0;
-  for (int k = 1; k <= 10; ++k) {
-    std::string sd = ck + "/step-" + std::to_string(k);
+  std::vector<int> sizesK = {12};
+  for (int k = 100; k <= 148; k += 4)
+    sizesK.push_back(k);
+  for (int sizeK : sizesK) {
+    SCOPED_TRACE("tmpfs of " + std::to_string(sizeK) + " KiB");
+    TmpfsMount mnt(a.dir + "/mnt" + std::to_string(sizeK),
+                   std::to_string(sizeK) + "k");
+    if (!mnt.ok)
+      GTEST_SKIP() << "cannot mount a tmpfs here (" << mnt.error
+                   << "); needs root or CAP_SYS_ADMIN. FileIO.* cover "
+                      "/dev/full and a failing write";
+    std::string ck = mnt.dir + "/ck";
+    CmdResult r = runCommand(a.run + " --steps 10 --checkpoint-dir " + ck +
+                             " --checkpoint-every 1");
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
+        << r.output;
+    // Every published step directory verifies, no temporary is left, and
+    // `latest` names one of them (it is absent only before the first).
+    int published = 0, newest = 0;
+    for (int k = 1; k <= 10; ++k) {
+      struct stat st;
+      EXPECT_NE(::stat((ck + "/tmp-" + std::to_string(k)).c_str(), &st), 0);
+      std::string sd = ck + "/step-" + std::to_string(k);
+      if (::stat(sd.c_str(), &st) != 0)
+        continue;
+      ++published;
+      newest = k;
+      EXPECT_EQ(checkpointError(m, sd), "(no error)") << sd;
+    }
+    EXPECT_EQ(published, newest);
     struct stat st;
-    if (::stat(sd.c_str(), &st) != 0)
+    if (::stat((ck + "/latest").c_str(), &st) != 0) {
+      EXPECT_LE(published, 1);
       continue;
-    ++published;
-    EXPECT_EQ(checkpointError(m, sd), "(no error)") << sd;
-    EXPECT_NE(::stat((ck + "/tmp-" + std::to_string(k)).c_str(), &st), 0);
+    }
+    std::string latest = fileBytes(ck + "/latest");
+    ASSERT_EQ(latest.rfind("step-", 0), 0u) << latest;
+    Checkpoint c = readCheckpoint(m, ck);
+    EXPECT_TRUE(c.notes.empty());
+    EXPECT_EQ("step-" + std::to_string(c.step) + "\n", latest);
+    EXPECT_LT(c.step, 10);
+    // Steps 1..latest, and one more if the disk filled while `latest` was
+    // being replaced (that step is complete too).
+    EXPECT_TRUE(published == c.step || published == c.step + 1) << published;
+    if (sizeK != sizesK.back())
+      continue;
+    // --output-dir on the full file system: an error, and no empty file.
+    r = runCommand(a.run + " --steps 2 --output-dir " + mnt.dir + "/out");
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
+        << r.output;
+    for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
+                          "adam_v_1.npy", "loss.npy", "optimizer.json"})
+      if (::stat((mnt.dir + "/out/" + f).c_str(), &st) == 0)
+        EXPECT_GT(st.st_size, 0) << f;
+    // Resuming from what is on the full disk ends bit-identical.
+    r = a.resume(ck, a.dir + "/resumed");
+    ASSERT_EQ(r.code, 0) << r.output;
+    a.expectSameAsFull(a.dir + "/resumed");
   }
-  EXPECT_EQ(published, c.step);
-  // --output-dir on the full file system: an error, and no empty file.
-  r = runCommand(a.run + " --steps 2 --output-dir " + mnt.dir + "/out");
-  EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
-      << r.output;
-  for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
-                        "adam_v_1.npy", "loss.npy", "optimizer.json"}) {
-    struct stat st;
-    if (::stat((mnt.dir + "/out/" + f).c_str(), &st) == 0)
-      EXPECT_GT(st.st_size, 0) << f;
-  }
-  // Resuming from what is on the full disk ends bit-identical.
-  r = a.resume(ck, a.dir + "/resumed");
-  ASSERT_EQ(r.code, 0) << r.output;
-  a.expectSameAsFull(a.dir + "/resumed");
 }
 
 TEST(RunnerCheckpoint, ResumeFallsBackToTheNewestCompleteCheckpoint) {
