@@ -10,11 +10,19 @@
 
 #include "pipeopt/runtime/Npy.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace pipeopt {
 namespace rt {
@@ -282,15 +290,154 @@ std::vector<uint8_t> serializeNpy(const HostTensor &t) {
 }
 
 void writeNpy(const std::string &path, const HostTensor &t) {
-  std::vector<uint8_t> bytes = serializeNpy(t);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    throw RuntimeError(path + ": cannot open for writing: " +
-                       std::strerror(errno));
-  out.write(reinterpret_cast<const char *>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  if (!out)
-    throw RuntimeError(path + ": write failed");
+  HostTensor header = t;
+  header.data.clear();
+  std::vector<uint8_t> head = serializeNpy(header);
+  writeFileAtomic(path,
+                  {{head.data(), head.size()}, {t.data.data(), t.data.size()}});
+}
+
+//===----------------------------------------------------------------------===//
+// Checked, atomic file writing
+//===----------------------------------------------------------------------===//
+
+uint64_t fnv1a64(const void *data, size_t size, uint64_t hash) {
+  const uint8_t *p = static_cast<const uint8_t *>(data);
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= p[i];
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+namespace {
+[[noreturn]] void writeError(const std::string &path, int err,
+                             const std::string &what = "cannot write") {
+  throw RuntimeError(path + ": " + what + ": " + std::strerror(err));
+}
+
+std::string dirOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string::npos)
+    return ".";
+  if (slash == 0)
+    return "/";
+  return path.substr(0, slash);
+}
+
+/// Writes every part to `fd` (short writes and EINTR handled); returns 0 or
+/// the errno of the failure.
+int writeAll(int fd, const std::vector<ByteRange> &parts) {
+  for (const ByteRange &part : parts) {
+    const char *p = static_cast<const char *>(part.data);
+    size_t left = part.size;
+    while (left > 0) {
+      size_t chunk = std::min<size_t>(left, size_t(1) << 30);
+      ssize_t n = ::write(fd, p, chunk);
+      if (n < 0) {
+        if (errno == EINTR)
+          continue;
+        return errno;
+      }
+      if (n == 0) // no progress and no error: treat as a full device
+        return ENOSPC;
+      p += n;
+      left -= size_t(n);
+    }
+  }
+  return 0;
+}
+} // namespace
+
+void syncDirectory(const std::string &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    writeError(dir, errno, "cannot open the directory to sync it");
+  int rc;
+  do
+    rc = ::fsync(fd);
+  while (rc != 0 && errno == EINTR);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0 && err != EINVAL && err != ENOTSUP && err != EROFS)
+    writeError(dir, err, "cannot sync the directory");
+}
+
+void writeFileAtomic(const std::string &pathIn,
+                     const std::vector<ByteRange> &parts, bool syncDir) {
+  if (pathIn.empty())
+    throw RuntimeError("cannot write a file with an empty name");
+  std::string path = pathIn;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // Replace the link's target, not the link.
+    char *real = ::realpath(path.c_str(), nullptr);
+    if (real) {
+      path = real;
+      std::free(real);
+    }
+  }
+  bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode))
+    writeError(pathIn, EISDIR);
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device, FIFO or terminal: written in place (renaming over it would
+    // replace the device node).
+    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0)
+      writeError(pathIn, errno, "cannot open for writing");
+    int err = writeAll(fd, parts);
+    if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS &&
+        errno != ENOTSUP && errno != EINTR)
+      err = errno;
+    if (::close(fd) != 0 && err == 0 && errno != EINTR)
+      err = errno;
+    if (err)
+      writeError(pathIn, err);
+    return;
+  }
+  static std::atomic<unsigned> counter{0};
+  std::string dir = dirOf(path);
+  std::string base = path.substr(
+      path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  std::string tmp = (dir == "/" ? std::string("/") : dir + "/") + "." + base +
+                    ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0)
+    writeError(pathIn, errno, "cannot create");
+  int err = writeAll(fd, parts);
+  if (err == 0) {
+    int rc;
+    do
+      rc = ::fsync(fd);
+    while (rc != 0 && errno == EINTR);
+    if (rc != 0 && errno != EINVAL)
+      err = errno;
+  }
+  // close(2) reports deferred write errors (NFS, quotas): checked too.
+  if (::close(fd) != 0 && err == 0 && errno != EINTR)
+    err = errno;
+  if (err == 0 && exists)
+    ::chmod(tmp.c_str(), st.st_mode & 07777); // keep the old file's mode
+  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0)
+    err = errno;
+  if (err) {
+    ::unlink(tmp.c_str());
+    writeError(pathIn, err);
+  }
+  if (syncDir) {
+    try {
+      syncDirectory(dir);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(pathIn + ": written, but " + e.what());
+    }
+  }
+}
+
+void writeFileAtomic(const std::string &path, const std::string &text,
+                     bool syncDir) {
+  writeFileAtomic(path, {{text.data(), text.size()}}, syncDir);
 }
 
 } // namespace rt

@@ -34,15 +34,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <random>
 #include <set>
@@ -133,12 +135,21 @@ RunOptions parseRunOptions(int argc, char **argv) {
         hasValue = true;
       }
     }
+    // An empty value (--resume "$CK" with CK unset, --output-dir "") is an
+    // error for every option: ignoring it would retrain from step 1 over
+    // the checkpoints, or write nothing, and exit 0.
     auto next = [&]() -> std::string {
+      std::string v;
       if (hasValue)
-        return value;
-      if (i + 1 >= args.size())
+        v = value;
+      else if (i + 1 >= args.size())
         throw RuntimeError(a + " needs a value");
-      return args[++i];
+      else
+        v = args[++i];
+      if (v.empty())
+        throw RuntimeError(a + " needs a value, got an empty string (an "
+                               "unset shell variable?)");
+      return v;
     };
     if (a == "--help" || a == "-h") {
       throw RuntimeError("help");
@@ -215,9 +226,14 @@ RunOptions parseRunOptions(int argc, char **argv) {
       std::stringstream ss(v.substr(eq + 1));
       std::string f;
       while (std::getline(ss, f, ','))
-        if (!f.empty())
-          files.push_back(f);
-      if (files.empty())
+        files.push_back(f);
+      if (!files.empty() && v.back() == ',')
+        files.push_back("");
+      if (std::find(files.begin(), files.end(), "") != files.end() &&
+          files.size() > 1)
+        throw RuntimeError("--input " + std::to_string(idx) +
+                           ": an empty file name in the list '" + v + "'");
+      if (files.empty() || files[0].empty())
         throw RuntimeError("--input " + std::to_string(idx) + ": no file");
       if (o.inputFiles.count(idx))
         throw RuntimeError("--input " + std::to_string(idx) +
@@ -233,6 +249,9 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.quiet = true;
     } else if (a.rfind("-", 0) == 0) {
       throw RuntimeError("unknown option '" + a + "'");
+    } else if (a.empty()) {
+      throw RuntimeError("an empty argument where the model .so belongs (an "
+                         "unset shell variable?)");
     } else if (o.modelPath.empty()) {
       o.modelPath = a;
     } else {
@@ -522,20 +541,14 @@ HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
 
 void ensureDir(const std::string &dir) {
   if (dir.empty())
-    return;
-  std::string cur;
-  std::stringstream ss(dir);
-  std::string part;
-  if (dir[0] == '/')
-    cur = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty())
-      continue;
-    cur += part + "/";
-    if (::mkdir(cur.c_str(), 0777) != 0 && errno != EEXIST)
-      throw RuntimeError("cannot create directory " + cur + ": " +
-                         std::strerror(errno));
-  }
+    throw RuntimeError("cannot create a directory with an empty name");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw RuntimeError("cannot create directory " + dir + ": " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec))
+    throw RuntimeError("cannot create directory " + dir +
+                       ": a file of that name exists");
 }
 
 uint64_t parseSeed(const std::string &v) {
@@ -584,13 +597,59 @@ void checkClassIndices(const ManifestInput &in, const HostTensor &t,
   }
 }
 
+namespace {
+/// readNpy, naming the file and its size when it does not fit in memory.
+HostTensor readInputNpy(const std::string &file, const std::string &what) {
+  try {
+    return readNpy(file);
+  } catch (const std::bad_alloc &) {
+    std::error_code ec;
+    uintmax_t size = std::filesystem::file_size(file, ec);
+    throw RuntimeError(
+        file + ": " + what + ": out of memory reading the " +
+        (ec ? std::string("file") : std::to_string(size) + "-byte file"));
+  }
+}
+} // namespace
+
+namespace {
+InputStore loadInputsUnchecked(const Manifest &m, const RunOptions &o,
+                               const ManifestInput **current);
+} // namespace
+
 InputStore loadInputs(const Manifest &m, const RunOptions &o) {
+  checkInputSizes(m);
+  const ManifestInput *current = nullptr;
+  try {
+    return loadInputsUnchecked(m, o, &current);
+  } catch (const std::bad_alloc &) {
+    if (!current)
+      throw RuntimeError("out of memory loading the model's inputs");
+    Shape full = current->shape;
+    if (current->microbatched)
+      full.insert(full.begin(), m.numMicrobatches);
+    uint64_t bytes = uint64_t(numElements(full)) * dtypeSize(current->dtype);
+    auto it = o.inputFiles.find(current->index);
+    throw RuntimeError(
+        "input " + std::to_string(current->index) +
+        (current->name.empty() ? "" : " ('" + current->name + "')") + " " +
+        typeString(current->dtype, full) + ": out of memory allocating its " +
+        std::to_string(bytes) + " bytes" +
+        (it == o.inputFiles.end() ? std::string(" (random data)")
+                                  : " (from " + it->second[0] + ")"));
+  }
+}
+
+namespace {
+InputStore loadInputsUnchecked(const Manifest &m, const RunOptions &o,
+                               const ManifestInput **current) {
   for (const auto &kv : o.inputFiles)
     if (!m.findInput(kv.first))
       throw RuntimeError("--input " + std::to_string(kv.first) +
                          ": the manifest lists no input with that index");
   InputStore store;
   for (const ManifestInput &in : m.inputs) {
+    *current = &in;
     std::string what = "input " + std::to_string(in.index);
     Shape full = in.shape;
     if (in.microbatched)
@@ -606,7 +665,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
     HostTensor t;
     int dataSteps = 0;
     if (files.size() == 1) {
-      t = readNpy(files[0]);
+      t = readInputNpy(files[0], what);
       if (t.dtype != in.dtype)
         throw RuntimeError(files[0] + ": " + what + " has dtype " +
                            dtypeName(t.dtype) + " but the manifest says " +
@@ -665,7 +724,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
       t.dtype = in.dtype;
       t.shape = full;
       for (const auto &f : files) {
-        HostTensor part = readNpy(f);
+        HostTensor part = readInputNpy(f, what);
         if (part.dtype != in.dtype || part.shape != in.shape)
           throw RuntimeError(f + ": " + what + " needs one microbatch of " +
                              typeString(in.dtype, in.shape) +
@@ -680,6 +739,7 @@ InputStore loadInputs(const Manifest &m, const RunOptions &o) {
   }
   return store;
 }
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Running ranks
@@ -911,13 +971,7 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
   return r;
 }
 
-/// Result of one local rank.
-/// A parameter as rank 0 gathers it (from the lowest rank of its list).
-struct GatheredParameter {
-  HostTensor value;
-  std::vector<double> meanGrad, first, second;
-  int64_t step = 0;
-};
+/// Result of one local rank (GatheredParameter: Runner.h).
 
 struct RankResult {
   bool ok = true;
@@ -1308,166 +1362,456 @@ void writeText(const std::string &path, const std::string &text);
 void writeTrainingFiles(const Manifest &m, const RunOptions &o,
                         const RankResult &result);
 
-/// A checkpoint read back for --resume.
-struct Checkpoint {
-  int step = 0;
-  std::vector<float> losses;
-  std::map<int, GatheredParameter> parameters;
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Checkpoints
+//===----------------------------------------------------------------------===//
+//
+// <dir>/step-<k>/ holds loss.npy, optimizer.json, weight_<i>.npy and the
+// optimizer state (momentum_<i>.npy, adam_m_<i>.npy, adam_v_<i>.npy), and
+// checkpoint.json, which records the format version and the size and
+// 64-bit FNV-1a checksum of every other file. <dir>/latest names the newest
+// complete one. See Runner.h (writeCheckpoint, readCheckpoint).
+
+namespace {
+
+/// A checkpoint that verifies but does not fit the manifest: --resume fails
+/// at once instead of falling back to an older one (which would not fit
+/// either).
+class CheckpointMismatch : public RuntimeError {
+public:
+  using RuntimeError::RuntimeError;
 };
 
-/// Reads the checkpoint that `dir`/latest names, for the manifest `m`;
-/// throws RuntimeError naming the file when it is missing or does not fit
-/// the manifest.
-Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
-  std::vector<uint8_t> bytes = readFileBytes(dir + "/latest", "checkpoint");
-  std::string name(bytes.begin(), bytes.end());
-  while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
-    name.pop_back();
-  if (name.rfind("step-", 0) != 0 || name.find('/') != std::string::npos)
-    throw RuntimeError(dir + "/latest: names '" + name +
-                       "', not a checkpoint step-<k>");
-  std::string ck = dir + "/" + name;
-  bytes = readFileBytes(ck + "/checkpoint.json", "checkpoint");
-  Json j;
-  try {
-    j = Json::parse(std::string(bytes.begin(), bytes.end()));
-  } catch (const Json::exception &e) {
-    throw RuntimeError(ck + "/checkpoint.json: invalid JSON: " + e.what());
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+/// Parses "step-<k>" (k: decimal digits, 1 <= k < 2^31); -1 otherwise.
+int64_t stepOfName(const std::string &name) {
+  if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 15)
+    return -1;
+  int64_t k = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9')
+      return -1;
+    k = k * 10 + (name[i] - '0');
   }
-  auto bad = [&](const std::string &why) {
-    return RuntimeError(ck + ": " + why);
-  };
-  if (!j.is_object() || j.value("format", "") != "pipeopt-checkpoint" ||
-      !j.contains("step") || !j["step"].is_number_integer())
-    throw bad("checkpoint.json is not a pipeopt checkpoint");
-  Checkpoint c;
-  c.step = j["step"].get<int>();
-  if (j.value("num_microbatches", -1) != m.numMicrobatches)
-    throw bad("the checkpoint has " +
-              std::to_string(j.value("num_microbatches", -1)) +
-              " microbatches, the manifest " + m.source + " " +
-              std::to_string(m.numMicrobatches));
-  std::string opt = j.value("optimizer", "");
-  if (opt != optimizerName(m.training.optimizer))
-    throw bad("the checkpoint was written with optimizer '" + opt +
-              "', the manifest " + m.source + " trains with '" +
-              optimizerName(m.training.optimizer) + "'");
-  HostTensor losses = readNpy(ck + "/loss.npy");
-  if (losses.dtype != DType::F32 || losses.shape != Shape{c.step})
-    throw bad("loss.npy is " + typeString(losses.dtype, losses.shape) +
-              ", expected f32[" + std::to_string(c.step) + "]");
-  c.losses.resize(size_t(c.step));
-  if (c.step > 0)
-    std::memcpy(c.losses.data(), losses.data.data(), losses.data.size());
-  bytes = readFileBytes(ck + "/optimizer.json", "checkpoint");
-  Json oj = Json::parse(std::string(bytes.begin(), bytes.end()), nullptr,
-                        false);
-  auto f64 = [&](const std::string &file, size_t n) {
-    HostTensor t = readNpy(file);
-    if (t.dtype != DType::F64 || size_t(numElements(t.shape)) != n)
-      throw bad(file + " is " + typeString(t.dtype, t.shape) + ", expected " +
-                std::to_string(n) + " f64 elements");
-    std::vector<double> v(n);
-    std::memcpy(v.data(), t.data.data(), n * 8);
-    return v;
-  };
-  for (const ManifestParameter &p : m.parameters) {
-    std::string i = std::to_string(p.index);
-    const ManifestInput *in = m.findInput(p.index);
-    GatheredParameter g;
-    g.value = readNpy(ck + "/weight_" + i + ".npy");
-    if (g.value.dtype != in->dtype || g.value.shape != in->shape)
-      throw bad("weight_" + i + ".npy is " +
-                typeString(g.value.dtype, g.value.shape) + ", but the "
-                "manifest declares " + parameterName(m, p.index) + " " +
-                typeString(in->dtype, in->shape));
-    size_t n = size_t(numElements(in->shape));
-    OptimizerKind k = m.training.optimizer;
-    if (k == OptimizerKind::Momentum && c.step > 0)
-      g.first = f64(ck + "/momentum_" + i + ".npy", n);
-    if (k == OptimizerKind::AdamW && c.step > 0) {
-      g.first = f64(ck + "/adam_m_" + i + ".npy", n);
-      g.second = f64(ck + "/adam_v_" + i + ".npy", n);
+  if (name[5] == '0' || k < 1 || k > INT32_MAX)
+    return -1;
+  return k;
+}
+
+/// Reads checkpoint files, checking them against checkpoint.json; every
+/// error names the file and the field.
+class CheckpointReader {
+public:
+  CheckpointReader(const Manifest &m, std::string ck)
+      : m(m), ck(std::move(ck)) {}
+
+  Checkpoint read() {
+    std::string cj = ck + "/checkpoint.json";
+    std::vector<uint8_t> bytes = readFileBytes(cj, "checkpoint");
+    Json j = parseJson(cj, bytes);
+    try {
+      return readFrom(cj, j);
+    } catch (const Json::exception &e) {
+      // Every field is type-checked below; this is the last line of
+      // defence, still naming the file.
+      throw RuntimeError(cj + ": " + e.what());
     }
-    g.step = c.step;
-    if (oj.is_object() && oj.contains("parameters") &&
-        oj["parameters"].contains(i))
-      g.step = oj["parameters"][i].value("step", int64_t(c.step));
-    c.parameters[p.index] = std::move(g);
   }
-  return c;
+
+private:
+  const Manifest &m;
+  std::string ck;
+  Json files;
+
+  static Json parseJson(const std::string &file,
+                        const std::vector<uint8_t> &bytes) {
+    if (bytes.empty())
+      throw RuntimeError(file + ": empty file (an interrupted or failed "
+                                "write)");
+    try {
+      return Json::parse(std::string(bytes.begin(), bytes.end()));
+    } catch (const Json::exception &e) {
+      throw RuntimeError(file + ": invalid JSON: " + e.what());
+    }
+  }
+
+  /// The integer field `key` of object `o` in [lo, hi].
+  static int64_t intField(const Json &o, const std::string &key, int64_t lo,
+                          int64_t hi, const std::string &file,
+                          const std::string &field) {
+    if (!o.contains(key))
+      throw RuntimeError(file + ": field \"" + field + "\" is missing");
+    const Json &v = o.at(key);
+    bool big =
+        v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX);
+    if (!v.is_number_integer() || big)
+      throw RuntimeError(file + ": field \"" + field +
+                         "\" must be an integer in [" + std::to_string(lo) +
+                         ", " + std::to_string(hi) + "], got " + v.dump());
+    int64_t x = v.get<int64_t>();
+    if (x < lo || x > hi)
+      throw RuntimeError(file + ": field \"" + field + "\" is " +
+                         std::to_string(x) + ", outside [" +
+                         std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return x;
+  }
+
+  static std::string stringField(const Json &o, const std::string &key,
+                                 const std::string &file,
+                                 const std::string &field) {
+    if (!o.contains(key))
+      throw RuntimeError(file + ": field \"" + field + "\" is missing");
+    if (!o.at(key).is_string())
+      throw RuntimeError(file + ": field \"" + field +
+                         "\" must be a string, got " + o.at(key).dump());
+    return o.at(key).get<std::string>();
+  }
+
+  /// The bytes of checkpoint file `name`, checked against its size and
+  /// checksum in checkpoint.json.
+  std::vector<uint8_t> verified(const std::string &name) {
+    std::string path = ck + "/" + name;
+    std::string cj = ck + "/checkpoint.json";
+    if (!files.contains(name))
+      throw RuntimeError(cj + ": field \"files\" lists no \"" + name +
+                         "\" (the checkpoint is incomplete)");
+    const Json &f = files.at(name);
+    std::string field = "files." + name;
+    if (!f.is_object())
+      throw RuntimeError(cj + ": field \"" + field + "\" must be an object");
+    int64_t size = intField(f, "bytes", 0, INT64_MAX, cj, field + ".bytes");
+    std::string sum = stringField(f, "fnv1a64", cj, field + ".fnv1a64");
+    std::vector<uint8_t> bytes = readFileBytes(path, "checkpoint");
+    if (int64_t(bytes.size()) != size)
+      throw RuntimeError(path + ": " + std::to_string(bytes.size()) +
+                         " bytes, but checkpoint.json records " +
+                         std::to_string(size) +
+                         " (the file is truncated "
+                         "or was replaced)");
+    std::string got = hex64(fnv1a64(bytes.data(), bytes.size()));
+    if (got != sum)
+      throw RuntimeError(path + ": FNV-1a checksum " + got +
+                         " differs from the " + sum +
+                         " that checkpoint.json "
+                         "records (the file is corrupt)");
+    return bytes;
+  }
+
+  HostTensor npy(const std::string &name) {
+    std::vector<uint8_t> bytes = verified(name);
+    return parseNpy(bytes, ck + "/" + name);
+  }
+
+  std::vector<double> f64(const std::string &name, const Shape &shape) {
+    HostTensor t = npy(name);
+    if (t.dtype != DType::F64 || t.shape != shape)
+      throw RuntimeError(ck + "/" + name + " is " +
+                         typeString(t.dtype, t.shape) + ", expected " +
+                         typeString(DType::F64, shape));
+    std::vector<double> v(t.data.size() / 8);
+    if (!v.empty())
+      std::memcpy(v.data(), t.data.data(), t.data.size());
+    return v;
+  }
+
+  Checkpoint readFrom(const std::string &cj, const Json &j) {
+    if (!j.is_object())
+      throw RuntimeError(cj + ": not a JSON object");
+    if (!j.contains("format") || !j["format"].is_string() ||
+        j["format"].get<std::string>() != "pipeopt-checkpoint")
+      throw RuntimeError(cj + ": field \"format\" must be "
+                              "\"pipeopt-checkpoint\" (not a pipeopt "
+                              "checkpoint)");
+    if (!j.contains("format_version"))
+      throw RuntimeError(cj + ": field \"format_version\" is missing (a "
+                              "checkpoint of an older pipeopt-run, without "
+                              "checksums, or not a checkpoint)");
+    int64_t version =
+        intField(j, "format_version", 0, INT64_MAX, cj, "format_version");
+    if (version != kCheckpointFormatVersion)
+      throw RuntimeError(cj + ": field \"format_version\" is " +
+                         std::to_string(version) +
+                         ", but this pipeopt-run "
+                         "reads version " +
+                         std::to_string(kCheckpointFormatVersion));
+    Checkpoint c;
+    c.path = ck;
+    c.step = int(intField(j, "step", 1, INT32_MAX - 1, cj, "step"));
+    std::string base =
+        ck.substr(ck.rfind('/') == std::string::npos ? 0 : ck.rfind('/') + 1);
+    if (base.rfind("step-", 0) == 0 && stepOfName(base) != c.step)
+      throw RuntimeError(cj + ": field \"step\" is " + std::to_string(c.step) +
+                         ", but the directory is " + base);
+    if (!j.contains("files") || !j["files"].is_object())
+      throw RuntimeError(cj + ": field \"files\" (the size and checksum of "
+                              "every file) is missing or not an object");
+    files = j["files"];
+    int64_t mbs =
+        intField(j, "num_microbatches", 1, INT32_MAX, cj, "num_microbatches");
+    std::string opt = stringField(j, "optimizer", cj, "optimizer");
+    if (!j.contains("parameters") || !j["parameters"].is_array())
+      throw RuntimeError(cj + ": field \"parameters\" must be an array of "
+                              "parameter indices");
+    std::set<int64_t> listed;
+    for (const Json &p : j["parameters"]) {
+      if (!p.is_number_integer() || p.get<int64_t>() < 0 ||
+          p.get<int64_t>() > INT32_MAX)
+        throw RuntimeError(cj + ": field \"parameters\" holds " + p.dump() +
+                           ", not a parameter index");
+      listed.insert(p.get<int64_t>());
+    }
+    // The contents first (corruption), then whether it fits the manifest.
+    HostTensor losses = npy("loss.npy");
+    if (losses.dtype != DType::F32 || losses.shape != Shape{c.step})
+      throw RuntimeError(ck + "/loss.npy is " +
+                         typeString(losses.dtype, losses.shape) +
+                         ", expected f32[" + std::to_string(c.step) + "]");
+    c.losses.resize(size_t(c.step));
+    std::memcpy(c.losses.data(), losses.data.data(), losses.data.size());
+    std::string oj = ck + "/optimizer.json";
+    Json o = parseJson(oj, verified("optimizer.json"));
+    if (!o.is_object())
+      throw RuntimeError(oj + ": not a JSON object");
+    if (stringField(o, "optimizer", oj, "optimizer") != opt)
+      throw RuntimeError(oj + ": field \"optimizer\" is '" +
+                         o["optimizer"].get<std::string>() +
+                         "', but checkpoint.json says '" + opt + "'");
+    intField(o, "steps", c.step, c.step, oj, "steps");
+    if (!o.contains("parameters") || !o["parameters"].is_object())
+      throw RuntimeError(oj + ": field \"parameters\" is missing or not an "
+                              "object");
+    const Json &ps = o["parameters"];
+
+    if (mbs != m.numMicrobatches)
+      throw CheckpointMismatch(ck + ": the checkpoint has " +
+                               std::to_string(mbs) +
+                               " microbatches, the manifest " + m.source + " " +
+                               std::to_string(m.numMicrobatches));
+    if (opt != optimizerName(m.training.optimizer))
+      throw CheckpointMismatch(ck +
+                               ": the checkpoint was written with "
+                               "optimizer '" +
+                               opt + "', the manifest " + m.source +
+                               " trains with '" +
+                               optimizerName(m.training.optimizer) + "'");
+    std::set<int64_t> want;
+    for (const ManifestParameter &p : m.parameters)
+      want.insert(p.index);
+    if (listed != want)
+      throw CheckpointMismatch(
+          cj +
+          ": field \"parameters\" lists other parameters than the "
+          "manifest " +
+          m.source + " (\"parameters\")");
+    // Optimizer updates per step: one (synchronous), or one per
+    // update_every microbatches (asynchronous schedules).
+    int64_t perStep = m.training.updateEvery > 0
+                          ? std::max<int64_t>(1, m.numMicrobatches)
+                          : 1;
+    OptimizerKind k = m.training.optimizer;
+    for (const ManifestParameter &p : m.parameters) {
+      std::string i = std::to_string(p.index);
+      const ManifestInput *in = m.findInput(p.index);
+      GatheredParameter g;
+      g.value = npy("weight_" + i + ".npy");
+      if (g.value.dtype != in->dtype || g.value.shape != in->shape)
+        throw CheckpointMismatch(ck + "/weight_" + i + ".npy is " +
+                                 typeString(g.value.dtype, g.value.shape) +
+                                 ", but the manifest " + m.source +
+                                 " declares " + parameterName(m, p.index) +
+                                 " " + typeString(in->dtype, in->shape));
+      if (k == OptimizerKind::Momentum)
+        g.first = f64("momentum_" + i + ".npy", in->shape);
+      if (k == OptimizerKind::AdamW) {
+        g.first = f64("adam_m_" + i + ".npy", in->shape);
+        g.second = f64("adam_v_" + i + ".npy", in->shape);
+        for (size_t e = 0; e < g.second.size(); ++e)
+          if (!(g.second[e] >= 0))
+            throw RuntimeError(ck + "/adam_v_" + i + ".npy: element " +
+                               std::to_string(e) + " is " +
+                               std::to_string(g.second[e]) +
+                               " (a second moment is >= 0)");
+      }
+      if (!ps.contains(i) || !ps[i].is_object())
+        throw RuntimeError(oj + ": field \"parameters." + i +
+                           "\" is missing or not an object");
+      // AdamW's bias correction divides by 1 - beta^step: step >= 1.
+      int64_t lo = k == OptimizerKind::AdamW ? 1 : 0;
+      int64_t hi = m.training.updateEvery > 0 ? c.step * perStep : c.step;
+      if (m.training.updateEvery == 0)
+        lo = c.step;
+      g.step = intField(ps[i], "step", lo, hi, oj, "parameters." + i + ".step");
+      c.parameters[p.index] = std::move(g);
+    }
+    return c;
+  }
+};
+
+} // namespace
+
+Checkpoint readCheckpointStep(const Manifest &m, const std::string &stepDir) {
+  return CheckpointReader(m, stepDir).read();
 }
 
-/// fsync(2) of a file or directory (best effort: errors are ignored on
-/// file systems that cannot sync directories).
-void syncPath(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
+Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> notes;
+  std::set<std::string> tried;
+  std::string latest = dir + "/latest";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw RuntimeError(
+        dir + ": " + (ec ? ec.message() : std::string("not a directory")) +
+        " (no checkpoint to resume from; " + latest + " cannot be read)");
+  std::string name;
+  try {
+    std::vector<uint8_t> bytes = readFileBytes(latest, "checkpoint");
+    name.assign(bytes.begin(), bytes.end());
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.back())))
+      name.pop_back();
+    if (stepOfName(name) < 0)
+      throw RuntimeError(latest + ": names '" + name +
+                         "', not a checkpoint step-<k>");
+    tried.insert(name);
+    Checkpoint c = readCheckpointStep(m, dir + "/" + name);
+    return c;
+  } catch (const CheckpointMismatch &) {
+    throw;
+  } catch (const RuntimeError &e) {
+    notes.push_back(std::string("skipped: ") + e.what());
   }
+  // The newest step-<k> that verifies.
+  std::vector<std::pair<int64_t, std::string>> steps;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    std::string n = it->path().filename().string();
+    if (stepOfName(n) > 0 && !tried.count(n))
+      steps.push_back({stepOfName(n), n});
+  }
+  if (ec)
+    throw RuntimeError(dir + ": cannot list the checkpoints: " + ec.message());
+  std::sort(steps.rbegin(), steps.rend());
+  for (const auto &s : steps) {
+    try {
+      Checkpoint c = readCheckpointStep(m, dir + "/" + s.second);
+      c.notes = notes;
+      c.notes.push_back("resuming from " + c.path +
+                        ", the newest complete checkpoint that verifies");
+      return c;
+    } catch (const CheckpointMismatch &) {
+      throw;
+    } catch (const RuntimeError &e) {
+      notes.push_back(std::string("skipped: ") + e.what());
+    }
+  }
+  std::string all;
+  for (const std::string &n : notes)
+    all += "; " + n;
+  throw RuntimeError("no complete checkpoint in " + dir + " verifies" + all);
 }
 
-/// Writes the checkpoint of step `step` into `dir`/step-<step> atomically:
-/// everything goes into `dir`/tmp-<step> (synced), which is then renamed;
-/// `dir`/latest (the name of the newest checkpoint) is replaced by rename
-/// too. A crash at any point leaves `latest` naming a complete checkpoint
-/// (or absent before the first one).
+namespace {
+/// std::filesystem::remove_all that throws naming `path` and the reason.
+void removeAll(const std::string &path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec)
+    throw RuntimeError("cannot remove " + path + ": " + ec.message());
+}
+
+void renamePath(const std::string &from, const std::string &to) {
+  std::error_code ec;
+  std::filesystem::rename(from, to, ec);
+  if (ec)
+    throw RuntimeError("cannot rename " + from + " to " + to + ": " +
+                       ec.message());
+}
+} // namespace
+
 void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
                      const std::vector<float> &losses,
                      const std::map<int, GatheredParameter> &params) {
+  namespace fs = std::filesystem;
   ensureDir(dir);
   std::string name = "step-" + std::to_string(step);
   std::string tmp = dir + "/tmp-" + std::to_string(step);
   std::string final = dir + "/" + name;
-  if (std::system(("rm -rf '" + tmp + "'").c_str()) != 0)
-    throw RuntimeError("cannot remove the stale " + tmp);
-  ensureDir(tmp);
-  RankResult r;
-  r.losses = losses;
-  r.parameters = params;
-  RunOptions files;
-  files.outputDir = tmp;
-  writeTrainingFiles(m, files, r);
-  Json j = {{"format", "pipeopt-checkpoint"},
-            {"version", 1},
-            {"step", step},
-            {"num_microbatches", m.numMicrobatches},
-            {"optimizer", optimizerName(m.training.optimizer)},
-            {"parameters", Json::array()}};
-  for (const auto &kv : params)
-    j["parameters"].push_back(kv.first);
-  writeText(tmp + "/checkpoint.json", j.dump(2) + "\n");
-  std::vector<std::string> written = {"loss.npy", "optimizer.json",
-                                      "checkpoint.json"};
-  for (const auto &kv : params)
-    for (const char *prefix : {"weight_", "momentum_", "adam_m_", "adam_v_"})
-      written.push_back(prefix + std::to_string(kv.first) + ".npy");
-  for (const std::string &f : written)
-    syncPath(tmp + "/" + f);
-  syncPath(tmp);
+  removeAll(tmp);
+  // Temporaries of `latest` that a killed run left behind.
+  {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec))
+      if (it->path().filename().string().rfind(".latest.tmp.", 0) == 0)
+        fs::remove(it->path(), ec);
+  }
+  try {
+    std::error_code ec;
+    fs::create_directory(tmp, ec);
+    if (ec)
+      throw RuntimeError("cannot create directory " + tmp + ": " +
+                         ec.message());
+    RankResult r;
+    r.losses = losses;
+    r.parameters = params;
+    RunOptions files;
+    files.outputDir = tmp;
+    writeTrainingFiles(m, files, r);
+    // checkpoint.json, last: the size and checksum of every other file,
+    // read back from the disk.
+    Json sums = Json::object();
+    std::vector<std::string> names;
+    for (fs::directory_iterator it(tmp, ec), end; !ec && it != end;
+         it.increment(ec))
+      names.push_back(it->path().filename().string());
+    if (ec)
+      throw RuntimeError("cannot list " + tmp + ": " + ec.message());
+    std::sort(names.begin(), names.end());
+    for (const std::string &f : names) {
+      std::vector<uint8_t> bytes = readFileBytes(tmp + "/" + f, "checkpoint");
+      sums[f] = {{"bytes", bytes.size()},
+                 {"fnv1a64", hex64(fnv1a64(bytes.data(), bytes.size()))}};
+    }
+    Json j = {{"format", "pipeopt-checkpoint"},
+              {"format_version", kCheckpointFormatVersion},
+              {"step", step},
+              {"num_microbatches", m.numMicrobatches},
+              {"optimizer", optimizerName(m.training.optimizer)},
+              {"parameters", Json::array()},
+              {"checksum", "fnv1a64"},
+              {"files", sums}};
+    for (const auto &kv : params)
+      j["parameters"].push_back(kv.first);
+    writeFileAtomic(tmp + "/checkpoint.json", j.dump(2) + "\n", false);
+    syncDirectory(tmp);
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    throw;
+  }
   // A checkpoint of this step from an earlier run is moved aside first
   // (rename cannot replace a non-empty directory).
-  struct stat st;
-  if (::stat(final.c_str(), &st) == 0) {
+  std::error_code ec;
+  if (fs::exists(final, ec)) {
     std::string old = dir + "/old-" + std::to_string(step);
-    if (std::system(("rm -rf '" + old + "'").c_str()) != 0 ||
-        ::rename(final.c_str(), old.c_str()) != 0)
-      throw RuntimeError("cannot move the old checkpoint " + final +
-                         " aside: " + std::strerror(errno));
-    std::system(("rm -rf '" + old + "'").c_str());
+    removeAll(old);
+    renamePath(final, old);
+    removeAll(old);
   }
-  if (::rename(tmp.c_str(), final.c_str()) != 0)
-    throw RuntimeError("cannot rename " + tmp + " to " + final + ": " +
-                       std::strerror(errno));
-  std::string latestTmp = dir + "/latest.tmp";
-  writeText(latestTmp, name + "\n");
-  syncPath(latestTmp);
-  if (::rename(latestTmp.c_str(), (dir + "/latest").c_str()) != 0)
-    throw RuntimeError("cannot update " + dir + "/latest: " +
-                       std::strerror(errno));
-  syncPath(dir);
+  renamePath(tmp, final);
+  syncDirectory(dir);
+  writeFileAtomic(dir + "/latest", name + "\n");
 }
+
+namespace {
 
 /// --pin-ranks: what the in-process rank threads share. Each writes its
 /// slot of `cpuS` before the barrier of iteration pinAt and
@@ -1716,11 +2060,10 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+/// Every text file (optimizer.json, checkpoint.json, latest, trace,
+/// profile): checked and atomic (writeFileAtomic).
 void writeText(const std::string &path, const std::string &text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out)
-    throw RuntimeError("cannot write " + path + ": " + std::strerror(errno));
+  writeFileAtomic(path, text);
 }
 
 /// Writes outputs, trace and profile and prints the summary (rank 0).
@@ -2386,6 +2729,13 @@ int pipeoptRunMain(int argc, char **argv) {
     inputs = loadInputs(m, o);
     if (!o.resumeDir.empty()) {
       resume = readCheckpoint(m, o.resumeDir);
+      // A fallback to an older checkpoint is never silent (not even with
+      // --quiet): it costs the steps since.
+      for (const std::string &note : resume->notes) {
+        std::string line = "pipeopt-run: warning: --resume " + o.resumeDir +
+                           ": " + note + "\n";
+        std::fwrite(line.data(), 1, line.size(), stderr);
+      }
       if (resume->step >= o.iterations)
         throw RuntimeError("--resume " + o.resumeDir + ": the latest "
                            "checkpoint is of step " +

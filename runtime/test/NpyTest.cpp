@@ -4,8 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
+
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using namespace pipeopt::rt;
 
@@ -205,6 +213,104 @@ TEST(Npy, MissingFile) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/x.npy: cannot open"),
               std::string::npos);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// writeFileAtomic (issue 34, item 1)
+//===----------------------------------------------------------------------===//
+
+std::string readAll(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The names in `dir` (without . and ..).
+std::vector<std::string> listDir(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+        names.push_back(e->d_name);
+    closedir(d);
+  }
+  return names;
+}
+
+template <typename F>
+std::string errorOf(F f) {
+  try {
+    f();
+  } catch (const RuntimeError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(FileIO, FullDeviceIsAnErrorNamingTheFileAndReason) {
+  // A small file used to sit in the stream's buffer until the destructor,
+  // which drops the error: written "successfully" to a full disk.
+  std::string e = errorOf([] { writeFileAtomic("/dev/full", "{}\n"); });
+  EXPECT_EQ(e, "/dev/full: cannot write: No space left on device");
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = {2};
+  t.data.resize(8, 0);
+  e = errorOf([&] { writeNpy("/dev/full", t); });
+  EXPECT_EQ(e, "/dev/full: cannot write: No space left on device");
+  // The device node is still a device (never renamed over).
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/full", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  // Devices that accept the data are fine.
+  writeFileAtomic("/dev/null", "ok");
+}
+
+TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
+  std::string dir =
+      ::testing::TempDir() + "/fileio_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0777);
+  std::string path = dir + "/a.json";
+  writeFileAtomic(path, "old contents\n");
+  EXPECT_EQ(readAll(path), "old contents\n");
+  writeFileAtomic(path, "new\n");
+  EXPECT_EQ(readAll(path), "new\n");
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{"a.json"});
+  // A missing directory: the error names the file asked for.
+  EXPECT_EQ(errorOf([&] { writeFileAtomic(dir + "/no/b.json", "x"); }),
+            dir + "/no/b.json: cannot create: No such file or directory");
+  EXPECT_EQ(errorOf([&] { writeFileAtomic(dir, "x"); }),
+            dir + ": cannot write: Is a directory");
+
+  // A write that fails part-way (RLIMIT_FSIZE: EFBIG after 4 KiB, like a
+  // disk that fills) leaves the old file whole and no temporary behind.
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*oldHandler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit lim = old;
+  lim.rlim_cur = 4096;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  std::string big(100000, 'x');
+  std::string e = errorOf([&] { writeFileAtomic(path, big); });
+  HostTensor t;
+  t.dtype = DType::F64;
+  t.shape = {1000};
+  t.data.resize(8000, 1);
+  std::string e2 = errorOf([&] { writeNpy(dir + "/w.npy", t); });
+  setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, oldHandler);
+  EXPECT_EQ(e, path + ": cannot write: File too large");
+  EXPECT_EQ(e2, dir + "/w.npy: cannot write: File too large");
+  EXPECT_EQ(readAll(path), "new\n");
+  EXPECT_EQ(listDir(dir), std::vector<std::string>{"a.json"});
+}
+
+TEST(FileIO, Fnv1a64) {
+  // Reference values of 64-bit FNV-1a.
+  EXPECT_EQ(fnv1a64("", 0), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64("a", 1), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64("foobar", 6), 0x85944171f73967e8ull);
 }
 
 } // namespace

@@ -22,7 +22,9 @@
 #include <sstream>
 #include <tuple>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace pipeopt::rt;
 
@@ -1313,6 +1315,593 @@ TEST(RunnerParameters, DatasetGivesEveryStepItsData) {
   EXPECT_NE(r.output.find(dir + "/data.npy: input 0 is a dataset of 3 step(s) "
                           "(f32[3x4x2x3]: steps x f32[4x2x3]), but the run "
                           "has 2 step(s)"),
+            std::string::npos)
+      << r.output;
+}
+
+//===----------------------------------------------------------------------===//
+// Issue 34: nothing lost, nothing injected (files, checkpoints, options)
+//===----------------------------------------------------------------------===//
+
+/// `s` quoted for the shell (any bytes, quotes included).
+std::string shq(const std::string &s) {
+  std::string r = "'";
+  for (char c : s)
+    r += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return r + "'";
+}
+
+/// The fake data-parallel build trained with AdamW (2 ranks, 2 parameters),
+/// its inputs, and the reference: 10 uninterrupted steps into `dir`/full.
+struct AdamRun {
+  std::string dir, manifest, run;
+  explicit AdamRun(const std::string &name) {
+    dir = tmpDir(name);
+    Data d;
+    std::string in = paramInputs(dir, d);
+    manifest = withTraining(
+        dir, FAKE_PDP_MANIFEST,
+        R"("training": {"optimizer": "adamw", "lr": 0.01, "weight_decay": 0.1})");
+    run = withManifest(manifest) + in + " --quiet --timeout-s 20";
+    CmdResult r = runCommand(run + " --steps 10 --output-dir " + dir + "/full");
+    EXPECT_EQ(r.code, 0) << r.output;
+  }
+  /// Checkpoints of steps 2, 4 and 6 in `ck`.
+  void checkpoints(const std::string &ck) {
+    CmdResult r = runCommand(run + " --steps 6 --checkpoint-dir " + shq(ck) +
+                             " --checkpoint-every 2");
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  /// Resumes from `ck` to step 10 into `out`.
+  CmdResult resume(const std::string &ck, const std::string &out) {
+    return runCommand(run + " --steps 10 --resume " + shq(ck) +
+                      " --output-dir " + shq(out));
+  }
+  void expectSameAsFull(const std::string &out) {
+    for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
+                          "adam_v_2.npy", "loss.npy", "optimizer.json"})
+      EXPECT_EQ(fileBytes(out + "/" + f), fileBytes(dir + "/full/" + f))
+          << out << "/" << f;
+  }
+};
+
+/// Replaces checkpoint file `name` of `stepDir` by `bytes` and records its
+/// new size and checksum in checkpoint.json (a consistent but wrong
+/// checkpoint: what the field checks must catch).
+void rewriteCheckpointFile(const std::string &stepDir, const std::string &name,
+                           const std::string &bytes) {
+  std::ofstream(stepDir + "/" + name, std::ios::binary | std::ios::trunc)
+      << bytes;
+  nlohmann::json j = readJson(stepDir + "/checkpoint.json");
+  char sum[17];
+  std::snprintf(sum, sizeof(sum), "%016llx",
+                (unsigned long long)fnv1a64(bytes.data(), bytes.size()));
+  j["files"][name] = {{"bytes", bytes.size()}, {"fnv1a64", sum}};
+  std::ofstream(stepDir + "/checkpoint.json", std::ios::trunc) << j.dump(2);
+}
+
+std::string checkpointError(const Manifest &m, const std::string &stepDir) {
+  try {
+    readCheckpointStep(m, stepDir);
+  } catch (const RuntimeError &e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RunnerFiles, FullDiskIsAnErrorNamingTheFile) {
+  // Item 1: a small file on a full disk was "written" (the error sat in
+  // the stream buffer until its destructor) and the run exited 0.
+  std::string dir = tmpDir("fulldisk");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  for (const char *opt : {"--profile", "--trace"}) {
+    CmdResult r = runCommand(withManifest(FAKE_PTRAIN_MANIFEST) + in +
+                             " --steps 2 --quiet " + opt + " /dev/full");
+    EXPECT_EQ(r.code, 1) << opt << r.output;
+    EXPECT_NE(r.output.find("/dev/full: cannot write: No space left on "
+                            "device"),
+              std::string::npos)
+        << r.output;
+  }
+}
+
+/// A tmpfs of `size` mounted on `dir` for the test's lifetime.
+struct TmpfsMount {
+  std::string dir;
+  bool ok = false;
+  std::string error;
+  TmpfsMount(const std::string &dir, const std::string &size) : dir(dir) {
+    ::mkdir(dir.c_str(), 0777);
+    ok = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) ==
+         0;
+    if (!ok)
+      error = std::strerror(errno);
+  }
+  ~TmpfsMount() {
+    if (ok)
+      ::umount2(dir.c_str(), MNT_DETACH);
+  }
+};
+
+TEST(RunnerFiles, NearlyFullFilesystemNeverPublishesAPartialCheckpoint) {
+  // Item 1: checkpoints every step onto a small tmpfs until it fills. One
+  // checkpoint is 9 files of one 4 KiB page each and a directory; the sizes
+  // step by one page over more than a checkpoint, so that the disk fills in
+  // every kind of file (an .npy, optimizer.json, checkpoint.json, latest),
+  // and in the first checkpoint (12k).
+  AdamRun a("tmpfs");
+  Manifest m = readManifest(a.manifest);
+  std::vector<int> sizesK = {12};
+  for (int k = 100; k <= 148; k += 4)
+    sizesK.push_back(k);
+  for (int sizeK : sizesK) {
+    SCOPED_TRACE("tmpfs of " + std::to_string(sizeK) + " KiB");
+    TmpfsMount mnt(a.dir + "/mnt" + std::to_string(sizeK),
+                   std::to_string(sizeK) + "k");
+    if (!mnt.ok)
+      GTEST_SKIP() << "cannot mount a tmpfs here (" << mnt.error
+                   << "); needs root or CAP_SYS_ADMIN. FileIO.* cover "
+                      "/dev/full and a failing write";
+    std::string ck = mnt.dir + "/ck";
+    CmdResult r = runCommand(a.run + " --steps 10 --checkpoint-dir " + ck +
+                             " --checkpoint-every 1");
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
+        << r.output;
+    // Every published step directory verifies, no temporary is left, and
+    // `latest` names one of them (it is absent only before the first).
+    int published = 0, newest = 0;
+    for (int k = 1; k <= 10; ++k) {
+      struct stat st;
+      EXPECT_NE(::stat((ck + "/tmp-" + std::to_string(k)).c_str(), &st), 0);
+      std::string sd = ck + "/step-" + std::to_string(k);
+      if (::stat(sd.c_str(), &st) != 0)
+        continue;
+      ++published;
+      newest = k;
+      EXPECT_EQ(checkpointError(m, sd), "(no error)") << sd;
+    }
+    EXPECT_EQ(published, newest);
+    struct stat st;
+    if (::stat((ck + "/latest").c_str(), &st) != 0) {
+      EXPECT_LE(published, 1);
+      continue;
+    }
+    std::string latest = fileBytes(ck + "/latest");
+    ASSERT_EQ(latest.rfind("step-", 0), 0u) << latest;
+    Checkpoint c = readCheckpoint(m, ck);
+    EXPECT_TRUE(c.notes.empty());
+    EXPECT_EQ("step-" + std::to_string(c.step) + "\n", latest);
+    EXPECT_LT(c.step, 10);
+    // Steps 1..latest, and one more if the disk filled while `latest` was
+    // being replaced (that step is complete too).
+    EXPECT_TRUE(published == c.step || published == c.step + 1) << published;
+    if (sizeK != sizesK.back())
+      continue;
+    // --output-dir on the full file system: an error, and no empty file.
+    r = runCommand(a.run + " --steps 2 --output-dir " + mnt.dir + "/out");
+    EXPECT_EQ(r.code, 1) << r.output;
+    EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
+        << r.output;
+    for (const char *f : {"weight_1.npy", "weight_2.npy", "adam_m_1.npy",
+                          "adam_v_1.npy", "loss.npy", "optimizer.json"})
+      if (::stat((mnt.dir + "/out/" + f).c_str(), &st) == 0)
+        EXPECT_GT(st.st_size, 0) << f;
+    // Resuming from what is on the full disk ends bit-identical.
+    r = a.resume(ck, a.dir + "/resumed");
+    ASSERT_EQ(r.code, 0) << r.output;
+    a.expectSameAsFull(a.dir + "/resumed");
+  }
+}
+
+TEST(RunnerCheckpoint, ResumeFallsBackToTheNewestCompleteCheckpoint) {
+  // Item 1: an empty `latest` (a full disk) made --resume fail although
+  // complete checkpoints were on disk.
+  AdamRun a("fallback");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::ofstream(ck + "/latest", std::ios::trunc);
+  CmdResult r = a.resume(ck, a.dir + "/r1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: warning: --resume " + ck +
+                          ": skipped: " + ck +
+                          "/latest: names '', not a "
+                          "checkpoint step-<k>"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("resuming from " + ck +
+                          "/step-6, the newest "
+                          "complete checkpoint that verifies"),
+            std::string::npos)
+      << r.output;
+  a.expectSameAsFull(a.dir + "/r1");
+  // `latest` names a checkpoint whose data was damaged: the older one.
+  std::ofstream(ck + "/latest", std::ios::trunc) << "step-6\n";
+  {
+    std::string w = fileBytes(ck + "/step-6/weight_1.npy");
+    w[w.size() - 1] ^= 0x10;
+    std::ofstream(ck + "/step-6/weight_1.npy", std::ios::trunc) << w;
+  }
+  r = a.resume(ck, a.dir + "/r2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped: " + ck +
+                          "/step-6/weight_1.npy: FNV-1a "
+                          "checksum "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"), std::string::npos)
+      << r.output;
+  a.expectSameAsFull(a.dir + "/r2");
+  // No `latest`, step-4 incomplete (a file missing): step-2.
+  ::unlink((ck + "/latest").c_str());
+  ::unlink((ck + "/step-4/adam_v_2.npy").c_str());
+  r = a.resume(ck, a.dir + "/r3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-2"), std::string::npos)
+      << r.output;
+  a.expectSameAsFull(a.dir + "/r3");
+  // None verifies: an error that lists each.
+  ::unlink((ck + "/step-2/loss.npy").c_str());
+  r = a.resume(ck, a.dir + "/r4");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("no complete checkpoint in " + ck + " verifies"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(ck + "/step-2/loss.npy"), std::string::npos)
+      << r.output;
+}
+
+TEST(RunnerCheckpoint, DirectoryNamesNeverGoThroughAShell) {
+  // Item 3: `rm -rf '<dir>/tmp-k'` through std::system:
+  // --checkpoint-dir "victim' 'ck" deleted ./victim.
+  AdamRun a("shell");
+  ::mkdir((a.dir + "/victim").c_str(), 0777);
+  std::ofstream(a.dir + "/victim/keep") << "precious\n";
+  CmdResult r = runCommand("cd " + shq(a.dir) + " && " + a.run +
+                           " --steps 4 --checkpoint-dir " + shq("victim' 'ck") +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(a.dir + "/victim/keep"), "precious\n");
+  EXPECT_EQ(fileBytes(a.dir + "/victim' 'ck/latest"), "step-4\n");
+  // A directory with a quote in its name works, for writing and resuming.
+  std::string ck = a.dir + "/John's runs/ck";
+  a.checkpoints(ck);
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-6\n");
+  r = a.resume(ck, a.dir + "/John's runs/out");
+  ASSERT_EQ(r.code, 0) << r.output;
+  a.expectSameAsFull(a.dir + "/John's runs/out");
+}
+
+TEST(RunnerCheckpoint, CorruptOptimizerJsonIsNotIgnored) {
+  // Item 4: a corrupt optimizer.json was ignored (the step count fell back
+  // to the checkpoint's). Even with a matching checksum it is an error
+  // naming the file; --resume takes the older checkpoint and says so.
+  AdamRun a("optjson");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  Manifest m = readManifest(a.manifest);
+  rewriteCheckpointFile(ck + "/step-6", "optimizer.json", "{\"optimizer\": ");
+  EXPECT_NE(checkpointError(m, ck + "/step-6")
+                .find(ck + "/step-6/optimizer.json: invalid JSON"),
+            std::string::npos)
+      << checkpointError(m, ck + "/step-6");
+  CmdResult r = a.resume(ck, a.dir + "/r");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped: " + ck +
+                          "/step-6/optimizer.json: "
+                          "invalid JSON"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("resuming from " + ck + "/step-4"), std::string::npos)
+      << r.output;
+  a.expectSameAsFull(a.dir + "/r");
+  // With no older checkpoint it is an error (exit 2), not a silent resume.
+  std::string ck1 = a.dir + "/ck1";
+  r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck1 +
+                 " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  rewriteCheckpointFile(ck1 + "/step-2", "optimizer.json", "[]");
+  r = a.resume(ck1, a.dir + "/r1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(ck1 + "/step-2/optimizer.json: not a JSON object"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
+  // Item 5: a flipped data byte, a negative, zero, huge or fractional AdamW
+  // step, "version": 2 were all accepted; a JSON type error named no file.
+  AdamRun a("verify");
+  std::string ck = a.dir + "/ck";
+  CmdResult r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  Manifest m = readManifest(a.manifest);
+  std::string sd = ck + "/step-2", cj = sd + "/checkpoint.json",
+              oj = sd + "/optimizer.json";
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+  nlohmann::json ckJson = readJson(cj);
+  EXPECT_EQ(ckJson["format_version"], 1);
+  EXPECT_EQ(ckJson["checksum"], "fnv1a64");
+  EXPECT_EQ(ckJson["files"].size(), 8u); // all but checkpoint.json
+  std::string optText = fileBytes(oj);
+  std::string ckText = fileBytes(cj);
+  auto restore = [&] {
+    std::ofstream(cj, std::ios::trunc) << ckText;
+    rewriteCheckpointFile(sd, "optimizer.json", optText);
+  };
+
+  // A flipped data byte: the checksum, through pipeopt-run too.
+  std::string w = fileBytes(sd + "/weight_2.npy");
+  std::string flipped = w;
+  flipped[flipped.size() - 2] ^= 1;
+  std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << flipped;
+  r = a.resume(ck, a.dir + "/r");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(sd + "/weight_2.npy: FNV-1a checksum "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("that checkpoint.json records (the file is "
+                          "corrupt)"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << w;
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+  // Truncated: the size.
+  std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << w.substr(0, 10);
+  EXPECT_NE(checkpointError(m, sd).find(sd + "/weight_2.npy: 10 bytes, but "
+                                             "checkpoint.json records "),
+            std::string::npos);
+  std::ofstream(sd + "/weight_2.npy", std::ios::trunc) << w;
+
+  // checkpoint.json fields.
+  struct Case {
+    std::string field, value, want;
+  };
+  std::vector<Case> ckCases = {
+      {"format_version", "2",
+       "field \"format_version\" is 2, but this pipeopt-run reads version 1"},
+      {"format_version", "\"1\"",
+       "field \"format_version\" must be an integer"},
+      {"step", "-1", "field \"step\" is -1, outside [1, 2147483646]"},
+      {"step", "0", "field \"step\" is 0, outside [1, 2147483646]"},
+      {"step", "2.5",
+       "field \"step\" must be an integer in [1, 2147483646], "
+       "got 2.5"},
+      {"step", "4294967298", "field \"step\" is 4294967298, outside"},
+      {"step", "99999999999999999999", "field \"step\" must be an integer"},
+      {"step", "\"2\"", "field \"step\" must be an integer"},
+      {"step", "3", "field \"step\" is 3, but the directory is step-2"},
+      {"num_microbatches", "null",
+       "field \"num_microbatches\" must be an "
+       "integer"},
+      {"files", "[]",
+       "field \"files\" (the size and checksum of every file) "
+       "is missing or not an object"},
+      {"parameters", "[1, -2]", "field \"parameters\" holds -2"},
+  };
+  for (const Case &c : ckCases) {
+    nlohmann::json j = nlohmann::json::parse(ckText);
+    j[c.field] = nlohmann::json::parse(c.value);
+    std::ofstream(cj, std::ios::trunc) << j.dump();
+    std::string e = checkpointError(m, sd);
+    EXPECT_EQ(e.rfind(cj + ": ", 0), 0u)
+        << c.field << "=" << c.value << ": " << e;
+    EXPECT_NE(e.find(c.want), std::string::npos)
+        << c.field << "=" << c.value << ": " << e;
+  }
+  std::ofstream(cj, std::ios::trunc) << "{\"format\": \"pipeopt-checkpoint\"}";
+  EXPECT_NE(checkpointError(m, sd).find(cj + ": field \"format_version\" is "
+                                             "missing"),
+            std::string::npos);
+  restore();
+  // optimizer.json: the AdamW step of a parameter.
+  std::vector<Case> optCases = {
+      {"-1", "", "field \"parameters.1.step\" is -1, outside [2, 2]"},
+      {"0", "", "field \"parameters.1.step\" is 0, outside [2, 2]"},
+      {"1.5", "",
+       "field \"parameters.1.step\" must be an integer in [2, 2], "
+       "got 1.5"},
+      {"1e300", "", "field \"parameters.1.step\" must be an integer"},
+      {"9223372036854775808", "",
+       "field \"parameters.1.step\" must be an "
+       "integer"},
+      {"4294967297", "", "field \"parameters.1.step\" is 4294967297, outside"},
+      {"\"x\"", "", "field \"parameters.1.step\" must be an integer"},
+  };
+  for (const Case &c : optCases) {
+    nlohmann::json j = nlohmann::json::parse(optText);
+    j["parameters"]["1"]["step"] = nlohmann::json::parse(c.field);
+    rewriteCheckpointFile(sd, "optimizer.json", j.dump());
+    std::string e = checkpointError(m, sd);
+    EXPECT_NE(e.find(oj + ": " + c.want), std::string::npos)
+        << c.field << ": " << e;
+  }
+  // Through pipeopt-run: a negative AdamW step is an error, not NaN weights.
+  {
+    nlohmann::json j = nlohmann::json::parse(optText);
+    j["parameters"]["1"]["step"] = -1;
+    rewriteCheckpointFile(sd, "optimizer.json", j.dump());
+    r = a.resume(ck, a.dir + "/r2");
+    EXPECT_EQ(r.code, 2) << r.output;
+    EXPECT_NE(r.output.find(oj + ": field \"parameters.1.step\" is -1"),
+              std::string::npos)
+        << r.output;
+  }
+  restore();
+  {
+    nlohmann::json j = nlohmann::json::parse(optText);
+    j["steps"] = "two";
+    rewriteCheckpointFile(sd, "optimizer.json", j.dump());
+    EXPECT_NE(checkpointError(m, sd).find(oj + ": field \"steps\" must be an "
+                                               "integer"),
+              std::string::npos);
+  }
+  restore();
+  // A negative AdamW second moment (sqrt of it: NaN).
+  std::string adamV = fileBytes(sd + "/adam_v_1.npy");
+  {
+    HostTensor v = readNpy(sd + "/adam_v_1.npy");
+    double neg = -1.0;
+    std::memcpy(v.data.data(), &neg, 8);
+    std::vector<uint8_t> head = serializeNpy(v);
+    rewriteCheckpointFile(sd, "adam_v_1.npy",
+                          std::string(head.begin(), head.end()));
+    EXPECT_NE(checkpointError(m, sd).find(sd +
+                                          "/adam_v_1.npy: element 0 is "
+                                          "-1.000000 (a second moment is >= "
+                                          "0)"),
+              std::string::npos)
+        << checkpointError(m, sd);
+  }
+  rewriteCheckpointFile(sd, "adam_v_1.npy", adamV);
+  restore();
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+  r = a.resume(ck, a.dir + "/r3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  a.expectSameAsFull(a.dir + "/r3");
+}
+
+TEST(RunnerOptions, EmptyValuesAreRejected) {
+  // Item 10: --resume "$CK" with CK empty retrained from step 1 over the
+  // checkpoints; --output-dir "" wrote nothing; both exited 0.
+  AdamRun a("empty");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::string before = fileBytes(ck + "/step-2/weight_1.npy");
+  for (const std::string &opt :
+       {std::string("--resume ''"), std::string("--resume="),
+        std::string("--output-dir ''"), std::string("--output-dir="),
+        std::string("--trace ''"), std::string("--profile ''"),
+        std::string("--manifest ''"), std::string("--seed ''"),
+        std::string("--comm ''"), std::string("--input ''"),
+        std::string("--pin-ranks ''"), std::string("--devices ''")}) {
+    CmdResult r = runCommand(a.run + " --steps 8 --checkpoint-dir " + ck +
+                             " --checkpoint-every 2 " + opt);
+    EXPECT_EQ(r.code, 2) << opt << r.output;
+    std::string name = opt.substr(0, opt.find_first_of(" ="));
+    EXPECT_NE(r.output.find("error: " + name +
+                            " needs a value, got an "
+                            "empty string"),
+              std::string::npos)
+        << opt << r.output;
+  }
+  CmdResult r = runCommand(a.run + " --steps 8 --checkpoint-dir '' "
+                                   "--checkpoint-every 2");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("--checkpoint-dir needs a value, got an empty "
+                          "string"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(a.run + " --steps 8 --input 0=" + a.dir + "/x.npy,");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("an empty file name in the list"), std::string::npos)
+      << r.output;
+  r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' ''");
+  EXPECT_EQ(r.code, 2) << r.output;
+  // The checkpoints are untouched.
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-6\n");
+  EXPECT_EQ(fileBytes(ck + "/step-2/weight_1.npy"), before);
+}
+
+/// `manifest` (FAKE_MANIFEST) with input 1's shape replaced by `shape`.
+std::string manifestWithShape(const std::string &dir,
+                              const std::string &shape) {
+  std::ifstream in(FAKE_MANIFEST);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string json = text.str();
+  size_t pos = json.find("\"shape\": [3]");
+  EXPECT_NE(pos, std::string::npos);
+  json.replace(pos, 12, "\"shape\": " + shape);
+  std::string path = dir + "/shape.manifest.json";
+  std::ofstream(path) << json;
+  return path;
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PIPEOPT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PIPEOPT_TEST_ASAN 1
+#endif
+#endif
+
+TEST(RunnerFiles, OutOfMemoryNamesTheInputAndSize) {
+  // Item 12: "error: std::bad_alloc", naming no input or size.
+  // pipeopt-npy-diff --make-inputs applies pipeopt-run's size limits.
+  std::string dir = tmpDir("oom");
+  std::string manifest = manifestWithShape(dir, "[100000, 100000, 100000]");
+  CmdResult r =
+      runCommand("'" + std::string(NPY_DIFF_EXE) + "' --make-inputs '" +
+                 manifest + "' '" + dir + "/in'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("input 1 ('w') of shape f32[100000x100000x100000] "
+                          "needs 4e+15 bytes"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+#ifdef PIPEOPT_TEST_ASAN
+  GTEST_SKIP() << "AddressSanitizer needs more address space than the "
+                  "ulimit -v of the out-of-memory cases";
+#endif
+  // A 16 GiB input is under the 64 GiB limit; with the address space
+  // limited to 4 GB it cannot be allocated.
+  manifest = manifestWithShape(dir, "[4, 1024, 1024, 1024]");
+  r = runCommand("ulimit -v 4000000; '" + std::string(PIPEOPT_RUN_EXE) + "' '" +
+                 FAKE_MODEL_SO + "' --manifest '" + manifest + "'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("input 1 ('w') f32[4x1024x1024x1024]: out of "
+                          "memory allocating its 17179869184 bytes (random "
+                          "data)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("bad_alloc"), std::string::npos) << r.output;
+  r = runCommand("ulimit -v 4000000; '" + std::string(NPY_DIFF_EXE) +
+                 "' --make-inputs '" + manifest + "' '" + dir + "/in'");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("input 1 ('w') f32[4x1024x1024x1024]: out of "
+                          "memory allocating its 17179869184 bytes"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(NpyDiff, IntegersAreComparedExactly) {
+  // Item 12: i64 values above 2^53 that differ by 1 compared equal in
+  // double, even with --rtol 0.
+  std::string dir = tmpDir("npydiff");
+  auto i64 = [](const std::vector<int64_t> &v) {
+    HostTensor t;
+    t.dtype = DType::I64;
+    t.shape = {int64_t(v.size())};
+    t.data.resize(v.size() * 8);
+    std::memcpy(t.data.data(), v.data(), t.data.size());
+    return t;
+  };
+  int64_t big = (int64_t(1) << 60) + 1;
+  writeNpy(dir + "/a.npy", i64({big, -3, 7}));
+  writeNpy(dir + "/b.npy", i64({big + 1, -3, 7}));
+  writeNpy(dir + "/c.npy", i64({big, -3, 7}));
+  std::string exe = std::string("'") + NPY_DIFF_EXE + "'";
+  CmdResult r =
+      runCommand(exe + " --rtol 0 " + dir + "/a.npy " + dir + "/b.npy");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("FAIL: 3 elements i64[3], max abs error 1 (element "
+                          "0) > bound 0"),
+            std::string::npos)
+      << r.output;
+  r = runCommand(exe + " --rtol 0 " + dir + "/a.npy " + dir + "/c.npy");
+  EXPECT_EQ(r.code, 0) << r.output;
+  // The tolerance still applies, exactly: 1 <= floor(1e-18 * 2^60 + 0).
+  r = runCommand(exe + " --rtol 1e-18 " + dir + "/a.npy " + dir + "/b.npy");
+  EXPECT_EQ(r.code, 0) << r.output;
+  // Extremes do not overflow.
+  writeNpy(dir + "/d.npy", i64({INT64_MIN, 0, 0}));
+  writeNpy(dir + "/e.npy", i64({INT64_MAX, 0, 0}));
+  r = runCommand(exe + " --rtol 0 " + dir + "/d.npy " + dir + "/e.npy");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("max abs error 18446744073709551615"),
             std::string::npos)
       << r.output;
 }

@@ -20,7 +20,9 @@
 // (FAIL and ">" when E exceeds B; " + atol A" inside the parentheses when
 // --atol is set). The pair passes when dtype and shape are equal and
 //   max|actual - reference| <= rtol * max|reference| + atol
-// (defaults rtol = 1e-5, atol = 0). NaN or Inf in either tensor fails unless
+// (defaults rtol = 1e-5, atol = 0). Integer dtypes (i64, i32, i8, i1) are
+// compared exactly as integers, not through double (which holds 53 bits),
+// against the bound rounded down. NaN or Inf in either tensor fails unless
 // --allow-nan, since such a comparison proves nothing; --allow-nan ignores
 // only positions that are non-finite in the same way in both tensors (both
 // NaN, or the same infinity). A NaN or Inf where the other tensor is finite
@@ -53,6 +55,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <exception>
+#include <new>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -129,6 +132,73 @@ double element(const HostTensor &t, size_t i) {
   return 0;
 }
 
+bool isIntegerType(DType t) {
+  return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::I1;
+}
+
+/// Element i of an integer tensor, exactly.
+int64_t intElement(const HostTensor &t, size_t i) {
+  const uint8_t *p = t.data.data() + i * dtypeSize(t.dtype);
+  switch (t.dtype) {
+  case DType::I64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  case DType::I32: {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  case DType::I8:
+    return int8_t(*p);
+  default:
+    return *p ? 1 : 0;
+  }
+}
+
+/// |x - y| without overflow (as an unsigned 64-bit integer).
+uint64_t absDiff(int64_t x, int64_t y) {
+  return x >= y ? uint64_t(x) - uint64_t(y) : uint64_t(y) - uint64_t(x);
+}
+
+/// Integer dtypes are compared exactly, as integers: a double holds only
+/// 53 bits, so i64 values above 2^53 that differ by 1 would compare equal.
+/// The bound is the same as for floats (rtol x max|reference| + atol),
+/// rounded down to an integer; with --rtol 0 --atol 0 only equal tensors
+/// pass.
+int compareIntegers(const std::string &actualPath, const HostTensor &a,
+                    const HostTensor &r, size_t n, const Options &o) {
+  uint64_t maxErr = 0, maxRef = 0;
+  size_t worst = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = intElement(a, i), y = intElement(r, i);
+    uint64_t e = absDiff(x, y);
+    if (e > maxErr) {
+      maxErr = e;
+      worst = i;
+    }
+    maxRef = std::max(maxRef, absDiff(y, 0));
+  }
+  // bound = floor(rtol * maxRef + atol), exact where it matters: an error
+  // of e passes when e <= bound.
+  long double b =
+      (long double)o.rtol * (long double)maxRef + (long double)o.atol;
+  uint64_t bound =
+      b >= 18446744073709551615.0L ? UINT64_MAX : uint64_t(std::floor(b));
+  bool ok = maxErr <= bound;
+  std::printf("%s: %s: %zu elements %s, max abs error %llu (element %zu) %s "
+              "bound %llu (%g x max abs reference %llu",
+              actualPath.c_str(), ok ? "ok" : "FAIL", n,
+              typeString(a.dtype, a.shape).c_str(), (unsigned long long)maxErr,
+              worst, ok ? "<=" : ">", (unsigned long long)bound, o.rtol,
+              (unsigned long long)maxRef);
+  if (o.atol != 0)
+    std::printf(" + atol %g", o.atol);
+  std::printf(", integers compared exactly)\n");
+  return ok ? 0 : 1;
+}
+
 /// Compares one pair; returns 0 (pass), 1 (differs) or 2 (error).
 int compare(const std::string &actualPath, const std::string &refPath,
             const Options &o) {
@@ -147,6 +217,8 @@ int compare(const std::string &actualPath, const std::string &refPath,
     return 1;
   }
   size_t n = size_t(numElements(a.shape));
+  if (isIntegerType(a.dtype))
+    return compareIntegers(actualPath, a, r, n, o);
   double maxErr = 0, maxRef = 0;
   size_t worst = 0, nonFinite = 0, mismatched = 0, firstMismatch = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -201,10 +273,24 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
                uint64_t seed) {
   try {
     Manifest m = readManifest(manifestPath);
+    // The limits pipeopt-run applies, before anything is allocated.
+    checkInputSizes(m);
     ensureDir(dir); // like pipeopt-run --output-dir
     for (const ManifestInput &in : m.inputs) {
-      HostTensor t =
-          randomInput(in, m.numMicrobatches, inputSeed(seed, in.index));
+      HostTensor t;
+      try {
+        t = randomInput(in, m.numMicrobatches, inputSeed(seed, in.index));
+      } catch (const std::bad_alloc &) {
+        Shape full = in.shape;
+        if (in.microbatched)
+          full.insert(full.begin(), m.numMicrobatches);
+        throw RuntimeError(
+            "input " + std::to_string(in.index) +
+            (in.name.empty() ? "" : " ('" + in.name + "')") + " " +
+            typeString(in.dtype, full) + ": out of memory allocating its " +
+            std::to_string(uint64_t(numElements(full)) * dtypeSize(in.dtype)) +
+            " bytes");
+      }
       writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
     }
   } catch (const RuntimeError &e) {

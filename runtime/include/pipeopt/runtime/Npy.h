@@ -38,10 +38,48 @@ HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what);
 HostTensor readNpy(const std::string &path);
 /// Serializes a tensor as .npy (format 1.0, or 2.0 if the header needs it).
 std::vector<uint8_t> serializeNpy(const HostTensor &tensor);
-/// Writes a .npy file; throws RuntimeError on I/O errors.
+/// Writes a .npy file through writeFileAtomic (the file is replaced whole
+/// or not at all); throws RuntimeError on I/O errors.
 void writeNpy(const std::string &path, const HostTensor &tensor);
 /// The .npy descr string for a dtype ("<f4", ...).
 const char *npyDescr(DType type);
+
+//===----------------------------------------------------------------------===//
+// Checked, atomic file writing (every file the runtime writes goes through
+// writeFileAtomic).
+//===----------------------------------------------------------------------===//
+
+/// A piece of a file's contents.
+struct ByteRange {
+  const void *data;
+  size_t size;
+};
+
+/// Writes `parts` (concatenated) as the file `path`, atomically: into a
+/// temporary file in the same directory (".<name>.tmp.<pid>.<n>"), with a
+/// write(2) loop that handles short writes and EINTR, then fsync, close
+/// (whose result is checked), rename over `path`, and fsync of the
+/// directory (skipped with `syncDir` false, for a caller that syncs the
+/// directory itself). A reader sees the old file or the complete new one,
+/// never a partial or empty one. Any failure throws RuntimeError
+/// "<path>: cannot write: <strerror(errno)>" naming `path` (not the
+/// temporary), after the temporary is removed. A `path` that exists and is
+/// not a regular file (a device such as /dev/null or /dev/full, a FIFO,
+/// /dev/stdout) is written in place, with the same checks; a symbolic link
+/// is followed (its target is replaced).
+void writeFileAtomic(const std::string &path,
+                     const std::vector<ByteRange> &parts, bool syncDir = true);
+/// writeFileAtomic of one string.
+void writeFileAtomic(const std::string &path, const std::string &text,
+                     bool syncDir = true);
+/// fsync(2) of the directory `dir`; throws RuntimeError naming it and the
+/// reason (file systems that cannot sync a directory, EINVAL, are accepted).
+void syncDirectory(const std::string &dir);
+
+/// 64-bit FNV-1a of `size` bytes (offset basis 0xcbf29ce484222325, prime
+/// 0x100000001b3), continuing from `hash`. The checkpoint checksum.
+uint64_t fnv1a64(const void *data, size_t size,
+                 uint64_t hash = 0xcbf29ce484222325ull);
 
 } // namespace rt
 } // namespace pipeopt
