@@ -35,6 +35,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1511,19 +1512,81 @@ void pinThisRank(RankPinning &p, size_t slot) {
     p.errors[slot] = std::strerror(rc);
 }
 
+/// What the main thread can see of a rank running in another thread (the
+/// loopback watchdog of pipeoptRunMain): where it is, under `mu`, and its
+/// context while it runs.
+struct RankProgress {
+  std::mutex mu;
+  std::string phase;
+  const RankContext *ctx = nullptr; ///< while runRank runs
+};
+
+/// runRank's "phase" (what the rank is doing, for its errors), published to
+/// a RankProgress when there is one.
+struct PhaseText {
+  RankProgress *progress = nullptr;
+  std::string text;
+  PhaseText &operator=(std::string t) {
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress->mu);
+      progress->phase = t;
+    }
+    text = std::move(t);
+    return *this;
+  }
+};
+
+/// "rank 1 (stage 1)", "rank 0 (stages 0, 3)", or "rank 2" when the
+/// manifest places no stage on it.
+std::string rankLabel(const Manifest &m, int rank) {
+  std::set<int> stages;
+  for (const auto &pipeline : m.stageRankPipelines)
+    for (size_t s = 0; s < pipeline.size(); ++s)
+      if (pipeline[s] == rank)
+        stages.insert(int(s));
+  if (stages.empty() && size_t(rank) < m.actions.size())
+    for (const ManifestAction &a : m.actions[size_t(rank)])
+      stages.insert(a.stage);
+  std::string r = "rank " + std::to_string(rank);
+  if (stages.empty())
+    return r;
+  r += stages.size() == 1 ? " (stage " : " (stages ";
+  bool first = true;
+  for (int s : stages) {
+    r += (first ? "" : ", ") + std::to_string(s);
+    first = false;
+  }
+  return r + ")";
+}
+
 /// Runs one rank to completion (in the calling thread). With `pinning`
 /// (an in-process rank of --pin-ranks), the rank is pinned to one core
 /// from the first measured iteration on.
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
              const Checkpoint *resume, const Device *device,
-             RankResult &result, RankPinning *pinning = nullptr) {
+             RankResult &result, RankPinning *pinning = nullptr,
+             RankProgress *progress = nullptr) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
-  std::string phase = "at the start barrier";
+  PhaseText phase{progress, ""};
+  phase = "at the start barrier";
+  if (progress) {
+    std::lock_guard<std::mutex> lock(progress->mu);
+    progress->ctx = &ctx;
+  }
+  struct Unpublish {
+    RankProgress *progress;
+    ~Unpublish() {
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress->mu);
+        progress->ctx = nullptr;
+      }
+    }
+  } unpublish{progress};
   bool bound = false;
   try {
     if (device) {
@@ -1574,6 +1637,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       ctx.beginCall();
       // Warm-up calls read step 0's slice of a dataset.
       ctx.dataStep = measured ? first + it - o.warmup : 0;
+      phase = "in iteration " + std::to_string(it) + " (" +
+              (measured ? "measured" : "warm-up") + "), calling " +
+              m.entryPoints[rank];
       double t0 = ctx.now();
       int32_t rc = entry();
       // cuda builds: the iteration's time includes the device work it
@@ -1689,7 +1755,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       }
     }
   } catch (const std::exception &e) {
-    ctx.fail("launcher, " + phase + ": " + e.what());
+    ctx.fail("launcher, " + phase.text + ": " + e.what());
   }
   if (bound) {
     // The device copies go before the thread's binding.
@@ -2203,6 +2269,63 @@ void reportErrors(const std::vector<RankResult> &results) {
       printError(r.error);
 }
 
+/// Loopback: after a rank failed, how long the others get to return (they
+/// fail at once when they wait for a rank that has failed, within
+/// --timeout-s when they wait for one that is stuck) before the run ends
+/// without them.
+double loopbackGraceS(const RunOptions &o) {
+  return std::min(o.timeoutS, 10.0);
+}
+
+/// Reads a field that the rank's thread may be writing (it normally is
+/// stuck and does not): relaxed atomic loads, a snapshot for an error
+/// message.
+template <typename T> T peek(const T &v) {
+  return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
+
+/// "rank 0 (stage 0) did not return within 1 s of the first failure: in
+/// iteration 0 (measured), calling pipeopt_rank_0, in action F for stage 0
+/// microbatch 1 (begun 3.2 s ago, not ended); last completed action: F for
+/// stage 0 microbatch 0".
+std::string describeStuckRank(const Manifest &m, int rank,
+                              RankProgress &progress, double graceS) {
+  std::ostringstream os;
+  os << rankLabel(m, rank) << " did not return within " << graceS
+     << " s of the first failure (stuck in a computation, or blocked):";
+  std::lock_guard<std::mutex> lock(progress.mu);
+  os << " " << progress.phase;
+  const RankContext *ctx = progress.ctx;
+  if (!ctx)
+    return os.str();
+  int openKind = peek(ctx->openKind);
+  int openStage = peek(ctx->openStage);
+  int openMb = peek(ctx->openMicrobatch);
+  size_t begun = peek(ctx->actionsBegun);
+  if (openKind >= 0) {
+    char ago[64];
+    std::snprintf(ago, sizeof(ago), "%.1f", ctx->now() - ctx->openBeginS);
+    os << ", in action " << actionKindName(openKind) << " for stage "
+       << openStage << " microbatch " << openMb << " (begun " << ago
+       << " s ago, not ended)";
+  }
+  size_t completed = begun - (openKind >= 0 && begun > 0 ? 1 : 0);
+  if (size_t(rank) < m.actions.size() && completed <= m.actions[rank].size()) {
+    if (completed == 0) {
+      os << "; no action completed in this call";
+    } else {
+      const ManifestAction &a = m.actions[size_t(rank)][completed - 1];
+      os << "; last completed action: " << actionKindName(a.kind)
+         << " for stage " << a.stage << " microbatch " << a.microbatch
+         << " (its action " << completed - 1 << " of "
+         << m.actions[size_t(rank)].size() << " in this call)";
+    }
+  } else {
+    os << "; actions completed in this call: " << completed;
+  }
+  return os.str();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -2463,14 +2586,56 @@ int pipeoptRunMain(int argc, char **argv) {
       pinning->cpuOf.assign(localRanks.size(), -1);
       pinning->errors.resize(localRanks.size());
     }
+    // The watchdog: a rank that never returns (stuck in a computation)
+    // must not hang the run. Once a rank has failed, the others get
+    // loopbackGraceS; then every failed rank's error is printed, every
+    // rank still running is named with where it is, and the process ends
+    // without joining them (std::_Exit: they still use the shared state).
+    std::vector<RankProgress> progress(localRanks.size());
+    std::mutex doneMu;
+    std::condition_variable doneCv;
+    std::vector<bool> done(localRanks.size(), false);
+    size_t numDone = 0;
+    bool anyFailed = false;
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
                 resume ? &*resume : nullptr,
                 devices.empty() ? nullptr : &devices[i], results[i],
-                pinning ? &*pinning : nullptr);
+                pinning ? &*pinning : nullptr, &progress[i]);
+        {
+          std::lock_guard<std::mutex> lock(doneMu);
+          done[i] = true;
+          ++numDone;
+          anyFailed = anyFailed || !results[i].ok;
+        }
+        doneCv.notify_all();
       });
+    {
+      const double graceS = loopbackGraceS(o);
+      std::optional<Deadline> grace;
+      std::unique_lock<std::mutex> lock(doneMu);
+      while (numDone < localRanks.size()) {
+        if (anyFailed && !grace)
+          grace.emplace(graceS);
+        if (grace && grace->expired()) {
+          for (size_t i = 0; i < localRanks.size(); ++i)
+            if (done[i] && !results[i].ok)
+              printError(results[i].error);
+          for (size_t i = 0; i < localRanks.size(); ++i)
+            if (!done[i])
+              printError(describeStuckRank(m, localRanks[i], progress[i],
+                                           graceS));
+          std::fflush(stdout);
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+        doneCv.wait_for(lock, std::chrono::duration<double>(
+                                  grace ? std::max(0.01, grace->remaining())
+                                        : 1.0));
+      }
+    }
     for (auto &t : threads)
       t.join();
     if (pinning && !o.quiet) {
