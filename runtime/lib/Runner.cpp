@@ -69,7 +69,15 @@ std::string runUsage() {
                          name for --iterations); with "parameters" in the
                          manifest each step updates the weights
   --warmup N             unmeasured iterations first (default 0)
-  --timeout-s S          max wait of any send/recv, seconds (default 60)
+  --timeout-s S          max wait of any send/recv, seconds (default 60),
+                         counting only time the process ran: a run
+                         suspended (Ctrl-Z, SIGSTOP) and continued goes on.
+                         A rank that waits longer fails, naming whom it
+                         waited for; a rank that never returns (stuck in a
+                         computation) is named once another rank failed:
+                         loopback ends the run min(S, 10) s after the first
+                         failure, MPI names the ranks that do not answer a
+                         status query within S/2 s (at least 1, at most 5)
   --input I=FILE.npy     data of model input I; for a microbatched input either
                          one file [M, ...shape] or [M*d0, d1, ...] (split along
                          the leading dim), or a comma list of M files of shape
@@ -2538,6 +2546,13 @@ int pipeoptRunMain(int argc, char **argv) {
   }
   std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
   const std::string &commName = communicators.name;
+  {
+    std::vector<std::string> labels;
+    for (int r = 0; r < m.numRanks; ++r)
+      labels.push_back(rankLabel(m, r));
+    for (auto &c : comms)
+      c->describeRanks(labels);
+  }
 
   // Kernel threads, before any kernel runs. Large buffers are kept by the
   // allocator instead of being mapped and unmapped on every call (each
@@ -2662,7 +2677,11 @@ int pipeoptRunMain(int argc, char **argv) {
   if (!ok) {
     reportErrors(results);
     if (useMpi) {
-      // Peers may be blocked on this rank; MPI_Abort ends them promptly.
+      // Peers may be blocked on this rank; MPI_Abort ends them promptly,
+      // after a grace period in which this rank answers the status queries
+      // of peers that diagnose their own timeouts (Mpi.cpp) with its error,
+      // and its error reaches mpirun's output.
+      comms[0]->fail(results[0].error, statusGraceS(o.timeoutS));
       comms.clear();
       mpiAbort(1);
     }

@@ -9,7 +9,9 @@
 //   * loopback: a rank stuck in a computation ends the run with an error
 //     naming it, its stage and its last completed action (issue 34, item 7);
 //   * loopback: a run stopped (SIGSTOP) for longer than --timeout-s and
-//     continued completes (item 9).
+//     continued completes (item 9);
+//   * MPI: the rank that made no progress is named even by a rank that
+//     waited for another one (item 8).
 // Every command runs under `timeout -s KILL`, so that a hang fails the test
 // instead of hanging it.
 //
@@ -189,5 +191,34 @@ TEST(FaultLoopback, SuspendedRunCompletesAfterSigcont) {
   std::remove(started.c_str());
   std::remove(log.c_str());
 }
+
+#ifdef MPIEXEC
+std::string mpirun(int np, const std::string &env) {
+  return killAfter() + "'" + MPIEXEC + "' " + MPIEXEC_FLAGS + " " + env +
+         " -np " + std::to_string(np) + " ";
+}
+
+//===----------------------------------------------------------------------===//
+// Item 8: MPI names the rank that made no progress
+//===----------------------------------------------------------------------===//
+
+TEST(FaultMpi, RankThatMadeNoProgressIsNamed) {
+  // Rank 0 is stuck in its first forward. Rank 2 waits for rank 1 from the
+  // start and times out first (4 s); rank 1 computes 2.5 s first and then
+  // waits for rank 0. Before, rank 2 reported "waiting for rank 1" and
+  // aborted the job before rank 1 could blame rank 0. Now rank 2's error
+  // says that rank 0 made no progress (it does not answer a status query,
+  // rank 1 answers that it waits for rank 0).
+  CmdResult r = runCommand(
+      mpirun(3, "-x PIPEOPT_FAKE_STUCK_RANK=0 -x PIPEOPT_FAKE_STUCK_MB=0 "
+                "-x PIPEOPT_FAKE_DELAY_RANK=1 -x PIPEOPT_FAKE_DELAY_S=2.5") +
+      stuckModel() + " --comm mpi --timeout-s 4");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 0 (stage 0) made no progress"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 1 (stage 1): waiting")) << r.output;
+  EXPECT_LT(r.seconds, 50.0) << r.output;
+}
+#endif
 
 } // namespace

@@ -124,6 +124,21 @@ public:
   /// Tells the others this rank is done (or died); loopback peers waiting on
   /// it fail immediately instead of waiting for the timeout.
   virtual void close() {}
+  /// Names of the ranks for errors, e.g. "rank 1 (stage 1)" ([rank]; the
+  /// launcher sets them from the manifest). Default: ignored.
+  virtual void describeRanks(const std::vector<std::string> &labels) {
+    (void)labels;
+  }
+  /// The launcher calls this when this rank failed with `error`, before it
+  /// ends the job: MPI keeps answering the others' status queries with this
+  /// error for `graceS` seconds (so that a rank diagnosing its own timeout
+  /// learns that this one failed and why, rather than taking it for a rank
+  /// that made no progress), which also gives the error time to reach the
+  /// launcher's output before MPI_Abort. Default: returns at once.
+  virtual void fail(const std::string &error, double graceS) {
+    (void)error;
+    (void)graceS;
+  }
 };
 
 /// The shared state of a loopback run: `numRanks` ranks in one process.
@@ -142,6 +157,14 @@ public:
 private:
   std::unique_ptr<Impl> impl;
 };
+
+/// MPI: how long a rank whose wait timed out waits for the answers to its
+/// status queries, and how long a failed rank keeps answering them before
+/// MPI_Abort (Mpi.cpp): half the timeout, at least 1 s, at most 5 s.
+inline double statusGraceS(double timeoutS) {
+  double g = timeoutS / 2;
+  return g < 1 ? 1 : g > 5 ? 5 : g;
+}
 
 /// True if the runtime was built with MPI support.
 bool haveMpi();
