@@ -63,7 +63,10 @@ std::string runUsage() {
 
   --manifest FILE        manifest (default: <model>.manifest.json)
   --comm KIND            loopback (default; ranks as threads) | mpi (one rank
-                         per process under mpirun) | nccl (one rank per GPU)
+                         per process under mpirun) | nccl (one rank per GPU);
+                         started as one of several processes (mpirun, srun,
+                         torchrun) with loopback, pipeopt-run refuses (each
+                         process would run the whole job)
   --iterations N         measured iterations of the schedule (default 1)
   --steps N              training builds: measured training steps (their
                          name for --iterations); with "parameters" in the
@@ -2373,7 +2376,20 @@ int pipeoptRunMain(int argc, char **argv) {
     return 2;
   }
 
-  // Decide the world: which ranks this process runs.
+  // Decide the world: which ranks this process runs. Started as one of
+  // several processes (mpirun without --comm mpi), every process would run
+  // the whole job, racing on the output and checkpoint files.
+  if (o.comm == CommKind::Loopback) {
+    LaunchEnvironment launch = detectLaunchEnvironment();
+    if (launch.size > 1) {
+      printError("this process is one of " + std::to_string(launch.size) +
+                 " started by a launcher (" + launch.variable +
+                 "), but --comm is loopback, which runs every rank in each "
+                 "process: every process would run the whole job. Use "
+                 "--comm mpi (mpirun) or --comm nccl, or start one process");
+      return 2;
+    }
+  }
   bool useMpi = o.comm == CommKind::Mpi;
   bool ncclOverMpi = false, ncclOverEnv = false;
   if (o.comm == CommKind::Nccl) {

@@ -10,6 +10,7 @@
 //     naming it, its stage and its last completed action (issue 34, item 7);
 //   * loopback: a run stopped (SIGSTOP) for longer than --timeout-s and
 //     continued completes (item 9);
+//   * a multi-process launch without --comm mpi is refused (item 11);
 //   * MPI: the rank that made no progress is named even by a rank that
 //     waited for another one (item 8).
 // Every command runs under `timeout -s KILL`, so that a hang fails the test
@@ -69,6 +70,11 @@ std::string killAfter() {
 std::string stuckModel() {
   return std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_STUCK_SO +
          "' --manifest '" + FAKE_STUCK_MANIFEST + "'";
+}
+
+std::string fakeModel() {
+  return std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+         "' --manifest '" + FAKE_MANIFEST + "'";
 }
 
 bool contains(const std::string &s, const std::string &what) {
@@ -192,10 +198,42 @@ TEST(FaultLoopback, SuspendedRunCompletesAfterSigcont) {
   std::remove(log.c_str());
 }
 
+//===----------------------------------------------------------------------===//
+// Item 11: a launch of several processes without --comm mpi
+//===----------------------------------------------------------------------===//
+
+TEST(FaultLaunch, SeveralProcessesWithLoopbackAreRefused) {
+  // As mpirun and torchrun set it; no MPI needed to see the refusal.
+  for (const char *env : {"OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=1",
+                          "PMI_SIZE=4 PMI_RANK=0", "RANK=0 WORLD_SIZE=2"}) {
+    CmdResult r = runCommand(killAfter() + "env " + env + " " + fakeModel());
+    EXPECT_EQ(r.code, 2) << env << ": " << r.output;
+    EXPECT_TRUE(contains(r.output, "--comm is loopback")) << r.output;
+    EXPECT_TRUE(contains(r.output, "--comm mpi")) << r.output;
+  }
+  CmdResult r = runCommand(killAfter() + "env OMPI_COMM_WORLD_SIZE=2 " +
+                           fakeModel());
+  EXPECT_TRUE(contains(r.output, "(OMPI_COMM_WORLD_SIZE=2)")) << r.output;
+  // One process (mpirun -np 1, a lone WORLD_SIZE without RANK) still runs.
+  for (const char *env : {"OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2"}) {
+    r = runCommand(killAfter() + "env " + env + " " + fakeModel() +
+                   " --quiet");
+    EXPECT_EQ(r.code, 0) << env << ": " << r.output;
+  }
+}
+
 #ifdef MPIEXEC
 std::string mpirun(int np, const std::string &env) {
   return killAfter() + "'" + MPIEXEC + "' " + MPIEXEC_FLAGS + " " + env +
          " -np " + std::to_string(np) + " ";
+}
+
+TEST(FaultMpi, MpirunWithoutCommMpiIsRefused) {
+  // Before: both processes ran the whole job, exit 0.
+  CmdResult r = runCommand(mpirun(2, "") + fakeModel());
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "OMPI_COMM_WORLD_SIZE=2")) << r.output;
+  EXPECT_TRUE(contains(r.output, "--comm is loopback")) << r.output;
 }
 
 //===----------------------------------------------------------------------===//

@@ -212,6 +212,18 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
 /// pipeopt-run --comm.
 enum class CommKind { Loopback, Mpi, Nccl };
 
+/// A launcher that started this process as one of several (mpirun, srun,
+/// torchrun), as its environment says: the number of processes and the
+/// variable that says so. size <= 1 when there is none.
+struct LaunchEnvironment {
+  int size = 1;
+  std::string variable; ///< e.g. "OMPI_COMM_WORLD_SIZE=2"
+};
+/// Reads OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_SIZE (MPICH, Intel
+/// MPI, srun --mpi=pmi2), PMIX_SIZE and, with RANK set, WORLD_SIZE
+/// (torchrun).
+LaunchEnvironment detectLaunchEnvironment();
+
 /// How this process takes part in a run, as pipeopt-run decided it from
 /// --comm and the launcher's environment.
 struct CommWorld {
