@@ -114,9 +114,9 @@ public:
     auto &q = box.fromRank[src];
     while (q.empty()) {
       if (world.isClosed(src))
-        throw RuntimeError("rank " + std::to_string(src) +
-                           " exited (finished or failed) without sending "
-                           "the expected message");
+        throw PeerExitedError("rank " + std::to_string(src) +
+                              " exited (finished or failed) without "
+                              "sending the expected message");
       double left = deadline.remaining();
       if (left > 0) {
         box.cv.wait_for(lock, std::chrono::duration<double>(left));

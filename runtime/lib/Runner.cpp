@@ -3,9 +3,9 @@
 // Per local rank: start barrier, then (warmup + iterations) times: barrier,
 // call pipeopt_rank_<k>(), record the wall time, complete outstanding sends.
 // Afterwards every rank sends its iteration times, measured actions and
-// outputs to rank 0 as control messages over the same communicator; rank 0
-// writes the outputs, the Chrome trace and the profile, and prints the
-// throughput. Any error is reported with the rank (and the runtime's message
+// outputs to rank 0 as control messages over the same communicator and
+// waits for rank 0 to confirm it has them all; rank 0 writes the outputs,
+// the Chrome trace and the profile, and prints the throughput. Any error is reported with the rank (and the runtime's message
 // names stage and microbatch); the exit code is then nonzero.
 //
 //===----------------------------------------------------------------------===//
@@ -714,6 +714,7 @@ enum ControlTag : int32_t {
   TagParamValue = 11, ///< a rank's copy of one parameter (gathering)
   TagParamState = 12, ///< its mean gradient and optimizer state (f64)
   TagStash = 13,     ///< a rank's peak stashed bytes
+  TagDone = 14,      ///< rank 0 has every rank's results (the run's end)
 };
 
 /// What rank 0 collects from every rank.
@@ -1739,6 +1740,18 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (rank != 0) {
         sendReport(comm, ctx, iterS, withOutputs, o.timeoutS);
         comm.flush(o.timeoutS);
+        // Until rank 0 confirms that it has every result, this rank watches
+        // it: a rank 0 stuck in its last computation, which nobody else
+        // waits for, would otherwise hang the run (MPI_Finalize, the
+        // loopback join) without a word. Three times --timeout-s: rank 0
+        // itself gives up on a missing result after twice that, naming the
+        // rank that did not send it. A rank 0 that ended without confirming
+        // (loopback) failed, and its error says why.
+        phase = "waiting for rank 0 to confirm it has every rank's results";
+        try {
+          recvControl(comm, 0, TagDone, 3 * o.timeoutS);
+        } catch (const PeerExitedError &) {
+        }
       } else {
         result.reports.resize(comm.size());
         result.reports[0].iterationS = iterS;
@@ -1763,6 +1776,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         // race (with MPI the peer's MPI_Abort ends rank 0 first).
         for (int r = 1; r < comm.size(); ++r)
           result.reports[r] = recvReport(comm, r, 2 * o.timeoutS);
+        phase = "confirming the end of the run to the other ranks";
+        for (int r = 1; r < comm.size(); ++r)
+          sendControl(comm, r, TagDone, nullptr, 0, o.timeoutS);
+        comm.flush(o.timeoutS);
       }
     }
   } catch (const std::exception &e) {

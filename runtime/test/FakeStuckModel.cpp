@@ -10,7 +10,9 @@
 // to rank r+1 (r < 2). For FaultTest.cpp, from the environment:
 //   PIPEOPT_FAKE_STUCK_RANK=r   rank r never returns from its action F of
 //                               microbatch PIPEOPT_FAKE_STUCK_MB (default 1;
-//                               a stage stuck in compute);
+//                               a stage stuck in compute), or, with
+//                               PIPEOPT_FAKE_STUCK_MB=2, after its last
+//                               action and send (nobody waits for it);
 //   PIPEOPT_FAKE_DELAY_RANK=r, PIPEOPT_FAKE_DELAY_S=s
 //                               rank r computes s seconds before its first
 //                               receive of each call;
@@ -79,6 +81,10 @@ int32_t chainRank(int r) {
       CHECK(_mlir_ciface_pipeopt_rt_send_f32(r + 1, r, r + 1, mb, 0, 0,
                                              mh.get()));
   }
+  if (r == envInt("PIPEOPT_FAKE_STUCK_RANK", -1) &&
+      envInt("PIPEOPT_FAKE_STUCK_MB", 1) >= kMb)
+    for (;;) // stuck after its last action
+      std::this_thread::sleep_for(std::chrono::seconds(1000));
   return 0;
 }
 

@@ -12,9 +12,11 @@
 //     continued completes (item 9);
 //   * a multi-process launch without --comm mpi is refused (item 11);
 //   * MPI: the rank that made no progress is named even by a rank that
-//     waited for another one (item 8).
-// Every command runs under `timeout -s KILL`, so that a hang fails the test
-// instead of hanging it.
+//     waited for another one (item 8);
+//   * a rank 0 stuck after its last action, which no schedule message
+//     waits for, is named (loopback and MPI).
+// Every command runs under `timeout` (TERM, then KILL), so that a hang fails
+// the test instead of hanging it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,7 +66,7 @@ CmdResult runCommand(const std::string &cmd) {
 constexpr int kKillAfterS = 60;
 
 std::string killAfter() {
-  return "timeout -s KILL " + std::to_string(kKillAfterS) + " ";
+  return "timeout -k 10 " + std::to_string(kKillAfterS) + " ";
 }
 
 std::string stuckModel() {
@@ -131,6 +133,26 @@ TEST(FaultLoopback, StuckLastRankIsNamedToo) {
   EXPECT_TRUE(contains(r.output, "rank 2 (stage 2) did not return"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "in action F for stage 2 microbatch 1"))
+      << r.output;
+}
+
+TEST(FaultLoopback, RankZeroStuckAtTheEndIsNamed) {
+  // Rank 0 gets stuck after its last action and send: nobody waits for it
+  // in the schedule, and ranks 1 and 2 finish. They wait for rank 0 to
+  // confirm that it has their results (3 x --timeout-s), time out, and the
+  // run ends naming rank 0. Before: a silent hang.
+  CmdResult r = runCommand(killAfter() +
+                           "env PIPEOPT_FAKE_STUCK_RANK=0 "
+                           "PIPEOPT_FAKE_STUCK_MB=2 " +
+                           stuckModel() + " --timeout-s 1");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(contains(r.output, "waiting for rank 0 to confirm it has every "
+                                 "rank's results: timed out after 3 s"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 0 (stage 0) did not return"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "last completed action: F for stage 0 "
+                                 "microbatch 1 (its action 1 of 2"))
       << r.output;
 }
 
@@ -255,6 +277,22 @@ TEST(FaultMpi, RankThatMadeNoProgressIsNamed) {
   EXPECT_TRUE(contains(r.output, "rank 0 (stage 0) made no progress"))
       << r.output;
   EXPECT_TRUE(contains(r.output, "rank 1 (stage 1): waiting")) << r.output;
+  EXPECT_LT(r.seconds, 50.0) << r.output;
+}
+
+TEST(FaultMpi, RankZeroStuckAtTheEndIsNamed) {
+  // Rank 0 gets stuck after its last send. Before, ranks 1 and 2 finished
+  // and waited in MPI_Finalize forever; now they wait for rank 0's
+  // confirmation of their results, time out and name rank 0.
+  CmdResult r = runCommand(
+      mpirun(3, "-x PIPEOPT_FAKE_STUCK_RANK=0 -x PIPEOPT_FAKE_STUCK_MB=2") +
+      stuckModel() + " --comm mpi --timeout-s 1");
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "waiting for rank 0 to confirm it has every "
+                                 "rank's results: timed out after 3 s"))
+      << r.output;
+  EXPECT_TRUE(contains(r.output, "rank 0 (stage 0) made no progress"))
+      << r.output;
   EXPECT_LT(r.seconds, 50.0) << r.output;
 }
 #endif

@@ -28,6 +28,14 @@
 namespace pipeopt {
 namespace rt {
 
+/// Thrown by recv when the peer has ended (finished or failed) without
+/// sending the message (loopback, where a rank knows that).
+class PeerExitedError : public RuntimeError {
+public:
+  explicit PeerExitedError(const std::string &message)
+      : RuntimeError(message) {}
+};
+
 /// Wire header of every message (128 bytes, little-endian host layout; all
 /// ranks of one run are assumed to share endianness).
 struct MessageHeader {
