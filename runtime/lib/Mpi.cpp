@@ -113,9 +113,9 @@ std::string describeMessage(const MessageHeader &h) {
   if (h.kind == MessageHeader::Control) {
     os << "launcher control message (tag " << h.tag << ")";
   } else {
-    os << (h.backward ? "gradient" : "activation") << " of stage "
-       << h.srcStage << " -> " << h.dstStage << ", microbatch "
-       << h.microbatch << " (value " << h.valueIndex << ")";
+    os << (h.backward ? "gradient" : "activation") << " of stage " << h.srcStage
+       << " -> " << h.dstStage << ", microbatch " << h.microbatch << " (value "
+       << h.valueIndex << ")";
   }
   return os.str();
 }
@@ -395,12 +395,11 @@ private:
         os << (i ? ", " : "") << label(silent[i]);
       os << " made"
          << " no progress: no answer to a status query within "
-         << seconds(graceS)
-         << " (stopped, stuck in a computation, or dead)";
+         << seconds(graceS) << " (stopped, stuck in a computation, or dead)";
       for (int r : silent)
         if (!lastReceived[size_t(r)].empty())
-          os << "; the last message this rank received from rank " << r
-             << ": " << lastReceived[size_t(r)];
+          os << "; the last message this rank received from rank " << r << ": "
+             << lastReceived[size_t(r)];
       os << "; the others:";
     }
     for (int r = 0; r < mySize; ++r)

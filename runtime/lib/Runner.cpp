@@ -5,8 +5,9 @@
 // Afterwards every rank sends its iteration times, measured actions and
 // outputs to rank 0 as control messages over the same communicator and
 // waits for rank 0 to confirm it has them all; rank 0 writes the outputs,
-// the Chrome trace and the profile, and prints the throughput. Any error is reported with the rank (and the runtime's message
-// names stage and microbatch); the exit code is then nonzero.
+// the Chrome trace and the profile, and prints the throughput. Any error is
+// reported with the rank (and the runtime's message names stage and
+// microbatch); the exit code is then nonzero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -709,12 +710,12 @@ enum ControlTag : int32_t {
   TagModelEvidence = 6,
   TagReducedCount = 7,
   TagReduced = 8,
-  TagGradient = 9,   ///< a rank's gradient accumulator of one parameter
-  TagStepLoss = 10,  ///< a rank's loss sum, count and time of one step
+  TagGradient = 9,    ///< a rank's gradient accumulator of one parameter
+  TagStepLoss = 10,   ///< a rank's loss sum, count and time of one step
   TagParamValue = 11, ///< a rank's copy of one parameter (gathering)
   TagParamState = 12, ///< its mean gradient and optimizer state (f64)
-  TagStash = 13,     ///< a rank's peak stashed bytes
-  TagDone = 14,      ///< rank 0 has every rank's results (the run's end)
+  TagStash = 13,      ///< a rank's peak stashed bytes
+  TagDone = 14,       ///< rank 0 has every rank's results (the run's end)
 };
 
 /// What rank 0 collects from every rank.
@@ -1576,9 +1577,8 @@ std::string rankLabel(const Manifest &m, int rank) {
 /// from the first measured iteration on.
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             const Checkpoint *resume, const Device *device,
-             RankResult &result, RankPinning *pinning = nullptr,
-             RankProgress *progress = nullptr) {
+             const Checkpoint *resume, const Device *device, RankResult &result,
+             RankPinning *pinning = nullptr, RankProgress *progress = nullptr) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
@@ -2308,7 +2308,8 @@ double loopbackGraceS(const RunOptions &o) {
 /// Reads a field that the rank's thread may be writing (it normally is
 /// stuck and does not): relaxed atomic loads, a snapshot for an error
 /// message.
-template <typename T> T peek(const T &v) {
+template <typename T>
+T peek(const T &v) {
   return __atomic_load_n(&v, __ATOMIC_RELAXED);
 }
 
@@ -2673,15 +2674,15 @@ int pipeoptRunMain(int argc, char **argv) {
               printError(results[i].error);
           for (size_t i = 0; i < localRanks.size(); ++i)
             if (!done[i])
-              printError(describeStuckRank(m, localRanks[i], progress[i],
-                                           graceS));
+              printError(
+                  describeStuckRank(m, localRanks[i], progress[i], graceS));
           std::fflush(stdout);
           std::fflush(stderr);
           std::_Exit(1);
         }
-        doneCv.wait_for(lock, std::chrono::duration<double>(
-                                  grace ? std::max(0.01, grace->remaining())
-                                        : 1.0));
+        doneCv.wait_for(lock,
+                        std::chrono::duration<double>(
+                            grace ? std::max(0.01, grace->remaining()) : 1.0));
       }
     }
     for (auto &t : threads)

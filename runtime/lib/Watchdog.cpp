@@ -67,8 +67,7 @@ ActiveClock &activeClock() {
     theClock->lastTick = ActiveClock::steadyNow();
     // fork(): the child has no ticker thread and must not inherit a locked
     // mutex; it starts its own ticker at its first activeSeconds().
-    pthread_atfork([] { theClock->mu.lock(); },
-                   [] { theClock->mu.unlock(); },
+    pthread_atfork([] { theClock->mu.lock(); }, [] { theClock->mu.unlock(); },
                    [] {
                      theClock->ticking = false;
                      theClock->mu.unlock();

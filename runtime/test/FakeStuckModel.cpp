@@ -90,15 +90,12 @@ int32_t chainRank(int r) {
 
 } // namespace
 
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_rank_0(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_rank_0(void) {
   return chainRank(0);
 }
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_rank_1(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_rank_1(void) {
   return chainRank(1);
 }
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_rank_2(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_rank_2(void) {
   return chainRank(2);
 }

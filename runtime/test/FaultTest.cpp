@@ -56,9 +56,9 @@ CmdResult runCommand(const std::string &cmd) {
     r.output.append(buf, n);
   int status = pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
+  r.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   return r;
 }
 
@@ -181,8 +181,7 @@ TEST(FaultLoopback, SuspendedRunCompletesAfterSigcont) {
   }
   auto reap = [&](double maxS, int *status) {
     auto t0 = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         t0)
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                .count() < maxS) {
       if (waitpid(pid, status, WNOHANG) == pid)
         return true;
@@ -233,13 +232,12 @@ TEST(FaultLaunch, SeveralProcessesWithLoopbackAreRefused) {
     EXPECT_TRUE(contains(r.output, "--comm is loopback")) << r.output;
     EXPECT_TRUE(contains(r.output, "--comm mpi")) << r.output;
   }
-  CmdResult r = runCommand(killAfter() + "env OMPI_COMM_WORLD_SIZE=2 " +
-                           fakeModel());
+  CmdResult r =
+      runCommand(killAfter() + "env OMPI_COMM_WORLD_SIZE=2 " + fakeModel());
   EXPECT_TRUE(contains(r.output, "(OMPI_COMM_WORLD_SIZE=2)")) << r.output;
   // One process (mpirun -np 1, a lone WORLD_SIZE without RANK) still runs.
   for (const char *env : {"OMPI_COMM_WORLD_SIZE=1", "WORLD_SIZE=2"}) {
-    r = runCommand(killAfter() + "env " + env + " " + fakeModel() +
-                   " --quiet");
+    r = runCommand(killAfter() + "env " + env + " " + fakeModel() + " --quiet");
     EXPECT_EQ(r.code, 0) << env << ": " << r.output;
   }
 }

@@ -44,8 +44,7 @@ constexpr double kActiveMaxGapS = 0.5;
 /// blocking wait of the runtime uses (Loopback.cpp, Mpi.cpp, the Watchdog).
 class Deadline {
 public:
-  explicit Deadline(double seconds)
-      : start(activeSeconds()), limit(seconds) {}
+  explicit Deadline(double seconds) : start(activeSeconds()), limit(seconds) {}
   /// Active seconds since construction.
   double elapsed() const { return activeSeconds() - start; }
   /// Active seconds left (<= 0 once expired).
@@ -58,11 +57,11 @@ private:
 
 /// Armed on construction; disarmed by its destructor (which returns at once,
 /// without waiting for the deadline). If still armed `timeoutS` seconds
-/// (of activeSeconds) after construction, it writes "<message>\n" to stderr in one write, calls
-/// `onExpiry` (for example MPI_Abort, so that the other processes of the job
-/// end too) and then ends the process with exit status `exitCode`
-/// (std::_Exit: no destructors run, since the blocked call still owns its
-/// state).
+/// (of activeSeconds) after construction, it writes "<message>\n" to stderr in
+/// one write, calls `onExpiry` (for example MPI_Abort, so that the other
+/// processes of the job end too) and then ends the process with exit status
+/// `exitCode` (std::_Exit: no destructors run, since the blocked call still
+/// owns its state).
 class Watchdog {
 public:
   Watchdog(double timeoutS, std::string message,
