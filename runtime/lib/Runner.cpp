@@ -65,9 +65,11 @@ std::string runUsage() {
   --manifest FILE        manifest (default: <model>.manifest.json)
   --comm KIND            loopback (default; ranks as threads) | mpi (one rank
                          per process under mpirun) | nccl (one rank per GPU);
-                         started as one of several processes (mpirun, srun,
-                         torchrun) with loopback, pipeopt-run refuses (each
-                         process would run the whole job)
+                         started with loopback as one of several processes
+                         (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE above
+                         1: mpirun, mpiexec; RANK with WORLD_SIZE above 1:
+                         torchrun), pipeopt-run refuses (every process
+                         would run the whole job)
   --iterations N         measured iterations of the schedule (default 1)
   --steps N              training builds: measured training steps (their
                          name for --iterations); with "parameters" in the
