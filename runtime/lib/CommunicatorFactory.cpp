@@ -30,6 +30,26 @@ std::string envOr(const char *name, const std::string &dflt) {
 }
 } // namespace
 
+LaunchEnvironment detectLaunchEnvironment() {
+  LaunchEnvironment env;
+  auto consider = [&](const char *name) {
+    const char *v = std::getenv(name);
+    if (!v || !*v)
+      return;
+    char *end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (end && *end == 0 && n > env.size && n < (1 << 24)) {
+      env.size = int(n);
+      env.variable = std::string(name) + "=" + v;
+    }
+  };
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    consider(name);
+  if (std::getenv("RANK"))
+    consider("WORLD_SIZE");
+  return env;
+}
+
 Communicators createCommunicators(const CommWorld &w, int numRanks,
                                   const std::vector<int> &localRanks,
                                   double timeoutS) {

@@ -15,6 +15,7 @@
 
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Device.h"
+#include "pipeopt/runtime/Watchdog.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -106,25 +107,25 @@ public:
       throw RuntimeError("loopback: source rank " + std::to_string(src) +
                          " out of range");
     auto &box = world.inbox[myRank];
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        std::chrono::duration<double>(timeoutS));
+    // Active time (Watchdog.h): a run stopped and continued (Ctrl-Z, SIGSTOP
+    // then SIGCONT) does not find its waits expired by the suspension.
+    Deadline deadline(timeoutS);
     std::unique_lock<std::mutex> lock(box.mu);
     auto &q = box.fromRank[src];
     while (q.empty()) {
       if (world.isClosed(src))
-        throw RuntimeError("rank " + std::to_string(src) +
-                           " exited (finished or failed) without sending "
-                           "the expected message");
-      if (box.cv.wait_until(lock, deadline) == std::cv_status::timeout &&
-          q.empty()) {
-        if (world.isClosed(src))
-          continue;
-        std::ostringstream os;
-        os << "timed out after " << timeoutS << " s waiting for rank " << src
-           << " (it stalled, died or never sends this message)";
-        throw TimeoutError(os.str());
+        throw PeerExitedError("rank " + std::to_string(src) +
+                              " exited (finished or failed) without "
+                              "sending the expected message");
+      double left = deadline.remaining();
+      if (left > 0) {
+        box.cv.wait_for(lock, std::chrono::duration<double>(left));
+        continue;
       }
+      std::ostringstream os;
+      os << "timed out after " << timeoutS << " s waiting for rank " << src
+         << " (it stalled, died or never sends this message)";
+      throw TimeoutError(os.str());
     }
     Message m = std::move(q.front());
     q.pop_front();

@@ -7,17 +7,33 @@
 // peer gives a TimeoutError instead of a hang. Built only when CMake finds
 // MPI (PIPEOPT_RT_HAVE_MPI).
 //
+// Naming the rank that stopped making progress: a rank waiting for a peer
+// may time out because that peer waits for a third one, which is the one
+// that is stopped (SIGSTOP), stuck in a computation or dead. So a rank whose
+// wait times out asks every other rank for its status (a status query on a
+// second duplicate of MPI_COMM_WORLD) and waits statusGraceS(timeout) (half
+// the timeout, 1 to 5 s) for the answers. Every rank answers queries
+// whenever it is in a call of this communicator (waiting in recv or flush,
+// diagnosing, or lingering after its failure: Communicator::fail): with
+// what it waits for, for how long, and the last message it received from
+// that rank, or with its own error. The ranks that do not answer made no
+// progress for the whole grace period; the timeout error names them (with
+// their stages) and quotes the others' answers.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Communicator.h"
+#include "pipeopt/runtime/Watchdog.h"
 
 #ifdef PIPEOPT_RT_HAVE_MPI
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
 #include <list>
+#include <optional>
 #include <sstream>
 #include <thread>
 #endif
@@ -88,6 +104,27 @@ void mpiBroadcast(void *data, size_t bytes, int root) {
 
 namespace {
 constexpr int kTag = 0x5050;
+/// Tags on faultComm: a status query, and its answer (text).
+constexpr int kTagQuery = 1, kTagAnswer = 2;
+
+/// "activation of stage 0 -> 1, microbatch 2 (value 0)" etc.
+std::string describeMessage(const MessageHeader &h) {
+  std::ostringstream os;
+  if (h.kind == MessageHeader::Control) {
+    os << "launcher control message (tag " << h.tag << ")";
+  } else {
+    os << (h.backward ? "gradient" : "activation") << " of stage " << h.srcStage
+       << " -> " << h.dstStage << ", microbatch " << h.microbatch << " (value "
+       << h.valueIndex << ")";
+  }
+  return os.str();
+}
+
+std::string seconds(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f s", s);
+  return buf;
+}
 
 class MpiCommunicator : public Communicator {
 public:
@@ -96,6 +133,9 @@ public:
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     checkMpi(MPI_Comm_rank(comm, &myRank), "MPI_Comm_rank");
     checkMpi(MPI_Comm_size(comm, &mySize), "MPI_Comm_size");
+    checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &faultComm), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(faultComm, MPI_ERRORS_RETURN);
+    lastReceived.resize(size_t(mySize));
   }
   ~MpiCommunicator() override {
     // Outstanding sends are abandoned (the run failed); cancel them so
@@ -104,10 +144,29 @@ public:
       MPI_Cancel(&p.request);
       MPI_Request_free(&p.request);
     }
+    for (auto &a : faultSends)
+      if (a.request != MPI_REQUEST_NULL)
+        MPI_Request_free(&a.request);
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized)
+    if (!finalized) {
       MPI_Comm_free(&comm);
+      MPI_Comm_free(&faultComm);
+    }
+  }
+
+  void describeRanks(const std::vector<std::string> &labels) override {
+    if (labels.size() == size_t(mySize))
+      rankLabels = labels;
+  }
+
+  void fail(const std::string &error, double graceS) override {
+    failedWith = error.empty() ? std::string("failed") : error;
+    Deadline linger(graceS);
+    while (!linger.expired()) {
+      answerQueries();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 
   int rank() const override { return myRank; }
@@ -130,6 +189,7 @@ public:
     std::memcpy(p.buffer.data(), &header, sizeof(MessageHeader));
     if (bytes)
       std::memcpy(p.buffer.data() + sizeof(MessageHeader), data, bytes);
+    lastSent = describeMessage(header) + " to " + label(dst);
     int rc = MPI_Isend(p.buffer.data(), int(total), MPI_BYTE, dst, kTag, comm,
                        &p.request);
     if (rc != MPI_SUCCESS) {
@@ -143,7 +203,10 @@ public:
     if (src < 0 || src >= mySize)
       throw RuntimeError("MPI: source rank " + std::to_string(src) +
                          " out of range");
-    auto start = std::chrono::steady_clock::now();
+    // Active time (Watchdog.h): a process stopped and continued does not
+    // find its waits expired by the suspension.
+    Deadline deadline(timeoutS);
+    Waiting waiting(*this, src, "a message from");
     MPI_Status status;
     for (int spin = 0;; ++spin) {
       int flag = 0;
@@ -151,13 +214,12 @@ public:
       if (flag)
         break;
       progress();
-      double waited = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-      if (waited > timeoutS) {
+      answerQueries();
+      if (deadline.expired()) {
         std::ostringstream os;
         os << "timed out after " << timeoutS << " s waiting for rank " << src
-           << " (it stalled, died or never sends this message)";
+           << " (it stalled, died or never sends this message)"
+           << diagnose(timeoutS);
         throw TimeoutError(os.str());
       }
       if (spin > 200)
@@ -178,22 +240,27 @@ public:
     std::memcpy(&m.header, buf.data(), sizeof(MessageHeader));
     m.payload.assign(buf.begin() + sizeof(MessageHeader),
                      buf.begin() + count);
+    lastReceived[size_t(src)] = describeMessage(m.header);
     return m;
   }
 
   void flush(double timeoutS) override {
-    auto start = std::chrono::steady_clock::now();
+    Deadline deadline(timeoutS);
+    std::optional<Waiting> waiting;
     while (!pending.empty()) {
       progress();
       if (pending.empty())
         break;
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        start)
-              .count() > timeoutS) {
+      if (!waiting)
+        waiting.emplace(*this, pending.front().dst,
+                        "its sends to be received by");
+      answerQueries();
+      if (deadline.expired()) {
+        int dst = pending.front().dst;
         std::ostringstream os;
         os << "timed out after " << timeoutS << " s: " << pending.size()
-           << " sent message(s) (first to rank " << pending.front().dst
-           << ") were never received";
+           << " sent message(s) (first to rank " << dst
+           << ") were never received" << diagnose(timeoutS);
         throw TimeoutError(os.str());
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -207,6 +274,140 @@ private:
     std::vector<uint8_t> buffer;
   };
 
+  /// What this rank waits for, while it waits (for answers to queries).
+  struct Waiting {
+    MpiCommunicator &c;
+    Waiting(MpiCommunicator &c, int peer, const char *what) : c(c) {
+      c.waitPeer = peer;
+      c.waitWhat = what;
+      c.waitSince = activeSeconds();
+    }
+    ~Waiting() { c.waitPeer = -1; }
+  };
+
+  std::string label(int r) const {
+    if (size_t(r) < rankLabels.size() && !rankLabels[size_t(r)].empty())
+      return rankLabels[size_t(r)];
+    return "rank " + std::to_string(r);
+  }
+
+  /// This rank's answer to a status query.
+  std::string statusText() const {
+    std::ostringstream os;
+    os << label(myRank) << ": ";
+    if (!failedWith.empty()) {
+      os << "failed: " << failedWith;
+    } else if (waitPeer >= 0) {
+      os << "waiting " << seconds(activeSeconds() - waitSince) << " for "
+         << waitWhat << " " << label(waitPeer)
+         << "; the last message it received from that rank: "
+         << (lastReceived[size_t(waitPeer)].empty()
+                 ? std::string("none")
+                 : lastReceived[size_t(waitPeer)]);
+    } else {
+      os << "answering (not waiting for a peer)";
+    }
+    if (!lastSent.empty())
+      os << "; its last sent message: " << lastSent;
+    return os.str();
+  }
+
+  /// Answers every status query that has arrived (without blocking).
+  void answerQueries() {
+    for (auto it = faultSends.begin(); it != faultSends.end();) {
+      int done = 0;
+      MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
+      it = done ? faultSends.erase(it) : std::next(it);
+    }
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagQuery, faultComm, &flag, &st) !=
+              MPI_SUCCESS ||
+          !flag)
+        return;
+      char dummy = 0;
+      MPI_Recv(&dummy, 1, MPI_BYTE, st.MPI_SOURCE, kTagQuery, faultComm,
+               MPI_STATUS_IGNORE);
+      std::string text = statusText();
+      sendFault(st.MPI_SOURCE, kTagAnswer, text);
+    }
+  }
+
+  void sendFault(int dst, int tag, const std::string &text) {
+    faultSends.emplace_back();
+    Pending &p = faultSends.back();
+    p.dst = dst;
+    p.buffer.assign(text.begin(), text.end());
+    p.buffer.push_back(0);
+    if (MPI_Isend(p.buffer.data(), int(p.buffer.size()), MPI_BYTE, dst, tag,
+                  faultComm, &p.request) != MPI_SUCCESS)
+      faultSends.pop_back();
+  }
+
+  /// After a timeout: queries every other rank and
+  /// returns "; ..." naming the ranks that did not answer (made no
+  /// progress) and what the others said.
+  std::string diagnose(double timeoutS) {
+    if (mySize < 2)
+      return "";
+    double graceS = statusGraceS(timeoutS);
+    for (int r = 0; r < mySize; ++r)
+      if (r != myRank)
+        sendFault(r, kTagQuery, "");
+    std::vector<std::string> answers(static_cast<size_t>(mySize));
+    int missing = mySize - 1;
+    Deadline deadline(graceS);
+    while (missing > 0 && !deadline.expired()) {
+      answerQueries();
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kTagAnswer, faultComm, &flag, &st) !=
+          MPI_SUCCESS)
+        break;
+      if (!flag) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      int count = 0;
+      MPI_Get_count(&st, MPI_BYTE, &count);
+      std::vector<char> buf(size_t(std::max(count, 1)) + 1, 0);
+      MPI_Recv(buf.data(), count, MPI_BYTE, st.MPI_SOURCE, kTagAnswer,
+               faultComm, MPI_STATUS_IGNORE);
+      std::string &a = answers[size_t(st.MPI_SOURCE)];
+      if (a.empty()) {
+        a = std::string(buf.data());
+        if (a.empty())
+          a = "(empty answer)";
+        --missing;
+      }
+    }
+    std::vector<int> silent;
+    for (int r = 0; r < mySize; ++r)
+      if (r != myRank && answers[size_t(r)].empty())
+        silent.push_back(r);
+    std::ostringstream os;
+    if (silent.empty()) {
+      os << "; every other rank answered a status query:";
+    } else {
+      os << "; ";
+      for (size_t i = 0; i < silent.size(); ++i)
+        os << (i ? ", " : "") << label(silent[i]);
+      os << " made"
+         << " no progress: no answer to a status query within "
+         << seconds(graceS) << " (stopped, stuck in a computation, or dead)";
+      for (int r : silent)
+        if (!lastReceived[size_t(r)].empty())
+          os << "; the last message this rank received from rank " << r << ": "
+             << lastReceived[size_t(r)];
+      os << "; the others:";
+    }
+    for (int r = 0; r < mySize; ++r)
+      if (r != myRank && !answers[size_t(r)].empty())
+        os << " [" << answers[size_t(r)] << "]";
+    return os.str();
+  }
+
   void progress() {
     for (auto it = pending.begin(); it != pending.end();) {
       int done = 0;
@@ -219,8 +420,17 @@ private:
   }
 
   MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Comm faultComm = MPI_COMM_NULL; ///< status queries and answers
   int myRank = 0, mySize = 1;
   std::list<Pending> pending;
+  std::list<Pending> faultSends;
+  std::vector<std::string> rankLabels;
+  std::vector<std::string> lastReceived; ///< [src]: its last message
+  std::string lastSent;
+  std::string failedWith; ///< set by fail()
+  int waitPeer = -1;
+  const char *waitWhat = "";
+  double waitSince = 0;
 };
 } // namespace
 

@@ -3,10 +3,11 @@
 // Per local rank: start barrier, then (warmup + iterations) times: barrier,
 // call pipeopt_rank_<k>(), record the wall time, complete outstanding sends.
 // Afterwards every rank sends its iteration times, measured actions and
-// outputs to rank 0 as control messages over the same communicator; rank 0
-// writes the outputs, the Chrome trace and the profile, and prints the
-// throughput. Any error is reported with the rank (and the runtime's message
-// names stage and microbatch); the exit code is then nonzero.
+// outputs to rank 0 as control messages over the same communicator and
+// waits for rank 0 to confirm it has them all; rank 0 writes the outputs,
+// the Chrome trace and the profile, and prints the throughput. Any error is
+// reported with the rank (and the runtime's message names stage and
+// microbatch); the exit code is then nonzero.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,7 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,13 +67,26 @@ std::string runUsage() {
 
   --manifest FILE        manifest (default: <model>.manifest.json)
   --comm KIND            loopback (default; ranks as threads) | mpi (one rank
-                         per process under mpirun) | nccl (one rank per GPU)
+                         per process under mpirun) | nccl (one rank per GPU);
+                         started with loopback as one of several processes
+                         (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_SIZE above
+                         1: mpirun, mpiexec; RANK with WORLD_SIZE above 1:
+                         torchrun), pipeopt-run refuses (every process
+                         would run the whole job)
   --iterations N         measured iterations of the schedule (default 1)
   --steps N              training builds: measured training steps (their
                          name for --iterations); with "parameters" in the
                          manifest each step updates the weights
   --warmup N             unmeasured iterations first (default 0)
-  --timeout-s S          max wait of any send/recv, seconds (default 60)
+  --timeout-s S          max wait of any send/recv, seconds (default 60),
+                         counting only time the process ran: a run
+                         suspended (Ctrl-Z, SIGSTOP) and continued goes on.
+                         A rank that waits longer fails, naming whom it
+                         waited for; a rank that never returns (stuck in a
+                         computation) is named once another rank failed:
+                         loopback ends the run min(S, 10) s after the first
+                         failure, MPI names the ranks that do not answer a
+                         status query within S/2 s (at least 1, at most 5)
   --input I=FILE.npy     data of model input I; for a microbatched input either
                          one file [M, ...shape] or [M*d0, d1, ...] (split along
                          the leading dim), or a comma list of M files of shape
@@ -758,11 +773,12 @@ enum ControlTag : int32_t {
   TagModelEvidence = 6,
   TagReducedCount = 7,
   TagReduced = 8,
-  TagGradient = 9,   ///< a rank's gradient accumulator of one parameter
-  TagStepLoss = 10,  ///< a rank's loss sum, count and time of one step
+  TagGradient = 9,    ///< a rank's gradient accumulator of one parameter
+  TagStepLoss = 10,   ///< a rank's loss sum, count and time of one step
   TagParamValue = 11, ///< a rank's copy of one parameter (gathering)
   TagParamState = 12, ///< its mean gradient and optimizer state (f64)
-  TagStash = 13,     ///< a rank's peak stashed bytes
+  TagStash = 13,      ///< a rank's peak stashed bytes
+  TagDone = 14,       ///< rank 0 has every rank's results (the run's end)
 };
 
 /// What rank 0 collects from every rank.
@@ -1856,19 +1872,80 @@ void pinThisRank(RankPinning &p, size_t slot) {
     p.errors[slot] = std::strerror(rc);
 }
 
+/// What the main thread can see of a rank running in another thread (the
+/// loopback watchdog of pipeoptRunMain): where it is, under `mu`, and its
+/// context while it runs.
+struct RankProgress {
+  std::mutex mu;
+  std::string phase;
+  const RankContext *ctx = nullptr; ///< while runRank runs
+};
+
+/// runRank's "phase" (what the rank is doing, for its errors), published to
+/// a RankProgress when there is one.
+struct PhaseText {
+  RankProgress *progress = nullptr;
+  std::string text;
+  PhaseText &operator=(std::string t) {
+    if (progress) {
+      std::lock_guard<std::mutex> lock(progress->mu);
+      progress->phase = t;
+    }
+    text = std::move(t);
+    return *this;
+  }
+};
+
+/// "rank 1 (stage 1)", "rank 0 (stages 0, 3)", or "rank 2" when the
+/// manifest places no stage on it.
+std::string rankLabel(const Manifest &m, int rank) {
+  std::set<int> stages;
+  for (const auto &pipeline : m.stageRankPipelines)
+    for (size_t s = 0; s < pipeline.size(); ++s)
+      if (pipeline[s] == rank)
+        stages.insert(int(s));
+  if (stages.empty() && size_t(rank) < m.actions.size())
+    for (const ManifestAction &a : m.actions[size_t(rank)])
+      stages.insert(a.stage);
+  std::string r = "rank " + std::to_string(rank);
+  if (stages.empty())
+    return r;
+  r += stages.size() == 1 ? " (stage " : " (stages ";
+  bool first = true;
+  for (int s : stages) {
+    r += (first ? "" : ", ") + std::to_string(s);
+    first = false;
+  }
+  return r + ")";
+}
+
 /// Runs one rank to completion (in the calling thread). With `pinning`
 /// (an in-process rank of --pin-ranks), the rank is pinned to one core
 /// from the first measured iteration on.
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             const Checkpoint *resume, const Device *device,
-             RankResult &result, RankPinning *pinning = nullptr) {
+             const Checkpoint *resume, const Device *device, RankResult &result,
+             RankPinning *pinning = nullptr, RankProgress *progress = nullptr) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
-  std::string phase = "at the start barrier";
+  PhaseText phase{progress, ""};
+  phase = "at the start barrier";
+  if (progress) {
+    std::lock_guard<std::mutex> lock(progress->mu);
+    progress->ctx = &ctx;
+  }
+  struct Unpublish {
+    RankProgress *progress;
+    ~Unpublish() {
+      if (progress) {
+        std::lock_guard<std::mutex> lock(progress->mu);
+        progress->ctx = nullptr;
+      }
+    }
+  } unpublish{progress};
   bool bound = false;
   try {
     if (device) {
@@ -1919,6 +1996,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       ctx.beginCall();
       // Warm-up calls read step 0's slice of a dataset.
       ctx.dataStep = measured ? first + it - o.warmup : 0;
+      phase = "in iteration " + std::to_string(it) + " (" +
+              (measured ? "measured" : "warm-up") + "), calling " +
+              m.entryPoints[rank];
       double t0 = ctx.now();
       int32_t rc = entry();
       // cuda builds: the iteration's time includes the device work it
@@ -2007,6 +2087,18 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (rank != 0) {
         sendReport(comm, ctx, iterS, withOutputs, o.timeoutS);
         comm.flush(o.timeoutS);
+        // Until rank 0 confirms that it has every result, this rank watches
+        // it: a rank 0 stuck in its last computation, which nobody else
+        // waits for, would otherwise hang the run (MPI_Finalize, the
+        // loopback join) without a word. Three times --timeout-s: rank 0
+        // itself gives up on a missing result after twice that, naming the
+        // rank that did not send it. A rank 0 that ended without confirming
+        // (loopback) failed, and its error says why.
+        phase = "waiting for rank 0 to confirm it has every rank's results";
+        try {
+          recvControl(comm, 0, TagDone, 3 * o.timeoutS);
+        } catch (const PeerExitedError &) {
+        }
       } else {
         result.reports.resize(comm.size());
         result.reports[0].iterationS = iterS;
@@ -2031,10 +2123,14 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         // race (with MPI the peer's MPI_Abort ends rank 0 first).
         for (int r = 1; r < comm.size(); ++r)
           result.reports[r] = recvReport(comm, r, 2 * o.timeoutS);
+        phase = "confirming the end of the run to the other ranks";
+        for (int r = 1; r < comm.size(); ++r)
+          sendControl(comm, r, TagDone, nullptr, 0, o.timeoutS);
+        comm.flush(o.timeoutS);
       }
     }
   } catch (const std::exception &e) {
-    ctx.fail("launcher, " + phase + ": " + e.what());
+    ctx.fail("launcher, " + phase.text + ": " + e.what());
   }
   if (bound) {
     // The device copies go before the thread's binding.
@@ -2547,6 +2643,64 @@ void reportErrors(const std::vector<RankResult> &results) {
       printError(r.error);
 }
 
+/// Loopback: after a rank failed, how long the others get to return (they
+/// fail at once when they wait for a rank that has failed, within
+/// --timeout-s when they wait for one that is stuck) before the run ends
+/// without them.
+double loopbackGraceS(const RunOptions &o) {
+  return std::min(o.timeoutS, 10.0);
+}
+
+/// Reads a field that the rank's thread may be writing (it normally is
+/// stuck and does not): relaxed atomic loads, a snapshot for an error
+/// message.
+template <typename T>
+T peek(const T &v) {
+  return __atomic_load_n(&v, __ATOMIC_RELAXED);
+}
+
+/// "rank 0 (stage 0) did not return within 1 s of the first failure: in
+/// iteration 0 (measured), calling pipeopt_rank_0, in action F for stage 0
+/// microbatch 1 (begun 3.2 s ago, not ended); last completed action: F for
+/// stage 0 microbatch 0".
+std::string describeStuckRank(const Manifest &m, int rank,
+                              RankProgress &progress, double graceS) {
+  std::ostringstream os;
+  os << rankLabel(m, rank) << " did not return within " << graceS
+     << " s of the first failure (stuck in a computation, or blocked):";
+  std::lock_guard<std::mutex> lock(progress.mu);
+  os << " " << progress.phase;
+  const RankContext *ctx = progress.ctx;
+  if (!ctx)
+    return os.str();
+  int openKind = peek(ctx->openKind);
+  int openStage = peek(ctx->openStage);
+  int openMb = peek(ctx->openMicrobatch);
+  size_t begun = peek(ctx->actionsBegun);
+  if (openKind >= 0) {
+    char ago[64];
+    std::snprintf(ago, sizeof(ago), "%.1f", ctx->now() - ctx->openBeginS);
+    os << ", in action " << actionKindName(openKind) << " for stage "
+       << openStage << " microbatch " << openMb << " (begun " << ago
+       << " s ago, not ended)";
+  }
+  size_t completed = begun - (openKind >= 0 && begun > 0 ? 1 : 0);
+  if (size_t(rank) < m.actions.size() && completed <= m.actions[rank].size()) {
+    if (completed == 0) {
+      os << "; no action completed in this call";
+    } else {
+      const ManifestAction &a = m.actions[size_t(rank)][completed - 1];
+      os << "; last completed action: " << actionKindName(a.kind)
+         << " for stage " << a.stage << " microbatch " << a.microbatch
+         << " (its action " << completed - 1 << " of "
+         << m.actions[size_t(rank)].size() << " in this call)";
+    }
+  } else {
+    os << "; actions completed in this call: " << completed;
+  }
+  return os.str();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -2586,7 +2740,20 @@ int pipeoptRunMain(int argc, char **argv) {
     return 2;
   }
 
-  // Decide the world: which ranks this process runs.
+  // Decide the world: which ranks this process runs. Started as one of
+  // several processes (mpirun without --comm mpi), every process would run
+  // the whole job, racing on the output and checkpoint files.
+  if (o.comm == CommKind::Loopback) {
+    LaunchEnvironment launch = detectLaunchEnvironment();
+    if (launch.size > 1) {
+      printError("this process is one of " + std::to_string(launch.size) +
+                 " started by a launcher (" + launch.variable +
+                 "), but --comm is loopback, which runs every rank in each "
+                 "process: every process would run the whole job. Use "
+                 "--comm mpi (mpirun) or --comm nccl, or start one process");
+      return 2;
+    }
+  }
   bool useMpi = o.comm == CommKind::Mpi;
   bool ncclOverMpi = false, ncclOverEnv = false;
   if (o.comm == CommKind::Nccl) {
@@ -2771,6 +2938,13 @@ int pipeoptRunMain(int argc, char **argv) {
   }
   std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
   const std::string &commName = communicators.name;
+  {
+    std::vector<std::string> labels;
+    for (int r = 0; r < m.numRanks; ++r)
+      labels.push_back(rankLabel(m, r));
+    for (auto &c : comms)
+      c->describeRanks(labels);
+  }
 
   // Kernel threads, before any kernel runs. Large buffers are kept by the
   // allocator instead of being mapped and unmapped on every call (each
@@ -2819,14 +2993,56 @@ int pipeoptRunMain(int argc, char **argv) {
       pinning->cpuOf.assign(localRanks.size(), -1);
       pinning->errors.resize(localRanks.size());
     }
+    // The watchdog: a rank that never returns (stuck in a computation)
+    // must not hang the run. Once a rank has failed, the others get
+    // loopbackGraceS; then every failed rank's error is printed, every
+    // rank still running is named with where it is, and the process ends
+    // without joining them (std::_Exit: they still use the shared state).
+    std::vector<RankProgress> progress(localRanks.size());
+    std::mutex doneMu;
+    std::condition_variable doneCv;
+    std::vector<bool> done(localRanks.size(), false);
+    size_t numDone = 0;
+    bool anyFailed = false;
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, inputs, entries[localRanks[i]], o,
                 resume ? &*resume : nullptr,
                 devices.empty() ? nullptr : &devices[i], results[i],
-                pinning ? &*pinning : nullptr);
+                pinning ? &*pinning : nullptr, &progress[i]);
+        {
+          std::lock_guard<std::mutex> lock(doneMu);
+          done[i] = true;
+          ++numDone;
+          anyFailed = anyFailed || !results[i].ok;
+        }
+        doneCv.notify_all();
       });
+    {
+      const double graceS = loopbackGraceS(o);
+      std::optional<Deadline> grace;
+      std::unique_lock<std::mutex> lock(doneMu);
+      while (numDone < localRanks.size()) {
+        if (anyFailed && !grace)
+          grace.emplace(graceS);
+        if (grace && grace->expired()) {
+          for (size_t i = 0; i < localRanks.size(); ++i)
+            if (done[i] && !results[i].ok)
+              printError(results[i].error);
+          for (size_t i = 0; i < localRanks.size(); ++i)
+            if (!done[i])
+              printError(
+                  describeStuckRank(m, localRanks[i], progress[i], graceS));
+          std::fflush(stdout);
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+        doneCv.wait_for(lock,
+                        std::chrono::duration<double>(
+                            grace ? std::max(0.01, grace->remaining()) : 1.0));
+      }
+    }
     for (auto &t : threads)
       t.join();
     if (pinning && !o.quiet) {
@@ -2853,7 +3069,11 @@ int pipeoptRunMain(int argc, char **argv) {
   if (!ok) {
     reportErrors(results);
     if (useMpi) {
-      // Peers may be blocked on this rank; MPI_Abort ends them promptly.
+      // Peers may be blocked on this rank; MPI_Abort ends them promptly,
+      // after a grace period in which this rank answers the status queries
+      // of peers that diagnose their own timeouts (Mpi.cpp) with its error,
+      // and its error reaches mpirun's output.
+      comms[0]->fail(results[0].error, statusGraceS(o.timeoutS));
       comms.clear();
       mpiAbort(1);
     }

@@ -28,6 +28,14 @@
 namespace pipeopt {
 namespace rt {
 
+/// Thrown by recv when the peer has ended (finished or failed) without
+/// sending the message (loopback, where a rank knows that).
+class PeerExitedError : public RuntimeError {
+public:
+  explicit PeerExitedError(const std::string &message)
+      : RuntimeError(message) {}
+};
+
 /// Wire header of every message (128 bytes, little-endian host layout; all
 /// ranks of one run are assumed to share endianness).
 struct MessageHeader {
@@ -124,6 +132,21 @@ public:
   /// Tells the others this rank is done (or died); loopback peers waiting on
   /// it fail immediately instead of waiting for the timeout.
   virtual void close() {}
+  /// Names of the ranks for errors, e.g. "rank 1 (stage 1)" ([rank]; the
+  /// launcher sets them from the manifest). Default: ignored.
+  virtual void describeRanks(const std::vector<std::string> &labels) {
+    (void)labels;
+  }
+  /// The launcher calls this when this rank failed with `error`, before it
+  /// ends the job: MPI keeps answering the others' status queries with this
+  /// error for `graceS` seconds (so that a rank diagnosing its own timeout
+  /// learns that this one failed and why, rather than taking it for a rank
+  /// that made no progress), which also gives the error time to reach the
+  /// launcher's output before MPI_Abort. Default: returns at once.
+  virtual void fail(const std::string &error, double graceS) {
+    (void)error;
+    (void)graceS;
+  }
 };
 
 /// The shared state of a loopback run: `numRanks` ranks in one process.
@@ -142,6 +165,14 @@ public:
 private:
   std::unique_ptr<Impl> impl;
 };
+
+/// MPI: how long a rank whose wait timed out waits for the answers to its
+/// status queries, and how long a failed rank keeps answering them before
+/// MPI_Abort (Mpi.cpp): half the timeout, at least 1 s, at most 5 s.
+inline double statusGraceS(double timeoutS) {
+  double g = timeoutS / 2;
+  return g < 1 ? 1 : g > 5 ? 5 : g;
+}
 
 /// True if the runtime was built with MPI support.
 bool haveMpi();
@@ -188,6 +219,18 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
 
 /// pipeopt-run --comm.
 enum class CommKind { Loopback, Mpi, Nccl };
+
+/// A launcher that started this process as one of several (mpirun, srun,
+/// torchrun), as its environment says: the number of processes and the
+/// variable that says so. size <= 1 when there is none.
+struct LaunchEnvironment {
+  int size = 1;
+  std::string variable; ///< e.g. "OMPI_COMM_WORLD_SIZE=2"
+};
+/// Reads OMPI_COMM_WORLD_SIZE (Open MPI's mpirun), PMI_SIZE (MPICH, Intel
+/// MPI, srun --mpi=pmi2), PMIX_SIZE and, with RANK set, WORLD_SIZE
+/// (torchrun).
+LaunchEnvironment detectLaunchEnvironment();
 
 /// How this process takes part in a run, as pipeopt-run decided it from
 /// --comm and the launcher's environment.
