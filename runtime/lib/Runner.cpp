@@ -36,8 +36,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cmath>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
