@@ -35,6 +35,7 @@
 
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Device.h"
+#include "pipeopt/runtime/Npy.h"
 
 #include <dlfcn.h>
 
@@ -521,17 +522,9 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
   NcclId id;
   if (rank == 0) {
     id = ncclCreateId();
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(id.data(), std::streamsize(id.size()));
-      if (!out)
-        throw RuntimeError("NCCL rendezvous: cannot write " + tmp + ": " +
-                           std::strerror(errno));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      throw RuntimeError("NCCL rendezvous: cannot rename " + tmp + " to " +
-                         path + ": " + std::strerror(errno));
+    // Written whole or not at all (a temporary renamed over `path`): the
+    // other ranks poll for the file and must never read a partial id.
+    writeFileAtomic(path, std::string(id.data(), id.size()));
     return id;
   }
   auto start = std::chrono::steady_clock::now();

@@ -104,7 +104,10 @@ std::string runUsage() {
   --checkpoint-every K   checkpoint C/step-<k> after every K-th step (written
                          atomically; C/latest names the newest)
   --resume C             continue from C's latest checkpoint: --steps N is
-                         the total, the remaining steps run
+                         the total, the remaining steps run. Every file is
+                         checked against its size and checksum; when latest
+                         names a missing or corrupt checkpoint, the newest
+                         complete one is used, with a warning
   --trace FILE.json      Chrome trace of the measured actions (one track/rank)
   --profile FILE.json    measured per-stage times for the partitioner
   --threads N            threads per rank of the BLAS kernels (default: this

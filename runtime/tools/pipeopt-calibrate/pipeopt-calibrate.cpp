@@ -112,6 +112,7 @@
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
+#include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Types.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
@@ -1057,9 +1058,7 @@ int main(int argc, char **argv) {
     if (out == "-") {
       std::cout << text;
     } else {
-      std::ofstream f(out);
-      if (!f || !(f << text) || (f.close(), !f))
-        throw RuntimeError("cannot write " + out);
+      writeFileAtomic(out, text); // names the file and the reason
       std::cerr << "pipeopt-calibrate: wrote " << out << "\n";
     }
     std::fprintf(stderr,
