@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Codegen/Codegen.h"
+#include "pipeopt/runtime/ManifestKeys.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -20,6 +21,8 @@
 #include "llvm/Object/ELF.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
@@ -200,8 +203,10 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   // the output, which is checked and renamed to it: a failed or short link
   // (a full disk) never leaves a file under the output's name. Anything
   // other than a regular file (-o /dev/null) is linked to directly and not
-  // checked.
-  if (llvm::sys::fs::is_regular_file(outputPath))
+  // checked. A symbolic link (/dev/stdout when the shell redirects it to a
+  // file) is linked through, never removed or renamed over, and checked.
+  bool viaLink = llvm::sys::fs::is_symlink_file(outputPath);
+  if (!viaLink && llvm::sys::fs::is_regular_file(outputPath))
     if (std::error_code ec = llvm::sys::fs::remove(outputPath))
       return makeError("linking " + outputPath + ": cannot replace it: " +
                        ec.message());
@@ -246,8 +251,14 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
     return makeError("linking " + outputPath + " failed (" + *ccPath + ")" +
                      (execErr.empty() ? "" : ": " + execErr));
   }
-  if (direct)
+  if (direct && !(viaLink && llvm::sys::fs::is_regular_file(outputPath)))
     return llvm::Error::success();
+  if (direct) {
+    if (llvm::Error e = checkSharedLibrary(outputPath))
+      return makeError("linking " + outputPath + " (" + *ccPath +
+                       ", exit status 0): " + llvm::toString(std::move(e)));
+    return llvm::Error::success();
+  }
   // A compiler that exits 0 without writing the output (a wrong --cc, a
   // wrapper that ignores -o) would leave nothing, or nothing usable, to load.
   llvm::sys::fs::file_status status;
@@ -281,5 +292,43 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
                      " to it: " + ec.message());
   }
   llvm::sys::DontRemoveFileOnSignal(linkPath);
+  return llvm::Error::success();
+}
+
+llvm::Error codegen::recordModelFile(llvm::StringRef manifestPath,
+                                     llvm::StringRef soPath) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> so =
+      llvm::MemoryBuffer::getFile(soPath, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!so)
+    return makeError("cannot read " + soPath + ": " + so.getError().message());
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : (*so)->getBuffer()) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(manifestPath, /*IsText=*/true);
+  if (!text)
+    return makeError("cannot read the manifest " + manifestPath + ": " +
+                     text.getError().message());
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*text)->getBuffer());
+  if (!json)
+    return makeError("the manifest " + manifestPath + " is not JSON: " +
+                     llvm::toString(json.takeError()));
+  llvm::json::Object *root = json->getAsObject();
+  if (!root)
+    return makeError("the manifest " + manifestPath + " is not a JSON object");
+  (*root)[pipeopt::manifest::kModelFile] = llvm::json::Object{
+      {pipeopt::manifest::kBytes, int64_t((*so)->getBufferSize())},
+      {pipeopt::manifest::kFnv1a64, llvm::formatv("{0:x-16}", hash).str()}};
+  if (llvm::Error e =
+          llvm::writeToOutput(manifestPath, [&](llvm::raw_ostream &os) {
+            os << llvm::formatv("{0:2}", *json) << "\n";
+            return llvm::Error::success();
+          }))
+    return makeError("cannot write the manifest " + manifestPath + ": " +
+                     llvm::toString(std::move(e)));
   return llvm::Error::success();
 }

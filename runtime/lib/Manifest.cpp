@@ -73,6 +73,22 @@ public:
       fail(path, "must be finite, got " + v.dump());
     return x;
   }
+  /// 16 lower-case hex digits (a 64-bit hash).
+  uint64_t hex64(const Json &v, const std::string &path) const {
+    std::string text = string(v, path);
+    bool hex = text.size() == 16;
+    uint64_t value = 0;
+    for (char c : text) {
+      int d = c >= '0' && c <= '9'   ? c - '0'
+              : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                     : -1;
+      hex = hex && d >= 0;
+      value = value << 4 | uint64_t(d < 0 ? 0 : d);
+    }
+    if (!hex)
+      fail(path, "must be 16 lower-case hex digits; got '" + text + "'");
+    return value;
+  }
   const Json &array(const Json &v, const std::string &path) const {
     if (!v.is_array())
       fail(path, "must be an array, got " + std::string(v.type_name()));
@@ -392,21 +408,19 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
                                     "'");
   }
 
-  if (const Json *v = r.get(root, manifest::kModuleHash)) {
-    std::string hash = r.string(*v, manifest::kModuleHash);
-    bool hex = hash.size() == 16;
-    uint64_t value = 0;
-    for (char c : hash) {
-      int d = c >= '0' && c <= '9'   ? c - '0'
-              : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                     : -1;
-      hex = hex && d >= 0;
-      value = value << 4 | uint64_t(d < 0 ? 0 : d);
-    }
-    if (!hex)
-      r.fail(manifest::kModuleHash,
-             "must be 16 lower-case hex digits; got '" + hash + "'");
-    m.moduleHash = value;
+  if (const Json *v = r.get(root, manifest::kModuleHash))
+    m.moduleHash = r.hex64(*v, manifest::kModuleHash);
+  if (const Json *v = r.get(root, manifest::kModelFile)) {
+    r.object(*v, manifest::kModelFile);
+    std::string base = std::string(manifest::kModelFile) + ".";
+    ModelFileDigest d;
+    d.bytes = uint64_t(r.requiredInt(*v, manifest::kBytes,
+                                     base + manifest::kBytes, 1, INT64_MAX));
+    const Json *h = r.get(*v, manifest::kFnv1a64);
+    if (!h)
+      r.fail(base + manifest::kFnv1a64, "is required but missing");
+    d.fnv1a64 = r.hex64(*h, base + manifest::kFnv1a64);
+    m.modelFile = d;
   }
 
   if (const Json *v = r.get(root, manifest::kEntryPoints)) {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/ModelLibrary.h"
+#include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Types.h"
 
 #include <dlfcn.h>
@@ -59,6 +60,23 @@ void *findModelFunction(void *handle, const std::string &name,
     return nullptr;
   }
   return sym;
+}
+
+void checkModelFile(const Manifest &m, const std::string &modelPath,
+                    const std::string &manifestPath) {
+  if (!m.modelFile)
+    return;
+  std::vector<uint8_t> bytes = readFileBytes(modelPath, "model");
+  uint64_t hash = fnv1a64(bytes.data(), bytes.size());
+  if (bytes.size() != m.modelFile->bytes || hash != m.modelFile->fnv1a64)
+    throw RuntimeError(
+        modelPath + " is not the file pipeopt-compile linked: it has " +
+        std::to_string(bytes.size()) + " bytes with FNV-1a hash " +
+        hex16(hash) + ", but the manifest " + manifestPath + " records " +
+        std::to_string(m.modelFile->bytes) + " bytes with hash " +
+        hex16(m.modelFile->fnv1a64) +
+        " (a corrupt or partial copy, or a .so of another build); rebuild "
+        "it or copy it again");
 }
 
 void checkModelMatchesManifest(void *handle, const Manifest &m,

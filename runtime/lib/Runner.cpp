@@ -2793,6 +2793,7 @@ int pipeoptRunMain(int argc, char **argv) {
     // the file and die with SIGBUS on the first access (ElfCheck.h).
     checkElfFile(o.modelPath);
     m = readManifest(o.manifestPath);
+    checkModelFile(m, o.modelPath, o.manifestPath);
     checkTrainingOptions(m, o);
     if (m.target == Target::Cpu && !o.devices.empty())
       throw RuntimeError("--devices chooses the CUDA devices of a cuda "

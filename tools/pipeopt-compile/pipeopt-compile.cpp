@@ -328,11 +328,14 @@ public:
   }
 
   /// Creates the temporary file for the manifest `path`; returns the path
-  /// convert-pipe-to-runtime writes ("-", stdout, and an existing file that
-  /// is not a regular one, such as /dev/stdout, are written directly).
+  /// convert-pipe-to-runtime writes ("-", stdout, a symbolic link and an
+  /// existing file that is not a regular one, such as /dev/stdout, are
+  /// written directly).
   FailureOr<std::string> start(llvm::StringRef path) {
-    if (path == "-" || (llvm::sys::fs::exists(path) &&
-                        !llvm::sys::fs::is_regular_file(path)))
+    // A symbolic link (/dev/stdout redirected to a file) is written
+    // through: renaming over it would replace the link itself.
+    if (path == "-" || llvm::sys::fs::is_symlink_file(path) ||
+        (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path)))
       return path.str();
     llvm::SmallString<256> unique;
     if (std::error_code ec = llvm::sys::fs::createUniqueFile(
@@ -345,6 +348,14 @@ public:
     final = path.str();
     // Also gone when a signal (Ctrl-C, SIGPIPE, SIGTERM) ends the build.
     llvm::sys::RemoveFileOnSignal(tmp);
+    return tmp;
+  }
+
+  /// The temporary the manifest is being written to, if it is a file that
+  /// will be renamed into place (not "-" or a device).
+  std::optional<std::string> pendingPath() const {
+    if (tmp.empty())
+      return std::nullopt;
     return tmp;
   }
 
@@ -1363,6 +1374,10 @@ int main(int argc, char **argv) {
     llvm::sys::fs::remove(objPath);
   if (linked)
     return fail(llvm::toString(std::move(linked)));
+  if (std::optional<std::string> manifest = pendingManifest.pendingPath())
+    if (llvm::Error e =
+            pipeopt::codegen::recordModelFile(*manifest, outputFile))
+      return fail(llvm::toString(std::move(e)));
   timer.done("link");
   return finished();
 }

@@ -89,6 +89,16 @@ bool needsCRunnerUtils(const llvm::Module &module);
 /// bytes; ...)".
 llvm::Error checkSharedLibrary(llvm::StringRef path);
 
+/// Records the shared object `soPath` in the manifest `manifestPath` (a
+/// JSON object, rewritten in place through a temporary): "model_file":
+/// {"bytes": <size>, "fnv1a64": "<16 hex digits>"}, the 64-bit FNV-1a hash
+/// (offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the file's
+/// bytes. pipeopt-run compares both before it loads the model, so a bit
+/// flip or a short copy of the .so is an error instead of a crash. Errors
+/// name the file and the reason.
+llvm::Error recordModelFile(llvm::StringRef manifestPath,
+                            llvm::StringRef soPath);
+
 /// Links the object `objectPath` into the shared library `outputPath` with
 /// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o
 /// OUT OBJ [-lmlir_c_runner_utils with an rpath to LLVM's library

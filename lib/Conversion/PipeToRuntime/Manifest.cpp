@@ -221,14 +221,35 @@ void pipeopt::pipe_to_runtime::addModuleHashFunction(ModuleOp module,
 
 LogicalResult pipeopt::pipe_to_runtime::writeManifest(
     ModuleOp module, StringRef path, const llvm::json::Value &json) {
-  // Written to a temporary and renamed (llvm::writeToOutput): a failed
-  // write (a full disk) is an error naming the file and the reason and
-  // leaves no partial manifest.
-  if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
-        os << llvm::formatv("{0:2}", json) << "\n";
-        return llvm::Error::success();
-      }))
-    return module.emitError() << "cannot write manifest '" << path
-                              << "': " << llvm::toString(std::move(e));
+  auto print = [&](llvm::raw_ostream &os) {
+    os << llvm::formatv("{0:2}", json) << "\n";
+  };
+  // A regular file (or a new one) is written to a temporary and renamed
+  // (llvm::writeToOutput): a failed write (a full disk) leaves no partial
+  // manifest. Anything else (/dev/stdout, a pipe, a symbolic link) is
+  // written in place: a rename would replace the device node or the link
+  // itself.
+  if (path == "-" || !llvm::sys::fs::exists(path) ||
+      (llvm::sys::fs::is_regular_file(path) &&
+       !llvm::sys::fs::is_symlink_file(path))) {
+    if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
+          print(os);
+          return llvm::Error::success();
+        }))
+      return module.emitError() << "cannot write manifest '" << path
+                                << "': " << llvm::toString(std::move(e));
+    return success();
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (!ec) {
+    print(os);
+    os.close();
+    ec = os.error();
+    os.clear_error();
+  }
+  if (ec)
+    return module.emitError()
+           << "cannot write manifest '" << path << "': " << ec.message();
   return success();
 }

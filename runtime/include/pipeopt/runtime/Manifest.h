@@ -106,6 +106,12 @@ struct ManifestParameter {
   std::vector<int> ranks; ///< ascending, distinct, non-empty
 };
 
+/// "model_file": what pipeopt-compile linked.
+struct ModelFileDigest {
+  uint64_t bytes = 0;   ///< the .so's size
+  uint64_t fnv1a64 = 0; ///< 64-bit FNV-1a of its bytes (fnv1a64, Npy.h)
+};
+
 /// Parsed manifest.
 struct Manifest {
   int formatVersion = 1;
@@ -121,6 +127,10 @@ struct Manifest {
   /// in hand-written manifests. pipeopt-run refuses a model whose hash
   /// differs, and then requires the entry points pipeopt_rank_<k>.
   std::optional<uint64_t> moduleHash;
+  /// "model_file": the size and hash of the .so pipeopt-compile linked,
+  /// compared with the file before it is loaded (checkModelFile); absent
+  /// in hand-written manifests.
+  std::optional<ModelFileDigest> modelFile;
   std::vector<ManifestInput> inputs;    ///< sorted by index
   std::vector<ManifestOutput> outputs;  ///< sorted by index
   std::vector<int> stageRank;           ///< [stage] -> rank, or empty

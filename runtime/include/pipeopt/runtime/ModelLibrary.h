@@ -30,6 +30,13 @@ namespace rt {
 void *findModelFunction(void *handle, const std::string &name,
                         const std::string &modelPath, std::string &why);
 
+/// When the manifest `m` records "model_file", checks that the file
+/// `modelPath` has that size and 64-bit FNV-1a hash, before it is loaded: a
+/// bit flip or a short copy of the .so is then an error naming both files
+/// instead of a crash. Throws RuntimeError.
+void checkModelFile(const Manifest &m, const std::string &modelPath,
+                    const std::string &manifestPath);
+
 /// Checks that the manifest `m` (read from `manifestPath`) belongs to the
 /// model `handle` (loaded from `modelPath`): when the manifest records a
 /// module_hash, the model must define `int64_t pipeopt_module_hash(void)`
