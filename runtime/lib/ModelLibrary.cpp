@@ -70,13 +70,14 @@ void checkModelFile(const Manifest &m, const std::string &modelPath,
   uint64_t hash = fnv1a64(bytes.data(), bytes.size());
   if (bytes.size() != m.modelFile->bytes || hash != m.modelFile->fnv1a64)
     throw RuntimeError(
-        modelPath + " is not the file pipeopt-compile linked: it has " +
-        std::to_string(bytes.size()) + " bytes with FNV-1a hash " +
-        hex16(hash) + ", but the manifest " + manifestPath + " records " +
-        std::to_string(m.modelFile->bytes) + " bytes with hash " +
-        hex16(m.modelFile->fnv1a64) +
-        " (a corrupt or partial copy, or a .so of another build); rebuild "
-        "it or copy it again");
+        modelPath + " is not the file the manifest " + manifestPath +
+        " was written for: it has " + std::to_string(bytes.size()) +
+        " bytes with FNV-1a hash " + hex16(hash) + ", but the manifest "
+        "records " + std::to_string(m.modelFile->bytes) +
+        " bytes with hash " + hex16(m.modelFile->fnv1a64) +
+        " (a corrupt or partial copy of the .so, or the manifest of another "
+        "build: use the manifest pipeopt-compile wrote next to the .so, or "
+        "rebuild both)");
 }
 
 void checkModelMatchesManifest(void *handle, const Manifest &m,

@@ -32,8 +32,9 @@ void *findModelFunction(void *handle, const std::string &name,
 
 /// When the manifest `m` records "model_file", checks that the file
 /// `modelPath` has that size and 64-bit FNV-1a hash, before it is loaded: a
-/// bit flip or a short copy of the .so is then an error naming both files
-/// instead of a crash. Throws RuntimeError.
+/// bit flip or a short copy of the .so, or a manifest of another build, is
+/// then an error naming both files instead of a crash or wrong results.
+/// Throws RuntimeError.
 void checkModelFile(const Manifest &m, const std::string &modelPath,
                     const std::string &manifestPath);
 
