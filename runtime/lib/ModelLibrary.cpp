@@ -5,12 +5,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/ModelLibrary.h"
+#include "pipeopt/runtime/ManifestKeys.h"
 #include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Types.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+
+#include <nlohmann/json.hpp>
 
 #include <cinttypes>
 #include <cstdio>
@@ -20,6 +23,7 @@ namespace rt {
 
 namespace {
 constexpr const char kModuleHashSymbol[] = "pipeopt_module_hash";
+constexpr const char kEmbeddedManifestSymbol[] = "pipeopt_manifest";
 
 std::string hex16(uint64_t v) {
   char buf[17];
@@ -28,8 +32,13 @@ std::string hex16(uint64_t v) {
 }
 } // namespace
 
-void *findModelFunction(void *handle, const std::string &name,
-                        const std::string &modelPath, std::string &why) {
+namespace {
+/// The symbol `name` that the object `handle` defines itself, of ELF type
+/// `type` (STT_FUNC, STT_OBJECT); its size in `size`. nullptr and `why`
+/// otherwise (findModelFunction).
+void *findModelSymbol(void *handle, const std::string &name,
+                      const std::string &modelPath, unsigned type,
+                      std::string &why, uint64_t *size = nullptr) {
   struct link_map *model = nullptr;
   if (dlinfo(handle, RTLD_DI_LINKMAP, &model) != 0 || !model) {
     why = "cannot be looked up (dlinfo failed)";
@@ -53,13 +62,24 @@ void *findModelFunction(void *handle, const std::string &name,
           ", not in " + modelPath;
     return nullptr;
   }
-  if (!dladdr1(sym, &info, &entryPtr, RTLD_DL_SYMENT) || !entryPtr ||
-      ELF64_ST_TYPE(static_cast<const ElfW(Sym) *>(entryPtr)->st_info) !=
-          STT_FUNC) {
-    why = "is not a function in " + modelPath;
+  const auto *entry = static_cast<const ElfW(Sym) *>(nullptr);
+  if (dladdr1(sym, &info, &entryPtr, RTLD_DL_SYMENT))
+    entry = static_cast<const ElfW(Sym) *>(entryPtr);
+  if (!entry || ELF64_ST_TYPE(entry->st_info) != type) {
+    why = std::string("is not ") +
+          (type == STT_FUNC ? "a function" : "a data object") + " in " +
+          modelPath;
     return nullptr;
   }
+  if (size)
+    *size = entry->st_size;
   return sym;
+}
+} // namespace
+
+void *findModelFunction(void *handle, const std::string &name,
+                        const std::string &modelPath, std::string &why) {
+  return findModelSymbol(handle, name, modelPath, STT_FUNC, why);
 }
 
 void checkModelFile(const Manifest &m, const std::string &modelPath,
@@ -109,13 +129,53 @@ void checkModelMatchesManifest(void *handle, const Manifest &m,
         ") come from different builds; running them together would give "
         "wrong results. Use the manifest pipeopt-compile wrote with this "
         ".so (or rebuild both)");
-  for (int r = 0; r < m.numRanks; ++r) {
-    std::string expected = "pipeopt_rank_" + std::to_string(r);
-    if (m.entryPoints[r] != expected)
-      throw RuntimeError("the manifest " + manifestPath + " names '" +
-                         m.entryPoints[r] + "' as the entry point of rank " +
-                         std::to_string(r) + "; a compiled model's is '" +
-                         expected + "'");
+  // Every field of the manifest as the compiler wrote it, built into the
+  // model: an edited copy (update_every, the optimizer, the schedule ...)
+  // would run the code with wrong assumptions.
+  uint64_t size = 0;
+  void *embedded = findModelSymbol(handle, kEmbeddedManifestSymbol, modelPath,
+                                   STT_OBJECT, why, &size);
+  if (!embedded)
+    throw RuntimeError("the manifest " + manifestPath +
+                       " records module_hash " + hex16(*m.moduleHash) +
+                       ", but " + kEmbeddedManifestSymbol + " " + why +
+                       ": the model was not built with this manifest");
+  nlohmann::json builtJson, given;
+  try {
+    builtJson = nlohmann::json::parse(
+        std::string(static_cast<const char *>(embedded), size));
+  } catch (const std::exception &e) {
+    throw RuntimeError(modelPath + ": the manifest built into it (" +
+                       kEmbeddedManifestSymbol +
+                       ") is not valid JSON: " + e.what());
+  }
+  std::vector<uint8_t> bytes = readFileBytes(manifestPath, "manifest");
+  try {
+    given = nlohmann::json::parse(bytes.begin(), bytes.end());
+  } catch (const std::exception &e) {
+    throw RuntimeError(manifestPath + ": invalid JSON: " + e.what());
+  }
+  if (given.is_object())
+    given.erase(manifest::kModelFile); // added after the link
+  nlohmann::json patch = nlohmann::json::diff(builtJson, given);
+  if (!patch.empty()) {
+    const nlohmann::json &first = patch.front();
+    std::string path = first.value("path", "");
+    nlohmann::json::json_pointer pointer(path);
+    auto show = [&](const nlohmann::json &doc) {
+      if (!doc.contains(pointer))
+        return std::string("absent");
+      std::string text = doc.at(pointer).dump();
+      return text.size() > 200 ? text.substr(0, 200) + "..." : text;
+    };
+    throw RuntimeError(
+        "the manifest " + manifestPath + " is not the one built into " +
+        modelPath + ": '" + path + "' is " + show(given) +
+        " in the file but " + show(builtJson) + " in the build" +
+        (patch.size() > 1
+             ? " (and " + std::to_string(patch.size() - 1) + " more)"
+             : "") +
+        "; edited manifests are refused, rebuild with the options you want");
   }
 }
 

@@ -305,11 +305,12 @@ LogicalResult pipeopt::pipe_to_runtime::checkConversion(
                                      "of rank "
                                   << r;
   }
-  if (Operation *clash = SymbolTable::lookupSymbolIn(module, kModuleHashSymbol))
-    return clash->emitOpError()
-           << "uses the name @" << kModuleHashSymbol
-           << ", which is reserved for the function that returns the build's "
-              "module hash (the manifest's module_hash)";
+  for (const char *reserved : {kModuleHashSymbol, kEmbeddedManifestSymbol})
+    if (Operation *clash = SymbolTable::lookupSymbolIn(module, reserved))
+      return clash->emitOpError()
+             << "uses the name @" << reserved
+             << ", which is reserved for what ties the model to its manifest "
+                "(docs/Runtime.md, \"Loading the model\")";
 
   Seen seen;
   for (int64_t rank = 0, e = byRank.size(); rank < e; ++rank)

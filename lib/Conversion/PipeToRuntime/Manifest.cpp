@@ -20,6 +20,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Builders.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -217,6 +219,20 @@ void pipeopt::pipe_to_runtime::addModuleHashFunction(ModuleOp module,
   Value c = arith::ConstantOp::create(
       b, loc, b.getIntegerAttr(b.getIntegerType(64), static_cast<int64_t>(hash)));
   func::ReturnOp::create(b, loc, c);
+}
+
+void pipeopt::pipe_to_runtime::addEmbeddedManifest(ModuleOp module,
+                                                   const llvm::json::Value &json) {
+  std::string text = llvm::formatv("{0}", json).str();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto i8 = b.getIntegerType(8);
+  auto type = RankedTensorType::get({int64_t(text.size())}, i8);
+  auto data = DenseElementsAttr::get(
+      type, llvm::ArrayRef<char>(text.data(), text.size()));
+  memref::GlobalOp::create(b, module.getLoc(), kEmbeddedManifestSymbol,
+                           b.getStringAttr("public"),
+                           MemRefType::get({int64_t(text.size())}, i8), data,
+                           /*constant=*/true, /*alignment=*/nullptr);
 }
 
 LogicalResult pipeopt::pipe_to_runtime::writeManifest(

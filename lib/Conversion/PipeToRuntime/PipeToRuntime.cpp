@@ -136,6 +136,7 @@ void ConvertPipeToRuntimePass::runOnOperation() {
   addModuleHashFunction(module, hash);
   manifest.getAsObject()->try_emplace(pipeopt::manifest::kModuleHash,
                                       formatModuleHash(hash));
+  addEmbeddedManifest(module, manifest);
   if (!manifestPath.empty() &&
       failed(writeManifest(module, manifestPath, manifest)))
     return signalPassFailure();

@@ -190,6 +190,18 @@ llvm::json::Value manifestJson(const LoweringResults &results,
 /// (docs/Runtime.md, "Faults and what they cost").
 inline constexpr const char kModuleHashSymbol[] = "pipeopt_module_hash";
 
+/// The symbol of the constant the lowered module exports with the manifest
+/// JSON (compact, without "model_file", which pipeopt-compile adds after the
+/// link): `pipeopt_manifest`, an i8 array of exactly the text's length (no
+/// NUL). pipeopt-run compares the manifest file it is given with it, so an
+/// edited manifest (another update_every, optimizer or schedule) is an error
+/// instead of wrong results (ModelLibrary.h).
+inline constexpr const char kEmbeddedManifestSymbol[] = "pipeopt_manifest";
+
+/// Appends `memref.global "public" constant @pipeopt_manifest` holding
+/// `json` as text to `module`.
+void addEmbeddedManifest(mlir::ModuleOp module, const llvm::json::Value &json);
+
 /// A 64-bit fingerprint of a build: the first 8 bytes of the BLAKE3 hash of
 /// `module` printed in generic form (locations left out), a NUL byte and
 /// the manifest `json` (without the hash). Deterministic: the same input

@@ -41,11 +41,12 @@ void checkModelFile(const Manifest &m, const std::string &modelPath,
 /// Checks that the manifest `m` (read from `manifestPath`) belongs to the
 /// model `handle` (loaded from `modelPath`): when the manifest records a
 /// module_hash, the model must define `int64_t pipeopt_module_hash(void)`
-/// returning the same value, and the manifest's entry points must be
-/// pipeopt_rank_<k>; a manifest without module_hash is refused for a model
-/// that defines pipeopt_module_hash (the manifest of another build, or
-/// edited). Throws RuntimeError naming both files and both hashes, before
-/// any step runs.
+/// returning the same value, and the manifest file must equal the manifest
+/// built into the model (`pipeopt_manifest`, the JSON the compiler wrote,
+/// compared field by field, "model_file" aside; the error names the first
+/// field that differs). A manifest without module_hash is refused for a
+/// model that defines pipeopt_module_hash (the manifest of another build,
+/// or edited). Throws RuntimeError naming both files, before any step runs.
 void checkModelMatchesManifest(void *handle, const Manifest &m,
                                const std::string &modelPath,
                                const std::string &manifestPath);
