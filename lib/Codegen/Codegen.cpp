@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Codegen/Codegen.h"
+#include "pipeopt/Support/FileOutput.h"
 #include "pipeopt/runtime/ManifestKeys.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -296,7 +297,10 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
 }
 
 llvm::Error codegen::recordModelFile(llvm::StringRef manifestPath,
-                                     llvm::StringRef soPath) {
+                                     llvm::StringRef soPath,
+                                     llvm::StringRef manifestName) {
+  if (manifestName.empty())
+    manifestName = manifestPath;
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> so =
       llvm::MemoryBuffer::getFile(soPath, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -310,25 +314,23 @@ llvm::Error codegen::recordModelFile(llvm::StringRef manifestPath,
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
       llvm::MemoryBuffer::getFile(manifestPath, /*IsText=*/true);
   if (!text)
-    return makeError("cannot read the manifest " + manifestPath + ": " +
+    return makeError("cannot read the manifest " + manifestName + ": " +
                      text.getError().message());
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*text)->getBuffer());
   if (!json)
-    return makeError("the manifest " + manifestPath + " is not JSON: " +
+    return makeError("the manifest " + manifestName + " is not JSON: " +
                      llvm::toString(json.takeError()));
   llvm::json::Object *root = json->getAsObject();
   if (!root)
-    return makeError("the manifest " + manifestPath + " is not a JSON object");
+    return makeError("the manifest " + manifestName +
+                     " is not a JSON object");
   (*root)[pipeopt::manifest::kModelFile] = llvm::json::Object{
       {pipeopt::manifest::kBytes, int64_t((*so)->getBufferSize())},
       {pipeopt::manifest::kFnv1a64, llvm::formatv("{0:x-16}", hash).str()}};
-  if (llvm::Error e =
-          llvm::writeToOutput(manifestPath, [&](llvm::raw_ostream &os) {
-            os << llvm::formatv("{0:2}", *json) << "\n";
-            return llvm::Error::success();
-          }))
-    return makeError("cannot write the manifest " + manifestPath + ": " +
-                     llvm::toString(std::move(e)));
+  std::string out = llvm::formatv("{0:2}", *json).str() + "\n";
+  if (std::error_code ec = pipeopt::writeFileAtomically(manifestPath, out))
+    return makeError("cannot write the manifest " + manifestName + ": " +
+                     ec.message());
   return llvm::Error::success();
 }

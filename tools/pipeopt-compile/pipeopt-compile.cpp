@@ -1374,10 +1374,14 @@ int main(int argc, char **argv) {
     llvm::sys::fs::remove(objPath);
   if (linked)
     return fail(llvm::toString(std::move(linked)));
+  // The manifest records the linked file (model_file). If that fails (a
+  // full disk), the .so goes too: a failed build leaves neither.
   if (std::optional<std::string> manifest = pendingManifest.pendingPath())
-    if (llvm::Error e =
-            pipeopt::codegen::recordModelFile(*manifest, outputFile))
+    if (llvm::Error e = pipeopt::codegen::recordModelFile(
+            *manifest, outputFile, manifestFile.getValue())) {
+      llvm::sys::fs::remove(outputFile);
       return fail(llvm::toString(std::move(e)));
+    }
   timer.done("link");
   return finished();
 }

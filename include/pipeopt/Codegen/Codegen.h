@@ -95,9 +95,11 @@ llvm::Error checkSharedLibrary(llvm::StringRef path);
 /// (offset basis 0xcbf29ce484222325, prime 0x100000001b3) of the file's
 /// bytes. pipeopt-run compares both before it loads the model, so a bit
 /// flip or a short copy of the .so is an error instead of a crash. Errors
-/// name the file and the reason.
+/// name the file (as `manifestName`, when the manifest is a temporary to be
+/// renamed later) and the reason.
 llvm::Error recordModelFile(llvm::StringRef manifestPath,
-                            llvm::StringRef soPath);
+                            llvm::StringRef soPath,
+                            llvm::StringRef manifestName = {});
 
 /// Links the object `objectPath` into the shared library `outputPath` with
 /// the C compiler `cc` (a path, or a name looked up in PATH): `cc -shared -o

@@ -16,6 +16,7 @@
 #include "PipeToRuntimeInternal.h"
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
+#include "pipeopt/Support/FileOutput.h"
 #include "pipeopt/runtime/ManifestKeys.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -241,19 +242,19 @@ LogicalResult pipeopt::pipe_to_runtime::writeManifest(
     os << llvm::formatv("{0:2}", json) << "\n";
   };
   // A regular file (or a new one) is written to a temporary and renamed
-  // (llvm::writeToOutput): a failed write (a full disk) leaves no partial
-  // manifest. Anything else (/dev/stdout, a pipe, a symbolic link) is
-  // written in place: a rename would replace the device node or the link
-  // itself.
-  if (path == "-" || !llvm::sys::fs::exists(path) ||
-      (llvm::sys::fs::is_regular_file(path) &&
-       !llvm::sys::fs::is_symlink_file(path))) {
-    if (llvm::Error e = llvm::writeToOutput(path, [&](llvm::raw_ostream &os) {
-          print(os);
-          return llvm::Error::success();
-        }))
-      return module.emitError() << "cannot write manifest '" << path
-                                << "': " << llvm::toString(std::move(e));
+  // (writeFileAtomically): a failed write (a full disk) is an error naming
+  // the file and leaves no partial manifest. Anything else ("-" for stdout,
+  // /dev/stdout, a pipe, a symbolic link) is written in place: a rename
+  // would replace the device node or the link itself.
+  if (path != "-" && (!llvm::sys::fs::exists(path) ||
+                      (llvm::sys::fs::is_regular_file(path) &&
+                       !llvm::sys::fs::is_symlink_file(path)))) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    print(os);
+    if (std::error_code ec = pipeopt::writeFileAtomically(path, text))
+      return module.emitError()
+             << "cannot write manifest '" << path << "': " << ec.message();
     return success();
   }
   std::error_code ec;
