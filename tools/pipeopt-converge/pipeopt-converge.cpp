@@ -236,6 +236,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-converge"))
     return 1;
+  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-converge"))
+    return 1;
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-converge: SGD under pipeline staleness in simulated time "

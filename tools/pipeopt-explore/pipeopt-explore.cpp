@@ -254,6 +254,8 @@ int main(int argc, char **argv) {
   schedulesOpt.setDescription(schedulesHelp);
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-explore"))
     return 1;
+  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-explore"))
+    return 1;
   cl::ParseCommandLineOptions(
       argc, argv,
       "pipeopt-explore: compare pipeline schedules at three abstraction "

@@ -464,6 +464,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-gradcheck"))
     return 1;
+  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-gradcheck"))
+    return 1;
   if (!cl::ParseCommandLineOptions(
           argc, argv,
           "pipeopt-gradcheck: compare a model's gradient (pipe-differentiate) "

@@ -73,6 +73,42 @@ inline bool rejectHelpTypos(
   return true;
 }
 
+/// Returns false (after printing "<tool>: error: --<name> needs a value
+/// (got an empty one)" to stderr) when an option of the top-level command
+/// that requires a value is given an empty one (`--lr=` or `--lr ""`):
+/// llvm::cl parses "" as 0 for a number and keeps "" for a string, so
+/// `--lr "$LR"` with LR unset would silently train with lr 0. `exempt`
+/// names options whose empty value the tool reports itself. Stops at "--".
+/// Call it, like rejectHelpTypos, before cl::ParseCommandLineOptions.
+inline bool rejectEmptyValues(int argc, const char *const *argv,
+                              llvm::StringRef tool,
+                              llvm::ArrayRef<llvm::StringRef> exempt = {}) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg(argv[i]);
+    if (arg == "--")
+      return true;
+    if (!arg.starts_with("-") || arg == "-")
+      continue;
+    auto [name, value] = arg.ltrim('-').split('=');
+    bool inlineValue = arg.contains('=');
+    auto it = options.find(name);
+    if (it == options.end() ||
+        it->second->getValueExpectedFlag() != llvm::cl::ValueRequired)
+      continue;
+    bool empty = inlineValue ? value.empty()
+                             : (i + 1 < argc && argv[i + 1][0] == '\0');
+    if (!inlineValue)
+      ++i;
+    if (empty && !llvm::is_contained(exempt, name)) {
+      llvm::errs() << tool << ": error: " << arg.split('=').first
+                   << " needs a value (got an empty one)\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 } // namespace pipeopt
 
 #endif // PIPEOPT_SUPPORT_COMMANDLINE_H
