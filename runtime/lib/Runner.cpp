@@ -911,13 +911,6 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
 }
 
 /// Result of one local rank.
-/// A parameter as rank 0 gathers it (from the lowest rank of its list).
-struct GatheredParameter {
-  HostTensor value;
-  std::vector<double> meanGrad, first, second;
-  int64_t step = 0;
-};
-
 struct RankResult {
   bool ok = true;
   /// The non-finite-loss warning was printed (once per run).
@@ -1307,16 +1300,9 @@ void writeText(const std::string &path, const std::string &text);
 void writeTrainingFiles(const Manifest &m, const RunOptions &o,
                         const RankResult &result);
 
-/// A checkpoint read back for --resume.
-struct Checkpoint {
-  int step = 0;
-  std::vector<float> losses;
-  std::map<int, GatheredParameter> parameters;
-};
+} // namespace
 
-/// Reads the checkpoint that `dir`/latest names, for the manifest `m`;
-/// throws RuntimeError naming the file when it is missing or does not fit
-/// the manifest.
+// Declared in Runner.h.
 Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
   std::vector<uint8_t> bytes = readFileBytes(dir + "/latest", "checkpoint");
   std::string name(bytes.begin(), bytes.end());
@@ -1396,6 +1382,8 @@ Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
   }
   return c;
 }
+
+namespace {
 
 /// fsync(2) of a file or directory (best effort: errors are ignored on
 /// file systems that cannot sync directories).

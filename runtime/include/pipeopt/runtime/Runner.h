@@ -171,6 +171,25 @@ void ensureDir(const std::string &dir);
 std::string updateParameters(RankContext &ctx, Communicator &comm, int step,
                              double timeoutS);
 
+/// A parameter as rank 0 gathers it (from the lowest rank of its list).
+struct GatheredParameter {
+  HostTensor value;
+  std::vector<double> meanGrad, first, second;
+  int64_t step = 0;
+};
+
+/// A checkpoint read back for --resume.
+struct Checkpoint {
+  int step = 0;
+  std::vector<float> losses;
+  std::map<int, GatheredParameter> parameters;
+};
+
+/// Reads the checkpoint that `dir`/latest names, for the manifest `m`;
+/// throws RuntimeError naming the file when it is missing or does not fit
+/// the manifest. (Public for the checkpoint fuzz target, fuzz/.)
+Checkpoint readCheckpoint(const Manifest &m, const std::string &dir);
+
 /// Entry point of pipeopt-run: returns the process exit code (0 success, 1
 /// run-time error, 2 usage or setup error).
 int pipeoptRunMain(int argc, char **argv);
