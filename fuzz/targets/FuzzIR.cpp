@@ -26,21 +26,35 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace {
 mlir::DialectRegistry *registry;
+// PIPEOPT_FUZZ_STATS=1: how many inputs parsed and how many passed the
+// pipeline, printed at exit (how deep blind mutation gets).
+size_t numInputs = 0, numParsed = 0, numCompiled = 0;
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   pipeopt::registerAllPasses();
   registry = new mlir::DialectRegistry;
   pipeopt::registerAllDialects(*registry);
+  if (std::getenv("PIPEOPT_FUZZ_STATS"))
+    std::atexit([] {
+      std::fprintf(stderr,
+                   "fuzz-ir: %zu inputs, %zu parsed, %zu through the pipeline\n",
+                   numInputs, numParsed, numCompiled);
+    });
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  // MLIR's lexer reads the byte after the buffer (it expects the '\0' that
+  // files read through llvm::MemoryBuffer have): parse a NUL-terminated copy.
+  std::string copy(reinterpret_cast<const char *>(data), size);
+  llvm::StringRef text(copy.c_str(), size);
   bool training = text.starts_with("// training");
   mlir::MLIRContext ctx(*registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.allowUnregisteredDialects(false);
@@ -49,8 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   });
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &ctx, "fuzz.mlir");
+  ++numInputs;
   if (!module)
     return 0;
+  ++numParsed;
   mlir::PassManager pm(&ctx);
   std::string pipeline =
       std::string("builtin.module(pipeopt-pipeline{num-stages=2 "
@@ -59,6 +75,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       "},pipe-simulate{backward-cost=rule system=ideal report=/dev/null})";
   if (mlir::failed(mlir::parsePassPipeline(pipeline, pm)))
     __builtin_trap(); // the pipeline itself must parse
-  (void)pm.run(*module);
+  if (mlir::succeeded(pm.run(*module)))
+    ++numCompiled;
   return 0;
 }
