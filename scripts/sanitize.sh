@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 #===- scripts/sanitize.sh - pipeopt under AddressSanitizer + UBSan --------===#
 #
-#   scripts/sanitize.sh [runtime|full]      (default: full)
+#   scripts/sanitize.sh [runtime|runtime-lit|full]      (default: full)
 #
 # runtime: builds the MLIR-free runtime standalone (cmake -S runtime) with
 #   -fsanitize=address,undefined in $SAN_BUILD_DIR (default build-asan-rt)
@@ -13,6 +13,13 @@
 #   test/Runtime, test/Training and test/Conversion, whose pipeopt-run and
 #   pipeopt-compile are the instrumented builds (the model .so files that
 #   pipeopt-compile links are not instrumented).
+# runtime-lit: the runtime mode, then the lit tests of test/Runtime,
+#   test/Training and test/Conversion with the instrumented runtime
+#   (pipeopt-run, pipeopt-npy-diff, libpipeopt_rt.so of build-asan-rt) and
+#   the uninstrumented compiler of an existing build of this tree,
+#   $PIPEOPT_BUILD_DIR (default build): a quick check of the runtime on real
+#   models where the full mode's build takes too long. It writes only into
+#   $SAN_LIT_DIR (default build-asan-lit), an overlay of that build.
 #
 # Any sanitizer report fails the test that printed it (halt_on_error, and
 # UBSan does not recover). LeakSanitizer is on for the runtime tests; in the
@@ -55,6 +62,38 @@ case "$MODE" in
     cmake --build "$B" -j "$JOBS"
     run_ctest "$B" '.'
     ;;
+  runtime-lit)
+    BASE=$(cd "${PIPEOPT_BUILD_DIR:-build}" && pwd)
+    [ -x "$BASE/bin/pipeopt-compile" ] && [ -f "$BASE/test/lit.site.cfg.py" ] || {
+      echo "sanitize.sh: $BASE is not a pipeopt build (set PIPEOPT_BUILD_DIR)" >&2
+      exit 2; }
+    rc=0
+    SAN_BUILD_DIR=${SAN_BUILD_DIR:-build-asan-rt} bash "$PWD/scripts/sanitize.sh" runtime || rc=1
+    A=$(cd "${SAN_BUILD_DIR:-build-asan-rt}" && pwd)
+    O=${SAN_LIT_DIR:-build-asan-lit}
+    rm -rf "$O" && mkdir -p "$O/bin" "$O/lib" "$O/runtime/lib" "$O/test"
+    O=$(cd "$O" && pwd)
+    for f in "$BASE"/bin/* "$BASE"/lib/* "$BASE"/runtime/lib/*; do
+      [ -f "$f" ] || continue
+      d=$O/${f#"$BASE"/}; d=$(dirname "$d")
+      ln -sf "$f" "$d/"
+    done
+    for t in pipeopt-run pipeopt-npy-diff pipeopt-calibrate; do
+      [ -x "$A/bin/$t" ] && ln -sf "$A/bin/$t" "$O/bin/$t"
+    done
+    for f in "$A"/lib/libpipeopt_rt*.so*; do
+      ln -sf "$f" "$O/lib/"; ln -sf "$f" "$O/runtime/lib/"
+    done
+    SRC=$(sed -n 's/^config.pipeopt_src_root = "\(.*\)"$/\1/p' "$BASE/test/lit.site.cfg.py")
+    sed -e "s|$BASE|$O|g" -e "s|\"$SRC|\"$PWD|g" "$BASE/test/lit.site.cfg.py" \
+      > "$O/test/lit.site.cfg.py"
+    LIT=$(sed -n 's/^LLVM_EXTERNAL_LIT:FILEPATH=//p' "$BASE/CMakeCache.txt")
+    ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
+    LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0" \
+      "${LIT:-/usr/lib/llvm-22/bin/lit}" -sv "$O/test" \
+        --filter ':: (Runtime|Training|Conversion)/' || rc=1
+    exit $rc
+    ;;
   full)
     B=${SAN_BUILD_DIR:-build-asan}
     if [ ! -f "$B/build.ninja" ]; then
@@ -75,7 +114,7 @@ case "$MODE" in
         --filter ':: (Runtime|Training|Conversion)/'
     ;;
   *)
-    echo "usage: scripts/sanitize.sh [runtime|full]" >&2
+    echo "usage: scripts/sanitize.sh [runtime|runtime-lit|full]" >&2
     exit 2
     ;;
 esac
