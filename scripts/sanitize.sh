@@ -85,8 +85,10 @@ case "$MODE" in
       ln -sf "$f" "$O/lib/"; ln -sf "$f" "$O/runtime/lib/"
     done
     SRC=$(sed -n 's/^config.pipeopt_src_root = "\(.*\)"$/\1/p' "$BASE/test/lit.site.cfg.py")
-    sed -e "s|$BASE|$O|g" -e "s|\"$SRC|\"$PWD|g" "$BASE/test/lit.site.cfg.py" \
-      > "$O/test/lit.site.cfg.py"
+    (cd "$BASE" && find test -name lit.site.cfg.py) | while read -r cfg; do
+      mkdir -p "$O/$(dirname "$cfg")"
+      sed -e "s|$BASE|$O|g" -e "s|\"$SRC|\"$PWD|g" "$BASE/$cfg" > "$O/$cfg"
+    done
     LIT=$(sed -n 's/^LLVM_EXTERNAL_LIT:FILEPATH=//p' "$BASE/CMakeCache.txt")
     ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
     LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0" \
