@@ -3,7 +3,9 @@
 #
 # Installs the toolchain (LLVM/MLIR 22 from Debian's bookworm(-security)
 # suites), build tools, GoogleTest, Google Benchmark, OpenMPI and
-# nlohmann-json. Idempotent: does nothing when everything is present.
+# nlohmann-json, and clang 16 with its libFuzzer/sanitizer runtime for the
+# fuzz targets (fuzz/, cmake/PipeoptFuzz.cmake; clang 14 cannot compile the
+# sources). Idempotent: does nothing when everything is present.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -11,7 +13,8 @@ set -euo pipefail
 PKGS=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       cmake ninja-build g++ python3
       libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
-      libopenmpi-dev openmpi-bin nlohmann-json3-dev)
+      libopenmpi-dev openmpi-bin nlohmann-json3-dev
+      clang-16 libclang-rt-16-dev)
 
 missing=()
 for p in "${PKGS[@]}"; do
