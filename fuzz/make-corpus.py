@@ -56,18 +56,39 @@ copy('npy', ['test/Runtime/Inputs/bert-mask-4x1x5.npy',
 # latest, checkpoint.json, optimizer.json, loss.npy, weight_1.npy,
 # weight_2.npy, momentum_1/2, adam_m_1/2, adam_v_1/2.
 SEP = b'\n@@\n'
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return '%016x' % h
 def checkpoint(opt, step):
+    """A checkpoint of format_version 1, as pipeopt-run writes it: the size
+    and FNV-1a checksum of every file in checkpoint.json, so that fuzzed
+    inputs get past the checksums into the field checks."""
     names = ['sgd', 'momentum', 'adamw']
-    ck = json.dumps({'format': 'pipeopt-checkpoint', 'step': step,
-                     'num_microbatches': 4, 'optimizer': names[opt]}).encode()
     oj = json.dumps({'optimizer': names[opt],
                      'parameters': {'1': {'step': step}, '2': {'step': step}}}).encode()
-    parts = [b'step-%d\n' % step, ck, oj,
-             npy('<f4', [step], f32(*[1.0 / (i + 1) for i in range(step)])),
-             npy('<f4', [3, 2], f32(1, 2, 3, 4, 5, 6)),
-             npy('<f4', [2], f32(0.5, -0.5))]
+    files = {'optimizer.json': oj,
+             'loss.npy': npy('<f4', [step], f32(*[1.0 / (i + 1) for i in range(step)])),
+             'weight_1.npy': npy('<f4', [3, 2], f32(1, 2, 3, 4, 5, 6)),
+             'weight_2.npy': npy('<f4', [2], f32(0.5, -0.5))}
     m1 = npy('<f8', [3, 2], f64(*[0.1] * 6))
     m2 = npy('<f8', [2], f64(0.2, 0.3))
+    state = []
+    if opt == 1:
+        state = [('momentum_1.npy', m1), ('momentum_2.npy', m2)]
+    elif opt == 2:
+        state = [('adam_m_1.npy', m1), ('adam_m_2.npy', m2),
+                 ('adam_v_1.npy', m1), ('adam_v_2.npy', m2)]
+    files.update(state)
+    ck = json.dumps({'format': 'pipeopt-checkpoint', 'format_version': 1,
+                     'step': step, 'num_microbatches': 4,
+                     'optimizer': names[opt], 'parameters': [1, 2],
+                     'checksum': 'fnv1a64',
+                     'files': {n: {'bytes': len(d), 'fnv1a64': fnv1a64(d)}
+                               for n, d in sorted(files.items())}}).encode()
+    parts = [b'step-%d\n' % step, ck, oj, files['loss.npy'],
+             files['weight_1.npy'], files['weight_2.npy']]
     if opt == 1:
         parts += [m1, m2]
     elif opt == 2:
