@@ -261,6 +261,11 @@ std::string pipeopt::schedule::exportCSV(const Schedule &s,
              (a.backward ? "WAIT_SEND_B" : "WAIT_SEND_F") +
              std::to_string(a.microbatch));
     }
+    // A rank with nothing to do is a line of empty cells: a blank line is
+    // not read back (importCSV takes it for a mistake that would shift the
+    // ranks after it, and drops it at the end of the file).
+    if (first)
+      out += ",";
     out += "\n";
   }
   return out;

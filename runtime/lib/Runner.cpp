@@ -937,22 +937,28 @@ void sendReport(Communicator &c, const RankContext &ctx,
                   {int64_t(acc.sum.size())}, index, -1);
 }
 
+/// The payload of `m` as whole elements of T (a trailing partial element is
+/// dropped). An empty payload gives an empty vector without a memcpy from a
+/// null pointer (undefined behaviour, found by UBSan: a middle rank reports
+/// no evidence).
+template <typename T> std::vector<T> payloadAs(const Message &m) {
+  std::vector<T> v(m.payload.size() / sizeof(T));
+  if (!v.empty())
+    std::memcpy(v.data(), m.payload.data(), v.size() * sizeof(T));
+  return v;
+}
+
 RankReport recvReport(Communicator &c, int src, double timeoutS) {
   RankReport r;
   Message m = recvControl(c, src, TagStats, timeoutS);
-  r.iterationS.resize(m.payload.size() / sizeof(double));
-  std::memcpy(r.iterationS.data(), m.payload.data(),
-              r.iterationS.size() * sizeof(double));
+  r.iterationS = payloadAs<double>(m);
   m = recvControl(c, src, TagEvents, timeoutS);
-  std::vector<PackedEvent> ev(m.payload.size() / sizeof(PackedEvent));
-  std::memcpy(ev.data(), m.payload.data(), ev.size() * sizeof(PackedEvent));
+  std::vector<PackedEvent> ev = payloadAs<PackedEvent>(m);
   for (const auto &e : ev)
     r.events.push_back({e.kind, e.stage, e.microbatch, e.iteration, e.beginS,
                         e.endS, e.peer, e.bytes});
   m = recvControl(c, src, TagModelEvidence, timeoutS);
-  std::vector<int32_t> evidence(m.payload.size() / sizeof(int32_t));
-  std::memcpy(evidence.data(), m.payload.data(),
-              evidence.size() * sizeof(int32_t));
+  std::vector<int32_t> evidence = payloadAs<int32_t>(m);
   for (size_t i = 0; i + 2 < evidence.size(); i += 3) {
     std::pair<int, int> item{evidence[i + 1], evidence[i + 2]};
     if (evidence[i] == EvidenceInputRead)
