@@ -1377,7 +1377,8 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
   return true;
 }
 
-void writeText(const std::string &path, const std::string &text);
+void writeText(const std::string &path, const std::string &text,
+               FollowLinks follow);
 void writeTrainingFiles(const Manifest &m, const RunOptions &o,
                         const RankResult &result);
 
@@ -1809,7 +1810,8 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
               {"files", sums}};
     for (const auto &kv : params)
       j["parameters"].push_back(kv.first);
-    writeFileAtomic(tmp + "/checkpoint.json", j.dump(2) + "\n", false);
+    writeFileAtomic(tmp + "/checkpoint.json", j.dump(2) + "\n",
+                    FollowLinks::Never, false);
     syncDirectory(tmp);
   } catch (...) {
     std::error_code ec;
@@ -1827,7 +1829,7 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
   }
   renamePath(tmp, final);
   syncDirectory(dir);
-  writeFileAtomic(dir + "/latest", name + "\n");
+  writeFileAtomic(dir + "/latest", name + "\n", FollowLinks::Never);
 }
 
 namespace {
@@ -2159,10 +2161,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Every text file (optimizer.json, checkpoint.json, latest, trace,
-/// profile): checked and atomic (writeFileAtomic).
-void writeText(const std::string &path, const std::string &text) {
-  writeFileAtomic(path, text);
+/// Every text file (optimizer.json, trace, profile): checked and atomic
+/// (writeFileAtomic); `follow` is FollowLinks::Never for files inside
+/// --output-dir and UserNamedPath for --trace/--profile FILE.
+void writeText(const std::string &path, const std::string &text,
+               FollowLinks follow) {
+  writeFileAtomic(path, text, follow);
 }
 
 /// Writes outputs, trace and profile and prints the summary (rank 0).
@@ -2178,7 +2182,7 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
   losses.data.resize(result.losses.size() * 4);
   if (!result.losses.empty())
     std::memcpy(losses.data.data(), result.losses.data(), losses.data.size());
-  writeNpy(dir + "/loss.npy", losses);
+  writeNpy(dir + "/loss.npy", losses, FollowLinks::Never);
   auto f64 = [](const std::vector<double> &v, const Shape &shape) {
     HostTensor t;
     t.dtype = DType::F64;
@@ -2191,20 +2195,21 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
   Json state = Json::object();
   for (const auto &[index, g] : result.parameters) {
     std::string i = std::to_string(index);
-    writeNpy(dir + "/weight_" + i + ".npy", g.value);
+    writeNpy(dir + "/weight_" + i + ".npy", g.value, FollowLinks::Never);
     if (!g.first.empty())
       writeNpy(dir + "/" +
                    (m.training.optimizer == OptimizerKind::AdamW
                         ? "adam_m_"
                         : "momentum_") +
                    i + ".npy",
-               f64(g.first, g.value.shape));
+               f64(g.first, g.value.shape), FollowLinks::Never);
     if (!g.second.empty())
-      writeNpy(dir + "/adam_v_" + i + ".npy", f64(g.second, g.value.shape));
+      writeNpy(dir + "/adam_v_" + i + ".npy", f64(g.second, g.value.shape),
+               FollowLinks::Never);
     if (o.saveGrads && !g.meanGrad.empty()) {
       HostTensor grad = g.value;
       doublesToTensor(g.meanGrad, grad);
-      writeNpy(dir + "/grad_" + i + ".npy", grad);
+      writeNpy(dir + "/grad_" + i + ".npy", grad, FollowLinks::Never);
     }
     state[i] = {{"step", g.step}};
   }
@@ -2218,7 +2223,7 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
             {"weight_decay", t.weightDecay},
             {"steps", result.losses.size()},
             {"parameters", state}};
-  writeText(dir + "/optimizer.json", j.dump(2) + "\n");
+  writeText(dir + "/optimizer.json", j.dump(2) + "\n", FollowLinks::Never);
 }
 
 /// The iteration time of each iteration: the slowest rank's (s).
@@ -2412,7 +2417,7 @@ std::optional<float> writeOutputs(const Manifest &m, const RunOptions &o,
                            " was never written by any rank");
       t.data = it->second->data;
     }
-    writeNpy(o.outputDir + "/" + outputFileName(mo, o), t);
+    writeNpy(o.outputDir + "/" + outputFileName(mo, o), t, FollowLinks::Never);
   }
   return meanLoss;
 }
@@ -2470,7 +2475,7 @@ void writeTrace(const Manifest &m, const RunOptions &o,
     }
   }
   Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  writeText(o.tracePath, trace.dump(1) + "\n");
+  writeText(o.tracePath, trace.dump(1) + "\n", FollowLinks::UserNamedPath);
 }
 
 /// Writes --profile: per-stage median F/B/W/BW durations, per-rank busy
@@ -2562,7 +2567,7 @@ void writeProfile(const Manifest &m, const RunOptions &o,
                   {"peak_stash_bytes_per_rank", stashJson},
                   {"kernel_library", kernelLibrary()},
                   {"kernel_threads", kernelThreads()}};
-  writeText(o.profilePath, profile.dump(2) + "\n");
+  writeText(o.profilePath, profile.dump(2) + "\n", FollowLinks::UserNamedPath);
 }
 
 /// Prints the run's summary lines (unless --quiet).

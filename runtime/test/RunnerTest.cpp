@@ -1763,6 +1763,57 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
   a.expectSameAsFull(a.dir + "/r3");
 }
 
+bool isSymlink(const std::string &path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+TEST(RunnerFiles, LinksInOutputAndCheckpointDirsAreReplacedNotFollowed) {
+  // A symbolic link planted in --output-dir or the checkpoint directory
+  // redirected the write: its target (../victim.txt) was overwritten.
+  AdamRun a("links");
+  std::string victim = a.dir + "/victim.txt";
+  std::ofstream(victim) << "precious\n";
+  std::string so = a.dir + "/so";
+  ::mkdir(so.c_str(), 0777);
+  ASSERT_EQ(::symlink("../victim.txt", (so + "/weight_1.npy").c_str()), 0);
+  ASSERT_EQ(::symlink("../victim.txt", (so + "/optimizer.json").c_str()), 0);
+  CmdResult r = runCommand(a.run + " --steps 10 --output-dir " + so);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(victim), "precious\n");
+  EXPECT_FALSE(isSymlink(so + "/weight_1.npy"));
+  a.expectSameAsFull(so);
+  // `latest` of a checkpoint directory resumed and written again.
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  ASSERT_EQ(::unlink((ck + "/latest").c_str()), 0);
+  ASSERT_EQ(::symlink("../victim.txt", (ck + "/latest").c_str()), 0);
+  r = runCommand(a.run + " --steps 10 --resume " + ck + " --checkpoint-dir " +
+                 ck + " --checkpoint-every 2 --output-dir " + a.dir + "/r");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(victim), "precious\n");
+  EXPECT_FALSE(isSymlink(ck + "/latest"));
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-10\n");
+  a.expectSameAsFull(a.dir + "/r");
+}
+
+TEST(RunnerFiles, TraceToRedirectedStdoutKeepsDevStdout) {
+  // --trace /dev/stdout with stdout redirected to a file: /dev/stdout is a
+  // link (to /proc/self/fd/1, to the file); it is written through, never
+  // renamed over.
+  std::string dir = tmpDir("stdout");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  bool wasLink = isSymlink("/dev/stdout");
+  CmdResult r = runCommand("{ " + withManifest(FAKE_PTRAIN_MANIFEST) + in +
+                           " --steps 2 --quiet --trace /dev/stdout > " + dir +
+                           "/trace.json; }");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(isSymlink("/dev/stdout"), wasLink);
+  nlohmann::json j = readJson(dir + "/trace.json");
+  EXPECT_TRUE(j.contains("traceEvents")) << fileBytes(dir + "/trace.json");
+}
+
 TEST(RunnerOptions, EmptyValuesAreRejected) {
   // Item 10: --resume "$CK" with CK empty retrained from step 1 over the
   // checkpoints; --output-dir "" wrote nothing; both exited 0.

@@ -291,7 +291,8 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
             std::to_string(uint64_t(numElements(full)) * dtypeSize(in.dtype)) +
             " bytes");
       }
-      writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
+      writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t,
+               FollowLinks::Never);
     }
   } catch (const RuntimeError &e) {
     std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
