@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -102,7 +103,8 @@ std::string runUsage() {
                          last step's mean gradient of every parameter
   --checkpoint-dir C     training builds with parameters: a complete
   --checkpoint-every K   checkpoint C/step-<k> after every K-th step (written
-                         atomically; C/latest names the newest)
+                         atomically; C/latest names the newest); without
+                         --resume, C must not hold checkpoints yet
   --resume C             continue from C's latest checkpoint: --steps N is
                          the total, the remaining steps run. Every file is
                          checked against its size and checksum; when latest
@@ -1410,6 +1412,25 @@ std::string hex64(uint64_t v) {
   return buf;
 }
 
+/// `bytes` for a message: printable ASCII as is, every other byte (NUL,
+/// newline, 0xff) as \xHH, at most `max` bytes of it (then "...").
+std::string printable(const std::string &bytes, size_t max = 64) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (bytes.size() > max)
+    out += "...";
+  return out;
+}
+
 /// Parses "step-<k>" (k: decimal digits, 1 <= k < 2^31); -1 otherwise.
 int64_t stepOfName(const std::string &name) {
   if (name.rfind("step-", 0) != 0 || name.size() == 5 || name.size() > 15)
@@ -1698,7 +1719,7 @@ Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
            std::isspace(static_cast<unsigned char>(name.back())))
       name.pop_back();
     if (stepOfName(name) < 0)
-      throw RuntimeError(latest + ": names '" + name +
+      throw RuntimeError(latest + ": names '" + printable(name) +
                          "', not a checkpoint step-<k>");
     tried.insert(name);
     Checkpoint c = readCheckpointStep(m, dir + "/" + name);
@@ -2716,6 +2737,122 @@ std::string describeStuckRank(const Manifest &m, int rank,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// A fresh run (no --resume) refuses a checkpoint directory that already
+/// holds checkpoints (`latest` or a step-* directory): it would overwrite
+/// them and mix its checkpoints with theirs.
+void refuseExistingCheckpoints(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  std::string what;
+  fs::file_status latest = fs::symlink_status(dir + "/latest", ec);
+  if (fs::is_regular_file(latest)) {
+    std::ifstream in(dir + "/latest", std::ios::binary);
+    std::string name(256, '\0');
+    in.read(name.data(), std::streamsize(name.size()));
+    name.resize(size_t(in.gcount()));
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.back())))
+      name.pop_back();
+    what = "latest names " + printable(name);
+  } else if (fs::exists(latest)) {
+    what = "it has a latest";
+  } else {
+    std::vector<std::string> steps;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::string n = it->path().filename().string();
+      if (n.rfind("step-", 0) == 0)
+        steps.push_back(printable(n));
+    }
+    if (steps.empty())
+      return;
+    std::sort(steps.begin(), steps.end());
+    what = steps.front();
+    for (size_t i = 1; i < steps.size() && i < 4; ++i)
+      what += ", " + steps[i];
+    if (steps.size() > 4)
+      what += ", ...";
+  }
+  throw RuntimeError(dir + " already holds checkpoints (" + what +
+                     "): pass --resume " + dir +
+                     " to continue from them, or choose another "
+                     "--checkpoint-dir");
+}
+
+/// Creates a file in `dir` and removes it again; throws naming `option`,
+/// `dir` and the reason when that fails (a read-only file system, no
+/// permission, no space).
+void probeWritableDir(const std::string &option, const std::string &dir) {
+  static std::atomic<unsigned> counter{0};
+  std::string probe = (dir.empty() ? std::string(".") : dir) +
+                      "/.pipeopt-probe." + std::to_string(::getpid()) + "." +
+                      std::to_string(counter++);
+  int fd = ::open(probe.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw RuntimeError(option + " " + dir +
+                       ": cannot create a file there: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+/// Checks that the file `path` named by `option` (--trace, --profile) can
+/// be written: its directory takes a new file (it is replaced atomically);
+/// a device or FIFO is written in place (not opened here: a FIFO would
+/// block), a symbolic link to a file written through (access(2)).
+void probeWritableFile(const std::string &option, const std::string &path) {
+  struct stat st, lst;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      throw RuntimeError(option + " " + path + ": " + std::strerror(EISDIR));
+    if (!S_ISREG(st.st_mode))
+      return;
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      if (::access(path.c_str(), W_OK) != 0)
+        throw RuntimeError(option + " " + path +
+                           ": cannot write: " + std::strerror(errno));
+      return;
+    }
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  struct stat dst;
+  if (::stat(dir.c_str(), &dst) != 0)
+    throw RuntimeError(option + " " + path + ": the directory " + dir + ": " +
+                       std::strerror(errno));
+  probeWritableDir(option + " " + path + ": the directory", dir);
+}
+
+/// Before step 1 (in the process of rank 0, which writes every file): a
+/// fresh run does not reuse a directory of checkpoints; --output-dir and
+/// --checkpoint-dir are created and take a new file; the directories of
+/// --trace and --profile take a new file. Otherwise an unwritable location
+/// would be found only after the training (or at the first checkpoint).
+void checkOutputLocations(const RunOptions &o) {
+  if (!o.checkpointDir.empty() && o.resumeDir.empty())
+    refuseExistingCheckpoints(o.checkpointDir);
+  for (const auto &[option, dir] :
+       {std::pair<std::string, std::string>{"--output-dir", o.outputDir},
+        {"--checkpoint-dir", o.checkpointDir}}) {
+    if (dir.empty())
+      continue;
+    try {
+      ensureDir(dir);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(option + ": " + e.what());
+    }
+    probeWritableDir(option, dir);
+  }
+  if (!o.tracePath.empty())
+    probeWritableFile("--trace", o.tracePath);
+  if (!o.profilePath.empty())
+    probeWritableFile("--profile", o.profilePath);
+}
+
 /// Ranks of this job on this node: all of them for loopback (one process),
 /// the launcher's local size for MPI / torchrun-style starts.
 int ranksOnThisNode(const Manifest &m, bool distributed) {
@@ -2823,6 +2960,8 @@ int pipeoptRunMain(int argc, char **argv) {
       for (int r = 0; r < m.numRanks; ++r)
         localRanks.push_back(r);
     }
+    if (procRank == 0)
+      checkOutputLocations(o);
   } catch (const std::exception &e) {
     printError(e.what());
     if (useMpi)

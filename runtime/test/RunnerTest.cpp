@@ -1814,6 +1814,124 @@ TEST(RunnerFiles, TraceToRedirectedStdoutKeepsDevStdout) {
   EXPECT_TRUE(j.contains("traceEvents")) << fileBytes(dir + "/trace.json");
 }
 
+TEST(RunnerFiles, UnwritableOutputLocationsFailBeforeStep1) {
+  // An unwritable --output-dir, --trace or --profile was found only after
+  // the training, an unwritable --checkpoint-dir at the first checkpoint.
+  std::string dir = tmpDir("unwritable");
+  Data d;
+  std::string run =
+      withManifest(FAKE_PTRAIN_MANIFEST) + paramInputs(dir, d) + " --steps 5 ";
+  auto expectEarlyError = [&](const std::string &opts,
+                              const std::string &want) {
+    CmdResult r = runCommand(run + opts);
+    EXPECT_EQ(r.code, 2) << opts << "\n" << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + want), std::string::npos)
+        << opts << "\n"
+        << r.output;
+    EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << opts << "\n"
+                                                           << r.output;
+  };
+  std::ofstream(dir + "/file") << "x";
+  expectEarlyError("--output-dir " + dir + "/file/o",
+                   "--output-dir: cannot create directory " + dir +
+                       "/file/o: Not a directory");
+  expectEarlyError("--checkpoint-dir " + dir + "/file/ck --checkpoint-every 2",
+                   "--checkpoint-dir: cannot create directory " + dir +
+                       "/file/ck: Not a directory");
+  expectEarlyError("--trace " + dir + "/no/t.json",
+                   "--trace " + dir + "/no/t.json: the directory " + dir +
+                       "/no: No such file or directory");
+  expectEarlyError("--profile " + dir, "--profile " + dir + ": Is a directory");
+
+  // A read-only file system (root can write into a mode 0555 directory).
+  std::string ro = dir + "/ro";
+  ::mkdir(ro.c_str(), 0777);
+  if (::mount("tmpfs", ro.c_str(), "tmpfs", MS_RDONLY, "size=64k") != 0)
+    GTEST_SKIP() << "cannot mount a read-only tmpfs: " << std::strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{ro};
+  expectEarlyError("--output-dir " + ro + "/o",
+                   "--output-dir: cannot create directory " + ro +
+                       "/o: Read-only file system");
+  expectEarlyError("--output-dir " + ro, "--output-dir " + ro +
+                                             ": cannot create a file there: "
+                                             "Read-only file system");
+  expectEarlyError("--checkpoint-dir " + ro + " --checkpoint-every 2",
+                   "--checkpoint-dir " + ro +
+                       ": cannot create a file there: Read-only file system");
+  for (const char *opt : {"--trace", "--profile"})
+    expectEarlyError(std::string(opt) + " " + ro + "/x.json",
+                     std::string(opt) + " " + ro + "/x.json: the directory " +
+                         ro +
+                         ": cannot create a file there: Read-only file "
+                         "system");
+  // Devices are still fine (written in place); the steps are reported, so
+  // their absence above means the run stopped before step 1.
+  CmdResult r = runCommand(run + "--trace /dev/null");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 1/5"), std::string::npos) << r.output;
+}
+
+TEST(RunnerCheckpoint, FreshRunRefusesADirectoryWithCheckpoints) {
+  // A run without --resume into a directory of checkpoints overwrote and
+  // mixed them.
+  AdamRun a("reuse");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::string fresh =
+      a.run + " --steps 4 --checkpoint-dir " + ck + " --checkpoint-every 2";
+  CmdResult r = runCommand(fresh);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: " + ck +
+                          " already holds checkpoints (latest names step-6): "
+                          "pass --resume " +
+                          ck +
+                          " to continue from them, or choose another "
+                          "--checkpoint-dir"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-6\n");
+  // Without `latest`, a step-* directory is enough.
+  ::unlink((ck + "/latest").c_str());
+  r = runCommand(fresh);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(ck + " already holds checkpoints (step-2, step-4, "
+                               "step-6): pass --resume"),
+            std::string::npos)
+      << r.output;
+  // With --resume it continues (covered above); an empty directory is fine.
+  std::string empty = a.dir + "/empty";
+  ::mkdir(empty.c_str(), 0777);
+  r = runCommand(a.run + " --steps 2 --checkpoint-dir " + empty +
+                 " --checkpoint-every 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(empty + "/latest"), "step-2\n");
+}
+
+TEST(RunnerCheckpoint, UnreadableLatestIsEscapedInTheWarning) {
+  // The fallback warning printed `latest`'s raw bytes (NUL, 0xff,
+  // newlines), however many.
+  AdamRun a("latestbytes");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::string junk("st\0p\xff\nzz", 8);
+  junk += std::string(1000, 'y');
+  std::ofstream(ck + "/latest", std::ios::binary | std::ios::trunc) << junk;
+  CmdResult r = a.resume(ck, a.dir + "/r");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(ck + "/latest: names 'st\\x00p\\xff\\x0azzyyy"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("yyy...', not a checkpoint step-<k>"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find('\0'), std::string::npos);
+  EXPECT_EQ(r.output.find(std::string(100, 'y')), std::string::npos);
+  a.expectSameAsFull(a.dir + "/r");
+}
+
 TEST(RunnerOptions, EmptyValuesAreRejected) {
   // Item 10: --resume "$CK" with CK empty retrained from step 1 over the
   // checkpoints; --output-dir "" wrote nothing; both exited 0.
