@@ -1470,6 +1470,7 @@ private:
   const Manifest &m;
   std::string ck;
   Json files;
+  std::set<std::string> used; ///< the names verified() read
 
   static Json parseJson(const std::string &file,
                         const std::vector<uint8_t> &bytes) {
@@ -1523,6 +1524,7 @@ private:
     if (!files.contains(name))
       throw RuntimeError(cj + ": field \"files\" lists no \"" + name +
                          "\" (the checkpoint is incomplete)");
+    used.insert(name);
     const Json &f = files.at(name);
     std::string field = "files." + name;
     if (!f.is_object())
@@ -1550,6 +1552,19 @@ private:
     return parseNpy(bytes, ck + "/" + name);
   }
 
+  /// Weights and optimizer state are finite: a NaN or infinity would train
+  /// on silently (the checksum only proves the file is what was written).
+  static void checkFinite(const std::vector<double> &v,
+                          const std::string &path) {
+    for (size_t e = 0; e < v.size(); ++e)
+      if (!std::isfinite(v[e]))
+        throw RuntimeError(path + ": element " + std::to_string(e) + " is " +
+                           (std::isnan(v[e]) ? "nan"
+                            : v[e] > 0       ? "inf"
+                                             : "-inf") +
+                           " (weights and optimizer state must be finite)");
+  }
+
   std::vector<double> f64(const std::string &name, const Shape &shape) {
     HostTensor t = npy(name);
     if (t.dtype != DType::F64 || t.shape != shape)
@@ -1559,6 +1574,7 @@ private:
     std::vector<double> v(t.data.size() / 8);
     if (!v.empty())
       std::memcpy(v.data(), t.data.data(), t.data.size());
+    checkFinite(v, ck + "/" + name);
     return v;
   }
 
@@ -1594,6 +1610,18 @@ private:
       throw RuntimeError(cj + ": field \"files\" (the size and checksum of "
                               "every file) is missing or not an object");
     files = j["files"];
+    std::string checksum = stringField(j, "checksum", cj, "checksum");
+    if (checksum != "fnv1a64")
+      throw RuntimeError(cj + ": field \"checksum\" is \"" +
+                         printable(checksum) +
+                         "\", but this pipeopt-run verifies \"fnv1a64\"");
+    for (auto it = files.begin(); it != files.end(); ++it) {
+      const std::string &name = it.key();
+      if (name.empty() || name == "." || name == ".." ||
+          name.find('/') != std::string::npos)
+        throw RuntimeError(cj + ": field \"files\" lists \"" + printable(name) +
+                           "\", not a file name");
+    }
     int64_t mbs =
         intField(j, "num_microbatches", 1, INT32_MAX, cj, "num_microbatches");
     std::string opt = stringField(j, "optimizer", cj, "optimizer");
@@ -1668,6 +1696,7 @@ private:
                                  ", but the manifest " + m.source +
                                  " declares " + parameterName(m, p.index) +
                                  " " + typeString(in->dtype, in->shape));
+      checkFinite(tensorToDoubles(g.value), ck + "/weight_" + i + ".npy");
       if (k == OptimizerKind::Momentum)
         g.first = f64("momentum_" + i + ".npy", in->shape);
       if (k == OptimizerKind::AdamW) {
@@ -1691,6 +1720,13 @@ private:
       g.step = intField(ps[i], "step", lo, hi, oj, "parameters." + i + ".step");
       c.parameters[p.index] = std::move(g);
     }
+    // Every file listed is one this checkpoint has (each needed one was
+    // required by verified()).
+    for (auto it = files.begin(); it != files.end(); ++it)
+      if (!used.count(it.key()))
+        throw RuntimeError(cj + ": field \"files\" lists \"" +
+                           printable(it.key()) +
+                           "\", which is not a file of this checkpoint");
     return c;
   }
 };

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -1930,6 +1931,111 @@ TEST(RunnerCheckpoint, UnreadableLatestIsEscapedInTheWarning) {
   EXPECT_EQ(r.output.find('\0'), std::string::npos);
   EXPECT_EQ(r.output.find(std::string(100, 'y')), std::string::npos);
   a.expectSameAsFull(a.dir + "/r");
+}
+
+TEST(RunnerCheckpoint, ChecksumKindAndFileListAreChecked) {
+  // "checksum": "sha256" or none was accepted, and "files" entries that are
+  // not files of the checkpoint ("zz.npy", "../step-2/weight_1.npy") were
+  // ignored.
+  AdamRun a("filelist");
+  std::string ck = a.dir + "/ck";
+  CmdResult r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  Manifest m = readManifest(a.manifest);
+  std::string sd = ck + "/step-2", cj = sd + "/checkpoint.json";
+  std::string ckText = fileBytes(cj);
+  auto errorWith = [&](const std::function<void(nlohmann::json &)> &edit) {
+    nlohmann::json j = nlohmann::json::parse(ckText);
+    edit(j);
+    std::ofstream(cj, std::ios::trunc) << j.dump();
+    return checkpointError(m, sd);
+  };
+  nlohmann::json entry = nlohmann::json::parse(ckText)["files"]["loss.npy"];
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j["checksum"] = "sha256"; }),
+            cj + ": field \"checksum\" is \"sha256\", but this pipeopt-run "
+                 "verifies \"fnv1a64\"");
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j.erase("checksum"); }),
+            cj + ": field \"checksum\" is missing");
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j["checksum"] = 1; }),
+            cj + ": field \"checksum\" must be a string, got 1");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) { j["files"]["zz.npy"] = entry; }),
+            cj + ": field \"files\" lists \"zz.npy\", which is not a file of "
+                 "this checkpoint");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) {
+              j["files"]["checkpoint.json"] = entry;
+            }),
+            cj + ": field \"files\" lists \"checkpoint.json\", which is not "
+                 "a file of this checkpoint");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) {
+              j["files"]["../step-2/weight_1.npy"] = entry;
+            }),
+            cj + ": field \"files\" lists \"../step-2/weight_1.npy\", not a "
+                 "file name");
+  EXPECT_EQ(
+      errorWith([](nlohmann::json &j) { j["files"].erase("adam_v_2.npy"); }),
+      cj + ": field \"files\" lists no \"adam_v_2.npy\" (the "
+           "checkpoint is incomplete)");
+  // Through pipeopt-run: the only checkpoint does not verify.
+  errorWith([&](nlohmann::json &j) { j["files"]["zz.npy"] = entry; });
+  r = a.resume(ck, a.dir + "/r");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("lists \"zz.npy\", which is not a file"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(cj, std::ios::trunc) << ckText;
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+}
+
+TEST(RunnerCheckpoint, NonFiniteStateIsRejected) {
+  // +inf in adam_v, NaN in adam_m or a weight: resumed (exit 0) with other
+  // results.
+  AdamRun a("nonfinite");
+  std::string ck = a.dir + "/ck";
+  CmdResult r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  Manifest m = readManifest(a.manifest);
+  std::string sd = ck + "/step-2";
+  std::string ckText = fileBytes(sd + "/checkpoint.json");
+  struct Case {
+    std::string file;
+    size_t element;
+    double value;
+    std::string shown;
+  };
+  for (const Case &c : {Case{"adam_v_1.npy", 1, INFINITY, "inf"},
+                        Case{"adam_m_2.npy", 0, NAN, "nan"},
+                        Case{"adam_m_1.npy", 2, -INFINITY, "-inf"},
+                        Case{"weight_2.npy", 1, NAN, "nan"},
+                        Case{"weight_1.npy", 0, INFINITY, "inf"}}) {
+    std::string old = fileBytes(sd + "/" + c.file);
+    HostTensor t = readNpy(sd + "/" + c.file);
+    ASSERT_GT(numElements(t.shape), int64_t(c.element)) << c.file;
+    if (t.dtype == DType::F64) {
+      std::memcpy(t.data.data() + 8 * c.element, &c.value, 8);
+    } else {
+      ASSERT_EQ(t.dtype, DType::F32) << c.file;
+      float f = float(c.value);
+      std::memcpy(t.data.data() + 4 * c.element, &f, 4);
+    }
+    std::vector<uint8_t> bytes = serializeNpy(t);
+    rewriteCheckpointFile(sd, c.file, std::string(bytes.begin(), bytes.end()));
+    EXPECT_EQ(checkpointError(m, sd),
+              sd + "/" + c.file + ": element " + std::to_string(c.element) +
+                  " is " + c.shown +
+                  " (weights and optimizer state must be finite)");
+    if (c.file == "adam_v_1.npy") {
+      r = a.resume(ck, a.dir + "/r");
+      EXPECT_EQ(r.code, 2) << r.output;
+      EXPECT_NE(r.output.find(sd + "/adam_v_1.npy: element 1 is inf"),
+                std::string::npos)
+          << r.output;
+    }
+    std::ofstream(sd + "/" + c.file, std::ios::binary | std::ios::trunc) << old;
+    std::ofstream(sd + "/checkpoint.json", std::ios::trunc) << ckText;
+  }
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
 }
 
 TEST(RunnerOptions, EmptyValuesAreRejected) {
