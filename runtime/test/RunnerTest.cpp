@@ -2142,6 +2142,30 @@ TEST(RunnerFiles, OutOfMemoryNamesTheInputAndSize) {
       << r.output;
 }
 
+TEST(NpyDiff, EmptyToleranceIsRejected) {
+  // --rtol "" and --atol "" were read as 0.
+  std::string dir = tmpDir("npydiff_empty");
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = {1};
+  t.data.resize(4, 0);
+  writeNpy(dir + "/a.npy", t);
+  std::string exe = std::string("'") + NPY_DIFF_EXE + "'";
+  for (const char *opt : {"--rtol", "--atol"}) {
+    for (const char *value : {"''", "' 1'", "x", "-1"}) {
+      CmdResult r = runCommand(exe + " " + opt + " " + value + " " + dir +
+                               "/a.npy " + dir + "/a.npy");
+      EXPECT_EQ(r.code, 2) << opt << " " << value << ": " << r.output;
+      EXPECT_NE(r.output.find(std::string(opt) + " expects a number >= 0"),
+                std::string::npos)
+          << r.output;
+    }
+    CmdResult r =
+        runCommand(exe + " " + opt + " 0 " + dir + "/a.npy " + dir + "/a.npy");
+    EXPECT_EQ(r.code, 0) << opt << ": " << r.output;
+  }
+}
+
 TEST(NpyDiff, IntegersAreComparedExactly) {
   // Item 12: i64 values above 2^53 that differ by 1 compared equal in
   // double, even with --rtol 0.

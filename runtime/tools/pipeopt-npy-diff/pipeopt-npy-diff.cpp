@@ -49,6 +49,7 @@
 #include "pipeopt/runtime/Runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -342,10 +343,14 @@ int usage() {
   return 2;
 }
 
+/// A tolerance: a whole finite number >= 0. An empty value (--rtol "")
+/// or leading blanks are rejected (strtod would read "" as 0).
 bool parseDouble(const char *s, double &v) {
+  if (!*s || std::isspace(static_cast<unsigned char>(*s)))
+    return false;
   char *end = nullptr;
   v = std::strtod(s, &end);
-  return end && *end == 0 && std::isfinite(v) && v >= 0;
+  return end && end != s && *end == 0 && std::isfinite(v) && v >= 0;
 }
 
 int run(int argc, char **argv) {
