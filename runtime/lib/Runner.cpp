@@ -46,6 +46,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -1505,6 +1506,22 @@ private:
     return x;
   }
 
+  /// The number field `key` of object `o`: finite, above `lo` (or equal,
+  /// unless `loOpen`), below `hi` (or equal, unless `hiOpen`).
+  static double numberField(const Json &o, const std::string &key, double lo,
+                            bool loOpen, double hi, const std::string &file,
+                            const std::string &range, bool hiOpen = true) {
+    if (!o.contains(key))
+      throw RuntimeError(file + ": field \"" + key + "\" is missing");
+    const Json &v = o.at(key);
+    double x = v.is_number() ? v.get<double>() : 0;
+    if (!v.is_number() || !std::isfinite(x) || (loOpen ? x <= lo : x < lo) ||
+        (hiOpen ? x >= hi : x > hi))
+      throw RuntimeError(file + ": field \"" + key + "\" must be a number in " +
+                         range + ", got " + v.dump());
+    return x;
+  }
+
   static std::string stringField(const Json &o, const std::string &key,
                                  const std::string &file,
                                  const std::string &field) {
@@ -1653,6 +1670,15 @@ private:
                          o["optimizer"].get<std::string>() +
                          "', but checkpoint.json says '" + opt + "'");
     intField(o, "steps", c.step, c.step, oj, "steps");
+    // The hyperparameters, in the ranges the manifest allows (the run uses
+    // the manifest's; a checkpoint holding others is corrupt).
+    const double inf = std::numeric_limits<double>::infinity();
+    numberField(o, "lr", 0, false, inf, oj, "[0, inf)");
+    numberField(o, "momentum", 0, false, 1, oj, "[0, 1]", false);
+    numberField(o, "beta1", 0, false, 1, oj, "[0, 1)");
+    numberField(o, "beta2", 0, false, 1, oj, "[0, 1)");
+    numberField(o, "eps", 0, true, inf, oj, "(0, inf)");
+    numberField(o, "weight_decay", 0, false, inf, oj, "[0, inf)");
     if (!o.contains("parameters") || !o["parameters"].is_object())
       throw RuntimeError(oj + ": field \"parameters\" is missing or not an "
                               "object");

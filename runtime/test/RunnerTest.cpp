@@ -2036,6 +2036,35 @@ TEST(RunnerCheckpoint, NonFiniteStateIsRejected) {
     std::ofstream(sd + "/checkpoint.json", std::ios::trunc) << ckText;
   }
   EXPECT_EQ(checkpointError(m, sd), "(no error)");
+  // optimizer.json's hyperparameters: numbers in the manifest's ranges.
+  std::string oj = sd + "/optimizer.json", optText = fileBytes(oj);
+  for (const auto &[key, value, range] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"lr", "\"0.01\"", "[0, inf)"},
+           {"lr", "-1", "[0, inf)"},
+           {"beta1", "1", "[0, 1)"},
+           {"beta2", "null", "[0, 1)"},
+           {"eps", "0", "(0, inf)"},
+           {"momentum", "1.5", "[0, 1]"},
+           {"weight_decay", "-0.1", "[0, inf)"}}) {
+    nlohmann::json j = nlohmann::json::parse(optText);
+    j[key] = nlohmann::json::parse(value);
+    std::string text = j.dump();
+    rewriteCheckpointFile(sd, "optimizer.json", text);
+    std::string e = checkpointError(m, sd);
+    EXPECT_EQ(e.rfind(oj + ": field \"" + key + "\" must be a number in " +
+                          range + ", got ",
+                      0),
+              0u)
+        << key << "=" << value << ": " << e;
+  }
+  nlohmann::json j = nlohmann::json::parse(optText);
+  j.erase("eps");
+  rewriteCheckpointFile(sd, "optimizer.json", j.dump());
+  EXPECT_EQ(checkpointError(m, sd), oj + ": field \"eps\" is missing");
+  rewriteCheckpointFile(sd, "optimizer.json", optText);
+  std::ofstream(sd + "/checkpoint.json", std::ios::trunc) << ckText;
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
 }
 
 TEST(RunnerOptions, EmptyValuesAreRejected) {
