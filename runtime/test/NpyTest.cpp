@@ -360,9 +360,13 @@ TEST(FileIO, UserNamedLinkIsWrittenThroughNeverRenamedOver) {
   writeFileAtomic(target, "old old old\n", FollowLinks::Never);
   std::string link = dir + "/link";
   ASSERT_EQ(::symlink("target.txt", link.c_str()), 0);
+  struct stat before, after;
+  ASSERT_EQ(::stat(target.c_str(), &before), 0);
   writeFileAtomic(link, "new\n", FollowLinks::UserNamedPath);
   EXPECT_TRUE(isSymlink(link));
-  EXPECT_EQ(readAll(target), "new\n"); // truncated, written in place
+  EXPECT_EQ(readAll(target), "new\n"); // truncated, written in place:
+  ASSERT_EQ(::stat(target.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino); // the same file, not renamed over
   // A link to a device: written through, the device stays a device.
   std::string full = dir + "/full";
   ASSERT_EQ(::symlink("/dev/full", full.c_str()), 0);

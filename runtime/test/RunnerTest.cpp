@@ -1806,11 +1806,18 @@ TEST(RunnerFiles, TraceToRedirectedStdoutKeepsDevStdout) {
   Data d;
   std::string in = paramInputs(dir, d);
   bool wasLink = isSymlink("/dev/stdout");
+  // The file stdout goes to stays that file (written in place, not
+  // renamed over: a shell's later output would go to a deleted file).
+  std::ofstream(dir + "/trace.json") << "";
+  struct stat before, after;
+  ASSERT_EQ(::stat((dir + "/trace.json").c_str(), &before), 0);
   CmdResult r = runCommand("{ " + withManifest(FAKE_PTRAIN_MANIFEST) + in +
                            " --steps 2 --quiet --trace /dev/stdout > " + dir +
                            "/trace.json; }");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(isSymlink("/dev/stdout"), wasLink);
+  ASSERT_EQ(::stat((dir + "/trace.json").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
   nlohmann::json j = readJson(dir + "/trace.json");
   EXPECT_TRUE(j.contains("traceEvents")) << fileBytes(dir + "/trace.json");
 }
