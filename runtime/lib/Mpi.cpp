@@ -400,7 +400,10 @@ private:
         if (!lastReceived[size_t(r)].empty())
           os << "; the last message this rank received from rank " << r << ": "
              << lastReceived[size_t(r)];
-      os << "; the others:";
+      // The answers of the ranks that did answer, if any (with 2 ranks
+      // there are no others).
+      if (silent.size() + 1 < size_t(mySize))
+        os << "; the others:";
     }
     for (int r = 0; r < mySize; ++r)
       if (r != myRank && !answers[size_t(r)].empty())

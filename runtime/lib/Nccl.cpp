@@ -524,7 +524,8 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
     id = ncclCreateId();
     // Written whole or not at all (a temporary renamed over `path`): the
     // other ranks poll for the file and must never read a partial id.
-    writeFileAtomic(path, std::string(id.data(), id.size()));
+    writeFileAtomic(path, std::string(id.data(), id.size()),
+                    FollowLinks::Never);
     return id;
   }
   auto start = std::chrono::steady_clock::now();

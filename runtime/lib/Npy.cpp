@@ -289,12 +289,14 @@ std::vector<uint8_t> serializeNpy(const HostTensor &t) {
   return out;
 }
 
-void writeNpy(const std::string &path, const HostTensor &t) {
+void writeNpy(const std::string &path, const HostTensor &t,
+              FollowLinks follow) {
   HostTensor header = t;
   header.data.clear();
   std::vector<uint8_t> head = serializeNpy(header);
   writeFileAtomic(path,
-                  {{head.data(), head.size()}, {t.data.data(), t.data.size()}});
+                  {{head.data(), head.size()}, {t.data.data(), t.data.size()}},
+                  follow);
 }
 
 //===----------------------------------------------------------------------===//
@@ -363,37 +365,56 @@ void syncDirectory(const std::string &dir) {
     writeError(dir, err, "cannot sync the directory");
 }
 
+namespace {
+/// Writes `parts` into the existing non-regular file (or, for a user-named
+/// link, whatever it leads to) `path` in place: O_TRUNC, every part, fsync,
+/// close, each checked. `extraFlags` adds O_NOFOLLOW or O_CREAT.
+void writeInPlace(const std::string &path, const std::vector<ByteRange> &parts,
+                  int extraFlags) {
+  int fd =
+      ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | extraFlags, 0666);
+  if (fd < 0)
+    writeError(path, errno, "cannot open for writing");
+  int err = writeAll(fd, parts);
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS &&
+      errno != ENOTSUP && errno != EINTR)
+    err = errno;
+  if (::close(fd) != 0 && err == 0 && errno != EINTR)
+    err = errno;
+  if (err)
+    writeError(path, err);
+}
+} // namespace
+
 void writeFileAtomic(const std::string &pathIn,
-                     const std::vector<ByteRange> &parts, bool syncDir) {
+                     const std::vector<ByteRange> &parts, FollowLinks follow,
+                     bool syncDir) {
   if (pathIn.empty())
     throw RuntimeError("cannot write a file with an empty name");
-  std::string path = pathIn;
+  const std::string &path = pathIn;
   struct stat st;
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
-    // Replace the link's target, not the link.
-    char *real = ::realpath(path.c_str(), nullptr);
-    if (real) {
-      path = real;
-      std::free(real);
+  bool exists = ::lstat(path.c_str(), &st) == 0;
+  if (exists && S_ISLNK(st.st_mode)) {
+    if (follow == FollowLinks::UserNamedPath) {
+      // Written through, in place: renaming over the link would replace it
+      // (e.g. /dev/stdout) with a regular file. A dangling link is created
+      // through as well.
+      struct stat target;
+      if (::stat(path.c_str(), &target) == 0 && S_ISDIR(target.st_mode))
+        writeError(pathIn, EISDIR);
+      writeInPlace(path, parts, O_CREAT);
+      return;
     }
+    // FollowLinks::Never: the link itself is replaced by the new file
+    // (rename(2) does not follow a link at the destination).
+    exists = false;
   }
-  bool exists = ::stat(path.c_str(), &st) == 0;
   if (exists && S_ISDIR(st.st_mode))
     writeError(pathIn, EISDIR);
   if (exists && !S_ISREG(st.st_mode)) {
     // A device, FIFO or terminal: written in place (renaming over it would
-    // replace the device node).
-    int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0)
-      writeError(pathIn, errno, "cannot open for writing");
-    int err = writeAll(fd, parts);
-    if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL && errno != EROFS &&
-        errno != ENOTSUP && errno != EINTR)
-      err = errno;
-    if (::close(fd) != 0 && err == 0 && errno != EINTR)
-      err = errno;
-    if (err)
-      writeError(pathIn, err);
+    // replace the device node). O_NOFOLLOW: never a link swapped in since.
+    writeInPlace(path, parts, follow == FollowLinks::Never ? O_NOFOLLOW : 0);
     return;
   }
   static std::atomic<unsigned> counter{0};
@@ -436,8 +457,8 @@ void writeFileAtomic(const std::string &pathIn,
 }
 
 void writeFileAtomic(const std::string &path, const std::string &text,
-                     bool syncDir) {
-  writeFileAtomic(path, {{text.data(), text.size()}}, syncDir);
+                     FollowLinks follow, bool syncDir) {
+  writeFileAtomic(path, {{text.data(), text.size()}}, follow, syncDir);
 }
 
 } // namespace rt

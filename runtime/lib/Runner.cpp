@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -45,6 +46,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -102,7 +104,8 @@ std::string runUsage() {
                          last step's mean gradient of every parameter
   --checkpoint-dir C     training builds with parameters: a complete
   --checkpoint-every K   checkpoint C/step-<k> after every K-th step (written
-                         atomically; C/latest names the newest)
+                         atomically; C/latest names the newest); without
+                         --resume, C must not hold checkpoints yet
   --resume C             continue from C's latest checkpoint: --steps N is
                          the total, the remaining steps run. Every file is
                          checked against its size and checksum; when latest
@@ -1383,7 +1386,8 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
   return true;
 }
 
-void writeText(const std::string &path, const std::string &text);
+void writeText(const std::string &path, const std::string &text,
+               FollowLinks follow);
 void writeTrainingFiles(const Manifest &m, const RunOptions &o,
                         const RankResult &result);
 
@@ -1413,6 +1417,25 @@ std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)v);
   return buf;
+}
+
+/// `bytes` for a message: printable ASCII as is, every other byte (NUL,
+/// newline, 0xff) as \xHH, at most `max` bytes of it (then "...").
+std::string printable(const std::string &bytes, size_t max = 64) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size() && i < max; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (bytes.size() > max)
+    out += "...";
+  return out;
 }
 
 /// Parses "step-<k>" (k: decimal digits, 1 <= k < 2^31); -1 otherwise.
@@ -1454,6 +1477,7 @@ private:
   const Manifest &m;
   std::string ck;
   Json files;
+  std::set<std::string> used; ///< the names verified() read
 
   static Json parseJson(const std::string &file,
                         const std::vector<uint8_t> &bytes) {
@@ -1488,6 +1512,22 @@ private:
     return x;
   }
 
+  /// The number field `key` of object `o`: finite, above `lo` (or equal,
+  /// unless `loOpen`), below `hi` (or equal, unless `hiOpen`).
+  static double numberField(const Json &o, const std::string &key, double lo,
+                            bool loOpen, double hi, const std::string &file,
+                            const std::string &range, bool hiOpen = true) {
+    if (!o.contains(key))
+      throw RuntimeError(file + ": field \"" + key + "\" is missing");
+    const Json &v = o.at(key);
+    double x = v.is_number() ? v.get<double>() : 0;
+    if (!v.is_number() || !std::isfinite(x) || (loOpen ? x <= lo : x < lo) ||
+        (hiOpen ? x >= hi : x > hi))
+      throw RuntimeError(file + ": field \"" + key + "\" must be a number in " +
+                         range + ", got " + v.dump());
+    return x;
+  }
+
   static std::string stringField(const Json &o, const std::string &key,
                                  const std::string &file,
                                  const std::string &field) {
@@ -1507,6 +1547,7 @@ private:
     if (!files.contains(name))
       throw RuntimeError(cj + ": field \"files\" lists no \"" + name +
                          "\" (the checkpoint is incomplete)");
+    used.insert(name);
     const Json &f = files.at(name);
     std::string field = "files." + name;
     if (!f.is_object())
@@ -1534,6 +1575,19 @@ private:
     return parseNpy(bytes, ck + "/" + name);
   }
 
+  /// Weights and optimizer state are finite: a NaN or infinity would train
+  /// on silently (the checksum only proves the file is what was written).
+  static void checkFinite(const std::vector<double> &v,
+                          const std::string &path) {
+    for (size_t e = 0; e < v.size(); ++e)
+      if (!std::isfinite(v[e]))
+        throw RuntimeError(path + ": element " + std::to_string(e) + " is " +
+                           (std::isnan(v[e]) ? "nan"
+                            : v[e] > 0       ? "inf"
+                                             : "-inf") +
+                           " (weights and optimizer state must be finite)");
+  }
+
   std::vector<double> f64(const std::string &name, const Shape &shape) {
     HostTensor t = npy(name);
     if (t.dtype != DType::F64 || t.shape != shape)
@@ -1543,6 +1597,7 @@ private:
     std::vector<double> v(t.data.size() / 8);
     if (!v.empty())
       std::memcpy(v.data(), t.data.data(), t.data.size());
+    checkFinite(v, ck + "/" + name);
     return v;
   }
 
@@ -1578,6 +1633,18 @@ private:
       throw RuntimeError(cj + ": field \"files\" (the size and checksum of "
                               "every file) is missing or not an object");
     files = j["files"];
+    std::string checksum = stringField(j, "checksum", cj, "checksum");
+    if (checksum != "fnv1a64")
+      throw RuntimeError(cj + ": field \"checksum\" is \"" +
+                         printable(checksum) +
+                         "\", but this pipeopt-run verifies \"fnv1a64\"");
+    for (auto it = files.begin(); it != files.end(); ++it) {
+      const std::string &name = it.key();
+      if (name.empty() || name == "." || name == ".." ||
+          name.find('/') != std::string::npos)
+        throw RuntimeError(cj + ": field \"files\" lists \"" + printable(name) +
+                           "\", not a file name");
+    }
     int64_t mbs =
         intField(j, "num_microbatches", 1, INT32_MAX, cj, "num_microbatches");
     std::string opt = stringField(j, "optimizer", cj, "optimizer");
@@ -1609,6 +1676,15 @@ private:
                          o["optimizer"].get<std::string>() +
                          "', but checkpoint.json says '" + opt + "'");
     intField(o, "steps", c.step, c.step, oj, "steps");
+    // The hyperparameters, in the ranges the manifest allows (the run uses
+    // the manifest's; a checkpoint holding others is corrupt).
+    const double inf = std::numeric_limits<double>::infinity();
+    numberField(o, "lr", 0, false, inf, oj, "[0, inf)");
+    numberField(o, "momentum", 0, false, 1, oj, "[0, 1]", false);
+    numberField(o, "beta1", 0, false, 1, oj, "[0, 1)");
+    numberField(o, "beta2", 0, false, 1, oj, "[0, 1)");
+    numberField(o, "eps", 0, true, inf, oj, "(0, inf)");
+    numberField(o, "weight_decay", 0, false, inf, oj, "[0, inf)");
     if (!o.contains("parameters") || !o["parameters"].is_object())
       throw RuntimeError(oj + ": field \"parameters\" is missing or not an "
                               "object");
@@ -1652,6 +1728,7 @@ private:
                                  ", but the manifest " + m.source +
                                  " declares " + parameterName(m, p.index) +
                                  " " + typeString(in->dtype, in->shape));
+      checkFinite(tensorToDoubles(g.value), ck + "/weight_" + i + ".npy");
       if (k == OptimizerKind::Momentum)
         g.first = f64("momentum_" + i + ".npy", in->shape);
       if (k == OptimizerKind::AdamW) {
@@ -1675,6 +1752,13 @@ private:
       g.step = intField(ps[i], "step", lo, hi, oj, "parameters." + i + ".step");
       c.parameters[p.index] = std::move(g);
     }
+    // Every file listed is one this checkpoint has (each needed one was
+    // required by verified()).
+    for (auto it = files.begin(); it != files.end(); ++it)
+      if (!used.count(it.key()))
+        throw RuntimeError(cj + ": field \"files\" lists \"" +
+                           printable(it.key()) +
+                           "\", which is not a file of this checkpoint");
     return c;
   }
 };
@@ -1703,7 +1787,7 @@ Checkpoint readCheckpoint(const Manifest &m, const std::string &dir) {
            std::isspace(static_cast<unsigned char>(name.back())))
       name.pop_back();
     if (stepOfName(name) < 0)
-      throw RuntimeError(latest + ": names '" + name +
+      throw RuntimeError(latest + ": names '" + printable(name) +
                          "', not a checkpoint step-<k>");
     tried.insert(name);
     Checkpoint c = readCheckpointStep(m, dir + "/" + name);
@@ -1815,7 +1899,8 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
               {"files", sums}};
     for (const auto &kv : params)
       j["parameters"].push_back(kv.first);
-    writeFileAtomic(tmp + "/checkpoint.json", j.dump(2) + "\n", false);
+    writeFileAtomic(tmp + "/checkpoint.json", j.dump(2) + "\n",
+                    FollowLinks::Never, false);
     syncDirectory(tmp);
   } catch (...) {
     std::error_code ec;
@@ -1833,7 +1918,7 @@ void writeCheckpoint(const Manifest &m, const std::string &dir, int step,
   }
   renamePath(tmp, final);
   syncDirectory(dir);
-  writeFileAtomic(dir + "/latest", name + "\n");
+  writeFileAtomic(dir + "/latest", name + "\n", FollowLinks::Never);
 }
 
 namespace {
@@ -2165,10 +2250,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Every text file (optimizer.json, checkpoint.json, latest, trace,
-/// profile): checked and atomic (writeFileAtomic).
-void writeText(const std::string &path, const std::string &text) {
-  writeFileAtomic(path, text);
+/// Every text file (optimizer.json, trace, profile): checked and atomic
+/// (writeFileAtomic); `follow` is FollowLinks::Never for files inside
+/// --output-dir and UserNamedPath for --trace/--profile FILE.
+void writeText(const std::string &path, const std::string &text,
+               FollowLinks follow) {
+  writeFileAtomic(path, text, follow);
 }
 
 /// Writes outputs, trace and profile and prints the summary (rank 0).
@@ -2184,7 +2271,7 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
   losses.data.resize(result.losses.size() * 4);
   if (!result.losses.empty())
     std::memcpy(losses.data.data(), result.losses.data(), losses.data.size());
-  writeNpy(dir + "/loss.npy", losses);
+  writeNpy(dir + "/loss.npy", losses, FollowLinks::Never);
   auto f64 = [](const std::vector<double> &v, const Shape &shape) {
     HostTensor t;
     t.dtype = DType::F64;
@@ -2197,20 +2284,21 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
   Json state = Json::object();
   for (const auto &[index, g] : result.parameters) {
     std::string i = std::to_string(index);
-    writeNpy(dir + "/weight_" + i + ".npy", g.value);
+    writeNpy(dir + "/weight_" + i + ".npy", g.value, FollowLinks::Never);
     if (!g.first.empty())
       writeNpy(dir + "/" +
                    (m.training.optimizer == OptimizerKind::AdamW
                         ? "adam_m_"
                         : "momentum_") +
                    i + ".npy",
-               f64(g.first, g.value.shape));
+               f64(g.first, g.value.shape), FollowLinks::Never);
     if (!g.second.empty())
-      writeNpy(dir + "/adam_v_" + i + ".npy", f64(g.second, g.value.shape));
+      writeNpy(dir + "/adam_v_" + i + ".npy", f64(g.second, g.value.shape),
+               FollowLinks::Never);
     if (o.saveGrads && !g.meanGrad.empty()) {
       HostTensor grad = g.value;
       doublesToTensor(g.meanGrad, grad);
-      writeNpy(dir + "/grad_" + i + ".npy", grad);
+      writeNpy(dir + "/grad_" + i + ".npy", grad, FollowLinks::Never);
     }
     state[i] = {{"step", g.step}};
   }
@@ -2224,7 +2312,7 @@ void writeTrainingFiles(const Manifest &m, const RunOptions &o,
             {"weight_decay", t.weightDecay},
             {"steps", result.losses.size()},
             {"parameters", state}};
-  writeText(dir + "/optimizer.json", j.dump(2) + "\n");
+  writeText(dir + "/optimizer.json", j.dump(2) + "\n", FollowLinks::Never);
 }
 
 /// The iteration time of each iteration: the slowest rank's (s).
@@ -2418,7 +2506,7 @@ std::optional<float> writeOutputs(const Manifest &m, const RunOptions &o,
                            " was never written by any rank");
       t.data = it->second->data;
     }
-    writeNpy(o.outputDir + "/" + outputFileName(mo, o), t);
+    writeNpy(o.outputDir + "/" + outputFileName(mo, o), t, FollowLinks::Never);
   }
   return meanLoss;
 }
@@ -2476,7 +2564,7 @@ void writeTrace(const Manifest &m, const RunOptions &o,
     }
   }
   Json trace = {{"traceEvents", events}, {"displayTimeUnit", "ms"}};
-  writeText(o.tracePath, trace.dump(1) + "\n");
+  writeText(o.tracePath, trace.dump(1) + "\n", FollowLinks::UserNamedPath);
 }
 
 /// Writes --profile: per-stage median F/B/W/BW durations, per-rank busy
@@ -2568,7 +2656,7 @@ void writeProfile(const Manifest &m, const RunOptions &o,
                   {"peak_stash_bytes_per_rank", stashJson},
                   {"kernel_library", kernelLibrary()},
                   {"kernel_threads", kernelThreads()}};
-  writeText(o.profilePath, profile.dump(2) + "\n");
+  writeText(o.profilePath, profile.dump(2) + "\n", FollowLinks::UserNamedPath);
 }
 
 /// Prints the run's summary lines (unless --quiet).
@@ -2717,6 +2805,122 @@ std::string describeStuckRank(const Manifest &m, int rank,
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// A fresh run (no --resume) refuses a checkpoint directory that already
+/// holds checkpoints (`latest` or a step-* directory): it would overwrite
+/// them and mix its checkpoints with theirs.
+void refuseExistingCheckpoints(const std::string &dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  std::string what;
+  fs::file_status latest = fs::symlink_status(dir + "/latest", ec);
+  if (fs::is_regular_file(latest)) {
+    std::ifstream in(dir + "/latest", std::ios::binary);
+    std::string name(256, '\0');
+    in.read(name.data(), std::streamsize(name.size()));
+    name.resize(size_t(in.gcount()));
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.back())))
+      name.pop_back();
+    what = "latest names " + printable(name);
+  } else if (fs::exists(latest)) {
+    what = "it has a latest";
+  } else {
+    std::vector<std::string> steps;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::string n = it->path().filename().string();
+      if (n.rfind("step-", 0) == 0)
+        steps.push_back(printable(n));
+    }
+    if (steps.empty())
+      return;
+    std::sort(steps.begin(), steps.end());
+    what = steps.front();
+    for (size_t i = 1; i < steps.size() && i < 4; ++i)
+      what += ", " + steps[i];
+    if (steps.size() > 4)
+      what += ", ...";
+  }
+  throw RuntimeError(dir + " already holds checkpoints (" + what +
+                     "): pass --resume " + dir +
+                     " to continue from them, or choose another "
+                     "--checkpoint-dir");
+}
+
+/// Creates a file in `dir` and removes it again; throws naming `option`,
+/// `dir` and the reason when that fails (a read-only file system, no
+/// permission, no space).
+void probeWritableDir(const std::string &option, const std::string &dir) {
+  static std::atomic<unsigned> counter{0};
+  std::string probe = (dir.empty() ? std::string(".") : dir) +
+                      "/.pipeopt-probe." + std::to_string(::getpid()) + "." +
+                      std::to_string(counter++);
+  int fd = ::open(probe.c_str(),
+                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw RuntimeError(option + " " + dir +
+                       ": cannot create a file there: " + std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+/// Checks that the file `path` named by `option` (--trace, --profile) can
+/// be written: its directory takes a new file (it is replaced atomically);
+/// a device or FIFO is written in place (not opened here: a FIFO would
+/// block), a symbolic link to a file written through (access(2)).
+void probeWritableFile(const std::string &option, const std::string &path) {
+  struct stat st, lst;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      throw RuntimeError(option + " " + path + ": " + std::strerror(EISDIR));
+    if (!S_ISREG(st.st_mode))
+      return;
+    if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      if (::access(path.c_str(), W_OK) != 0)
+        throw RuntimeError(option + " " + path +
+                           ": cannot write: " + std::strerror(errno));
+      return;
+    }
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  struct stat dst;
+  if (::stat(dir.c_str(), &dst) != 0)
+    throw RuntimeError(option + " " + path + ": the directory " + dir + ": " +
+                       std::strerror(errno));
+  probeWritableDir(option + " " + path + ": the directory", dir);
+}
+
+/// Before step 1 (in the process of rank 0, which writes every file): a
+/// fresh run does not reuse a directory of checkpoints; --output-dir and
+/// --checkpoint-dir are created and take a new file; the directories of
+/// --trace and --profile take a new file. Otherwise an unwritable location
+/// would be found only after the training (or at the first checkpoint).
+void checkOutputLocations(const RunOptions &o) {
+  if (!o.checkpointDir.empty() && o.resumeDir.empty())
+    refuseExistingCheckpoints(o.checkpointDir);
+  for (const auto &[option, dir] :
+       {std::pair<std::string, std::string>{"--output-dir", o.outputDir},
+        {"--checkpoint-dir", o.checkpointDir}}) {
+    if (dir.empty())
+      continue;
+    try {
+      ensureDir(dir);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError(option + ": " + e.what());
+    }
+    probeWritableDir(option, dir);
+  }
+  if (!o.tracePath.empty())
+    probeWritableFile("--trace", o.tracePath);
+  if (!o.profilePath.empty())
+    probeWritableFile("--profile", o.profilePath);
+}
+
 /// Ranks of this job on this node: all of them for loopback (one process),
 /// the launcher's local size for MPI / torchrun-style starts.
 int ranksOnThisNode(const Manifest &m, bool distributed) {
@@ -2824,6 +3028,8 @@ int pipeoptRunMain(int argc, char **argv) {
       for (int r = 0; r < m.numRanks; ++r)
         localRanks.push_back(r);
     }
+    if (procRank == 0)
+      checkOutputLocations(o);
   } catch (const std::exception &e) {
     printError(e.what());
     if (useMpi)

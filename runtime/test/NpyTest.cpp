@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -251,20 +252,21 @@ std::string errorOf(F f) {
 TEST(FileIO, FullDeviceIsAnErrorNamingTheFileAndReason) {
   // A small file used to sit in the stream's buffer until the destructor,
   // which drops the error: written "successfully" to a full disk.
-  std::string e = errorOf([] { writeFileAtomic("/dev/full", "{}\n"); });
+  std::string e = errorOf(
+      [] { writeFileAtomic("/dev/full", "{}\n", FollowLinks::UserNamedPath); });
   EXPECT_EQ(e, "/dev/full: cannot write: No space left on device");
   HostTensor t;
   t.dtype = DType::F32;
   t.shape = {2};
   t.data.resize(8, 0);
-  e = errorOf([&] { writeNpy("/dev/full", t); });
+  e = errorOf([&] { writeNpy("/dev/full", t, FollowLinks::UserNamedPath); });
   EXPECT_EQ(e, "/dev/full: cannot write: No space left on device");
   // The device node is still a device (never renamed over).
   struct stat st;
   ASSERT_EQ(::stat("/dev/full", &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   // Devices that accept the data are fine.
-  writeFileAtomic("/dev/null", "ok");
+  writeFileAtomic("/dev/null", "ok", FollowLinks::UserNamedPath);
 }
 
 TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
@@ -272,15 +274,17 @@ TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
       ::testing::TempDir() + "/fileio_" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0777);
   std::string path = dir + "/a.json";
-  writeFileAtomic(path, "old contents\n");
+  writeFileAtomic(path, "old contents\n", FollowLinks::Never);
   EXPECT_EQ(readAll(path), "old contents\n");
-  writeFileAtomic(path, "new\n");
+  writeFileAtomic(path, "new\n", FollowLinks::Never);
   EXPECT_EQ(readAll(path), "new\n");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"a.json"});
   // A missing directory: the error names the file asked for.
-  EXPECT_EQ(errorOf([&] { writeFileAtomic(dir + "/no/b.json", "x"); }),
+  EXPECT_EQ(errorOf([&] {
+              writeFileAtomic(dir + "/no/b.json", "x", FollowLinks::Never);
+            }),
             dir + "/no/b.json: cannot create: No such file or directory");
-  EXPECT_EQ(errorOf([&] { writeFileAtomic(dir, "x"); }),
+  EXPECT_EQ(errorOf([&] { writeFileAtomic(dir, "x", FollowLinks::Never); }),
             dir + ": cannot write: Is a directory");
 
   // A write that fails part-way (RLIMIT_FSIZE: EFBIG after 4 KiB, like a
@@ -292,7 +296,8 @@ TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
   lim.rlim_cur = 4096;
   ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &lim), 0);
   std::string big(100000, 'x');
-  std::string e = errorOf([&] { writeFileAtomic(path, big); });
+  std::string e =
+      errorOf([&] { writeFileAtomic(path, big, FollowLinks::Never); });
   HostTensor t;
   t.dtype = DType::F64;
   t.shape = {1000};
@@ -304,6 +309,75 @@ TEST(FileIO, ReplacesAtomicallyAndNamesTheFinalFile) {
   EXPECT_EQ(e2, dir + "/w.npy: cannot write: File too large");
   EXPECT_EQ(readAll(path), "new\n");
   EXPECT_EQ(listDir(dir), std::vector<std::string>{"a.json"});
+}
+
+/// A fresh directory for one test.
+std::string freshDir(const std::string &name) {
+  std::string dir =
+      ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid());
+  std::string cmd = "rm -rf '" + dir + "'";
+  (void)std::system(cmd.c_str());
+  ::mkdir(dir.c_str(), 0777);
+  return dir;
+}
+
+bool isSymlink(const std::string &path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+TEST(FileIO, NeverFollowReplacesALinkNotItsTarget) {
+  // A link planted in an output or checkpoint directory used to redirect
+  // the write to its target (any file the user can write).
+  std::string dir = freshDir("fileio_links");
+  std::string victim = dir + "/victim.txt";
+  writeFileAtomic(victim, "precious\n", FollowLinks::Never);
+  ::mkdir((dir + "/out").c_str(), 0777);
+  ASSERT_EQ(::symlink("../victim.txt", (dir + "/out/latest").c_str()), 0);
+  ASSERT_EQ(::symlink("../victim.txt", (dir + "/out/w.npy").c_str()), 0);
+  writeFileAtomic(dir + "/out/latest", "step-2\n", FollowLinks::Never);
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = {2};
+  t.data.resize(8, 0);
+  writeNpy(dir + "/out/w.npy", t, FollowLinks::Never);
+  EXPECT_EQ(readAll(victim), "precious\n");
+  EXPECT_FALSE(isSymlink(dir + "/out/latest"));
+  EXPECT_FALSE(isSymlink(dir + "/out/w.npy"));
+  EXPECT_EQ(readAll(dir + "/out/latest"), "step-2\n");
+  EXPECT_EQ(readNpy(dir + "/out/w.npy").shape, Shape{2});
+  // A link to a device is replaced too (no write through /dev/full).
+  ASSERT_EQ(::symlink("/dev/full", (dir + "/out/dev.json").c_str()), 0);
+  writeFileAtomic(dir + "/out/dev.json", "{}\n", FollowLinks::Never);
+  EXPECT_EQ(readAll(dir + "/out/dev.json"), "{}\n");
+}
+
+TEST(FileIO, UserNamedLinkIsWrittenThroughNeverRenamedOver) {
+  // --trace /dev/stdout with stdout redirected to a regular file: the link
+  // must stay a link (an earlier bug replaced /dev/stdout with a file).
+  std::string dir = freshDir("fileio_usernamed");
+  std::string target = dir + "/target.txt";
+  writeFileAtomic(target, "old old old\n", FollowLinks::Never);
+  std::string link = dir + "/link";
+  ASSERT_EQ(::symlink("target.txt", link.c_str()), 0);
+  struct stat before, after;
+  ASSERT_EQ(::stat(target.c_str(), &before), 0);
+  writeFileAtomic(link, "new\n", FollowLinks::UserNamedPath);
+  EXPECT_TRUE(isSymlink(link));
+  EXPECT_EQ(readAll(target), "new\n"); // truncated, written in place:
+  ASSERT_EQ(::stat(target.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino); // the same file, not renamed over
+  // A link to a device: written through, the device stays a device.
+  std::string full = dir + "/full";
+  ASSERT_EQ(::symlink("/dev/full", full.c_str()), 0);
+  EXPECT_EQ(
+      errorOf([&] { writeFileAtomic(full, "x", FollowLinks::UserNamedPath); }),
+      full + ": cannot write: No space left on device");
+  EXPECT_TRUE(isSymlink(full));
+  std::string null = dir + "/null";
+  ASSERT_EQ(::symlink("/dev/null", null.c_str()), 0);
+  writeFileAtomic(null, "x", FollowLinks::UserNamedPath);
+  EXPECT_TRUE(isSymlink(null));
 }
 
 TEST(FileIO, Fnv1a64) {

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -1763,6 +1764,316 @@ TEST(RunnerCheckpoint, ContentsAreVerifiedAndRangeChecked) {
   a.expectSameAsFull(a.dir + "/r3");
 }
 
+bool isSymlink(const std::string &path) {
+  struct stat st;
+  return ::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+TEST(RunnerFiles, LinksInOutputAndCheckpointDirsAreReplacedNotFollowed) {
+  // A symbolic link planted in --output-dir or the checkpoint directory
+  // redirected the write: its target (../victim.txt) was overwritten.
+  AdamRun a("links");
+  std::string victim = a.dir + "/victim.txt";
+  std::ofstream(victim) << "precious\n";
+  std::string so = a.dir + "/so";
+  ::mkdir(so.c_str(), 0777);
+  ASSERT_EQ(::symlink("../victim.txt", (so + "/weight_1.npy").c_str()), 0);
+  ASSERT_EQ(::symlink("../victim.txt", (so + "/optimizer.json").c_str()), 0);
+  CmdResult r = runCommand(a.run + " --steps 10 --output-dir " + so);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(victim), "precious\n");
+  EXPECT_FALSE(isSymlink(so + "/weight_1.npy"));
+  a.expectSameAsFull(so);
+  // `latest` of a checkpoint directory resumed and written again.
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  ASSERT_EQ(::unlink((ck + "/latest").c_str()), 0);
+  ASSERT_EQ(::symlink("../victim.txt", (ck + "/latest").c_str()), 0);
+  r = runCommand(a.run + " --steps 10 --resume " + ck + " --checkpoint-dir " +
+                 ck + " --checkpoint-every 2 --output-dir " + a.dir + "/r");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(victim), "precious\n");
+  EXPECT_FALSE(isSymlink(ck + "/latest"));
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-10\n");
+  a.expectSameAsFull(a.dir + "/r");
+}
+
+TEST(RunnerFiles, TraceToRedirectedStdoutKeepsDevStdout) {
+  // --trace /dev/stdout with stdout redirected to a file: /dev/stdout is a
+  // link (to /proc/self/fd/1, to the file); it is written through, never
+  // renamed over.
+  std::string dir = tmpDir("stdout");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  bool wasLink = isSymlink("/dev/stdout");
+  // The file stdout goes to stays that file (written in place, not
+  // renamed over: a shell's later output would go to a deleted file).
+  std::ofstream(dir + "/trace.json") << "";
+  struct stat before, after;
+  ASSERT_EQ(::stat((dir + "/trace.json").c_str(), &before), 0);
+  CmdResult r = runCommand("{ " + withManifest(FAKE_PTRAIN_MANIFEST) + in +
+                           " --steps 2 --quiet --trace /dev/stdout > " + dir +
+                           "/trace.json; }");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(isSymlink("/dev/stdout"), wasLink);
+  ASSERT_EQ(::stat((dir + "/trace.json").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  nlohmann::json j = readJson(dir + "/trace.json");
+  EXPECT_TRUE(j.contains("traceEvents")) << fileBytes(dir + "/trace.json");
+}
+
+TEST(RunnerFiles, UnwritableOutputLocationsFailBeforeStep1) {
+  // An unwritable --output-dir, --trace or --profile was found only after
+  // the training, an unwritable --checkpoint-dir at the first checkpoint.
+  std::string dir = tmpDir("unwritable");
+  Data d;
+  std::string run =
+      withManifest(FAKE_PTRAIN_MANIFEST) + paramInputs(dir, d) + " --steps 5 ";
+  auto expectEarlyError = [&](const std::string &opts,
+                              const std::string &want) {
+    CmdResult r = runCommand(run + opts);
+    EXPECT_EQ(r.code, 2) << opts << "\n" << r.output;
+    EXPECT_NE(r.output.find("pipeopt-run: error: " + want), std::string::npos)
+        << opts << "\n"
+        << r.output;
+    EXPECT_EQ(r.output.find("step 1/"), std::string::npos) << opts << "\n"
+                                                           << r.output;
+  };
+  std::ofstream(dir + "/file") << "x";
+  expectEarlyError("--output-dir " + dir + "/file/o",
+                   "--output-dir: cannot create directory " + dir +
+                       "/file/o: Not a directory");
+  expectEarlyError("--checkpoint-dir " + dir + "/file/ck --checkpoint-every 2",
+                   "--checkpoint-dir: cannot create directory " + dir +
+                       "/file/ck: Not a directory");
+  expectEarlyError("--trace " + dir + "/no/t.json",
+                   "--trace " + dir + "/no/t.json: the directory " + dir +
+                       "/no: No such file or directory");
+  expectEarlyError("--profile " + dir, "--profile " + dir + ": Is a directory");
+
+  // A read-only file system (root can write into a mode 0555 directory).
+  std::string ro = dir + "/ro";
+  ::mkdir(ro.c_str(), 0777);
+  if (::mount("tmpfs", ro.c_str(), "tmpfs", MS_RDONLY, "size=64k") != 0)
+    GTEST_SKIP() << "cannot mount a read-only tmpfs: " << std::strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{ro};
+  expectEarlyError("--output-dir " + ro + "/o",
+                   "--output-dir: cannot create directory " + ro +
+                       "/o: Read-only file system");
+  expectEarlyError("--output-dir " + ro, "--output-dir " + ro +
+                                             ": cannot create a file there: "
+                                             "Read-only file system");
+  expectEarlyError("--checkpoint-dir " + ro + " --checkpoint-every 2",
+                   "--checkpoint-dir " + ro +
+                       ": cannot create a file there: Read-only file system");
+  for (const char *opt : {"--trace", "--profile"})
+    expectEarlyError(std::string(opt) + " " + ro + "/x.json",
+                     std::string(opt) + " " + ro + "/x.json: the directory " +
+                         ro +
+                         ": cannot create a file there: Read-only file "
+                         "system");
+  // Devices are still fine (written in place); the steps are reported, so
+  // their absence above means the run stopped before step 1.
+  CmdResult r = runCommand(run + "--trace /dev/null");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("step 1/5"), std::string::npos) << r.output;
+}
+
+TEST(RunnerCheckpoint, FreshRunRefusesADirectoryWithCheckpoints) {
+  // A run without --resume into a directory of checkpoints overwrote and
+  // mixed them.
+  AdamRun a("reuse");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::string fresh =
+      a.run + " --steps 4 --checkpoint-dir " + ck + " --checkpoint-every 2";
+  CmdResult r = runCommand(fresh);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: " + ck +
+                          " already holds checkpoints (latest names step-6): "
+                          "pass --resume " +
+                          ck +
+                          " to continue from them, or choose another "
+                          "--checkpoint-dir"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-6\n");
+  // Without `latest`, a step-* directory is enough.
+  ::unlink((ck + "/latest").c_str());
+  r = runCommand(fresh);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(ck + " already holds checkpoints (step-2, step-4, "
+                               "step-6): pass --resume"),
+            std::string::npos)
+      << r.output;
+  // With --resume it continues (covered above); an empty directory is fine.
+  std::string empty = a.dir + "/empty";
+  ::mkdir(empty.c_str(), 0777);
+  r = runCommand(a.run + " --steps 2 --checkpoint-dir " + empty +
+                 " --checkpoint-every 2");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(empty + "/latest"), "step-2\n");
+}
+
+TEST(RunnerCheckpoint, UnreadableLatestIsEscapedInTheWarning) {
+  // The fallback warning printed `latest`'s raw bytes (NUL, 0xff,
+  // newlines), however many.
+  AdamRun a("latestbytes");
+  std::string ck = a.dir + "/ck";
+  a.checkpoints(ck);
+  std::string junk("st\0p\xff\nzz", 8);
+  junk += std::string(1000, 'y');
+  std::ofstream(ck + "/latest", std::ios::binary | std::ios::trunc) << junk;
+  CmdResult r = a.resume(ck, a.dir + "/r");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(ck + "/latest: names 'st\\x00p\\xff\\x0azzyyy"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("yyy...', not a checkpoint step-<k>"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find('\0'), std::string::npos);
+  EXPECT_EQ(r.output.find(std::string(100, 'y')), std::string::npos);
+  a.expectSameAsFull(a.dir + "/r");
+}
+
+TEST(RunnerCheckpoint, ChecksumKindAndFileListAreChecked) {
+  // "checksum": "sha256" or none was accepted, and "files" entries that are
+  // not files of the checkpoint ("zz.npy", "../step-2/weight_1.npy") were
+  // ignored.
+  AdamRun a("filelist");
+  std::string ck = a.dir + "/ck";
+  CmdResult r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  Manifest m = readManifest(a.manifest);
+  std::string sd = ck + "/step-2", cj = sd + "/checkpoint.json";
+  std::string ckText = fileBytes(cj);
+  auto errorWith = [&](const std::function<void(nlohmann::json &)> &edit) {
+    nlohmann::json j = nlohmann::json::parse(ckText);
+    edit(j);
+    std::ofstream(cj, std::ios::trunc) << j.dump();
+    return checkpointError(m, sd);
+  };
+  nlohmann::json entry = nlohmann::json::parse(ckText)["files"]["loss.npy"];
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j["checksum"] = "sha256"; }),
+            cj + ": field \"checksum\" is \"sha256\", but this pipeopt-run "
+                 "verifies \"fnv1a64\"");
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j.erase("checksum"); }),
+            cj + ": field \"checksum\" is missing");
+  EXPECT_EQ(errorWith([](nlohmann::json &j) { j["checksum"] = 1; }),
+            cj + ": field \"checksum\" must be a string, got 1");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) { j["files"]["zz.npy"] = entry; }),
+            cj + ": field \"files\" lists \"zz.npy\", which is not a file of "
+                 "this checkpoint");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) {
+              j["files"]["checkpoint.json"] = entry;
+            }),
+            cj + ": field \"files\" lists \"checkpoint.json\", which is not "
+                 "a file of this checkpoint");
+  EXPECT_EQ(errorWith([&](nlohmann::json &j) {
+              j["files"]["../step-2/weight_1.npy"] = entry;
+            }),
+            cj + ": field \"files\" lists \"../step-2/weight_1.npy\", not a "
+                 "file name");
+  EXPECT_EQ(
+      errorWith([](nlohmann::json &j) { j["files"].erase("adam_v_2.npy"); }),
+      cj + ": field \"files\" lists no \"adam_v_2.npy\" (the "
+           "checkpoint is incomplete)");
+  // Through pipeopt-run: the only checkpoint does not verify.
+  errorWith([&](nlohmann::json &j) { j["files"]["zz.npy"] = entry; });
+  r = a.resume(ck, a.dir + "/r");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("lists \"zz.npy\", which is not a file"),
+            std::string::npos)
+      << r.output;
+  std::ofstream(cj, std::ios::trunc) << ckText;
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+}
+
+TEST(RunnerCheckpoint, NonFiniteStateIsRejected) {
+  // +inf in adam_v, NaN in adam_m or a weight: resumed (exit 0) with other
+  // results.
+  AdamRun a("nonfinite");
+  std::string ck = a.dir + "/ck";
+  CmdResult r = runCommand(a.run + " --steps 2 --checkpoint-dir " + ck +
+                           " --checkpoint-every 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  Manifest m = readManifest(a.manifest);
+  std::string sd = ck + "/step-2";
+  std::string ckText = fileBytes(sd + "/checkpoint.json");
+  struct Case {
+    std::string file;
+    size_t element;
+    double value;
+    std::string shown;
+  };
+  for (const Case &c : {Case{"adam_v_1.npy", 1, INFINITY, "inf"},
+                        Case{"adam_m_2.npy", 0, NAN, "nan"},
+                        Case{"adam_m_1.npy", 2, -INFINITY, "-inf"},
+                        Case{"weight_2.npy", 1, NAN, "nan"},
+                        Case{"weight_1.npy", 0, INFINITY, "inf"}}) {
+    std::string old = fileBytes(sd + "/" + c.file);
+    HostTensor t = readNpy(sd + "/" + c.file);
+    ASSERT_GT(numElements(t.shape), int64_t(c.element)) << c.file;
+    if (t.dtype == DType::F64) {
+      std::memcpy(t.data.data() + 8 * c.element, &c.value, 8);
+    } else {
+      ASSERT_EQ(t.dtype, DType::F32) << c.file;
+      float f = float(c.value);
+      std::memcpy(t.data.data() + 4 * c.element, &f, 4);
+    }
+    std::vector<uint8_t> bytes = serializeNpy(t);
+    rewriteCheckpointFile(sd, c.file, std::string(bytes.begin(), bytes.end()));
+    EXPECT_EQ(checkpointError(m, sd),
+              sd + "/" + c.file + ": element " + std::to_string(c.element) +
+                  " is " + c.shown +
+                  " (weights and optimizer state must be finite)");
+    if (c.file == "adam_v_1.npy") {
+      r = a.resume(ck, a.dir + "/r");
+      EXPECT_EQ(r.code, 2) << r.output;
+      EXPECT_NE(r.output.find(sd + "/adam_v_1.npy: element 1 is inf"),
+                std::string::npos)
+          << r.output;
+    }
+    std::ofstream(sd + "/" + c.file, std::ios::binary | std::ios::trunc) << old;
+    std::ofstream(sd + "/checkpoint.json", std::ios::trunc) << ckText;
+  }
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+  // optimizer.json's hyperparameters: numbers in the manifest's ranges.
+  std::string oj = sd + "/optimizer.json", optText = fileBytes(oj);
+  for (const auto &[key, value, range] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"lr", "\"0.01\"", "[0, inf)"},
+           {"lr", "-1", "[0, inf)"},
+           {"beta1", "1", "[0, 1)"},
+           {"beta2", "null", "[0, 1)"},
+           {"eps", "0", "(0, inf)"},
+           {"momentum", "1.5", "[0, 1]"},
+           {"weight_decay", "-0.1", "[0, inf)"}}) {
+    nlohmann::json j = nlohmann::json::parse(optText);
+    j[key] = nlohmann::json::parse(value);
+    std::string text = j.dump();
+    rewriteCheckpointFile(sd, "optimizer.json", text);
+    std::string e = checkpointError(m, sd);
+    EXPECT_EQ(e.rfind(oj + ": field \"" + key + "\" must be a number in " +
+                          range + ", got ",
+                      0),
+              0u)
+        << key << "=" << value << ": " << e;
+  }
+  nlohmann::json j = nlohmann::json::parse(optText);
+  j.erase("eps");
+  rewriteCheckpointFile(sd, "optimizer.json", j.dump());
+  EXPECT_EQ(checkpointError(m, sd), oj + ": field \"eps\" is missing");
+  rewriteCheckpointFile(sd, "optimizer.json", optText);
+  std::ofstream(sd + "/checkpoint.json", std::ios::trunc) << ckText;
+  EXPECT_EQ(checkpointError(m, sd), "(no error)");
+}
+
 TEST(RunnerOptions, EmptyValuesAreRejected) {
   // Item 10: --resume "$CK" with CK empty retrained from step 1 over the
   // checkpoints; --output-dir "" wrote nothing; both exited 0.
@@ -1865,6 +2176,30 @@ TEST(RunnerFiles, OutOfMemoryNamesTheInputAndSize) {
                           "memory allocating its 17179869184 bytes"),
             std::string::npos)
       << r.output;
+}
+
+TEST(NpyDiff, EmptyToleranceIsRejected) {
+  // --rtol "" and --atol "" were read as 0.
+  std::string dir = tmpDir("npydiff_empty");
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = {1};
+  t.data.resize(4, 0);
+  writeNpy(dir + "/a.npy", t);
+  std::string exe = std::string("'") + NPY_DIFF_EXE + "'";
+  for (const char *opt : {"--rtol", "--atol"}) {
+    for (const char *value : {"''", "' 1'", "x", "-1"}) {
+      CmdResult r = runCommand(exe + " " + opt + " " + value + " " + dir +
+                               "/a.npy " + dir + "/a.npy");
+      EXPECT_EQ(r.code, 2) << opt << " " << value << ": " << r.output;
+      EXPECT_NE(r.output.find(std::string(opt) + " expects a number >= 0"),
+                std::string::npos)
+          << r.output;
+    }
+    CmdResult r =
+        runCommand(exe + " " + opt + " 0 " + dir + "/a.npy " + dir + "/a.npy");
+    EXPECT_EQ(r.code, 0) << opt << ": " << r.output;
+  }
 }
 
 TEST(NpyDiff, IntegersAreComparedExactly) {
@@ -2022,6 +2357,11 @@ TEST(RunnerMpi, KilledRankMakesOthersTimeOut) {
   EXPECT_NE(r.output.find("timed out after 2 s waiting for rank 0"),
             std::string::npos)
       << r.output;
+  // With 2 ranks there are no others to quote: no empty "the others:".
+  EXPECT_NE(r.output.find("rank 0 (stage 0) made no progress"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("the others:"), std::string::npos) << r.output;
   EXPECT_LT(r.seconds, 12.0) << r.output;
 }
 

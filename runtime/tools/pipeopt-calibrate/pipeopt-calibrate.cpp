@@ -1058,7 +1058,8 @@ int main(int argc, char **argv) {
     if (out == "-") {
       std::cout << text;
     } else {
-      writeFileAtomic(out, text); // names the file and the reason
+      // names the file and the reason; -o /dev/stdout is written through
+      writeFileAtomic(out, text, FollowLinks::UserNamedPath);
       std::cerr << "pipeopt-calibrate: wrote " << out << "\n";
     }
     std::fprintf(stderr,

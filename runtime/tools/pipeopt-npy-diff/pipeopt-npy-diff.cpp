@@ -49,6 +49,7 @@
 #include "pipeopt/runtime/Runner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -291,7 +292,8 @@ int makeInputs(const std::string &manifestPath, const std::string &dir,
             std::to_string(uint64_t(numElements(full)) * dtypeSize(in.dtype)) +
             " bytes");
       }
-      writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t);
+      writeNpy(dir + "/input_" + std::to_string(in.index) + ".npy", t,
+               FollowLinks::Never);
     }
   } catch (const RuntimeError &e) {
     std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
@@ -341,10 +343,14 @@ int usage() {
   return 2;
 }
 
+/// A tolerance: a whole finite number >= 0. An empty value (--rtol "")
+/// or leading blanks are rejected (strtod would read "" as 0).
 bool parseDouble(const char *s, double &v) {
+  if (!*s || std::isspace(static_cast<unsigned char>(*s)))
+    return false;
   char *end = nullptr;
   v = std::strtod(s, &end);
-  return end && *end == 0 && std::isfinite(v) && v >= 0;
+  return end && end != s && *end == 0 && std::isfinite(v) && v >= 0;
 }
 
 int run(int argc, char **argv) {

@@ -38,9 +38,28 @@ HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what);
 HostTensor readNpy(const std::string &path);
 /// Serializes a tensor as .npy (format 1.0, or 2.0 if the header needs it).
 std::vector<uint8_t> serializeNpy(const HostTensor &tensor);
+/// How writeFileAtomic treats a `path` that is a symbolic link.
+enum class FollowLinks {
+  /// A file the runtime names itself inside a directory (an --output-dir or
+  /// checkpoint file, `latest`, an id file): a symbolic link there is never
+  /// followed; the new file is renamed over the link itself, so a link
+  /// planted in the directory cannot redirect the write elsewhere. An
+  /// existing device or FIFO at that name is opened in place with
+  /// O_NOFOLLOW.
+  Never,
+  /// A single file the user named directly (--trace FILE, --profile FILE,
+  /// pipeopt-calibrate -o FILE): a symbolic link is written through, opened
+  /// in place with O_TRUNC (e.g. /dev/stdout -> /proc/self/fd/1, which
+  /// must never be renamed over even when it leads to a regular file);
+  /// a device or FIFO is written in place too.
+  UserNamedPath,
+};
+
 /// Writes a .npy file through writeFileAtomic (the file is replaced whole
-/// or not at all); throws RuntimeError on I/O errors.
-void writeNpy(const std::string &path, const HostTensor &tensor);
+/// or not at all); throws RuntimeError on I/O errors. `follow` as for
+/// writeFileAtomic (Never: the safe choice for files inside a directory).
+void writeNpy(const std::string &path, const HostTensor &tensor,
+              FollowLinks follow = FollowLinks::Never);
 /// The .npy descr string for a dtype ("<f4", ...).
 const char *npyDescr(DType type);
 
@@ -64,14 +83,17 @@ struct ByteRange {
 /// never a partial or empty one. Any failure throws RuntimeError
 /// "<path>: cannot write: <strerror(errno)>" naming `path` (not the
 /// temporary), after the temporary is removed. A `path` that exists and is
-/// not a regular file (a device such as /dev/null or /dev/full, a FIFO,
-/// /dev/stdout) is written in place, with the same checks; a symbolic link
-/// is followed (its target is replaced).
+/// not a regular file (a device such as /dev/null or /dev/full, a FIFO) is
+/// written in place, with the same checks. A symbolic link at `path` is
+/// handled as `follow` says (chosen at each call site): FollowLinks::Never
+/// replaces the link itself; FollowLinks::UserNamedPath writes through it,
+/// in place (not atomically), never renaming over it.
 void writeFileAtomic(const std::string &path,
-                     const std::vector<ByteRange> &parts, bool syncDir = true);
+                     const std::vector<ByteRange> &parts, FollowLinks follow,
+                     bool syncDir = true);
 /// writeFileAtomic of one string.
 void writeFileAtomic(const std::string &path, const std::string &text,
-                     bool syncDir = true);
+                     FollowLinks follow, bool syncDir = true);
 /// fsync(2) of the directory `dir`; throws RuntimeError naming it and the
 /// reason (file systems that cannot sync a directory, EINVAL, are accepted).
 void syncDirectory(const std::string &dir);
