@@ -51,9 +51,9 @@ const char *const kTraining[] = {
 };
 
 const char *const kFiles[] = {
-    "latest",         "checkpoint.json", "optimizer.json", "loss.npy",
-    "weight_1.npy",   "weight_2.npy",    "momentum_1.npy", "momentum_2.npy",
-    "adam_m_1.npy",   "adam_m_2.npy",    "adam_v_1.npy",   "adam_v_2.npy",
+    "latest",       "checkpoint.json", "optimizer.json", "loss.npy",
+    "weight_1.npy", "weight_2.npy",    "momentum_1.npy", "momentum_2.npy",
+    "adam_m_1.npy", "adam_m_2.npy",    "adam_v_1.npy",   "adam_v_2.npy",
 };
 
 std::vector<pipeopt::rt::Manifest> manifests;
@@ -112,7 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string step = "step-1";
   if (!parts.empty()) {
     std::string name = parts[0];
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back())))
+    while (!name.empty() &&
+           std::isspace(static_cast<unsigned char>(name.back())))
       name.pop_back();
     if (name.rfind("step-", 0) == 0 && name.size() < 200 &&
         name.find('/') == std::string::npos &&

@@ -43,9 +43,9 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   pipeopt::registerAllDialects(*registry);
   if (std::getenv("PIPEOPT_FUZZ_STATS"))
     std::atexit([] {
-      std::fprintf(stderr,
-                   "fuzz-ir: %zu inputs, %zu parsed, %zu through the pipeline\n",
-                   numInputs, numParsed, numCompiled);
+      std::fprintf(
+          stderr, "fuzz-ir: %zu inputs, %zu parsed, %zu through the pipeline\n",
+          numInputs, numParsed, numCompiled);
     });
   return 0;
 }
@@ -58,9 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool training = text.starts_with("// training");
   mlir::MLIRContext ctx(*registry, mlir::MLIRContext::Threading::DISABLED);
   ctx.allowUnregisteredDialects(false);
-  mlir::ScopedDiagnosticHandler quiet(&ctx, [](mlir::Diagnostic &) {
-    return mlir::success();
-  });
+  mlir::ScopedDiagnosticHandler quiet(
+      &ctx, [](mlir::Diagnostic &) { return mlir::success(); });
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &ctx, "fuzz.mlir");
   ++numInputs;

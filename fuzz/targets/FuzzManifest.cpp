@@ -17,7 +17,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string text(reinterpret_cast<const char *>(data), size);
   try {
-    pipeopt::rt::Manifest m = pipeopt::rt::parseManifest(text, "fuzz.manifest.json");
+    pipeopt::rt::Manifest m =
+        pipeopt::rt::parseManifest(text, "fuzz.manifest.json");
     // Touch what the runner uses right after loading.
     for (const pipeopt::rt::ManifestInput &in : m.inputs)
       (void)m.findInput(in.index);

@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!t) {
     // exportCSV wrote what importCSV does not read back.
     llvm::errs() << "round trip failed: " << llvm::toString(t.takeError())
-                 << "\nexported:\n" << again << "\n";
+                 << "\nexported:\n"
+                 << again << "\n";
     std::abort();
   }
   return 0;

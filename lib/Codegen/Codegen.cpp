@@ -20,10 +20,10 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ELF.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
@@ -184,7 +184,8 @@ llvm::Error codegen::checkSharedLibrary(llvm::StringRef path) {
   if (!shdrs)
     return bad(llvm::toString(shdrs.takeError()));
   for (auto [i, sh] : llvm::enumerate(*shdrs))
-    if (sh.sh_type != llvm::ELF::SHT_NOBITS && outside(sh.sh_offset, sh.sh_size))
+    if (sh.sh_type != llvm::ELF::SHT_NOBITS &&
+        outside(sh.sh_offset, sh.sh_size))
       return bad("section " + llvm::Twine(i) + " needs bytes [" +
                  llvm::Twine(uint64_t(sh.sh_offset)) + ", " +
                  llvm::Twine(uint64_t(sh.sh_offset) + sh.sh_size) + ")");
@@ -217,11 +218,10 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
     llvm::SmallString<256> tmp;
     llvm::SmallString<256> model(outputPath);
     model += ".link-%%%%%%";
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueFile(model, tmp))
-      return makeError("linking " + outputPath +
-                       ": cannot create a temporary next to it: " +
-                       ec.message());
+    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, tmp))
+      return makeError(
+          "linking " + outputPath +
+          ": cannot create a temporary next to it: " + ec.message());
     linkPath = std::string(tmp);
     // The C compiler must create the file itself: an existing empty one
     // would pass for its output when it writes nothing.
@@ -319,12 +319,11 @@ llvm::Error codegen::recordModelFile(llvm::StringRef manifestPath,
   llvm::Expected<llvm::json::Value> json =
       llvm::json::parse((*text)->getBuffer());
   if (!json)
-    return makeError("the manifest " + manifestName + " is not JSON: " +
-                     llvm::toString(json.takeError()));
+    return makeError("the manifest " + manifestName +
+                     " is not JSON: " + llvm::toString(json.takeError()));
   llvm::json::Object *root = json->getAsObject();
   if (!root)
-    return makeError("the manifest " + manifestName +
-                     " is not a JSON object");
+    return makeError("the manifest " + manifestName + " is not a JSON object");
   (*root)[pipeopt::manifest::kModelFile] = llvm::json::Object{
       {pipeopt::manifest::kBytes, int64_t((*so)->getBufferSize())},
       {pipeopt::manifest::kFnv1a64, llvm::formatv("{0:x-16}", hash).str()}};

@@ -92,9 +92,11 @@ void checkModelFile(const Manifest &m, const std::string &modelPath,
     throw RuntimeError(
         modelPath + " is not the file the manifest " + manifestPath +
         " was written for: it has " + std::to_string(bytes.size()) +
-        " bytes with FNV-1a hash " + hex16(hash) + ", but the manifest "
-        "records " + std::to_string(m.modelFile->bytes) +
-        " bytes with hash " + hex16(m.modelFile->fnv1a64) +
+        " bytes with FNV-1a hash " + hex16(hash) +
+        ", but the manifest "
+        "records " +
+        std::to_string(m.modelFile->bytes) + " bytes with hash " +
+        hex16(m.modelFile->fnv1a64) +
         " (a corrupt or partial copy of the .so, or the manifest of another "
         "build: use the manifest pipeopt-compile wrote next to the .so, or "
         "rebuild both)");
@@ -170,8 +172,8 @@ void checkModelMatchesManifest(void *handle, const Manifest &m,
     };
     throw RuntimeError(
         "the manifest " + manifestPath + " is not the one built into " +
-        modelPath + ": '" + path + "' is " + show(given) +
-        " in the file but " + show(builtJson) + " in the build" +
+        modelPath + ": '" + path + "' is " + show(given) + " in the file but " +
+        show(builtJson) + " in the build" +
         (patch.size() > 1
              ? " (and " + std::to_string(patch.size() - 1) + " more)"
              : "") +

@@ -944,7 +944,8 @@ void sendReport(Communicator &c, const RankContext &ctx,
 /// dropped). An empty payload gives an empty vector without a memcpy from a
 /// null pointer (undefined behaviour, found by UBSan: a middle rank reports
 /// no evidence).
-template <typename T> std::vector<T> payloadAs(const Message &m) {
+template <typename T>
+std::vector<T> payloadAs(const Message &m) {
   std::vector<T> v(m.payload.size() / sizeof(T));
   if (!v.empty())
     std::memcpy(v.data(), m.payload.data(), v.size() * sizeof(T));
@@ -3091,13 +3092,12 @@ int pipeoptRunMain(int argc, char **argv) {
       std::string why;
       void *sym = findModelFunction(handle, m.entryPoints[r], o.modelPath, why);
       if (!sym)
-        throw RuntimeError(o.modelPath + " has no entry point '" +
-                           m.entryPoints[r] + "' for rank " +
-                           std::to_string(r) + " (the manifest " +
-                           o.manifestPath + " says num_ranks = " +
-                           std::to_string(m.numRanks) +
-                           "; is it the manifest of this model?): '" +
-                           m.entryPoints[r] + "' " + why);
+        throw RuntimeError(
+            o.modelPath + " has no entry point '" + m.entryPoints[r] +
+            "' for rank " + std::to_string(r) + " (the manifest " +
+            o.manifestPath + " says num_ranks = " + std::to_string(m.numRanks) +
+            "; is it the manifest of this model?): '" + m.entryPoints[r] +
+            "' " + why);
       entries[r] = reinterpret_cast<EntryFn>(sym);
       defaultNames = defaultNames &&
                      m.entryPoints[r] == "pipeopt_rank_" + std::to_string(r);

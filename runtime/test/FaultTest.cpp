@@ -20,6 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "TestCommand.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -38,29 +40,8 @@
 
 namespace {
 
-struct CmdResult {
-  int code = -1; ///< exit status; 128 if killed by a signal
-  std::string output;
-  double seconds = 0;
-};
-
-CmdResult runCommand(const std::string &cmd) {
-  CmdResult r;
-  auto t0 = std::chrono::steady_clock::now();
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    r.output.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  return r;
-}
+using pipeopt_test::CmdResult;
+using pipeopt_test::runCommand;
 
 /// A hang is killed after this many seconds (the test then fails).
 constexpr int kKillAfterS = 60;

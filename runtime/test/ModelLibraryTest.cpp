@@ -7,12 +7,12 @@
 #include "pipeopt/runtime/ModelLibrary.h"
 #include "pipeopt/runtime/Types.h"
 
+#include "TestCommand.h"
+
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
-#include <sys/wait.h>
 
-#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -90,18 +90,10 @@ std::pair<int, std::string> runWithEntryPoint(const std::string &entry) {
   std::string path =
       ::testing::TempDir() + "/entry_" + entry + ".manifest.json";
   std::ofstream(path) << json;
-  std::string cmd = std::string("'") + PIPEOPT_RUN_EXE + "' '" +
-                    FAKE_MODEL_SO + "' --manifest '" + path +
-                    "' --timeout-s 20 2>&1";
-  FILE *p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while (p && (n = fread(buf, 1, sizeof buf, p)) > 0)
-    out.append(buf, n);
-  int status = p ? pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-          out};
+  pipeopt_test::CmdResult r = pipeopt_test::runCommand(
+      std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+      "' --manifest '" + path + "' --timeout-s 20");
+  return {r.code, r.output};
 }
 
 // A manifest naming `exit` made pipeopt-run exit 0 with no outputs,
@@ -110,9 +102,9 @@ TEST(ModelLibrary, PipeoptRunRefusesLibcEntryPoints) {
   for (const char *name : {"exit", "abort", "stdout"}) {
     auto [code, out] = runWithEntryPoint(name);
     EXPECT_EQ(code, 2) << name << ": " << out;
-    EXPECT_NE(out.find("has no entry point '" + std::string(name) +
-                       "' for rank 0"),
-              std::string::npos)
+    EXPECT_NE(
+        out.find("has no entry point '" + std::string(name) + "' for rank 0"),
+        std::string::npos)
         << out;
     EXPECT_NE(out.find("libc"), std::string::npos) << out;
   }

@@ -9,6 +9,8 @@
 #include "pipeopt/runtime/Placement.h"
 #include "pipeopt/runtime/Runner.h"
 
+#include "TestCommand.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -31,29 +33,8 @@ using namespace pipeopt::rt;
 
 namespace {
 
-struct CmdResult {
-  int code = -1;
-  std::string output;
-  double seconds = 0;
-};
-
-CmdResult runCommand(const std::string &cmd) {
-  CmdResult r;
-  auto t0 = std::chrono::steady_clock::now();
-  FILE *p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p)
-    return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    r.output.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            t0)
-                  .count();
-  return r;
-}
+using pipeopt_test::CmdResult;
+using pipeopt_test::runCommand;
 
 std::string tmpDir(const std::string &name) {
   std::string d = ::testing::TempDir() + "/pipeopt_rt_" + name + "_" +

@@ -803,7 +803,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-compile"))
     return 1;
-  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-compile", {"o", "manifest"}))
+  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-compile",
+                                  {"o", "manifest"}))
     return 1;
   cl::ParseCommandLineOptions(
       argc, argv,

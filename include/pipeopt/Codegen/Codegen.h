@@ -115,8 +115,8 @@ llvm::Error recordModelFile(llvm::StringRef manifestPath,
 /// is checked, fsync'ed and renamed to `outputPath`: on any error the
 /// temporary is removed, so a failed link never publishes a partial file.
 /// An existing regular file `outputPath` is removed before the link, so a
-/// file of an earlier build never passes for this build's output. A device such as
-/// /dev/null is linked to directly and not checked.
+/// file of an earlier build never passes for this build's output. A device such
+/// as /dev/null is linked to directly and not checked.
 llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               llvm::StringRef outputPath, llvm::StringRef cc,
                               bool withCRunnerUtils,

@@ -96,8 +96,8 @@ inline bool rejectEmptyValues(int argc, const char *const *argv,
     if (it == options.end() ||
         it->second->getValueExpectedFlag() != llvm::cl::ValueRequired)
       continue;
-    bool empty = inlineValue ? value.empty()
-                             : (i + 1 < argc && argv[i + 1][0] == '\0');
+    bool empty =
+        inlineValue ? value.empty() : (i + 1 < argc && argv[i + 1][0] == '\0');
     if (!inlineValue)
       ++i;
     if (empty && !llvm::is_contained(exempt, name)) {

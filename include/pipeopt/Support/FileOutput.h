@@ -25,14 +25,15 @@ namespace pipeopt {
 /// Writes `text` as the file `path`: into a unique temporary next to it,
 /// fsync'ed, closed (each checked) and renamed over `path`, so that a reader
 /// sees the old file or the whole new one. Returns the error of the step
-/// that failed (the temporary is then removed), for the caller's message. For regular files only: a device
-/// or a symbolic link (/dev/stdout) must be written in place, not replaced.
+/// that failed (the temporary is then removed), for the caller's message. For
+/// regular files only: a device or a symbolic link (/dev/stdout) must be
+/// written in place, not replaced.
 inline std::error_code writeFileAtomically(llvm::StringRef path,
                                            llvm::StringRef text) {
   llvm::SmallString<256> tmp;
   int fd = -1;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%%%", fd, tmp))
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", fd, tmp))
     return ec;
   std::error_code ec;
   {

@@ -22,8 +22,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/BLAKE3.h"
@@ -212,18 +212,18 @@ void pipeopt::pipe_to_runtime::addModuleHashFunction(ModuleOp module,
                                                      uint64_t hash) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   Location loc = module.getLoc();
-  auto fn = func::FuncOp::create(
-      b, loc, kModuleHashSymbol,
-      b.getFunctionType({}, {b.getIntegerType(64)}));
+  auto fn = func::FuncOp::create(b, loc, kModuleHashSymbol,
+                                 b.getFunctionType({}, {b.getIntegerType(64)}));
   Block *body = fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value c = arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(b.getIntegerType(64), static_cast<int64_t>(hash)));
+      b, loc,
+      b.getIntegerAttr(b.getIntegerType(64), static_cast<int64_t>(hash)));
   func::ReturnOp::create(b, loc, c);
 }
 
-void pipeopt::pipe_to_runtime::addEmbeddedManifest(ModuleOp module,
-                                                   const llvm::json::Value &json) {
+void pipeopt::pipe_to_runtime::addEmbeddedManifest(
+    ModuleOp module, const llvm::json::Value &json) {
   std::string text = llvm::formatv("{0}", json).str();
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto i8 = b.getIntegerType(8);
@@ -236,8 +236,9 @@ void pipeopt::pipe_to_runtime::addEmbeddedManifest(ModuleOp module,
                            /*constant=*/true, /*alignment=*/nullptr);
 }
 
-LogicalResult pipeopt::pipe_to_runtime::writeManifest(
-    ModuleOp module, StringRef path, const llvm::json::Value &json) {
+LogicalResult
+pipeopt::pipe_to_runtime::writeManifest(ModuleOp module, StringRef path,
+                                        const llvm::json::Value &json) {
   auto print = [&](llvm::raw_ostream &os) {
     os << llvm::formatv("{0:2}", json) << "\n";
   };
