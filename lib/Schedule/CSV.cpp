@@ -417,10 +417,27 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
                "given {2} stages / {3} microbatches",
                maxStage, maxMb, s.numStages, s.numMicrobatches);
 
-  // Placement: per microbatch, where each stage's compute runs.
+  // Placement: per microbatch, where each stage's compute runs. Every stage
+  // needs a compute action, checked before the [microbatch][stage] table
+  // is sized: a lone "0F21000" must not allocate stages x microbatches
+  // (found by fuzz-torch-csv: "21001F21001" took 1.8 GB).
   int NS = s.numStages, M = s.numMicrobatches;
-  std::vector<std::vector<int>> where(M, std::vector<int>(NS, -1));
   std::vector<std::map<int, int>> votes(NS);
+  for (int r = 0; r < s.numRanks; ++r)
+    for (const Action &a : s.actions[r])
+      if (a.isCompute())
+        ++votes[a.stage][r];
+  for (int st = 0; st < NS; ++st)
+    if (votes[st].empty())
+      return err("stage {0} has no compute action in the CSV; cannot infer "
+                 "its rank",
+                 st);
+  constexpr int64_t kMaxPlacementCells = int64_t(1) << 24;
+  if (int64_t(NS) * M > kMaxPlacementCells)
+    return err("CSV schedule spans {0} stages x {1} microbatches = {2} "
+               "(stage, microbatch) pairs, more than the {3} supported",
+               NS, M, int64_t(NS) * M, kMaxPlacementCells);
+  std::vector<std::vector<int>> where(M, std::vector<int>(NS, -1));
   bool anyBackward = false;
   for (int r = 0; r < s.numRanks; ++r)
     for (const Action &a : s.actions[r]) {
@@ -432,14 +449,9 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
         s.splitBackward = true;
       if (where[a.microbatch][a.stage] < 0)
         where[a.microbatch][a.stage] = r;
-      ++votes[a.stage][r];
     }
   s.forwardOnly = !anyBackward;
   for (int st = 0; st < NS; ++st) {
-    if (votes[st].empty())
-      return err("stage {0} has no compute action in the CSV; cannot infer "
-                 "its rank",
-                 st);
     int best = std::max_element(votes[st].begin(), votes[st].end(),
                                 [](auto a, auto b) { return a.second < b.second; })
                    ->first;

@@ -804,7 +804,7 @@ int main(int argc, char **argv) {
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-compile"))
     return 1;
   if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-compile",
-                                  {"o", "manifest"}))
+                                  {"o", "manifest", "trainable"}))
     return 1;
   cl::ParseCommandLineOptions(
       argc, argv,

@@ -254,7 +254,7 @@ int main(int argc, char **argv) {
   schedulesOpt.setDescription(schedulesHelp);
   if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt-explore"))
     return 1;
-  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-explore"))
+  if (!pipeopt::rejectEmptyValues(argc, argv, "pipeopt-explore", {"hardware"}))
     return 1;
   cl::ParseCommandLineOptions(
       argc, argv,

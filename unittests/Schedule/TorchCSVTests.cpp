@@ -227,6 +227,24 @@ TEST(TorchCSV, ValidationMessagesUseTorchNames) {
 
 // A rank without actions used to be exported as a blank line, which
 // importCSV rejects (found by fuzz-torch-csv): it is a line of empty cells.
+// A tiny CSV must not size a stages x microbatches table in gigabytes
+// (found by fuzz-torch-csv: "21001F21001" allocated 1.8 GB).
+TEST(TorchCSV, LargeIndicesAreBoundedBeforeAllocating) {
+  auto lone = importCSV("0021001F021001\n");
+  ASSERT_FALSE(bool(lone));
+  EXPECT_EQ(llvm::toString(lone.takeError()),
+            "stage 0 has no compute action in the CSV; cannot infer its rank");
+  std::string row;
+  for (int st = 0; st < 300; ++st)
+    row += std::to_string(st) + "F0,";
+  row += "0F65535\n";
+  auto wide = importCSV(row);
+  ASSERT_FALSE(bool(wide));
+  EXPECT_EQ(llvm::toString(wide.takeError()),
+            "CSV schedule spans 300 stages x 65536 microbatches = 19660800 "
+            "(stage, microbatch) pairs, more than the 16777216 supported");
+}
+
 TEST(TorchCSV, IdleRankRoundTrips) {
   auto s = importCSV("0UNSHARD1\n0F0\n");
   ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
