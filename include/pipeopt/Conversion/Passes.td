@@ -84,6 +84,15 @@ def ConvertPipeToRuntimePass
     points, inputs and outputs (shape, dtype, microbatched), stage -> rank
     and the forward actions of every rank.
 
+    Every run ties the module to its manifest (docs/Runtime.md, "Loading
+    the model"): `func.func @pipeopt_module_hash() -> i64` returns the
+    first 8 bytes of the BLAKE3 hash of the lowered module (generic form)
+    and the manifest, which the manifest records as `"module_hash"`; and
+    `memref.global "public" constant @pipeopt_manifest` holds the manifest
+    JSON itself. pipeopt-run compares both with the manifest file it is
+    given and refuses a mismatch. The hash is deterministic (the same input
+    and options give the same value).
+
     `ml_program.global_load_const` becomes `arith.constant` of the global's
     initial value (bufferization has no model for it); `global_load` is left
     to bufferization (`memref.global`).
@@ -106,7 +115,8 @@ def ConvertPipeToRuntimePass
     element types the runtime does not carry (f32, f64, f16, bf16, i64, i32,
     i8, i1 are supported), an input or output read or written with two
     types, a forward scheduled on two ranks, a function named like an entry
-    point or carrying `pipe.rank`, `ml_program.global_store` (state cannot
+    point or carrying `pipe.rank`, a symbol named `pipeopt_module_hash` or
+    `pipeopt_manifest`, `ml_program.global_store` (state cannot
     be split across ranks) and `ml_program.global_load_const` of a global
     without a dense initial value.
     A `microbatch-args` list with an empty entry, a keyword among other

@@ -83,6 +83,23 @@ pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
 
 // -----
 
+// expected-error @+1 {{'func.func' op uses the name @pipeopt_module_hash, which is reserved for what ties the model to its manifest}}
+func.func @pipeopt_module_hash() -> i64 {
+  %c = arith.constant 0 : i64
+  return %c : i64
+}
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+}
+
+// -----
+
+// expected-error @+1 {{'memref.global' op uses the name @pipeopt_manifest, which is reserved for what ties the model to its manifest}}
+memref.global "private" constant @pipeopt_manifest : memref<2xi8> = dense<[123, 125]>
+pipe.program @p_rank0 rank 0 of 1 microbatches 1 {
+}
+
+// -----
+
 // expected-error @+1 {{no pipe.program to convert; run pipe-schedule first}}
 module {
 }

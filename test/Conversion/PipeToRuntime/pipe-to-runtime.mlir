@@ -83,6 +83,9 @@ pipe.program @f_rank1 rank 1 of 2 microbatches 1 attributes {schedule = "forward
 // CHECK-DAG: func.func private @pipeopt_rt_output_f32(i64, i64, memref<*xf32>) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @pipeopt_rt_action_begin(i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
 // CHECK-DAG: func.func private @pipeopt_rt_action_end(i64, i64, i64) -> i32 attributes {llvm.emit_c_interface}
+// The build's fingerprint and its manifest, exported for pipeopt-run.
+// CHECK-DAG: func.func @pipeopt_module_hash() -> i64
+// CHECK-DAG: memref.global "public" constant @pipeopt_manifest : memref<{{[0-9]+}}xi8> = dense<
 // CHECK-NOT: pipe.
 
 // MANIFEST: "entry_points": [
