@@ -29,6 +29,7 @@
 #include <time.h>
 #include <malloc.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -2896,17 +2897,53 @@ void probeWritableFile(const std::string &option, const std::string &path) {
   probeWritableDir(option + " " + path + ": the directory", dir);
 }
 
+/// Takes an exclusive lock (flock) on `dir`/.lock for the rest of the
+/// process, so that two runs never write checkpoints into one directory
+/// (they published incomplete step directories and failed with "cannot
+/// write" naming a temporary). The lock file records the holder's pid for
+/// the error; the kernel releases the lock when the process ends, also on
+/// kill -9, so a stale file never blocks a later run.
+void lockCheckpointDir(const std::string &dir) {
+  std::string path = dir + "/.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
+                  0644);
+  if (fd < 0)
+    throw RuntimeError("--checkpoint-dir: cannot open " + path + ": " +
+                       std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    char pid[32] = {0};
+    ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
+    ::close(fd);
+    std::string holder;
+    for (ssize_t i = 0; i < n && std::isdigit(static_cast<unsigned char>(pid[i])); ++i)
+      holder += pid[i];
+    if (err == EWOULDBLOCK)
+      throw RuntimeError(
+          "--checkpoint-dir " + dir + " is in use by another pipeopt-run" +
+          (holder.empty() ? "" : " (pid " + holder + ")") +
+          ": two runs must not write checkpoints into one directory");
+    throw RuntimeError("--checkpoint-dir: cannot lock " + path + ": " +
+                       std::strerror(err));
+  }
+  std::string me = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 ||
+      ::pwrite(fd, me.data(), me.size(), 0) != ssize_t(me.size()))
+    throw RuntimeError("--checkpoint-dir: cannot write " + path + ": " +
+                       std::strerror(errno));
+  // Kept open (and locked) until the process ends.
+}
+
 /// Before step 1 (in the process of rank 0, which writes every file): a
 /// fresh run does not reuse a directory of checkpoints; --output-dir and
 /// --checkpoint-dir are created and take a new file; the directories of
 /// --trace and --profile take a new file. Otherwise an unwritable location
 /// would be found only after the training (or at the first checkpoint).
 void checkOutputLocations(const RunOptions &o) {
-  if (!o.checkpointDir.empty() && o.resumeDir.empty())
-    refuseExistingCheckpoints(o.checkpointDir);
   for (const auto &[option, dir] :
-       {std::pair<std::string, std::string>{"--output-dir", o.outputDir},
-        {"--checkpoint-dir", o.checkpointDir}}) {
+       {std::pair<std::string, std::string>{"--checkpoint-dir",
+                                            o.checkpointDir},
+        {"--output-dir", o.outputDir}}) {
     if (dir.empty())
       continue;
     try {
@@ -2915,6 +2952,11 @@ void checkOutputLocations(const RunOptions &o) {
       throw RuntimeError(option + ": " + e.what());
     }
     probeWritableDir(option, dir);
+  }
+  if (!o.checkpointDir.empty()) {
+    lockCheckpointDir(o.checkpointDir);
+    if (o.resumeDir.empty())
+      refuseExistingCheckpoints(o.checkpointDir);
   }
   if (!o.tracePath.empty())
     probeWritableFile("--trace", o.tracePath);

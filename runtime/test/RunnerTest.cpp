@@ -19,12 +19,15 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 #include <sstream>
 #include <tuple>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1462,6 +1465,15 @@ TEST(RunnerFiles, NearlyFullFilesystemNeverPublishesAPartialCheckpoint) {
     if (sizeK != sizesK.back())
       continue;
     // --output-dir on the full file system: an error, and no empty file.
+    // (Filled up first: the failed checkpoint removed its temporaries, and
+    // what they freed may be enough for the output.)
+    {
+      std::ofstream filler(mnt.dir + "/filler", std::ios::binary);
+      std::string page(4096, 'x');
+      while (filler.write(page.data(), page.size()) && filler.flush()) {
+      }
+    }
+    ::mkdir((mnt.dir + "/out").c_str(), 0777);
     r = runCommand(a.run + " --steps 2 --output-dir " + mnt.dir + "/out");
     EXPECT_EQ(r.code, 1) << r.output;
     EXPECT_NE(r.output.find("No space left on device"), std::string::npos)
@@ -1861,6 +1873,34 @@ TEST(RunnerFiles, UnwritableOutputLocationsFailBeforeStep1) {
   CmdResult r = runCommand(run + "--trace /dev/null");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("step 1/5"), std::string::npos) << r.output;
+}
+
+// Two runs writing checkpoints into one directory at once published
+// incomplete step directories; the second is now refused while the first
+// holds C/.lock, and a lock left by a dead process does not count.
+TEST(RunnerCheckpoint, ADirectoryInUseIsRefused) {
+  AdamRun a("locked");
+  std::string ck = a.dir + "/ck";
+  ::mkdir(ck.c_str(), 0777);
+  int fd = ::open((ck + "/.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  ASSERT_EQ(::write(fd, "4242\n", 5), 5);
+  std::string run =
+      a.run + " --steps 2 --checkpoint-dir " + ck + " --checkpoint-every 1";
+  CmdResult r = runCommand(run);
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("pipeopt-run: error: --checkpoint-dir " + ck +
+                          " is in use by another pipeopt-run (pid 4242): two "
+                          "runs must not write checkpoints into one "
+                          "directory"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(ck + "/latest"));
+  ::close(fd); // the holder ends
+  r = runCommand(run);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(fileBytes(ck + "/latest"), "step-2\n");
 }
 
 TEST(RunnerCheckpoint, FreshRunRefusesADirectoryWithCheckpoints) {
