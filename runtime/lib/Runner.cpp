@@ -24,13 +24,13 @@
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
-#include <time.h>
-#include <malloc.h>
-#include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -2905,8 +2905,8 @@ void probeWritableFile(const std::string &option, const std::string &path) {
 /// kill -9, so a stale file never blocks a later run.
 void lockCheckpointDir(const std::string &dir) {
   std::string path = dir + "/.lock";
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                  0644);
+  int fd =
+      ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0)
     throw RuntimeError("--checkpoint-dir: cannot open " + path + ": " +
                        std::strerror(errno));
@@ -2916,7 +2916,8 @@ void lockCheckpointDir(const std::string &dir) {
     ssize_t n = ::pread(fd, pid, sizeof(pid) - 1, 0);
     ::close(fd);
     std::string holder;
-    for (ssize_t i = 0; i < n && std::isdigit(static_cast<unsigned char>(pid[i])); ++i)
+    for (ssize_t i = 0;
+         i < n && std::isdigit(static_cast<unsigned char>(pid[i])); ++i)
       holder += pid[i];
     if (err == EWOULDBLOCK)
       throw RuntimeError(
@@ -2940,10 +2941,9 @@ void lockCheckpointDir(const std::string &dir) {
 /// --trace and --profile take a new file. Otherwise an unwritable location
 /// would be found only after the training (or at the first checkpoint).
 void checkOutputLocations(const RunOptions &o) {
-  for (const auto &[option, dir] :
-       {std::pair<std::string, std::string>{"--checkpoint-dir",
-                                            o.checkpointDir},
-        {"--output-dir", o.outputDir}}) {
+  for (const auto &[option, dir] : {std::pair<std::string, std::string>{
+                                        "--checkpoint-dir", o.checkpointDir},
+                                    {"--output-dir", o.outputDir}}) {
     if (dir.empty())
       continue;
     try {
