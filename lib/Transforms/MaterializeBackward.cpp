@@ -22,6 +22,7 @@
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
+#include "pipeopt/Transforms/ProgramChecks.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
 
@@ -691,4 +692,9 @@ void MaterializeBackwardPass::runOnOperation() {
   for (pipe::ProgramOp p : programs)
     if (failed(rewriteProgram(p, *info, stages)))
       return signalPassFailure();
+  // The rules of asynchronous updates (PipeDream, PipeDream-2BW), which
+  // need the pipe.gradient ops just emitted.
+  FailureOr<BuiltPrograms> built = inspectPrograms(module);
+  if (failed(built) || failed(checkAsynchronousUpdates(module, *built)))
+    return signalPassFailure();
 }

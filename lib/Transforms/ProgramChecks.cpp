@@ -288,3 +288,74 @@ llvm::Error pipeopt::checkScheduledPrograms(ModuleOp module, StringRef base,
     *verified = std::move(table->schedule);
   return llvm::Error::success();
 }
+
+FailureOr<BuiltPrograms> pipeopt::inspectPrograms(ModuleOp module) {
+  BuiltPrograms info;
+  pipe::ProgramOp first;
+  for (auto p : module.getOps<pipe::ProgramOp>()) {
+    std::string name = p.getSchedule() ? p.getSchedule()->str() : "";
+    if (!first) {
+      first = p;
+      info.schedule = name;
+      info.microbatches = p.getNumMicrobatches();
+    } else if (name != info.schedule) {
+      InFlightDiagnostic d = p.emitOpError()
+                             << "names the schedule '" << name << "', but @"
+                             << first.getSymName() << " names '"
+                             << info.schedule
+                             << "'; the pipe.programs must name one schedule";
+      d.attachNote(first.getLoc()) << "@" << first.getSymName() << " is here";
+      return failure();
+    } else if (int64_t(p.getNumMicrobatches()) != info.microbatches) {
+      InFlightDiagnostic d = p.emitOpError()
+                             << "runs " << p.getNumMicrobatches()
+                             << " microbatches, but @" << first.getSymName()
+                             << " runs " << info.microbatches
+                             << "; the pipe.programs must run one count";
+      d.attachNote(first.getLoc()) << "@" << first.getSymName() << " is here";
+      return failure();
+    }
+    p.walk([&](pipe::ForwardOp f) {
+      info.stages = std::max<int64_t>(info.stages, f.getStage() + 1);
+    });
+  }
+  return info;
+}
+
+LogicalResult pipeopt::checkAsynchronousUpdates(ModuleOp module,
+                                                const BuiltPrograms &built) {
+  const sched::ScheduleInfo *info = sched::findScheduleByKey(built.schedule);
+  if (!info)
+    return success();
+  auto programs = module.getOps<pipe::ProgramOp>();
+  if (programs.empty())
+    return success();
+  pipe::ProgramOp first = *programs.begin();
+  // PipeDream-2BW updates every S backwards; an update may not straddle two
+  // steps (the runtime's rule).
+  if (info->weightVersions == sched::WeightVersions::PerRound &&
+      built.microbatches % built.stages != 0)
+    return first.emitOpError()
+           << "the schedule " << built.schedule << " updates the weights every "
+           << countOf(built.stages, "microbatch", "microbatches")
+           << " (one per stage), which must divide the number of microbatches ("
+           << built.microbatches << ")";
+  // Asynchronous updates happen on the one rank that holds a weight.
+  if (info->async()) {
+    std::map<uint64_t, std::map<uint64_t, pipe::GradientOp>> ranksOf;
+    module.walk([&](pipe::GradientOp g) {
+      ranksOf[g.getArgument()].try_emplace(
+          g->getParentOfType<pipe::ProgramOp>().getRank(), g);
+    });
+    for (auto &[arg, ranks] : ranksOf)
+      if (ranks.size() > 1)
+        return std::next(ranks.begin())->second.emitOpError()
+               << "the schedule " << built.schedule
+               << " updates each weight on its own rank as its gradients "
+                  "arrive, but argument "
+               << arg << " is read by stages on " << ranks.size()
+               << " ranks (a tied weight); use a synchronous schedule such "
+                  "as 1f1b";
+  }
+  return success();
+}

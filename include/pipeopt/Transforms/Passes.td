@@ -638,6 +638,106 @@ def MaterializeBackwardPass
   ];
 }
 
+def PrepareTrainingPass : Pass<"pipe-prepare-training", "::mlir::ModuleOp"> {
+  let summary = "Derive the function a training build compiles from a model "
+                "function (its loss, or its one-microbatch training step).";
+  let description = [{
+    The training half of `pipeopt-compile --train` as a pass (the driver,
+    `include/pipeopt/Driver/Driver.h`, runs it; docs/Training.md).
+    `function` names the model function `@f`; unless it already carries
+    `pipe.gradient` (differentiated before, e.g. by hand) the pass runs
+    `pipe-differentiate` on it with `loss`, `trainable`, `microbatch-args`
+    and `recompute`, which are that pass's options. Then:
+
+    - `reference=false` (a pipelined build): `pipe-prepare` runs first, and
+      the loss function `@f_loss(args..., [target]) -> tensor<f32>` becomes
+      the public function the front half partitions and schedules. Its
+      per-microbatch data arguments (pipe-differentiate's `data`) and its
+      target get `pipe.microbatched`; its trainable arguments are recorded
+      as `pipe.trainable` (pipe-materialize-backward reads both).
+    - `reference=true` (the unpartitioned reference): the training step of
+      one microbatch, `@f_grad(args..., [target]) -> (loss, grad_i...)`,
+      keeps only the gradients of the trainable arguments. Its results are
+      named `loss` and `grad_<i>` and averaged over microbatches
+      (`pipe.output_name`, `pipe.reduce`); with `optimizer` each gradient is
+      also marked `pipe.gradient_of` = i, so that the runtime applies the
+      update. The data arguments and the target get `pipe.microbatched`,
+      and a cross-entropy target keeps its `pipe.class_count`.
+
+    Errors (at `@f`): no function `function`; a model with no loss (no
+    scalar result and `loss=none`); a gradient function missing, external
+    or of the wrong type; with `optimizer`, no trainable argument, or a
+    trainable argument that is per-microbatch data.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::pipeopt::pipe::PipeDialect"];
+  let options = [
+    Option<"function", "function", "std::string", "\"\"",
+           "The model function to train (required)">,
+    Option<"reference", "reference", "bool", "false",
+           "Build the one-microbatch training step for the unpartitioned "
+           "reference (@f_grad) instead of the loss function to partition">,
+    Option<"optimizer", "optimizer", "bool", "true",
+           "The runtime applies an optimizer: the build needs a trainable "
+           "argument, and the reference step hands its gradients to the "
+           "runtime (pipe.gradient_of)">,
+    Option<"loss", "loss", "std::string", "\"none\"",
+           "pipe-differentiate's loss: none, mse, cross-entropy">,
+    ListOption<"trainable", "trainable", "std::string",
+           "pipe-differentiate's trainable: auto, all, none or indices">,
+    ListOption<"microbatchArgs", "microbatch-args", "std::string",
+           "pipe-differentiate's microbatch-args: auto, all, none or "
+           "indices">,
+    Option<"recompute", "recompute", "std::string", "\"none\"",
+           "pipe-differentiate's recompute: none, elementwise, all">,
+  ];
+}
+
+def SetOptimizerPass : Pass<"pipe-set-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Record the optimizer the runtime applies after each training "
+                "step, with the schedule's update rule.";
+  let description = [{
+    Sets the module attribute `pipe.optimizer`, which convert-pipe-to-runtime
+    writes to the manifest's "training" field: `name` (none, sgd, momentum,
+    adamw), and with an optimizer `lr` and `weight_decay`, `momentum`
+    (momentum), `beta1`, `beta2`, `eps` (adamw). The update rules are
+    torch.optim.SGD and torch.optim.AdamW (docs/Training.md).
+
+    Asynchronous schedules update a stage's weights as its gradients
+    arrive: PipeDream after every backward (`update_every` = 1; Narayanan
+    et al., SOSP 2019, weight stashing), PipeDream-2BW once per S backwards
+    (`update_every` = S stages; Narayanan et al., ICML 2021, double-buffered
+    weights). The schedule is the one the module's pipe.programs name.
+
+    Errors: programs that disagree on the schedule or the microbatch count;
+    an option out of range (`lr`, `weight-decay` finite and >= 0,
+    `momentum` in [0, 1], `beta1` and `beta2` in [0, 1), `eps` > 0); and the
+    training checks every training build gets (also run by
+    pipe-materialize-backward): PipeDream-2BW with a microbatch count that
+    its update period does not divide, and an asynchronous schedule with a
+    weight read on two ranks (a tied weight).
+  }];
+  let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
+  let options = [
+    Option<"kind", "optimizer", "std::string", "\"sgd\"",
+           "none, sgd, momentum (SGD with momentum) or adamw">,
+    Option<"lr", "lr", "double", "0.01", "Learning rate">,
+    Option<"momentum", "momentum", "double", "0.9",
+           "Momentum of optimizer=momentum">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW's beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "AdamW's beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.0",
+           "Weight decay (L2 for sgd / momentum, decoupled for adamw)">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Verification
 //===----------------------------------------------------------------------===//

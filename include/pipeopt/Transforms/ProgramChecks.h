@@ -150,6 +150,36 @@ llvm::Error checkScheduledPrograms(mlir::ModuleOp module, llvm::StringRef base,
                                    llvm::ArrayRef<pipe::ProgramOp> byRank,
                                    schedule::Schedule *verified = nullptr);
 
+/// What a module's pipe.programs were built with.
+struct BuiltPrograms {
+  /// The schedule their `schedule` attribute names (empty if none does).
+  std::string schedule;
+  /// Their microbatch count (0 without programs).
+  int64_t microbatches = 0;
+  /// The number of stages their forward actions run (1 without programs).
+  int64_t stages = 1;
+};
+
+/// Reads BuiltPrograms from the pipe.programs of `module`. Programs that
+/// disagree on the schedule or the microbatch count are an error, emitted
+/// at the second program with a note at the first.
+mlir::FailureOr<BuiltPrograms> inspectPrograms(mlir::ModuleOp module);
+
+/// The rules of asynchronous weight updates that every training build of
+/// `module` must follow (pipe-materialize-backward and pipe-set-optimizer
+/// check them, whatever entry point built the programs):
+///  - PipeDream-2BW (schedule::WeightVersions::PerRound) updates the weights
+///    once per S backwards (S stages); an update may not straddle two steps,
+///    so S must divide the microbatch count;
+///  - an asynchronous schedule updates each weight on the one rank that
+///    holds it as its gradients arrive: a model argument whose pipe.gradient
+///    ops are on two ranks (a tied weight) is an error.
+/// Errors are emitted at the first program (the tied weight's: at its
+/// pipe.gradient on the second rank). Programs without a known schedule
+/// pass.
+mlir::LogicalResult checkAsynchronousUpdates(mlir::ModuleOp module,
+                                             const BuiltPrograms &built);
+
 } // namespace pipeopt
 
 #endif // PIPEOPT_TRANSFORMS_PROGRAMCHECKS_H
