@@ -442,9 +442,8 @@ static llvm::Error buildPipeline(ModuleOp module, const CompileOptions &o,
                        o.partitionOptions + "'");
     buildPipeoptPipeline(pm, options);
     llvm::raw_string_ostream os(description);
-    os << "pipeopt-pipeline{";
+    os << "pipeopt-pipeline";
     options.print(os);
-    os << "}";
   }
   if (o.train) {
     // trainable: auto (the default), i.e. the pipe.trainable of the loss

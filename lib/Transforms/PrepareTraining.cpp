@@ -156,8 +156,8 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
   if (grad.getNumArguments() != wantArgs ||
       grad.getNumResults() != 1 + wrt.size())
     return model.emitError()
-           << "the gradient function " << gradRef << " has type '"
-           << grad.getFunctionType() << "', but " << wantArgs
+           << "the gradient function " << gradRef << " has type "
+           << grad.getFunctionType() << ", but " << wantArgs
            << " arguments (the model's" << (hasTarget ? " and a target" : "")
            << ") and " << 1 + wrt.size()
            << " results (the loss and one gradient per 'wrt' index of "

@@ -12,6 +12,7 @@
 #include "pipeopt/Transforms/ProgramChecks.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -63,7 +64,8 @@ void SetOptimizerPass::runOnOperation() {
       {"eps", eps, eps > 0 && std::isfinite(eps), "a finite value > 0"}};
   for (const Range &r : ranges)
     if (!r.ok) {
-      error() << r.name << ": expected " << r.expected << ", got " << r.value;
+      error() << r.name << ": expected " << r.expected << ", got "
+              << llvm::formatv("{0}", r.value).str();
       return signalPassFailure();
     }
 
