@@ -3,7 +3,8 @@
 // Part of pipeopt. Every registered pipeline is a build<Name>Pipeline
 // function plus an options struct, so the pipeopt driver (--pass-pipeline),
 // pipeopt-compile and tests all build exactly the same pass list
-// (STYLE.md §4.2). registerPipeoptPipelines() registers them all.
+// (docs/Design.md §4, "Pipelines are functions").
+// registerPipeoptPipelines() registers them all.
 //
 //===----------------------------------------------------------------------===//
 
