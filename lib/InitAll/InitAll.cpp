@@ -40,7 +40,7 @@ void registerTestCostModelPass();
 
 void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
   // Only what pipeopt must parse: its own dialect and the upstream input and
-  // lowering dialects (DESIGN.md §4 "Inputs").
+  // lowering dialects (docs/Design.md §4 "Inputs").
   registry.insert<pipe::PipeDialect, mlir::func::FuncDialect,
                   mlir::tosa::TosaDialect, mlir::linalg::LinalgDialect,
                   mlir::tensor::TensorDialect, mlir::arith::ArithDialect,

@@ -359,7 +359,7 @@ void pipeopt::buildLowerToCUDAPipeline(OpPassManager &pm,
   pm.addPass(createBuffersToGpuPass());
 
   // Linalg -> scf.parallel (reductions inside as scf.for) -> tiles -> GPU
-  // blocks x threads (TOOLCHAIN.md Q4, trap 6: tile first). The intra-tile
+  // blocks x threads (tile first, docs/Toolchain.md GPU trap 6). The intra-tile
   // loops get the tile size as their bound and an scf.if guard
   // (no-min-max-bounds): convert-parallel-loops-to-gpu needs a bound it can
   // read as a constant, and the affine.min bounds that tiling makes by

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Generators for the schedules of DESIGN.md. Each takes its name, chunks
+/// The schedule generators (docs/Design.md §4). Each takes its name, chunks
 /// per rank and kind (split backward, async, forward-only) from its row in
 /// the registry (Registry.cpp, detail::infoOf()).
 ///

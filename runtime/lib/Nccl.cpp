@@ -1,7 +1,7 @@
 //===- Nccl.cpp - NCCL communicator (CUDA/NCCL loaded via dlopen) -*- C++ -*-===//
 //
 // One rank per GPU. libcudart and libnccl are resolved at run time through
-// the symbol table in cuda/NcclSymbols.def (STYLE.md §4.5), so this file
+// the symbol table in cuda/NcclSymbols.def (docs/Design.md §4), so this file
 // always compiles and the runtime has no link-time CUDA dependency.
 //
 // Protocol per message: ncclSend of the 128-byte MessageHeader, completed,

@@ -70,7 +70,7 @@ TEST(StalenessMatrix, PipeDreamTwoStages) {
 // stage i in slot t0 + i, B on stage j in slot t0 + 2S - 1 - j; stage
 // sigma runs B in slots of parity (sigma + 1) mod 2). They equal the
 // tau(s, s') tables of the paper's authors' scheduler (row s updating,
-// column s' read; /work/shared/docs/papers/pipedream-theory.md §1.4).
+// column s' read; docs/PipeDreamTheory.md §1.4).
 TEST(StalenessMatrix, PipeDreamThreeStages) {
   Staleness st = pipeDream(3, 9);
   EXPECT_EQ(st.maxDelayMatrix, (std::vector<std::vector<int>>{

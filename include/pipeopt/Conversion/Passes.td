@@ -1,7 +1,7 @@
 //===- Passes.td - pipeopt conversion passes ---------------*- tablegen -*-===//
 //
-// Part of pipeopt. Conversions out of the pipe dialect (DESIGN.md §2, last
-// step): per-rank programs become functions that call the runtime C ABI.
+// Part of pipeopt. Conversions out of the pipe dialect (docs/Design.md §2,
+// last step): per-rank programs become functions that call the runtime C ABI.
 //
 //===----------------------------------------------------------------------===//
 

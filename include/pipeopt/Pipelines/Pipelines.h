@@ -3,7 +3,8 @@
 // Part of pipeopt. Every registered pipeline is a build<Name>Pipeline
 // function plus an options struct, so the pipeopt driver (--pass-pipeline),
 // pipeopt-compile and tests all build exactly the same pass list
-// (STYLE.md §4.2). registerPipeoptPipelines() registers them all.
+// (docs/Design.md §4, "Pipelines are functions").
+// registerPipeoptPipelines() registers them all.
 //
 //===----------------------------------------------------------------------===//
 
@@ -104,7 +105,7 @@ struct PipeoptPipelineOptions
       llvm::cl::init(true)};
 };
 
-/// Adds the front half of DESIGN.md §2 to `pm` (anchored on builtin.module):
+/// Adds the front half of docs/Design.md §2 to `pm` (on builtin.module):
 /// pipe-prepare, pipe-partition, pipe-outline-stages, pipe-schedule and, with
 /// `verify`, pipe-verify-schedule. With `schedule=auto`, pipe-prepare,
 /// pipe-auto-schedule (which chooses the configuration and runs the three
@@ -201,7 +202,8 @@ void addTosaToLinalgPasses(mlir::OpPassManager &pm);
 /// the runtime's BLAS kernels, loops for the rest, LLVM. `pm` must be anchored
 /// on builtin.module. The result is translated with mlir-translate
 /// --mlir-to-llvmir (or in-process) into one object per model, exporting
-/// `pipeopt_rank_<r>` (docs/Runtime.md). Pipeline recipe: TOOLCHAIN.md Q2/Q3.
+/// `pipeopt_rank_<r>` (docs/Runtime.md). Pipeline recipe: docs/Toolchain.md,
+/// "CPU lowering".
 void buildLowerToLLVMPipeline(mlir::OpPassManager &pm,
                               const LowerToLLVMOptions &options);
 
@@ -270,7 +272,7 @@ struct LowerToCUDAOptions
       *this, "features",
       llvm::cl::desc("PTX features (default: the lowest PTX version the chip "
                      "needs, +ptx80 up to sm_90a, +ptx86 for sm_100; sm_90 "
-                     "needs PTX >= 7.8, TOOLCHAIN.md Q4, trap 1)"),
+                     "needs PTX >= 7.8, docs/Toolchain.md, GPU trap 1)"),
       llvm::cl::init("")};
   Option<std::string> toolkit{
       *this, "toolkit",
@@ -298,8 +300,8 @@ struct LowerToCUDAOptions
 /// gpu-module-to-binary (fatbin of `chip` + PTX, with the toolkit's ptxas
 /// and fatbinary) and convert-to-llvm. The host code calls the runtime ABI,
 /// the pipeopt_rt_gpu_* kernels and the mgpu* functions of
-/// libpipeopt_rt_cuda.so (TOOLCHAIN.md Q4); every buffer it passes is
-/// device memory. `pm` must be anchored on builtin.module.
+/// libpipeopt_rt_cuda.so (docs/Toolchain.md, "The mgpu host ABI"); every
+/// buffer it passes is device memory. `pm` must be anchored on builtin.module.
 void buildLowerToCUDAPipeline(mlir::OpPassManager &pm,
                               const LowerToCUDAOptions &options);
 

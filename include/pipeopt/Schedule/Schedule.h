@@ -11,7 +11,7 @@
 /// not split backward, see Phase::BW), W (weight gradient). After
 /// insertCommunication() the table also holds Send / Recv actions.
 ///
-/// Terminology (DESIGN.md): a *stage* is a model stage (a virtual stage /
+/// Terms (docs/Design.md §5): a *stage* is a model stage (a virtual stage /
 /// chunk when a rank holds several); stages are numbered in model order
 /// 0..numStages-1. A *pipeline* maps every stage to a rank; bidirectional
 /// schedules (Chimera) have two pipelines and every microbatch is assigned

@@ -11,7 +11,7 @@
 /// block-SGD (Randomized PipeDream, RPD) and LocalSGD methods in the
 /// simulated-time model of Ilin & Richtarik, "Demystifying Pipeline
 /// Parallelism: First Theory for PipeDream", arXiv 2606.03498 (notes:
-/// shared/docs/papers/pipedream-theory.md, sections 1, 2 and 4):
+/// docs/PipeDreamTheory.md, sections 1 to 4):
 ///
 ///  - time is counted in unit slots: every F and every B (full backward)
 ///    takes one slot on its stage, communication is free;

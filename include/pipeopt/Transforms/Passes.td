@@ -1,7 +1,7 @@
 //===- Passes.td - pipeopt transformation passes -----------*- tablegen -*-===//
 //
 // Part of pipeopt. Passes are grouped by the step of the flow they implement
-// (DESIGN.md §2), in flow order: prepare, partition, schedule (which inserts
+// (docs/Design.md §2), in order: prepare, partition, schedule (which inserts
 // the communication), differentiate, verify, simulate; the lowering is in
 // Conversion/Passes.td. Flags are prefixed `pipe-`.
 //
