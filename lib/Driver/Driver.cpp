@@ -16,7 +16,7 @@
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Support/Plural.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"

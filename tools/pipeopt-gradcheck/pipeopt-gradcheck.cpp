@@ -619,25 +619,30 @@ int main(int argc, char **argv) {
     if (f64 && failed(pipeopt::convertFunctionToF64(model)))
       return error("cannot convert @" + modelName +
                    " to f64 (--precision f32 checks it in its own precision)");
-    if (!PassInfo::lookup("pipe-differentiate"))
-      return error("this build has no pipe-differentiate pass; check a model "
-                   "with hand-written @f_loss / @f_grad with "
-                   "--use-existing-gradient");
     static const char *lossNames[] = {"none", "mse", "cross-entropy"};
-    std::string pipeline =
-        "builtin.module(pipe-differentiate{functions=" + modelName +
-        " loss=" + lossNames[int(loss.getValue())] + " trainable=" + trainable +
-        " microbatch-args=" + microbatchArgs + "})";
-    std::string perr;
-    llvm::raw_string_ostream perrs(perr);
-    FailureOr<OpPassManager> parsed = parsePassPipeline(pipeline, perrs);
-    if (failed(parsed))
-      return error("invalid pipe-differentiate options (" + pipeline +
-                   "): " + perr);
+    pipeopt::DifferentiatePassOptions options;
+    options.functions = {modelName};
+    options.loss = lossNames[int(loss.getValue())];
+    // --trainable and --microbatch-args are comma-separated lists, as the
+    // pass's options parse them.
+    auto split = [](llvm::StringRef text) {
+      llvm::SmallVector<llvm::StringRef> parts;
+      text.split(parts, ',');
+      llvm::SmallVector<std::string> entries;
+      for (llvm::StringRef part : parts)
+        entries.push_back(part.str());
+      return entries;
+    };
+    options.trainable = split(trainable);
+    options.microbatchArgs = split(microbatchArgs);
     PassManager pm(&context, ModuleOp::getOperationName());
-    static_cast<OpPassManager &>(pm) = std::move(*parsed);
-    if (failed(pm.run(*module)))
+    pm.addPass(pipeopt::createDifferentiatePass(options));
+    if (failed(pm.run(*module))) {
+      std::string pipeline;
+      llvm::raw_string_ostream os(pipeline);
+      pm.printAsTextualPipeline(os);
       return error("pipe-differentiate failed (" + pipeline + ")");
+    }
     model = module->lookupSymbol<func::FuncOp>(modelName);
     if (!model)
       return error("pipe-differentiate removed @" + modelName);

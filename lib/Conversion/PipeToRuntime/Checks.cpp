@@ -20,7 +20,7 @@
 
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"

@@ -1,4 +1,4 @@
-//===- AutoSchedule.cpp - zb-auto: automatic zero-bubble scheduling -*- C++ -*-===//
+//===- ZeroBubbleAuto.cpp - zb-auto: automatic zero-bubble scheduling ----===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -30,7 +30,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Schedule/AutoSchedule.h"
+#include "pipeopt/Schedule/ZeroBubbleAuto.h"
 
 #include "ScheduleInternal.h"
 

@@ -1,4 +1,4 @@
-//===- AutoScheduleTests.cpp - Tests for zb-auto ----------------*- C++ -*-===//
+//===- ZeroBubbleAutoTests.cpp - Tests for zb-auto -------------*- C++ -*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Schedule/AutoSchedule.h"
+#include "pipeopt/Schedule/ZeroBubbleAuto.h"
 
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"

@@ -11,8 +11,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Transforms/ProgramChecks.h"
-#include "ProgramTable.h"
+#include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramTable.h"
 #include "pipeopt/Support/Plural.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -1,4 +1,4 @@
-//===- Differentiate.cpp - pipe-differentiate ---------------------*- C++ -*-===//
+//===- DifferentiatePass.cpp - pipe-differentiate ---------------*- C++ -*-===//
 //
 // Part of pipeopt. A thin adapter over pipeopt/Autodiff/Autodiff.h: picks the
 // functions and their arguments, lowers TOSA in them, and records what was

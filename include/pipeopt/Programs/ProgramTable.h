@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Private helper of pipe-verify-schedule and pipe-simulate: groups the
+/// Used by pipe-verify-schedule, pipe-simulate and pipe-schedule: groups the
 /// `pipe.program @<f>_rank<r>` ops of a module by scheduled function and
 /// reads one group back into a schedule::Schedule (F from `pipe.forward`,
 /// BW / B / W from `pipe.backward full|input|weight`, Send / Recv from
@@ -16,14 +16,14 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H
-#define PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H
+#ifndef PIPEOPT_PROGRAMS_PROGRAMTABLE_H
+#define PIPEOPT_PROGRAMS_PROGRAMTABLE_H
 
-#include "StageGraphInfo.h"
+#include "pipeopt/Programs/StageGraphInfo.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
@@ -91,4 +91,4 @@ mlir::LogicalResult writeScheduleCSV(mlir::Location loc, llvm::StringRef pass,
 
 } // namespace pipeopt
 
-#endif // PIPEOPT_LIB_TRANSFORMS_PROGRAMTABLE_H
+#endif // PIPEOPT_PROGRAMS_PROGRAMTABLE_H

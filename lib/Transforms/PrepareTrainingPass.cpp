@@ -1,4 +1,4 @@
-//===- PrepareTraining.cpp - the function a training build compiles -------===//
+//===- PrepareTrainingPass.cpp - the function a training build compiles ---===//
 //
 // Part of pipeopt. pipe-prepare-training (Passes.td): differentiates the
 // model function with pipe-differentiate and prepares either its loss

@@ -1,4 +1,4 @@
-//===- AutoSchedule.cpp - pipe-auto-schedule: the explorer's choice -------===//
+//===- AutoSchedulePass.cpp - pipe-auto-schedule: the explorer's choice ---===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -14,7 +14,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "OptionRange.h"
+#include "pipeopt/Support/OptionRange.h"
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/Support/Plural.h"

@@ -1,4 +1,4 @@
-//===- MaterializeBackward.cpp - executable backward actions ----*- C++ -*-===//
+//===- MaterializeBackwardPass.cpp - executable backward actions -*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -16,13 +16,13 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "StageGraphInfo.h"
+#include "pipeopt/Programs/StageGraphInfo.h"
 
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
 

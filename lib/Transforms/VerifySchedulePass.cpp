@@ -1,4 +1,4 @@
-//===- VerifySchedule.cpp - pipe-verify-schedule ----------------*- C++ -*-===//
+//===- VerifySchedulePass.cpp - pipe-verify-schedule ------------*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -12,11 +12,11 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "ProgramTable.h"
+#include "pipeopt/Programs/ProgramTable.h"
 
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 namespace pipeopt {
 #define GEN_PASS_DEF_VERIFYSCHEDULEPASS

@@ -1,4 +1,4 @@
-//===- Partition.cpp - pipe-partition: assign ops to stages -------*- C++
+//===- PartitionPass.cpp - pipe-partition: assign ops to stages -------*- C++
 //-*-===//
 //
 // Part of pipeopt.
@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionRange.h"
+#include "pipeopt/Support/OptionRange.h"
 
 #include "pipeopt/Analysis/CostModel.h"
 #include "RealBackward.h"

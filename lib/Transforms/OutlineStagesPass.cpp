@@ -1,4 +1,4 @@
-//===- OutlineStages.cpp - pipe-outline-stages: one func per stage -*- C++
+//===- OutlineStagesPass.cpp - pipe-outline-stages: one func per stage -*- C++
 //-*-===//
 //
 // Part of pipeopt.
@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OptionRange.h"
+#include "pipeopt/Support/OptionRange.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Support/Plural.h"

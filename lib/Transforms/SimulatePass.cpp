@@ -1,4 +1,4 @@
-//===- Simulate.cpp - pipe-simulate: simulate the programs -*- C++ -*-===//
+//===- SimulatePass.cpp - pipe-simulate: simulate the programs -*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -15,8 +15,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "OptionRange.h"
-#include "ProgramTable.h"
+#include "pipeopt/Support/OptionRange.h"
+#include "pipeopt/Programs/ProgramTable.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"

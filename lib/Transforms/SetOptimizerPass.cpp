@@ -1,4 +1,4 @@
-//===- SetOptimizer.cpp - the optimizer of a training build ---------------===//
+//===- SetOptimizerPass.cpp - the optimizer of a training build -----------===//
 //
 // Part of pipeopt. pipe-set-optimizer (Passes.td): records the optimizer the
 // runtime applies after each training step as the module attribute
@@ -9,7 +9,7 @@
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"

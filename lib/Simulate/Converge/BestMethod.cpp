@@ -1,4 +1,4 @@
-//===- Explore.cpp - Best method per stage count --------------------------===//
+//===- BestMethod.cpp - Best method per stage count -----------------------===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //

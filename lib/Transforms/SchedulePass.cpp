@@ -1,4 +1,4 @@
-//===- Schedule.cpp - pipe-schedule: per-rank programs ----------*- C++ -*-===//
+//===- SchedulePass.cpp - pipe-schedule: per-rank programs ------*- C++ -*-===//
 //
 // Part of pipeopt.
 //
@@ -13,13 +13,13 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "OptionRange.h"
+#include "pipeopt/Support/OptionRange.h"
 #include "pipeopt/Support/Plural.h"
-#include "ProgramTable.h"
-#include "StageGraphInfo.h"
+#include "pipeopt/Programs/ProgramTable.h"
+#include "pipeopt/Programs/StageGraphInfo.h"
 
 #include "pipeopt/Analysis/CostModel.h"
-#include "pipeopt/Schedule/AutoSchedule.h"
+#include "pipeopt/Schedule/ZeroBubbleAuto.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
 

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Private helper of pipe-schedule and pipe-verify-schedule: reads the stage
+/// Used by pipe-schedule, pipe-verify-schedule and pipe-materialize-backward: reads the stage
 /// graph form (docs/Rationale.md, "IR at each step"): a func.func whose body
 /// is `pipe.stage_call` ops in stage order followed by `func.return`. The
 /// SSA edges between the calls become a schedule::StageGraph, and every
@@ -14,8 +14,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_LIB_TRANSFORMS_STAGEGRAPHINFO_H
-#define PIPEOPT_LIB_TRANSFORMS_STAGEGRAPHINFO_H
+#ifndef PIPEOPT_PROGRAMS_STAGEGRAPHINFO_H
+#define PIPEOPT_PROGRAMS_STAGEGRAPHINFO_H
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
@@ -89,4 +89,4 @@ double tensorBytes(mlir::Type type);
 
 } // namespace pipeopt
 
-#endif // PIPEOPT_LIB_TRANSFORMS_STAGEGRAPHINFO_H
+#endif // PIPEOPT_PROGRAMS_STAGEGRAPHINFO_H

@@ -1,4 +1,4 @@
-//===- LiftConstants.cpp - pipe-lift-constants --------------------*- C++ -*-===//
+//===- LiftConstantsPass.cpp - pipe-lift-constants --------------*- C++ -*-===//
 //
 // Part of pipeopt. Float tensor constants of a model function become
 // arguments; their values are written as .npy. See Passes.td.

@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Private helper of the pipe-* passes: integer pass options and integer
+/// Helper of the pipe-* passes and the program bridge (lib/Programs): integer pass options and integer
 /// attributes are int64_t, the schedule and partition libraries take int.
 /// Every such value is checked against a range here before it is narrowed,
 /// so an out-of-range value is an error instead of being silently truncated
@@ -13,8 +13,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
-#define PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
+#ifndef PIPEOPT_SUPPORT_OPTIONRANGE_H
+#define PIPEOPT_SUPPORT_OPTIONRANGE_H
 
 #include "pipeopt/Schedule/Schedule.h"
 
@@ -59,4 +59,4 @@ inline mlir::LogicalResult checkOptimizerFactor(mlir::Location loc,
 
 } // namespace pipeopt
 
-#endif // PIPEOPT_LIB_TRANSFORMS_OPTIONRANGE_H
+#endif // PIPEOPT_SUPPORT_OPTIONRANGE_H

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "StageGraphInfo.h"
+#include "pipeopt/Programs/StageGraphInfo.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -21,8 +21,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_TRANSFORMS_PROGRAMCHECKS_H
-#define PIPEOPT_TRANSFORMS_PROGRAMCHECKS_H
+#ifndef PIPEOPT_PROGRAMS_PROGRAMCHECKS_H
+#define PIPEOPT_PROGRAMS_PROGRAMCHECKS_H
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
@@ -182,4 +182,4 @@ mlir::LogicalResult checkAsynchronousUpdates(mlir::ModuleOp module,
 
 } // namespace pipeopt
 
-#endif // PIPEOPT_TRANSFORMS_PROGRAMCHECKS_H
+#endif // PIPEOPT_PROGRAMS_PROGRAMCHECKS_H

@@ -1,4 +1,4 @@
-//===- Prepare.cpp - pipe-prepare: inline helper calls ------------*- C++ -*-===//
+//===- PreparePass.cpp - pipe-prepare: inline helper calls ------*- C++ -*-===//
 //
 // Part of pipeopt.
 //

@@ -10,9 +10,9 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "ProgramTable.h"
-#include "OptionRange.h"
-#include "pipeopt/Transforms/ProgramChecks.h"
+#include "pipeopt/Programs/ProgramTable.h"
+#include "pipeopt/Support/OptionRange.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"

@@ -1,4 +1,4 @@
-//===- AutoSchedule.h - zb-auto: automatic zero-bubble scheduling -*- C++ -*-===//
+//===- ZeroBubbleAuto.h - zb-auto: automatic zero-bubble scheduling -*- C++ -*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -16,7 +16,7 @@
 /// the communication time and a memory limit in activation units or bytes.
 /// One stage per rank (S stages on S ranks, stage s on rank s), B/W split.
 ///
-/// The algorithm (AutoSchedule.cpp has the details) is a list scheduler in
+/// The algorithm (ZeroBubbleAuto.cpp has the details) is a list scheduler in
 /// simulated time with the given durations: whenever a rank is free it
 /// picks, by the paper's rules,
 ///  1. the next B when its gradient has arrived (B frees memory and is on
@@ -42,8 +42,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_SCHEDULE_AUTOSCHEDULE_H
-#define PIPEOPT_SCHEDULE_AUTOSCHEDULE_H
+#ifndef PIPEOPT_SCHEDULE_ZEROBUBBLEAUTO_H
+#define PIPEOPT_SCHEDULE_ZEROBUBBLEAUTO_H
 
 #include "pipeopt/Schedule/Schedule.h"
 
@@ -94,4 +94,4 @@ std::vector<double> peakMemoryPerRank(const Schedule &s,
 } // namespace schedule
 } // namespace pipeopt
 
-#endif // PIPEOPT_SCHEDULE_AUTOSCHEDULE_H
+#endif // PIPEOPT_SCHEDULE_ZEROBUBBLEAUTO_H
