@@ -47,8 +47,8 @@ struct MessageHeader {
   uint32_t magic = kMagic;
   uint16_t version = kVersion;
   uint16_t kind = Tensor;
-  uint8_t dtype = 0;   ///< DType code
-  uint8_t ndims = 0;   ///< memref rank, <= PIPEOPT_RT_MAX_RANK
+  uint8_t dtype = 0;    ///< DType code
+  uint8_t ndims = 0;    ///< memref rank, <= PIPEOPT_RT_MAX_RANK
   uint8_t backward = 0; ///< 1 for a gradient, 0 for an activation
   uint8_t reserved0 = 0;
   int32_t srcRank = -1;
@@ -57,8 +57,8 @@ struct MessageHeader {
   int32_t dstStage = -1;
   int32_t microbatch = -1;
   int32_t valueIndex = -1;
-  int32_t tag = 0;      ///< Control messages: what this is (launcher-defined)
-  int64_t bytes = 0;    ///< payload size in bytes
+  int32_t tag = 0;   ///< Control messages: what this is (launcher-defined)
+  int64_t bytes = 0; ///< payload size in bytes
   int64_t shape[PIPEOPT_RT_MAX_RANK] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint64_t checksum = 0; ///< FNV-1a of all preceding bytes of the header
   uint8_t reserved1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -204,9 +204,8 @@ NcclId ncclCreateId();
 /// Creates the NCCL communicator of `rank` in a world of `size` ranks using
 /// CUDA device `device`. Collective: every rank must call it (concurrently,
 /// from its own thread or process). Throws RuntimeError.
-std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
-                                                     const NcclId &id,
-                                                     int device);
+std::unique_ptr<Communicator>
+createNcclCommunicator(int rank, int size, const NcclId &id, int device);
 /// Environment rendezvous for NCCL without MPI (like torchrun): rank 0
 /// creates the id and writes it to `path` (atomically); other ranks poll the
 /// file for up to `timeoutS` seconds. Returns the id.
@@ -214,11 +213,8 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
                              double timeoutS);
 
 //===----------------------------------------------------------------------===//
-// The factory: every communicator kind in one place
+// The factory: every communicator kind in one table (CommRegistry.h)
 //===----------------------------------------------------------------------===//
-
-/// pipeopt-run --comm.
-enum class CommKind { Loopback, Mpi, Nccl };
 
 /// A launcher that started this process as one of several (mpirun, srun,
 /// torchrun), as its environment says: the number of processes and the
@@ -232,19 +228,23 @@ struct LaunchEnvironment {
 /// (torchrun).
 LaunchEnvironment detectLaunchEnvironment();
 
-/// How this process takes part in a run, as pipeopt-run decided it from
-/// --comm and the launcher's environment.
+/// How this process takes part in a run, as the bootstrap of its
+/// communicator kind (CommRegistry.h) decided it from --comm and the
+/// launcher's environment.
 struct CommWorld {
-  CommKind kind = CommKind::Loopback;
-  bool ncclOverMpi = false; ///< NCCL, bootstrapped over MPI (mpirun)
+  std::string comm = "loopback"; ///< the kind's name in the registry
+  bool ncclOverMpi = false;      ///< NCCL, bootstrapped over MPI (mpirun)
   bool ncclOverEnv = false; ///< NCCL, RANK/WORLD_SIZE + PIPEOPT_NCCL_ID_FILE
   bool useMpi = false;      ///< MPI is initialized (mpi, or NCCL over MPI)
   int procRank = 0, procSize = 1; ///< this process in the job
   /// The CUDA device of each local rank (pipeopt-run --devices, cuda
-  /// builds; assignDevices in Runner.h), or empty: NCCL's default (rank r
-  /// -> device r in one process, local rank % count with one process per
+  /// builds; assignDevices in RunOptions.h), or empty: NCCL's default (rank
+  /// r -> device r in one process, local rank % count with one process per
   /// rank).
   std::vector<int> devices;
+  /// One process per rank (MPI or an environment rendezvous): this process
+  /// runs rank procRank only.
+  bool distributed() const { return useMpi || ncclOverEnv; }
 };
 
 /// The communicators of the ranks one process runs, in the order of
@@ -257,11 +257,11 @@ struct Communicators {
 
 /// Creates the communicators of `localRanks` (all ranks for loopback and
 /// single-process NCCL, this process's rank otherwise) of a run of
-/// `numRanks` ranks. NCCL setup, which has no timeout of its own, is
+/// `numRanks` ranks with the factory of the registry row `world.comm`
+/// (CommRegistry.h). NCCL setup, which has no timeout of its own, is
 /// watched: after `timeoutS` seconds it fails naming the ranks. Throws
-/// RuntimeError (NCCL or CUDA unavailable, too few GPUs, ...). Adding a
-/// communicator kind means a case here (lib/CommunicatorFactory.cpp) and a
-/// `--comm` value.
+/// RuntimeError (an unknown kind, NCCL or CUDA unavailable, too few GPUs,
+/// ...).
 Communicators createCommunicators(const CommWorld &world, int numRanks,
                                   const std::vector<int> &localRanks,
                                   double timeoutS);
