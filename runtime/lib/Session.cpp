@@ -301,16 +301,19 @@ Status Session::setInput(int index, HostTensor tensor) {
   std::string label =
       "input " + std::to_string(index) +
       (in->name.empty() ? std::string() : " ('" + in->name + "')");
+  // Checked now, so that the error comes from the call that caused it;
+  // kept in the InputStore's layout (which checks as itself again).
+  HostTensor checked;
   try {
-    // Checked now, so that the error comes from the call that caused it.
     int dataSteps = 0;
-    HostTensor checked =
-        checkInputTensor(m, *in, tensor, label, impl->o.iterations, dataSteps);
-    (void)checked;
+    checked = checkInputTensor(m, *in, std::move(tensor), label,
+                               impl->o.iterations, dataSteps);
+    if (in->classIndices)
+      checkClassIndices(*in, checked, label);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
-  impl->given[index] = {std::move(tensor), label};
+  impl->given[index] = {std::move(checked), label};
   impl->inputs.reset();
   return Status();
 }
@@ -326,9 +329,11 @@ Status Session::setInputFromNpy(const std::string &name,
                                 "' (inputs: " + inputNames(impl->m) + ")");
   HostTensor t;
   try {
-    t = readNpy(path);
     int dataSteps = 0;
-    checkInputTensor(impl->m, *in, t, path, impl->o.iterations, dataSteps);
+    t = checkInputTensor(impl->m, *in, readNpy(path), path, impl->o.iterations,
+                         dataSteps);
+    if (in->classIndices)
+      checkClassIndices(*in, t, path);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }

@@ -1,6 +1,8 @@
 //===- Checkpoint.h - training checkpoints ----------------------*- C++ -*-===//
 //
-// Part of the pipeopt runtime library (Runner.h includes it).
+// Training checkpoints: the format (docs/Runtime.md, "Checkpoints"),
+// reading and verifying them for --resume / Session::resume, and writing
+// them atomically. Runner.h includes it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,6 +1,8 @@
 //===- Inputs.h - model inputs of a run -------------------------*- C++ -*-===//
 //
-// Part of the pipeopt runtime library (Runner.h includes it).
+// The model inputs of a run: seeded random data, --input .npy files and
+// tensors given in memory (Session::setInput), checked against the
+// manifest. Runner.h includes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +46,12 @@ HostTensor checkInputTensor(const Manifest &manifest,
                             const ManifestInput &input, HostTensor t,
                             const std::string &origin, int iterations,
                             int &dataSteps);
+
+/// For an input the manifest marks "class_indices" (a cross-entropy
+/// target): every value of `t` must be in [0, index_bound). Throws
+/// RuntimeError starting with `origin`, naming the element.
+void checkClassIndices(const ManifestInput &input, const HostTensor &t,
+                       const std::string &origin);
 
 /// Deterministic pseudo-random data for model input `input` of a model with
 /// `numMicrobatches` microbatches, from `seed`: shape [M, ...input.shape]

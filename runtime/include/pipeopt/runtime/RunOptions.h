@@ -1,6 +1,8 @@
 //===- RunOptions.h - pipeopt-run options -----------------------*- C++ -*-===//
 //
-// Part of the pipeopt runtime library (Runner.h includes it).
+// The options of a run: what pipeopt-run's command line sets (parseRunOptions)
+// and what a Session is loaded with (Session.h), and their checks against a
+// manifest. Runner.h includes it.
 //
 //===----------------------------------------------------------------------===//
 

@@ -2,8 +2,15 @@
 //-*-===//
 //
 // The launcher logic behind the pipeopt-run tool, in the library so tests
-// can drive it. See docs/Runtime.md for the command line, the input
-// conventions and the trace/profile formats.
+// and other programs can drive it. Including this header gives all of it:
+//   RunOptions.h  the options and their parsing (runUsage, parseRunOptions)
+//   Inputs.h      model inputs: seeded random data, .npy files, tensors
+//   Checkpoint.h  reading, verifying and writing training checkpoints
+//   Session.h     the library API: load a build, set inputs, run steps,
+//                 read outputs and weights, checkpoint and resume
+// pipeoptRunMain, below, is a thin client of Session. See docs/Runtime.md
+// for the command line, the input conventions and the trace/profile
+// formats, and docs/RuntimeSession.md for the Session API.
 //
 //===----------------------------------------------------------------------===//
 
