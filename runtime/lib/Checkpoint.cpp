@@ -34,7 +34,7 @@ using Json = nlohmann::json;
 // optimizer state (momentum_<i>.npy, adam_m_<i>.npy, adam_v_<i>.npy), and
 // checkpoint.json, which records the format version and the size and
 // 64-bit FNV-1a checksum of every other file. <dir>/latest names the newest
-// complete one. See Runner.h (writeCheckpoint, readCheckpoint).
+// complete one. See Checkpoint.h (writeCheckpoint, readCheckpoint).
 
 namespace {
 

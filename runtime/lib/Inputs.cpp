@@ -90,7 +90,7 @@ HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
   DType dtype = t.dtype;
   int64_t n = numElements(t.shape);
   t.data.resize(size_t(n) * dtypeSize(dtype));
-  // The rule and its rationale: Runner.h. Data: unscaled. Weights: by the
+  // The rule and its rationale: Inputs.h. Data: unscaled. Weights: by the
   // shape without its leading 1s (the batch dimension of TOSA's rank-3
   // matmul operands and of broadcast biases such as [1, 1, N]).
   double lo = -1.0, hi = 1.0;

@@ -36,7 +36,7 @@
 // DIR/input_<i>.npy for every input of a model manifest (for
 // pipeopt-run --input i=DIR/input_<i>.npy): exactly the data pipeopt-run
 // generates itself for --seed N (the runtime's randomInput, whose comment in
-// Runner.h gives the distributions: microbatched inputs uniform in [-1, 1),
+// Inputs.h gives the distributions: microbatched inputs uniform in [-1, 1),
 // weights scaled by their fan-in, rank <= 1 weights in [0.5, 1.5)), written
 // out for other tools. The data of input i depends only on (seed, i, its
 // manifest entry, the number of microbatches), so manifests of the same
