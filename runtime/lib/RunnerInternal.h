@@ -26,8 +26,10 @@ namespace runner {
 // RankControl.cpp: the launcher's messages between ranks
 //===----------------------------------------------------------------------===//
 
+/// A rank's entry point in the model .so (pipeopt_rank_<r>).
 using EntryFn = int32_t (*)();
 
+/// The tags of the launcher's control messages.
 enum ControlTag : int32_t {
   TagBarrier = 1,
   TagStats = 2,
@@ -73,6 +75,7 @@ enum EvidenceKind : int32_t {
   EvidenceOutputWritten = 2,     ///< output written for microbatch (or -1)
 };
 
+/// The result of one local rank's run (GatheredParameter: Checkpoint.h).
 struct RankResult {
   bool ok = true;
   /// The non-finite-loss warning was printed (once per run).
@@ -87,10 +90,15 @@ struct RankResult {
   std::vector<int64_t> stashPeak;
 };
 
+/// What `ctx`'s program read and wrote (the evidence part of a report).
 RankReport evidenceOf(const RankContext &ctx);
+/// Sends a control message (tag, payload, optional dtype/shape/index/
+/// microbatch) to rank `dst`.
 void sendControl(Communicator &c, int dst, int32_t tag, const void *data,
                  size_t bytes, double timeoutS, DType dtype = DType::I8,
                  Shape shape = {}, int index = -1, int mb = -1);
+/// Receives control message `tag` from `src`; throws naming what came
+/// instead.
 Message recvControl(Communicator &c, int src, int32_t tag, double timeoutS);
 /// All ranks meet; hub is rank 0.
 void barrier(Communicator &c, double timeoutS);
@@ -227,6 +235,7 @@ std::string describeStuckRank(const Manifest &m, int rank,
 // Outputs.cpp
 //===----------------------------------------------------------------------===//
 
+/// The median (0 for none).
 double median(std::vector<double> v);
 /// Every text file: checked and atomic (writeFileAtomic).
 void writeText(const std::string &path, const std::string &text,
