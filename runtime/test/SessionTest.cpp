@@ -141,6 +141,32 @@ TEST(Session, InputsFromNpyInEveryForm) {
     EXPECT_EQ(yv[size_t(k)], x[size_t(k)] * w[size_t(k % 3)] + 1.0f);
 }
 
+TEST(Session, ADatasetGivesEveryStepItsSlice) {
+  RunOptions o = options(FAKE_MANIFEST);
+  o.iterations = 2; // the steps the session will run in all
+  Session s;
+  ASSERT_OK(s.load(o));
+  std::vector<float> x = xData(), data = x;
+  for (float v : x)
+    data.push_back(v * 3.0f); // step 2's slice
+  ASSERT_OK(s.setInput("x", f32({2, 4, 2, 3}, data)));
+  ASSERT_OK(s.setInput("w", f32({3}, {1.0f, 1.0f, 1.0f})));
+  ASSERT_OK(s.step());
+  HostTensor y;
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[1], x[1] + 1.0f);
+  ASSERT_OK(s.step());
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[1], x[1] * 3.0f + 1.0f);
+  // A third step has no data.
+  expectError(s.step(), 2,
+              "input 0 is a dataset of 2 step(s), but steps 3 "
+              "to 3 were asked for");
+  // A dataset of another length than the session's steps is refused.
+  expectError(s.setInput("x", f32({3, 4, 2, 3}, std::vector<float>(72))), 2,
+              "is a dataset of 3 step(s)");
+}
+
 TEST(Session, RandomInputsAreTheSeededOnes) {
   Session s;
   ASSERT_OK(s.load(options(FAKE_MANIFEST)));
