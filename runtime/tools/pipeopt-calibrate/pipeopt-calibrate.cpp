@@ -108,6 +108,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/runtime/ArgParser.h"
 #include "pipeopt/runtime/Calibration.h"
 #include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Context.h"
@@ -700,53 +701,69 @@ int main(int argc, char **argv) {
   int ranks = 1;
   bool quick = false, sharedCores = false, useMpi = false, inputCopies = false,
        fastest = false, warmOperandsOption = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&]() -> const char * {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    if (a == "-h" || a == "--help")
-      return usage(nullptr);
-    if (a == "-o") {
-      const char *v = value();
-      if (!v || !*v)
-        return usage("-o expects a file name ('-' for stdout)");
-      out = v;
-    } else if (a == "--ranks") {
-      const char *v = value();
-      char *end = nullptr;
-      long r = v ? std::strtol(v, &end, 10) : 0;
-      if (!v || *end || r < 1 || r > 4096)
-        return usage("--ranks expects an integer from 1 to 4096");
-      ranks = int(r);
-    } else if (a == "--name") {
-      const char *v = value();
-      if (!v || !*v)
-        return usage("--name expects a non-empty name");
-      name = v;
-    } else if (a == "--quick") {
-      quick = true;
-    } else if (a == "--shared-cores") {
-      sharedCores = true;
-    } else if (a == "--input-copies") {
-      inputCopies = true;
-    } else if (a == "--warm-operands") {
-      warmOperandsOption = true;
-    } else if (a == "--statistic") {
-      const char *v = value();
-      if (v && std::string(v) == "fastest")
-        fastest = true;
-      else if (!v || std::string(v) != "median")
-        return usage("--statistic expects median or fastest");
-    } else if (a == "--comm") {
-      const char *v = value();
-      if (v && std::string(v) == "mpi")
-        useMpi = true;
-      else if (!v || std::string(v) != "loopback")
-        return usage("--comm expects loopback or mpi");
-    } else {
-      return usage(("unknown option '" + a + "'").c_str());
-    }
+  // The runtime tools' one parser (ArgParser.h): "--ranks R" and
+  // "--ranks=R".
+  ArgParser p;
+  using Name = const std::string &;
+  // --help answers at once, whatever follows.
+  p.flag({"--help", "-h"}, [](Name) { throw RuntimeError("help"); });
+  const char *noFile = "-o expects a file name ('-' for stdout)";
+  p.value(
+      {"-o"},
+      [&](Name, Name v) {
+        if (v.empty())
+          throw RuntimeError(noFile);
+        out = v;
+      },
+      noFile);
+  const char *badRanks = "--ranks expects an integer from 1 to 4096";
+  p.value(
+      {"--ranks"},
+      [&](Name, Name v) {
+        char *end = nullptr;
+        long r = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || r < 1 || r > 4096)
+          throw RuntimeError(badRanks);
+        ranks = int(r);
+      },
+      badRanks);
+  const char *noName = "--name expects a non-empty name";
+  p.value(
+      {"--name"},
+      [&](Name, Name v) {
+        if (v.empty())
+          throw RuntimeError(noName);
+        name = v;
+      },
+      noName);
+  p.flag({"--quick"}, [&](Name) { quick = true; });
+  p.flag({"--shared-cores"}, [&](Name) { sharedCores = true; });
+  p.flag({"--input-copies"}, [&](Name) { inputCopies = true; });
+  p.flag({"--warm-operands"}, [&](Name) { warmOperandsOption = true; });
+  const char *badStatistic = "--statistic expects median or fastest";
+  p.value(
+      {"--statistic"},
+      [&](Name, Name v) {
+        if (v != "median" && v != "fastest")
+          throw RuntimeError(badStatistic);
+        fastest = v == "fastest";
+      },
+      badStatistic);
+  const char *badComm = "--comm expects loopback or mpi";
+  p.value(
+      {"--comm"},
+      [&](Name, Name v) {
+        if (v != "loopback" && v != "mpi")
+          throw RuntimeError(badComm);
+        useMpi = v == "mpi";
+      },
+      badComm);
+  try {
+    p.parse(argc, argv, [](const std::string &a) {
+      throw RuntimeError("unknown option '" + a + "'");
+    });
+  } catch (const RuntimeError &e) {
+    return usage(std::string(e.what()) == "help" ? nullptr : e.what());
   }
 
   // With MPI, rank 1 only answers the ping-pong; rank 0 measures the rest.

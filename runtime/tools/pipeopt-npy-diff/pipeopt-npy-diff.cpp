@@ -36,7 +36,7 @@
 // DIR/input_<i>.npy for every input of a model manifest (for
 // pipeopt-run --input i=DIR/input_<i>.npy): exactly the data pipeopt-run
 // generates itself for --seed N (the runtime's randomInput, whose comment in
-// Runner.h gives the distributions: microbatched inputs uniform in [-1, 1),
+// Inputs.h gives the distributions: microbatched inputs uniform in [-1, 1),
 // weights scaled by their fan-in, rank <= 1 weights in [0.5, 1.5)), written
 // out for other tools. The data of input i depends only on (seed, i, its
 // manifest entry, the number of microbatches), so manifests of the same
@@ -44,6 +44,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/runtime/ArgParser.h"
 #include "pipeopt/runtime/Manifest.h"
 #include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Runner.h"
@@ -358,33 +359,29 @@ int run(int argc, char **argv) {
   std::vector<std::string> files;
   bool make = false;
   uint64_t seed = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--rtol" || a == "--atol") && i + 1 < argc) {
-      if (!parseDouble(argv[++i], a == "--rtol" ? o.rtol : o.atol)) {
-        std::fprintf(stderr, "pipeopt-npy-diff: %s expects a number >= 0\n",
-                     a.c_str());
-        return 2;
-      }
-    } else if (a == "--make-inputs") {
-      make = true;
-    } else if (a == "--seed" && i + 1 < argc) {
-      try {
-        seed = parseSeed(argv[++i]); // the same check as pipeopt-run
-      } catch (const RuntimeError &e) {
-        std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
-        return 2;
-      }
-    } else if (a == "--allow-nan") {
-      o.allowNan = true;
-    } else if (a == "--help" || a == "-h") {
+  // The runtime tools' one parser (ArgParser.h): --rtol R and --rtol=R.
+  ArgParser p;
+  using Name = const std::string &;
+  p.value({"--rtol", "--atol"}, [&](Name a, Name v) {
+    if (!parseDouble(v.c_str(), a == "--rtol" ? o.rtol : o.atol))
+      throw RuntimeError(a + " expects a number >= 0");
+  });
+  p.flag({"--make-inputs"}, [&](Name) { make = true; });
+  p.value({"--seed"}, [&](Name, Name v) {
+    seed = parseSeed(v); // the same check as pipeopt-run
+  });
+  p.flag({"--allow-nan"}, [&](Name) { o.allowNan = true; });
+  // --help answers at once, whatever follows.
+  p.flag({"--help", "-h"}, [](Name) { throw RuntimeError("help"); });
+  try {
+    p.parse(argc, argv, [&](const std::string &a) { files.push_back(a); });
+  } catch (const RuntimeError &e) {
+    if (std::string(e.what()) == "help") {
       usage();
       return 0;
-    } else if (!a.empty() && a[0] == '-') {
-      return usage();
-    } else {
-      files.push_back(a);
     }
+    std::fprintf(stderr, "pipeopt-npy-diff: error: %s\n", e.what());
+    return usage();
   }
   if (files.size() != 2)
     return usage();

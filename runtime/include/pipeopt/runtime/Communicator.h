@@ -214,11 +214,8 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
                              double timeoutS);
 
 //===----------------------------------------------------------------------===//
-// The factory: every communicator kind in one place
+// The factory: every communicator kind in one table (CommRegistry.h)
 //===----------------------------------------------------------------------===//
-
-/// pipeopt-run --comm.
-enum class CommKind { Loopback, Mpi, Nccl };
 
 /// A launcher that started this process as one of several (mpirun, srun,
 /// torchrun), as its environment says: the number of processes and the
@@ -232,19 +229,23 @@ struct LaunchEnvironment {
 /// (torchrun).
 LaunchEnvironment detectLaunchEnvironment();
 
-/// How this process takes part in a run, as pipeopt-run decided it from
-/// --comm and the launcher's environment.
+/// How this process takes part in a run, as the bootstrap of its
+/// communicator kind (CommRegistry.h) decided it from --comm and the
+/// launcher's environment.
 struct CommWorld {
-  CommKind kind = CommKind::Loopback;
-  bool ncclOverMpi = false; ///< NCCL, bootstrapped over MPI (mpirun)
+  std::string comm = "loopback"; ///< the kind's name in the registry
+  bool ncclOverMpi = false;      ///< NCCL, bootstrapped over MPI (mpirun)
   bool ncclOverEnv = false; ///< NCCL, RANK/WORLD_SIZE + PIPEOPT_NCCL_ID_FILE
   bool useMpi = false;      ///< MPI is initialized (mpi, or NCCL over MPI)
   int procRank = 0, procSize = 1; ///< this process in the job
   /// The CUDA device of each local rank (pipeopt-run --devices, cuda
-  /// builds; assignDevices in Runner.h), or empty: NCCL's default (rank r
-  /// -> device r in one process, local rank % count with one process per
+  /// builds; assignDevices in RunOptions.h), or empty: NCCL's default (rank
+  /// r -> device r in one process, local rank % count with one process per
   /// rank).
   std::vector<int> devices;
+  /// One process per rank (MPI or an environment rendezvous): this process
+  /// runs rank procRank only.
+  bool distributed() const { return useMpi || ncclOverEnv; }
 };
 
 /// The communicators of the ranks one process runs, in the order of
@@ -257,11 +258,11 @@ struct Communicators {
 
 /// Creates the communicators of `localRanks` (all ranks for loopback and
 /// single-process NCCL, this process's rank otherwise) of a run of
-/// `numRanks` ranks. NCCL setup, which has no timeout of its own, is
+/// `numRanks` ranks with the factory of the registry row `world.comm`
+/// (CommRegistry.h). NCCL setup, which has no timeout of its own, is
 /// watched: after `timeoutS` seconds it fails naming the ranks. Throws
-/// RuntimeError (NCCL or CUDA unavailable, too few GPUs, ...). Adding a
-/// communicator kind means a case here (lib/CommunicatorFactory.cpp) and a
-/// `--comm` value.
+/// RuntimeError (an unknown kind, NCCL or CUDA unavailable, too few GPUs,
+/// ...).
 Communicators createCommunicators(const CommWorld &world, int numRanks,
                                   const std::vector<int> &localRanks,
                                   double timeoutS);

@@ -1,0 +1,213 @@
+//===- Session.h - Load a compiled build, run it, read it back -*- C++ -*-===//
+//
+// The runtime as a library: a Session loads a build (the model .so and its
+// manifest), takes its inputs by name from memory or .npy files, runs
+// inference iterations or training steps (the optimizer included) over
+// the build's ranks, and gives the outputs and weights back by name; it
+// writes checkpoints and resumes from them. pipeopt-run (pipeoptRunMain,
+// Runner.h) is a thin client: parse options, load, set inputs, run, write
+// the results. See docs/RuntimeSession.md.
+//
+// Errors are returned as a Status, never by exiting the process, with one
+// exception: when a loopback rank thread is stuck (it does not return
+// within min(--timeout-s, 10) s after another rank failed), the process
+// ends with std::_Exit(1) after printing the errors, as pipeopt-run does:
+// the stuck thread still uses the session's state and cannot be stopped.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_RUNTIME_SESSION_H
+#define PIPEOPT_RUNTIME_SESSION_H
+
+#include "pipeopt/runtime/Checkpoint.h"
+#include "pipeopt/runtime/Manifest.h"
+#include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/RunOptions.h"
+#include "pipeopt/runtime/Types.h"
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace pipeopt {
+namespace rt {
+
+/// The outcome of a Session call: success, or an error with a message and
+/// the exit code pipeopt-run gives it (1: a run-time error, such as a rank
+/// that failed; 2: a usage or setup error, such as a missing file, an
+/// unknown input name or a wrong shape).
+class Status {
+public:
+  /// Success.
+  Status() = default;
+  /// An error; `code` is 1 or 2 (see above).
+  static Status error(int code, std::string message) {
+    Status s;
+    s.exitCode = code;
+    s.text = std::move(message);
+    return s;
+  }
+  /// True on success.
+  bool ok() const { return exitCode == 0; }
+  explicit operator bool() const { return ok(); }
+  /// 0 on success, else 1 or 2.
+  int code() const { return exitCode; }
+  /// The error message ("" on success), without a "pipeopt-run: error: "
+  /// prefix.
+  const std::string &message() const { return text; }
+
+private:
+  int exitCode = 0;
+  std::string text;
+};
+
+/// One loaded build. Not copyable; one per process when it uses MPI (the
+/// session initializes MPI in load() and finalizes it when destroyed).
+/// Every member that returns a Status leaves the session usable after an
+/// error of code 2 (a bad input, name or path): fix the cause and call it
+/// again.
+class Session {
+public:
+  Session();
+  ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
+
+  /// Loads the build `options.modelPath` with its manifest
+  /// (`options.manifestPath`; RunOptions.h documents every field: the
+  /// communicator `comm`, `timeoutS`, `threads`, `pinRanks`, `devices`,
+  /// `seed`, `checkpointDir` / `checkpointEvery`, `outputDir`, `tracePath`,
+  /// `profilePath`, `quiet`, `warmup`, `iterations`). Decides which ranks
+  /// this process runs (all for loopback; its own with one process per
+  /// rank, initializing MPI with `argc`/`argv`, which may be null), checks
+  /// the .so against the manifest and the options against both, checks
+  /// that the output and checkpoint locations are writable (in the process
+  /// of rank 0), and resolves every rank's entry point. Errors (code 2):
+  /// a missing or damaged .so or manifest, a model that does not match its
+  /// manifest, options the build cannot take, an unwritable location, a
+  /// loopback run started by a launcher as one of several processes. Call
+  /// once; a second call returns an error.
+  Status load(const RunOptions &options, int *argc = nullptr,
+              char ***argv = nullptr);
+
+  /// True after a successful load().
+  bool loaded() const;
+  /// The manifest (valid after a successful load()).
+  const Manifest &manifest() const;
+  /// True when load() initialized MPI (--comm mpi, or nccl under mpirun);
+  /// a launcher that gives up after an error then calls mpiAbort
+  /// (Communicator.h), as pipeopt-run does. Valid also after a failed
+  /// load().
+  bool usesMpi() const;
+  /// True when this process runs rank 0, which gathers the outputs, the
+  /// weights and the losses: output(), weight(), losses(), writeResults()
+  /// and writeCheckpoint() only have data there.
+  bool hasRank0() const;
+
+  /// Sets model input `name` (the manifest's "name") or `index` (its
+  /// "index") to `tensor` (dtype as in the manifest). A microbatched input
+  /// takes [M, ...shape] (M = num_microbatches, shape: the manifest's
+  /// per-microbatch shape), [M*d0, d1, ...] (the whole batch, split along
+  /// dim 0), or a dataset [N, M, ...shape] / [N, M*d0, d1, ...] of one
+  /// slice per step (N: options.iterations, the steps the session will
+  /// run in all); a shared input takes exactly its shape. Errors (code 2):
+  /// an unknown name or index, a wrong dtype or shape, a class index out of
+  /// range (named in the message). Replaces an earlier value or file.
+  Status setInput(const std::string &name, HostTensor tensor);
+  Status setInput(int index, HostTensor tensor);
+  /// Sets input `name` from one .npy file, read and checked at once (the
+  /// same forms as setInput). Errors (code 2): unknown name, a missing or
+  /// malformed file, a wrong dtype or shape.
+  Status setInputFromNpy(const std::string &name, const std::string &path);
+  /// Uses `seed`'s pseudo-random data (randomInput in Inputs.h) for every
+  /// input that is set neither by setInput nor by options.inputFiles. Off
+  /// by default: then such an input is an error of run() (code 2, "input
+  /// 1 ('w') of f32[3] was not set ...").
+  void setRandomInputs(bool enabled, uint64_t seed);
+  /// Builds the inputs of the next run from what was set (run() calls it
+  /// when needed); reports a missing input or a bad options.inputFiles
+  /// entry (code 2).
+  Status prepareInputs();
+
+  /// Continues from the checkpoint in `dir` (a checkpoint directory: the
+  /// one `dir`/latest names, or the newest that verifies; see
+  /// readCheckpoint in Checkpoint.h): the weights, the optimizer state,
+  /// the losses and the step count. `notes` (if given) receives what was
+  /// skipped on the way. Errors (code 2): not a training build with
+  /// parameters, no checkpoint that verifies, one that does not fit the
+  /// manifest.
+  Status resume(const std::string &dir,
+                std::vector<std::string> *notes = nullptr);
+  /// Writes the current weights, optimizer state and losses as the
+  /// checkpoint of step stepsDone() into `dir` (atomically, like
+  /// --checkpoint-dir; `dir` is created). Errors (code 2): not a training
+  /// build with parameters, nothing run or resumed yet, not the process of
+  /// rank 0; (code 1) the directory cannot be written.
+  Status writeCheckpoint(const std::string &dir) const;
+
+  /// Whether the ranks send their outputs to rank 0 after a run, for
+  /// output() (default: true). pipeopt-run turns it off unless it writes
+  /// --output-dir.
+  void setCollectOutputs(bool enabled);
+
+  /// Runs `steps` measured iterations (>= 1) after options.warmup
+  /// unmeasured ones: an inference build's forward passes, or a training
+  /// build's steps (gradients, their reduction over the ranks of each
+  /// parameter and the optimizer update), continuing from the weights and
+  /// step count of the previous run() or resume(). Checkpoints are written
+  /// as options.checkpointDir/checkpointEvery say. Unless options.quiet,
+  /// training steps print a progress line to stdout. Errors: code 2 when
+  /// the inputs are incomplete or the communicators cannot be created,
+  /// or for a second run of a session with one process per rank (not
+  /// supported: its state lives in the ranks' processes); code 1 when a
+  /// rank fails (rankErrors() has every failed rank's message, the Status
+  /// the first).
+  Status run(int steps);
+  /// run(1).
+  Status step() { return run(1); }
+  /// The measured steps done so far (with resume(): counted from the
+  /// checkpoint's).
+  int stepsDone() const;
+  /// After a run() that failed with code 1: the error of every local rank
+  /// that failed, in rank order.
+  const std::vector<std::string> &rankErrors() const;
+  /// After a failed run() of an MPI session: answers the peers' status
+  /// queries with this rank's error for a grace period (statusGraceS),
+  /// then releases the communicators; the caller then calls mpiAbort(1).
+  void abandonAfterFailure();
+
+  /// The value of output `name` or `index` of the last run (rank 0, with
+  /// setCollectOutputs(true)): microbatched outputs [M, ...shape], outputs
+  /// with "reduce": "mean" their mean over the microbatches of the last
+  /// step, others their shape. Errors (code 2): unknown output, no run yet,
+  /// outputs not collected, not the process of rank 0.
+  Status output(const std::string &name, HostTensor &out) const;
+  Status output(int index, HostTensor &out) const;
+  /// The current value of parameter `name` (an input of a training build
+  /// with "parameters"): after a run() or resume() the trained weight,
+  /// else an error (code 2; also: unknown name, not a parameter, not the
+  /// process of rank 0).
+  Status weight(const std::string &name, HostTensor &out) const;
+  /// The loss of every measured training step so far (NaN for a step
+  /// without a "loss" output); training builds with parameters, rank 0.
+  const std::vector<float> &losses() const;
+
+  /// What pipeopt-run does after a successful run, in the process of rank
+  /// 0 (elsewhere it does nothing): checks what the ranks reported against
+  /// the manifest, writes options.outputDir, the trace and the profile,
+  /// and prints the summary lines to `summary` (unless options.quiet).
+  /// Errors (code 1) name the problem.
+  Status writeResults(std::ostream &summary);
+
+  struct Impl;
+
+private:
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace rt
+} // namespace pipeopt
+
+#endif // PIPEOPT_RUNTIME_SESSION_H

@@ -1,0 +1,96 @@
+//===- RunMain.cpp - pipeopt-run: a thin client of Session ------*- C++ -*-===//
+//
+// pipeoptRunMain (Runner.h): parse the options, load the build into a
+// Session, set its inputs, resume, run, write the results; print every
+// error and map it to the exit code (0 success, 1 run-time error, 2 usage
+// or setup error).
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunnerInternal.h"
+
+#include <iostream>
+
+namespace pipeopt {
+namespace rt {
+
+using namespace runner;
+
+int pipeoptRunMain(int argc, char **argv) {
+  RunOptions o;
+  try {
+    o = parseRunOptions(argc, argv);
+  } catch (const RuntimeError &e) {
+    if (std::string(e.what()) == "help") {
+      std::cout << runUsage();
+      return 0;
+    }
+    std::cerr << "pipeopt-run: error: " << e.what() << "\n" << runUsage();
+    return 2;
+  }
+
+  Session session;
+  // A setup error: printed; with MPI every process of the job ends.
+  auto setupFailed = [&](const Status &st) {
+    printError(st.message());
+    if (session.usesMpi())
+      mpiAbort(2);
+    return 2;
+  };
+  Status st = session.load(o, &argc, &argv);
+  if (!st)
+    return setupFailed(st);
+  // Outputs travel to rank 0 only for --output-dir.
+  session.setCollectOutputs(false);
+  // Inputs without --input: seeded random data.
+  session.setRandomInputs(true, o.seed);
+  st = session.prepareInputs();
+  if (!st)
+    return setupFailed(st);
+  if (!o.resumeDir.empty()) {
+    std::vector<std::string> notes;
+    st = session.resume(o.resumeDir, &notes);
+    if (!st)
+      return setupFailed(st);
+    // A fallback to an older checkpoint is never silent (not even with
+    // --quiet): it costs the steps since.
+    for (const std::string &note : notes) {
+      std::string line =
+          "pipeopt-run: warning: --resume " + o.resumeDir + ": " + note + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    if (session.stepsDone() >= o.iterations)
+      return setupFailed(Status::error(
+          2, "--resume " + o.resumeDir + ": the latest checkpoint is of step " +
+                 std::to_string(session.stepsDone()) + ", but --steps " +
+                 std::to_string(o.iterations) +
+                 " asks for no more steps (--steps is the total number of "
+                 "steps)"));
+  }
+
+  st = session.run(o.iterations - session.stepsDone());
+  if (st.code() == 2)
+    return setupFailed(st);
+  if (!st) {
+    for (const std::string &error : session.rankErrors())
+      printError(error);
+    if (session.usesMpi()) {
+      // Peers may be blocked on this rank; MPI_Abort ends them promptly,
+      // after a grace period in which this rank answers the status queries
+      // of peers that diagnose their own timeouts (Mpi.cpp) with its error,
+      // and its error reaches mpirun's output.
+      session.abandonAfterFailure();
+      mpiAbort(1);
+    }
+    return 1;
+  }
+  st = session.writeResults(std::cout);
+  if (!st) {
+    printError(st.message());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace rt
+} // namespace pipeopt

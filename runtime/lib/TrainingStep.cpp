@@ -1,0 +1,374 @@
+//===- TrainingStep.cpp - gradient reduction + optimizer step ---*- C++ -*-===//
+//
+// The end of a training step of a build with parameters: the ranks of
+// each parameter exchange their gradient sums and apply the optimizer;
+// rank 0 gathers the parameters for checkpoints and --output-dir.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RunnerInternal.h"
+#include "pipeopt/runtime/Device.h"
+#include "pipeopt/runtime/Optimizer.h"
+#include "pipeopt/runtime/Reduce.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+namespace pipeopt {
+namespace rt {
+
+using namespace runner;
+
+namespace runner {
+
+std::string parameterName(const Manifest &m, int index) {
+  const ManifestInput *in = m.findInput(index);
+  return "parameter " + std::to_string(index) +
+         (in && !in->name.empty() ? " ('" + in->name + "')" : "");
+}
+
+std::string rankList(const std::vector<int> &ranks) {
+  std::string s;
+  for (int r : ranks)
+    s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+/// The end of a training step on one rank (a manifest with parameters):
+/// for every parameter this rank keeps, the ranks of its list exchange
+/// their accumulators (pairwise, in a global order that is deadlock-free
+/// even with rendezvous sends), sum them in ascending rank order, check
+/// that every rank reported and every microbatch is covered, divide by M
+/// and apply the optimizer. Returns an error message ("" if none); throws
+/// on communication errors.
+std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
+                            const Manifest &m, int step, double timeoutS) {
+  const size_t M = size_t(m.numMicrobatches);
+  // Asynchronous schedules updated each parameter as its gradients arrived
+  // (pipeopt_rt_gradient); the step only checks that none is missing.
+  if (m.training.updateEvery > 0) {
+    for (auto &[index, st] : ctx.parameters)
+      if (st.microbatches.size() != M || st.pending != 0)
+        return parameterName(m, index) + ": rank " + std::to_string(ctx.rank) +
+               " reported its gradient for " +
+               std::to_string(st.microbatches.size()) + " of " +
+               std::to_string(M) + " microbatches in step " +
+               std::to_string(step) +
+               " (asynchronous updates need every microbatch's)";
+    return "";
+  }
+  for (auto &[index, st] : ctx.parameters) {
+    const std::vector<int> &ranks = st.param->ranks;
+    // cuda builds: the sums are on the device. A parameter of one rank is
+    // updated there from its sum; the sums of a parameter of several ranks
+    // are exchanged through the host (the one copy of a training step
+    // that is not an input or output) and the mean goes back to the device.
+    bool onDevice = st.device != nullptr;
+    bool deviceOnly = onDevice && ranks.size() == 1;
+    size_t n =
+        onDevice ? size_t(numElements(st.value.shape)) : st.gradSum.size();
+    size_t sumBytes = deviceOnly ? 0 : n * sizeof(double);
+    // Payload: the n sums, then one byte per microbatch (reported or not).
+    std::vector<uint8_t> mine(sumBytes + M, 0);
+    if (!onDevice)
+      std::memcpy(mine.data(), st.gradSum.data(), sumBytes);
+    else if (!deviceOnly)
+      ctx.device->copy(mine.data(), st.device->gradSum.data(), sumBytes);
+    for (int mb : st.microbatches)
+      mine[sumBytes + size_t(mb)] = 1;
+    std::map<int, std::vector<uint8_t>> all;
+    for (int peer : ranks) {
+      if (peer == ctx.rank)
+        continue;
+      std::string what = "exchanging the gradient of " +
+                         parameterName(m, index) + " with rank " +
+                         std::to_string(peer) + " in step " +
+                         std::to_string(step);
+      auto receive = [&] {
+        Message msg =
+            recvAbout(comm, peer, TagGradient, index, step, timeoutS, what);
+        if (msg.payload.size() != mine.size())
+          throw RuntimeError(what + ": rank " + std::to_string(peer) +
+                             " sent " + std::to_string(msg.payload.size()) +
+                             " bytes, expected " + std::to_string(mine.size()) +
+                             " (" + std::to_string(n) + " sums and " +
+                             std::to_string(M) + " microbatch flags)");
+        all[peer] = std::move(msg.payload);
+      };
+      auto send = [&] {
+        try {
+          sendControl(comm, peer, TagGradient, mine.data(), mine.size(),
+                      timeoutS, DType::I8, {}, index, step);
+        } catch (const RuntimeError &e) {
+          throw RuntimeError(what + ": " + e.what());
+        }
+      };
+      if (ctx.rank < peer) {
+        send();
+        receive();
+      } else {
+        receive();
+        send();
+      }
+    }
+    all[ctx.rank] = std::move(mine);
+    // Sum in ascending rank order: every copy gets the same bits.
+    std::vector<double> total(deviceOnly ? 0 : n, 0.0);
+    std::vector<bool> covered(M, false);
+    for (int r : ranks) {
+      const std::vector<uint8_t> &bytes = all[r];
+      const uint8_t *flags = bytes.data() + sumBytes;
+      bool any = false;
+      for (size_t mb = 0; mb < M; ++mb)
+        if (flags[mb]) {
+          covered[mb] = true;
+          any = true;
+        }
+      if (!any)
+        return parameterName(m, index) + ": rank " + std::to_string(r) +
+               " is in its \"ranks\" (" + rankList(ranks) +
+               ") in the manifest " + m.source +
+               " but reported no gradient for it in step " +
+               std::to_string(step) +
+               " (a rank that reads a parameter reports its gradient with "
+               "pipeopt_rt_gradient)";
+      for (size_t i = 0; i < total.size(); ++i) {
+        double x;
+        std::memcpy(&x, bytes.data() + i * sizeof(double), sizeof(double));
+        total[i] += x;
+      }
+    }
+    for (size_t mb = 0; mb < M; ++mb) {
+      if (covered[mb])
+        continue;
+      std::string got;
+      for (size_t k = 0; k < M; ++k)
+        if (covered[k])
+          got += (got.empty() ? "" : ", ") + std::to_string(k);
+      return parameterName(m, index) + ": no rank of its \"ranks\" (" +
+             rankList(ranks) + ") reported a gradient for microbatch " +
+             std::to_string(mb) + " of " + std::to_string(M) + " in step " +
+             std::to_string(step) + " (reported for microbatch(es) " + got +
+             "): the schedule misses a weight-gradient (W or backward) "
+             "action";
+    }
+    if (deviceOnly) {
+      DeviceParameterState &d = *st.device;
+      deviceParameterStep(ctx, st, static_cast<double *>(d.gradSum.data()),
+                          1.0 / double(M));
+      std::swap(d.gradSum, d.lastGradSum); // zeroed by beginCall
+      d.lastGradScale = 1.0 / double(M);
+      d.hostMeanGrad = false;
+      continue;
+    }
+    for (double &x : total)
+      x /= double(M);
+    if (onDevice) {
+      DeviceParameterState &d = *st.device;
+      ctx.device->copy(d.gradSum.data(), total.data(), sumBytes);
+      deviceParameterStep(ctx, st, static_cast<double *>(d.gradSum.data()),
+                          1.0);
+      d.hostMeanGrad = true;
+      st.meanGrad = std::move(total);
+      continue;
+    }
+    std::vector<double> w = tensorToDoubles(st.value);
+    optimizerStep(m.training, w, total, st.optimizer);
+    doublesToTensor(w, st.value);
+    st.meanGrad = std::move(total);
+  }
+  return "";
+}
+
+/// Rank 0 receives every parameter from the lowest rank of its list (its
+/// value and, with `withState`, mean gradient and optimizer state) and
+/// checks the other ranks' copies bit for bit; the other ranks send theirs.
+/// Every rank calls it at the same steps. Returns an error ("" if none).
+std::string gatherParameters(RankContext &ctx, Communicator &comm,
+                             const Manifest &m, int step, bool withState,
+                             double timeoutS,
+                             std::map<int, GatheredParameter> *out) {
+  std::string error;
+  // cuda builds: the device copies are the current ones.
+  for (auto &[index, st] : ctx.parameters)
+    refreshHostParameter(ctx, st);
+  for (const ManifestParameter &p : m.parameters) {
+    int owner = p.ranks.front();
+    std::string name = parameterName(m, p.index);
+    if (ctx.rank != 0) {
+      auto it = ctx.parameters.find(p.index);
+      if (it == ctx.parameters.end())
+        continue;
+      const ParameterState &st = it->second;
+      sendControl(comm, 0, TagParamValue, st.value.data.data(),
+                  st.value.data.size(), timeoutS, st.value.dtype,
+                  st.value.shape, p.index, step);
+      if (withState && ctx.rank == owner) {
+        std::vector<double> state = st.meanGrad;
+        state.insert(state.end(), st.optimizer.first.begin(),
+                     st.optimizer.first.end());
+        state.insert(state.end(), st.optimizer.second.begin(),
+                     st.optimizer.second.end());
+        state.push_back(double(st.optimizer.step));
+        state.push_back(double(st.meanGrad.size()));
+        state.push_back(double(st.optimizer.first.size()));
+        sendDoubles(comm, 0, TagParamState, state, p.index, step, timeoutS);
+      }
+      continue;
+    }
+    // Rank 0: every copy in rank order, the lowest rank's is the reference.
+    GatheredParameter g;
+    bool haveRef = false;
+    int refRank = -1;
+    for (int r : p.ranks) {
+      HostTensor copy;
+      if (r == 0) {
+        const ParameterState &st = ctx.parameters.at(p.index);
+        copy = st.value;
+        if (r == owner && withState) {
+          g.meanGrad = st.meanGrad;
+          g.first = st.optimizer.first;
+          g.second = st.optimizer.second;
+          g.step = st.optimizer.step;
+        }
+      } else {
+        std::string what = "gathering " + name + " from rank " +
+                           std::to_string(r) + " after step " +
+                           std::to_string(step);
+        Message msg = recvAbout(comm, r, TagParamValue, p.index, step,
+                                2 * timeoutS, what);
+        copy.dtype = DType(msg.header.dtype);
+        copy.shape = msg.header.getShape();
+        copy.data = std::move(msg.payload);
+        if (r == owner && withState) {
+          Message sm = recvAbout(comm, r, TagParamState, p.index, step,
+                                 2 * timeoutS, what);
+          std::vector<double> state(sm.payload.size() / sizeof(double));
+          std::memcpy(state.data(), sm.payload.data(),
+                      state.size() * sizeof(double));
+          if (state.size() < 3)
+            throw RuntimeError(what + ": a truncated optimizer state");
+          size_t firstN = size_t(state.back());
+          size_t gradN = size_t(state[state.size() - 2]);
+          g.step = int64_t(state[state.size() - 3]);
+          state.resize(state.size() - 3);
+          if (gradN + firstN > state.size())
+            throw RuntimeError(what + ": a malformed optimizer state");
+          g.meanGrad.assign(state.begin(), state.begin() + long(gradN));
+          g.first.assign(state.begin() + long(gradN),
+                         state.begin() + long(gradN + firstN));
+          g.second.assign(state.begin() + long(gradN + firstN), state.end());
+        }
+      }
+      if (!haveRef) {
+        g.value = std::move(copy);
+        haveRef = true;
+        refRank = r;
+        continue;
+      }
+      if (error.empty() &&
+          (copy.data != g.value.data || copy.shape != g.value.shape ||
+           copy.dtype != g.value.dtype)) {
+        double maxDiff = 0;
+        if (copy.dtype == g.value.dtype && copy.shape == g.value.shape) {
+          std::vector<double> a = tensorToDoubles(g.value),
+                              b = tensorToDoubles(copy);
+          for (size_t i = 0; i < a.size(); ++i)
+            maxDiff = std::max(maxDiff, std::fabs(a[i] - b[i]));
+        }
+        std::ostringstream os;
+        os << name << ": rank " << r << "'s copy differs from rank " << refRank
+           << "'s after step " << step << " (max abs difference " << maxDiff
+           << "): the ranks of a parameter must compute the same update";
+        error = os.str();
+      }
+    }
+    if (out)
+      (*out)[p.index] = std::move(g);
+  }
+  return error;
+}
+
+/// The end of one training step of a build with parameters, after the
+/// entry point returned and the rank's sends completed: the gradient
+/// reduction and optimizer update, then the step's loss and time to rank 0,
+/// which prints the progress line. Returns false (with ctx failed) on an
+/// error the ranks detected; throws on communication errors.
+bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
+                     const RunOptions &o, int step, bool measured,
+                     int measuredStep, int totalSteps, double t0,
+                     RankResult &result) {
+  std::string error = reduceAndUpdate(ctx, comm, m, step, o.timeoutS);
+  if (!error.empty()) {
+    ctx.fail(error);
+    return false;
+  }
+  double seconds = ctx.now() - t0;
+  int lossIndex = lossOutput(m);
+  std::vector<double> mine = {0.0, 0.0, seconds};
+  if (lossIndex >= 0)
+    if (auto it = ctx.reducedOutputs.find(lossIndex);
+        it != ctx.reducedOutputs.end() && !it->second.sum.empty()) {
+      mine[0] = it->second.sum[0];
+      mine[1] = double(it->second.microbatches.size());
+    }
+  if (ctx.rank != 0) {
+    sendDoubles(comm, 0, TagStepLoss, mine, -1, step, o.timeoutS);
+    return true;
+  }
+  double sum = mine[0], count = mine[1], slowest = seconds;
+  for (int r = 1; r < comm.size(); ++r) {
+    Message msg =
+        recvAbout(comm, r, TagStepLoss, -1, step, 2 * o.timeoutS,
+                  "collecting the loss of step " + std::to_string(step));
+    if (msg.payload.size() != 3 * sizeof(double))
+      throw RuntimeError("collecting the loss of step " + std::to_string(step) +
+                         ": rank " + std::to_string(r) +
+                         " sent a malformed message");
+    double v[3];
+    std::memcpy(v, msg.payload.data(), sizeof(v));
+    sum += v[0];
+    count += v[1];
+    slowest = std::max(slowest, v[2]);
+  }
+  if (!measured)
+    return true;
+  float loss = std::nanf("");
+  if (lossIndex >= 0 && count > 0)
+    loss = float(sum / double(m.numMicrobatches));
+  result.losses.push_back(loss);
+  if (!o.quiet) {
+    char line[256];
+    if (lossIndex >= 0)
+      std::snprintf(line, sizeof(line),
+                    "pipeopt-run: step %d/%d: loss %.6g (%.4f s)\n",
+                    measuredStep, totalSteps, double(loss), slowest);
+    else
+      std::snprintf(line, sizeof(line), "pipeopt-run: step %d/%d (%.4f s)\n",
+                    measuredStep, totalSteps, slowest);
+    std::cout << line << std::flush;
+  }
+  // The first non-finite loss is worth saying once: the weights are lost.
+  if (lossIndex >= 0 && count > 0 && !std::isfinite(loss) &&
+      !result.warnedNonFinite) {
+    result.warnedNonFinite = true;
+    std::cerr << "pipeopt-run: warning: the loss of step " << measuredStep
+              << " is " << (std::isnan(loss) ? "nan" : "inf")
+              << ": training diverged (a smaller --lr?) or the data holds "
+                 "nan/inf; the weights written will not be finite\n";
+  }
+  return true;
+}
+
+} // namespace runner
+
+std::string updateParameters(RankContext &ctx, Communicator &comm, int step,
+                             double timeoutS) {
+  return reduceAndUpdate(ctx, comm, *ctx.manifest, step, timeoutS);
+}
+
+} // namespace rt
+} // namespace pipeopt

@@ -1,0 +1,546 @@
+//===- SessionTest.cpp - Tests of the runtime's Session API
+//----------------===//
+//
+// Loads the fake models (FakeModel.cpp and its manifests) through
+// pipeopt::rt::Session: inputs from memory and .npy files, inference and
+// training steps on one and two ranks (loopback threads), outputs and
+// weights read back and checked against values computed here, checkpoints
+// written and resumed, and the errors of the API. Also the runtime tools'
+// ArgParser and the communicator registry.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/runtime/Session.h"
+#include "pipeopt/runtime/ArgParser.h"
+#include "pipeopt/runtime/CommRegistry.h"
+#include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
+
+using namespace pipeopt::rt;
+
+namespace {
+
+std::string tmpDir(const std::string &name) {
+  std::string d = ::testing::TempDir() + "/pipeopt_rt_session_" + name + "_" +
+                  std::to_string(::getpid());
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+HostTensor f32(Shape shape, const std::vector<float> &v) {
+  HostTensor t;
+  t.dtype = DType::F32;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 4);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+std::vector<float> values(const HostTensor &t) {
+  std::vector<float> v(t.data.size() / 4);
+  std::memcpy(v.data(), t.data.data(), v.size() * 4);
+  return v;
+}
+
+RunOptions options(const char *manifest) {
+  RunOptions o;
+  o.modelPath = FAKE_MODEL_SO;
+  o.manifestPath = manifest;
+  o.quiet = true;
+  o.threads = 1;
+  return o;
+}
+
+/// x of the fake models: f32[4x2x3] (4 microbatches of [2x3]), element k =
+/// (k % 7 - 3) / 4.
+std::vector<float> xData() {
+  std::vector<float> x(24);
+  for (int k = 0; k < 24; ++k)
+    x[size_t(k)] = float(k % 7 - 3) / 4.0f;
+  return x;
+}
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    Status st_ = (expr);                                                       \
+    ASSERT_TRUE(st_.ok()) << st_.message();                                    \
+  } while (0)
+
+/// Expects `st` to fail with `code` and a message containing `text`.
+void expectError(const Status &st, int code, const std::string &text) {
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), code) << st.message();
+  EXPECT_NE(st.message().find(text), std::string::npos) << st.message();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Inference (fake_model: 2 ranks, y = x * w + 1, grad_sum = sum_mb 2 y)
+//===----------------------------------------------------------------------===//
+
+TEST(Session, InferenceOutputsFromMemoryInputs) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  EXPECT_TRUE(s.loaded());
+  EXPECT_TRUE(s.hasRank0());
+  EXPECT_EQ(s.manifest().numRanks, 2);
+  std::vector<float> x = xData(), w = {1.0f, -2.0f, 0.5f};
+  ASSERT_OK(s.setInput("x", f32({4, 2, 3}, x)));
+  ASSERT_OK(s.setInput(1, f32({3}, w)));
+  ASSERT_OK(s.step());
+  EXPECT_EQ(s.stepsDone(), 1);
+
+  HostTensor y, g;
+  ASSERT_OK(s.output("y", y));
+  ASSERT_OK(s.output(1, g));
+  ASSERT_EQ(y.shape, (Shape{4, 2, 3}));
+  ASSERT_EQ(g.shape, (Shape{2, 3}));
+  std::vector<float> yv = values(y), gv = values(g);
+  std::vector<float> sum(6, 0.0f);
+  for (int k = 0; k < 24; ++k) {
+    float expect = x[size_t(k)] * w[size_t(k % 3)] + 1.0f;
+    EXPECT_EQ(yv[size_t(k)], expect) << "y element " << k;
+    sum[size_t(k % 6)] += 2.0f * expect;
+  }
+  for (int k = 0; k < 6; ++k)
+    EXPECT_EQ(gv[size_t(k)], sum[size_t(k)]) << "grad_sum element " << k;
+
+  // Another iteration with a new w: the outputs follow.
+  ASSERT_OK(s.setInput("w", f32({3}, {2.0f, 2.0f, 2.0f})));
+  ASSERT_OK(s.run(2));
+  EXPECT_EQ(s.stepsDone(), 3);
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[5], x[5] * 2.0f + 1.0f);
+}
+
+TEST(Session, InputsFromNpyInEveryForm) {
+  std::string dir = tmpDir("npy");
+  std::vector<float> x = xData(), w = {0.25f, 4.0f, -1.0f};
+  // The whole batch [M*2, 3], split along dim 0 into the microbatches.
+  writeNpy(dir + "/x.npy", f32({8, 3}, x));
+  writeNpy(dir + "/w.npy", f32({3}, w));
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  ASSERT_OK(s.setInputFromNpy("x", dir + "/x.npy"));
+  ASSERT_OK(s.setInputFromNpy("w", dir + "/w.npy"));
+  ASSERT_OK(s.step());
+  HostTensor y;
+  ASSERT_OK(s.output("y", y));
+  ASSERT_EQ(y.shape, (Shape{4, 2, 3}));
+  std::vector<float> yv = values(y);
+  for (int k = 0; k < 24; ++k)
+    EXPECT_EQ(yv[size_t(k)], x[size_t(k)] * w[size_t(k % 3)] + 1.0f);
+}
+
+TEST(Session, ADatasetGivesEveryStepItsSlice) {
+  RunOptions o = options(FAKE_MANIFEST);
+  o.iterations = 2; // the steps the session will run in all
+  Session s;
+  ASSERT_OK(s.load(o));
+  std::vector<float> x = xData(), data = x;
+  for (float v : x)
+    data.push_back(v * 3.0f); // step 2's slice
+  ASSERT_OK(s.setInput("x", f32({2, 4, 2, 3}, data)));
+  ASSERT_OK(s.setInput("w", f32({3}, {1.0f, 1.0f, 1.0f})));
+  ASSERT_OK(s.step());
+  HostTensor y;
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[1], x[1] + 1.0f);
+  ASSERT_OK(s.step());
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[1], x[1] * 3.0f + 1.0f);
+  // A third step has no data.
+  expectError(s.step(), 2,
+              "input 0 is a dataset of 2 step(s), but steps 3 "
+              "to 3 were asked for");
+  // A dataset of another length than the session's steps is refused.
+  expectError(s.setInput("x", f32({3, 4, 2, 3}, std::vector<float>(72))), 2,
+              "is a dataset of 3 step(s)");
+}
+
+TEST(Session, RandomInputsAreTheSeededOnes) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  s.setRandomInputs(true, 42);
+  ASSERT_OK(s.step());
+  const Manifest &m = s.manifest();
+  std::vector<float> x =
+      values(randomInput(*m.findInput(0), m.numMicrobatches, inputSeed(42, 0)));
+  std::vector<float> w =
+      values(randomInput(*m.findInput(1), m.numMicrobatches, inputSeed(42, 1)));
+  HostTensor y;
+  ASSERT_OK(s.output("y", y));
+  std::vector<float> yv = values(y);
+  ASSERT_EQ(yv.size(), 24u);
+  for (int k = 0; k < 24; ++k)
+    EXPECT_EQ(yv[size_t(k)], x[size_t(k)] * w[size_t(k % 3)] + 1.0f);
+}
+
+TEST(Session, InputErrorsNameTheProblem) {
+  Session s;
+  // Nothing loaded yet.
+  expectError(s.setInput("x", f32({3}, {1, 2, 3})), 2, "no build is loaded");
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  // Unknown name and index.
+  expectError(s.setInput("z", f32({3}, {1, 2, 3})), 2,
+              "has no input named 'z' (inputs: x, w)");
+  expectError(s.setInput(7, f32({3}, {1, 2, 3})), 2,
+              "lists no input with index 7");
+  // Wrong shape and dtype.
+  expectError(s.setInput("w", f32({4}, {1, 2, 3, 4})), 2,
+              "input 1 ('w'): input 1 must be f32[3] but the file is f32[4]");
+  HostTensor i64;
+  i64.dtype = DType::I64;
+  i64.shape = {3};
+  i64.data.resize(24);
+  expectError(s.setInput("w", i64), 2,
+              "has dtype i64 but the manifest says f32");
+  expectError(s.setInput("x", f32({2, 3}, std::vector<float>(6, 1.0f))), 2,
+              "is microbatched with per-microbatch shape f32[2x3] and 4 "
+              "microbatches, so the file must be f32[4x2x3] or f32[8x3]");
+  // Bad paths.
+  expectError(s.setInputFromNpy("x", "/nonexistent/x.npy"), 2,
+              "/nonexistent/x.npy");
+  expectError(s.setInputFromNpy("q", "/nonexistent/x.npy"), 2,
+              "has no input named 'q'");
+  // A missing input fails the run, not the process; the session stays
+  // usable.
+  ASSERT_OK(s.setInput("x", f32({4, 2, 3}, xData())));
+  expectError(s.step(), 2, "input 1 ('w') of f32[3] was not set");
+  HostTensor y;
+  expectError(s.output("y", y), 2, "no run has completed");
+  ASSERT_OK(s.setInput("w", f32({3}, {1, 1, 1})));
+  ASSERT_OK(s.step());
+  ASSERT_OK(s.output("y", y));
+  EXPECT_EQ(values(y)[0], xData()[0] + 1.0f);
+  // Unknown outputs, run(0).
+  expectError(s.output("nope", y), 2, "has no output named 'nope'");
+  expectError(s.output(9, y), 2, "lists no output with index 9");
+  expectError(s.run(0), 2, "at least 1");
+}
+
+TEST(Session, LoadErrors) {
+  {
+    Session s;
+    RunOptions o = options(FAKE_MANIFEST);
+    o.modelPath = "/nonexistent/model.so";
+    expectError(s.load(o), 2, "/nonexistent/model.so");
+    EXPECT_FALSE(s.loaded());
+    EXPECT_FALSE(s.usesMpi());
+  }
+  {
+    Session s;
+    expectError(s.load(options("/nonexistent/m.manifest.json")), 2,
+                "/nonexistent/m.manifest.json: cannot open manifest");
+  }
+  {
+    Session s;
+    RunOptions o = options(FAKE_MANIFEST);
+    o.comm = "tcp";
+    expectError(s.load(o), 2, "--comm must be loopback, mpi or nccl");
+  }
+  {
+    Session s;
+    ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+    expectError(s.load(options(FAKE_MANIFEST)), 2, "already loaded");
+  }
+}
+
+TEST(Session, OutputsAreNotKeptWhenNotCollected) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  s.setCollectOutputs(false);
+  s.setRandomInputs(true, 1);
+  ASSERT_OK(s.step());
+  HostTensor y;
+  expectError(s.output("y", y), 2, "did not collect them");
+}
+
+//===----------------------------------------------------------------------===//
+// Training with parameters (fake_ptrain / fake_pdp: y = x * w + b, loss =
+// mean(y^2), SGD with lr 0.1)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct Weights {
+  std::vector<float> w, b;
+  float loss = 0;
+};
+
+/// One SGD step of the fake model, computed here as the model and the
+/// runtime compute it: per-microbatch gradients in f32, their sum over the
+/// microbatches in f64, the mean, the update in f64, rounded to f32.
+Weights referenceStep(const std::vector<float> &x, const Weights &in) {
+  std::vector<double> gw(3, 0.0), gb(3, 0.0);
+  double loss = 0;
+  for (int mb = 0; mb < 4; ++mb) {
+    float y[6], l = 0, mw[3] = {0, 0, 0}, mbias[3] = {0, 0, 0};
+    for (int i = 0; i < 6; ++i) {
+      float xi = x[size_t(mb * 6 + i)];
+      y[i] = xi * in.w[size_t(i % 3)] + in.b[size_t(i % 3)];
+      l += y[i] * y[i] / 6.0f;
+    }
+    for (int i = 0; i < 6; ++i) {
+      float dy = 2.0f * y[i] / 6.0f;
+      mbias[i % 3] += dy;
+      mw[i % 3] += dy * x[size_t(mb * 6 + i)];
+    }
+    for (int j = 0; j < 3; ++j) {
+      gw[size_t(j)] += mw[j];
+      gb[size_t(j)] += mbias[j];
+    }
+    loss += l;
+  }
+  Weights out;
+  for (int j = 0; j < 3; ++j) {
+    out.w.push_back(float(double(in.w[size_t(j)]) - 0.1 * (gw[size_t(j)] / 4)));
+    out.b.push_back(float(double(in.b[size_t(j)]) - 0.1 * (gb[size_t(j)] / 4)));
+  }
+  out.loss = float(loss / 4);
+  return out;
+}
+
+void setTrainingInputs(Session &s, const Weights &start) {
+  ASSERT_OK(s.setInput("x", f32({4, 2, 3}, xData())));
+  ASSERT_OK(s.setInput("w", f32({3}, start.w)));
+  ASSERT_OK(s.setInput("b", f32({3}, start.b)));
+}
+
+Weights weightsOf(const Session &s) {
+  Weights r;
+  HostTensor w, b;
+  Status st = s.weight("w", w);
+  EXPECT_TRUE(st.ok()) << st.message();
+  st = s.weight("b", b);
+  EXPECT_TRUE(st.ok()) << st.message();
+  r.w = values(w);
+  r.b = values(b);
+  return r;
+}
+
+const Weights kStart = {{0.5f, -1.0f, 2.0f}, {0.1f, 0.2f, -0.3f}, 0};
+
+} // namespace
+
+TEST(SessionTraining, OneStepMatchesTheReferenceUpdate) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_PTRAIN_MANIFEST)));
+  setTrainingInputs(s, kStart);
+  HostTensor w;
+  expectError(s.weight("w", w), 2, "no weights yet");
+  ASSERT_OK(s.step());
+  Weights expect = referenceStep(xData(), kStart);
+  Weights got = weightsOf(s);
+  ASSERT_EQ(got.w.size(), 3u);
+  ASSERT_EQ(got.b.size(), 3u);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_FLOAT_EQ(got.w[size_t(j)], expect.w[size_t(j)]) << "w " << j;
+    EXPECT_FLOAT_EQ(got.b[size_t(j)], expect.b[size_t(j)]) << "b " << j;
+    // The step moved the weights.
+    EXPECT_NE(got.w[size_t(j)], kStart.w[size_t(j)]);
+  }
+  ASSERT_EQ(s.losses().size(), 1u);
+  EXPECT_NEAR(s.losses()[0], expect.loss, 1e-6 * std::fabs(expect.loss));
+  // Two more steps continue from the updated weights.
+  ASSERT_OK(s.run(2));
+  Weights e3 = referenceStep(xData(), referenceStep(xData(), expect));
+  Weights g3 = weightsOf(s);
+  for (int j = 0; j < 3; ++j)
+    EXPECT_FLOAT_EQ(g3.w[size_t(j)], e3.w[size_t(j)]);
+  ASSERT_EQ(s.losses().size(), 3u);
+  EXPECT_LT(s.losses()[2], s.losses()[0]); // gradient descent
+  EXPECT_EQ(s.stepsDone(), 3);
+}
+
+TEST(SessionTraining, StepByStepEqualsOneRunBitForBit) {
+  Session a, b;
+  ASSERT_OK(a.load(options(FAKE_PTRAIN_MANIFEST)));
+  ASSERT_OK(b.load(options(FAKE_PTRAIN_MANIFEST)));
+  setTrainingInputs(a, kStart);
+  setTrainingInputs(b, kStart);
+  ASSERT_OK(a.run(4));
+  for (int i = 0; i < 4; ++i)
+    ASSERT_OK(b.step());
+  Weights wa = weightsOf(a), wb = weightsOf(b);
+  EXPECT_EQ(wa.w, wb.w);
+  EXPECT_EQ(wa.b, wb.b);
+  EXPECT_EQ(a.losses(), b.losses());
+}
+
+TEST(SessionTraining, TwoRanksDataParallelMatchTheReference) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_PDP_MANIFEST)));
+  EXPECT_EQ(s.manifest().numRanks, 2);
+  setTrainingInputs(s, kStart);
+  ASSERT_OK(s.run(2));
+  Weights expect = referenceStep(xData(), referenceStep(xData(), kStart));
+  Weights got = weightsOf(s);
+  for (int j = 0; j < 3; ++j) {
+    EXPECT_FLOAT_EQ(got.w[size_t(j)], expect.w[size_t(j)]) << "w " << j;
+    EXPECT_FLOAT_EQ(got.b[size_t(j)], expect.b[size_t(j)]) << "b " << j;
+  }
+  ASSERT_EQ(s.losses().size(), 2u);
+}
+
+TEST(SessionTraining, CheckpointAndResumeContinueExactly) {
+  std::string dir = tmpDir("ck");
+  Session full;
+  ASSERT_OK(full.load(options(FAKE_PPIPE_MANIFEST)));
+  setTrainingInputs(full, kStart);
+  ASSERT_OK(full.run(3));
+
+  Session first;
+  ASSERT_OK(first.load(options(FAKE_PPIPE_MANIFEST)));
+  setTrainingInputs(first, kStart);
+  expectError(first.writeCheckpoint(dir + "/ck"), 2, "no weights to write");
+  ASSERT_OK(first.run(2));
+  ASSERT_OK(first.writeCheckpoint(dir + "/ck"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/ck/step-2/checkpoint.json"));
+  Checkpoint c = readCheckpoint(first.manifest(), dir + "/ck");
+  EXPECT_EQ(c.step, 2);
+  EXPECT_EQ(values(c.parameters.at(1).value), weightsOf(first).w);
+
+  Session resumed;
+  ASSERT_OK(resumed.load(options(FAKE_PPIPE_MANIFEST)));
+  ASSERT_OK(resumed.setInput("x", f32({4, 2, 3}, xData())));
+  // The parameters come from the checkpoint; their inputs need no data.
+  ASSERT_OK(resumed.setInput("w", f32({3}, {0, 0, 0})));
+  ASSERT_OK(resumed.setInput("b", f32({3}, {0, 0, 0})));
+  std::vector<std::string> notes;
+  ASSERT_OK(resumed.resume(dir + "/ck", &notes));
+  EXPECT_TRUE(notes.empty());
+  EXPECT_EQ(resumed.stepsDone(), 2);
+  EXPECT_EQ(weightsOf(resumed).w, weightsOf(first).w);
+  ASSERT_OK(resumed.step());
+  EXPECT_EQ(resumed.stepsDone(), 3);
+  EXPECT_EQ(weightsOf(resumed).w, weightsOf(full).w);
+  EXPECT_EQ(weightsOf(resumed).b, weightsOf(full).b);
+  EXPECT_EQ(resumed.losses(), full.losses());
+}
+
+TEST(SessionTraining, CheckpointErrors) {
+  std::string dir = tmpDir("ckerr");
+  Session inference;
+  ASSERT_OK(inference.load(options(FAKE_MANIFEST)));
+  expectError(inference.resume(dir), 2, "has no \"parameters\"");
+  expectError(inference.writeCheckpoint(dir), 2, "has no \"parameters\"");
+  HostTensor t;
+  expectError(inference.weight("w", t), 2, "is not a parameter");
+
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_PTRAIN_MANIFEST)));
+  expectError(s.resume(dir + "/none"), 2, dir + "/none");
+  // An empty directory holds no checkpoint.
+  expectError(s.resume(dir), 2, "no complete checkpoint in " + dir);
+  expectError(s.weight("x", t), 2, "is not a parameter");
+  expectError(s.weight("nope", t), 2, "has no input named 'nope'");
+}
+
+//===----------------------------------------------------------------------===//
+// ArgParser
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Parsed {
+  std::string out;
+  int n = 0;
+  bool quiet = false;
+  std::vector<std::string> positional;
+};
+
+void parse(std::vector<std::string> args, Parsed &p, bool rejectEmpty = true) {
+  ArgParser parser(rejectEmpty);
+  parser.value({"--out", "-o"},
+               [&](const std::string &, const std::string &v) { p.out = v; });
+  parser.value(
+      {"--n"},
+      [&](const std::string &, const std::string &v) { p.n = std::stoi(v); },
+      "--n wants a count");
+  parser.flag({"--quiet", "-q"}, [&](const std::string &) { p.quiet = true; });
+  args.insert(args.begin(), "tool");
+  std::vector<char *> argv;
+  for (std::string &a : args)
+    argv.push_back(a.data());
+  parser.parse(int(argv.size()), argv.data(),
+               [&](const std::string &a) { p.positional.push_back(a); });
+}
+
+std::string parseError(std::vector<std::string> args, bool rejectEmpty = true) {
+  Parsed p;
+  try {
+    parse(std::move(args), p, rejectEmpty);
+  } catch (const RuntimeError &e) {
+    return e.what();
+  }
+  return "";
+}
+} // namespace
+
+TEST(ArgParser, BothSpellingsAndPositionals) {
+  Parsed p;
+  parse({"a.so", "--out", "x", "--n=3", "-q", "b"}, p);
+  EXPECT_EQ(p.out, "x");
+  EXPECT_EQ(p.n, 3);
+  EXPECT_TRUE(p.quiet);
+  EXPECT_EQ(p.positional, (std::vector<std::string>{"a.so", "b"}));
+  Parsed q;
+  parse({"--out=a=b", "-o", "--n"}, q); // values may contain '=' or '-'
+  EXPECT_EQ(q.out, "--n");
+}
+
+TEST(ArgParser, ErrorsNameTheOption) {
+  EXPECT_EQ(parseError({"--bogus=1"}), "unknown option '--bogus'");
+  EXPECT_EQ(parseError({"-x"}), "unknown option '-x'");
+  EXPECT_EQ(parseError({"--out"}), "--out needs a value");
+  EXPECT_EQ(parseError({"--n"}), "--n wants a count");
+  EXPECT_EQ(parseError({"--quiet=yes"}), "--quiet takes no value");
+  EXPECT_EQ(parseError({"--out="}),
+            "--out needs a value, got an empty string (an unset shell "
+            "variable?)");
+  EXPECT_EQ(parseError({"--out", ""}, /*rejectEmpty=*/false), "");
+}
+
+//===----------------------------------------------------------------------===//
+// The communicator registry
+//===----------------------------------------------------------------------===//
+
+TEST(CommRegistry, OneRowPerCommunicator) {
+  const std::vector<CommunicatorKind> &kinds = communicatorKinds();
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_STREQ(kinds[0].name, "loopback");
+  EXPECT_EQ(communicatorNameList(), "loopback, mpi or nccl");
+  EXPECT_EQ(communicatorDescriptions(),
+            "loopback (default; ranks as threads) | mpi (one rank per "
+            "process under mpirun) | nccl (one rank per GPU)");
+  EXPECT_EQ(findCommunicatorKind("tcp"), nullptr);
+  ASSERT_NE(findCommunicatorKind("mpi"), nullptr);
+  EXPECT_EQ(findCommunicatorKind("mpi")->availability().empty(), haveMpi());
+  EXPECT_EQ(findCommunicatorKind("loopback")->availability(), "");
+  // The help text is built from the table.
+  EXPECT_NE(runUsage().find("loopback (default; ranks as threads) | mpi (one "
+                            "rank\n                         per process"),
+            std::string::npos)
+      << runUsage();
+}
+
+TEST(CommRegistry, FactoryOfARow) {
+  CommWorld w;
+  w.comm = "loopback";
+  Communicators c = createCommunicators(w, 3, {0, 1, 2}, 5.0);
+  EXPECT_EQ(c.name, "loopback");
+  ASSERT_EQ(c.comms.size(), 3u);
+  EXPECT_EQ(c.comms[2]->rank(), 2);
+  EXPECT_EQ(c.comms[0]->size(), 3);
+  w.comm = "tcp";
+  EXPECT_THROW(createCommunicators(w, 1, {0}, 5.0), RuntimeError);
+}
