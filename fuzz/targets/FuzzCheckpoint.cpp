@@ -1,6 +1,6 @@
 //===- FuzzCheckpoint.cpp - libFuzzer target: checkpoint directories ------===//
 //
-// pipeopt::rt::readCheckpoint (runtime/lib/Runner.cpp, declared in Runner.h)
+// pipeopt::rt::readCheckpoint (runtime/lib/Checkpoint.cpp, declared in Checkpoint.h)
 // reads what `pipeopt-run --resume DIR` trusts: DIR/latest, and in the step
 // directory it names checkpoint.json, optimizer.json, loss.npy and per
 // parameter weight_<i>.npy, momentum_<i>.npy, adam_m_<i>.npy, adam_v_<i>.npy.
