@@ -40,6 +40,16 @@ endfunction()
 #===----------------------------------------------------------------------===#
 set(PIPEOPT_INSTALL_CMAKE_DIR lib/cmake/pipeopt)
 
+# pipeopt_use_runtime_contract(<target>)
+# Lets <target> include the runtime headers of the compiler-runtime
+# contract (PipeoptRuntimeContract), also from its MLIR object library.
+function(pipeopt_use_runtime_contract name)
+  target_link_libraries(${name} PRIVATE PipeoptRuntimeContract)
+  if(TARGET obj.${name})
+    target_link_libraries(obj.${name} PRIVATE PipeoptRuntimeContract)
+  endif()
+endfunction()
+
 # pipeopt_install_library(<name>)
 # Installs library <name> into lib/ and adds it to the export set
 # pipeoptTargets (as pipeopt::<name>). The libraries are created with

@@ -5,7 +5,9 @@
 # suites), build tools, GoogleTest, Google Benchmark, OpenMPI and
 # nlohmann-json, and clang 16 with its libFuzzer/sanitizer runtime for the
 # fuzz targets (fuzz/, cmake/PipeoptFuzz.cmake; clang 14 cannot compile the
-# sources). Idempotent: does nothing when everything is present.
+# sources), and clang-format 14 (the version the format check pins,
+# scripts/check-format.sh). Idempotent: does nothing when everything is
+# present.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -14,7 +16,7 @@ PKGS=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
       cmake ninja-build g++ python3
       libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
       libopenmpi-dev openmpi-bin nlohmann-json3-dev
-      clang-16 libclang-rt-16-dev)
+      clang-16 libclang-rt-16-dev clang-format-14)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -8,7 +8,7 @@
 #include "OutputFiles.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
-#include "pipeopt/Codegen/Codegen.h"
+#include "pipeopt/Target/SharedObject.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/InitAll.h"
@@ -197,7 +197,7 @@ llvm::Error pipeopt::driver::checkOptions(CompileOptions &o) {
                      llvm::Twine(o.optLevel));
   // --mcpu is checked before any work: LLVM only warns about an unknown CPU
   // (once per subtarget it creates) and later dies with a fatal error.
-  if (auto tm = codegen::createHostTargetMachine({o.cpu, o.optLevel}); !tm)
+  if (auto tm = target::createHostTargetMachine({o.cpu, o.optLevel}); !tm)
     return tm.takeError();
 
   if (o.isGiven("o") && o.outputFile.empty())
@@ -669,12 +669,12 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
                         PendingManifest &manifest, StageTimer &timer) {
   std::string outStem = stemOf(o.outputFile);
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      codegen::createHostTargetMachine({o.cpu, o.optLevel});
+      target::createHostTargetMachine({o.cpu, o.optLevel});
   if (!tm)
     return tm.takeError();
   llvm::LLVMContext llvmContext;
   llvm::Expected<std::unique_ptr<llvm::Module>> optimized =
-      codegen::translateAndOptimize(module, llvmContext, **tm, o.optLevel,
+      target::translateAndOptimize(module, llvmContext, **tm, o.optLevel,
                                     llvm::sys::path::filename(outStem));
   if (!optimized)
     return optimized.takeError();
@@ -709,7 +709,7 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
     objPath = std::string(tmp);
     llvm::sys::RemoveFileOnSignal(objPath);
   }
-  if (llvm::Error e = codegen::emitObjectFile(*llvmModule, **tm, objPath)) {
+  if (llvm::Error e = target::emitObjectFile(*llvmModule, **tm, objPath)) {
     if (temporaryObject)
       llvm::sys::fs::remove(objPath);
     return e;
@@ -733,8 +733,8 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
                      "-Wl,--enable-new-dtags",
                      "-Wl,-rpath," PIPEOPT_RUNTIME_LIB_DIR,
                      "-Wl,-rpath," PIPEOPT_CUDA_LIB_DIR};
-  llvm::Error linked = codegen::linkSharedLibrary(
-      objPath, o.outputFile, o.cc, codegen::needsCRunnerUtils(*llvmModule),
+  llvm::Error linked = target::linkSharedLibrary(
+      objPath, o.outputFile, o.cc, target::needsCRunnerUtils(*llvmModule),
       extraLinkArgs);
   if (temporaryObject)
     llvm::sys::fs::remove(objPath);
@@ -743,7 +743,7 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
   // The manifest records the linked file (model_file). If that fails (a
   // full disk), the .so goes too: a failed build leaves neither.
   if (std::optional<std::string> pending = manifest.pendingPath())
-    if (llvm::Error e = codegen::recordModelFile(*pending, o.outputFile,
+    if (llvm::Error e = target::recordModelFile(*pending, o.outputFile,
                                                  o.manifestFile)) {
       llvm::sys::fs::remove(o.outputFile);
       return e;

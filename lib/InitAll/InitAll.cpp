@@ -6,6 +6,7 @@
 
 #include "pipeopt/InitAll.h"
 
+#include "pipeopt/Backend/Passes.h"
 #include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Pipelines/Pipelines.h"
@@ -68,5 +69,6 @@ void pipeopt::registerAllPasses() {
   test::registerTestConvertToF64Pass();
   test::registerTestCostModelPass();
   registerPipeoptConversionPasses();
+  registerPipeoptBackendPasses();
   registerPipeoptPipelines();
 }

@@ -17,6 +17,7 @@
 
 #include "pipeopt/JIT/JitModule.h"
 
+#include "pipeopt/Backend/Passes.h"
 #include "pipeopt/Conversion/Passes.h"
 
 #include "mlir/Conversion/ConvertToLLVM/ToLLVMPass.h"

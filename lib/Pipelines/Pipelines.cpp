@@ -7,6 +7,7 @@
 
 #include "pipeopt/Pipelines/Pipelines.h"
 
+#include "pipeopt/Backend/Passes.h"
 #include "pipeopt/Conversion/Passes.h"
 #include "pipeopt/Transforms/Passes.h"
 

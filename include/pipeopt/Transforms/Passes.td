@@ -3,7 +3,7 @@
 // Part of pipeopt. Passes are grouped by the step of the flow they implement
 // (docs/Design.md §2), in order: prepare, partition, schedule (which inserts
 // the communication), differentiate, verify, simulate; the lowering is in
-// Conversion/Passes.td. Flags are prefixed `pipe-`.
+// Conversion/Passes.td and Backend/Passes.td. Flags are prefixed `pipe-`.
 //
 //===----------------------------------------------------------------------===//
 

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -17,7 +17,7 @@
 
 namespace pipeopt {
 #define GEN_PASS_DEF_EXPANDMATHPASS
-#include "pipeopt/Conversion/Passes.h.inc"
+#include "pipeopt/Backend/Passes.h.inc"
 } // namespace pipeopt
 
 using namespace mlir;

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -18,7 +18,7 @@
 
 namespace pipeopt {
 #define GEN_PASS_DEF_DECOMPOSEPADSPASS
-#include "pipeopt/Conversion/Passes.h.inc"
+#include "pipeopt/Backend/Passes.h.inc"
 } // namespace pipeopt
 
 using namespace mlir;

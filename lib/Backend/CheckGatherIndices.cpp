@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Backend/Passes.h"
 #include "pipeopt/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -17,7 +17,7 @@
 
 namespace pipeopt {
 #define GEN_PASS_DEF_CHECKGATHERINDICESPASS
-#include "pipeopt/Conversion/Passes.h.inc"
+#include "pipeopt/Backend/Passes.h.inc"
 } // namespace pipeopt
 
 using namespace mlir;

@@ -1,10 +1,10 @@
-//===- Codegen.cpp - LLVM-dialect module to a shared library ---------------===//
+//===- SharedObject.cpp - LLVM-dialect module to a shared library -------===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Codegen/Codegen.h"
+#include "pipeopt/Target/SharedObject.h"
 #include "pipeopt/Support/FileOutput.h"
 #include "pipeopt/runtime/ManifestKeys.h"
 
@@ -46,7 +46,7 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
-codegen::createHostTargetMachine(const TargetOptions &options) {
+target::createHostTargetMachine(const TargetOptions &options) {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getProcessTriple());
@@ -86,7 +86,7 @@ codegen::createHostTargetMachine(const TargetOptions &options) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
-codegen::translateAndOptimize(mlir::ModuleOp module,
+target::translateAndOptimize(mlir::ModuleOp module,
                               llvm::LLVMContext &context,
                               llvm::TargetMachine &tm, unsigned optLevel,
                               llvm::StringRef name) {
@@ -105,7 +105,7 @@ codegen::translateAndOptimize(mlir::ModuleOp module,
   return std::move(llvmModule);
 }
 
-llvm::Error codegen::emitObjectFile(llvm::Module &module,
+llvm::Error target::emitObjectFile(llvm::Module &module,
                                     llvm::TargetMachine &tm,
                                     llvm::StringRef path) {
   std::error_code ec;
@@ -133,11 +133,11 @@ llvm::Error codegen::emitObjectFile(llvm::Module &module,
   return llvm::Error::success();
 }
 
-bool codegen::needsCRunnerUtils(const llvm::Module &module) {
+bool target::needsCRunnerUtils(const llvm::Module &module) {
   return module.getFunction("memrefCopy") != nullptr;
 }
 
-llvm::Error codegen::checkSharedLibrary(llvm::StringRef path) {
+llvm::Error target::checkSharedLibrary(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
@@ -192,7 +192,7 @@ llvm::Error codegen::checkSharedLibrary(llvm::StringRef path) {
   return llvm::Error::success();
 }
 
-llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
+llvm::Error target::linkSharedLibrary(llvm::StringRef objectPath,
                                        llvm::StringRef outputPath,
                                        llvm::StringRef cc,
                                        bool withCRunnerUtils,
@@ -296,7 +296,7 @@ llvm::Error codegen::linkSharedLibrary(llvm::StringRef objectPath,
   return llvm::Error::success();
 }
 
-llvm::Error codegen::recordModelFile(llvm::StringRef manifestPath,
+llvm::Error target::recordModelFile(llvm::StringRef manifestPath,
                                      llvm::StringRef soPath,
                                      llvm::StringRef manifestName) {
   if (manifestName.empty())

@@ -1,4 +1,4 @@
-//===- Codegen.h - LLVM-dialect module to a shared library -------*- C++ -*-===//
+//===- SharedObject.h - LLVM-dialect module to a shared library -*- C++ -*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -12,12 +12,12 @@
 /// pipeopt programs calls these in this order:
 ///
 /// \code
-///   auto tm = pipeopt::codegen::createHostTargetMachine({"native", 3});
-///   auto ir = pipeopt::codegen::translateAndOptimize(module, ctx, **tm, 3,
+///   auto tm = pipeopt::target::createHostTargetMachine({"native", 3});
+///   auto ir = pipeopt::target::translateAndOptimize(module, ctx, **tm, 3,
 ///                                                    "model");
-///   pipeopt::codegen::emitObjectFile(**ir, **tm, "model.o");
-///   pipeopt::codegen::linkSharedLibrary("model.o", "model.so", "cc",
-///       pipeopt::codegen::needsCRunnerUtils(**ir));
+///   pipeopt::target::emitObjectFile(**ir, **tm, "model.o");
+///   pipeopt::target::linkSharedLibrary("model.o", "model.so", "cc",
+///       pipeopt::target::needsCRunnerUtils(**ir));
 /// \endcode
 ///
 /// Every function reports failure as an llvm::Error whose message says what
@@ -25,8 +25,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef PIPEOPT_CODEGEN_CODEGEN_H
-#define PIPEOPT_CODEGEN_CODEGEN_H
+#ifndef PIPEOPT_TARGET_SHAREDOBJECT_H
+#define PIPEOPT_TARGET_SHAREDOBJECT_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringRef.h"
@@ -39,7 +39,7 @@
 #include <string>
 
 namespace pipeopt {
-namespace codegen {
+namespace target {
 
 /// The host target machine to generate code for.
 struct TargetOptions {
@@ -122,7 +122,7 @@ llvm::Error linkSharedLibrary(llvm::StringRef objectPath,
                               bool withCRunnerUtils,
                               llvm::ArrayRef<std::string> extraArgs = {});
 
-} // namespace codegen
+} // namespace target
 } // namespace pipeopt
 
-#endif // PIPEOPT_CODEGEN_CODEGEN_H
+#endif // PIPEOPT_TARGET_SHAREDOBJECT_H

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -15,7 +15,7 @@
 
 namespace pipeopt {
 #define GEN_PASS_DEF_CHECKGPUHOSTPASS
-#include "pipeopt/Conversion/Passes.h.inc"
+#include "pipeopt/Backend/Passes.h.inc"
 } // namespace pipeopt
 
 using namespace mlir;

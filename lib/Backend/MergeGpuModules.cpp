@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Conversion/Passes.h"
+#include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
@@ -20,7 +20,7 @@
 
 namespace pipeopt {
 #define GEN_PASS_DEF_MERGEGPUMODULESPASS
-#include "pipeopt/Conversion/Passes.h.inc"
+#include "pipeopt/Backend/Passes.h.inc"
 } // namespace pipeopt
 
 using namespace mlir;

@@ -1,0 +1,263 @@
+//===- Passes.td - pipeopt back-end passes -----------------*- tablegen -*-===//
+//
+// Part of pipeopt.
+//
+//===----------------------------------------------------------------------===//
+//
+// The back end's own passes, which pipeopt-lower-to-llvm and
+// pipeopt-lower-to-cuda (include/pipeopt/Pipelines/Pipelines.h) run between
+// convert-pipe-to-runtime and LLVM: rewrites of linalg and bufferized code
+// (fusion, pads, aliasing, math expansion), checks (gather indices, host
+// code of GPU builds) and GPU module plumbing. None of them converts between
+// dialects; the conversions are in include/pipeopt/Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef PIPEOPT_BACKEND_PASSES_TD
+#define PIPEOPT_BACKEND_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FuseElementwisePass
+    : Pass<"pipeopt-fuse-elementwise", "::mlir::ModuleOp"> {
+  let summary = "Fuse chains of element-wise linalg ops on tensors.";
+  let description = [{
+    Turns the element-wise named ops (`linalg.map`, `linalg.elementwise`,
+    `linalg.broadcast`, `linalg.transpose`) and batch-1 `batch_matmul`s into
+    `linalg.generic`, drops unit dimensions from the generics (upstream
+    fold-unit-extent-dims: TOSA gives every tensor a leading 1, and the
+    reshapes it puts between a transposed weight and its matmul then fold
+    away), and fuses
+    element-wise producers into their consumers with upstream linalg
+    element-wise fusion, so that a chain such as bias-add + GELU is one loop
+    nest over memory instead of one per op. A producer is fused only into its
+    single user, and into a contraction or a convolution only if it is a
+    pure transpose (its body yields its input, its input map is a
+    permutation): the contraction then reads the untransposed tensor through
+    a permuted map, which `convert-linalg-to-runtime-kernels` passes to the
+    BLAS kernel as a transposed operand, so the transpose is never
+    materialized (BERT transposes every weight matrix before its matmul).
+    Any other producer would make the contraction unrecognizable for the
+    library. Runs on tensors, before bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let statistics = [
+    Statistic<"numGeneralized", "num-generalized",
+              "Element-wise named ops turned into linalg.generic">,
+  ];
+}
+
+def DecomposePadsPass
+    : Pass<"pipeopt-decompose-pads", "::mlir::ModuleOp"> {
+  let summary = "Split tensor.pad into a fill and an insert_slice.";
+  let description = [{
+    Rewrites every `tensor.pad` (upstream `linalg::DecomposePadOpPattern`)
+    into a `tensor.empty` of the padded shape, a `linalg.fill` with the
+    padding value (`tensor.generate` for a padding value computed per
+    element) and a `tensor.insert_slice` of the unpadded tensor into it.
+    Then, where the unpadded tensor is the result of a linalg op whose init
+    is a `tensor.empty` used only there (or a `linalg.fill` of one, as a
+    max-pool's), and the fill's operands dominate that op, the fill moves
+    before it and the op (or its init's fill) writes into a
+    `tensor.extract_slice` of the fill at the insert_slice's position. After
+    one-shot bufferization the producer of a convolution's input (TOSA pads
+    every `conv2d` and `max_pool2d` input) writes straight into the interior
+    of the padded buffer, instead of into a buffer of its own that
+    `tensor.pad`'s bufferization copies into the padded one with a strided
+    `memref.copy` (an element-by-element `memrefCopy` call: 13% of
+    ResNet-18's time before this pass). That is the rewrite upstream
+    `eliminate-empty-tensors` does in general, which corrupted the heap on
+    a generated training module here. Runs on tensors, before
+    bufferization; it folds nothing, so the canonicalizer cannot put the
+    pad back together first.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def CopyAliasedResultsPass
+    : Pass<"pipeopt-copy-aliased-results", "::mlir::ModuleOp"> {
+  let summary = "Give every function result its own tensor before bufferization.";
+  let description = [{
+    `buffer-results-to-out-params` (which makes stage functions
+    destination-passing) crashes on a function that returns one of its
+    arguments or the same tensor twice (upstream MLIR 22). Generated
+    backward functions do both once canonicalization has folded them (the
+    gradient of `x * 1` is the incoming gradient itself; one value is the
+    gradient of two inputs). This pass copies such results
+    (`linalg.copy` into a fresh `tensor.empty`) in every function with a
+    body except the entry points, so each returned buffer is allocated by
+    its function. Runs right before `one-shot-bufferize`, after the last
+    canonicalization, which would fold the copies away.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
+def ExpandMathPass : Pass<"pipeopt-expand-math", "::mlir::ModuleOp"> {
+  let summary = "Lower math functions that have no LLVM intrinsic.";
+  let description = [{
+    `math.erf` and `math.erfc` (GELU in BERT and torch-mlir exports) have no
+    LLVM lowering. On f32 they become upstream MLIR's polynomial
+    approximations (vectorizable, absolute error below 1e-6 on erf); on
+    other float types they become calls of the C library's `erf` / `erfc`
+    (`-lm` is linked into every model). With `approximate-all`, every f32
+    math function upstream approximates (exp, log, tanh, ...) is
+    approximated too, instead of calling libm through LLVM intrinsics.
+  }];
+  let options = [
+    Option<"approximateAll", "approximate-all", "bool", /*default=*/"false",
+           "Also approximate exp, log, tanh, ... on f32 (faster, "
+           "vectorizable, a few ulp less accurate than libm)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::math::MathDialect", "::mlir::vector::VectorDialect",
+  ];
+}
+
+def CheckGatherIndicesPass
+    : Pass<"pipeopt-check-gather-indices", "::mlir::ModuleOp"> {
+  let summary = "Guard data-dependent tensor.extract indices at run time.";
+  let description = [{
+    A gather (an embedding lookup from torch-mlir, a lowered `tosa.gather`)
+    is a `tensor.extract` whose index was computed from data, i.e. comes from
+    `arith.index_cast` / `arith.index_castui` of an integer. Each such index
+    is compared with the extent of the dimension it indexes; when it is
+    negative or too large, `pipeopt_rt_index_error(index, size, dim)` is
+    called (the run fails with an error naming rank, stage, microbatch and
+    the bad index) and a clamped index is read instead, so that no memory
+    outside the tensor is touched. Indices derived only from loop indices
+    are in range by construction and are not checked.
+
+    With `target=cuda` the gather runs inside a GPU kernel, which cannot
+    call the host runtime: the index is clamped the same way, but not
+    reported (a bad index reads the nearest element of the dimension
+    instead of failing the run). An unknown `target` is an error at the
+    module.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "cpu: report and clamp bad indices; cuda: clamp only (device "
+           "code has no runtime to report to)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numChecks", "num-checks", "Gather indices guarded">,
+  ];
+}
+
+def BuffersToGpuPass : Pass<"pipeopt-buffers-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "Put every buffer of a --target=cuda build in device memory.";
+  let description = [{
+    Runs on bufferized code after buffer deallocation and
+    `convert-linalg-to-runtime-kernels{target=cuda}`, before the linalg ops
+    are lowered to parallel loops and GPU kernels (pipeopt-lower-to-cuda).
+    It implements the memory model of a cuda build: every memref the
+    generated code allocates is device memory.
+
+    * `memref.alloc` -> `gpu.alloc` (same type, dynamic sizes and symbols;
+      the alignment is dropped: device allocations are 256-byte aligned);
+      `memref.dealloc` -> `gpu.dealloc`.
+    * `memref.alloca` directly in an allocation scope (a function body, a
+      `memref.alloca_scope`) -> `gpu.alloc` plus a `gpu.dealloc` before the
+      scope's terminator. An alloca nested deeper is an error at the op.
+    * `memref.copy` between identity-layout memrefs of one shape ->
+      `gpu.memcpy` (one contiguous device-to-device copy); any other copy
+      (strided views) -> `linalg.copy`, which becomes a copy kernel.
+    * `memref.get_global` (the constants of the model: bufferized
+      `arith.constant` tensors, which stay host globals) -> one device copy
+      per global and function, made at the top of the function
+      (`gpu.alloc` + `gpu.memcpy` from the host global) and freed before
+      every `func.return`. A global of dynamic shape or non-identity
+      layout is an error at the op.
+    * A linalg op on buffers without a parallel loop dimension (a reduction
+      to a scalar, a 0-d op) outside any `scf.parallel` is wrapped in a
+      one-iteration `scf.parallel`, so that it becomes a one-thread kernel
+      instead of a host loop over device memory.
+    * An outermost host `scf.for` nest without results whose body is only
+      scalar code over buffers (scf loops and branches, arith / math /
+      affine / index ops, `memref.load` / `store`): the gradient of a
+      gather, a scatter-add whose iterations may update one element, is
+      wrapped the same way, so it runs as a one-thread kernel that keeps the
+      order of its iterations. A loop that holds anything else (a linalg
+      op, a call) stays on the host.
+
+    Ops inside `gpu.module`s and nested modules are left alone.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+  let statistics = [
+    Statistic<"numAllocs", "num-allocs", "Allocations moved to the device">,
+    Statistic<"numMemcpys", "num-memcpys", "Copies made gpu.memcpy">,
+    Statistic<"numCopyKernels", "num-copy-kernels",
+              "Strided copies made linalg.copy kernels">,
+    Statistic<"numSerialKernels", "num-serial-kernels",
+              "Linalg ops without parallel dimensions made one-thread "
+              "kernels">,
+  ];
+}
+
+def CheckGpuHostPass : Pass<"pipeopt-check-gpu-host", "::mlir::ModuleOp"> {
+  let summary = "Reject host code of a --target=cuda build that the host "
+                "cannot run.";
+  let description = [{
+    Runs after `gpu-kernel-outlining` in pipeopt-lower-to-cuda. In a cuda
+    build every buffer is device memory (pipeopt-buffers-to-gpu), so the
+    host side of the program (entry points, stage functions outside their
+    kernels) may only allocate and free (`gpu.alloc` / `gpu.dealloc`),
+    copy (`gpu.memcpy`), launch kernels (`gpu.launch_func`), call the
+    functions of the model and the runtime ABI (`pipeopt_rt_*`, including
+    the device kernels `pipeopt_rt_gpu_*`), and compute on scalars. The
+    `gpu.*` ops become the `mgpu*` calls of libpipeopt_rt_cuda.so.
+
+    Errors, at the op, each saying that --target=cuda cannot run it on the
+    host: a `memref.load` / `store` / atomic or a `vector` load, store or
+    transfer on a memref that is not a host global (the typical case is
+    data-dependent host control flow: an `scf.if` or `scf.while` whose
+    condition is read from a tensor); a `func.call` of an external function
+    that is not in the runtime ABI (e.g. a libm function outside a kernel);
+    a `memref.alloc` / `alloca` / `copy` / `dealloc` or `gpu.launch` left
+    (pipeopt-buffers-to-gpu or gpu-kernel-outlining did not run). Every
+    such op is reported, then the pass fails.
+  }];
+}
+
+def MergeGpuModulesPass
+    : Pass<"pipeopt-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "Move every kernel of a module into one gpu.module.";
+  let description = [{
+    Runs after `gpu-kernel-outlining` in pipeopt-lower-to-cuda, before
+    `nvvm-attach-target`. The outliner makes one `gpu.module` per kernel,
+    and `gpu-module-to-binary` runs the toolkit's `ptxas` and `fatbinary`
+    once per module: for a real model, hundreds of processes (1,262 for the
+    BERT-base training step, 50 s of its 100 s compile). This pass creates
+    one `gpu.module` (named by `module-name`, renamed if that symbol is
+    taken) where the first kernel module was, moves every symbol of every
+    top-level `gpu.module` into it (a kernel whose name is taken is renamed)
+    and points each `gpu.launch_func` at its kernel's new place. The build
+    then holds one fatbin, `<module-name>_binary`, which the runtime loads
+    once per device.
+
+    A `gpu.module` that already has targets or an offloading handler is an
+    error at that module (it was serialized for its own target). With fewer
+    than two kernel modules the pass does nothing.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string",
+           /*default=*/"\"pipeopt_kernels\"",
+           "Name of the merged gpu.module">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+  let statistics = [
+    Statistic<"numMerged", "num-merged", "Kernel modules merged">,
+  ];
+}
+
+#endif // PIPEOPT_BACKEND_PASSES_TD
