@@ -45,8 +45,12 @@ set(PIPEOPT_INSTALL_CMAKE_DIR lib/cmake/pipeopt)
 # contract (PipeoptRuntimeContract), also from its MLIR object library.
 function(pipeopt_use_runtime_contract name)
   target_link_libraries(${name} PRIVATE PipeoptRuntimeContract)
+  # The object library compiles the sources; MLIR links it with the plain
+  # target_link_libraries signature, so it takes the contract's include
+  # directory directly.
   if(TARGET obj.${name})
-    target_link_libraries(obj.${name} PRIVATE PipeoptRuntimeContract)
+    target_include_directories(obj.${name} PRIVATE
+      $<TARGET_PROPERTY:PipeoptRuntimeContract,INTERFACE_INCLUDE_DIRECTORIES>)
   endif()
 endfunction()
 

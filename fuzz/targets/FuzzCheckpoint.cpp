@@ -1,9 +1,10 @@
 //===- FuzzCheckpoint.cpp - libFuzzer target: checkpoint directories ------===//
 //
-// pipeopt::rt::readCheckpoint (runtime/lib/Checkpoint.cpp, declared in Checkpoint.h)
-// reads what `pipeopt-run --resume DIR` trusts: DIR/latest, and in the step
-// directory it names checkpoint.json, optimizer.json, loss.npy and per
-// parameter weight_<i>.npy, momentum_<i>.npy, adam_m_<i>.npy, adam_v_<i>.npy.
+// pipeopt::rt::readCheckpoint (runtime/lib/Checkpoint.cpp, declared in
+// Checkpoint.h) reads what `pipeopt-run --resume DIR` trusts: DIR/latest, and
+// in the step directory it names checkpoint.json, optimizer.json, loss.npy and
+// per parameter weight_<i>.npy, momentum_<i>.npy, adam_m_<i>.npy,
+// adam_v_<i>.npy.
 //
 // Input layout: byte 0 picks the manifest (sgd, momentum or adamw; two
 // parameters, f32[3,2] and f32[2]); the rest is split at "\n@@\n" into the

@@ -1,4 +1,5 @@
-//===- InitAll.h - register pipeopt dialects and passes -----------*- C++ -*-===//
+//===- InitAll.h - register pipeopt dialects and passes -----------*- C++
+//-*-===//
 //
 // Part of pipeopt. One place that knows every dialect pipeopt parses and
 // every pass and pipeline it provides; tools and embedders call these.

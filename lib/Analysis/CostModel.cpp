@@ -11,9 +11,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Analysis/CostModel.h"
-#include "pipeopt/Support/Plural.h"
 #include "OpRules.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -146,8 +146,8 @@ OpCost cost::estimateOp(Operation *op, const machine::Device &device,
   rules::OpRule rule = rules::describeOp(op);
 
   // Layout ops on parameters are folded into their consumer.
-  if (options.foldParameterLayout && rule.layout &&
-      op->getNumOperands() > 0 && op->getNumResults() == 1) {
+  if (options.foldParameterLayout && rule.layout && op->getNumOperands() > 0 &&
+      op->getNumResults() == 1) {
     Value src = op->getOperand(0);
     if (tracesToParameterSource(src)) {
       c.kind = OpKind::View;
@@ -211,8 +211,9 @@ OpCost cost::estimateOp(Operation *op, const machine::Device &device,
     // Packing the operands comes on top of the compute (CostModel.h).
     if (matrix && device.contractionOperandBytesPerSecond > 0) {
       double peak = device.peakFlops(c.typeKey, true);
-      t = std::max(t, (peak > 0 ? c.flops / peak : 0) +
-                          c.bytesRead / device.contractionOperandBytesPerSecond);
+      t = std::max(t,
+                   (peak > 0 ? c.flops / peak : 0) +
+                       c.bytesRead / device.contractionOperandBytesPerSecond);
     }
     c.forwardSeconds = t + (launches ? device.opOverheadSeconds : 0);
   }
@@ -235,8 +236,7 @@ OpCost cost::estimateOp(Operation *op, const machine::Device &device,
   // B and W FLOPs in the ratio of the times (the rule's B = F means the
   // same FLOPs as F).
   if (c.forwardSeconds > 0) {
-    c.backwardInputFlops =
-        c.flops * c.backwardInputSeconds / c.forwardSeconds;
+    c.backwardInputFlops = c.flops * c.backwardInputSeconds / c.forwardSeconds;
     c.backwardWeightFlops =
         c.flops * c.backwardWeightSeconds / c.forwardSeconds;
   }
@@ -341,7 +341,8 @@ llvm::Error cost::applyProfile(CostAnalysis &analysis, Block &body,
   if (!profile.stages.empty()) {
     std::map<int, std::vector<Operation *>> byStage;
     for (Operation *op : ops)
-      if (auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+      if (auto attr = op->getAttrOfType<IntegerAttr>(
+              pipe::PipeDialect::StageAttrHelper::getNameStr()))
         byStage[attr.getInt()].push_back(op);
     if (byStage.empty())
       return llvm::createStringError(

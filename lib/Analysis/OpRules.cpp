@@ -1,4 +1,5 @@
-//===- OpRules.cpp - The cost model's table of op kinds ----------*- C++ -*-===//
+//===- OpRules.cpp - The cost model's table of op kinds ----------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -179,8 +180,7 @@ static OpRule describeLinalg(linalg::LinalgOp op) {
   if (contraction) {
     r.weights = WeightOperands::Listed;
     if (op.getNumDpsInputs() >= 2)
-      r.weightOperands.push_back(
-          op.getDpsInputOperand(1)->getOperandNumber());
+      r.weightOperands.push_back(op.getDpsInputOperand(1)->getOperandNumber());
   } else {
     r.weights = WeightOperands::VectorArguments;
     r.numCandidates = op.getNumDpsInputs();
@@ -256,7 +256,8 @@ OpRule rules::describeOp(Operation *op) {
                     rankedTensorOperandBytes(op), outBytes);
       })
       .Case<tosa::DepthwiseConv2DOp>([&](tosa::DepthwiseConv2DOp) {
-        // weight [KH, KW, C, M], out [N, OH, OW, C*M]: 2 * out * KH * KW + bias.
+        // weight [KH, KW, C, M], out [N, OH, OW, C*M]: 2 * out * KH * KW +
+        // bias.
         listed({1, 2});
         return make(OpKind::Contraction,
                     2 * out * dim(op, 1, 0) * dim(op, 1, 1) + out,
@@ -282,8 +283,7 @@ OpRule rules::describeOp(Operation *op) {
       .Case<tosa::ReduceAllOp, tosa::ReduceAnyOp, tosa::ReduceMaxOp,
             tosa::ReduceMinOp, tosa::ReduceProductOp, tosa::ReduceSumOp,
             tosa::ArgMaxOp>([&](Operation *) {
-        return make(OpKind::Reduction,
-                    numElements(op->getOperand(0).getType()),
+        return make(OpKind::Reduction, numElements(op->getOperand(0).getType()),
                     typeBytes(op->getOperand(0).getType()), outBytes);
       })
       .Case<tosa::GatherOp>([&](tosa::GatherOp) {
@@ -306,16 +306,15 @@ OpRule rules::describeOp(Operation *op) {
       })
       .Case<tosa::ResizeOp>([&](tosa::ResizeOp) {
         // Bilinear: a weighted sum of 4 neighbours per output element.
-        return make(OpKind::DataMovement, 4 * out,
-                    rankedTensorOperandBytes(op), outBytes);
+        return make(OpKind::DataMovement, 4 * out, rankedTensorOperandBytes(op),
+                    outBytes);
       })
       // --- tensor ---
       .Case<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp,
             tensor::ReshapeOp, tensor::BitcastOp, tensor::DimOp,
             tensor::RankOp>(view)
-      .Case<tensor::SplatOp, tensor::FromElementsOp>([&](Operation *) {
-        return make(OpKind::Fill, 0, 0, outBytes);
-      })
+      .Case<tensor::SplatOp, tensor::FromElementsOp>(
+          [&](Operation *) { return make(OpKind::Fill, 0, 0, outBytes); })
       .Case<tensor::GenerateOp>([&](tensor::GenerateOp) {
         double flops = 0;
         for (Region &region : op->getRegions())

@@ -1,4 +1,5 @@
-//===- OpRules.h - The cost model's table of op kinds ------------*- C++ -*-===//
+//===- OpRules.h - The cost model's table of op kinds ------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //

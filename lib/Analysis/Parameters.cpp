@@ -1,4 +1,5 @@
-//===- Parameters.cpp - Which values are model parameters --------*- C++ -*-===//
+//===- Parameters.cpp - Which values are model parameters --------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //

@@ -1,4 +1,5 @@
-//===- Autodiff.cpp - reverse-mode AD of linalg-on-tensors functions -*- C++ -*-===//
+//===- Autodiff.cpp - reverse-mode AD of linalg-on-tensors functions -*- C++
+//-*-===//
 //
 // Part of pipeopt. See Autodiff.h for what is generated and supported.
 //
@@ -79,16 +80,15 @@ int64_t bytesOf(Type t) {
   auto shaped = dyn_cast<ShapedType>(t);
   if (!shaped || !shaped.hasStaticShape())
     return 0;
-  return shaped.getNumElements() *
-         ((shaped.getElementTypeBitWidth() + 7) / 8);
+  return shaped.getNumElements() * ((shaped.getElementTypeBitWidth() + 7) / 8);
 }
 
 Value zerosLike(OpBuilder &b, Location loc, Type t) {
   if (auto rt = dyn_cast<RankedTensorType>(t)) {
     Value empty =
         tensor::EmptyOp::create(b, loc, rt.getShape(), rt.getElementType());
-    Value zero = arith::ConstantOp::create(
-        b, loc, rt.getElementType(), b.getZeroAttr(rt.getElementType()));
+    Value zero = arith::ConstantOp::create(b, loc, rt.getElementType(),
+                                           b.getZeroAttr(rt.getElementType()));
     return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
   }
   return arith::ConstantOp::create(b, loc, t, b.getZeroAttr(t));
@@ -109,8 +109,8 @@ Value addValues(OpBuilder &b, Location loc, Value x, Value y) {
              SmallVector<AffineMap>{id, id, id}, its,
              [](OpBuilder &nb, Location l, ValueRange args) {
                linalg::YieldOp::create(
-                   nb, l, ValueRange{arith::AddFOp::create(nb, l, args[0],
-                                                           args[1])});
+                   nb, l,
+                   ValueRange{arith::AddFOp::create(nb, l, args[0], args[1])});
              })
       .getResult(0);
 }
@@ -202,9 +202,9 @@ linalg::GenericOp pruneInputs(OpBuilder &b, linalg::GenericOp g) {
     return g;
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(g);
-  auto pruned = linalg::GenericOp::create(
-      b, g.getLoc(), g->getResultTypes(), ins, g.getDpsInits(), maps,
-      g.getIteratorTypesArray());
+  auto pruned = linalg::GenericOp::create(b, g.getLoc(), g->getResultTypes(),
+                                          ins, g.getDpsInits(), maps,
+                                          g.getIteratorTypesArray());
   pruned.getRegion().takeBody(g.getRegion());
   for (unsigned i : llvm::reverse(drop))
     pruned.getBlock()->eraseArgument(i);
@@ -219,9 +219,9 @@ llvm::DenseSet<Value> activeIn(ArrayRef<Operation *> ops,
                                ArrayRef<Value> roots) {
   llvm::DenseSet<Value> active(roots.begin(), roots.end());
   for (Operation *op : ops)
-    for (auto [r, a] : llvm::zip(op->getResults(), resultActivity(op, [&](Value v) {
-                                   return active.contains(v);
-                                 })))
+    for (auto [r, a] : llvm::zip(
+             op->getResults(),
+             resultActivity(op, [&](Value v) { return active.contains(v); })))
       if (a)
         active.insert(r);
   return active;
@@ -306,8 +306,8 @@ public:
 private:
   void add(Value v, Value g) {
     Value &slot = adj[v];
-    slot = slot ? arith::AddFOp::create(nb, g.getLoc(), slot, g).getResult()
-                : g;
+    slot =
+        slot ? arith::AddFOp::create(nb, g.getLoc(), slot, g).getResult() : g;
   }
 
   OpBuilder &nb;
@@ -366,7 +366,8 @@ public:
     }
     for (unsigned i : wrt) {
       Value g = adj.lookup(args[i]);
-      grads.push_back(g ? g : zerosLike(b, args[i].getLoc(), args[i].getType()));
+      grads.push_back(g ? g
+                        : zerosLike(b, args[i].getLoc(), args[i].getType()));
     }
     return success();
   }
@@ -403,9 +404,9 @@ private:
       return linalgAdjoint(l);
     if (auto e = dyn_cast<tensor::ExpandShapeOp>(op)) {
       addAdjoint(e.getSrc(),
-                 tensor::CollapseShapeOp::create(
-                     b, loc, e.getSrcType(), adj[e.getResult()],
-                     e.getReassociationIndices()),
+                 tensor::CollapseShapeOp::create(b, loc, e.getSrcType(),
+                                                 adj[e.getResult()],
+                                                 e.getReassociationIndices()),
                  loc);
       return success();
     }
@@ -437,8 +438,8 @@ private:
         Value zero = zerosLike(b, loc, s.getSourceType());
         addAdjoint(s.getDest(),
                    tensor::InsertSliceOp::create(
-                       b, loc, zero, g, s.getMixedOffsets(),
-                       s.getMixedSizes(), s.getMixedStrides()),
+                       b, loc, zero, g, s.getMixedOffsets(), s.getMixedSizes(),
+                       s.getMixedStrides()),
                    loc);
       }
       return success();
@@ -461,9 +462,8 @@ private:
         strides.push_back(b.getIndexAttr(1));
       }
       addAdjoint(p.getSource(),
-                 tensor::ExtractSliceOp::create(b, loc, src,
-                                                adj[p.getResult()], offsets,
-                                                sizes, strides),
+                 tensor::ExtractSliceOp::create(b, loc, src, adj[p.getResult()],
+                                                offsets, sizes, strides),
                  loc);
       return success();
     }
@@ -505,7 +505,8 @@ private:
                  loc);
       return success();
     }
-    if (op->getNumResults() == 1 && isa<FloatType>(op->getResult(0).getType()) &&
+    if (op->getNumResults() == 1 &&
+        isa<FloatType>(op->getResult(0).getType()) &&
         op->getNumRegions() == 0) {
       if (hasNoGradient(op))
         return success();
@@ -690,21 +691,20 @@ private:
         tensor::EmptyOp::create(b, loc, rt.getShape(), rt.getElementType());
     SmallVector<utils::IteratorType> its(rt.getRank(),
                                          utils::IteratorType::parallel);
-    Value r = linalg::GenericOp::create(
-                  b, loc, TypeRange{rt}, ValueRange{init, y, dy},
-                  ValueRange{empty}, SmallVector<AffineMap>(4, id), its,
-                  [](OpBuilder &nb, Location l, ValueRange a) {
-                    Value eq = arith::CmpFOp::create(
-                        nb, l, arith::CmpFPredicate::OEQ, a[0], a[1]);
-                    Value zero = arith::ConstantOp::create(
-                        nb, l, a[2].getType(),
-                        nb.getZeroAttr(a[2].getType()));
-                    linalg::YieldOp::create(
-                        nb, l,
-                        ValueRange{
-                            arith::SelectOp::create(nb, l, eq, a[2], zero)});
-                  })
-                  .getResult(0);
+    Value r =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{rt}, ValueRange{init, y, dy}, ValueRange{empty},
+            SmallVector<AffineMap>(4, id), its,
+            [](OpBuilder &nb, Location l, ValueRange a) {
+              Value eq = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ,
+                                               a[0], a[1]);
+              Value zero = arith::ConstantOp::create(
+                  nb, l, a[2].getType(), nb.getZeroAttr(a[2].getType()));
+              linalg::YieldOp::create(
+                  nb, l,
+                  ValueRange{arith::SelectOp::create(nb, l, eq, a[2], zero)});
+            })
+            .getResult(0);
     addAdjoint(init, r, loc);
   }
 
@@ -726,11 +726,9 @@ private:
       case Combine::Min: {
         // The gradient goes to every element equal to the extremum.
         Value eq = arith::CmpFOp::create(nb, loc, arith::CmpFPredicate::OEQ,
-                                         rev.cloneOf(s.bodyValue),
-                                         y(s.result));
-        Value zero =
-            arith::ConstantOp::create(nb, loc, g.getType(),
-                                      nb.getZeroAttr(g.getType()));
+                                         rev.cloneOf(s.bodyValue), y(s.result));
+        Value zero = arith::ConstantOp::create(nb, loc, g.getType(),
+                                               nb.getZeroAttr(g.getType()));
         g = arith::SelectOp::create(nb, loc, eq, g, zero);
         break;
       }
@@ -827,8 +825,8 @@ private:
     // d(x + y)/dx: the adjoint is the result's gradient itself, not a copy.
     Block *pb = pruned.getBlock();
     if (allParallel && pruned.getNumDpsInputs() == 1 &&
-        pruned.getIndexingMapsArray()[0] == outMap &&
-        outMap.isPermutation() && outMap.isIdentity() &&
+        pruned.getIndexingMapsArray()[0] == outMap && outMap.isPermutation() &&
+        outMap.isIdentity() &&
         pruned.getDpsInputOperand(0)->get().getType() == x.getType() &&
         pb->getOperations().size() == 1 &&
         pb->getTerminator()->getOperand(0) == pb->getArgument(0)) {
@@ -1007,9 +1005,9 @@ func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
 void setReturn(func::FuncOp fn, ValueRange values) {
   Operation *ret = fn.getBody().front().getTerminator();
   ret->setOperands(values);
-  fn.setFunctionType(FunctionType::get(
-      fn.getContext(), fn.getBody().front().getArgumentTypes(),
-      ValueRange(values).getTypes()));
+  fn.setFunctionType(FunctionType::get(fn.getContext(),
+                                       fn.getBody().front().getArgumentTypes(),
+                                       ValueRange(values).getTypes()));
 }
 
 /// Cheap to recompute: no reduction loops, no contraction.
@@ -1087,7 +1085,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
                             "differentiate";
   // Zeros and slices of the adjoints need static shapes.
   for (BlockArgument a : body.getArguments())
-    if (auto t = dyn_cast<RankedTensorType>(a.getType()); t && !t.hasStaticShape())
+    if (auto t = dyn_cast<RankedTensorType>(a.getType());
+        t && !t.hasStaticShape())
       return f.emitError() << kPrefix << "argument " << a.getArgNumber()
                            << " has the dynamic shape " << t
                            << "; only static shapes are differentiated";
@@ -1095,8 +1094,9 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     for (Value r : op->getResults())
       if (auto t = dyn_cast<RankedTensorType>(r.getType());
           t && !t.hasStaticShape()) {
-        op->emitError() << kPrefix << "this op's result has the dynamic "
-                                      "shape "
+        op->emitError() << kPrefix
+                        << "this op's result has the dynamic "
+                           "shape "
                         << t << "; only static shapes are differentiated";
         return WalkResult::interrupt();
       }
@@ -1134,9 +1134,9 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
     wrtTypes.push_back(type.getInput(i));
 
   // --- B+W with the whole forward recomputed --------------------------------
-  func::FuncOp bwd = newFunction(
-      f, prefix + "_bwd",
-      FunctionType::get(f.getContext(), bwdInputs, wrtTypes));
+  func::FuncOp bwd =
+      newFunction(f, prefix + "_bwd",
+                  FunctionType::get(f.getContext(), bwdInputs, wrtTypes));
   Block &bb = bwd.getBody().front();
   OpBuilder b = OpBuilder::atBlockEnd(&bb);
   Differentiator d(b);
@@ -1145,8 +1145,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   for (auto [k, r] : llvm::enumerate(grad.seeded))
     seeds[r] = bb.getArgument(numArgs + k);
   SmallVector<Value> results, grads;
-  if (failed(d.run(f, bb.getArguments().take_front(numArgs), seeds,
-                   options.wrt, results, grads))) {
+  if (failed(d.run(f, bb.getArguments().take_front(numArgs), seeds, options.wrt,
+                   results, grads))) {
     bwd.erase();
     return failure();
   }
@@ -1225,8 +1225,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   auto fwd = cast<func::FuncOp>(f->clone(fm));
   fwd.setSymName(prefix + "_fwd");
   f->getBlock()->getOperations().insert(Block::iterator(bwd), fwd);
-  SmallVector<Value> fwdResults(fwd.getBody().front().getTerminator()
-                                    ->getOperands());
+  SmallVector<Value> fwdResults(
+      fwd.getBody().front().getTerminator()->getOperands());
   for (Value v : savedInF)
     fwdResults.push_back(fm.lookup(v));
   setReturn(fwd, fwdResults);
@@ -1279,8 +1279,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
   for (Value v : wRoots)
     maybeStash(v);
   auto insertAfter = [&](func::FuncOp after, func::FuncOp fn) {
-    after->getBlock()->getOperations().insert(
-        std::next(Block::iterator(after)), fn);
+    after->getBlock()->getOperations().insert(std::next(Block::iterator(after)),
+                                              fn);
   };
   SmallVector<Value> bResults(bRoots);
   bResults.append(stash.begin(), stash.end());
@@ -1290,8 +1290,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
       removable.insert(&op);
   grad.b = cloneSlice(bwd, prefix + "_b", bResults, {}, removable);
   insertAfter(bwd, grad.b);
-  grad.w = cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef(),
-                      removable);
+  grad.w =
+      cloneSlice(bwd, prefix + "_w", wRoots, stash.getArrayRef(), removable);
   insertAfter(grad.b, grad.w);
   grad.numStash = stash.size();
   for (Value v : stash)
@@ -1310,32 +1310,29 @@ namespace {
 /// A 0-d tensor holding sum(values) * scale, reducing all dims of the
 /// element-wise `term(args)` over `ins` (all with the identity map over the
 /// first input's shape, or the given maps).
-Value reduceToScalar(OpBuilder &b, Location loc, Type elem,
-                     ValueRange ins, ArrayRef<AffineMap> maps,
-                     unsigned numLoops, double scale,
-                     function_ref<Value(OpBuilder &, Location, ValueRange)>
-                         term) {
+Value reduceToScalar(
+    OpBuilder &b, Location loc, Type elem, ValueRange ins,
+    ArrayRef<AffineMap> maps, unsigned numLoops, double scale,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> term) {
   auto scalarType = RankedTensorType::get({}, elem);
   Value zero = zerosLike(b, loc, scalarType);
   SmallVector<AffineMap> allMaps(maps.begin(), maps.end());
   allMaps.push_back(AffineMap::get(numLoops, 0, {}, b.getContext()));
   SmallVector<utils::IteratorType> its(numLoops,
                                        utils::IteratorType::reduction);
-  Value sum = linalg::GenericOp::create(
-                  b, loc, TypeRange{scalarType}, ins, ValueRange{zero},
-                  allMaps, its,
-                  [&](OpBuilder &nb, Location l, ValueRange a) {
-                    Value t = term(nb, l, a.drop_back());
-                    linalg::YieldOp::create(
-                        nb, l,
-                        ValueRange{arith::AddFOp::create(nb, l, a.back(), t)});
-                  })
-                  .getResult(0);
+  Value sum =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{scalarType}, ins, ValueRange{zero}, allMaps, its,
+          [&](OpBuilder &nb, Location l, ValueRange a) {
+            Value t = term(nb, l, a.drop_back());
+            linalg::YieldOp::create(
+                nb, l, ValueRange{arith::AddFOp::create(nb, l, a.back(), t)});
+          })
+          .getResult(0);
   Value empty = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, elem);
   AffineMap scalarMap = AffineMap::get(0, 0, {}, b.getContext());
   return linalg::GenericOp::create(
-             b, loc, TypeRange{scalarType}, ValueRange{sum},
-             ValueRange{empty},
+             b, loc, TypeRange{scalarType}, ValueRange{sum}, ValueRange{empty},
              SmallVector<AffineMap>{scalarMap, scalarMap},
              SmallVector<utils::IteratorType>{},
              [&](OpBuilder &nb, Location l, ValueRange a) {
@@ -1358,8 +1355,9 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
     return failure();
   FunctionType type = f.getFunctionType();
   if (type.getNumResults() == 0)
-    return f.emitError() << kPrefix << "the model has no result to take a "
-                                       "loss of";
+    return f.emitError() << kPrefix
+                         << "the model has no result to take a "
+                            "loss of";
   Type y = type.getResult(0);
   auto yt = dyn_cast<RankedTensorType>(y);
   Type elem = yt ? yt.getElementType() : y;
@@ -1372,11 +1370,11 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
   switch (loss) {
   case Loss::Self:
     if (type.getNumResults() != 1 || (yt && yt.getNumElements() != 1))
-      return f.emitError()
-             << kPrefix << "the model is not its own loss: it must return "
-                           "exactly one floating-point scalar (tensor<f32>, "
-                           "tensor<1xf32> or f32); give loss=mse or "
-                           "loss=cross-entropy to append a loss";
+      return f.emitError() << kPrefix
+                           << "the model is not its own loss: it must return "
+                              "exactly one floating-point scalar (tensor<f32>, "
+                              "tensor<1xf32> or f32); give loss=mse or "
+                              "loss=cross-entropy to append a loss";
     break;
   case Loss::MSE:
     if (!yt)
@@ -1419,8 +1417,8 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
   switch (loss) {
   case Loss::Self:
     if (!yt)
-      lossValue = tensor::FromElementsOp::create(b, loc, scalarType,
-                                                 ValueRange{out});
+      lossValue =
+          tensor::FromElementsOp::create(b, loc, scalarType, ValueRange{out});
     else if (yt.getRank() == 0)
       lossValue = out;
     else
@@ -1453,35 +1451,36 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
     SmallVector<utils::IteratorType> its(rank - 1,
                                          utils::IteratorType::parallel);
     its.push_back(utils::IteratorType::reduction);
-    auto reduce = [&](ValueRange ins, ArrayRef<AffineMap> maps, Value init,
-                      function_ref<Value(OpBuilder &, Location, ValueRange)>
-                          body) {
-      SmallVector<AffineMap> all(maps.begin(), maps.end());
-      all.push_back(pos);
-      return linalg::GenericOp::create(
-                 b, loc, TypeRange{posType}, ins, ValueRange{init}, all, its,
-                 [&](OpBuilder &nb, Location l, ValueRange a) {
-                   linalg::YieldOp::create(nb, l, ValueRange{body(nb, l, a)});
-                 })
-          .getResult(0);
-    };
+    auto reduce =
+        [&](ValueRange ins, ArrayRef<AffineMap> maps, Value init,
+            function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+          SmallVector<AffineMap> all(maps.begin(), maps.end());
+          all.push_back(pos);
+          return linalg::GenericOp::create(
+                     b, loc, TypeRange{posType}, ins, ValueRange{init}, all,
+                     its,
+                     [&](OpBuilder &nb, Location l, ValueRange a) {
+                       linalg::YieldOp::create(nb, l,
+                                               ValueRange{body(nb, l, a)});
+                     })
+              .getResult(0);
+        };
     Value empty = tensor::EmptyOp::create(b, loc, posType.getShape(), elem);
     Value negInf = arith::ConstantOp::create(
         b, loc, elem,
         b.getFloatAttr(elem, -std::numeric_limits<double>::infinity()));
     Value mInit = linalg::FillOp::create(b, loc, negInf, empty).getResult(0);
-    Value mx = reduce({out}, {id}, mInit,
-                      [](OpBuilder &nb, Location l, ValueRange a) {
-                        return arith::MaximumFOp::create(nb, l, a[1], a[0])
-                            .getResult();
-                      });
-    Value sumExp = reduce({out, mx}, {id, pos}, zerosLike(b, loc, posType),
-                          [](OpBuilder &nb, Location l, ValueRange a) {
-                            Value e = math::ExpOp::create(
-                                nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
-                            return arith::AddFOp::create(nb, l, a[2], e)
-                                .getResult();
-                          });
+    Value mx =
+        reduce({out}, {id}, mInit, [](OpBuilder &nb, Location l, ValueRange a) {
+          return arith::MaximumFOp::create(nb, l, a[1], a[0]).getResult();
+        });
+    Value sumExp =
+        reduce({out, mx}, {id, pos}, zerosLike(b, loc, posType),
+               [](OpBuilder &nb, Location l, ValueRange a) {
+                 Value e = math::ExpOp::create(
+                     nb, l, arith::SubFOp::create(nb, l, a[0], a[1]));
+                 return arith::AddFOp::create(nb, l, a[2], e).getResult();
+               });
     Value target = body.getArguments().back();
     Value picked = reduce(
         {out, target}, {id, pos}, zerosLike(b, loc, posType),
@@ -1490,8 +1489,8 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
           Value t = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[1]);
           Value eq =
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, c, t);
-          Value zero = arith::ConstantOp::create(nb, l, elem,
-                                                 nb.getZeroAttr(elem));
+          Value zero =
+              arith::ConstantOp::create(nb, l, elem, nb.getZeroAttr(elem));
           Value sel = arith::SelectOp::create(nb, l, eq, a[0], zero);
           return arith::AddFOp::create(nb, l, a[2], sel).getResult();
         });
@@ -1500,8 +1499,7 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
     int64_t positions = posType.getNumElements();
     lossValue = reduceToScalar(
         b, loc, elem, ValueRange{mx, sumExp, picked}, {pid, pid, pid}, prank,
-        1.0 / double(positions),
-        [](OpBuilder &nb, Location l, ValueRange a) {
+        1.0 / double(positions), [](OpBuilder &nb, Location l, ValueRange a) {
           Value lse = arith::AddFOp::create(nb, l, a[0],
                                             math::LogOp::create(nb, l, a[1]));
           return arith::SubFOp::create(nb, l, lse, a[2]).getResult();
@@ -1513,9 +1511,9 @@ FailureOr<func::FuncOp> autodiff::buildLossFunction(func::FuncOp f, Loss loss,
   return fn;
 }
 
-FailureOr<func::FuncOp>
-autodiff::buildGradientFunction(func::FuncOp lossFn, const Options &options,
-                                StringRef name) {
+FailureOr<func::FuncOp> autodiff::buildGradientFunction(func::FuncOp lossFn,
+                                                        const Options &options,
+                                                        StringRef name) {
   FunctionType type = lossFn.getFunctionType();
   auto lt = type.getNumResults() == 1
                 ? dyn_cast<RankedTensorType>(type.getResult(0))
@@ -1588,8 +1586,7 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
   }
   llvm::sort(weights);
   weights.erase(std::unique(weights.begin(), weights.end()), weights.end());
-  if (wrt.empty() ||
-      llvm::none_of(op->getResults(), [](Value r) {
+  if (wrt.empty() || llvm::none_of(op->getResults(), [](Value r) {
         auto rt = dyn_cast<RankedTensorType>(r.getType());
         return rt && isa<FloatType>(rt.getElementType());
       }))
@@ -1603,9 +1600,9 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
   SmallVector<Type> types;
   for (Value v : inputs)
     types.push_back(v.getType());
-  auto fn = func::FuncOp::create(
-      b, op->getLoc(), "op",
-      FunctionType::get(ctx, types, op->getResultTypes()));
+  auto fn =
+      func::FuncOp::create(b, op->getLoc(), "op",
+                           FunctionType::get(ctx, types, op->getResultTypes()));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   IRMapping m;
@@ -1613,8 +1610,7 @@ autodiff::differentiateOp(Operation *op, ArrayRef<unsigned> weightOperands,
     m.map(v, a);
   Operation *clone = b.clone(*op, m);
   func::ReturnOp::create(b, op->getLoc(), clone->getResults());
-  if (clone->getDialect() &&
-      clone->getDialect()->getNamespace() == "tosa") {
+  if (clone->getDialect() && clone->getDialect()->getNamespace() == "tosa") {
     PassManager pm(ctx, ModuleOp::getOperationName());
     buildPrepareForDifferentiation(pm.nest<func::FuncOp>());
     if (failed(pm.run(*module)))

@@ -1,4 +1,5 @@
-//===- AutodiffInternal.h - shared pieces of the AD library ------*- C++ -*-===//
+//===- AutodiffInternal.h - shared pieces of the AD library ------*- C++
+//-*-===//
 //
 // Part of pipeopt. Not installed: helpers shared by the files of
 // lib/Autodiff.

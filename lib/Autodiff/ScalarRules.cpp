@@ -1,4 +1,5 @@
-//===- ScalarRules.cpp - adjoints of scalar arith/math ops -------*- C++ -*-===//
+//===- ScalarRules.cpp - adjoints of scalar arith/math ops -------*- C++
+//-*-===//
 //
 // Part of pipeopt. The derivative rules of scalar float ops, used inside
 // linalg bodies and at the top level of a function (AutodiffInternal.h).
@@ -138,8 +139,8 @@ pipeopt::autodiff::scalarAdjoint(OpBuilder &b, Operation *op, Value g) {
   } else if (auto fpowi = dyn_cast<math::FPowIOp>(op)) {
     // v = a^n (integer n): dv/da = n a^(n-1).
     Value n = fpowi.getRhs();
-    Value one = arith::ConstantOp::create(
-        b, loc, n.getType(), b.getIntegerAttr(n.getType(), 1));
+    Value one = arith::ConstantOp::create(b, loc, n.getType(),
+                                          b.getIntegerAttr(n.getType(), 1));
     Value nm1 = arith::SubIOp::create(b, loc, n, one);
     Value nf = arith::SIToFPOp::create(b, loc, v.getType(), n);
     d[0] = s.mul(g, s.mul(nf, math::FPowIOp::create(b, loc, x(0), nm1)));

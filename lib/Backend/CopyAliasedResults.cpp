@@ -39,8 +39,8 @@ struct CopyAliasedResultsPass
           continue;
         Value init = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
                                              type.getElementType());
-        operand.set(linalg::CopyOp::create(b, ret.getLoc(), v, init)
-                        .getResult(0));
+        operand.set(
+            linalg::CopyOp::create(b, ret.getLoc(), v, init).getResult(0));
       }
     });
   }

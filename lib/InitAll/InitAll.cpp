@@ -1,4 +1,5 @@
-//===- InitAll.cpp - register pipeopt dialects and passes ---------*- C++ -*-===//
+//===- InitAll.cpp - register pipeopt dialects and passes ---------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -17,8 +18,8 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MLProgram/IR/MLProgram.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -38,7 +39,6 @@ void registerTestConvertToF64Pass();
 void registerTestCostModelPass();
 } // namespace pipeopt::test
 
-
 void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
   // Only what pipeopt must parse: its own dialect and the upstream input and
   // lowering dialects (docs/Design.md §4 "Inputs").
@@ -48,9 +48,8 @@ void pipeopt::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::math::MathDialect, mlir::scf::SCFDialect,
                   mlir::cf::ControlFlowDialect, mlir::memref::MemRefDialect,
                   mlir::bufferization::BufferizationDialect,
-                  mlir::ml_program::MLProgramDialect,
-                  mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
-                  mlir::NVVM::NVVMDialect>();
+                  mlir::ml_program::MLProgramDialect, mlir::LLVM::LLVMDialect,
+                  mlir::gpu::GPUDialect, mlir::NVVM::NVVMDialect>();
   // pipeopt-lower-to-cuda: the NVVM target of gpu-module-to-binary, which
   // translates kernels to LLVM IR, and the translation of gpu.binary /
   // gpu.launch_func in the host module.

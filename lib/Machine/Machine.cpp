@@ -153,9 +153,9 @@ llvm::Error Device::validate(StringRef name) const {
         "whose bytes fit cache_bytes moves them at cache_bandwidth): give "
         "both or neither, got cache_bytes {1} and cache_bandwidth {2}",
         name, formatNumber(cacheBytes), formatNumber(cacheBytesPerSecond)));
-  if (llvm::Error e = checkOptionalRate(name, "contraction_operand_bandwidth",
-                                        contractionOperandBytesPerSecond,
-                                        "not modeled"))
+  if (llvm::Error e =
+          checkOptionalRate(name, "contraction_operand_bandwidth",
+                            contractionOperandBytesPerSecond, "not modeled"))
     return e;
   if (llvm::Error e =
           checkOptionalRate(name, "input_copy_bandwidth",
@@ -220,8 +220,7 @@ llvm::Error Topology::validate() const {
   for (auto [key, l] : {std::make_pair("intra_node", &intraNode),
                         std::make_pair("inter_node", &interNode)}) {
     if (auto bad = checkSeconds(l->latencySeconds))
-      return makeError(
-          llvm::formatv("topology.{0}.latency_s {1}", key, *bad));
+      return makeError(llvm::formatv("topology.{0}.latency_s {1}", key, *bad));
     if (auto bad = checkSeconds(l->senderOverheadSeconds))
       return makeError(
           llvm::formatv("topology.{0}.sender_overhead_s {1}", key, *bad));
@@ -233,8 +232,7 @@ llvm::Error Topology::validate() const {
           "topology.{0}.idle_receiver_sender_overhead_s {1}", key, *bad));
     if (auto bad = checkRate(l->bytesPerSecond, "bytes/s",
                              /*zeroIsUnlimited=*/true))
-      return makeError(
-          llvm::formatv("topology.{0}.bandwidth {1}", key, *bad));
+      return makeError(llvm::formatv("topology.{0}.bandwidth {1}", key, *bad));
   }
   return llvm::Error::success();
 }
@@ -454,6 +452,6 @@ llvm::Expected<Machine> machine::getPreset(StringRef name) {
   std::string known = llvm::join(presetNames(PresetKind::System), ", ");
   for (StringRef d : presetNames(PresetKind::Device))
     known += ", " + d.str();
-  return makeError(llvm::formatv("unknown system preset '{0}' (known: {1})",
-                                 name, known));
+  return makeError(
+      llvm::formatv("unknown system preset '{0}' (known: {1})", name, known));
 }

@@ -1,4 +1,5 @@
-//===- MachineInternal.h - Helpers shared by Machine.cpp and MachineJSON.cpp ===//
+//===- MachineInternal.h - Helpers shared by Machine.cpp and MachineJSON.cpp
+//===//
 //
 // Part of pipeopt. Not installed.
 //

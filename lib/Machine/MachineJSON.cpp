@@ -185,8 +185,8 @@ struct ObjectReader {
     }
     // An integral number beyond int64 (1e30, 99999999999999999999) is out
     // of range, not "non-integral".
-    if (auto d = v->getAsNumber(); d && std::isfinite(*d) &&
-                                   *d == std::floor(*d)) {
+    if (auto d = v->getAsNumber();
+        d && std::isfinite(*d) && *d == std::floor(*d)) {
       fail(path + key + ": integer out of range, got " +
            machine::detail::formatNumber(*d));
       return false;
@@ -207,9 +207,9 @@ struct ObjectReader {
       return;
     }
     // The element-type keys the cost model looks up (CostModel.cpp).
-    if (auto bad = unknownKey(*t, {"f64", "f32", "tf32", "bf16", "f16", "f8",
-                                   "i32", "i8"},
-                              path + key.str())) {
+    if (auto bad = unknownKey(
+            *t, {"f64", "f32", "tf32", "bf16", "f16", "f8", "i32", "i8"},
+            path + key.str())) {
       fail(*bad);
       return;
     }
@@ -343,9 +343,9 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
                                               const Machine *base,
                                               StringRef where) {
   const bool hardware = use == MachineUse::Hardware;
-  std::string prefix =
-      !where.empty() ? where.str()
-                     : (hardware ? "hardware JSON" : "system config");
+  std::string prefix = !where.empty()
+                           ? where.str()
+                           : (hardware ? "hardware JSON" : "system config");
   auto error = [&](const llvm::Twine &msg) {
     return makeError(prefix + ": " + msg);
   };
@@ -362,8 +362,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       "op_overhead_s", "cores", "cache_bytes", "cache_bandwidth",
       "contraction_operand_bandwidth", "input_copy_bandwidth",
       // Topology: nested, and the explorer's flat form.
-      "topology", "ranks_per_node", "gpus_per_node", "nodes",
-      "nics_per_node", "cores_per_node", "intra_node", "inter_node",
+      "topology", "ranks_per_node", "gpus_per_node", "nodes", "nics_per_node",
+      "cores_per_node", "intra_node", "inter_node",
       // Simulator settings.
       "compute_speed", "overlap", "data_parallel", "memory_bytes"};
   for (const auto &kv : *obj)
@@ -383,8 +383,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
     if (!str) {
       std::string names = llvm::join(presetNames(PresetKind::Device), ", ");
       if (!hardware)
-        names = llvm::join(presetNames(PresetKind::System), ", ") + ", " +
-                names;
+        names =
+            llvm::join(presetNames(PresetKind::System), ", ") + ", " + names;
       return error(key + ": expected a string" +
                    (key == "base" || key == "preset"
                         ? " (a preset name: " + names + ")"
@@ -443,10 +443,10 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
     if (!to) {
       r.fail(("topology: expected an object, got " + kindOf(*t)).str());
     } else {
-      if (auto bad = unknownKey(*to, {"ranks_per_node", "gpus_per_node",
-                                      "nodes", "nics_per_node",
-                                      "cores_per_node", "pin_ranks",
-                                      "intra_node", "inter_node"},
+      if (auto bad = unknownKey(*to,
+                                {"ranks_per_node", "gpus_per_node", "nodes",
+                                 "nics_per_node", "cores_per_node", "pin_ranks",
+                                 "intra_node", "inter_node"},
                                 "topology"))
         r.fail(*bad);
       if (to->get("ranks_per_node") && to->get("gpus_per_node"))
@@ -497,16 +497,16 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   auto flat = [&](std::optional<std::string> bad) -> llvm::Error {
     return bad ? error(*bad) : llvm::Error::success();
   };
-  if (llvm::Error e = flat(flatCount(*obj, "ranks_per_node",
-                                     m.topology.ranksPerNode)))
+  if (llvm::Error e =
+          flat(flatCount(*obj, "ranks_per_node", m.topology.ranksPerNode)))
     return std::move(e);
-  if (llvm::Error e = flat(flatCount(*obj, "gpus_per_node",
-                                     m.topology.ranksPerNode)))
+  if (llvm::Error e =
+          flat(flatCount(*obj, "gpus_per_node", m.topology.ranksPerNode)))
     return std::move(e);
   if (llvm::Error e = flat(flatCount(*obj, "nodes", m.topology.nodes)))
     return std::move(e);
-  if (llvm::Error e = flat(flatCount(*obj, "nics_per_node",
-                                     m.topology.nicsPerNode)))
+  if (llvm::Error e =
+          flat(flatCount(*obj, "nics_per_node", m.topology.nicsPerNode)))
     return std::move(e);
   if (llvm::Error e =
           flat(flatNumber(*obj, "cores_per_node", m.topology.coresPerNode)))
@@ -550,14 +550,19 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   // least one device key. Otherwise (e.g. `{}`) it would silently mean the
   // caller's preset, which is almost certainly the wrong or an unfinished
   // file.
-  static const char *deviceKeys[] = {
-      "base",          "preset",        "peak_flops",
-      "vector_flops",  "memory_bandwidth", "memory_capacity",
-      "op_overhead_s", "cache_bytes",   "cache_bandwidth",
-      "contraction_operand_bandwidth", "input_copy_bandwidth"};
-  if (hardware && llvm::none_of(deviceKeys, [&](const char *key) {
-        return obj->get(key);
-      }))
+  static const char *deviceKeys[] = {"base",
+                                     "preset",
+                                     "peak_flops",
+                                     "vector_flops",
+                                     "memory_bandwidth",
+                                     "memory_capacity",
+                                     "op_overhead_s",
+                                     "cache_bytes",
+                                     "cache_bandwidth",
+                                     "contraction_operand_bandwidth",
+                                     "input_copy_bandwidth"};
+  if (hardware &&
+      llvm::none_of(deviceKeys, [&](const char *key) { return obj->get(key); }))
     return error("the file defines no device: give 'base' (a preset) or "
                  "device keys ('peak_flops', 'memory_bandwidth', "
                  "'memory_capacity', ...)");
@@ -570,8 +575,7 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
 // Systems and loaders
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<std::vector<Machine>>
-machine::parseSystems(StringRef json) {
+llvm::Expected<std::vector<Machine>> machine::parseSystems(StringRef json) {
   llvm::Expected<llvm::json::Value> root = parseJSONRejectingDuplicates(json);
   if (!root)
     return makeError("system config: invalid JSON: " +
@@ -606,15 +610,14 @@ machine::parseSystems(StringRef json) {
   return out;
 }
 
-llvm::Expected<Machine> machine::loadMachine(StringRef preset,
-                                             StringRef path) {
+llvm::Expected<Machine> machine::loadMachine(StringRef preset, StringRef path) {
   llvm::Expected<Machine> base = getDevicePreset(preset);
   if (!base || path.empty())
     return base;
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
-    return makeError(llvm::formatv("cannot read hardware file '{0}': {1}",
-                                   path, buffer.getError().message()));
+    return makeError(llvm::formatv("cannot read hardware file '{0}': {1}", path,
+                                   buffer.getError().message()));
   auto json = parseJSONRejectingDuplicates((*buffer)->getBuffer());
   if (!json)
     return makeError(llvm::formatv("invalid JSON in hardware file '{0}': {1}",

@@ -176,13 +176,14 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
   info.nodeTime.resize(numNodes);
   for (int id = 0; id < numNodes; ++id) {
     const Node &n = g.nodes[id];
-    double vals[] = {n.forwardSeconds,   n.backwardInputSeconds,
-                     n.backwardWeightSeconds, n.flops,
-                     n.paramBytes,        n.outputBytes};
+    double vals[] = {
+        n.forwardSeconds, n.backwardInputSeconds, n.backwardWeightSeconds,
+        n.flops,          n.paramBytes,           n.outputBytes};
     for (double v : vals)
       if (!(v >= 0) || !std::isfinite(v))
-        return makeError(llvm::formatv(
-            "op '{0}' has a negative or non-finite time/size", nodeName(g, id)),
+        return makeError(
+            llvm::formatv("op '{0}' has a negative or non-finite time/size",
+                          nodeName(g, id)),
             ErrorAt{id});
     info.nodeTime[id] = n.forwardSeconds;
     if (opts.training)
@@ -200,15 +201,15 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
       rematDirectRemat(numNodes);
   for (const Edge &e : g.edges) {
     if (e.from < 0 || e.from >= numNodes || e.to < 0 || e.to >= numNodes)
-      return makeError(llvm::formatv(
-          "edge {0} -> {1} refers to a node outside 0..{2}", e.from, e.to,
-          numNodes - 1));
+      return makeError(
+          llvm::formatv("edge {0} -> {1} refers to a node outside 0..{2}",
+                        e.from, e.to, numNodes - 1));
     if (e.from >= e.to)
-      return makeError(llvm::formatv(
-          "edge '{0}' -> '{1}' does not go forward: nodes must be given in a "
-          "topological order",
-          nodeName(g, e.from), nodeName(g, e.to)),
-          ErrorAt{e.from, e.to});
+      return makeError(llvm::formatv("edge '{0}' -> '{1}' does not go forward: "
+                                     "nodes must be given in a "
+                                     "topological order",
+                                     nodeName(g, e.from), nodeName(g, e.to)),
+                       ErrorAt{e.from, e.to});
     if (!(e.bytes >= 0) || !std::isfinite(e.bytes))
       return makeError(llvm::formatv("edge '{0}' -> '{1}' has invalid bytes",
                                      nodeName(g, e.from), nodeName(g, e.to)),
@@ -220,10 +221,11 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
       continue;
     }
     if (toRemat)
-      return makeError(llvm::formatv(
-          "rematerializable op '{0}' uses the result of op '{1}', which is "
-          "not rematerializable",
-          nodeName(g, e.to), nodeName(g, e.from)),
+      return makeError(
+          llvm::formatv(
+              "rematerializable op '{0}' uses the result of op '{1}', which is "
+              "not rematerializable",
+              nodeName(g, e.to), nodeName(g, e.from)),
           ErrorAt{e.to, e.from});
     auto key = std::make_pair(e.from, e.result);
     auto it = valueIds.find(key);
@@ -246,10 +248,10 @@ llvm::Expected<GraphInfo> analyze(const Graph &g, const Options &opts) {
   }
   for (size_t w = 0; w < g.weightBytes.size(); ++w)
     if (!(g.weightBytes[w] >= 0) || !std::isfinite(g.weightBytes[w]))
-      return makeError(llvm::formatv(
-          "weight {0} has a negative or non-finite size",
-          w < g.weightNames.size() ? "'" + g.weightNames[w] + "'"
-                                   : std::to_string(w)),
+      return makeError(
+          llvm::formatv("weight {0} has a negative or non-finite size",
+                        w < g.weightNames.size() ? "'" + g.weightNames[w] + "'"
+                                                 : std::to_string(w)),
           ErrorAt{-1, -1, -1, static_cast<int>(w)});
   // Weights read by several placed nodes.
   {
@@ -380,8 +382,8 @@ Priced price(const GraphInfo &info, const Options &opts,
     sr.backwardWeightSeconds = r.backwardWeight;
     sr.backwardInputFlops = r.backwardInputFlops;
     sr.backwardWeightFlops = r.backwardWeightFlops;
-    sr.commSeconds = commOf(coeffs[s], r.recvMsgs, r.recvBytes, r.sendMsgs,
-                            r.sendBytes);
+    sr.commSeconds =
+        commOf(coeffs[s], r.recvMsgs, r.recvBytes, r.sendMsgs, r.sendBytes);
     sr.timeSeconds = sr.computeSeconds + sr.commSeconds;
     sr.flops = r.flops;
     sr.paramBytes = r.params;
@@ -435,20 +437,22 @@ llvm::Error checkAssignment(const GraphInfo &info, llvm::ArrayRef<int> stageOf,
           llvm::formatv("{0}: op '{1}' has no stage", what, nodeName(g, id)),
           ErrorAt{id});
     if (s >= numStages)
-      return makeError(llvm::formatv(
-          "{0}: op '{1}' is assigned to stage {2} but there are only {3}",
-          what, nodeName(g, id), s, pipeopt::countOf(numStages, "stage")),
+      return makeError(
+          llvm::formatv(
+              "{0}: op '{1}' is assigned to stage {2} but there are only {3}",
+              what, nodeName(g, id), s, pipeopt::countOf(numStages, "stage")),
           ErrorAt{id, -1, s});
     ++count[s];
   }
   for (const ValueInfo &v : info.values)
     for (int c : v.consumers)
       if (stageOf[c] < stageOf[v.producer])
-        return makeError(llvm::formatv(
-            "{0}: op '{1}' (stage {2}) feeds op '{3}' (stage {4}): stages "
-            "must not decrease along dependencies",
-            what, nodeName(g, v.producer), stageOf[v.producer],
-            nodeName(g, c), stageOf[c]),
+        return makeError(
+            llvm::formatv(
+                "{0}: op '{1}' (stage {2}) feeds op '{3}' (stage {4}): stages "
+                "must not decrease along dependencies",
+                what, nodeName(g, v.producer), stageOf[v.producer],
+                nodeName(g, c), stageOf[c]),
             ErrorAt{v.producer, c});
   for (int s = 0; s < numStages; ++s)
     if (count[s] == 0)
@@ -571,7 +575,8 @@ OrderIndex buildIndex(const GraphInfo &info) {
     llvm::sort(pos);
     x.prefFirstW[pos.front() + 1] += w.bytes; // turned into a prefix below
     for (size_t k = 0; k < pos.size(); ++k)
-      wAt[pos[k]].push_back({w.bytes, k + 1 < pos.size() ? pos[k + 1] : kNoUse});
+      wAt[pos[k]].push_back(
+          {w.bytes, k + 1 < pos.size() ? pos[k + 1] : kNoUse});
     x.sharedPos.push_back(std::move(pos));
     x.sharedBytes.push_back(w.bytes);
   }
@@ -682,9 +687,8 @@ bool segmentFits(const OrderIndex &x, const Options &opts, const Limits &lim,
     return false;
   if (lim.memScale != kInf) {
     double cap = opts.memory.capacityOf(s);
-    if (cap > 0 &&
-        memoryOf(opts, s, params, x.prefActs[j] - x.prefActs[i]) >
-            lim.memScale * cap)
+    if (cap > 0 && memoryOf(opts, s, params, x.prefActs[j] - x.prefActs[i]) >
+                       lim.memScale * cap)
       return false;
   }
   return true;
@@ -702,7 +706,8 @@ std::vector<int> forwardReach(const OrderIndex &x, const Options &opts,
   for (int s = 0; s < numStages; ++s) {
     int i = reach[s];
     int lo = std::max(i + 1, lim.usePins ? pins.minEnd[s] : 0);
-    int hi = std::min(n - (numStages - 1 - s), lim.usePins ? pins.maxEnd[s] : n);
+    int hi =
+        std::min(n - (numStages - 1 - s), lim.usePins ? pins.maxEnd[s] : n);
     if (lo > hi || !segmentFits(x, opts, lim, s, i, lo))
       return reach;
     // Largest j in [lo, hi] with segmentFits (monotone in j).
@@ -1093,9 +1098,10 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
   for (int p = 0; p < x.n; ++p) {
     int s = x.pinPos[p];
     if (s < -1 || s >= numStages)
-      return makeError(llvm::formatv(
-          "op '{0}' is fixed to stage {1} but there are only {2}",
-          nodeName(g, x.order[p]), s, pipeopt::countOf(numStages, "stage")),
+      return makeError(
+          llvm::formatv("op '{0}' is fixed to stage {1} but there are only {2}",
+                        nodeName(g, x.order[p]), s,
+                        pipeopt::countOf(numStages, "stage")),
           ErrorAt{x.order[p], -1, s});
   }
   for (const ValueInfo &v : info.values) {
@@ -1103,10 +1109,11 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
     for (int c : v.consumers) {
       int b = g.nodes[c].fixedStage;
       if (a >= 0 && b >= 0 && b < a)
-        return makeError(llvm::formatv(
-            "op '{0}' (fixed to stage {1}) feeds op '{2}' (fixed to stage "
-            "{3}): stages must not decrease along dependencies",
-            nodeName(g, v.producer), a, nodeName(g, c), b),
+        return makeError(
+            llvm::formatv(
+                "op '{0}' (fixed to stage {1}) feeds op '{2}' (fixed to stage "
+                "{3}): stages must not decrease along dependencies",
+                nodeName(g, v.producer), a, nodeName(g, c), b),
             ErrorAt{v.producer, c});
     }
   }
@@ -1119,25 +1126,27 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
       continue;
     if (prevPos < 0) {
       if (p < s)
-        return makeError(llvm::formatv(
-            "op '{0}' is fixed to stage {1} but only {2} ops come before it, "
-            "too few for stages 0..{3}",
-            nodeName(g, x.order[p]), s, p, s - 1),
-            ErrorAt{x.order[p]});
+        return makeError(llvm::formatv("op '{0}' is fixed to stage {1} but "
+                                       "only {2} ops come before it, "
+                                       "too few for stages 0..{3}",
+                                       nodeName(g, x.order[p]), s, p, s - 1),
+                         ErrorAt{x.order[p]});
     } else {
       int a = x.pinPos[prevPos];
       if (s < a)
-        return makeError(llvm::formatv(
-            "op '{0}' (fixed to stage {1}) comes after op '{2}' (fixed to "
-            "stage {3}) in the order, so the stages cannot be contiguous",
-            nodeName(g, x.order[p]), s, nodeName(g, x.order[prevPos]), a),
+        return makeError(
+            llvm::formatv(
+                "op '{0}' (fixed to stage {1}) comes after op '{2}' (fixed to "
+                "stage {3}) in the order, so the stages cannot be contiguous",
+                nodeName(g, x.order[p]), s, nodeName(g, x.order[prevPos]), a),
             ErrorAt{x.order[p], x.order[prevPos]});
       if (s - a > p - prevPos)
-        return makeError(llvm::formatv(
-            "ops '{0}' (stage {1}) and '{2}' (stage {3}) are only {4} "
-            "positions apart, too few for stages {5}..{6} in between",
-            nodeName(g, x.order[prevPos]), a, nodeName(g, x.order[p]), s,
-            p - prevPos, a + 1, s - 1),
+        return makeError(
+            llvm::formatv(
+                "ops '{0}' (stage {1}) and '{2}' (stage {3}) are only {4} "
+                "positions apart, too few for stages {5}..{6} in between",
+                nodeName(g, x.order[prevPos]), a, nodeName(g, x.order[p]), s,
+                p - prevPos, a + 1, s - 1),
             ErrorAt{x.order[prevPos], x.order[p]});
     }
     prevPos = p;
@@ -1146,11 +1155,12 @@ llvm::Error checkPins(const GraphInfo &info, const OrderIndex &x,
     int s = x.pinPos[prevPos];
     int after = x.n - 1 - prevPos;
     if (after < numStages - 1 - s)
-      return makeError(llvm::formatv(
-          "op '{0}' is fixed to stage {1} but only {2} ops come after it, too "
-          "few for stages {3}..{4}",
-          nodeName(g, x.order[prevPos]), s, after, s + 1, numStages - 1),
-          ErrorAt{x.order[prevPos]});
+      return makeError(llvm::formatv("op '{0}' is fixed to stage {1} but only "
+                                     "{2} ops come after it, too "
+                                     "few for stages {3}..{4}",
+                                     nodeName(g, x.order[prevPos]), s, after,
+                                     s + 1, numStages - 1),
+                       ErrorAt{x.order[prevPos]});
   }
   return llvm::Error::success();
 }
@@ -1202,10 +1212,12 @@ llvm::Error checkMemoryFeasible(const OrderIndex &x, const Options &opts,
       worst = s;
     }
   }
-  return makeError(llvm::formatv(
-      "no split into {0} stages fits in memory; at best, {1}", numStages,
-      memoryMessage(opts, worst, segmentParams(x, cuts[worst], cuts[worst + 1]),
-                    x.prefActs[cuts[worst + 1]] - x.prefActs[cuts[worst]])),
+  return makeError(
+      llvm::formatv(
+          "no split into {0} stages fits in memory; at best, {1}", numStages,
+          memoryMessage(opts, worst,
+                        segmentParams(x, cuts[worst], cuts[worst + 1]),
+                        x.prefActs[cuts[worst + 1]] - x.prefActs[cuts[worst]])),
       ErrorAt{-1, -1, worst});
 }
 
@@ -1213,8 +1225,8 @@ llvm::Error checkMemoryFeasible(const OrderIndex &x, const Options &opts,
 // Reports
 //===----------------------------------------------------------------------===//
 
-Report makeReport(const GraphInfo &info, const Options &opts,
-                  const Priced &p, llvm::ArrayRef<int> stageOf) {
+Report makeReport(const GraphInfo &info, const Options &opts, const Priced &p,
+                  llvm::ArrayRef<int> stageOf) {
   const Graph &g = *info.graph;
   Report r;
   r.strategy = opts.strategy;
@@ -1295,9 +1307,10 @@ llvm::Error memoryErrorIfAny(const Options &opts, const Priced &p) {
   if (p.worstMemoryStage < 0)
     return llvm::Error::success();
   int s = p.worstMemoryStage;
-  return makeError(llvm::formatv(
-      "the {0} split does not fit in memory: {1}", toString(opts.strategy),
-      memoryMessage(opts, s, p.raw[s].params, p.raw[s].acts)),
+  return makeError(
+      llvm::formatv("the {0} split does not fit in memory: {1}",
+                    toString(opts.strategy),
+                    memoryMessage(opts, s, p.raw[s].params, p.raw[s].acts)),
       ErrorAt{-1, -1, s});
 }
 
@@ -1370,7 +1383,8 @@ llvm::StringRef pipeopt::partition::toString(Strategy strategy) {
   return "unknown";
 }
 
-llvm::Expected<Strategy> pipeopt::partition::parseStrategy(llvm::StringRef name) {
+llvm::Expected<Strategy>
+pipeopt::partition::parseStrategy(llvm::StringRef name) {
   for (Strategy s : {Strategy::Balanced, Strategy::Uniform, Strategy::Params,
                      Strategy::Manual})
     if (name == toString(s))
@@ -1393,9 +1407,9 @@ std::string pipeopt::partition::formatBytes(double bytes) {
   return llvm::formatv("{0:F1} {1}", v, units[u]).str();
 }
 
-llvm::Expected<Result> pipeopt::partition::evaluate(const Graph &graph,
-                                                    const Options &options,
-                                                    llvm::ArrayRef<int> stageOf) {
+llvm::Expected<Result>
+pipeopt::partition::evaluate(const Graph &graph, const Options &options,
+                             llvm::ArrayRef<int> stageOf) {
   llvm::Expected<GraphInfo> info = analyze(graph, options);
   if (!info)
     return info.takeError();
@@ -1416,9 +1430,9 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
   int numStages = options.numStages;
   int n = static_cast<int>(info.placed.size());
   if (n < numStages) {
-    std::string msg = llvm::formatv("cannot split {0} into {1}",
-                                    pipeopt::countOf(n, "op"),
-                                    pipeopt::countOf(numStages, "stage"));
+    std::string msg =
+        llvm::formatv("cannot split {0} into {1}", pipeopt::countOf(n, "op"),
+                      pipeopt::countOf(numStages, "stage"));
     if (!info.remat.empty())
       msg += llvm::formatv(" ({0} more {1} {2} rematerializable: cheap ops "
                            "without weights, duplicated into the stages "
@@ -1436,8 +1450,9 @@ llvm::Expected<Result> pipeopt::partition::partition(const Graph &graph,
   }
   for (int s = 0; s < numStages; ++s)
     if (options.memory.inFlightOf(s) < 0)
-      return makeError(llvm::formatv(
-          "stage {0} has a negative number of in-flight microbatches", s),
+      return makeError(
+          llvm::formatv(
+              "stage {0} has a negative number of in-flight microbatches", s),
           ErrorAt{-1, -1, s});
 
   OrderIndex x = buildIndex(info);

@@ -89,8 +89,8 @@ pipeopt::orderProgramsByRank(StringRef base,
   pipe::ProgramOp first = programs.front();
   int64_t R = first.getNumRanks(), M = first.getNumMicrobatches();
   // Range checks before anything is sized by, or narrowed from, R and M.
-  for (auto [name, value] : {std::pair<StringRef, int64_t>{"num_ranks", R},
-                             {"num_microbatches", M}})
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"num_ranks", R}, {"num_microbatches", M}})
     if (value < 1 || value > sched::kMaxPipelineCount)
       return programError(
           ProgramErrorKind::Count, first,
@@ -103,13 +103,13 @@ pipeopt::orderProgramsByRank(StringRef base,
         static_cast<int64_t>(p.getNumMicrobatches()) != M)
       return programError(
           ProgramErrorKind::Sizes, p,
-          llvm::formatv("program @{0} is rank {1} of {2} with {3}, but @{4} "
-                        "is one of {5} with {6}",
-                        p.getSymName(), p.getRank(), p.getNumRanks(),
-                        countOf(p.getNumMicrobatches(), "microbatch",
-                                "microbatches"),
-                        first.getSymName(), countOf(R, "rank"),
-                        countOf(M, "microbatch", "microbatches")),
+          llvm::formatv(
+              "program @{0} is rank {1} of {2} with {3}, but @{4} "
+              "is one of {5} with {6}",
+              p.getSymName(), p.getRank(), p.getNumRanks(),
+              countOf(p.getNumMicrobatches(), "microbatch", "microbatches"),
+              first.getSymName(), countOf(R, "rank"),
+              countOf(M, "microbatch", "microbatches")),
           -1, first);
     pipe::ProgramOp &slot = byRank[p.getRank()];
     if (slot)
@@ -223,8 +223,8 @@ static llvm::Error checkTransfers(ArrayRef<pipe::ProgramOp> byRank) {
               ProgramErrorKind::TransferType, &op,
               llvm::formatv("rank {0}: {1} receives {2}, but the matching "
                             "pipe.send on rank {3} sends {4}",
-                            r, describeTransfer(&op), quoted(recv.getType()),
-                            q, quoted(sent)),
+                            r, describeTransfer(&op), quoted(recv.getType()), q,
+                            quoted(sent)),
               r, it->second, "the pipe.send is here");
       }
     }
@@ -299,11 +299,10 @@ FailureOr<BuiltPrograms> pipeopt::inspectPrograms(ModuleOp module) {
       info.schedule = name;
       info.microbatches = p.getNumMicrobatches();
     } else if (name != info.schedule) {
-      InFlightDiagnostic d = p.emitOpError()
-                             << "names the schedule '" << name << "', but @"
-                             << first.getSymName() << " names '"
-                             << info.schedule
-                             << "'; the pipe.programs must name one schedule";
+      InFlightDiagnostic d =
+          p.emitOpError() << "names the schedule '" << name << "', but @"
+                          << first.getSymName() << " names '" << info.schedule
+                          << "'; the pipe.programs must name one schedule";
       d.attachNote(first.getLoc()) << "@" << first.getSymName() << " is here";
       return failure();
     } else if (int64_t(p.getNumMicrobatches()) != info.microbatches) {

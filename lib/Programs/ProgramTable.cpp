@@ -11,8 +11,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Programs/ProgramTable.h"
-#include "pipeopt/Support/OptionRange.h"
 #include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Support/OptionRange.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -90,9 +90,9 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
         if (stage) {
           // Checked before narrowing: the stage count sizes the table.
           if (*stage >= kMaxPipelineCount)
-            return op.emitError() << "stage " << *stage
-                                  << " is out of range: at most "
-                                  << kMaxPipelineCount << " stages";
+            return op.emitError()
+                   << "stage " << *stage << " is out of range: at most "
+                   << kMaxPipelineCount << " stages";
           S = std::max<int>(S, static_cast<int>(*stage) + 1);
         }
         pipe::TagAttr tag;
@@ -203,11 +203,10 @@ pipeopt::readProgramTable(ModuleOp module, StringRef base,
                         : cast<pipe::RecvOp>(op).getPeer();
       bool backward = tag.getDirection() == pipe::Direction::Backward;
       int src = tag.getSrcStage(), dst = tag.getDstStage();
-      sched::Action a =
-          isSend ? sched::Action::send(src, tag.getMicrobatch(), peer, dst,
-                                       backward)
-                 : sched::Action::recv(dst, tag.getMicrobatch(), peer, src,
-                                       backward);
+      sched::Action a = isSend ? sched::Action::send(src, tag.getMicrobatch(),
+                                                     peer, dst, backward)
+                               : sched::Action::recv(dst, tag.getMicrobatch(),
+                                                     peer, src, backward);
       a.value = tag.getValueIndex();
       pv.actions[r].push_back(a);
       table.perValueOpOf[r].push_back(&op);

@@ -6,8 +6,8 @@
 
 #include "pipeopt/Programs/StageGraphInfo.h"
 
-#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -79,7 +79,8 @@ FailureOr<StageGraphInfo> pipeopt::analyzeStageGraph(func::FuncOp fn) {
     info.calls.push_back(call);
   }
   int S = info.numStages();
-  if (auto attr = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
+  if (auto attr = fn->getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
     if (attr.getInt() != S)
       return fn.emitError()
              << "pipe.num_stages = " << attr.getInt()

@@ -90,8 +90,8 @@ enum class TypeKind : uint8_t {
 struct TypeInfo {
   llvm::StringLiteral name;
   TypeKind kind;
-  Phase phase;   ///< TypeKind::Action / WaitSend
-  bool backward; ///< comm: gradient
+  Phase phase;      ///< TypeKind::Action / WaitSend
+  bool backward;    ///< comm: gradient
   const char *what; ///< for messages
 };
 
@@ -188,7 +188,8 @@ llvm::Expected<Token> parseToken(llvm::StringRef orig) {
       return bad("bad peer stage");
   }
   if (!t.empty())
-    return bad(llvm::Twine("unexpected '") + t + "' after the microbatch index");
+    return bad(llvm::Twine("unexpected '") + t +
+               "' after the microbatch index");
   return tok;
 }
 
@@ -272,7 +273,8 @@ std::string pipeopt::schedule::exportCSV(const Schedule &s,
 }
 
 llvm::Expected<Schedule>
-pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) {
+pipeopt::schedule::importCSV(llvm::StringRef csv,
+                             const CSVImportOptions &opts) {
   Schedule s;
   s.name = opts.name;
   CSVImportStats stats;
@@ -297,8 +299,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
                "than {2}",
                opts.numStages, opts.numMicrobatches, kMaxCSVIndex + 1);
   if (lines.size() > size_t(kMaxCSVIndex) + 1)
-    return err("CSV schedule has {0} rows (ranks), more than {1}",
-               lines.size(), kMaxCSVIndex + 1);
+    return err("CSV schedule has {0} rows (ranks), more than {1}", lines.size(),
+               kMaxCSVIndex + 1);
   int maxStage = -1, maxMb = -1;
   for (size_t r = 0; r < lines.size(); ++r) {
     llvm::StringRef line = lines[r];
@@ -323,7 +325,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
         size_t close = cell.find(')');
         llvm::StringRef type =
             close == llvm::StringRef::npos ? "" : cell.drop_front(close + 1);
-        if (close == llvm::StringRef::npos || type.trim(kBlanks) != "OVERLAP_F_B")
+        if (close == llvm::StringRef::npos ||
+            type.trim(kBlanks) != "OVERLAP_F_B")
           return where(err("invalid action '{0}': a '(' group must be "
                            "(<action>;<action>;...)OVERLAP_F_B",
                            cell));
@@ -332,8 +335,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
           t = t.trim(kBlanks);
         llvm::erase_if(tokens, [](llvm::StringRef t) { return t.empty(); });
         if (tokens.empty())
-          return where(err("invalid action '{0}': OVERLAP_F_B of no actions",
-                           cell));
+          return where(
+              err("invalid action '{0}': OVERLAP_F_B of no actions", cell));
         ++stats.overlapped;
       } else {
         tokens.push_back(cell);
@@ -353,8 +356,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
         case TypeKind::Action:
           break;
         case TypeKind::WaitSend: {
-          auto key = std::make_tuple(tok->stage, tok->microbatch,
-                                     tok->type->backward);
+          auto key =
+              std::make_tuple(tok->stage, tok->microbatch, tok->type->backward);
           auto it = unwaited.find(key);
           if (it == unwaited.end() || it->second == 0)
             return where(err("'{0}' waits for {1}{2}{3}, but rank {4} has not "
@@ -409,7 +412,8 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
     return err("CSV schedule has no rows");
   s.numRanks = static_cast<int>(s.actions.size());
   s.numStages = opts.numStages > 0 ? opts.numStages : maxStage + 1;
-  s.numMicrobatches = opts.numMicrobatches > 0 ? opts.numMicrobatches : maxMb + 1;
+  s.numMicrobatches =
+      opts.numMicrobatches > 0 ? opts.numMicrobatches : maxMb + 1;
   if (s.numStages <= 0 || s.numMicrobatches <= 0)
     return err("CSV schedule has no actions");
   if (maxStage >= s.numStages || maxMb >= s.numMicrobatches)
@@ -452,9 +456,10 @@ pipeopt::schedule::importCSV(llvm::StringRef csv, const CSVImportOptions &opts) 
     }
   s.forwardOnly = !anyBackward;
   for (int st = 0; st < NS; ++st) {
-    int best = std::max_element(votes[st].begin(), votes[st].end(),
-                                [](auto a, auto b) { return a.second < b.second; })
-                   ->first;
+    int best =
+        std::max_element(votes[st].begin(), votes[st].end(),
+                         [](auto a, auto b) { return a.second < b.second; })
+            ->first;
     for (int m = 0; m < M; ++m)
       if (where[m][st] < 0)
         where[m][st] = best;

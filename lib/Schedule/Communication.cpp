@@ -1,4 +1,5 @@
-//===- Communication.cpp - Send/Recv lowering and deadlock check -*- C++ -*-===//
+//===- Communication.cpp - Send/Recv lowering and deadlock check -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -56,7 +57,7 @@ pipeopt::schedule::insertCommunication(const Schedule &s, const StageGraph &g) {
   using Key = std::tuple<int, int, int, int, int, int>;
   std::vector<std::vector<std::pair<Key, Action>>> rows(s.numRanks);
   struct Transfer {
-    Key order;  // (T, 0, sender, sender position, edge, direction)
+    Key order; // (T, 0, sender, sender position, edge, direction)
     int sender, receiver;
     Action send, recv;
   };
@@ -136,8 +137,9 @@ pipeopt::schedule::insertCommunication(const Schedule &s, const StageGraph &g) {
   }
   Schedule out = s;
   for (int r = 0; r < s.numRanks; ++r) {
-    llvm::stable_sort(rows[r],
-                      [](const auto &a, const auto &b) { return a.first < b.first; });
+    llvm::stable_sort(rows[r], [](const auto &a, const auto &b) {
+      return a.first < b.first;
+    });
     out.actions[r].clear();
     for (auto &kv : rows[r])
       out.actions[r].push_back(kv.second);
@@ -197,9 +199,7 @@ llvm::Error pipeopt::schedule::checkDeadlockFree(const Schedule &s) {
                            describe(a), a.peerRank, R - 1);
     }
   }
-  auto here = [&](int r) {
-    return ActionRef{r, static_cast<int>(pc[r])};
-  };
+  auto here = [&](int r) { return ActionRef{r, static_cast<int>(pc[r])}; };
   bool progress = true;
   while (progress) {
     progress = false;
@@ -215,13 +215,14 @@ llvm::Error pipeopt::schedule::checkDeadlockFree(const Schedule &s) {
         continue;
       const Action &snd = a.phase == Phase::Send ? a : b;
       const Action &rcv = a.phase == Phase::Send ? b : a;
-      int sr = a.phase == Phase::Send ? r : q, rr = a.phase == Phase::Send ? q : r;
+      int sr = a.phase == Phase::Send ? r : q,
+          rr = a.phase == Phase::Send ? q : r;
       if (!matches(snd, sr, rcv, rr))
-        return scheduleErr({ScheduleErrorKind::Mismatched, here(sr), snd,
-                            here(rr)},
-                           "mismatched send/recv: rank {0} posts {1} to rank "
-                           "{2}, but rank {2} posts {3} from rank {0}",
-                           sr, describe(snd), rr, describe(rcv));
+        return scheduleErr(
+            {ScheduleErrorKind::Mismatched, here(sr), snd, here(rr)},
+            "mismatched send/recv: rank {0} posts {1} to rank "
+            "{2}, but rank {2} posts {3} from rank {0}",
+            sr, describe(snd), rr, describe(rcv));
       ++pc[r];
       ++pc[q];
       skipCompute(r);

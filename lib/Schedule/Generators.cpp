@@ -167,7 +167,7 @@ Action Wg(int st, int m) { return Action::compute(Phase::W, st, m); }
 /// to a new forward. `unitSize` and `forwardLaterStageFirst` change the
 /// forward priority (Chimera, see makeChimera()).
 struct GreedyConfig {
-  bool split = false;  ///< B and W separate.
+  bool split = false; ///< B and W separate.
   bool deferW = true;
   /// > 0: microbatches form units of this many (m / unitSize); a forward of
   /// an earlier unit always goes first. Backward order is unchanged (it is
@@ -347,8 +347,8 @@ llvm::Expected<Schedule> greedy(Schedule s, const GreedyConfig &cfg) {
         refresh(r, {p, chosenSt});
       }
       if (chosen == Phase::W)
-        pendingW[r].erase(llvm::find(pendingW[r],
-                                     std::make_pair(chosenSt, chosenM)));
+        pendingW[r].erase(
+            llvm::find(pendingW[r], std::make_pair(chosenSt, chosenM)));
     }
     // Nothing ran and nothing is in progress past t: no later slot differs.
     if (!any) {
@@ -629,8 +629,8 @@ int unitMakespanOf(const Schedule &s) {
 /// The ZB-V order of the paper's figure (Qi et al., "Zero Bubble Pipeline
 /// Parallelism", ICLR 2024, arXiv 2401.10241 §6, ZB-V; V-shape analysis in
 /// Qi et al., "Pipeline Parallelism with Controllable Memory", 2024, §4);
-/// the same rule as torch 2.15's ScheduleZBVZeroBubble. Rank r of S holds chunk 0 = stage r
-/// and chunk 1 = stage 2S-1-r; with N = max(M, 2S-1) microbatches:
+/// the same rule as torch 2.15's ScheduleZBVZeroBubble. Rank r of S holds chunk
+/// 0 = stage r and chunk 1 = stage 2S-1-r; with N = max(M, 2S-1) microbatches:
 ///  1. 2(S-r)-1 x F0;  2. r x {F1, F0};  3. (S-r) x {F1, I1, W1};
 ///  4. steady, until every F is done: {F0 (while any is left), I0, W0, F1,
 ///     I1, W1};
@@ -638,9 +638,9 @@ int unitMakespanOf(const Schedule &s) {
 ///  7. the deferred W of chunk 1, then those of chunk 0.
 /// With F = I = W = 1 slot and M >= 2S-1 (N = M) every rank is busy from
 /// its first F (slot r) to the end: 6M + S - 1 slots, which is optimal (the
-/// last rank cannot start before slot S-1 and has 6M slots of work). When M < 2S-1
-/// the order is built for N = 2S-1 and the actions of microbatches >= M are
-/// dropped, which leaves idle slots. Per rank at most 2S microbatches have
+/// last rank cannot start before slot S-1 and has 6M slots of work). When M <
+/// 2S-1 the order is built for N = 2S-1 and the actions of microbatches >= M
+/// are dropped, which leaves idle slots. Per rank at most 2S microbatches have
 /// F done and I not yet (chunk 0 peaks at 2S-r while chunk 1 holds r, and
 /// chunk 1 peaks at r+1 while chunk 0 holds 2S-r-1).
 void zbvPaperOrder(Schedule &s, int S, int M) {
@@ -924,7 +924,8 @@ pipeopt::schedule::makeChimera(const ScheduleParams &p) {
 /// in W waves (down 0..S-1, then up S-1..0), so each rank holds 2W chunks.
 /// Full backward; per-stage activation cap numStages-k. Greedy realisation.
 /// Needs waves >= 1 and M >= S.
-llvm::Expected<Schedule> pipeopt::schedule::makeHanayo(const ScheduleParams &p) {
+llvm::Expected<Schedule>
+pipeopt::schedule::makeHanayo(const ScheduleParams &p) {
   const ScheduleInfo &info = detail::infoOf(makeHanayo);
   if (p.waves < 1)
     return err("{0} needs waves >= 1, got {1}", info.name, p.waves);

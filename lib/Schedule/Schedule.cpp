@@ -159,8 +159,8 @@ std::string pipeopt::schedule::describe(const Action &a, ActionNaming naming) {
                          : a.phase == Phase::B ? "input gradient"
                          : a.phase == Phase::W ? "weight gradient"
                                                : "full backward";
-      return llvm::formatv("{0} ({1}, stage {2}, mb {3})", token, what,
-                           a.stage, a.microbatch)
+      return llvm::formatv("{0} ({1}, stage {2}, mb {3})", token, what, a.stage,
+                           a.microbatch)
           .str();
     }
     return llvm::formatv("{0} ({1}, stage {2} {3} {4}, mb {5})", token,
@@ -170,16 +170,16 @@ std::string pipeopt::schedule::describe(const Action &a, ActionNaming naming) {
         .str();
   }
   if (a.isCompute())
-    return llvm::formatv("{0}(stage {1}, mb {2})", phaseName(a.phase),
-                         a.stage, a.microbatch)
+    return llvm::formatv("{0}(stage {1}, mb {2})", phaseName(a.phase), a.stage,
+                         a.microbatch)
         .str();
   const char *kind = a.backward ? "B" : "F";
   // The value is named only where a transfer moves several.
   std::string value =
       a.value != 0 ? llvm::formatv(", value {0}", a.value).str() : "";
   if (a.phase == Phase::Send)
-    return llvm::formatv("SEND_{0}(stage {1} -> {2}, mb {3}{4})", kind,
-                         a.stage, a.peerStage, a.microbatch, value)
+    return llvm::formatv("SEND_{0}(stage {1} -> {2}, mb {3}{4})", kind, a.stage,
+                         a.peerStage, a.microbatch, value)
         .str();
   return llvm::formatv("RECV_{0}(stage {1} <- {2}, mb {3}{4})", kind, a.stage,
                        a.peerStage, a.microbatch, value)
@@ -195,7 +195,7 @@ namespace {
 /// (stage, mb) uses.
 struct Placement {
   ComputeIndex idx;
-  std::vector<int> rank, pos;  // by compute key; -1 if absent
+  std::vector<int> rank, pos; // by compute key; -1 if absent
   Placement(const Schedule &s) : idx(s.numStages, s.numMicrobatches) {
     rank.assign(idx.size(), -1);
     pos.assign(idx.size(), -1);
@@ -224,8 +224,7 @@ struct Execution {
   bool complete = true;
 };
 
-Execution execute(const Schedule &s, const StageGraph &g,
-                  const Placement &pl) {
+Execution execute(const Schedule &s, const StageGraph &g, const Placement &pl) {
   Execution ex;
   int R = static_cast<int>(s.actions.size());
   ex.slots.resize(R);
@@ -297,7 +296,8 @@ Stall explainStall(const Schedule &s, const StageGraph &g, const Placement &pl,
   // For a blocked rank: the (dep action, its rank) it waits for.
   auto waitOf = [&](int r, std::string &text) -> int {
     const Action &a = s.actions[r][ex.next[r]];
-    for (auto [ph, st] : computeDeps(g, a.phase, a.stage, a.microbatch, split)) {
+    for (auto [ph, st] :
+         computeDeps(g, a.phase, a.stage, a.microbatch, split)) {
       if (!pl.idx.inRange(st, a.microbatch))
         continue;
       int k = pl.idx.key(ph, st, a.microbatch);
@@ -313,7 +313,8 @@ Stall explainStall(const Schedule &s, const StageGraph &g, const Placement &pl,
     return -1;
   };
   int start = 0;
-  while (start < R && ex.next[start] >= static_cast<int>(s.actions[start].size()))
+  while (start < R &&
+         ex.next[start] >= static_cast<int>(s.actions[start].size()))
     ++start;
   std::vector<int> seenAt(R, -1);
   std::vector<std::string> texts;
@@ -339,8 +340,7 @@ Stall explainStall(const Schedule &s, const StageGraph &g, const Placement &pl,
 }
 
 /// The ScheduleErrorKind::Cycle error of a stalled execution.
-llvm::Error stallError(const Schedule &s, const Stall &stall,
-                       const char *fmt) {
+llvm::Error stallError(const Schedule &s, const Stall &stall, const char *fmt) {
   ErrorSite site{ScheduleErrorKind::Cycle};
   if (!stall.cycle.empty()) {
     site.at = stall.cycle.front();
@@ -374,43 +374,46 @@ pipeopt::schedule::detail::slotsWithGraph(const Schedule &s,
 static llvm::Error checkShape(const Schedule &s, const StageGraph &g) {
   if (s.numRanks <= 0 || s.numStages <= 0 || s.numMicrobatches <= 0)
     return tableErr("schedule '{0}' has numRanks {1}, numStages {2}, "
-               "numMicrobatches {3}; all must be positive",
-               s.name, s.numRanks, s.numStages, s.numMicrobatches);
+                    "numMicrobatches {3}; all must be positive",
+                    s.name, s.numRanks, s.numStages, s.numMicrobatches);
   if (static_cast<int>(s.actions.size()) != s.numRanks)
-    return tableErr("schedule has {0} action lists for {1} ranks", s.actions.size(),
-               s.numRanks);
+    return tableErr("schedule has {0} action lists for {1} ranks",
+                    s.actions.size(), s.numRanks);
   if (g.numStages != s.numStages)
     return tableErr("stage graph has {0} stages, schedule has {1}", g.numStages,
-               s.numStages);
+                    s.numStages);
   for (const StageEdge &e : g.edges)
     if (e.from < 0 || e.to >= g.numStages || e.from >= e.to)
-      return tableErr("stage graph edge {0} -> {1} is not a forward edge between "
-                 "existing stages",
-                 e.from, e.to);
+      return tableErr(
+          "stage graph edge {0} -> {1} is not a forward edge between "
+          "existing stages",
+          e.from, e.to);
   if (s.stageRank.empty())
     return tableErr("schedule has no stage placement (stageRank is empty)");
   for (int p = 0; p < s.numPipelines(); ++p) {
     if (static_cast<int>(s.stageRank[p].size()) != s.numStages)
       return tableErr("pipeline {0} places {1} stages, expected {2}", p,
-                 s.stageRank[p].size(), s.numStages);
+                      s.stageRank[p].size(), s.numStages);
     for (int st = 0; st < s.numStages; ++st)
       if (s.stageRank[p][st] < 0 || s.stageRank[p][st] >= s.numRanks)
-        return tableErr("pipeline {0} places stage {1} on rank {2}, outside 0..{3}",
-                   p, st, s.stageRank[p][st], s.numRanks - 1);
+        return tableErr(
+            "pipeline {0} places stage {1} on rank {2}, outside 0..{3}", p, st,
+            s.stageRank[p][st], s.numRanks - 1);
   }
   if (!s.microbatchPipeline.empty()) {
     if (static_cast<int>(s.microbatchPipeline.size()) != s.numMicrobatches)
       return tableErr("microbatchPipeline has {0} entries for {1} microbatches",
-                 s.microbatchPipeline.size(), s.numMicrobatches);
+                      s.microbatchPipeline.size(), s.numMicrobatches);
     for (int m = 0; m < s.numMicrobatches; ++m)
       if (s.microbatchPipeline[m] < 0 ||
           s.microbatchPipeline[m] >= s.numPipelines())
-        return tableErr("microbatch {0} is assigned to pipeline {1}, but there are "
-                   "{2} pipelines",
-                   m, s.microbatchPipeline[m], s.numPipelines());
+        return tableErr(
+            "microbatch {0} is assigned to pipeline {1}, but there are "
+            "{2} pipelines",
+            m, s.microbatchPipeline[m], s.numPipelines());
   } else if (s.numPipelines() != 1) {
     return tableErr("{0} pipelines but no microbatch -> pipeline assignment",
-               s.numPipelines());
+                    s.numPipelines());
   }
   return llvm::Error::success();
 }
@@ -438,9 +441,11 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
       bool isSend = a.phase == Phase::Send;
       int producer = isSend ? a.stage : a.peerStage;
       int consumer = isSend ? a.peerStage : a.stage;
-      int lo = a.backward ? consumer : producer, hi = a.backward ? producer : consumer;
-      bool edge = llvm::any_of(
-          g.edges, [&](const StageEdge &e) { return e.from == lo && e.to == hi; });
+      int lo = a.backward ? consumer : producer,
+          hi = a.backward ? producer : consumer;
+      bool edge = llvm::any_of(g.edges, [&](const StageEdge &e) {
+        return e.from == lo && e.to == hi;
+      });
       if (!edge)
         return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
                            "rank {0}: {1} has no stage-graph edge {2} -> {3}",
@@ -455,8 +460,8 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
         return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
                            "rank {0}: {1} names peer rank {2}, but stage {3} "
                            "runs on rank {4} for mb {5}",
-                   r, describe(a), a.peerRank, a.peerStage,
-                   s.rankOf(a.peerStage, a.microbatch), a.microbatch);
+                           r, describe(a), a.peerRank, a.peerStage,
+                           s.rankOf(a.peerStage, a.microbatch), a.microbatch);
       if (a.peerRank == r)
         return scheduleErr({ScheduleErrorKind::BadAction, {r, i}, a},
                            "rank {0}: {1} sends to its own rank", r,
@@ -485,8 +490,8 @@ static llvm::Error checkComms(const Schedule &s, const StageGraph &g,
                               {r, pl.pos[ck]},
                               s.actions[r][pl.pos[ck]],
                               {r, i}},
-                             "rank {0}: {1} appears before {2}", r,
-                             describe(c), describe(a));
+                             "rank {0}: {1} appears before {2}", r, describe(c),
+                             describe(a));
       }
     }
   // Every cross-rank value needs exactly one matching pair.
@@ -579,7 +584,10 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
       if (a.phase == Phase::BW && pl.hasSplitB(a.stage, a.microbatch)) {
         int kb = idx.key(Phase::B, a.stage, a.microbatch);
         return scheduleErr(
-            {ScheduleErrorKind::BadAction, {r, i}, a, {pl.rank[kb], pl.pos[kb]}},
+            {ScheduleErrorKind::BadAction,
+             {r, i},
+             a,
+             {pl.rank[kb], pl.pos[kb]}},
             "rank {0}: {1} and {2} both present", r, describe(a),
             describe(Action::compute(Phase::B, a.stage, a.microbatch)));
       }
@@ -617,7 +625,8 @@ llvm::Error pipeopt::schedule::validate(const Schedule &s,
       const Action &a = s.actions[r][i];
       if (a.isComm())
         continue;
-      for (auto [ph, st] : computeDeps(g, a.phase, a.stage, a.microbatch, split)) {
+      for (auto [ph, st] :
+           computeDeps(g, a.phase, a.stage, a.microbatch, split)) {
         int k = idx.key(ph, st, a.microbatch);
         if (pl.rank[k] == r && pl.pos[k] > i)
           return scheduleErr(
@@ -675,11 +684,11 @@ std::string pipeopt::schedule::renderGrid(const Schedule &s) {
       cells[r][slots[r][i]] = c;
       width = std::max(width, c.size());
     }
-  std::string out = llvm::formatv("{0}: {1} ranks, {2} stages, {3} "
-                                  "microbatches, {4} unit-time slots\n",
-                                  s.name, s.numRanks, s.numStages,
-                                  s.numMicrobatches, T)
-                        .str();
+  std::string out =
+      llvm::formatv("{0}: {1} ranks, {2} stages, {3} "
+                    "microbatches, {4} unit-time slots\n",
+                    s.name, s.numRanks, s.numStages, s.numMicrobatches, T)
+          .str();
   std::string rankLabel = "rank " + std::to_string(s.numRanks - 1);
   for (int r = 0; r < s.numRanks; ++r) {
     std::string label = "rank " + std::to_string(r);
@@ -779,6 +788,6 @@ std::vector<int> pipeopt::schedule::peakInFlightPerRank(const Schedule &s) {
 int pipeopt::schedule::numComputeActions(const Schedule &s, int rank) {
   if (rank < 0 || rank >= static_cast<int>(s.actions.size()))
     return 0;
-  return static_cast<int>(
-      llvm::count_if(s.actions[rank], [](const Action &a) { return a.isCompute(); }));
+  return static_cast<int>(llvm::count_if(
+      s.actions[rank], [](const Action &a) { return a.isCompute(); }));
 }

@@ -1,4 +1,5 @@
-//===- ScheduleInternal.h - Shared helpers of the schedule library -*- C++ -*-===//
+//===- ScheduleInternal.h - Shared helpers of the schedule library -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //

@@ -55,7 +55,6 @@ std::string num(double v) {
   return buf;
 }
 
-
 /// Checks one per-stage time vector ("" = valid): empty or `n` entries,
 /// finite and > 0.
 llvm::Error checkTimes(llvm::StringRef who, llvm::StringRef what,
@@ -73,11 +72,13 @@ llvm::Error checkTimes(llvm::StringRef who, llvm::StringRef what,
   return llvm::Error::success();
 }
 
-double at(const std::vector<double> &v, int i) { return v.empty() ? 1.0 : v[i]; }
+double at(const std::vector<double> &v, int i) {
+  return v.empty() ? 1.0 : v[i];
+}
 
 /// One variant of the heuristic (see AutoSchedule.h).
 struct Variant {
-  int extra = 0;       ///< In-flight cap min(limit, S - r + extra).
+  int extra = 0;        ///< In-flight cap min(limit, S - r + extra).
   bool patient = false; ///< Skip an F that would end after the next B arrives.
   bool lazyW = false;   ///< No W into gaps shorter than T_W.
   std::string describe() const {
@@ -108,8 +109,9 @@ llvm::Expected<double> runVariant(const Problem &pb, const Variant &v,
   std::vector<std::deque<int>> pendingW(S);
   order.assign(S, {});
   for (int r = 0; r < S; ++r)
-    cap[r] = std::max(1, std::min(static_cast<int>(std::floor(pb.limit[r] + kEps)),
-                                  S - r + v.extra));
+    cap[r] =
+        std::max(1, std::min(static_cast<int>(std::floor(pb.limit[r] + kEps)),
+                             S - r + v.extra));
   std::priority_queue<double, std::vector<double>, std::greater<double>> events;
   events.push(0);
   const long total = 3L * S * M;
@@ -507,13 +509,12 @@ pipeopt::schedule::autoSchedule(const ScheduleParams &p) {
           if (peak[r] > pb.limit[r] + kEps)
             return err("{0}: internal error: variant '{1}' holds {2} "
                        "activations on rank {3}, limit {4}",
-                       name, v.describe(), num(peak[r]), r,
-                       num(pb.limit[r]));
+                       name, v.describe(), num(peak[r]), r, num(pb.limit[r]));
         double maxPeak = *std::max_element(peak.begin(), peak.end());
         double tol = kEps * std::max(1.0, *check);
-        bool better = !have || *check < best.makespanSec - tol ||
-                      (*check <= best.makespanSec + tol &&
-                       maxPeak < bestPeak - kEps);
+        bool better =
+            !have || *check < best.makespanSec - tol ||
+            (*check <= best.makespanSec + tol && maxPeak < bestPeak - kEps);
         if (better) {
           have = true;
           best.schedule = std::move(s);

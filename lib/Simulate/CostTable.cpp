@@ -62,7 +62,7 @@ CostTable CostTable::resample(int n) const {
       long overlap = std::min(hi, ehi) - std::max(lo, elo);
       if (overlap <= 0)
         continue;
-      double f = static_cast<double>(overlap) / n;  // fraction of entry e
+      double f = static_cast<double>(overlap) / n; // fraction of entry e
       const StageCost &x = stages[e];
       c.forwardSec += f * x.forwardSec;
       c.backwardInputSec += f * x.backwardInputSec;
@@ -72,8 +72,8 @@ CostTable CostTable::resample(int n) const {
       c.weightBytes += f * x.weightBytes;
       c.optimizerSec += f * x.optimizerSec;
       if (anyGradientBytes)
-        c.gradientBytes = std::max(c.gradientBytes, 0.0) +
-                          f * x.reducedGradientBytes();
+        c.gradientBytes =
+            std::max(c.gradientBytes, 0.0) + f * x.reducedGradientBytes();
     }
     // Boundary of the entry containing the right cut (position hi - 1 on
     // the scaled axis).
@@ -106,7 +106,8 @@ static llvm::Expected<double> getNumber(const llvm::json::Object &o,
   }
   std::optional<double> d = v->getAsNumber();
   if (!d)
-    return makeError(llvm::formatv("{0}: \"{1}\" must be a number", where, key));
+    return makeError(
+        llvm::formatv("{0}: \"{1}\" must be a number", where, key));
   if (!std::isfinite(*d) || *d < 0)
     return makeError(llvm::formatv(
         "{0}: \"{1}\" must be finite and >= 0, got {2}", where, key, *d));
@@ -138,7 +139,8 @@ llvm::Expected<CostTable> sim::parseCostTable(llvm::StringRef json) {
     if (!o)
       return makeError(where + ": expected an object");
     StageCost c;
-    auto get = [&](llvm::StringRef key, double &out, bool required) -> llvm::Error {
+    auto get = [&](llvm::StringRef key, double &out,
+                   bool required) -> llvm::Error {
       llvm::Expected<double> d = getNumber(*o, key, out, required, where);
       if (!d)
         return d.takeError();

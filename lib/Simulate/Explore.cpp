@@ -35,7 +35,8 @@ double sim::peakRankMemoryBytes(const Metrics &m) {
   double peak = 0;
   size_t n = std::max(m.peakActivationBytes.size(), m.weightBytes.size());
   for (size_t r = 0; r < n; ++r) {
-    double act = r < m.peakActivationBytes.size() ? m.peakActivationBytes[r] : 0;
+    double act =
+        r < m.peakActivationBytes.size() ? m.peakActivationBytes[r] : 0;
     double w = r < m.weightBytes.size() ? m.weightBytes[r] : 0;
     peak = std::max(peak, act + w);
   }
@@ -421,12 +422,12 @@ std::string sim::recommendationLine(const Recommendation &r, double tol) {
         .str();
   }
   const ExplorePoint &b = *r.best;
-  std::string line = llvm::formatv("recommended: {0}: {1} per batch ({2} per "
-                                   "microbatch)",
-                                   describePoint(b, true),
-                                   seconds(b.eval.event.makespanSec),
-                                   seconds(b.secondsPerMicrobatch()))
-                         .str();
+  std::string line =
+      llvm::formatv("recommended: {0}: {1} per batch ({2} per "
+                    "microbatch)",
+                    describePoint(b, true), seconds(b.eval.event.makespanSec),
+                    seconds(b.secondsPerMicrobatch()))
+          .str();
   // Within the tie tolerance (rankPoints' rule: t_runner <= t_best x
   // (1 + tol)) the two tie: "0.0% faster" would claim an order.
   if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() <=
@@ -438,13 +439,13 @@ std::string sim::recommendationLine(const Recommendation &r, double tol) {
                           seconds(r.runnerUp->secondsPerMicrobatch()))
                 .str();
   else if (r.runnerUp)
-    line += llvm::formatv(", {0}% faster per microbatch than {1} ({2} per "
-                          "batch, {3} per microbatch)",
-                          num(r.marginPercent, "%.1f"),
-                          describePoint(*r.runnerUp),
-                          seconds(r.runnerUp->eval.event.makespanSec),
-                          seconds(r.runnerUp->secondsPerMicrobatch()))
-                .str();
+    line +=
+        llvm::formatv(", {0}% faster per microbatch than {1} ({2} per "
+                      "batch, {3} per microbatch)",
+                      num(r.marginPercent, "%.1f"), describePoint(*r.runnerUp),
+                      seconds(r.runnerUp->eval.event.makespanSec),
+                      seconds(r.runnerUp->secondsPerMicrobatch()))
+            .str();
   else
     line += "; no other schedule fits";
   if (r.removed)
@@ -478,14 +479,15 @@ std::string sim::memoryRemovedLine(const Ranking &r) {
 }
 
 static llvm::json::Object pointJSON(const ExplorePoint &p) {
-  return llvm::json::Object{{"schedule", p.schedule},
-                            {"stages", p.stages},
-                            {"microbatches", p.microbatches},
-                            {"virtual_stages", p.virtualStages()},
-                            {"model_stages", p.modelStages},
-                            {"makespan_s", p.eval.event.makespanSec},
-                            {"seconds_per_microbatch", p.secondsPerMicrobatch()},
-                            {"peak_memory_bytes", p.peakMemoryBytes}};
+  return llvm::json::Object{
+      {"schedule", p.schedule},
+      {"stages", p.stages},
+      {"microbatches", p.microbatches},
+      {"virtual_stages", p.virtualStages()},
+      {"model_stages", p.modelStages},
+      {"makespan_s", p.eval.event.makespanSec},
+      {"seconds_per_microbatch", p.secondsPerMicrobatch()},
+      {"peak_memory_bytes", p.peakMemoryBytes}};
 }
 
 llvm::json::Object sim::recommendationJSON(const Recommendation &r) {
@@ -541,16 +543,15 @@ void sim::writeRowsCSV(llvm::raw_ostream &os,
       if (m.available)
         os << num(m.makespanSec, "%.9g") << "," << num(m.bubbleRatio, "%.6f")
            << "," << num(m.maxPeakActivationBytes(), "%.0f") << ","
-           << num(m.maxWeightBytes(), "%.0f") << ","
-           << num(m.commBytes, "%.0f") << ",";
+           << num(m.maxWeightBytes(), "%.0f") << "," << num(m.commBytes, "%.0f")
+           << ",";
       else
         os << ",,,,,";
       if (m.available && m.staleness)
         os << m.staleness->maxDelay << "," << num(m.staleness->meanDelay);
       else
         os << ",";
-      os << "," << (rank != ranking.rankOf.end() ? rank->second[l] : 0)
-         << "\n";
+      os << "," << (rank != ranking.rankOf.end() ? rank->second[l] : 0) << "\n";
     }
   }
 }

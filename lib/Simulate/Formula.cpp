@@ -152,12 +152,12 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
   int bottleneck = 0;
   for (int r = 0; r < R; ++r) {
     // Inference runs forwards only, whatever backward costs the table has.
-    busy[r] = fam == Family::ForwardOnly ? fSum[r]
-                                         : fSum[r] + bSum[r] + wSum[r];
+    busy[r] =
+        fam == Family::ForwardOnly ? fSum[r] : fSum[r] + bSum[r] + wSum[r];
     if (busy[r] > busy[bottleneck])
       bottleneck = r;
   }
-  const double tMax = busy[bottleneck] / M;  // per microbatch
+  const double tMax = busy[bottleneck] / M; // per microbatch
 
   // The pipeline depth the formulas call p (or D): ranks.
   const int depth = R;
@@ -175,7 +175,8 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
   case Family::Interleaved:
     bubble = formula::bubbleInterleaved(depth, M, v);
     m.note = llvm::formatv("interleaved 1F1B (Narayanan et al. SC'21 §2.2.2): "
-                           "bubble (S-1)/(v*M+S-1), v={0}", v)
+                           "bubble (S-1)/(v*M+S-1), v={0}",
+                           v)
                  .str();
     break;
   case Family::ZBH1:
@@ -227,10 +228,10 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
     double inflight = 0;
     switch (fam) {
     case Family::GPipe:
-      inflight = Mp;  // GPipe keeps all M microbatches until the flush.
+      inflight = Mp; // GPipe keeps all M microbatches until the flush.
       break;
     case Family::ForwardOnly:
-      inflight = std::min(1, Mp);  // Nothing is kept for a backward.
+      inflight = std::min(1, Mp); // Nothing is kept for a backward.
       break;
     case Family::OneFOneB:
     case Family::ZBH1:
@@ -261,7 +262,7 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
       return;
     double copies = 1;
     if (fam == Family::PipeDream)
-      copies = depth - pos;  // weight stashing: S - s versions (PipeDream §3.3)
+      copies = depth - pos; // weight stashing: S - s versions (PipeDream §3.3)
     m.weightBytes[r] += copies * c.weightBytes;
   });
 
@@ -269,8 +270,8 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
   // gradient) crosses every cut edge once.
   double directions = fam == Family::ForwardOnly || s.forwardOnly ? 1.0 : 2.0;
   for (int p = 0; p < P; ++p)
-    for (int st = 0; st + 1 < static_cast<int>(s.stageRank[p].size()) && st + 1 < S;
-         ++st)
+    for (int st = 0;
+         st + 1 < static_cast<int>(s.stageRank[p].size()) && st + 1 < S; ++st)
       if (s.stageRank[p][st] != s.stageRank[p][st + 1])
         m.commBytes +=
             directions * mbPerPipe[p] * costs.stages[st].boundaryBytes;

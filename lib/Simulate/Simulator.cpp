@@ -32,9 +32,12 @@ static llvm::Error makeError(const llvm::Twine &msg) {
 
 llvm::StringRef sim::levelName(Level level) {
   switch (level) {
-  case Level::Formula: return "formula";
-  case Level::Table: return "table";
-  case Level::Event: return "event";
+  case Level::Formula:
+    return "formula";
+  case Level::Table:
+    return "table";
+  case Level::Event:
+    return "event";
   }
   return "?";
 }
@@ -55,9 +58,12 @@ double Metrics::maxWeightBytes() const {
 
 const Metrics &Evaluation::at(Level level) const {
   switch (level) {
-  case Level::Formula: return formula;
-  case Level::Table: return table;
-  case Level::Event: return event;
+  case Level::Formula:
+    return formula;
+  case Level::Table:
+    return table;
+  case Level::Event:
+    return event;
   }
   return table;
 }
@@ -67,15 +73,15 @@ namespace {
 struct OptimizerStep {
   int rank = 0, stage = 0;
   double durationSec = 0;
-  std::vector<int> reductions;  ///< Reductions it waits for.
+  std::vector<int> reductions; ///< Reductions it waits for.
 };
 
 /// The after-backward actions of one iteration and what they wait for.
 struct PostBackward {
   std::vector<GradientReduction> reductions;
-  std::vector<std::vector<int>> taskDeps;       ///< [red] -> tasks.
-  std::vector<std::vector<int>> reductionDeps;  ///< [red] -> earlier reds.
-  std::vector<std::vector<OptimizerStep>> steps;  ///< [rank], in order.
+  std::vector<std::vector<int>> taskDeps;        ///< [red] -> tasks.
+  std::vector<std::vector<int>> reductionDeps;   ///< [red] -> earlier reds.
+  std::vector<std::vector<OptimizerStep>> steps; ///< [rank], in order.
   /// An asynchronous schedule with inputs for these actions (not modeled).
   bool skippedAsync = false;
 };
@@ -92,8 +98,8 @@ struct Prepared {
 
 /// Times of the after-backward actions at one level.
 struct PostTimes {
-  std::vector<double> redReady, redStart, redEnd;        ///< [red]
-  std::vector<std::vector<double>> stepStart, stepEnd;  ///< [rank][i]
+  std::vector<double> redReady, redStart, redEnd;      ///< [red]
+  std::vector<std::vector<double>> stepStart, stepEnd; ///< [rank][i]
 };
 } // namespace
 
@@ -142,7 +148,7 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
           post.reductionDeps[i].push_back(k);
   }
   for (int r = 0; r < g.numRanks; ++r) {
-    std::vector<std::pair<int, int>> stages;  // (position, stage)
+    std::vector<std::pair<int, int>> stages; // (position, stage)
     for (auto &[key, v] : last)
       if (key.first == r)
         stages.push_back({v.second, key.second});
@@ -234,8 +240,8 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
   p.graph = graph ? *graph : defaultGraph(s, p.costs);
   if (p.graph.numStages != s.numStages)
     return makeError(llvm::formatv("stage graph has {0} stages, schedule "
-                                   "'{1}' has {2}", p.graph.numStages, s.name,
-                                   s.numStages));
+                                   "'{1}' has {2}",
+                                   p.graph.numStages, s.name, s.numStages));
   llvm::Expected<TaskGraph> tg = buildTaskGraph(
       s, p.costs, sys.simulation.computeSpeed, p.graph, Durations::Costs);
   if (!tg)
@@ -255,13 +261,14 @@ static llvm::Expected<Prepared> prepare(const schedule::Schedule &s,
     }
   llvm::Expected<IdealRun> run = runIdeal(p.tasks);
   if (!run)
-    return makeError("schedule '" + s.name + "': " +
-                     llvm::toString(run.takeError()));
+    return makeError("schedule '" + s.name +
+                     "': " + llvm::toString(run.takeError()));
   p.ideal = std::move(*run);
-  llvm::Expected<PostBackward> post = planPostBackward(s, p.costs, sys, p.tasks);
+  llvm::Expected<PostBackward> post =
+      planPostBackward(s, p.costs, sys, p.tasks);
   if (!post)
-    return makeError("schedule '" + s.name + "': " +
-                     llvm::toString(post.takeError()));
+    return makeError("schedule '" + s.name +
+                     "': " + llvm::toString(post.takeError()));
   p.post = std::move(*post);
   return p;
 }
@@ -292,10 +299,9 @@ static void fillBubbles(const TaskGraph &g, double makespan, Metrics &m,
     busyTotal += busy;
     m.bubblePerRank[r] = makespan > 0 ? std::max(0.0, 1 - busy / makespan) : 0;
   }
-  m.bubbleRatio =
-      makespan > 0 && g.numRanks > 0
-          ? std::max(0.0, 1 - busyTotal / (g.numRanks * makespan))
-          : 0;
+  m.bubbleRatio = makespan > 0 && g.numRanks > 0
+                      ? std::max(0.0, 1 - busyTotal / (g.numRanks * makespan))
+                      : 0;
 }
 
 /// Makespan, bubbles and the after-backward fields of `m`; `tableEnd` is
@@ -312,9 +318,9 @@ static void fillTimes(const TaskGraph &g, const PostBackward &post,
     const GradientReduction &red = post.reductions[i];
     for (int r : red.ranks)
       m.allReduceSecPerRank[r] += pt.redEnd[i] - pt.redStart[i];
-    m.collectiveBytes +=
-        ringAllReduceBytesPerRank(red.bytes, static_cast<int>(red.ring.size())) *
-        red.ranks.size();
+    m.collectiveBytes += ringAllReduceBytesPerRank(
+                             red.bytes, static_cast<int>(red.ring.size())) *
+                         red.ranks.size();
   }
   for (int r = 0; r < g.numRanks; ++r)
     for (const OptimizerStep &step : post.steps[r])
@@ -388,8 +394,8 @@ llvm::Expected<Metrics> sim::simulateTable(const schedule::Schedule &s,
     t.makespanSec = m.makespanSec;
     for (int r = 0; r < s.numRanks; ++r)
       for (int id : p->tasks.rankTasks[r])
-        t.compute.push_back({r, p->tasks.tasks[id].action, run->start[id],
-                             run->end[id]});
+        t.compute.push_back(
+            {r, p->tasks.tasks[id].action, run->start[id], run->end[id]});
     for (const Dep &d : p->tasks.deps) {
       if (!d.crossRank)
         continue;
@@ -437,8 +443,8 @@ static int runProcessorSharing(
   int numNodes = 1;
   for (int n : cpuNode)
     numNodes = std::max(numNodes, n + 1);
-  std::vector<int> busy(numNodes, 0);   // running compute vertices per node
-  std::vector<double> remaining(V, 0);  // compute work left (s at speed 1)
+  std::vector<int> busy(numNodes, 0);  // running compute vertices per node
+  std::vector<double> remaining(V, 0); // compute work left (s at speed 1)
   std::vector<double> finishAt(V, 0);
   std::vector<int> running, startNow;
   for (int v = 0; v < V; ++v)
@@ -496,8 +502,8 @@ static int runProcessorSharing(
     // vertex's remaining work at the node's current rate.
     double next = std::numeric_limits<double>::infinity();
     for (int v : running) {
-      finishAt[v] = cpuNode[v] >= 0 ? now + remaining[v] / rate(v)
-                                    : start[v] + dur[v];
+      finishAt[v] =
+          cpuNode[v] >= 0 ? now + remaining[v] / rate(v) : start[v] + dur[v];
       next = std::min(next, finishAt[v]);
     }
     for (int v : running)
@@ -538,7 +544,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
 
   const int R = g.numRanks;
   const int N = static_cast<int>(g.tasks.size());
-  std::vector<int> xferDep;  // transfer -> dep index
+  std::vector<int> xferDep; // transfer -> dep index
   for (int d = 0, e = static_cast<int>(g.deps.size()); d < e; ++d)
     if (g.deps[d].crossRank)
       xferDep.push_back(d);
@@ -613,7 +619,7 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   // lastOnRank[t]: the vertex after which the rank is free again.
   std::vector<int> lastOnRank(N);
   std::iota(lastOnRank.begin(), lastOnRank.end(), 0);
-  std::vector<int> sendAfter(T, -1);  // a transfer's predecessor on its rank
+  std::vector<int> sendAfter(T, -1); // a transfer's predecessor on its rank
   for (int x : order) {
     if (x >= T)
       continue;
@@ -806,7 +812,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
   if (ran != V)
     return makeError(llvm::formatv(
         "schedule '{0}': event simulation found a cyclic wait ({1} of {2} "
-        "actions and transfers could not run)", s.name, V - ran, V));
+        "actions and transfers could not run)",
+        s.name, V - ran, V));
 
   double tableEnd = 0;
   for (int v = 0; v < N + T; ++v)
@@ -924,16 +931,16 @@ sim::computeStaleness(const schedule::Schedule &s,
     return tg.takeError();
   llvm::Expected<IdealRun> run = runIdeal(*tg);
   if (!run)
-    return makeError("schedule '" + s.name + "': " +
-                     llvm::toString(run.takeError()));
+    return makeError("schedule '" + s.name +
+                     "': " + llvm::toString(run.takeError()));
 
   const int S = s.numStages, M = s.numMicrobatches;
   // Backwards per weight update (1: PipeDream; S: PipeDream-2BW, whose
   // gradients are accumulated and applied as one block update).
   const int every = inferUpdateInterval(s);
-  using Key = std::pair<long, int>;  // (slot, stage)
+  using Key = std::pair<long, int>; // (slot, stage)
   std::vector<long> readSlot(static_cast<size_t>(S) * M, -1);
-  std::vector<std::vector<std::pair<long, int>>> backwards(S);  // (slot, mb)
+  std::vector<std::vector<std::pair<long, int>>> backwards(S); // (slot, mb)
   for (int t = 0, e = static_cast<int>(tg->tasks.size()); t < e; ++t) {
     const schedule::Action &a = tg->tasks[t].action;
     long slot = static_cast<long>(run->start[t] + 0.5);
@@ -1015,8 +1022,8 @@ sim::computeStaleness(const schedule::Schedule &s,
       continue;
     for (int i = 0; i < S; ++i)
       for (int j = 0; j < S; ++j)
-        st.startupMaxDelay =
-            std::max<int>(st.startupMaxDelay, static_cast<int>(delay(mb, i, j)));
+        st.startupMaxDelay = std::max<int>(st.startupMaxDelay,
+                                           static_cast<int>(delay(mb, i, j)));
   }
   st.meanDelay = count ? static_cast<double>(sum) / count : 0;
   return st;

@@ -64,10 +64,12 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
                                    s.name, S, M, R));
   if (static_cast<int>(s.actions.size()) != R)
     return makeError(llvm::formatv("schedule '{0}': {1} action lists for {2} "
-                                   "ranks", s.name, s.actions.size(), R));
+                                   "ranks",
+                                   s.name, s.actions.size(), R));
   if (durations == Durations::Costs && costs.size() != S)
     return makeError(llvm::formatv("cost table has {0} entries, schedule has "
-                                   "{1} stages", costs.size(), S));
+                                   "{1} stages",
+                                   costs.size(), S));
   if (computeSpeed <= 0)
     return makeError("compute speed must be > 0");
   for (const schedule::StageEdge &e : g.edges)
@@ -88,10 +90,10 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
       if (!a.isCompute())
         continue;
       if (a.stage < 0 || a.stage >= S || a.microbatch < 0 || a.microbatch >= M)
-        return makeError(llvm::formatv("rank {0}: {1} is out of range ({2} "
-                                       "stages, {3} microbatches)", r,
-                                       describeTask(a.phase, a.stage,
-                                                    a.microbatch), S, M));
+        return makeError(llvm::formatv(
+            "rank {0}: {1} is out of range ({2} "
+            "stages, {3} microbatches)",
+            r, describeTask(a.phase, a.stage, a.microbatch), S, M));
       Task t;
       t.rank = r;
       t.action = a;
@@ -117,9 +119,9 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
       size_t key = static_cast<size_t>(a.stage) * M + a.microbatch;
       auto claim = [&](std::vector<int> &slot) -> llvm::Error {
         if (slot[key] >= 0)
-          return makeError(llvm::formatv(
-              "rank {0}: {1} appears twice", r,
-              describeTask(a.phase, a.stage, a.microbatch)));
+          return makeError(
+              llvm::formatv("rank {0}: {1} appears twice", r,
+                            describeTask(a.phase, a.stage, a.microbatch)));
         slot[key] = id;
         return llvm::Error::success();
       };
@@ -182,12 +184,14 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
     if (r >= 0 && r != t.rank)
       return makeError(llvm::formatv(
           "schedule '{0}': {1} is on rank {2} but its pipeline places stage "
-          "{3} on rank {4}", s.name,
-          describeTask(a.phase, a.stage, a.microbatch), t.rank, a.stage, r));
+          "{3} on rank {4}",
+          s.name, describeTask(a.phase, a.stage, a.microbatch), t.rank, a.stage,
+          r));
     switch (a.phase) {
     case Phase::F:
       for (const schedule::StageEdge *edge : in[a.stage]) {
-        llvm::Expected<int> p = need(fTask, Phase::F, edge->from, a.microbatch, id);
+        llvm::Expected<int> p =
+            need(fTask, Phase::F, edge->from, a.microbatch, id);
         if (!p)
           return p.takeError();
         addDep(*p, id, edge->bytes, /*backward=*/false);
@@ -200,8 +204,9 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
         return f.takeError();
       addDep(*f, id, 0, false);
       for (const schedule::StageEdge *edge : out[a.stage]) {
-        llvm::Expected<int> p = need(bTask, s.splitBackward ? Phase::B : Phase::BW,
-                                     edge->to, a.microbatch, id);
+        llvm::Expected<int> p =
+            need(bTask, s.splitBackward ? Phase::B : Phase::BW, edge->to,
+                 a.microbatch, id);
         if (!p)
           return p.takeError();
         addDep(*p, id, edge->bytes, /*backward=*/true);
@@ -287,7 +292,8 @@ llvm::Expected<IdealRun> detail::runIdeal(const TaskGraph &g) {
 std::vector<double> detail::peakActivation(const schedule::Schedule &s,
                                            const CostTable &costs) {
   std::vector<double> peak(s.numRanks, 0);
-  for (int r = 0; r < s.numRanks && r < static_cast<int>(s.actions.size()); ++r) {
+  for (int r = 0; r < s.numRanks && r < static_cast<int>(s.actions.size());
+       ++r) {
     double live = 0;
     for (const Action &a : s.actions[r]) {
       if (!a.isCompute() || a.stage < 0 || a.stage >= costs.size())
@@ -323,7 +329,7 @@ std::vector<double> detail::weightMemory(const schedule::Schedule &s,
                                          const CostTable &costs) {
   std::vector<double> w(s.numRanks, 0);
   // Replicas: distinct (pipeline, stage) placements.
-  std::set<std::pair<int, int>> seen;  // (rank, stage) per pipeline
+  std::set<std::pair<int, int>> seen; // (rank, stage) per pipeline
   for (size_t p = 0; p < s.stageRank.size(); ++p)
     for (size_t st = 0; st < s.stageRank[p].size(); ++st) {
       int r = s.stageRank[p][st];
@@ -343,14 +349,15 @@ std::vector<double> detail::weightMemory(const schedule::Schedule &s,
   // (backwards done) / (backwards per update).
   const int every = inferUpdateInterval(s);
   std::fill(w.begin(), w.end(), 0.0);
-  for (int r = 0; r < s.numRanks && r < static_cast<int>(s.actions.size()); ++r) {
+  for (int r = 0; r < s.numRanks && r < static_cast<int>(s.actions.size());
+       ++r) {
     std::set<int> stagesHere;
     for (size_t p = 0; p < s.stageRank.size(); ++p)
       for (size_t st = 0; st < s.stageRank[p].size(); ++st)
         if (s.stageRank[p][st] == r && static_cast<int>(st) < costs.size())
           stagesHere.insert(static_cast<int>(st));
-    std::map<int, int> backwards;                 // stage -> backwards done
-    std::map<int, std::map<int, int>> pinned;     // stage -> mb -> version
+    std::map<int, int> backwards;             // stage -> backwards done
+    std::map<int, std::map<int, int>> pinned; // stage -> mb -> version
     auto current = [&]() {
       double bytes = 0;
       for (int st : stagesHere) {

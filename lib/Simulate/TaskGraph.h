@@ -37,23 +37,23 @@ struct Task {
 struct Dep {
   int producer = 0, consumer = 0;
   double bytes = 0;
-  bool backward = false;  ///< Gradient (true) or activation (false).
+  bool backward = false; ///< Gradient (true) or activation (false).
   bool crossRank = false;
 };
 
 struct TaskGraph {
   int numRanks = 0;
   std::vector<Task> tasks;
-  std::vector<std::vector<int>> rankTasks;  ///< [rank] -> tasks in order.
+  std::vector<std::vector<int>> rankTasks; ///< [rank] -> tasks in order.
   std::vector<Dep> deps;
-  std::vector<std::vector<int>> inDeps;   ///< [task] -> dep indices.
-  std::vector<std::vector<int>> outDeps;  ///< [task] -> dep indices.
+  std::vector<std::vector<int>> inDeps;  ///< [task] -> dep indices.
+  std::vector<std::vector<int>> outDeps; ///< [task] -> dep indices.
 };
 
 /// How task durations are chosen.
 enum class Durations {
-  Costs,  ///< From the cost table (divided by compute speed).
-  Unit,   ///< Every compute action one unit (staleness slots).
+  Costs, ///< From the cost table (divided by compute speed).
+  Unit,  ///< Every compute action one unit (staleness slots).
 };
 
 /// Stage graph used when the caller gives none: a chain over the cost
@@ -70,9 +70,9 @@ llvm::Expected<TaskGraph> buildTaskGraph(const schedule::Schedule &s,
 
 /// Result of the idealized (communication-free) ASAP execution.
 struct IdealRun {
-  std::vector<double> start, end;  ///< [task]
-  std::vector<int> ordinal;        ///< [task] -> position in a topological
-                                   ///< order consistent with the run.
+  std::vector<double> start, end; ///< [task]
+  std::vector<int> ordinal;       ///< [task] -> position in a topological
+                                  ///< order consistent with the run.
   double makespan = 0;
 };
 llvm::Expected<IdealRun> runIdeal(const TaskGraph &g);

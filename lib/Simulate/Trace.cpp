@@ -30,21 +30,30 @@ std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
   const int kCompute = 0, kSend = 1, kRecv = 2, kCollective = 3;
   for (int r = 0; r < t.numRanks; ++r) {
     events.push_back(llvm::json::Object{
-        {"name", "process_name"}, {"ph", "M"}, {"pid", r},
-        {"args", llvm::json::Object{{"name", llvm::formatv("rank {0}", r).str()}}}});
-    events.push_back(llvm::json::Object{
-        {"name", "process_sort_index"}, {"ph", "M"}, {"pid", r},
-        {"args", llvm::json::Object{{"sort_index", r}}}});
+        {"name", "process_name"},
+        {"ph", "M"},
+        {"pid", r},
+        {"args",
+         llvm::json::Object{{"name", llvm::formatv("rank {0}", r).str()}}}});
+    events.push_back(
+        llvm::json::Object{{"name", "process_sort_index"},
+                           {"ph", "M"},
+                           {"pid", r},
+                           {"args", llvm::json::Object{{"sort_index", r}}}});
     const char *names[] = {"compute", "send", "recv", "collective"};
     for (int tid = 0; tid < (t.collectives.empty() ? 3 : 4); ++tid)
       events.push_back(llvm::json::Object{
-          {"name", "thread_name"}, {"ph", "M"}, {"pid", r}, {"tid", tid},
+          {"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", r},
+          {"tid", tid},
           {"args", llvm::json::Object{{"name", names[tid]}}}});
   }
   for (const TimedCompute &c : t.compute) {
-    std::string name = llvm::formatv("{0}{1}", schedule::phaseName(c.action.phase),
-                                     c.action.microbatch)
-                           .str();
+    std::string name =
+        llvm::formatv("{0}{1}", schedule::phaseName(c.action.phase),
+                      c.action.microbatch)
+            .str();
     events.push_back(llvm::json::Object{
         {"name", name},
         {"cat", schedule::phaseName(c.action.phase)},
@@ -90,42 +99,57 @@ std::string sim::chromeTraceJSON(const Timeline &t, llvm::StringRef title) {
   }
   int64_t flowId = 0;
   for (const TimedTransfer &x : t.transfers) {
-    std::string what = llvm::formatv("{0} s{1}->s{2} mb{3}",
-                                     x.backward ? "grad" : "act", x.srcStage,
-                                     x.dstStage, x.microbatch)
-                           .str();
+    std::string what =
+        llvm::formatv("{0} s{1}->s{2} mb{3}", x.backward ? "grad" : "act",
+                      x.srcStage, x.dstStage, x.microbatch)
+            .str();
     llvm::json::Object args{{"bytes", x.bytes},
                             {"ready_us", x.readySec * us},
                             {"src_rank", x.srcRank},
                             {"dst_rank", x.dstRank}};
     double dur = (x.endSec - x.startSec) * us;
-    events.push_back(llvm::json::Object{
-        {"name", "send " + what}, {"cat", "comm"}, {"ph", "X"},
-        {"pid", x.srcRank}, {"tid", kSend}, {"ts", x.startSec * us},
-        {"dur", dur}, {"args", llvm::json::Object(args)}});
-    events.push_back(llvm::json::Object{
-        {"name", "recv " + what}, {"cat", "comm"}, {"ph", "X"},
-        {"pid", x.dstRank}, {"tid", kRecv}, {"ts", x.startSec * us},
-        {"dur", dur}, {"args", std::move(args)}});
+    events.push_back(llvm::json::Object{{"name", "send " + what},
+                                        {"cat", "comm"},
+                                        {"ph", "X"},
+                                        {"pid", x.srcRank},
+                                        {"tid", kSend},
+                                        {"ts", x.startSec * us},
+                                        {"dur", dur},
+                                        {"args", llvm::json::Object(args)}});
+    events.push_back(llvm::json::Object{{"name", "recv " + what},
+                                        {"cat", "comm"},
+                                        {"ph", "X"},
+                                        {"pid", x.dstRank},
+                                        {"tid", kRecv},
+                                        {"ts", x.startSec * us},
+                                        {"dur", dur},
+                                        {"args", std::move(args)}});
     // Flow arrow from the send slice to the recv slice; both points lie
     // inside their slices ("e": bind to the enclosing slice).
     ++flowId;
-    events.push_back(llvm::json::Object{
-        {"name", "transfer"}, {"cat", "comm"}, {"ph", "s"}, {"id", flowId},
-        {"pid", x.srcRank}, {"tid", kSend}, {"ts", x.startSec * us},
-        {"bp", "e"}});
-    events.push_back(llvm::json::Object{
-        {"name", "transfer"}, {"cat", "comm"}, {"ph", "f"}, {"id", flowId},
-        {"pid", x.dstRank}, {"tid", kRecv},
-        {"ts", x.startSec * us + dur / 2}, {"bp", "e"}});
+    events.push_back(llvm::json::Object{{"name", "transfer"},
+                                        {"cat", "comm"},
+                                        {"ph", "s"},
+                                        {"id", flowId},
+                                        {"pid", x.srcRank},
+                                        {"tid", kSend},
+                                        {"ts", x.startSec * us},
+                                        {"bp", "e"}});
+    events.push_back(llvm::json::Object{{"name", "transfer"},
+                                        {"cat", "comm"},
+                                        {"ph", "f"},
+                                        {"id", flowId},
+                                        {"pid", x.dstRank},
+                                        {"tid", kRecv},
+                                        {"ts", x.startSec * us + dur / 2},
+                                        {"bp", "e"}});
   }
   llvm::json::Object root{
       {"traceEvents", std::move(events)},
       {"displayTimeUnit", "ms"},
-      {"otherData",
-       llvm::json::Object{{"title", title.str()},
-                          {"level", levelName(t.level).str()},
-                          {"makespan_s", t.makespanSec}}}};
+      {"otherData", llvm::json::Object{{"title", title.str()},
+                                       {"level", levelName(t.level).str()},
+                                       {"makespan_s", t.makespanSec}}}};
   std::string out;
   llvm::raw_string_ostream os(out);
   os << llvm::json::Value(std::move(root));
@@ -140,11 +164,20 @@ static std::string xmlEscape(llvm::StringRef s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-    case '&': out += "&amp;"; break;
-    case '<': out += "&lt;"; break;
-    case '>': out += "&gt;"; break;
-    case '"': out += "&quot;"; break;
-    default: out.push_back(c);
+    case '&':
+      out += "&amp;";
+      break;
+    case '<':
+      out += "&lt;";
+      break;
+    case '>':
+      out += "&gt;";
+      break;
+    case '"':
+      out += "&quot;";
+      break;
+    default:
+      out.push_back(c);
     }
   }
   return out;
@@ -152,11 +185,16 @@ static std::string xmlEscape(llvm::StringRef s) {
 
 static const char *phaseColor(Phase p) {
   switch (p) {
-  case Phase::F: return "#4e79a7";   // blue
-  case Phase::B: return "#59a14f";   // green
-  case Phase::W: return "#f28e2b";   // orange
-  case Phase::BW: return "#8e6cbf";  // purple
-  default: return "#999999";
+  case Phase::F:
+    return "#4e79a7"; // blue
+  case Phase::B:
+    return "#59a14f"; // green
+  case Phase::W:
+    return "#f28e2b"; // orange
+  case Phase::BW:
+    return "#8e6cbf"; // purple
+  default:
+    return "#999999";
   }
 }
 
@@ -209,9 +247,10 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
   // Rows and labels.
   for (int r = 0; r < t.numRanks; ++r) {
     double y = top + r * perRank;
-    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
-                        "fill=\"#f4f4f4\"/>\n",
-                        left, y, plotW, rowH);
+    os << llvm::formatv(
+        "<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+        "fill=\"#f4f4f4\"/>\n",
+        left, y, plotW, rowH);
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" font-size=\"12\" "
                         "text-anchor=\"end\">rank {2}</text>\n",
                         left - 8, y + rowH / 2 + 4, r);
@@ -226,17 +265,18 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
     double x0 = x(c.startSec), w = std::max(x(c.endSec) - x0, 0.5);
     int chunk = 0;
     if (stagesOf[c.rank].size() > 1)
-      chunk = static_cast<int>(std::distance(stagesOf[c.rank].begin(),
-                                             stagesOf[c.rank].find(c.action.stage)));
+      chunk = static_cast<int>(std::distance(
+          stagesOf[c.rank].begin(), stagesOf[c.rank].find(c.action.stage)));
     double opacity = chunk % 2 ? 0.6 : 1.0;
-    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
-                        "fill=\"{4}\" fill-opacity=\"{5}\" stroke=\"white\" "
-                        "stroke-width=\"0.5\"><title>{6}{7} stage {8} rank {9}: "
-                        "{10} - {11}</title></rect>\n",
-                        x0, y, w, rowH, phaseColor(c.action.phase), opacity,
-                        schedule::phaseName(c.action.phase), c.action.microbatch,
-                        c.action.stage, c.rank, formatTime(c.startSec, span),
-                        formatTime(c.endSec, span));
+    os << llvm::formatv(
+        "<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+        "fill=\"{4}\" fill-opacity=\"{5}\" stroke=\"white\" "
+        "stroke-width=\"0.5\"><title>{6}{7} stage {8} rank {9}: "
+        "{10} - {11}</title></rect>\n",
+        x0, y, w, rowH, phaseColor(c.action.phase), opacity,
+        schedule::phaseName(c.action.phase), c.action.microbatch,
+        c.action.stage, c.rank, formatTime(c.startSec, span),
+        formatTime(c.endSec, span));
     // Microbatch number when it fits (about 7 px per digit).
     std::string label = std::to_string(c.action.microbatch);
     if (w >= fontSize * 0.65 * label.size() + 2)
@@ -252,11 +292,12 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
       continue;
     double y = top + o.rank * perRank;
     double x0 = x(o.startSec), w = std::max(x(o.endSec) - x0, 0.5);
-    os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
-                        "fill=\"#b07aa1\"><title>optimizer step stage {4} rank "
-                        "{5}: {6} - {7}</title></rect>\n",
-                        x0, y, w, rowH, o.stage, o.rank,
-                        formatTime(o.startSec, span), formatTime(o.endSec, span));
+    os << llvm::formatv(
+        "<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+        "fill=\"#b07aa1\"><title>optimizer step stage {4} rank "
+        "{5}: {6} - {7}</title></rect>\n",
+        x0, y, w, rowH, o.stage, o.rank, formatTime(o.startSec, span),
+        formatTime(o.endSec, span));
   }
 
   // Gradient all-reduces: a bar in the lane of every participating rank.
@@ -285,18 +326,19 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
   // Transfers: a thin bar in the sender's lane.
   if (opts.showTransfers)
     for (const TimedTransfer &xf : t.transfers) {
-      if (xf.srcRank < 0 || xf.srcRank >= t.numRanks || xf.endSec <= xf.startSec)
+      if (xf.srcRank < 0 || xf.srcRank >= t.numRanks ||
+          xf.endSec <= xf.startSec)
         continue;
       double y = top + xf.srcRank * perRank + rowH + 1;
       double x0 = x(xf.startSec), w = std::max(x(xf.endSec) - x0, 0.5);
-      os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
-                          "fill=\"{4}\"><title>{5} stage {6} -> {7} (rank {8} -> "
-                          "{9}) mb {10}: {11} bytes, {12} - {13}</title></rect>\n",
-                          x0, y, w, lane - 2, xf.backward ? "#e15759" : "#9c9c9c",
-                          xf.backward ? "gradient" : "activation", xf.srcStage,
-                          xf.dstStage, xf.srcRank, xf.dstRank, xf.microbatch,
-                          xf.bytes, formatTime(xf.startSec, span),
-                          formatTime(xf.endSec, span));
+      os << llvm::formatv(
+          "<rect x=\"{0}\" y=\"{1}\" width=\"{2}\" height=\"{3}\" "
+          "fill=\"{4}\"><title>{5} stage {6} -> {7} (rank {8} -> "
+          "{9}) mb {10}: {11} bytes, {12} - {13}</title></rect>\n",
+          x0, y, w, lane - 2, xf.backward ? "#e15759" : "#9c9c9c",
+          xf.backward ? "gradient" : "activation", xf.srcStage, xf.dstStage,
+          xf.srcRank, xf.dstRank, xf.microbatch, xf.bytes,
+          formatTime(xf.startSec, span), formatTime(xf.endSec, span));
     }
 
   // Time axis with 1/2/5 x 10^k ticks.
@@ -330,7 +372,9 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
 
   // Legend.
   double lx = left;
-  struct Item { const char *label, *color; };
+  struct Item {
+    const char *label, *color;
+  };
   const Item items[] = {{"F forward", phaseColor(Phase::F)},
                         {"B input grad", phaseColor(Phase::B)},
                         {"W weight grad", phaseColor(Phase::W)},
@@ -347,8 +391,9 @@ std::string sim::renderSvgGantt(const Timeline &t, const SvgOptions &opts) {
     os << llvm::formatv("<rect x=\"{0}\" y=\"{1}\" width=\"12\" height=\"12\" "
                         "fill=\"{2}\"/>\n",
                         lx, legendY - 10, it.color);
-    os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" font-size=\"11\">{2}</text>\n",
-                        lx + 16, legendY, it.label);
+    os << llvm::formatv(
+        "<text x=\"{0}\" y=\"{1}\" font-size=\"11\">{2}</text>\n", lx + 16,
+        legendY, it.label);
     lx += 20 + 7 * std::string(it.label).size();
   }
   os << "</svg>\n";

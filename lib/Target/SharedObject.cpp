@@ -60,8 +60,8 @@ target::createHostTargetMachine(const TargetOptions &options) {
     std::unique_ptr<llvm::MCSubtargetInfo> sti(
         target->createMCSubtargetInfo(triple, "", ""));
     if (options.cpu.empty() || !sti || !sti->isCPUStringValid(options.cpu))
-      return makeError("--mcpu: unknown CPU '" + options.cpu +
-                       "' for target " + triple.str() +
+      return makeError("--mcpu: unknown CPU '" + options.cpu + "' for target " +
+                       triple.str() +
                        " (use 'native', or a name listed by `llc-" +
                        std::to_string(LLVM_VERSION_MAJOR) + " -mcpu=help`)");
   }
@@ -86,10 +86,9 @@ target::createHostTargetMachine(const TargetOptions &options) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::Module>>
-target::translateAndOptimize(mlir::ModuleOp module,
-                              llvm::LLVMContext &context,
-                              llvm::TargetMachine &tm, unsigned optLevel,
-                              llvm::StringRef name) {
+target::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
+                             llvm::TargetMachine &tm, unsigned optLevel,
+                             llvm::StringRef name) {
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
@@ -106,8 +105,8 @@ target::translateAndOptimize(mlir::ModuleOp module,
 }
 
 llvm::Error target::emitObjectFile(llvm::Module &module,
-                                    llvm::TargetMachine &tm,
-                                    llvm::StringRef path) {
+                                   llvm::TargetMachine &tm,
+                                   llvm::StringRef path) {
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
@@ -193,10 +192,9 @@ llvm::Error target::checkSharedLibrary(llvm::StringRef path) {
 }
 
 llvm::Error target::linkSharedLibrary(llvm::StringRef objectPath,
-                                       llvm::StringRef outputPath,
-                                       llvm::StringRef cc,
-                                       bool withCRunnerUtils,
-                                       llvm::ArrayRef<std::string> extraArgs) {
+                                      llvm::StringRef outputPath,
+                                      llvm::StringRef cc, bool withCRunnerUtils,
+                                      llvm::ArrayRef<std::string> extraArgs) {
   llvm::ErrorOr<std::string> ccPath = llvm::sys::findProgramByName(cc);
   if (!ccPath)
     return makeError("C compiler '" + cc + "' not found (use --cc)");
@@ -210,8 +208,8 @@ llvm::Error target::linkSharedLibrary(llvm::StringRef objectPath,
   bool viaLink = llvm::sys::fs::is_symlink_file(outputPath);
   if (!viaLink && llvm::sys::fs::is_regular_file(outputPath))
     if (std::error_code ec = llvm::sys::fs::remove(outputPath))
-      return makeError("linking " + outputPath + ": cannot replace it: " +
-                       ec.message());
+      return makeError("linking " + outputPath +
+                       ": cannot replace it: " + ec.message());
   bool direct = llvm::sys::fs::exists(outputPath);
   std::string linkPath = outputPath.str();
   if (!direct) {
@@ -297,8 +295,8 @@ llvm::Error target::linkSharedLibrary(llvm::StringRef objectPath,
 }
 
 llvm::Error target::recordModelFile(llvm::StringRef manifestPath,
-                                     llvm::StringRef soPath,
-                                     llvm::StringRef manifestName) {
+                                    llvm::StringRef soPath,
+                                    llvm::StringRef manifestName) {
   if (manifestName.empty())
     manifestName = manifestPath;
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> so =

@@ -54,13 +54,13 @@ FailureOr<ArrayRef<char>> rawData(Operation *op, ElementsAttr value) {
     const AsmResourceBlob *b = blob.getRawHandle().getBlob();
     if (!b)
       return op->emitError()
-             << kPass << "the dense_resource blob of this constant is not in "
-                         "the file (elided); export the model with its "
-                         "weights";
+             << kPass
+             << "the dense_resource blob of this constant is not in "
+                "the file (elided); export the model with its "
+                "weights";
     return b->getData();
   }
-  return op->emitError() << kPass << "unsupported constant attribute "
-                         << value;
+  return op->emitError() << kPass << "unsupported constant attribute " << value;
 }
 
 /// Writes a version 1.0 .npy file (C order).
@@ -108,9 +108,8 @@ struct LiftConstantsPass
       return signalPassFailure();
     }
     if (!outputDir.empty() && !llvm::sys::fs::is_directory(outputDir)) {
-      emitError(module.getLoc())
-          << kPass << "output-dir '" << outputDir
-          << "' is not an existing directory";
+      emitError(module.getLoc()) << kPass << "output-dir '" << outputDir
+                                 << "' is not an existing directory";
       return signalPassFailure();
     }
     func::FuncOp fn;
@@ -173,8 +172,8 @@ struct LiftConstantsPass
       FailureOr<ArrayRef<char>> data = rawData(&op, value);
       if (failed(data))
         return signalPassFailure();
-      int64_t bytes = type.getNumElements() *
-                      ((type.getElementTypeBitWidth() + 7) / 8);
+      int64_t bytes =
+          type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
       if (int64_t(data->size()) != bytes) {
         op.emitError() << kPass << "the constant holds " << data->size()
                        << " bytes, expected " << bytes;
@@ -187,8 +186,8 @@ struct LiftConstantsPass
     if (!outputDir.empty())
       for (auto [k, l] : llvm::enumerate(lifted)) {
         llvm::SmallString<256> path(outputDir);
-        llvm::sys::path::append(path, "arg_" + std::to_string(first + k) +
-                                          ".npy");
+        llvm::sys::path::append(path,
+                                "arg_" + std::to_string(first + k) + ".npy");
         if (failed(writeNpy(l.op, path, npyDescr(l.type.getElementType()),
                             l.type.getShape(), l.data)))
           return signalPassFailure();
@@ -204,8 +203,9 @@ struct LiftConstantsPass
     }
     fn.setFunctionType(
         FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
-    fn->setAttr(pipeopt::pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr(),
-                DenseI64ArrayAttr::get(&getContext(), indices));
+    fn->setAttr(
+        pipeopt::pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr(),
+        DenseI64ArrayAttr::get(&getContext(), indices));
   }
 };
 

@@ -12,8 +12,8 @@
 #include "pipeopt/Transforms/ModelCostTables.h"
 #include "pipeopt/Support/Plural.h"
 
-#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Analysis/PartitionGraph.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -95,7 +95,8 @@ ModelCostTables::load(llvm::StringRef path, llvm::StringRef device,
   mlir::func::FuncOp best;
   size_t bestOps = 0;
   for (auto fn : module->getOps<mlir::func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+    if (fn.isExternal() ||
+        fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     size_t n = fn.getBody().front().getOperations().size();
     if (!best || n > bestOps) {
@@ -106,8 +107,8 @@ ModelCostTables::load(llvm::StringRef path, llvm::StringRef device,
   if (!best)
     return llvm::createStringError("model '" + path.str() +
                                    "' has no function with a body");
-  llvm::Expected<ModelCostTables> t = fromFunction(
-      best, *hw, optimizerFactor, /*training=*/true, /*name=*/"");
+  llvm::Expected<ModelCostTables> t =
+      fromFunction(best, *hw, optimizerFactor, /*training=*/true, /*name=*/"");
   if (!t)
     return llvm::createStringError("model '" + path.str() + "', " +
                                    llvm::toString(t.takeError()));

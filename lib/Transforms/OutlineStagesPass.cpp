@@ -13,10 +13,10 @@
 
 #include "pipeopt/Support/OptionRange.h"
 
+#include "pipeopt/Analysis/PartitionGraph.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Support/Plural.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Analysis/PartitionGraph.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -62,11 +62,13 @@ void OutlineStagesPass::runOnOperation() {
   SymbolTable symbols(module);
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+    if (fn.isExternal() ||
+        fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     bool partitioned = false;
     fn.walk([&](Operation *op) {
-      if (op != fn && op->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr())) {
+      if (op != fn &&
+          op->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr())) {
         partitioned = true;
         return WalkResult::interrupt();
       }
@@ -110,12 +112,14 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
 
   // Stage of every op.
   std::optional<int64_t> givenStages;
-  if (auto attr = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
+  if (auto attr = fn->getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::NumStagesAttrHelper::getNameStr()))
     givenStages = attr.getInt();
   std::vector<int64_t> stageOf(ops.size());
   int64_t maxStage = -1;
   for (auto [i, op] : llvm::enumerate(ops)) {
-    auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
+    auto attr = op->getAttrOfType<IntegerAttr>(
+        pipe::PipeDialect::StageAttrHelper::getNameStr());
     if (!attr)
       return op->emitError() << "pipe-outline-stages: op has no 'pipe.stage' "
                                 "attribute (run -pipe-partition first)";
@@ -128,8 +132,8 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   }
   int64_t numStages = givenStages ? *givenStages : maxStage + 1;
   if (failed(checkIntRange(fn.getLoc(), "pipe-outline-stages",
-                           pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), numStages, 1,
-                           kMaxPipelineCount)))
+                           pipe::PipeDialect::NumStagesAttrHelper::getNameStr(),
+                           numStages, 1, kMaxPipelineCount)))
     return failure();
   for (auto [i, op] : llvm::enumerate(ops))
     if (stageOf[i] >= numStages)
@@ -141,13 +145,15 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
   // and other rematerialized ops.
   std::vector<bool> remat(ops.size(), false);
   for (auto [i, op] : llvm::enumerate(ops)) {
-    if (!op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()) && !isAlwaysCloned(op))
+    if (!op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()) &&
+        !isAlwaysCloned(op))
       continue;
     remat[i] = llvm::all_of(valuesReadBy(op), [&](Value v) {
       Operation *def = v.getDefiningOp();
       return !def || remat[index.lookup(def)];
     });
-    if (!remat[i] && op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()))
+    if (!remat[i] &&
+        op->hasAttr(pipe::PipeDialect::RematAttrHelper::getNameStr()))
       return op->emitError() << "pipe-outline-stages: op is marked "
                                 "'pipe.remat' but uses a value that is not "
                                 "rematerializable";
@@ -278,7 +284,8 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
       outTypes.push_back(v.getType());
     auto stageFn = func::FuncOp::create(
         builder, fn.getLoc(), name, builder.getFunctionType(inTypes, outTypes));
-    stageFn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), builder.getI64IntegerAttr(k));
+    stageFn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(),
+                     builder.getI64IntegerAttr(k));
     Block *entry = stageFn.addEntryBlock();
     IRMapping mapping;
     for (auto [v, arg] : llvm::zip(inputs[k], entry->getArguments()))
@@ -325,6 +332,7 @@ LogicalResult OutlineStagesPass::outline(func::FuncOp fn,
     op->dropAllUses();
     op->erase();
   }
-  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), graph.getI64IntegerAttr(numStages));
+  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(),
+              graph.getI64IntegerAttr(numStages));
   return success();
 }

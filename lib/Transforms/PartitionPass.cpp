@@ -13,14 +13,14 @@
 
 #include "pipeopt/Support/OptionRange.h"
 
-#include "pipeopt/Analysis/CostModel.h"
 #include "RealBackward.h"
+#include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Analysis/PartitionGraph.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Partition/Partitioner.h"
-#include "pipeopt/Analysis/PartitionGraph.h"
-#include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -142,7 +142,8 @@ void PartitionPass::runOnOperation() {
       inFlightFor(schedule, numStages, numMicrobatches);
   if (!inFlight) {
     // The schedule library's message names the schedule and the rule.
-    emitError(loc) << "pipe-partition: " << llvm::toString(inFlight.takeError());
+    emitError(loc) << "pipe-partition: "
+                   << llvm::toString(inFlight.takeError());
     return signalPassFailure();
   }
   auto hw = machine::loadMachine(device, hardware);
@@ -190,7 +191,8 @@ void PartitionPass::runOnOperation() {
   SmallVector<func::FuncOp> fns;
   for (auto fn : module.getOps<func::FuncOp>())
     // Skip stage functions and stage graphs (already outlined).
-    if (!fn.isExternal() && !fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()) &&
+    if (!fn.isExternal() &&
+        !fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()) &&
         fn.getOps<pipe::StageCallOp>().empty())
       fns.push_back(fn);
   if (fns.empty()) {
@@ -310,8 +312,8 @@ LogicalResult PartitionPass::partitionFunction(
     llvm::Expected<FunctionGraph> placedMore =
         buildPartitionGraph(fn, analysis, /*rematFromArguments=*/false);
     if (!placedMore)
-      return fn.emitError() << "pipe-partition: "
-                            << llvm::toString(placedMore.takeError());
+      return fn.emitError()
+             << "pipe-partition: " << llvm::toString(placedMore.takeError());
     built = std::move(placedMore);
   }
   part::Graph &graph = built->graph;
@@ -320,7 +322,8 @@ LogicalResult PartitionPass::partitionFunction(
     for (auto [i, op] : llvm::enumerate(ops)) {
       if (remat[i])
         continue;
-      auto attr = op->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr());
+      auto attr = op->getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::StageAttrHelper::getNameStr());
       if (!attr)
         return op->emitError()
                << "pipe-partition: strategy=manual needs a 'pipe.stage' "
@@ -371,21 +374,25 @@ LogicalResult PartitionPass::partitionFunction(
     int stage;
     if (remat[i]) {
       stage = p.rematStages[i].empty() ? lastStage : p.rematStages[i].front();
-      op->setAttr(pipe::PipeDialect::RematAttrHelper::getNameStr(), b.getUnitAttr());
+      op->setAttr(pipe::PipeDialect::RematAttrHelper::getNameStr(),
+                  b.getUnitAttr());
       ++numRemat;
     } else {
       stage = p.stageOf[i];
       op->removeAttr(pipe::PipeDialect::RematAttrHelper::getNameStr());
       ++numPlaced;
     }
-    op->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(stage));
+    op->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(),
+                b.getI64IntegerAttr(stage));
     if (annotateCosts) {
       const cost::OpCost &c = analysis.get(op);
-      op->setAttr(pipe::PipeDialect::CostAttrHelper::getNameStr(), pipe::CostAttr::get(ctx, c.flops, c.bytes(),
-                                                   c.forwardSeconds));
+      op->setAttr(
+          pipe::PipeDialect::CostAttrHelper::getNameStr(),
+          pipe::CostAttr::get(ctx, c.flops, c.bytes(), c.forwardSeconds));
     }
   }
-  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(), b.getI64IntegerAttr(numStages));
+  fn->setAttr(pipe::PipeDialect::NumStagesAttrHelper::getNameStr(),
+              b.getI64IntegerAttr(numStages));
 
   for (const part::TiedWeight &t : result->report.tiedWeights) {
     std::string stages;

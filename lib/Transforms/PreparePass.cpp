@@ -32,8 +32,8 @@ void PreparePass::runOnOperation() {
   // Reject what the inliner cannot or must not resolve, with a location.
   bool bad = false;
   module.walk([&](func::CallOp call) {
-    auto callee =
-        symbols.lookupNearestSymbolFrom<func::FuncOp>(call, call.getCalleeAttr());
+    auto callee = symbols.lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
     if (!callee || callee.isExternal()) {
       call.emitError() << "cannot inline call to " << call.getCalleeAttr()
                        << ": the callee has no body, so its cost and stage "

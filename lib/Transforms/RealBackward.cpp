@@ -1,4 +1,5 @@
-//===- RealBackward.cpp - B and W costs from the generated backward -*- C++ -*-===//
+//===- RealBackward.cpp - B and W costs from the generated backward -*- C++
+//-*-===//
 //
 // Part of pipeopt. See RealBackward.h.
 //
@@ -49,7 +50,7 @@ void pipeopt::costRealBackward(cost::CostAnalysis &analysis,
   };
   llvm::DenseMap<llvm::hash_code, SmallVector<Entry, 1>> seen;
   llvm::DenseMap<Operation *, Entry> entries;
-  llvm::DenseSet<Value> needed; // results some backward reads
+  llvm::DenseSet<Value> needed;     // results some backward reads
   llvm::DenseSet<Value> neededArgs; // non-weight arguments one reads
   llvm::DenseMap<Operation *, double> argBytesOf; // ... charged to this op
   for (Operation *op : ops) {

@@ -1,4 +1,5 @@
-//===- RealBackward.h - B and W costs from the generated backward -*- C++ -*-===//
+//===- RealBackward.h - B and W costs from the generated backward -*- C++
+//-*-===//
 //
 // Part of pipeopt. Private helper of pipe-partition and pipe-simulate.
 //

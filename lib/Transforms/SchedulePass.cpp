@@ -13,14 +13,14 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Support/OptionRange.h"
-#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Programs/ProgramTable.h"
 #include "pipeopt/Programs/StageGraphInfo.h"
+#include "pipeopt/Support/OptionRange.h"
+#include "pipeopt/Support/Plural.h"
 
 #include "pipeopt/Analysis/CostModel.h"
-#include "pipeopt/Schedule/ZeroBubbleAuto.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Schedule/ZeroBubbleAuto.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -107,8 +107,8 @@ SchedulePass::autoInputs(const StageGraphInfo &info) {
   ModuleOp module = getOperation();
   std::vector<double> f, b, w;
   for (pipe::StageCallOp call : info.calls) {
-    auto fn = module.lookupSymbol<func::FuncOp>(
-        pipe::StageCallOp(call).getCallee());
+    auto fn =
+        module.lookupSymbol<func::FuncOp>(pipe::StageCallOp(call).getCallee());
     double fs = 0, bs = 0, ws = 0;
     if (fn && !fn.isExternal()) {
       cost::CostAnalysis analysis(fn, *hw);
@@ -153,10 +153,9 @@ SchedulePass::buildSchedule(const StageGraphInfo &info) {
           fn, "invalid schedule CSV '" + csvPath + "': ", imported.takeError());
     s = std::move(*imported);
     if (s.numStages != S)
-      return fn.emitError()
-             << "schedule CSV '" << csvPath << "' has "
-             << countOf(s.numStages, "stage") << ", but @" << fn.getSymName()
-             << " has " << S;
+      return fn.emitError() << "schedule CSV '" << csvPath << "' has "
+                            << countOf(s.numStages, "stage") << ", but @"
+                            << fn.getSymName() << " has " << S;
   } else {
     sched::ScheduleParams p;
     p.numStages = S;
@@ -406,8 +405,8 @@ void SchedulePass::runOnOperation() {
                            kMaxPipelineCount)) ||
       failed(checkIntRange(loc, "pipe-schedule", "waves", waves, 1,
                            kMaxPipelineCount)) ||
-      failed(checkIntRange(loc, "pipe-schedule", "memory-limit", memoryLimit,
-                           0, kMaxPipelineCount)))
+      failed(checkIntRange(loc, "pipe-schedule", "memory-limit", memoryLimit, 0,
+                           kMaxPipelineCount)))
     return signalPassFailure();
   if (llvm::Expected<machine::Machine> hw = machine::getDevicePreset(device);
       !hw) {

@@ -14,9 +14,9 @@
 
 #include "pipeopt/Programs/ProgramTable.h"
 
+#include "pipeopt/Programs/ProgramChecks.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Programs/ProgramChecks.h"
 
 namespace pipeopt {
 #define GEN_PASS_DEF_VERIFYSCHEDULEPASS

@@ -114,8 +114,8 @@ int32_t sendImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
         // Device memory: the communicator carries it (Communicator.h,
         // sendDevice); a strided view is gathered on the device first.
         if (v.isContiguous()) {
-          ctx.comm->sendDevice(int(peer), h, v.base, v.byteSize(),
-                               *ctx.device, ctx.timeoutS);
+          ctx.comm->sendDevice(int(peer), h, v.base, v.byteSize(), *ctx.device,
+                               ctx.timeoutS);
         } else {
           DeviceBuffer packed(*ctx.device, v.byteSize());
           ctx.device->gather(packed.data(), v);
@@ -157,16 +157,17 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
     }
     Message m;
     try {
-      m = ctx.device ? ctx.comm->recvDevice(int(peer), *ctx.device,
-                                            ctx.timeoutS)
-                     : ctx.comm->recv(int(peer), ctx.timeoutS);
+      m = ctx.device
+              ? ctx.comm->recvDevice(int(peer), *ctx.device, ctx.timeoutS)
+              : ctx.comm->recv(int(peer), ctx.timeoutS);
     } catch (const RuntimeError &e) {
       throw RuntimeError(what + " (" + from + "): " + e.what());
     }
     const MessageHeader &h = m.header;
     std::string bad = h.validate();
     if (!bad.empty())
-      throw RuntimeError(what + " (" + from + "): received a bad message from rank " +
+      throw RuntimeError(what + " (" + from +
+                         "): received a bad message from rank " +
                          std::to_string(peer) + ": " + bad);
     if (h.kind != MessageHeader::Tensor)
       throw RuntimeError(what + " (" + from + "): rank " +
@@ -178,9 +179,9 @@ int32_t recvImpl(DType dtype, int64_t peer, int64_t srcStage, int64_t dstStage,
         h.backward != (backward ? 1 : 0) || h.dstRank != ctx.rank) {
       std::ostringstream os;
       os << what << " (" << from << ") but rank " << h.srcRank << " sent stage "
-         << h.srcStage << " -> " << h.dstStage << " microbatch "
-         << h.microbatch << " value " << h.valueIndex << " ("
-         << direction(h.backward) << ", " << h.describeType()
+         << h.srcStage << " -> " << h.dstStage << " microbatch " << h.microbatch
+         << " value " << h.valueIndex << " (" << direction(h.backward) << ", "
+         << h.describeType()
          << "): the two programs disagree on the message order";
       throw RuntimeError(os.str());
     }
@@ -242,8 +243,8 @@ struct InputLocation {
 /// per-call read checks); throws RuntimeError naming the input otherwise.
 InputLocation locateInput(RankContext &ctx, DType dtype, int64_t argIndex,
                           int64_t mb, const Shape &sizes) {
-  std::string what = "input " + std::to_string(argIndex) +
-                     " for microbatch " + std::to_string(mb);
+  std::string what = "input " + std::to_string(argIndex) + " for microbatch " +
+                     std::to_string(mb);
   const auto *entry = ctx.inputs ? ctx.inputs->find(int(argIndex)) : nullptr;
   if (!entry)
     throw RuntimeError(what + ": no such model input was loaded (check the "
@@ -258,18 +259,19 @@ InputLocation locateInput(RankContext &ctx, DType dtype, int64_t argIndex,
     if (it == ctx.parameters.end())
       throw RuntimeError(
           what + ": the input is a parameter that the manifest" +
-          manifestName(ctx) + " does not give this rank (its \"ranks\" in "
-          "\"parameters\" lack rank " + std::to_string(ctx.rank) +
+          manifestName(ctx) +
+          " does not give this rank (its \"ranks\" in "
+          "\"parameters\" lack rank " +
+          std::to_string(ctx.rank) +
           "), so this rank keeps no copy of it that the optimizer updates");
     data = &it->second.value;
     param = &it->second;
   }
   const HostTensor &t = *data;
   if (dtype != meta.dtype || sizes != meta.shape)
-    throw RuntimeError(what + ": the program reads " +
-                       typeString(dtype, sizes) +
-                       " but the manifest declares " +
-                       typeString(meta.dtype, meta.shape));
+    throw RuntimeError(
+        what + ": the program reads " + typeString(dtype, sizes) +
+        " but the manifest declares " + typeString(meta.dtype, meta.shape));
   size_t slice = numElements(sizes) * dtypeSize(dtype);
   size_t offset = 0;
   if (meta.microbatched) {
@@ -283,8 +285,7 @@ InputLocation locateInput(RankContext &ctx, DType dtype, int64_t argIndex,
     offset = size_t(mb) * slice;
     if (steps > 0) {
       if (ctx.dataStep < 0 || ctx.dataStep >= steps)
-        throw RuntimeError(what + ": step " +
-                           std::to_string(ctx.dataStep + 1) +
+        throw RuntimeError(what + ": step " + std::to_string(ctx.dataStep + 1) +
                            " has no data (the dataset has " +
                            std::to_string(steps) + " steps)");
       offset += size_t(ctx.dataStep) * size_t(m) * slice;
@@ -301,16 +302,18 @@ InputLocation locateInput(RankContext &ctx, DType dtype, int64_t argIndex,
     // the manifest's "microbatched": false is not this model's.
     // Asynchronous training reads a parameter at every microbatch's first
     // use: it may have changed since the previous read.
-    bool rereadParameter =
-        ctx.manifest && ctx.manifest->training.updateEvery > 0 &&
-        ctx.manifest->findParameter(meta.index);
+    bool rereadParameter = ctx.manifest &&
+                           ctx.manifest->training.updateEvery > 0 &&
+                           ctx.manifest->findParameter(meta.index);
     auto [it, first] = ctx.sharedInputReads.insert({meta.index, mb});
     if (!first && it->second != mb && !rereadParameter)
       throw RuntimeError(
-          what + ": the manifest" + manifestName(ctx) + " says this input "
+          what + ": the manifest" + manifestName(ctx) +
+          " says this input "
           "is shared by all microbatches (\"microbatched\": false), but "
           "the program already read it for microbatch " +
-          std::to_string(it->second) + " in this call: it reads one slice "
+          std::to_string(it->second) +
+          " in this call: it reads one slice "
           "per microbatch, so the input is microbatched in this model");
   }
   if (offset + slice > t.data.size())
@@ -366,8 +369,9 @@ void inputViewImpl(DType dtype, pipeopt_rt_unranked_memref *result,
       throw RuntimeError(what + ": null result descriptor");
     MemRefView s = decodeMemRef(shapeBuf, DType::I64);
     if (s.sizes.size() != 1 || s.sizes[0] > PIPEOPT_RT_MAX_RANK)
-      throw RuntimeError(what + ": the shape operand must be a rank-1 i64 "
-                                "memref of at most " +
+      throw RuntimeError(what +
+                         ": the shape operand must be a rank-1 i64 "
+                         "memref of at most " +
                          std::to_string(PIPEOPT_RT_MAX_RANK) + " dimensions");
     for (int64_t i = 0; i < s.sizes[0]; ++i) {
       int64_t d;
@@ -472,10 +476,12 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
         if (!first && it->second != mb)
           throw RuntimeError(
               outputName(*meta) + " for microbatch " + std::to_string(mb) +
-              ": the manifest" + manifestName(ctx) + " says this output is "
+              ": the manifest" + manifestName(ctx) +
+              " says this output is "
               "shared by all microbatches (\"microbatched\": false), but the "
               "program already wrote it for microbatch " +
-              std::to_string(it->second) + " in this call: it writes one "
+              std::to_string(it->second) +
+              " in this call: it writes one "
               "value per microbatch, so the output is microbatched in this "
               "model");
         key = -1;
@@ -498,8 +504,8 @@ int32_t outputImpl(DType dtype, int64_t resultIndex, int64_t mb,
 /// parameter's device gradient sum; with asynchronous updates (k >= 1)
 /// applies the optimizer on the device when k contributions are in, with
 /// the same mean (sum / k) and at the same points as the host path.
-void gradientOnDevice(RankContext &ctx, ParameterState &st,
-                      const MemRefView &v, int k) {
+void gradientOnDevice(RankContext &ctx, ParameterState &st, const MemRefView &v,
+                      int k) {
   const Device &dev = *ctx.device;
   DeviceParameterState &d = *st.device;
   int64_t n = numElements(v.sizes);
@@ -529,16 +535,16 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
                        " from stage " + std::to_string(stage) +
                        " for microbatch " + std::to_string(mb);
     const Manifest *m = ctx.manifest;
-    const ManifestParameter *param = m ? m->findParameter(int(argIndex)) : nullptr;
+    const ManifestParameter *param =
+        m ? m->findParameter(int(argIndex)) : nullptr;
     if (!param)
       throw RuntimeError(what + ": input " + std::to_string(argIndex) +
                          " is not a parameter of the manifest" +
                          manifestName(ctx) + " (\"parameters\")");
     const ManifestInput *in = m->findInput(param->index);
     what = "gradient of parameter " + std::to_string(argIndex) +
-           (in->name.empty() ? "" : " ('" + in->name + "')") +
-           " from stage " + std::to_string(stage) + " for microbatch " +
-           std::to_string(mb);
+           (in->name.empty() ? "" : " ('" + in->name + "')") + " from stage " +
+           std::to_string(stage) + " for microbatch " + std::to_string(mb);
     auto it = ctx.parameters.find(param->index);
     if (it == ctx.parameters.end()) {
       std::string list;
@@ -550,8 +556,9 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
                          std::to_string(ctx.rank));
     }
     if (!isFloatDType(dtype))
-      throw RuntimeError(what + ": a gradient needs f32, f64, f16 or bf16, "
-                                "but the program reports " +
+      throw RuntimeError(what +
+                         ": a gradient needs f32, f64, f16 or bf16, "
+                         "but the program reports " +
                          std::string(dtypeName(dtype)));
     MemRefView v;
     try {
@@ -570,10 +577,11 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
     ParameterState &st = it->second;
     const int k = m->training.updateEvery;
     if (k > 0 && st.microbatches.count(int(mb)))
-      throw RuntimeError(what + ": reported twice for this microbatch in this "
-                                "call; asynchronous updates (\"update_every\" " +
-                         std::to_string(k) +
-                         " in the manifest" + manifestName(ctx) +
+      throw RuntimeError(what +
+                         ": reported twice for this microbatch in this "
+                         "call; asynchronous updates (\"update_every\" " +
+                         std::to_string(k) + " in the manifest" +
+                         manifestName(ctx) +
                          ") count one gradient per microbatch");
     if (st.device) {
       // cuda builds: summed on the device, updated on the device.
@@ -657,21 +665,23 @@ void checkActionAgainstManifest(RankContext &ctx, int64_t kind, int64_t stage,
   if (size_t(ctx.rank) < m->actions.size()) {
     const std::vector<ManifestAction> &list = m->actions[size_t(ctx.rank)];
     if (index >= list.size())
-      throw RuntimeError(what + " is this rank's action " +
-                         std::to_string(index) + " in this call, but the "
-                         "manifest" + manifestName(ctx) + " lists only " +
-                         std::to_string(list.size()) + " for rank " +
-                         std::to_string(ctx.rank) +
-                         " (is it the manifest of this model?)");
+      throw RuntimeError(
+          what + " is this rank's action " + std::to_string(index) +
+          " in this call, but the "
+          "manifest" +
+          manifestName(ctx) + " lists only " + std::to_string(list.size()) +
+          " for rank " + std::to_string(ctx.rank) +
+          " (is it the manifest of this model?)");
     const ManifestAction &want = list[index];
     if (want.kind != kind || want.stage != stage || want.microbatch != mb)
-      throw RuntimeError(what + " is this rank's action " +
-                         std::to_string(index) + " in this call, but the "
-                         "manifest" + manifestName(ctx) + " lists " +
-                         actionKindName(want.kind) + " for stage " +
-                         std::to_string(want.stage) + " microbatch " +
-                         std::to_string(want.microbatch) +
-                         " there (is it the manifest of this model?)");
+      throw RuntimeError(
+          what + " is this rank's action " + std::to_string(index) +
+          " in this call, but the "
+          "manifest" +
+          manifestName(ctx) + " lists " + actionKindName(want.kind) +
+          " for stage " + std::to_string(want.stage) + " microbatch " +
+          std::to_string(want.microbatch) +
+          " there (is it the manifest of this model?)");
   }
   if (kind == PIPEOPT_RT_ACTION_F && !m->stageRankPipelines.empty()) {
     bool placed = false;
@@ -708,18 +718,15 @@ int32_t actionEnd(int64_t kind, int64_t stage, int64_t mb) {
     checkAction(ctx, kind, stage, mb, "action end");
     if (ctx.openKind != kind || ctx.openStage != stage ||
         ctx.openMicrobatch != mb)
-      throw RuntimeError(std::string("action end ") +
-                         actionKindName(int(kind)) + " for stage " +
-                         std::to_string(stage) + " microbatch " +
-                         std::to_string(mb) + " does not match the open action" +
-                         (ctx.openKind < 0
-                              ? std::string(" (none)")
-                              : std::string(" ") +
-                                    actionKindName(ctx.openKind) +
-                                    " for stage " +
-                                    std::to_string(ctx.openStage) +
-                                    " microbatch " +
-                                    std::to_string(ctx.openMicrobatch)));
+      throw RuntimeError(
+          std::string("action end ") + actionKindName(int(kind)) +
+          " for stage " + std::to_string(stage) + " microbatch " +
+          std::to_string(mb) + " does not match the open action" +
+          (ctx.openKind < 0
+               ? std::string(" (none)")
+               : std::string(" ") + actionKindName(ctx.openKind) +
+                     " for stage " + std::to_string(ctx.openStage) +
+                     " microbatch " + std::to_string(ctx.openMicrobatch)));
     TraceEvent e;
     e.kind = int(kind);
     e.stage = int(stage);

@@ -1,4 +1,5 @@
-//===- Device.cpp - A rank's CUDA device, over the CudaApi.h table -*- C++ -*-===//
+//===- Device.cpp - A rank's CUDA device, over the CudaApi.h table -*- C++
+//-*-===//
 
 #include "pipeopt/runtime/Device.h"
 
@@ -19,10 +20,10 @@ const pipeopt_rt_cuda_api *cudaApiFromModel(void *handle,
   void *sym = dlsym(handle, PIPEOPT_RT_CUDA_GET_API_SYMBOL);
   if (!sym) {
     const char *e = dlerror();
-    throw RuntimeError(modelPath + " has no symbol " +
-                       PIPEOPT_RT_CUDA_GET_API_SYMBOL +
-                       " (a --target=cuda model links libpipeopt_rt_cuda.so): " +
-                       (e ? e : "not found"));
+    throw RuntimeError(
+        modelPath + " has no symbol " + PIPEOPT_RT_CUDA_GET_API_SYMBOL +
+        " (a --target=cuda model links libpipeopt_rt_cuda.so): " +
+        (e ? e : "not found"));
   }
   auto get = reinterpret_cast<pipeopt_rt_cuda_get_api_fn>(sym);
   const pipeopt_rt_cuda_api *api = get(PIPEOPT_RT_CUDA_API_VERSION);
@@ -57,9 +58,8 @@ std::string Device::pendingError() const {
 }
 
 void Device::bindThread(int rank) const {
-  check(table->bind_thread(deviceId, rank), "binding rank " +
-                                                std::to_string(rank) +
-                                                " to its device");
+  check(table->bind_thread(deviceId, rank),
+        "binding rank " + std::to_string(rank) + " to its device");
 }
 
 void Device::unbindThread() const {
@@ -141,8 +141,8 @@ void Device::optimizerStep(const TrainingConfig &c, void *weights, DType dtype,
   cfg.beta2 = c.beta2;
   cfg.eps = c.eps;
   cfg.weight_decay = c.weightDecay;
-  check(table->optimizer_step(&cfg, weights, int32_t(dtype), gradSum,
-                              gradScale, first, second, step, n),
+  check(table->optimizer_step(&cfg, weights, int32_t(dtype), gradSum, gradScale,
+                              first, second, step, n),
         std::string(optimizerName(c.optimizer)) + " step " +
             std::to_string(step) + " of " + std::to_string(n) + " weights");
 }
@@ -261,7 +261,8 @@ void initDeviceParameters(RankContext &ctx) {
         dev.copy(buf.data(), host.data(), buf.size());
       }
     };
-    state(wantFirst, st.optimizer.first, d->first, "the optimizer's first state");
+    state(wantFirst, st.optimizer.first, d->first,
+          "the optimizer's first state");
     state(wantSecond, st.optimizer.second, d->second,
           "the optimizer's second state");
     st.gradSum.clear();
@@ -316,15 +317,14 @@ bool pollDeviceError(RankContext &ctx) {
   std::string e = ctx.device->pendingError();
   if (e.empty())
     return false;
-  std::string where =
-      ctx.openKind >= 0
-          ? std::string("in action ") + actionKindName(ctx.openKind) +
-                " for stage " + std::to_string(ctx.openStage) +
-                " microbatch " + std::to_string(ctx.openMicrobatch)
-          : std::string("outside any action");
+  std::string where = ctx.openKind >= 0
+                          ? std::string("in action ") +
+                                actionKindName(ctx.openKind) + " for stage " +
+                                std::to_string(ctx.openStage) + " microbatch " +
+                                std::to_string(ctx.openMicrobatch)
+                          : std::string("outside any action");
   ctx.fail("CUDA error on device " + std::to_string(ctx.device->id()) + " " +
-           where + " (a kernel or library call of the compiled program): " +
-           e);
+           where + " (a kernel or library call of the compiled program): " + e);
   return true;
 }
 

@@ -108,17 +108,17 @@ public:
     if (ident[EI_CLASS] != ELFCLASS64)
       throw RuntimeError(
           path + " is a " +
-          (ident[EI_CLASS] == ELFCLASS32 ? std::string("32-bit")
-                                         : "class " +
-                                               std::to_string(ident[EI_CLASS]))
-          + " ELF file; pipeopt-run loads 64-bit (ELFCLASS64) models only");
+          (ident[EI_CLASS] == ELFCLASS32
+               ? std::string("32-bit")
+               : "class " + std::to_string(ident[EI_CLASS])) +
+          " ELF file; pipeopt-run loads 64-bit (ELFCLASS64) models only");
     if (ident[EI_DATA] != ELFDATA2LSB)
       throw RuntimeError(
           path + " is a " +
-          (ident[EI_DATA] == ELFDATA2MSB ? std::string("big-endian")
-                                         : "byte order " +
-                                               std::to_string(ident[EI_DATA]))
-          + " ELF file; pipeopt-run loads little-endian models only");
+          (ident[EI_DATA] == ELFDATA2MSB
+               ? std::string("big-endian")
+               : "byte order " + std::to_string(ident[EI_DATA])) +
+          " ELF file; pipeopt-run loads little-endian models only");
     Elf64_Ehdr eh;
     need("the ELF header", 0, sizeof(eh));
     readOrFail(0, sizeof(eh), &eh, "the ELF header");
@@ -208,7 +208,8 @@ private:
     if (count == 0)
       return;
     if (count > UINT64_MAX / entrySize)
-      corrupt(what + " has " + std::to_string(count) + " entries, more than "
+      corrupt(what + " has " + std::to_string(count) +
+              " entries, more than "
               "any file can hold");
     need(what, offset, count * entrySize);
   }
@@ -238,25 +239,23 @@ void checkElfFile(const std::string &path) {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  ElfChecker(path, size,
-             [fd](uint64_t offset, size_t size, void *dst) {
-               auto *out = static_cast<uint8_t *>(dst);
-               while (size > 0) {
-                 ssize_t n = ::pread(fd, out, size, off_t(offset));
-                 if (n < 0 && errno == EINTR)
-                   continue;
-                 if (n <= 0) {
-                   if (n == 0)
-                     errno = EIO; // the file shrank under us
-                   return false;
-                 }
-                 out += n;
-                 offset += uint64_t(n);
-                 size -= size_t(n);
-               }
-               return true;
-             })
-      .run();
+  ElfChecker(path, size, [fd](uint64_t offset, size_t size, void *dst) {
+    auto *out = static_cast<uint8_t *>(dst);
+    while (size > 0) {
+      ssize_t n = ::pread(fd, out, size, off_t(offset));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        if (n == 0)
+          errno = EIO; // the file shrank under us
+        return false;
+      }
+      out += n;
+      offset += uint64_t(n);
+      size -= size_t(n);
+    }
+    return true;
+  }).run();
 }
 
 } // namespace rt

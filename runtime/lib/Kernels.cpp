@@ -251,8 +251,13 @@ void matmul(pipeopt_rt_unranked_memref *lhsRef,
     int64_t batch, rows, cols, sb, sr, sc;
   };
   auto typed = [](const StridedMatrix &m) {
-    return View3{reinterpret_cast<T *>(m.base), m.batch, m.rows, m.cols,
-                 m.sb,                          m.sr,    m.sc};
+    return View3{reinterpret_cast<T *>(m.base),
+                 m.batch,
+                 m.rows,
+                 m.cols,
+                 m.sb,
+                 m.sr,
+                 m.sc};
   };
   View3 a = typed(shape.a), b = typed(shape.b), c = typed(shape.c);
 

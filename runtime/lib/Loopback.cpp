@@ -1,4 +1,5 @@
-//===- Loopback.cpp - In-process communicator (ranks as threads) -*- C++ -*-===//
+//===- Loopback.cpp - In-process communicator (ranks as threads) -*- C++
+//-*-===//
 //
 // One FIFO queue per (src, dst) pair, one mutex + condition variable per
 // destination. Sends are eager (the payload is copied into the queue); recv

@@ -27,8 +27,7 @@ bool MemRefView::isContiguous() const {
   return true;
 }
 
-MemRefView decodeMemRef(const pipeopt_rt_unranked_memref *memref,
-                        DType dtype) {
+MemRefView decodeMemRef(const pipeopt_rt_unranked_memref *memref, DType dtype) {
   if (!memref || !memref->descriptor)
     throw RuntimeError("null memref descriptor");
   if (memref->rank < 0 || memref->rank > PIPEOPT_RT_MAX_RANK)

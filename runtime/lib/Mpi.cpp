@@ -238,8 +238,7 @@ public:
                          ", shorter than the message header");
     Message m;
     std::memcpy(&m.header, buf.data(), sizeof(MessageHeader));
-    m.payload.assign(buf.begin() + sizeof(MessageHeader),
-                     buf.begin() + count);
+    m.payload.assign(buf.begin() + sizeof(MessageHeader), buf.begin() + count);
     lastReceived[size_t(src)] = describeMessage(m.header);
     return m;
   }

@@ -1,4 +1,5 @@
-//===- Nccl.cpp - NCCL communicator (CUDA/NCCL loaded via dlopen) -*- C++ -*-===//
+//===- Nccl.cpp - NCCL communicator (CUDA/NCCL loaded via dlopen) -*- C++
+//-*-===//
 //
 // One rank per GPU. libcudart and libnccl are resolved at run time through
 // the symbol table in cuda/NcclSymbols.def (docs/Design.md §4), so this file
@@ -79,7 +80,7 @@ constexpr unsigned kCudaEventDisableTiming = 0x02;
 /// cuda_runtime_api.h / driver_types.h of CUDA 13: cudaMemcpyDeviceToDevice
 /// 3, cudaEventDisableTiming 0x02).
 #define PIPEOPT_NCCL_DEVICE_SYMS(X)                                            \
-  X(cudaMemcpyAsync, int, (void *, const void *, size_t, int, void *))        \
+  X(cudaMemcpyAsync, int, (void *, const void *, size_t, int, void *))         \
   X(cudaEventCreateWithFlags, int, (void **, unsigned))                        \
   X(cudaEventRecord, int, (void *, void *))                                    \
   X(cudaStreamWaitEvent, int, (void *, void *, unsigned))                      \
@@ -119,8 +120,8 @@ Symbols loadSymbols() {
                             "/usr/local/cuda/lib64/libcudart.so"},
                            tried);
   if (!cudart) {
-    s.error = "cannot load the CUDA runtime (set PIPEOPT_CUDART_LIBRARY):" +
-              tried;
+    s.error =
+        "cannot load the CUDA runtime (set PIPEOPT_CUDART_LIBRARY):" + tried;
     return s;
   }
   void *nccl = openFirst({env("PIPEOPT_NCCL_LIBRARY"), "libnccl.so.2",
@@ -175,9 +176,8 @@ const Symbols &requireSymbols() {
 
 void checkCuda(int rc, const char *what) {
   if (rc != kCudaSuccess) {
-    const char *msg = symbols().cudaGetErrorString
-                          ? symbols().cudaGetErrorString(rc)
-                          : "?";
+    const char *msg =
+        symbols().cudaGetErrorString ? symbols().cudaGetErrorString(rc) : "?";
     throw RuntimeError(std::string("CUDA: ") + what + " failed: " +
                        (msg ? msg : "?") + " (" + std::to_string(rc) + ")");
   }
@@ -185,9 +185,8 @@ void checkCuda(int rc, const char *what) {
 
 void checkNccl(int rc, const char *what) {
   if (rc != kNcclSuccess && rc != kNcclInProgress) {
-    const char *msg = symbols().ncclGetErrorString
-                          ? symbols().ncclGetErrorString(rc)
-                          : "?";
+    const char *msg =
+        symbols().ncclGetErrorString ? symbols().ncclGetErrorString(rc) : "?";
     throw RuntimeError(std::string("NCCL: ") + what + " failed: " +
                        (msg ? msg : "?") + " (" + std::to_string(rc) + ")");
   }
@@ -237,9 +236,9 @@ public:
     checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
     auto deadline = deadlineAfter(timeoutS);
     stage(0, &header, sizeof(header));
-    checkNccl(s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm,
-                         stream),
-              "ncclSend(header)");
+    checkNccl(
+        s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm, stream),
+        "ncclSend(header)");
     wait(deadline, timeoutS, dst, "to receive the header");
     if (bytes) {
       stage(0, data, bytes);
@@ -290,9 +289,9 @@ public:
                 "cudaStreamWaitEvent");
     }
     stage(0, &header, sizeof(header));
-    checkNccl(s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm,
-                         stream),
-              "ncclSend(header)");
+    checkNccl(
+        s.ncclSend(devBuf[0], sizeof(header), kNcclUint8, dst, comm, stream),
+        "ncclSend(header)");
     wait(deadline, timeoutS, dst, "to receive the header");
     if (bytes) {
       checkNccl(s.ncclSend(devBuf[2], bytes, kNcclUint8, dst, comm, stream),
@@ -348,8 +347,8 @@ public:
                    timeoutS);
       m.payload.resize(sent.payload.size());
       if (!sent.payload.empty())
-        selfExchange(sent.payload.data(), m.payload.data(),
-                     sent.payload.size(), deadline, timeoutS);
+        selfExchange(sent.payload.data(), m.payload.data(), sent.payload.size(),
+                     deadline, timeoutS);
       return m;
     }
     m = recvHeader(src, deadline, timeoutS);
@@ -391,10 +390,10 @@ private:
   /// A device payload must be of the communicator's device.
   void checkDevice(const Device &dev) const {
     if (dev.id() != device)
-      throw RuntimeError("NCCL: rank " + std::to_string(myRank) +
-                         " is bound to CUDA device " + std::to_string(dev.id()) +
-                         " but its communicator uses device " +
-                         std::to_string(device));
+      throw RuntimeError(
+          "NCCL: rank " + std::to_string(myRank) + " is bound to CUDA device " +
+          std::to_string(dev.id()) + " but its communicator uses device " +
+          std::to_string(device));
   }
 
   static Clock::time_point deadlineAfter(double s) {
@@ -508,9 +507,8 @@ NcclId ncclCreateId() {
   return id;
 }
 
-std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
-                                                     const NcclId &id,
-                                                     int device) {
+std::unique_ptr<Communicator>
+createNcclCommunicator(int rank, int size, const NcclId &id, int device) {
   if (rank < 0 || rank >= size)
     throw RuntimeError("NCCL: rank " + std::to_string(rank) +
                        " out of range for world size " + std::to_string(size));
@@ -539,8 +537,10 @@ NcclId ncclExchangeIdViaFile(int rank, const std::string &path,
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count() > timeoutS)
       throw TimeoutError("NCCL rendezvous: timed out after " +
-                         std::to_string(timeoutS) + " s waiting for rank 0 "
-                         "to write the NCCL id to " + path);
+                         std::to_string(timeoutS) +
+                         " s waiting for rank 0 "
+                         "to write the NCCL id to " +
+                         path);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }

@@ -60,7 +60,7 @@ static bool descrToDType(std::string d, DType &type) {
   static const struct {
     const char *code;
     DType type;
-  } table[] = {{"f4", DType::F32}, {"f8", DType::F64}, {"f2", DType::F16},
+  } table[] = {{"f4", DType::F32},  {"f8", DType::F64}, {"f2", DType::F16},
                {"u2", DType::BF16}, {"i8", DType::I64}, {"i4", DType::I32},
                {"i1", DType::I8},   {"b1", DType::I1}};
   for (const auto &e : table)
@@ -189,7 +189,8 @@ private:
 };
 } // namespace
 
-HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what) {
+HostTensor parseNpy(const std::vector<uint8_t> &bytes,
+                    const std::string &what) {
   static const char magic[] = "\x93NUMPY";
   if (bytes.size() < 10 || std::memcmp(bytes.data(), magic, 6) != 0)
     throw RuntimeError(what + ": not a .npy file (bad magic)");
@@ -242,10 +243,10 @@ HostTensor parseNpy(const std::vector<uint8_t> &bytes, const std::string &what) 
   size_t need = size_t(n) * dtypeSize(t.dtype);
   size_t have = bytes.size() - headerStart - headerLen;
   if (have < need)
-    throw RuntimeError(what + ": truncated .npy data: " +
-                       typeString(t.dtype, t.shape) + " needs " +
-                       std::to_string(need) + " bytes but the file has " +
-                       std::to_string(have));
+    throw RuntimeError(
+        what + ": truncated .npy data: " + typeString(t.dtype, t.shape) +
+        " needs " + std::to_string(need) + " bytes but the file has " +
+        std::to_string(have));
   if (have > need)
     throw RuntimeError(what + ": .npy file has " + std::to_string(have - need) +
                        " unexpected trailing bytes after the " +
@@ -262,7 +263,8 @@ std::vector<uint8_t> serializeNpy(const HostTensor &t) {
   std::string dict = std::string("{'descr': '") + npyDescr(t.dtype) +
                      "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.shape.size(); ++i)
-    dict += std::to_string(t.shape[i]) + (t.shape.size() == 1 ? "," : (i + 1 < t.shape.size() ? ", " : ""));
+    dict += std::to_string(t.shape[i]) +
+            (t.shape.size() == 1 ? "," : (i + 1 < t.shape.size() ? ", " : ""));
   dict += "), }";
   bool v2 = dict.size() + 11 + 64 > 65535;
   size_t prefix = v2 ? 12 : 10;

@@ -1,13 +1,13 @@
 //===- Types.cpp - Element types, shapes and message headers ----*- C++ -*-===//
 
-#include "pipeopt/runtime/Communicator.h"
 #include "pipeopt/runtime/Types.h"
+#include "pipeopt/runtime/Communicator.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 #include <fcntl.h>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 

@@ -200,9 +200,9 @@ TEST(Abi, TimeoutWhenPeerNeverSends) {
     done = true;
     return rc;
   });
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           start)
-                 .count();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_NE(out[1].rc, 0);
   EXPECT_GE(s, 0.45);
   EXPECT_LT(s, 5.0);
@@ -223,9 +223,9 @@ TEST(Abi, DeadPeerFailsWaitingRecv) {
     MemRef<1> m(v, {2});
     return _mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 5, 0, 1, m.get());
   });
-  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                           start)
-                 .count();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_NE(out[1].rc, 0);
   EXPECT_LT(s, 10.0); // not the 30 s timeout
   EXPECT_NE(out[1].error.find("rank 1: recv for stage 1 microbatch 5 value 0 "
@@ -252,8 +252,7 @@ TEST(Abi, BadDescriptorAndPeer) {
     MemRef<1> m(v, {1});
     return _mlir_ciface_pipeopt_rt_send_f32(3, 0, 1, 0, 0, 0, m.get());
   });
-  EXPECT_NE(out[0].error.find("peer rank 3 is out of range"),
-            std::string::npos)
+  EXPECT_NE(out[0].error.find("peer rank 3 is out of range"), std::string::npos)
       << out[0].error;
 }
 
@@ -462,9 +461,8 @@ TEST(Abi, UnbalancedActionsAreErrors) {
                               "match the open action B for stage 0"),
             std::string::npos)
       << out[0].error;
-  out = runRanks(1, 1, [](int) -> int32_t {
-    return pipeopt_rt_action_begin(7, 0, 0);
-  });
+  out = runRanks(
+      1, 1, [](int) -> int32_t { return pipeopt_rt_action_begin(7, 0, 0); });
   EXPECT_NE(out[0].error.find("invalid action kind 7"), std::string::npos);
 }
 
@@ -541,8 +539,8 @@ TEST(AbiTraining, GradientsAccumulateInDouble) {
         if (_mlir_ciface_pipeopt_rt_input_f32(1, 2, mw.get()) || w[2] != 3)
           return 2;
         float nine = 9;
-        std::memcpy(currentContext()->parameters.at(1).value.data.data(),
-                    &nine, 4);
+        std::memcpy(currentContext()->parameters.at(1).value.data.data(), &nine,
+                    4);
         if (_mlir_ciface_pipeopt_rt_input_f32(1, 2, mw.get()) || w[0] != 9)
           return 3;
         return 0;
@@ -552,8 +550,8 @@ TEST(AbiTraining, GradientsAccumulateInDouble) {
   const ParameterState &st = ctxs[0]->parameters.at(1);
   // Summed in double: the small terms next to 1e8 survive (in f32 they
   // would be lost).
-  EXPECT_EQ(st.gradSum, (std::vector<double>{1e8 + 1.5 + 1, 2.5 + 1 + 2,
-                                             3.5 - 1e8 + 3}));
+  EXPECT_EQ(st.gradSum,
+            (std::vector<double>{1e8 + 1.5 + 1, 2.5 + 1 + 2, 3.5 - 1e8 + 3}));
   EXPECT_EQ(st.microbatches, (std::set<int>{0, 3}));
   // Rank 1 keeps no copy; the shared input store is untouched.
   EXPECT_TRUE(ctxs[1]->parameters.empty());
@@ -562,8 +560,7 @@ TEST(AbiTraining, GradientsAccumulateInDouble) {
   EXPECT_EQ(w0, 1.0f);
   // A new call starts from zero.
   ctxs[0]->beginCall();
-  EXPECT_EQ(ctxs[0]->parameters.at(1).gradSum,
-            (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(ctxs[0]->parameters.at(1).gradSum, (std::vector<double>{0, 0, 0}));
   EXPECT_TRUE(ctxs[0]->parameters.at(1).microbatches.empty());
 }
 
@@ -575,55 +572,71 @@ TEST(AbiTraining, GradientErrors) {
   MemRef<1> mi(i3, {3});
   double d3[3] = {0, 0, 0};
   MemRef<1> md(d3, {3});
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f32(2, 1, 0, m3.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f32(2, 1, 0,
+                                                                m3.get());
+                  }),
             "rank 0: gradient of input 2 from stage 1 for microbatch 0: input "
             "2 is not a parameter of the manifest m.json (\"parameters\")");
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f32(7, 1, 0, m3.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f32(7, 1, 0,
+                                                                m3.get());
+                  }),
             "rank 0: gradient of input 7 from stage 1 for microbatch 0: input "
             "7 is not a parameter of the manifest m.json (\"parameters\")");
-  EXPECT_EQ(t.run(1, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 2, m3.get());
-            }),
+  EXPECT_EQ(t.run(1,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 2,
+                                                                m3.get());
+                  }),
             "rank 1: gradient of parameter 1 ('w') from stage 1 for "
             "microbatch 2: the manifest m.json lists the parameter on rank(s) "
             "0 (\"parameters\"), not on rank 1");
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 1, m4.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 1,
+                                                                m4.get());
+                  }),
             "rank 0: gradient of parameter 1 ('w') from stage 0 for "
             "microbatch 1: the program reports f32[4] but the manifest "
             "declares the parameter f32[3]");
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f64(1, 0, 1, md.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f64(1, 0, 1,
+                                                                md.get());
+                  }),
             "rank 0: gradient of parameter 1 ('w') from stage 0 for "
             "microbatch 1: the program reports f64[3] but the manifest "
             "declares the parameter f32[3]");
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_i32(1, 0, 1, mi.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_i32(1, 0, 1,
+                                                                mi.get());
+                  }),
             "rank 0: gradient of parameter 1 ('w') from stage 0 for "
             "microbatch 1: a gradient needs f32, f64, f16 or bf16, but the "
             "program reports i32");
-  EXPECT_EQ(t.run(0, [&] {
-              return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 4, m3.get());
-            }),
+  EXPECT_EQ(t.run(0,
+                  [&] {
+                    return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 4,
+                                                                m3.get());
+                  }),
             "rank 0: gradient of parameter 1 ('w') from stage 0 for "
             "microbatch 4: microbatch out of range [0, 4)");
   // Reading a parameter on a rank that keeps no copy of it.
-  EXPECT_EQ(t.run(1, [&] {
-              return _mlir_ciface_pipeopt_rt_input_f32(1, 0, m3.get());
-            }),
-            "rank 1: input 1 ('w') for microbatch 0: the input is a parameter "
-            "that the manifest m.json does not give this rank (its \"ranks\" "
-            "in \"parameters\" lack rank 1), so this rank keeps no copy of it "
-            "that the optimizer updates");
+  EXPECT_EQ(
+      t.run(1,
+            [&] { return _mlir_ciface_pipeopt_rt_input_f32(1, 0, m3.get()); }),
+      "rank 1: input 1 ('w') for microbatch 0: the input is a parameter "
+      "that the manifest m.json does not give this rank (its \"ranks\" "
+      "in \"parameters\" lack rank 1), so this rank keeps no copy of it "
+      "that the optimizer updates");
   // Poisoned afterwards, like every other call.
-  EXPECT_NE(t.run(0, [&] {
+  EXPECT_NE(
+      t.run(0,
+            [&] {
               if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 4, m3.get()) == 0)
                 return 0;
               return _mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 0, m3.get()) ==
@@ -631,7 +644,7 @@ TEST(AbiTraining, GradientErrors) {
                          ? 0
                          : 1;
             }),
-            "");
+      "");
 }
 
 TEST(AbiTraining, StashKeepsTotalAndPeak) {

@@ -46,8 +46,8 @@ void mgpuModuleUnload(void *module);
 void *mgpuModuleGetFunction(void *module, const char *name);
 void mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY,
                       int64_t gridZ, int64_t blockX, int64_t blockY,
-                      int64_t blockZ, int32_t smem, void *stream,
-                      void **params, void **extra, int64_t paramsCount);
+                      int64_t blockZ, int32_t smem, void *stream, void **params,
+                      void **extra, int64_t paramsCount);
 void *mgpuStreamCreate();
 void mgpuStreamDestroy(void *stream);
 void mgpuStreamSynchronize(void *stream);
@@ -60,8 +60,7 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, uint8_t isHostShared);
 void mgpuMemFree(void *ptr, void *stream);
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream);
-void mgpuMemset16(void *dst, unsigned short value, size_t count,
-                  void *stream);
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream);
 #define PIPEOPT_RT_CUDA_TEST_DECL2_(Suffix, Name, Ret, Params)                 \
   PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix PIPEOPT_RT_PARAMS Params;
 #define PIPEOPT_RT_CUDA_TEST_DECL_(Suffix, CType, Ctx)                         \
@@ -118,7 +117,8 @@ TEST(CudaNoDriver, LibraryLoadsWithDlopen) {
   EXPECT_NE(dlsym(h, "mgpuLaunchKernel"), nullptr);
   EXPECT_NE(dlsym(h, "_mlir_ciface_pipeopt_rt_gpu_matmul_f32"), nullptr);
   // Internals are hidden (the library does not interpose libpipeopt_rt).
-  EXPECT_EQ(dlsym(h, "_ZN7pipeopt2rt12decodeMemRefEPK26pipeopt_rt_unranked_memrefNS0_5DTypeE"),
+  EXPECT_EQ(dlsym(h, "_ZN7pipeopt2rt12decodeMemRefEPK26pipeopt_rt_unranked_"
+                     "memrefNS0_5DTypeE"),
             nullptr);
   dlclose(h);
 }
@@ -130,17 +130,18 @@ TEST(CudaNoDriver, DeviceCallsFailWithTheReason) {
     int32_t n = -1;
     EXPECT_NE(api()->device_count(&n), 0);
     EXPECT_EQ(n, -1);
-    EXPECT_EQ(std::string(api()->last_error()).rfind(
-                  std::string("device_count: ") + kNoDriver, 0),
+    EXPECT_EQ(std::string(api()->last_error())
+                  .rfind(std::string("device_count: ") + kNoDriver, 0),
               0u)
         << api()->last_error();
   });
   onThread([] {
     EXPECT_NE(api()->bind_thread(0, 3), 0);
-    EXPECT_EQ(std::string(api()->last_error()).rfind(
-                  std::string("bind_thread (device 0, rank 3): ") + kNoDriver,
-                  0),
-              0u)
+    EXPECT_EQ(
+        std::string(api()->last_error())
+            .rfind(std::string("bind_thread (device 0, rank 3): ") + kNoDriver,
+                   0),
+        0u)
         << api()->last_error();
     EXPECT_EQ(api()->compute_stream(), nullptr);
     // Sticky: a later failure does not replace the first message.
@@ -161,8 +162,8 @@ TEST(CudaNoDriver, ModuleLoadOnlyRecordsTheImage) {
   ASSERT_NE(module, nullptr);
   onThread([&] {
     EXPECT_EQ(mgpuModuleGetFunction(module, "pipeopt_test_axpy"), nullptr);
-    EXPECT_EQ(std::string(api()->last_error()).rfind(
-                  std::string("mgpuModuleGetFunction: ") + kNoDriver, 0),
+    EXPECT_EQ(std::string(api()->last_error())
+                  .rfind(std::string("mgpuModuleGetFunction: ") + kNoDriver, 0),
               0u)
         << api()->last_error();
   });
@@ -184,8 +185,8 @@ TEST(CudaNoDriver, UnboundThreadsGetAnError) {
   onThread([] {
     void *p = &p;
     EXPECT_NE(api()->alloc(&p, 16), 0);
-    EXPECT_EQ(std::string(api()->last_error()).rfind(
-                  "alloc: the calling thread is not bound", 0),
+    EXPECT_EQ(std::string(api()->last_error())
+                  .rfind("alloc: the calling thread is not bound", 0),
               0u)
         << api()->last_error();
   });
@@ -310,7 +311,8 @@ void compareKernel(const std::vector<Layout> &layouts, CpuFn cpu, GpuFn gpu,
   std::vector<Descriptor> hostRefs, devRefs;
   for (size_t i = 0; i < layouts.size(); ++i) {
     host.push_back(randomData<T>(layouts[i].span(), seed + unsigned(i)));
-    dev.push_back(std::make_unique<DeviceBuffer>(host.back().size() * sizeof(T)));
+    dev.push_back(
+        std::make_unique<DeviceBuffer>(host.back().size() * sizeof(T)));
     dev.back()->upload(host.back().data());
   }
   for (size_t i = 0; i < layouts.size(); ++i) {
@@ -354,8 +356,8 @@ std::vector<MatmulCase> matmulCases() {
       {"strided", Layout{{5, 7}, {16, 2}, 1}, Layout{{7, 3}, {5, 1}, 0},
        Layout{{5, 3}, {1, 5}, 3}, false, false},
       {"batched, strided", Layout{{3, 4, 6}, {1, 18, 3}, 0},
-       Layout{{3, 6, 2}, {12, 2, 1}, 2}, Layout{{3, 4, 2}, {1, 6, 3}, 0},
-       false, false},
+       Layout{{3, 6, 2}, {12, 2, 1}, 2}, Layout{{3, 4, 2}, {1, 6, 3}, 0}, false,
+       false},
       {"size-1 dimensions", Layout{{1, 7}, {99, 1}, 0},
        Layout{{7, 1}, {1, 42}, 0}, Layout{{1, 1}, {5, 7}, 0}, false, false},
       {"strided vectors", Layout{{6, 4}, {1, 6}, 0}, Layout{{4}, {3}, 1},
@@ -390,16 +392,18 @@ void runMatmulCases(unsigned seed) {
 }
 
 TEST_F(CudaDevice, MatmulF32MatchesTheCpuKernel) { runMatmulCases<float>(1); }
-TEST_F(CudaDevice, MatmulF64MatchesTheCpuKernel) { runMatmulCases<double>(100); }
+TEST_F(CudaDevice, MatmulF64MatchesTheCpuKernel) {
+  runMatmulCases<double>(100);
+}
 
 TEST_F(CudaDevice, MatmulShapeErrorIsRecorded) {
   std::vector<float> a(35), b(21), c(15);
   DeviceBuffer da(a.size() * 4), db(b.size() * 4), dc(c.size() * 4);
   Descriptor l(da.ptr, dense({5, 7})), r(db.ptr, dense({3, 7})),
       o(dc.ptr, dense({5, 3}));
-  EXPECT_NE(_mlir_ciface_pipeopt_rt_gpu_matmul_f32(l.get(), r.get(), o.get(),
-                                                   0, 0),
-            0);
+  EXPECT_NE(
+      _mlir_ciface_pipeopt_rt_gpu_matmul_f32(l.get(), r.get(), o.get(), 0, 0),
+      0);
   EXPECT_STREQ(api()->last_error(),
                "pipeopt_rt_gpu_matmul (f32): operands f32[5x7] x f32[3x7] -> "
                "f32[5x3]: sizes do not match");
@@ -444,23 +448,23 @@ void runConvCases(unsigned seed) {
         {c.in, c.filter, c.out},
         [&](std::vector<Descriptor> &d) {
           if constexpr (std::is_same_v<T, float>)
-            return _mlir_ciface_pipeopt_rt_conv2d_f32(
-                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw,
-                c.dh, c.dw);
+            return _mlir_ciface_pipeopt_rt_conv2d_f32(d[0].get(), d[1].get(),
+                                                      d[2].get(), c.layout,
+                                                      c.sh, c.sw, c.dh, c.dw);
           else
-            return _mlir_ciface_pipeopt_rt_conv2d_f64(
-                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw,
-                c.dh, c.dw);
+            return _mlir_ciface_pipeopt_rt_conv2d_f64(d[0].get(), d[1].get(),
+                                                      d[2].get(), c.layout,
+                                                      c.sh, c.sw, c.dh, c.dw);
         },
         [&](std::vector<Descriptor> &d) {
           if constexpr (std::is_same_v<T, float>)
             return _mlir_ciface_pipeopt_rt_gpu_conv2d_f32(
-                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw,
-                c.dh, c.dw);
+                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw, c.dh,
+                c.dw);
           else
             return _mlir_ciface_pipeopt_rt_gpu_conv2d_f64(
-                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw,
-                c.dh, c.dw);
+                d[0].get(), d[1].get(), d[2].get(), c.layout, c.sh, c.sw, c.dh,
+                c.dw);
         },
         std::string("conv2d ") + c.name, seed++);
   }
@@ -557,10 +561,9 @@ void compareOptimizer(OptimizerKind kind, DType dt) {
   config.lr = 0.01;
   config.momentum = 0.8;
   config.weightDecay = 0.05;
-  pipeopt_rt_cuda_optimizer gpuConfig{int32_t(kind), config.lr,
-                                      config.momentum, config.beta1,
-                                      config.beta2, config.eps,
-                                      config.weightDecay};
+  pipeopt_rt_cuda_optimizer gpuConfig{
+      int32_t(kind), config.lr,  config.momentum,   config.beta1,
+      config.beta2,  config.eps, config.weightDecay};
   HostTensor w;
   w.dtype = dt;
   w.shape = {n};
@@ -619,7 +622,8 @@ void runAxpy(void *module) {
   void *stream = mgpuStreamCreate();
   ASSERT_NE(stream, nullptr) << api()->last_error();
   EXPECT_EQ(stream, api()->compute_stream());
-  void *dx = mgpuMemAlloc(n * 4, stream, 0), *dy = mgpuMemAlloc(n * 4, stream, 0);
+  void *dx = mgpuMemAlloc(n * 4, stream, 0),
+       *dy = mgpuMemAlloc(n * 4, stream, 0);
   mgpuMemcpy(dx, x.data(), n * 4, stream);
   mgpuMemcpy(dy, y.data(), n * 4, stream);
   void *fn = mgpuModuleGetFunction(module, "pipeopt_test_axpy");

@@ -251,8 +251,7 @@ TEST(DeviceAbi, KernelErrorFailsTheNextCallNamingTheAction) {
 //===----------------------------------------------------------------------===//
 
 std::string trainManifest(const std::string &optimizer, int updateEvery,
-                          const std::string &ranks = "[0]",
-                          int numRanks = 1) {
+                          const std::string &ranks = "[0]", int numRanks = 1) {
   return R"({"num_ranks": )" + std::to_string(numRanks) +
          R"(, "num_stages": 1, "num_microbatches": 2,
     "target": "cuda",
@@ -302,8 +301,7 @@ struct Trained {
 /// 6 per microbatch" on rank `rank` of `comm` (device `device` or, with
 /// null, the host), the gradient reported from a strided buffer.
 Trained train(const Manifest &m, const InputStore &in, Communicator &comm,
-              int rank, const Device *device, int steps,
-              std::string *error) {
+              int rank, const Device *device, int steps, std::string *error) {
   RankContext ctx(rank, &comm, &m, &in, 5);
   ctx.device = device;
   ScopedContext scope(&ctx);
@@ -419,9 +417,7 @@ TEST(DeviceAbi, SgdStepsGiveTheCpuWeights) { expectSameTraining("sgd", 0); }
 TEST(DeviceAbi, MomentumStepsGiveTheCpuWeights) {
   expectSameTraining("momentum", 0);
 }
-TEST(DeviceAbi, AdamwStepsGiveTheCpuWeights) {
-  expectSameTraining("adamw", 0);
-}
+TEST(DeviceAbi, AdamwStepsGiveTheCpuWeights) { expectSameTraining("adamw", 0); }
 TEST(DeviceAbi, AsynchronousUpdatesGiveTheCpuWeights) {
   expectSameTraining("adamw", 1); // PipeDream
   expectSameTraining("sgd", 2);   // PipeDream-2BW with 2 stages
@@ -472,8 +468,7 @@ TEST(DeviceAbi, ParameterOfTwoRanksIsReducedLikeOnTheCpu) {
 TEST(DeviceAbi, AssignDevices) {
   EXPECT_EQ(assignDevices({}, {0, 1, 2}, false, 0, 2),
             (std::vector<int>{0, 1, 0}));
-  EXPECT_EQ(assignDevices({1}, {0, 1}, false, 0, 2),
-            (std::vector<int>{1, 1}));
+  EXPECT_EQ(assignDevices({1}, {0, 1}, false, 0, 2), (std::vector<int>{1, 1}));
   EXPECT_EQ(assignDevices({}, {5}, true, 3, 2), (std::vector<int>{1}));
   EXPECT_EQ(assignDevices({1, 0}, {4}, true, 2, 2), (std::vector<int>{1}));
   try {

@@ -64,8 +64,8 @@ TEST(ElfCheck, EveryTruncationIsReported) {
   std::memcpy(&eh, so.data(), sizeof(eh));
   // Cuts: inside the identification and the header, and one byte before
   // and at the end of every segment and of the section header table.
-  std::set<size_t> cuts = {0, 1, 3, 10, 16, 40, 63, so.size() / 4,
-                           so.size() / 2, so.size() - 1};
+  std::set<size_t> cuts = {
+      0, 1, 3, 10, 16, 40, 63, so.size() / 4, so.size() / 2, so.size() - 1};
   for (int i = 0; i < eh.e_phnum; ++i) {
     Elf64_Phdr ph;
     std::memcpy(&ph, so.data() + eh.e_phoff + i * sizeof(ph), sizeof(ph));
@@ -125,9 +125,10 @@ TEST(ElfCheck, NamesThePieceThatIsCut) {
   // The section header table, which is at the end of a linked .so.
   EXPECT_EQ(errorOf(prefix(so, so.size() - 1)),
             "m.so is truncated or corrupt: the section header table needs "
-            "bytes [" + std::to_string(eh.e_shoff) + ", " +
-                std::to_string(eh.e_shoff + uint64_t(eh.e_shnum) *
-                                                 sizeof(Elf64_Shdr)) +
+            "bytes [" +
+                std::to_string(eh.e_shoff) + ", " +
+                std::to_string(eh.e_shoff +
+                               uint64_t(eh.e_shnum) * sizeof(Elf64_Shdr)) +
                 ") but the file has " + std::to_string(so.size() - 1) +
                 " bytes (an interrupted copy?)");
 }
@@ -239,8 +240,7 @@ TEST(ElfCheck, FifoFailsFast) {
   EXPECT_EQ(errorOnFifo(fifo, [&] { readFileBytes(fifo, "manifest"); }),
             fifo + ": is a FIFO (named pipe), not a regular file; a "
                    "manifest must be one");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                          t0)
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                 .count(),
             5.0);
   ::unlink(fifo.c_str());
@@ -275,8 +275,7 @@ TEST(ElfCheck, FileErrors) {
     checkElfFile(path);
     ADD_FAILURE() << "no error";
   } catch (const RuntimeError &e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  path + " is truncated or corrupt: "),
+    EXPECT_NE(std::string(e.what()).find(path + " is truncated or corrupt: "),
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find(

@@ -1,4 +1,5 @@
-//===- FakeCudaApi.cpp - A CudaApi.h table backed by host memory -*- C++ -*-===//
+//===- FakeCudaApi.cpp - A CudaApi.h table backed by host memory -*- C++
+//-*-===//
 
 #include "FakeCudaApi.h"
 
@@ -286,10 +287,11 @@ int32_t optimizerStepFn(const pipeopt_rt_cuda_optimizer *c, void *weights,
     return 1;
   ++s.counters.optimizerSteps;
   TrainingConfig cfg;
-  cfg.optimizer = c->kind == PIPEOPT_RT_CUDA_OPT_SGD        ? OptimizerKind::Sgd
-                  : c->kind == PIPEOPT_RT_CUDA_OPT_MOMENTUM ? OptimizerKind::Momentum
-                  : c->kind == PIPEOPT_RT_CUDA_OPT_ADAMW    ? OptimizerKind::AdamW
-                                                            : OptimizerKind::None;
+  cfg.optimizer = c->kind == PIPEOPT_RT_CUDA_OPT_SGD ? OptimizerKind::Sgd
+                  : c->kind == PIPEOPT_RT_CUDA_OPT_MOMENTUM
+                      ? OptimizerKind::Momentum
+                  : c->kind == PIPEOPT_RT_CUDA_OPT_ADAMW ? OptimizerKind::AdamW
+                                                         : OptimizerKind::None;
   cfg.lr = c->lr;
   cfg.momentum = c->momentum;
   cfg.beta1 = c->beta1;

@@ -28,8 +28,8 @@
 
 #include "TestMemRef.h"
 
-#include <cstdlib>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <unistd.h>
 
@@ -108,8 +108,7 @@ int32_t stage0Backward(int mb, int peer, float *acc) {
 
 } // namespace
 
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_rank_0(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_rank_0(void) {
   if (std::strcmp(bug(), "stall") == 0)
     return 0;
   if (std::strcmp(bug(), "fail") == 0)
@@ -128,8 +127,7 @@ pipeopt_rank_0(void) {
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_rank_1(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_rank_1(void) {
   for (int mb = 0; mb < kM; ++mb)
     CHECK(stage1(mb, 0));
   return 0;
@@ -347,8 +345,7 @@ pipeopt_ppipe_1(void) {
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_pdp_0(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_pdp_0(void) {
   static int calls = 0;
   if (++calls == 5 && std::strcmp(bug(), "die5") == 0)
     _exit(3); // the process dies in step 5
@@ -357,8 +354,7 @@ pipeopt_pdp_0(void) {
   return 0;
 }
 
-extern "C" __attribute__((visibility("default"))) int32_t
-pipeopt_pdp_1(void) {
+extern "C" __attribute__((visibility("default"))) int32_t pipeopt_pdp_1(void) {
   for (int mb = kM / 2; mb < kM; ++mb) {
     bool report = !(std::strcmp(bug(), "p-none") == 0 ||
                     (std::strcmp(bug(), "p-skip3") == 0 && mb == 3));

@@ -113,8 +113,7 @@ TEST(Manifest, StageRankMustAgreeWithActions) {
   };
   Manifest ok = parseManifest(manifest("[0, 1]"), "m.json");
   EXPECT_EQ(ok.stageRank, (std::vector<int>{0, 1}));
-  EXPECT_EQ(ok.stageRankPipelines,
-            (std::vector<std::vector<int>>{{0, 1}}));
+  EXPECT_EQ(ok.stageRankPipelines, (std::vector<std::vector<int>>{{0, 1}}));
   EXPECT_EQ(ok.source, "m.json");
   try {
     parseManifest(manifest("[0, 0]"), "m.json");
@@ -252,8 +251,8 @@ TEST(Manifest, TrainingAndParameters) {
   EXPECT_EQ(m.training.eps, 1e-6);
   EXPECT_EQ(m.training.weightDecay, 0.1);
   // "parameters" without "training": optimizer none.
-  m = parseManifest(trainManifest(R"("parameters": [{"index": 1, "ranks": [0]}])"),
-                    "m.json");
+  m = parseManifest(
+      trainManifest(R"("parameters": [{"index": 1, "ranks": [0]}])"), "m.json");
   EXPECT_TRUE(m.hasParameters);
   EXPECT_EQ(m.training.optimizer, OptimizerKind::None);
   EXPECT_EQ(std::string(optimizerName(OptimizerKind::Momentum)), "momentum");
@@ -275,16 +274,19 @@ TEST(Manifest, TrainingFieldErrors) {
   expectError(params(R"({"index": 3, "ranks": [0]})"),
               "m.json: field 'parameters[0].index' is input 3 of dtype i32; a "
               "parameter needs f32, f64, f16 or bf16");
-  expectError(params(R"({"index": 1, "ranks": [0]}, {"index": 1, "ranks": [1]})"),
-              "m.json: field 'parameters[1].index' repeats parameter 1");
+  expectError(
+      params(R"({"index": 1, "ranks": [0]}, {"index": 1, "ranks": [1]})"),
+      "m.json: field 'parameters[1].index' repeats parameter 1");
   expectError(params(R"({"ranks": [0]})"),
               "m.json: field 'parameters[0].index' is required but missing");
   expectError(params(R"({"index": 1})"),
               "m.json: field 'parameters[0].ranks' is required but missing");
-  expectError(params(R"({"index": 1, "ranks": []})"),
-              "m.json: field 'parameters[0].ranks' must list at least one rank");
-  expectError(params(R"({"index": 1, "ranks": [0, 3]})"),
-              "m.json: field 'parameters[0].ranks[1]' must be in [0, 2], got 3");
+  expectError(
+      params(R"({"index": 1, "ranks": []})"),
+      "m.json: field 'parameters[0].ranks' must list at least one rank");
+  expectError(
+      params(R"({"index": 1, "ranks": [0, 3]})"),
+      "m.json: field 'parameters[0].ranks[1]' must be in [0, 2], got 3");
   expectError(params(R"({"index": 1, "ranks": [1, 0, 1]})"),
               "m.json: field 'parameters[0].ranks[2]' repeats rank 1");
   expectError(params(R"({"index": 1, "ranks": 0})"),

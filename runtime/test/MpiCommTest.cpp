@@ -62,8 +62,8 @@ int main(int argc, char **argv) {
                  0,
              "%s", pipeopt_rt_last_error());
       EXPECT(got == big, "payload differs");
-      EXPECT(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 2, 0, 0,
-                                              msmall.get()) != 0,
+      EXPECT(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 2, 0, 0, msmall.get()) !=
+                 0,
              "mismatch not detected");
       std::string err =
           pipeopt_rt_last_error() ? pipeopt_rt_last_error() : "(none)";
@@ -80,9 +80,9 @@ int main(int argc, char **argv) {
       EXPECT(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 3, 0, 0, mgot.get()) !=
                  0,
              "recv from a dead rank succeeded");
-      double s = std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - t0)
-                     .count();
+      double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+              .count();
       err = pipeopt_rt_last_error() ? pipeopt_rt_last_error() : "(none)";
       EXPECT(err.find("rank 1: recv for stage 1 microbatch 3 value 0") == 0 &&
                  err.find("timed out after 1 s waiting for rank 0") !=

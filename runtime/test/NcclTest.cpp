@@ -63,8 +63,7 @@ TEST(Nccl, SelfSendRecvOneRank) {
   // Mismatch detection over NCCL.
   MemRef<2> small(b.data(), {10, 50});
   ASSERT_EQ(_mlir_ciface_pipeopt_rt_send_f32(0, 0, 1, 4, 0, 0, ma.get()), 0);
-  EXPECT_NE(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 4, 0, 0, small.get()),
-            0);
+  EXPECT_NE(_mlir_ciface_pipeopt_rt_recv_f32(0, 0, 1, 4, 0, 0, small.get()), 0);
   EXPECT_STREQ(pipeopt_rt_last_error(),
                "rank 0: recv for stage 1 microbatch 4 value 0 expected "
                "f32[10x50] (2000 bytes) but rank 0 sent f32[10x100] (4000 "

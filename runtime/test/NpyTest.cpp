@@ -60,8 +60,8 @@ void expectError(const std::vector<uint8_t> &bytes, const std::string &needle) {
 TEST(Npy, RoundTripAllDTypes) {
   for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I64,
                   DType::I32, DType::I8, DType::I1}) {
-    for (Shape shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 0, 4},
-                        Shape{1, 2, 3, 4}}) {
+    for (Shape shape :
+         {Shape{}, Shape{5}, Shape{2, 3}, Shape{2, 0, 4}, Shape{1, 2, 3, 4}}) {
       HostTensor a;
       a.dtype = t;
       a.shape = shape;
@@ -165,9 +165,9 @@ TEST(Npy, MalformedFiles) {
   expectError(
       makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }", 8),
       "malformed .npy header");
-  expectError(makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)",
-                      8),
-              "malformed .npy header");
+  expectError(
+      makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)", 8),
+      "malformed .npy header");
   std::vector<uint8_t> v9 =
       makeNpy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", 8);
   v9[6] = 9;

@@ -75,8 +75,7 @@ TEST(Optimizer, AdamW) {
   OptimizerState st;
   expectNear(twoSteps(c, st),
              {0.4946055357475128, -0.9833163191095446, 1.9761002719460945});
-  expectNear(st.first,
-             {-0.030999999999999993, -0.013, 0.05199999999999999});
+  expectNear(st.first, {-0.030999999999999993, -0.013, 0.05199999999999999});
   expectNear(st.second, {0.00016999000000000018, 4.2460000000000044e-05,
                          0.00015241000000000012});
   EXPECT_EQ(st.step, 2);

@@ -1,13 +1,14 @@
-//===- RunnerTest.cpp - pipeopt-run end to end on the fake model -*- C++ -*-===//
+//===- RunnerTest.cpp - pipeopt-run end to end on the fake model -*- C++
+//-*-===//
 //
 // Runs the pipeopt-run executable on FakeModel.so (see FakeModel.cpp) under
 // loopback and, when MPI was found, under `mpirun -np 2 ... --comm=mpi`.
 //
 //===----------------------------------------------------------------------===//
 
+#include "pipeopt/runtime/Runner.h"
 #include "pipeopt/runtime/Npy.h"
 #include "pipeopt/runtime/Placement.h"
-#include "pipeopt/runtime/Runner.h"
 
 #include "TestCommand.h"
 
@@ -113,10 +114,12 @@ TEST(Runner, LoopbackEndToEnd) {
   Data d;
   writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
   writeNpy(dir + "/w.npy", f32({3}, d.w));
-  CmdResult r = runCommand(base() + " --input 0=" + dir + "/x.npy --input 1=" + dir +
-                     "/w.npy --output-dir " + dir + "/out --iterations 3 "
-                     "--warmup 1 --trace " + dir + "/trace.json --profile " +
-                     dir + "/profile.json");
+  CmdResult r =
+      runCommand(base() + " --input 0=" + dir + "/x.npy --input 1=" + dir +
+                 "/w.npy --output-dir " + dir +
+                 "/out --iterations 3 "
+                 "--warmup 1 --trace " +
+                 dir + "/trace.json --profile " + dir + "/profile.json");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("microbatches/s"), std::string::npos) << r.output;
   checkOutputs(dir + "/out", d);
@@ -182,8 +185,9 @@ TEST(Runner, InputLayouts) {
     writeNpy(f, f32({2, 3}, part));
     list += (mb ? "," : "") + f;
   }
-  CmdResult r = runCommand(base() + " --input 0=" + dir + "/xb.npy --input 1=" +
-                     dir + "/w.npy --output-dir " + dir + "/o1 --quiet");
+  CmdResult r =
+      runCommand(base() + " --input 0=" + dir + "/xb.npy --input 1=" + dir +
+                 "/w.npy --output-dir " + dir + "/o1 --quiet");
   ASSERT_EQ(r.code, 0) << r.output;
   checkOutputs(dir + "/o1", d);
   r = runCommand(base() + " --input=0=" + list + " --input 1=" + dir +
@@ -196,9 +200,10 @@ TEST(Runner, SeededRandomInputsAndSingleRankSelfSend) {
   std::string dir = tmpDir("random");
   CmdResult a = runCommand(base() + " --seed 7 --output-dir " + dir + "/a");
   ASSERT_EQ(a.code, 0) << a.output;
-  CmdResult b = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
-                     FAKE_MODEL_SO + "' --manifest '" + FAKE_SINGLE_MANIFEST +
-                     "' --seed 7 --output-dir " + dir + "/b");
+  CmdResult b =
+      runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
+                 "' --manifest '" + FAKE_SINGLE_MANIFEST +
+                 "' --seed 7 --output-dir " + dir + "/b");
   ASSERT_EQ(b.code, 0) << b.output;
   EXPECT_EQ(readNpy(dir + "/a/output_0.npy").data,
             readNpy(dir + "/b/output_0.npy").data);
@@ -211,8 +216,8 @@ TEST(Runner, SeededRandomInputsAndSingleRankSelfSend) {
 }
 
 TEST(Runner, MismatchIsReportedWithRankStageMicrobatch) {
-  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=shape " + base() +
-                     " --timeout-s 5");
+  CmdResult r =
+      runCommand("PIPEOPT_FAKE_MODEL_BUG=shape " + base() + " --timeout-s 5");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("pipeopt-run: error: rank 1: recv for stage 1 "
                           "microbatch 0 value 0 expected f32[2x4] (32 bytes) "
@@ -222,8 +227,8 @@ TEST(Runner, MismatchIsReportedWithRankStageMicrobatch) {
 }
 
 TEST(Runner, StalledPeerTimesOut) {
-  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=stall " + base() +
-                     " --timeout-s 0.5");
+  CmdResult r =
+      runCommand("PIPEOPT_FAKE_MODEL_BUG=stall " + base() + " --timeout-s 0.5");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_LT(r.seconds, 15.0);
   EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0 "
@@ -233,8 +238,8 @@ TEST(Runner, StalledPeerTimesOut) {
 }
 
 TEST(Runner, FailingRankIsReported) {
-  CmdResult r = runCommand("PIPEOPT_FAKE_MODEL_BUG=fail " + base() +
-                     " --timeout-s 20");
+  CmdResult r =
+      runCommand("PIPEOPT_FAKE_MODEL_BUG=fail " + base() + " --timeout-s 20");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_LT(r.seconds, 15.0);
   EXPECT_NE(r.output.find("rank 0: pipeopt_rank_0 returned 1"),
@@ -263,8 +268,9 @@ TEST(Runner, AssignRanksToCoresLongestFirst) {
 TEST(Runner, PinRanksOption) {
   std::string dir = tmpDir("pin");
   // Forced: the two ranks are pinned after the warm-up, and it says where.
-  CmdResult r = runCommand(base() + " --pin-ranks on --warmup 1 "
-                                    "--iterations 2 --output-dir " +
+  CmdResult r = runCommand(base() +
+                           " --pin-ranks on --warmup 1 "
+                           "--iterations 2 --output-dir " +
                            dir + "/out");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("ranks pinned to cores from iteration 2 (by their "
@@ -299,9 +305,7 @@ TEST(Runner, PinRanksOption) {
 
 TEST(Runner, BadInputsAndOptions) {
   std::string dir = tmpDir("bad");
-  {
-    std::ofstream(dir + "/junk.npy") << "hello";
-  }
+  { std::ofstream(dir + "/junk.npy") << "hello"; }
   CmdResult r = runCommand(base() + " --input 0=" + dir + "/junk.npy");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find(dir + "/junk.npy: not a .npy file"),
@@ -378,8 +382,7 @@ TEST(Runner, BadModelSeedAndHugeInputs) {
     text << in.rdbuf();
     std::string json = text.str();
     size_t pos = json.find("\"shape\": [3]");
-    json.replace(pos, 12,
-                 "\"shape\": [4294967296, 4294967296, 4294967296]");
+    json.replace(pos, 12, "\"shape\": [4294967296, 4294967296, 4294967296]");
     std::ofstream(manifest) << json;
   }
   r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + FAKE_MODEL_SO +
@@ -416,7 +419,8 @@ TEST(Runner, ManifestRanksMustMatchTheModel) {
                            FAKE_MODEL_SO + "' --manifest '" + three + "'");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("has no entry point 'pipeopt_rank_2' for rank 2 (the "
-                          "manifest " + three + " says num_ranks = 3"),
+                          "manifest " +
+                          three + " says num_ranks = 3"),
             std::string::npos)
       << r.output;
 
@@ -429,7 +433,8 @@ TEST(Runner, ManifestRanksMustMatchTheModel) {
                  "' --manifest '" + one + "'");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("exports the entry point 'pipeopt_rank_1', but the "
-                          "manifest " + one + " says num_ranks = 1"),
+                          "manifest " +
+                          one + " says num_ranks = 1"),
             std::string::npos)
       << r.output;
 }
@@ -461,16 +466,16 @@ TEST(Runner, TruncatedModelIsAClearError) {
   // instead.
   std::string dir = tmpDir("truncated");
   std::vector<uint8_t> so = readFileBytes(FAKE_MODEL_SO, "model");
-  for (size_t size : {size_t(0), size_t(100), size_t(3000), so.size() / 2,
-                      so.size() - 1}) {
+  for (size_t size :
+       {size_t(0), size_t(100), size_t(3000), so.size() / 2, so.size() - 1}) {
     std::string path = dir + "/t" + std::to_string(size) + ".so";
     {
       std::ofstream out(path, std::ios::binary);
       out.write(reinterpret_cast<const char *>(so.data()),
                 std::streamsize(size));
     }
-    CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" +
-                             path + "' --manifest '" + FAKE_MANIFEST + "'");
+    CmdResult r = runCommand(std::string("'") + PIPEOPT_RUN_EXE + "' '" + path +
+                             "' --manifest '" + FAKE_MANIFEST + "'");
     EXPECT_EQ(r.code, 2) << size << ": " << r.output;
     EXPECT_NE(r.output.find("pipeopt-run: error: " + path +
                             " is truncated or corrupt: "),
@@ -518,24 +523,23 @@ TEST(Runner, FifoIsAClearErrorNotAHang) {
 TEST(Runner, ManifestMustDescribeTheModel) {
   std::string dir = tmpDir("describe");
   // The fake model's true schedule (GPipe): passes as it is.
-  std::string actions =
-      R"("actions": [[)"
-      R"({"kind": "F", "stage": 0, "microbatch": 0},)"
-      R"({"kind": "F", "stage": 0, "microbatch": 1},)"
-      R"({"kind": "F", "stage": 0, "microbatch": 2},)"
-      R"({"kind": "F", "stage": 0, "microbatch": 3},)"
-      R"({"kind": "BW", "stage": 0, "microbatch": 0},)"
-      R"({"kind": "BW", "stage": 0, "microbatch": 1},)"
-      R"({"kind": "BW", "stage": 0, "microbatch": 2},)"
-      R"({"kind": "BW", "stage": 0, "microbatch": 3}], [)"
-      R"({"kind": "F", "stage": 1, "microbatch": 0},)"
-      R"({"kind": "BW", "stage": 1, "microbatch": 0},)"
-      R"({"kind": "F", "stage": 1, "microbatch": 1},)"
-      R"({"kind": "BW", "stage": 1, "microbatch": 1},)"
-      R"({"kind": "F", "stage": 1, "microbatch": 2},)"
-      R"({"kind": "BW", "stage": 1, "microbatch": 2},)"
-      R"({"kind": "F", "stage": 1, "microbatch": 3},)"
-      R"({"kind": "BW", "stage": 1, "microbatch": 3}]],)";
+  std::string actions = R"("actions": [[)"
+                        R"({"kind": "F", "stage": 0, "microbatch": 0},)"
+                        R"({"kind": "F", "stage": 0, "microbatch": 1},)"
+                        R"({"kind": "F", "stage": 0, "microbatch": 2},)"
+                        R"({"kind": "F", "stage": 0, "microbatch": 3},)"
+                        R"({"kind": "BW", "stage": 0, "microbatch": 0},)"
+                        R"({"kind": "BW", "stage": 0, "microbatch": 1},)"
+                        R"({"kind": "BW", "stage": 0, "microbatch": 2},)"
+                        R"({"kind": "BW", "stage": 0, "microbatch": 3}], [)"
+                        R"({"kind": "F", "stage": 1, "microbatch": 0},)"
+                        R"({"kind": "BW", "stage": 1, "microbatch": 0},)"
+                        R"({"kind": "F", "stage": 1, "microbatch": 1},)"
+                        R"({"kind": "BW", "stage": 1, "microbatch": 1},)"
+                        R"({"kind": "F", "stage": 1, "microbatch": 2},)"
+                        R"({"kind": "BW", "stage": 1, "microbatch": 2},)"
+                        R"({"kind": "F", "stage": 1, "microbatch": 3},)"
+                        R"({"kind": "BW", "stage": 1, "microbatch": 3}]],)";
   std::string good = editedManifest(dir, "good.json", "\"stage_rank\"",
                                     actions + "\n  \"stage_rank\"");
   CmdResult r = runCommand(withManifest(good) + " --iterations 2 --warmup 1");
@@ -548,13 +552,12 @@ TEST(Runner, ManifestMustDescribeTheModel) {
     EXPECT_NE(pos, std::string::npos) << from;
     return pos == std::string::npos ? text : text.replace(pos, from.size(), to);
   };
-  std::string swapped = replaceFirst(
-      replaceFirst(actions, R"("F", "stage": 1, "microbatch": 1})",
-                   R"("F", "stage": 1, "microbatch": X})"),
-      R"("F", "stage": 1, "microbatch": 2})",
-      R"("F", "stage": 1, "microbatch": 1})");
-  swapped = replaceFirst(swapped, R"("microbatch": X})",
-                         R"("microbatch": 2})");
+  std::string swapped =
+      replaceFirst(replaceFirst(actions, R"("F", "stage": 1, "microbatch": 1})",
+                                R"("F", "stage": 1, "microbatch": X})"),
+                   R"("F", "stage": 1, "microbatch": 2})",
+                   R"("F", "stage": 1, "microbatch": 1})");
+  swapped = replaceFirst(swapped, R"("microbatch": X})", R"("microbatch": 2})");
   std::string wrong = editedManifest(dir, "order.json", "\"stage_rank\"",
                                      swapped + "\n  \"stage_rank\"");
   r = runCommand(withManifest(wrong));
@@ -566,9 +569,8 @@ TEST(Runner, ManifestMustDescribeTheModel) {
       << r.output;
 
   // A manifest that lists fewer actions than the model runs.
-  std::string shortList =
-      replaceFirst(actions, R"(,{"kind": "BW", "stage": 1, "microbatch": 3})",
-                   "");
+  std::string shortList = replaceFirst(
+      actions, R"(,{"kind": "BW", "stage": 1, "microbatch": 3})", "");
   std::string fewer = editedManifest(dir, "fewer.json", "\"stage_rank\"",
                                      shortList + "\n  \"stage_rank\"");
   r = runCommand(withManifest(fewer));
@@ -581,26 +583,25 @@ TEST(Runner, ManifestMustDescribeTheModel) {
 
   // More microbatches than the model runs (no actions listed): caught by
   // the outputs, even without --output-dir.
-  std::string five = editedManifest(dir, "five.json",
-                                    "\"num_microbatches\": 4",
+  std::string five = editedManifest(dir, "five.json", "\"num_microbatches\": 4",
                                     "\"num_microbatches\": 5");
   r = runCommand(withManifest(five));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("pipeopt-run: error: output 0 for microbatch 4 was "
-                          "never written by any rank (the manifest " + five +
-                          " says num_microbatches = 5"),
+                          "never written by any rank (the manifest " +
+                          five + " says num_microbatches = 5"),
             std::string::npos)
       << r.output;
 
   // stage_rank edited to put both stages on rank 0 (no actions listed, so
   // only the run can tell).
-  std::string stages = editedManifest(dir, "stages.json",
-                                      "\"stage_rank\": [0, 1]",
-                                      "\"stage_rank\": [0, 0]");
+  std::string stages = editedManifest(
+      dir, "stages.json", "\"stage_rank\": [0, 1]", "\"stage_rank\": [0, 0]");
   r = runCommand(withManifest(stages));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1: action F for stage 1 microbatch 0 runs on "
-                          "rank 1, but the manifest " + stages +
+                          "rank 1, but the manifest " +
+                          stages +
                           " puts stage 1 on another rank (field "
                           "'stage_rank')"),
             std::string::npos)
@@ -612,13 +613,14 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
   // x is read once per microbatch: flipping it to shared is caught at the
   // second read.
   std::string shared = editedManifest(
-      dir, "shared.json",
-      R"("dtype": "f32", "microbatched": true})",
+      dir, "shared.json", R"("dtype": "f32", "microbatched": true})",
       R"("dtype": "f32", "microbatched": false})");
   CmdResult r = runCommand(withManifest(shared));
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 0: input 0 ('x') for microbatch 1: the "
-                          "manifest " + shared + " says this input is shared "
+                          "manifest " +
+                          shared +
+                          " says this input is shared "
                           "by all microbatches (\"microbatched\": false), but "
                           "the program already read it for microbatch 0 in "
                           "this call"),
@@ -626,13 +628,15 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
       << r.output;
   // w is read once per call: flipping it to microbatched is caught when the
   // ranks' reads are put together.
-  std::string mb = editedManifest(
-      dir, "mb.json", R"("dtype": "f32", "microbatched": false})",
-      R"("dtype": "f32", "microbatched": true})");
+  std::string mb = editedManifest(dir, "mb.json",
+                                  R"("dtype": "f32", "microbatched": false})",
+                                  R"("dtype": "f32", "microbatched": true})");
   r = runCommand(withManifest(mb) + " --output-dir " + dir + "/out");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("pipeopt-run: error: input 1 ('w') is microbatched "
-                          "in the manifest " + mb + ", but the program read "
+                          "in the manifest " +
+                          mb +
+                          ", but the program read "
                           "it only for microbatch(es) 0 of 4 (on rank(s) 0): "
                           "it reads the input once and shares it"),
             std::string::npos)
@@ -649,7 +653,9 @@ TEST(Runner, MicrobatchedFlagMustMatchTheModel) {
   r = runCommand(withManifest(sharedOut) + " --output-dir " + dir + "/out2");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("rank 1: output 0 ('y') for microbatch 1: the "
-                          "manifest " + sharedOut + " says this output is "
+                          "manifest " +
+                          sharedOut +
+                          " says this output is "
                           "shared by all microbatches (\"microbatched\": "
                           "false), but the program already wrote it for "
                           "microbatch 0 in this call: it writes one value per "
@@ -1050,10 +1056,8 @@ TEST(RunnerParameters, SgdStepsMatchTheReference) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(r.output, "");
   for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"}) {
-    EXPECT_EQ(fileBytes(dir + "/pipe/" + f), fileBytes(dir + "/out/" + f))
-        << f;
-    EXPECT_EQ(fileBytes(dir + "/tied/" + f), fileBytes(dir + "/out/" + f))
-        << f;
+    EXPECT_EQ(fileBytes(dir + "/pipe/" + f), fileBytes(dir + "/out/" + f)) << f;
+    EXPECT_EQ(fileBytes(dir + "/tied/" + f), fileBytes(dir + "/out/" + f)) << f;
   }
 }
 
@@ -1067,7 +1071,8 @@ TEST(RunnerParameters, DataParallelReductionAcrossRanks) {
   for (const std::string &opt :
        {std::string("sgd"), std::string("momentum"), std::string("adamw")}) {
     std::string training =
-        opt == "sgd" ? R"("training": {"optimizer": "sgd", "lr": 0.1, "weight_decay": 0.01})"
+        opt == "sgd"
+            ? R"("training": {"optimizer": "sgd", "lr": 0.1, "weight_decay": 0.01})"
         : opt == "momentum"
             ? R"("training": {"optimizer": "momentum", "lr": 0.05, "momentum": 0.8, "weight_decay": 0.01})"
             : R"("training": {"optimizer": "adamw", "lr": 0.01, "beta1": 0.8, "beta2": 0.99, "eps": 1e-6, "weight_decay": 0.1})";
@@ -1087,13 +1092,14 @@ TEST(RunnerParameters, DataParallelReductionAcrossRanks) {
       ref.step();
     for (const char *manifest : {FAKE_PTRAIN_MANIFEST, FAKE_PDP_MANIFEST}) {
       std::string out = dir + "/" + opt + std::to_string(std::strlen(manifest));
-      CmdResult r = runCommand(withManifest(withTraining(dir, manifest,
-                                                         training)) +
-                               in + " --steps 2 --quiet --output-dir " + out);
+      CmdResult r =
+          runCommand(withManifest(withTraining(dir, manifest, training)) + in +
+                     " --steps 2 --quiet --output-dir " + out);
       ASSERT_EQ(r.code, 0) << opt << r.output;
       expectClose(values(readNpy(out + "/weight_1.npy")), ref.w, opt + " w");
       expectClose(values(readNpy(out + "/weight_2.npy")), ref.b, opt + " b");
-      expectClose(values(readNpy(out + "/loss.npy")), ref.losses, opt + " loss");
+      expectClose(values(readNpy(out + "/loss.npy")), ref.losses,
+                  opt + " loss");
       if (opt == "sgd")
         continue;
       std::string m = opt == "adamw" ? "/adam_m_1.npy" : "/momentum_1.npy";
@@ -1122,9 +1128,9 @@ TEST(RunnerParameters, OptimizerNoneKeepsTheWeights) {
   std::string manifest = withTraining(dir, FAKE_PDP_MANIFEST,
                                       R"("training": {"optimizer": "none"})");
   // --warmup is allowed without an optimizer.
-  CmdResult r = runCommand(withManifest(manifest) + in +
-                           " --steps 2 --warmup 1 --output-dir " + dir +
-                           "/out");
+  CmdResult r =
+      runCommand(withManifest(manifest) + in +
+                 " --steps 2 --warmup 1 --output-dir " + dir + "/out");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_EQ(fileBytes(dir + "/out/weight_1.npy"), fileBytes(dir + "/w.npy"));
   std::vector<float> l = values(readNpy(dir + "/out/loss.npy"));
@@ -1138,10 +1144,12 @@ TEST(RunnerParameters, Errors) {
   std::string dir = tmpDir("params_err");
   CmdResult r = runCommand(withManifest(FAKE_PTRAIN_MANIFEST) + " --warmup 1");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("pipeopt-run: error: --warmup 1: the manifest " FAKE_PTRAIN_MANIFEST
-                          " trains with optimizer 'sgd', and warm-up steps "
-                          "would change the weights; run without --warmup"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find(
+          "pipeopt-run: error: --warmup 1: the manifest " FAKE_PTRAIN_MANIFEST
+          " trains with optimizer 'sgd', and warm-up steps "
+          "would change the weights; run without --warmup"),
+      std::string::npos)
       << r.output;
   r = runCommand("PIPEOPT_FAKE_MODEL_BUG=p-none " +
                  withManifest(FAKE_PDP_MANIFEST) + " --steps 2");
@@ -1229,8 +1237,7 @@ TEST(RunnerParameters, CheckpointAndResumeAreBitIdentical) {
       << r.output;
   r = runCommand(run + " --steps 4 --resume " + dir + "/none");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(dir + "/none/latest"), std::string::npos)
-      << r.output;
+  EXPECT_NE(r.output.find(dir + "/none/latest"), std::string::npos) << r.output;
   r = runCommand(run + " --checkpoint-every 2");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("--checkpoint-dir and --checkpoint-every K go "
@@ -1244,8 +1251,8 @@ TEST(RunnerParameters, CheckpointAndResumeAreBitIdentical) {
             std::string::npos)
       << r.output;
   // A checkpoint of another optimizer does not fit.
-  r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in + " --steps 10 --resume " +
-                 dir + "/ck");
+  r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in +
+                 " --steps 10 --resume " + dir + "/ck");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("the checkpoint was written with optimizer "
                           "'adamw', the manifest " FAKE_PDP_MANIFEST
@@ -1273,15 +1280,17 @@ TEST(RunnerParameters, DatasetGivesEveryStepItsData) {
   writeNpy(dir + "/data_split.npy", f32({3, 8, 3}, all));
   std::string rest = " --input 1=" + dir + "/w.npy --input 2=" + dir +
                      "/b.npy --steps 3 --quiet --output-dir ";
-  CmdResult r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" +
-                           dir + "/data.npy" + rest + dir + "/a");
+  CmdResult r =
+      runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
+                 "/data.npy" + rest + dir + "/a");
   ASSERT_EQ(r.code, 0) << r.output;
   expectClose(values(readNpy(dir + "/a/weight_1.npy")), ref.w, "w");
   expectClose(values(readNpy(dir + "/a/loss.npy")), ref.losses, "loss");
   r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
                  "/data_split.npy" + rest + dir + "/b");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(fileBytes(dir + "/a/weight_1.npy"), fileBytes(dir + "/b/weight_1.npy"));
+  EXPECT_EQ(fileBytes(dir + "/a/weight_1.npy"),
+            fileBytes(dir + "/b/weight_1.npy"));
   // A resumed run reads the steps after its checkpoint.
   r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
                  "/data.npy --input 1=" + dir + "/w.npy --input 2=" + dir +
@@ -1292,12 +1301,14 @@ TEST(RunnerParameters, DatasetGivesEveryStepItsData) {
   r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
                  "/data.npy --resume " + dir + "/ck" + rest + dir + "/c");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_EQ(fileBytes(dir + "/a/weight_2.npy"), fileBytes(dir + "/c/weight_2.npy"));
+  EXPECT_EQ(fileBytes(dir + "/a/weight_2.npy"),
+            fileBytes(dir + "/c/weight_2.npy"));
   // The number of steps must match.
   r = runCommand(withManifest(FAKE_PPIPE_MANIFEST) + " --input 0=" + dir +
                  "/data.npy --steps 2");
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find(dir + "/data.npy: input 0 is a dataset of 3 step(s) "
+  EXPECT_NE(r.output.find(dir +
+                          "/data.npy: input 0 is a dataset of 3 step(s) "
                           "(f32[3x4x2x3]: steps x f32[4x2x3]), but the run "
                           "has 2 step(s)"),
             std::string::npos)
@@ -2332,10 +2343,10 @@ TEST(RunnerMpi, EndToEnd) {
   Data d;
   writeNpy(dir + "/x.npy", f32({4, 2, 3}, d.x));
   writeNpy(dir + "/w.npy", f32({3}, d.w));
-  CmdResult r = runCommand(mpiBase() + " --input 0=" + dir + "/x.npy --input 1=" +
-                     dir + "/w.npy --output-dir " + dir + "/out --iterations 2" +
-                     " --trace " + dir + "/trace.json --profile " + dir +
-                     "/profile.json");
+  CmdResult r = runCommand(mpiBase() + " --input 0=" + dir +
+                           "/x.npy --input 1=" + dir + "/w.npy --output-dir " +
+                           dir + "/out --iterations 2" + " --trace " + dir +
+                           "/trace.json --profile " + dir + "/profile.json");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("over mpi"), std::string::npos) << r.output;
   checkOutputs(dir + "/out", d);
@@ -2368,8 +2379,8 @@ TEST(RunnerMpi, KilledRankMakesOthersTimeOut) {
   // configured 2 s (plus start-up), instead of hanging.
   std::string cmd = std::string("'") + MPIEXEC + "' " + MPIEXEC_FLAGS +
                     " --mca orte_abort_on_non_zero_status 0"
-                    " -x PIPEOPT_FAKE_MODEL_BUG=kill -np 2 " + base() +
-                    " --comm=mpi --timeout-s 2";
+                    " -x PIPEOPT_FAKE_MODEL_BUG=kill -np 2 " +
+                    base() + " --comm=mpi --timeout-s 2";
   CmdResult r = runCommand(cmd);
   EXPECT_NE(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("rank 1: recv for stage 1 microbatch 0 value 0"),

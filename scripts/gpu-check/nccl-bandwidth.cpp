@@ -1,4 +1,5 @@
-//===- nccl-bandwidth.cpp - NCCL send/recv bandwidth for gpu-check.sh ------===//
+//===- nccl-bandwidth.cpp - NCCL send/recv bandwidth for gpu-check.sh
+//------===//
 //
 // Part of pipeopt. A small timing program for scripts/gpu-check.sh (the device
 // check, docs/CUDA.md): measures what pipeopt's NCCL communicator rides on,
@@ -96,8 +97,10 @@ long parseArg(const char *opt, const char *v, long lo) {
   char *end = nullptr;
   long x = std::strtol(v, &end, 10);
   if (!*v || *end || x < lo) {
-    std::fprintf(stderr, "nccl-bandwidth: %s expects an integer >= %ld, got "
-                 "'%s'\n", opt, lo, v);
+    std::fprintf(stderr,
+                 "nccl-bandwidth: %s expects an integer >= %ld, got "
+                 "'%s'\n",
+                 opt, lo, v);
     std::exit(2);
   }
   return x;

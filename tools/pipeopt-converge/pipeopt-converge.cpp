@@ -13,8 +13,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Simulate/Converge.h"
+#include "pipeopt/Support/CommandLine.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -370,8 +370,8 @@ int main(int argc, char **argv) {
                       llvm::Twine(S) + " stages)");
     }
     sim::CostTable r = experimentOpt == Experiment::Explore ? *t
-                       : t->size() == stagesOpt         ? *t
-                                                        : t->resample(stagesOpt);
+                       : t->size() == stagesOpt             ? *t
+                                                : t->resample(stagesOpt);
     double half = 0;
     for (const sim::StageCost &sc : r.stages)
       half += (sc.forwardSec + sc.backwardSec()) / 2;
@@ -445,7 +445,8 @@ int main(int argc, char **argv) {
                                   (*obj)->dim(), S));
     const int perOctave =
         perOctaveOpt.getNumOccurrences() ? perOctaveOpt.getValue() : 4;
-    std::vector<double> steps = stepGrid(gridL, minExpOpt, maxExpOpt, perOctave);
+    std::vector<double> steps =
+        stepGrid(gridL, minExpOpt, maxExpOpt, perOctave);
     const double fixed =
         fixedStepOpt > 0 ? fixedStepOpt : std::exp2(-4) / gridL;
     auto progress = [&](int done, int total) {

@@ -13,7 +13,6 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Analysis/CostModel.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Machine/Machine.h"
@@ -22,6 +21,7 @@
 #include "pipeopt/Simulate/Explore.h"
 #include "pipeopt/Simulate/Simulator.h"
 #include "pipeopt/Simulate/Trace.h"
+#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Transforms/ModelCostTables.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -36,8 +36,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -69,9 +69,10 @@ static cl::list<int> ranksOpt(
 static cl::list<int> stagesOpt("stages", cl::CommaSeparated,
                                cl::desc("Alias for --ranks"),
                                cl::cat(category));
-static cl::list<int> microbatchesOpt(
-    "microbatches", cl::CommaSeparated,
-    cl::desc("Microbatches M (default 8,16,32,64)"), cl::cat(category));
+static cl::list<int>
+    microbatchesOpt("microbatches", cl::CommaSeparated,
+                    cl::desc("Microbatches M (default 8,16,32,64)"),
+                    cl::cat(category));
 static cl::list<std::string> systemsOpt(
     "systems", cl::CommaSeparated,
     cl::desc("Systems: 'grid' (the 3x3 presets), preset names "
@@ -84,9 +85,10 @@ static cl::opt<int> virtualStagesOpt(
     cl::cat(category));
 static cl::opt<int> wavesOpt("waves", cl::init(1), cl::desc("Hanayo waves"),
                              cl::cat(category));
-static cl::opt<std::string> costTableOpt(
-    "cost-table", cl::desc("Cost table JSON (per stage or per layer)"),
-    cl::value_desc("file.json"), cl::cat(category));
+static cl::opt<std::string>
+    costTableOpt("cost-table",
+                 cl::desc("Cost table JSON (per stage or per layer)"),
+                 cl::value_desc("file.json"), cl::cat(category));
 static cl::opt<double> uniformTimeOpt(
     "uniform-stage-time", cl::init(0),
     cl::desc("Built-in uniform table: F = B = W = this many seconds per "
@@ -97,10 +99,10 @@ static cl::opt<double> uniformActOpt(
     cl::desc("Uniform table only (an error with --cost-table or --model): "
              "activation bytes per microbatch and stage"),
     cl::cat(category));
-static cl::opt<double> uniformWeightOpt(
-    "uniform-weight-bytes", cl::init(4ull << 30),
-    cl::desc("Uniform table only: weight bytes per stage"),
-    cl::cat(category));
+static cl::opt<double>
+    uniformWeightOpt("uniform-weight-bytes", cl::init(4ull << 30),
+                     cl::desc("Uniform table only: weight bytes per stage"),
+                     cl::cat(category));
 static cl::opt<double> uniformBoundaryOpt(
     "uniform-boundary-bytes", cl::init(32ull << 20),
     cl::desc("Uniform table only: bytes sent between stages per microbatch"),
@@ -143,31 +145,36 @@ static cl::opt<Format> formatOpt(
     cl::cat(category));
 static cl::opt<std::string> outputOpt("o", cl::init("-"),
                                       cl::desc("Output file (default stdout)"),
-                                      cl::value_desc("file"), cl::cat(category));
-static cl::opt<double> tieOpt(
-    "tie-tolerance", cl::init(1e-3),
-    cl::desc("Relative makespan difference below which schedules tie"),
-    cl::cat(category));
-static cl::opt<std::string> traceOpt(
-    "trace", cl::desc("Write a Chrome/Perfetto trace of one configuration"),
-    cl::value_desc("out.json"), cl::cat(category));
-static cl::opt<std::string> svgOpt(
-    "svg", cl::desc("Write an SVG Gantt chart of one configuration"),
-    cl::value_desc("out.svg"), cl::cat(category));
+                                      cl::value_desc("file"),
+                                      cl::cat(category));
+static cl::opt<double>
+    tieOpt("tie-tolerance", cl::init(1e-3),
+           cl::desc("Relative makespan difference below which schedules tie"),
+           cl::cat(category));
+static cl::opt<std::string>
+    traceOpt("trace",
+             cl::desc("Write a Chrome/Perfetto trace of one configuration"),
+             cl::value_desc("out.json"), cl::cat(category));
+static cl::opt<std::string>
+    svgOpt("svg", cl::desc("Write an SVG Gantt chart of one configuration"),
+           cl::value_desc("out.svg"), cl::cat(category));
 // The --trace-* selectors below are errors without --trace or --svg.
-static cl::opt<std::string> traceScheduleOpt(
-    "trace-schedule", cl::desc("Schedule for --trace/--svg (default: first)"),
-    cl::cat(category));
+static cl::opt<std::string>
+    traceScheduleOpt("trace-schedule",
+                     cl::desc("Schedule for --trace/--svg (default: first)"),
+                     cl::cat(category));
 static cl::opt<int>
     traceStagesOpt("trace-stages", cl::init(0),
                    cl::desc("Ranks S for --trace/--svg (default: first)"),
                    cl::cat(category));
-static cl::opt<int> traceMicrobatchesOpt(
-    "trace-microbatches", cl::init(0),
-    cl::desc("M for --trace/--svg (default: first)"), cl::cat(category));
-static cl::opt<std::string> traceSystemOpt(
-    "trace-system", cl::desc("System for --trace/--svg (default: first)"),
-    cl::cat(category));
+static cl::opt<int>
+    traceMicrobatchesOpt("trace-microbatches", cl::init(0),
+                         cl::desc("M for --trace/--svg (default: first)"),
+                         cl::cat(category));
+static cl::opt<std::string>
+    traceSystemOpt("trace-system",
+                   cl::desc("System for --trace/--svg (default: first)"),
+                   cl::cat(category));
 static cl::opt<Level> traceLevelOpt(
     "trace-level", cl::init(Level::Event),
     cl::desc("Timeline level for --trace/--svg"),
@@ -198,9 +205,10 @@ static cl::opt<std::string> memoryLimitOpt(
              "limit, as memory-limit=0 of pipe-auto-schedule and "
              "pipeopt-compile)"),
     cl::value_desc("bytes"), cl::cat(category));
-static cl::opt<bool> timingOpt("time", cl::init(false),
-                               cl::desc("Print the sweep's wall time to stderr"),
-                               cl::cat(category));
+static cl::opt<bool>
+    timingOpt("time", cl::init(false),
+              cl::desc("Print the sweep's wall time to stderr"),
+              cl::cat(category));
 
 namespace {
 
@@ -241,7 +249,6 @@ std::vector<std::string> defaultSchedules() {
 
 } // namespace
 
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -273,7 +280,8 @@ int main(int argc, char **argv) {
   if (uniformTimeOpt.getNumOccurrences() &&
       !(std::isfinite(uniformTimeOpt) && uniformTimeOpt > 0.0))
     return bad("--uniform-stage-time must be a finite number of seconds > 0, "
-               "got " + llvm::formatv("{0}", uniformTimeOpt.getValue()).str());
+               "got " +
+               llvm::formatv("{0}", uniformTimeOpt.getValue()).str());
   for (const cl::opt<double> *o :
        {&uniformActOpt, &uniformWeightOpt, &uniformBoundaryOpt})
     if (!finiteNonNeg(*o))
@@ -404,8 +412,9 @@ int main(int argc, char **argv) {
       return bad(ranksFlag + " must be in [1, 1024]");
   for (int v : microbatches)
     if (v < 1 || v > 100000)
-      return fail(llvm::createStringError(
-          llvm::inconvertibleErrorCode(), "--microbatches must be in [1, 100000]"));
+      return fail(
+          llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                  "--microbatches must be in [1, 100000]"));
 
   std::vector<machine::Machine> systems;
   std::vector<std::string> systemItems(systemsOpt.begin(), systemsOpt.end());
@@ -438,7 +447,8 @@ int main(int argc, char **argv) {
   if (dataParallelOpt.getNumOccurrences()) {
     if (dataParallelOpt < 1 || dataParallelOpt > (1 << 20))
       return bad(llvm::formatv("--data-parallel must be in [1, 1048576], "
-                               "got {0}", dataParallelOpt.getValue())
+                               "got {0}",
+                               dataParallelOpt.getValue())
                      .str());
     for (machine::Machine &s : systems)
       s.simulation.dataParallel = dataParallelOpt;
@@ -478,7 +488,8 @@ int main(int argc, char **argv) {
   }
   const bool uniform = costTableOpt.empty() && !model;
 
-  // --- Sweep ------------------------------------------------------------------
+  // --- Sweep
+  // ------------------------------------------------------------------
   auto t0 = std::chrono::steady_clock::now();
   std::optional<Timeline> traceTimeline;
   std::string traceTitle;
@@ -489,7 +500,8 @@ int main(int argc, char **argv) {
                                  : traceRow               ? traceRow->name.str()
                                                           : traceScheduleOpt;
   const int traceS = traceStagesOpt ? traceStagesOpt : stages.front();
-  const int traceM = traceMicrobatchesOpt ? traceMicrobatchesOpt : microbatches.front();
+  const int traceM =
+      traceMicrobatchesOpt ? traceMicrobatchesOpt : microbatches.front();
   const std::string traceSys =
       traceSystemOpt.empty() ? systems.front().name : traceSystemOpt;
   const bool wantTimeline = !traceOpt.empty() || !svgOpt.empty();
@@ -503,8 +515,8 @@ int main(int argc, char **argv) {
   sweepOpts.waves = wavesOpt;
   sweepOpts.maxActions = maxActions;
   sweepOpts.memoryLimitBytes = memoryLimit;
-  auto tableFor = [&](const schedule::Schedule &sched)
-      -> llvm::Expected<CostTable> {
+  auto tableFor =
+      [&](const schedule::Schedule &sched) -> llvm::Expected<CostTable> {
     if (model) {
       // The model partitioned into this schedule's model stages.
       llvm::Expected<const CostTable *> t = model->get(sched.numStages);
@@ -535,16 +547,16 @@ int main(int argc, char **argv) {
         p.stages != traceS || p.microbatches != traceM || sys.name != traceSys)
       return llvm::Error::success();
     Timeline tl;
-    llvm::Expected<Metrics> m =
-        traceLevelOpt == Level::Table ? simulateTable(sched, table, sys, &tl)
-                                      : simulateEvents(sched, table, sys, &tl);
+    llvm::Expected<Metrics> m = traceLevelOpt == Level::Table
+                                    ? simulateTable(sched, table, sys, &tl)
+                                    : simulateEvents(sched, table, sys, &tl);
     if (!m)
       return m.takeError();
     traceTimeline = std::move(tl);
-    traceTitle = llvm::formatv("{0}, S={1}, M={2}, {3}, {4} level", p.schedule,
-                               p.stages, p.microbatches, sys.name,
-                               levelName(traceLevelOpt))
-                     .str();
+    traceTitle =
+        llvm::formatv("{0}, S={1}, M={2}, {3}, {4} level", p.schedule, p.stages,
+                      p.microbatches, sys.name, levelName(traceLevelOpt))
+            .str();
     return llvm::Error::success();
   };
   llvm::Expected<SweepResult> swept = sweep(sweepOpts, tableFor, traceHook);
@@ -567,15 +579,16 @@ int main(int argc, char **argv) {
     // Visible in every format (CSV has no "Skipped" section).
     llvm::WithColor::warning(llvm::errs(), "pipeopt-explore")
         << tooLarge.size()
-           << " configuration(s) skipped as too large to simulate (listed "
-              "under \"Skipped\" in markdown and JSON):\n";
+        << " configuration(s) skipped as too large to simulate (listed "
+           "under \"Skipped\" in markdown and JSON):\n";
     for (size_t i = 0; i < tooLarge.size() && i < 10; ++i)
       llvm::errs() << "  " << tooLarge[i] << "\n";
     if (tooLarge.size() > 10)
       llvm::errs() << "  ... and " << tooLarge.size() - 10 << " more\n";
   }
 
-  // --- Rankings and flips -----------------------------------------------------
+  // --- Rankings and flips
+  // -----------------------------------------------------
   const Ranking ranking = rankPoints(points, tieOpt);
   const auto &groups = ranking.groups;
   const auto &rankOf = ranking.rankOf;
@@ -583,11 +596,12 @@ int main(int argc, char **argv) {
   const std::vector<Flip> &flips = ranking.flips;
   const std::vector<Recommendation> recommendations = recommend(points);
   const std::string removedLine = memoryRemovedLine(ranking);
-  double elapsed = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - t0)
-                       .count();
+  double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
 
-  // --- Output -----------------------------------------------------------------
+  // --- Output
+  // -----------------------------------------------------------------
   std::string out;
   llvm::raw_string_ostream os(out);
   std::vector<std::string> systemNames;
@@ -598,10 +612,9 @@ int main(int argc, char **argv) {
     llvm::json::Array rows;
     for (const ExplorePoint &p : points)
       for (int l = 0; l < 3; ++l) {
-        llvm::json::Object row =
-            rowJSON({p.schedule, p.stages, p.modelStages, p.microbatches,
-                     p.system},
-                    kExploreLevels[l], p.eval.at(kExploreLevels[l]));
+        llvm::json::Object row = rowJSON(
+            {p.schedule, p.stages, p.modelStages, p.microbatches, p.system},
+            kExploreLevels[l], p.eval.at(kExploreLevels[l]));
         row["rank"] = rankOf.at(&p)[l];
         rows.push_back(std::move(row));
       }
@@ -613,9 +626,11 @@ int main(int argc, char **argv) {
       for (int l = 0; l < 3; ++l) {
         llvm::json::Array order;
         std::vector<const ExplorePoint *> pts = groups.at(g);
-        std::stable_sort(pts.begin(), pts.end(), [&](const ExplorePoint *x, const ExplorePoint *y) {
-          return x->eval.at(kExploreLevels[l]).makespanSec < y->eval.at(kExploreLevels[l]).makespanSec;
-        });
+        std::stable_sort(pts.begin(), pts.end(),
+                         [&](const ExplorePoint *x, const ExplorePoint *y) {
+                           return x->eval.at(kExploreLevels[l]).makespanSec <
+                                  y->eval.at(kExploreLevels[l]).makespanSec;
+                         });
         for (const ExplorePoint *p : pts)
           if (p->eval.at(kExploreLevels[l]).available)
             order.push_back(p->schedule);
@@ -625,20 +640,20 @@ int main(int argc, char **argv) {
     }
     llvm::json::Array flipArr;
     for (const Flip &f : flips)
-      flipArr.push_back(llvm::json::Object{
-          {"stages", f.group.stages},
-          {"microbatches", f.group.microbatches},
-          {"system", f.group.system},
-          {"level_a", levelName(f.a).str()},
-          {"level_b", levelName(f.b).str()},
-          {"best_a", llvm::json::Array(f.bestA)},
-          {"best_b", llvm::json::Array(f.bestB)},
-          {"best_a_makespan_at_a_s", f.bestAAtA},
-          {"best_a_makespan_at_b_s", f.bestAAtB},
-          {"best_b_makespan_at_a_s", f.bestBAtA},
-          {"best_b_makespan_at_b_s", f.bestBAtB},
-          {"discordant_pairs", f.discordantPairs},
-          {"compared_pairs", f.comparablePairs}});
+      flipArr.push_back(
+          llvm::json::Object{{"stages", f.group.stages},
+                             {"microbatches", f.group.microbatches},
+                             {"system", f.group.system},
+                             {"level_a", levelName(f.a).str()},
+                             {"level_b", levelName(f.b).str()},
+                             {"best_a", llvm::json::Array(f.bestA)},
+                             {"best_b", llvm::json::Array(f.bestB)},
+                             {"best_a_makespan_at_a_s", f.bestAAtA},
+                             {"best_a_makespan_at_b_s", f.bestAAtB},
+                             {"best_b_makespan_at_a_s", f.bestBAtA},
+                             {"best_b_makespan_at_b_s", f.bestBAtB},
+                             {"discordant_pairs", f.discordantPairs},
+                             {"compared_pairs", f.comparablePairs}});
     llvm::json::Array partitions;
     if (model)
       for (auto &[n, t] : model->tables()) {
@@ -646,23 +661,23 @@ int main(int argc, char **argv) {
         llvm::json::Array st;
         for (const StageCost &c : t.stages)
           st.push_back(stageCostJSON(c));
-        partitions.push_back(llvm::json::Object{
-            {"model_stages", n},
-            {"bottleneck_s", rep.bottleneckSeconds},
-            {"lower_bound_s", rep.lowerBoundSeconds},
-            {"imbalance", rep.imbalance},
-            {"stages", std::move(st)}});
+        partitions.push_back(
+            llvm::json::Object{{"model_stages", n},
+                               {"bottleneck_s", rep.bottleneckSeconds},
+                               {"lower_bound_s", rep.lowerBoundSeconds},
+                               {"imbalance", rep.imbalance},
+                               {"stages", std::move(st)}});
       }
     llvm::json::Array removed;
     for (const ExplorePoint *p : ranking.overMemory)
-      removed.push_back(llvm::json::Object{
-          {"schedule", p->schedule},
-          {"stages", p->stages},
-          {"microbatches", p->microbatches},
-          {"virtual_stages", p->virtualStages()},
-          {"system", p->system},
-          {"peak_memory_bytes", p->peakMemoryBytes},
-          {"memory_limit_bytes", p->memoryLimitBytes}});
+      removed.push_back(
+          llvm::json::Object{{"schedule", p->schedule},
+                             {"stages", p->stages},
+                             {"microbatches", p->microbatches},
+                             {"virtual_stages", p->virtualStages()},
+                             {"system", p->system},
+                             {"peak_memory_bytes", p->peakMemoryBytes},
+                             {"memory_limit_bytes", p->memoryLimitBytes}});
     // The limit each system ran under: --memory-limit, else the system's
     // memory_bytes (null: no limit). limit_bytes is that limit when every
     // system shares one, else null (see per_system).
@@ -694,23 +709,21 @@ int main(int argc, char **argv) {
       o["line"] = recommendationLine(r, tieOpt);
       perSystem.push_back(std::move(o));
     }
-    llvm::json::Object recommendation{
-        {"level", "event"},
-        {"metric", "seconds_per_microbatch"},
-        {"any_fits", anyFits},
-        {"systems", std::move(perSystem)}};
-    llvm::json::Object root{
-        {"cost_table", costs.name},
-        {"model_partitions", std::move(partitions)},
-        {"schedules", llvm::json::Array(schedules)},
-        {"systems", llvm::json::Array(systemNames)},
-        {"rows", std::move(rows)},
-        {"rankings", std::move(rankings)},
-        {"flips", std::move(flipArr)},
-        {"skipped", llvm::json::Array(skipped)},
-        {"memory_limit", std::move(memory)},
-        {"recommendation", std::move(recommendation)},
-        {"sweep_seconds", elapsed}};
+    llvm::json::Object recommendation{{"level", "event"},
+                                      {"metric", "seconds_per_microbatch"},
+                                      {"any_fits", anyFits},
+                                      {"systems", std::move(perSystem)}};
+    llvm::json::Object root{{"cost_table", costs.name},
+                            {"model_partitions", std::move(partitions)},
+                            {"schedules", llvm::json::Array(schedules)},
+                            {"systems", llvm::json::Array(systemNames)},
+                            {"rows", std::move(rows)},
+                            {"rankings", std::move(rankings)},
+                            {"flips", std::move(flipArr)},
+                            {"skipped", llvm::json::Array(skipped)},
+                            {"memory_limit", std::move(memory)},
+                            {"recommendation", std::move(recommendation)},
+                            {"sweep_seconds", elapsed}};
     os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
   } else if (formatOpt == Format::CSV) {
     writeRowsCSV(os, points, ranking);
@@ -719,7 +732,8 @@ int main(int argc, char **argv) {
     if (!removedLine.empty())
       llvm::errs() << "pipeopt-explore: " << removedLine << "\n";
     for (const Recommendation &r : recommendations)
-      llvm::errs() << "pipeopt-explore: " << recommendationLine(r, tieOpt) << "\n";
+      llvm::errs() << "pipeopt-explore: " << recommendationLine(r, tieOpt)
+                   << "\n";
   } else {
     os << "# pipeopt-explore\n\n";
     if (model)
@@ -861,7 +875,8 @@ int main(int argc, char **argv) {
       os << " (" << groups.size() << " configurations)\n";
     }
     if (!ranking.overMemory.empty()) {
-      os << "\n## Memory limit\n\n" << removedLine
+      os << "\n## Memory limit\n\n"
+         << removedLine
          << " (peak per-rank memory: event-level peak activations plus "
             "weights of one rank).\n\n";
       for (const ExplorePoint *p : ranking.overMemory)
@@ -890,13 +905,14 @@ int main(int argc, char **argv) {
                         traceSched, traceS, traceM, traceSys)
               .str()));
     if (!traceOpt.empty())
-      if (llvm::Error e =
-              writeTextFile(traceOpt, chromeTraceJSON(*traceTimeline, traceTitle)))
+      if (llvm::Error e = writeTextFile(
+              traceOpt, chromeTraceJSON(*traceTimeline, traceTitle)))
         return fail(std::move(e));
     if (!svgOpt.empty()) {
       SvgOptions o;
       o.title = traceTitle;
-      if (llvm::Error e = writeTextFile(svgOpt, renderSvgGantt(*traceTimeline, o)))
+      if (llvm::Error e =
+              writeTextFile(svgOpt, renderSvgGantt(*traceTimeline, o)))
         return fail(std::move(e));
     }
   }

@@ -1,4 +1,5 @@
-//===- pipeopt.cpp - the pipeopt opt-style driver -----------------*- C++ -*-===//
+//===- pipeopt.cpp - the pipeopt opt-style driver -----------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Parses func + tosa / linalg models and the pipe dialect,
 // and runs any pipeopt pass or pipeline (see `pipeopt --help`).
@@ -9,9 +10,9 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/CommandLine.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "pipeopt/Support/CommandLine.h"
+#include "llvm/Support/CommandLine.h"
 
 #include "mlir/Debug/Counter.h"
 #include "mlir/IR/AsmState.h"
@@ -39,13 +40,12 @@ int main(int argc, char **argv) {
   mlir::registerDefaultTimingManagerCLOptions();
   mlir::tracing::DebugCounter::registerCLOptions();
   mlir::MlirOptMainConfig::registerCLOptions(registry);
-  if (!pipeopt::rejectHelpTypos(
-          argc, argv, "pipeopt",
-          [](llvm::StringRef n) {
-            return mlir::PassInfo::lookup(n) ||
-                   mlir::PassPipelineInfo::lookup(n);
-          },
-          {"o"}))
+  if (!pipeopt::rejectHelpTypos(argc, argv, "pipeopt",
+                                [](llvm::StringRef n) {
+                                  return mlir::PassInfo::lookup(n) ||
+                                         mlir::PassPipelineInfo::lookup(n);
+                                },
+                                {"o"}))
     return 1;
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "pipeopt: pipeline-parallelism compiler driver\n", registry));

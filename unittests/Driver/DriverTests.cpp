@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Driver/Driver.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
+#include "pipeopt/Driver/Driver.h"
 #include "pipeopt/InitAll.h"
 
 #include "mlir/IR/MLIRContext.h"

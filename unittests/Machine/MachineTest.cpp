@@ -31,8 +31,8 @@ struct TempFile {
   llvm::SmallString<128> path;
   explicit TempFile(llvm::StringRef text) {
     int fd;
-    EXPECT_FALSE(llvm::sys::fs::createTemporaryFile("machine", "json", fd,
-                                                     path));
+    EXPECT_FALSE(
+        llvm::sys::fs::createTemporaryFile("machine", "json", fd, path));
     llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
     os << text;
   }
@@ -42,8 +42,8 @@ struct TempFile {
 TEST(Link, AlphaBeta) {
   Link l{5e-6, 10e9};
   EXPECT_NEAR(l.seconds(1e6), 105e-6, 1e-12);
-  EXPECT_EQ(l.seconds(0), 0.0);            // no message
-  EXPECT_EQ(l.messageSeconds(0), 5e-6);    // an empty message pays alpha
+  EXPECT_EQ(l.seconds(0), 0.0);               // no message
+  EXPECT_EQ(l.messageSeconds(0), 5e-6);       // an empty message pays alpha
   EXPECT_EQ(Link{}.messageSeconds(1e9), 0.0); // free link
 }
 
@@ -87,10 +87,10 @@ TEST(Presets, DeviceNumbers) {
 TEST(Presets, GridIsVariationsOfOneBase) {
   std::vector<Machine> grid = presetGrid();
   ASSERT_EQ(grid.size(), 9u);
-  const char *names[] = {"compute-slow/net-slow",   "compute-slow/net-medium",
-                         "compute-slow/net-fast",   "compute-medium/net-slow",
+  const char *names[] = {"compute-slow/net-slow",     "compute-slow/net-medium",
+                         "compute-slow/net-fast",     "compute-medium/net-slow",
                          "compute-medium/net-medium", "compute-medium/net-fast",
-                         "compute-fast/net-slow",   "compute-fast/net-medium",
+                         "compute-fast/net-slow",     "compute-fast/net-medium",
                          "compute-fast/net-fast"};
   const double speeds[] = {0.5, 1.0, 2.0};
   const Link intra[] = {{10e-6, 64e9}, {5e-6, 300e9}, {2e-6, 450e9}};
@@ -309,8 +309,8 @@ TEST(MachineJSON, CalibratedKeys) {
             m->topology.interNode.latencySeconds);
   EXPECT_EQ(m->topology.interNode.senderSeconds(true), 0);
   EXPECT_FALSE(m->topology.pinRanks);
-  EXPECT_TRUE(m->topology.sharesCores(2));   // 2 ranks on 1.5 cores
-  EXPECT_FALSE(m->topology.sharesCores(1));  // 1 rank: nothing to share
+  EXPECT_TRUE(m->topology.sharesCores(2));  // 2 ranks on 1.5 cores
+  EXPECT_FALSE(m->topology.sharesCores(1)); // 1 rank: nothing to share
   // Flat in a system; given flat and nested it is an error.
   llvm::Expected<std::vector<Machine>> s =
       parseSystems(R"({"name": "s", "cores_per_node": 2})");

@@ -1,4 +1,5 @@
-//===- PartitionErrorTest.cpp - Fields of partition::PartitionError -*- C++ -*-===//
+//===- PartitionErrorTest.cpp - Fields of partition::PartitionError -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -20,8 +21,7 @@ using namespace pipeopt::partition;
 
 namespace {
 
-Node op(const std::string &name, double t, double params = 0,
-        double acts = 0) {
+Node op(const std::string &name, double t, double params = 0, double acts = 0) {
   Node n;
   n.name = name;
   n.forwardSeconds = t;
@@ -42,7 +42,8 @@ std::optional<PartitionError> caught(llvm::Expected<T> v) {
   llvm::Error rest = llvm::handleErrors(
       v.takeError(), [&](const PartitionError &pe) { out = pe; });
   if (rest)
-    ADD_FAILURE() << "not a PartitionError: " << llvm::toString(std::move(rest));
+    ADD_FAILURE() << "not a PartitionError: "
+                  << llvm::toString(std::move(rest));
   return out;
 }
 
@@ -133,7 +134,9 @@ TEST(PartitionError, MemoryNamesTheStage) {
   o.strategy = Strategy::Uniform;
   e = caught(partition(g, o));
   ASSERT_TRUE(e);
-  EXPECT_EQ(e->text.rfind("the uniform split does not fit in memory: stage 3 ", 0), 0u);
+  EXPECT_EQ(
+      e->text.rfind("the uniform split does not fit in memory: stage 3 ", 0),
+      0u);
   EXPECT_EQ(e->stage, 3);
 }
 

@@ -30,8 +30,7 @@ std::string errorOf(llvm::Expected<T> e) {
   return llvm::toString(e.takeError());
 }
 
-Node op(const std::string &name, double t, double params = 0,
-        double acts = 0) {
+Node op(const std::string &name, double t, double params = 0, double acts = 0) {
   Node n;
   n.name = name;
   n.forwardSeconds = t;
@@ -132,9 +131,8 @@ bool referenceFitsMemory(const Graph &g, const Options &o,
     int firstStage = -1;
     for (size_t id = 0; id < g.nodes.size(); ++id) {
       const Node &n = g.nodes[id];
-      if (n.rematerializable ||
-          std::find(n.weights.begin(), n.weights.end(), int(w)) ==
-              n.weights.end())
+      if (n.rematerializable || std::find(n.weights.begin(), n.weights.end(),
+                                          int(w)) == n.weights.end())
         continue;
       if (firstStage < 0)
         firstStage = stageOf[id];
@@ -229,14 +227,14 @@ RandomCase randomCase(unsigned seed) {
   RandomCase c;
   int numRemat = std::uniform_int_distribution<int>(0, 2)(rng);
   int numStages = std::uniform_int_distribution<int>(2, 4)(rng);
-  int numPlaced = std::uniform_int_distribution<int>(numStages, 12 - numRemat)(
-      rng);
+  int numPlaced =
+      std::uniform_int_distribution<int>(numStages, 12 - numRemat)(rng);
   Graph &g = c.graph;
   for (int r = 0; r < numRemat; ++r)
     g.addNode(remat("c" + std::to_string(r), uni(0, 0.5)));
   for (int k = 0; k < numPlaced; ++k) {
-    Node n = op("n" + std::to_string(k), uni(0.1, 3),
-                std::round(uni(0, 100)), std::round(uni(0, 50)));
+    Node n = op("n" + std::to_string(k), uni(0.1, 3), std::round(uni(0, 100)),
+                std::round(uni(0, 50)));
     n.backwardInputSeconds = uni(0, 2);
     n.backwardWeightSeconds = uni(0, 2);
     if (chance(0.3))
@@ -290,8 +288,8 @@ RandomCase randomCase(unsigned seed) {
     cutPos.resize(numStages - 1);
     std::sort(cutPos.begin(), cutPos.end());
     int pick = std::uniform_int_distribution<int>(0, numPlaced - 1)(rng);
-    int stage = std::upper_bound(cutPos.begin(), cutPos.end(), pick) -
-                cutPos.begin();
+    int stage =
+        std::upper_bound(cutPos.begin(), cutPos.end(), pick) - cutPos.begin();
     g.nodes[placedIds[pick]].fixedStage = stage;
   }
   // Sizes for the three weight ids, attributed to each one's first reader.
@@ -299,8 +297,8 @@ RandomCase randomCase(unsigned seed) {
                    std::round(uni(0, 300))};
   for (int w = 0; w < 3; ++w)
     for (int k = numRemat; k < total; ++k)
-      if (std::find(g.nodes[k].weights.begin(), g.nodes[k].weights.end(),
-                    w) != g.nodes[k].weights.end()) {
+      if (std::find(g.nodes[k].weights.begin(), g.nodes[k].weights.end(), w) !=
+          g.nodes[k].weights.end()) {
         g.nodes[k].paramBytes += g.weightBytes[w];
         break;
       }
@@ -434,8 +432,8 @@ TEST(Partitioner, MatchesUnprunedDPOnMediumDAGs) {
     Options o;
     o.numStages = std::uniform_int_distribution<int>(3, 8)(rng);
     o.training = seed % 3 == 0;
-    std::vector<std::vector<Link>> links(
-        o.numStages, std::vector<Link>(o.numStages));
+    std::vector<std::vector<Link>> links(o.numStages,
+                                         std::vector<Link>(o.numStages));
     for (auto &row : links)
       for (Link &l : row)
         l = Link{uni(0, 0.2), uni(50, 500)};
@@ -994,10 +992,9 @@ TEST(Partitioner, StrategyNamesAndJSON) {
   ASSERT_TRUE(stages);
   ASSERT_EQ(stages->size(), 2u);
   const llvm::json::Object *s0 = (*stages)[0].getAsObject();
-  for (const char *key :
-       {"time_s", "compute_s", "comm_s", "flops", "param_bytes",
-        "activation_bytes", "send_bytes", "recv_bytes", "num_ops",
-        "memory_bytes"})
+  for (const char *key : {"time_s", "compute_s", "comm_s", "flops",
+                          "param_bytes", "activation_bytes", "send_bytes",
+                          "recv_bytes", "num_ops", "memory_bytes"})
     EXPECT_TRUE(s0->get(key)) << key;
   EXPECT_EQ(s0->getNumber("flops"), 4e12);
   const llvm::json::Object *base = obj->getObject("baselines");

@@ -1,4 +1,5 @@
-//===- ScheduleErrorTests.cpp - Fields of schedule::ScheduleError -*- C++ -*-===//
+//===- ScheduleErrorTests.cpp - Fields of schedule::ScheduleError -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -85,8 +86,9 @@ TEST(ScheduleError, WrongRank) {
   auto e = caught(validate(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::BadAction);
-  EXPECT_EQ(e->text,
-            "rank 0: F(stage 1, mb 0) belongs on rank 1 (stage 1 of pipeline 0)");
+  EXPECT_EQ(
+      e->text,
+      "rank 0: F(stage 1, mb 0) belongs on rank 1 (stage 1 of pipeline 0)");
   EXPECT_EQ(e->at, (ActionRef{0, static_cast<int>(s.actions[0].size()) - 1}));
   ASSERT_TRUE(e->action);
   EXPECT_EQ(*e->action, Action::compute(Phase::F, 1, 0));
@@ -106,7 +108,8 @@ TEST(ScheduleError, BackwardBeforeForward) {
   auto e = caught(validate(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::Order);
-  EXPECT_EQ(e->text, "rank 2: BW(stage 2, mb 3) appears before F(stage 2, mb 3)");
+  EXPECT_EQ(e->text,
+            "rank 2: BW(stage 2, mb 3) appears before F(stage 2, mb 3)");
   EXPECT_EQ(e->at, (ActionRef{2, 0}));
   EXPECT_EQ(*e->action, a);
   EXPECT_EQ(e->related, (ActionRef{2, f}));
@@ -115,7 +118,8 @@ TEST(ScheduleError, BackwardBeforeForward) {
 TEST(ScheduleError, MissingAction) {
   Schedule s = unwrap(makeSchedule("1f1b", params(4, 4)));
   auto &row = s.actions[1];
-  row.erase(std::find(row.begin(), row.end(), Action::compute(Phase::BW, 1, 3)));
+  row.erase(
+      std::find(row.begin(), row.end(), Action::compute(Phase::BW, 1, 3)));
   auto e = caught(validate(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::Missing);
@@ -132,17 +136,20 @@ TEST(ScheduleError, DuplicateNamesBothOccurrences) {
   auto e = caught(validate(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::Duplicate);
-  EXPECT_EQ(e->text, "rank 1: F(stage 1, mb 0) appears twice (first at position 0)");
+  EXPECT_EQ(e->text,
+            "rank 1: F(stage 1, mb 0) appears twice (first at position 0)");
   EXPECT_EQ(e->at, (ActionRef{1, static_cast<int>(s.actions[1].size()) - 1}));
   EXPECT_EQ(e->related, (ActionRef{1, 0}));
 }
 
 TEST(ScheduleError, ExecutionOrderCycle) {
   Schedule s = unwrap(makeSchedule("gpipe", params(2, 2)));
-  s.actions[0] = {Action::compute(Phase::F, 0, 0), Action::compute(Phase::BW, 0, 0),
-                  Action::compute(Phase::F, 0, 1), Action::compute(Phase::BW, 0, 1)};
-  s.actions[1] = {Action::compute(Phase::F, 1, 0), Action::compute(Phase::F, 1, 1),
-                  Action::compute(Phase::BW, 1, 0), Action::compute(Phase::BW, 1, 1)};
+  s.actions[0] = {
+      Action::compute(Phase::F, 0, 0), Action::compute(Phase::BW, 0, 0),
+      Action::compute(Phase::F, 0, 1), Action::compute(Phase::BW, 0, 1)};
+  s.actions[1] = {
+      Action::compute(Phase::F, 1, 0), Action::compute(Phase::F, 1, 1),
+      Action::compute(Phase::BW, 1, 0), Action::compute(Phase::BW, 1, 1)};
   auto e = caught(validate(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::Cycle);
@@ -180,8 +187,9 @@ TEST(ScheduleError, DeadlockCycleWithItsRanks) {
   auto e = caught(checkDeadlockFree(s));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, ScheduleErrorKind::Deadlock);
-  EXPECT_EQ(e->text, "deadlock: rank 0 waits on send to rank 1 (F stage 0 mb 1) -> "
-                     "rank 1 waits on send to rank 0 (B stage 1 mb 0) -> rank 0");
+  EXPECT_EQ(e->text,
+            "deadlock: rank 0 waits on send to rank 1 (F stage 0 mb 1) -> "
+            "rank 1 waits on send to rank 0 (B stage 1 mb 0) -> rank 0");
   ASSERT_EQ(e->cycle.size(), 2u);
   EXPECT_EQ(e->cycle[0].rank, 0);
   EXPECT_EQ(e->cycle[1].rank, 1);

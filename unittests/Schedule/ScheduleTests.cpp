@@ -88,8 +88,8 @@ std::vector<SweepCase> sweepCases() {
 TEST(ScheduleSweep, AllGeneratorsValidAndDeadlockFree) {
   int built = 0, rejected = 0;
   for (const SweepCase &c : sweepCases()) {
-    SCOPED_TRACE(c.name + " S=" + std::to_string(c.S) + " M=" +
-                 std::to_string(c.M) + " v=" + std::to_string(c.v) +
+    SCOPED_TRACE(c.name + " S=" + std::to_string(c.S) +
+                 " M=" + std::to_string(c.M) + " v=" + std::to_string(c.v) +
                  " waves=" + std::to_string(c.waves));
     auto sOr = makeSchedule(c.name, params(c.S, c.M, c.v, c.waves));
     if (!sOr) {
@@ -199,7 +199,8 @@ TEST(Generators, InterleavedWarmupPerMegatron) {
   std::vector<std::string> head;
   for (int i = 0; i < 5; ++i)
     head.push_back(formatAction(s.actions[0][i]));
-  EXPECT_EQ(head, (std::vector<std::string>{"0F0", "0F1", "2F0", "2F1", "0F2"}));
+  EXPECT_EQ(head,
+            (std::vector<std::string>{"0F0", "0F1", "2F0", "2F1", "0F2"}));
 }
 
 TEST(Generators, ZBV_AndDualPipeVPlacementIsV) {
@@ -262,8 +263,8 @@ TEST(Generators, ZBH1MakespanAndMemory) {
         for (int r = 0; r < S; ++r) {
           const auto &row = z.actions[r];
           int tailW = 0;
-          for (auto it = row.rbegin(); it != row.rend() && it->phase == Phase::W;
-               ++it)
+          for (auto it = row.rbegin();
+               it != row.rend() && it->phase == Phase::W; ++it)
             ++tailW;
           EXPECT_EQ(tailW, r + 1) << "rank " << r;
         }
@@ -305,8 +306,7 @@ TEST(Generators, ChimeraTwoPipelines) {
   ASSERT_EQ(s.numPipelines(), 2);
   EXPECT_EQ(s.stageRank[0], (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(s.stageRank[1], (std::vector<int>{3, 2, 1, 0}));
-  EXPECT_EQ(s.microbatchPipeline,
-            (std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1}));
+  EXPECT_EQ(s.microbatchPipeline, (std::vector<int>{0, 0, 1, 1, 0, 0, 1, 1}));
   EXPECT_EQ(s.rankOf(0, 2), 3);
   EXPECT_EQ(s.rankOf(0, 0), 0);
   // Every rank runs both its down-stage and up-stage.
@@ -396,10 +396,12 @@ TEST(Generators, ImpossibleParametersFailLoudly) {
             "interleaved-1f1b: num-stages (7) must be a multiple of the chunks "
             "per rank (2)");
   p.numRanks = 4;
-  EXPECT_EQ(message(makeSchedule("interleaved-1f1b", p)),
-            "interleaved-1f1b: num-stages (7) must equal num-ranks (4) x chunks "
-            "per rank (2)");
-  EXPECT_NE(message(makeSchedule("nope", params(2, 2))).find("unknown schedule 'nope'"),
+  EXPECT_EQ(
+      message(makeSchedule("interleaved-1f1b", p)),
+      "interleaved-1f1b: num-stages (7) must equal num-ranks (4) x chunks "
+      "per rank (2)");
+  EXPECT_NE(message(makeSchedule("nope", params(2, 2)))
+                .find("unknown schedule 'nope'"),
             std::string::npos);
   EXPECT_EQ(message(makeSchedule("zb-h2", params(4, 3))),
             "zb-h2 needs num-microbatches >= the number of ranks (4), got 3");
@@ -429,9 +431,10 @@ TEST(Validate, MissingBackward) {
   Schedule s = unwrap(makeSchedule("1f1b", params(4, 4)));
   // Drop BW(stage 1, mb 3) from rank 1.
   auto &row = s.actions[1];
-  row.erase(std::find(row.begin(), row.end(),
-                      Action::compute(Phase::BW, 1, 3)));
-  EXPECT_EQ(message(validate(s)), "missing BW(stage 1, mb 3) (expected on rank 1)");
+  row.erase(
+      std::find(row.begin(), row.end(), Action::compute(Phase::BW, 1, 3)));
+  EXPECT_EQ(message(validate(s)),
+            "missing BW(stage 1, mb 3) (expected on rank 1)");
 }
 
 TEST(Validate, BackwardBeforeForward) {
@@ -450,8 +453,9 @@ TEST(Validate, WrongRankDuplicateAndCycle) {
   Schedule s = unwrap(makeSchedule("gpipe", params(3, 2)));
   Schedule wrong = s;
   wrong.actions[0].push_back(Action::compute(Phase::F, 1, 0));
-  EXPECT_EQ(message(validate(wrong)),
-            "rank 0: F(stage 1, mb 0) belongs on rank 1 (stage 1 of pipeline 0)");
+  EXPECT_EQ(
+      message(validate(wrong)),
+      "rank 0: F(stage 1, mb 0) belongs on rank 1 (stage 1 of pipeline 0)");
   Schedule dup = s;
   dup.actions[1].push_back(Action::compute(Phase::F, 1, 0));
   EXPECT_EQ(message(validate(dup)),
@@ -459,18 +463,17 @@ TEST(Validate, WrongRankDuplicateAndCycle) {
   // Cross-rank cycle: rank 0 runs BW(0,0) before F(0,1); rank 1 runs
   // F(1,1) before BW(1,0). BW(1,0) is needed by BW(0,0), and F(0,1) by F(1,1).
   Schedule cyc = unwrap(makeSchedule("gpipe", params(2, 2)));
-  cyc.actions[0] = {Action::compute(Phase::F, 0, 0),
-                    Action::compute(Phase::BW, 0, 0),
-                    Action::compute(Phase::F, 0, 1),
-                    Action::compute(Phase::BW, 0, 1)};
-  cyc.actions[1] = {Action::compute(Phase::F, 1, 0),
-                    Action::compute(Phase::F, 1, 1),
-                    Action::compute(Phase::BW, 1, 0),
-                    Action::compute(Phase::BW, 1, 1)};
-  EXPECT_EQ(message(validate(cyc)),
-            "no consistent execution order (cross-rank dependency cycle): "
-            "rank 0 waits at BW(stage 0, mb 0) for BW(stage 1, mb 0) on rank 1; "
-            "rank 1 waits at F(stage 1, mb 1) for F(stage 0, mb 1) on rank 0");
+  cyc.actions[0] = {
+      Action::compute(Phase::F, 0, 0), Action::compute(Phase::BW, 0, 0),
+      Action::compute(Phase::F, 0, 1), Action::compute(Phase::BW, 0, 1)};
+  cyc.actions[1] = {
+      Action::compute(Phase::F, 1, 0), Action::compute(Phase::F, 1, 1),
+      Action::compute(Phase::BW, 1, 0), Action::compute(Phase::BW, 1, 1)};
+  EXPECT_EQ(
+      message(validate(cyc)),
+      "no consistent execution order (cross-rank dependency cycle): "
+      "rank 0 waits at BW(stage 0, mb 0) for BW(stage 1, mb 0) on rank 1; "
+      "rank 1 waits at F(stage 1, mb 1) for F(stage 0, mb 1) on rank 0");
   // Forward-only tables may not hold backward actions.
   Schedule fo = unwrap(makeSchedule("forward-only", params(2, 2)));
   fo.actions[1].push_back(Action::compute(Phase::BW, 1, 0));
@@ -490,12 +493,12 @@ TEST(Communication, OneFOneBPairs) {
     r0.push_back(formatAction(a));
   for (const Action &a : c.actions[1])
     r1.push_back(formatAction(a));
-  EXPECT_EQ(r0, (std::vector<std::string>{"0F0", "0SEND_F0", "0F1", "0SEND_F1",
-                                          "0RECV_B0", "0B0", "0RECV_B1",
-                                          "0B1"}));
-  EXPECT_EQ(r1, (std::vector<std::string>{"1RECV_F0", "1F0", "1RECV_F1",
-                                          "1B0", "1SEND_B0", "1F1", "1B1",
-                                          "1SEND_B1"}));
+  EXPECT_EQ(r0,
+            (std::vector<std::string>{"0F0", "0SEND_F0", "0F1", "0SEND_F1",
+                                      "0RECV_B0", "0B0", "0RECV_B1", "0B1"}));
+  EXPECT_EQ(r1,
+            (std::vector<std::string>{"1RECV_F0", "1F0", "1RECV_F1", "1B0",
+                                      "1SEND_B0", "1F1", "1B1", "1SEND_B1"}));
   EXPECT_EQ(c.actions[0][1].peerRank, 1);
   EXPECT_EQ(c.actions[1][0].peerRank, 0);
 }
@@ -521,7 +524,7 @@ TEST(Communication, ForwardChainSendsBeforeTheNextRecv) {
         std::string send = llvm::formatv("{0}SEND_F{1}", r, m).str();
         std::string recv = llvm::formatv("{0}RECV_F{1}", r, m + 1).str();
         if (std::string(name) == "1f1b" && m + 1 >= 4 - r)
-          break;  // steady state: the 1F1B table orders them itself
+          break; // steady state: the 1F1B table orders them itself
         EXPECT_LT(at(send), at(recv)) << "rank " << r << " mb " << m;
       }
     }
@@ -610,7 +613,8 @@ TEST(Communication, SkipConnectionsAndSameRankStages) {
     for (const Action &a : row) {
       if (!a.isComm())
         continue;
-      int lo = std::min(a.stage, a.peerStage), hi = std::max(a.stage, a.peerStage);
+      int lo = std::min(a.stage, a.peerStage),
+          hi = std::max(a.stage, a.peerStage);
       if (lo == 0 && hi == 3)
         (a.backward ? skipB : skipF)++;
       if (lo == 0 && hi == 2)
@@ -648,18 +652,19 @@ TEST(CSV, TorchActionStrings) {
   EXPECT_EQ(unwrap(parseAction("3I2")).phase, Phase::B);
   EXPECT_EQ(unwrap(parseAction("3B2")).phase, Phase::BW);
   // torch-only types are named as such (importCSV skips them).
-  EXPECT_NE(message(parseAction("0UNSHARD")).find(
-                "UNSHARD (FSDP unshard) is a torch-only action"),
+  EXPECT_NE(message(parseAction("0UNSHARD"))
+                .find("UNSHARD (FSDP unshard) is a torch-only action"),
             std::string::npos);
   EXPECT_NE(message(parseAction("0X1")).find("unknown type 'X'"),
             std::string::npos);
-  EXPECT_NE(message(parseAction("F0")).find("invalid action 'F0'"), std::string::npos);
-  // Negative indices are invalid actions, not an empty schedule.
-  EXPECT_NE(message(parseAction("0F-1")).find(
-                "invalid action '0F-1': missing or bad microbatch index"),
+  EXPECT_NE(message(parseAction("F0")).find("invalid action 'F0'"),
             std::string::npos);
-  EXPECT_NE(message(parseAction("0SEND_F1@-2")).find(
-                "invalid action '0SEND_F1@-2': bad peer stage"),
+  // Negative indices are invalid actions, not an empty schedule.
+  EXPECT_NE(message(parseAction("0F-1"))
+                .find("invalid action '0F-1': missing or bad microbatch index"),
+            std::string::npos);
+  EXPECT_NE(message(parseAction("0SEND_F1@-2"))
+                .find("invalid action '0SEND_F1@-2': bad peer stage"),
             std::string::npos);
 }
 
@@ -672,7 +677,8 @@ TEST(CSV, RoundTripAndTorchInput) {
   EXPECT_EQ(back.stageRank, s.stageRank);
   EXPECT_FALSE(back.splitBackward);
   // torch's writer: "\r\n" rows and empty cells for idle steps.
-  Schedule t = unwrap(importCSV("0F0,0F1,,0B0,0F2,0B1,0B2\r\n,1F0,1B0,1F1,1B1,1F2,1B2\r\n"));
+  Schedule t = unwrap(
+      importCSV("0F0,0F1,,0B0,0F2,0B1,0B2\r\n,1F0,1B0,1F1,1B1,1F2,1B2\r\n"));
   EXPECT_EQ(t.actions, s.actions);
   // Chimera: two placements are inferred from where the computes run.
   Schedule ch = unwrap(makeSchedule("chimera", params(2, 4)));
@@ -680,7 +686,8 @@ TEST(CSV, RoundTripAndTorchInput) {
   EXPECT_EQ(chBack.stageRank, ch.stageRank);
   EXPECT_EQ(chBack.microbatchPipeline, ch.microbatchPipeline);
   // Split backward is recognised from I/W.
-  Schedule zb = unwrap(importCSV(exportCSV(unwrap(makeSchedule("zb-h1", params(2, 2))))));
+  Schedule zb =
+      unwrap(importCSV(exportCSV(unwrap(makeSchedule("zb-h1", params(2, 2))))));
   EXPECT_TRUE(zb.splitBackward);
 }
 

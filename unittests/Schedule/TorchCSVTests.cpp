@@ -143,20 +143,21 @@ TEST(TorchCSV, ErrorsNameLineRankCellAndToken) {
             "WAIT_SEND_B, UNSHARD, RESHARD, REDUCE_GRAD, WAIT_REDUCE_GRAD, "
             "(<action>;<action>)OVERLAP_F_B) (expected "
             "<stage><type><microbatch> such as 2F0, 1I3, 0SEND_F1)");
-  EXPECT_NE(message(importCSV("0F0\n1f0\n")).find(
-                "line 2 (rank 1), cell 1: invalid action '1f0': unknown type "
+  EXPECT_NE(
+      message(importCSV("0F0\n1f0\n"))
+          .find("line 2 (rank 1), cell 1: invalid action '1f0': unknown type "
                 "'f'"),
+      std::string::npos);
+  EXPECT_NE(message(importCSV("0F0,0F1x\n"))
+                .find("cell 2: invalid action '0F1x': unexpected 'x' after the "
+                      "microbatch index"),
             std::string::npos);
-  EXPECT_NE(message(importCSV("0F0,0F1x\n")).find(
-                "cell 2: invalid action '0F1x': unexpected 'x' after the "
-                "microbatch index"),
+  EXPECT_NE(message(importCSV("0F\n"))
+                .find("invalid action '0F': missing or bad microbatch index"),
             std::string::npos);
-  EXPECT_NE(message(importCSV("0F\n")).find(
-                "invalid action '0F': missing or bad microbatch index"),
-            std::string::npos);
-  EXPECT_NE(message(importCSV("0F0,(0F1;0B0)\n")).find(
-                "cell 2: invalid action '(0F1;0B0)': a '(' group must be "
-                "(<action>;<action>;...)OVERLAP_F_B"),
+  EXPECT_NE(message(importCSV("0F0,(0F1;0B0)\n"))
+                .find("cell 2: invalid action '(0F1;0B0)': a '(' group must be "
+                      "(<action>;<action>;...)OVERLAP_F_B"),
             std::string::npos);
   EXPECT_NE(message(importCSV("0F0,(0F1;0SEND_F0)OVERLAP_F_B\n"))
                 .find("OVERLAP_F_B groups compute actions (F, I, W, B), not "
@@ -165,13 +166,15 @@ TEST(TorchCSV, ErrorsNameLineRankCellAndToken) {
   EXPECT_NE(message(importCSV("0F0,()OVERLAP_F_B\n"))
                 .find("OVERLAP_F_B of no actions"),
             std::string::npos);
-  EXPECT_NE(message(importCSV("0F0@1\n")).find(
-                "invalid action '0F0@1': a peer suffix on an action other "
+  EXPECT_NE(
+      message(importCSV("0F0@1\n"))
+          .find("invalid action '0F0@1': a peer suffix on an action other "
                 "than SEND_* / RECV_*"),
-            std::string::npos);
-  EXPECT_NE(message(importCSV("0F0,F1\n")).find(
-                "line 1 (rank 0), cell 2: invalid action 'F1': no stage index"),
-            std::string::npos);
+      std::string::npos);
+  EXPECT_NE(
+      message(importCSV("0F0,F1\n"))
+          .find("line 1 (rank 0), cell 2: invalid action 'F1': no stage index"),
+      std::string::npos);
   EXPECT_EQ(message(importCSV("0F0,0WAIT_SEND_F0,0B0\n")),
             "line 1 (rank 0), cell 2: '0WAIT_SEND_F0' waits for 0SEND_F0, but "
             "rank 0 has not sent it before");
@@ -355,8 +358,8 @@ TEST(TorchCSV, EveryTorchDumpImportsAndVerifies) {
 }
 
 /// pipeopt's export of one registry schedule, as pipe-schedule writes it.
-std::string pipeoptExport(llvm::StringRef name, int ranks, int mbs,
-                          int chunks, bool computeOnly) {
+std::string pipeoptExport(llvm::StringRef name, int ranks, int mbs, int chunks,
+                          bool computeOnly) {
   ScheduleParams p;
   p.numRanks = ranks;
   p.numMicrobatches = mbs;
@@ -388,9 +391,8 @@ TEST(TorchCSV, PipeoptExportsAreTheOnesTorchJudged) {
     int mbs = static_cast<int>(*o->getInteger("M"));
     if (!o->getString("compute_comms"))
       continue; // pipeopt itself refused these parameters
-    std::string base = llvm::formatv("pipeopt/{0}-R{1}-M{2}", name, ranks,
-                                     mbs)
-                           .str();
+    std::string base =
+        llvm::formatv("pipeopt/{0}-R{1}-M{2}", name, ranks, mbs).str();
     SCOPED_TRACE(base);
     int chunks = llvm::StringRef(name).starts_with("interleaved") ||
                          name == "looped-bfs" || name == "hanayo"

@@ -35,9 +35,8 @@ std::string golden(llvm::StringRef name) {
 
 /// torch's compute-only dump of `cls` at S ranks and M microbatches.
 Schedule torchDump(llvm::StringRef cls, int S, int M) {
-  std::string path =
-      golden((cls + "-S" + llvm::Twine(S) + "-M" + llvm::Twine(M) + ".csv")
-                 .str());
+  std::string path = golden(
+      (cls + "-S" + llvm::Twine(S) + "-M" + llvm::Twine(M) + ".csv").str());
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf) {
     ADD_FAILURE() << "cannot read " << path;
@@ -287,10 +286,11 @@ TEST(TorchZeroBubble, ExportRoundTrips) {
     const char *name;
     int S, M, v;
   };
-  for (Case c : {Case{"interleaved-zb", 2, 4, 2}, Case{"interleaved-zb", 4, 8, 2},
-                 Case{"interleaved-zb", 4, 12, 3}, Case{"interleaved-zb", 3, 5, 1},
-                 Case{"zb-h2", 2, 4, 0}, Case{"zb-h2", 4, 9, 0},
-                 Case{"zb-h2", 8, 16, 0}}) {
+  for (Case c :
+       {Case{"interleaved-zb", 2, 4, 2}, Case{"interleaved-zb", 4, 8, 2},
+        Case{"interleaved-zb", 4, 12, 3}, Case{"interleaved-zb", 3, 5, 1},
+        Case{"zb-h2", 2, 4, 0}, Case{"zb-h2", 4, 9, 0},
+        Case{"zb-h2", 8, 16, 0}}) {
     SCOPED_TRACE(std::string(c.name) + " " + trace(c.S, c.M));
     Schedule s = make(c.name, c.S, c.M, c.v);
     auto lowered = insertCommunication(s, StageGraph::chain(s.numStages));

@@ -59,7 +59,8 @@ void checkTable(const Schedule &s, const std::vector<double> &limit,
   ASSERT_FALSE(static_cast<bool>(validate(s)));
   llvm::Expected<Schedule> lowered =
       insertCommunication(s, StageGraph::chain(s.numStages));
-  ASSERT_TRUE(static_cast<bool>(lowered)) << llvm::toString(lowered.takeError());
+  ASSERT_TRUE(static_cast<bool>(lowered))
+      << llvm::toString(lowered.takeError());
   EXPECT_FALSE(static_cast<bool>(checkDeadlockFree(*lowered)));
   std::vector<double> peak = peakMemoryPerRank(s, frac);
   ASSERT_EQ(peak.size(), limit.size());
@@ -98,8 +99,8 @@ int optimalUnitMakespan(int S, int M, int limit) {
   for (int slot = 0;; ++slot) {
     std::vector<State> next;
     for (const State &st : layer) {
-      bool done = std::all_of(st.begin(), st.end(),
-                              [](uint8_t v) { return v == 3; });
+      bool done =
+          std::all_of(st.begin(), st.end(), [](uint8_t v) { return v == 3; });
       if (done)
         return slot;
       // Options per rank: (microbatch, new status) or idle (-1).

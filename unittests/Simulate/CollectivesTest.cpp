@@ -313,7 +313,7 @@ TEST(Reductions, OptimizerStepAfterTheGradients) {
   EXPECT_DOUBLE_EQ(m.postBackwardSec, 0.25);
   EXPECT_DOUBLE_EQ(m.optimizerSec, 0.25);
   ASSERT_EQ(tl.optimizerSteps.size(), 4u);
-  EXPECT_DOUBLE_EQ(tl.optimizerSteps[3].startSec, 7.5);  // rank 3
+  EXPECT_DOUBLE_EQ(tl.optimizerSteps[3].startSec, 7.5); // rank 3
   // Counted as compute: rank 0 is busy 12 / 2 + 0.25 = 6.25 of 10.75.
   EXPECT_DOUBLE_EQ(m.bubblePerRank[0], 1 - 6.25 / 10.75);
   EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, 10.75);
@@ -409,12 +409,13 @@ TEST(Reductions, CostTableAndSystemFields) {
   EXPECT_EQ(again->stages[0].gradientBytes, 2);
   EXPECT_EQ(again->stages[1].gradientBytes, -1);
   EXPECT_EQ(again->tied[0].bytes, 3);
-  for (const char *bad : {
-           R"({"stages": [{"forward_s": 1}], "tied": [{"stages": [0], "bytes": 1}]})",
-           R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 2], "bytes": 1}]})",
-           R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 1]}]})",
-           R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 1], "bytes": 1, "b": 0}]})",
-           R"({"stages": [{"forward_s": 1, "optimizer_s": -1}]})"}) {
+  for (
+      const char *bad :
+      {R"({"stages": [{"forward_s": 1}], "tied": [{"stages": [0], "bytes": 1}]})",
+       R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 2], "bytes": 1}]})",
+       R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 1]}]})",
+       R"({"stages": [{"forward_s": 1}, {"forward_s": 1}], "tied": [{"stages": [0, 1], "bytes": 1, "b": 0}]})",
+       R"({"stages": [{"forward_s": 1, "optimizer_s": -1}]})"}) {
     llvm::Expected<CostTable> e = parseCostTable(bad);
     EXPECT_FALSE(static_cast<bool>(e)) << bad;
     llvm::consumeError(e.takeError());

@@ -4,8 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Simulate/Converge.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Simulate/Converge.h"
 #include "pipeopt/Simulate/Simulator.h"
 
 #include "gtest/gtest.h"

@@ -45,8 +45,8 @@ TEST(ConvergeExplore, BestMethodPerStageCountAndMargin) {
     EXPECT_EQ(row.best, 1); // pipedream
     EXPECT_EQ(row.runnerUp, 0);
     EXPECT_GT(row.margin, 1.0);
-    EXPECT_DOUBLE_EQ(row.margin, row.entries[0].finalSubopt /
-                                     row.entries[1].finalSubopt);
+    EXPECT_DOUBLE_EQ(row.margin,
+                     row.entries[0].finalSubopt / row.entries[1].finalSubopt);
   }
   // PipeDream's lead grows with S on the quadratic (the docs' table: 8 to
   // 11 orders of magnitude at the default budget).

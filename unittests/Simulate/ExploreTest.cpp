@@ -42,10 +42,9 @@ ExplorePoint point(const std::string &sched, int S, int M, double f, double t,
 }
 
 TEST(ExploreTest, RankAtSharesRanksWithinTolerance) {
-  std::vector<ExplorePoint> pts = {point("a", 4, 8, 1, 2.0, 1),
-                                   point("b", 4, 8, 1, 1.0, 1),
-                                   point("c", 4, 8, 1, 1.0005, 1),
-                                   point("d", 4, 8, 1, 3.0, 1)};
+  std::vector<ExplorePoint> pts = {
+      point("a", 4, 8, 1, 2.0, 1), point("b", 4, 8, 1, 1.0, 1),
+      point("c", 4, 8, 1, 1.0005, 1), point("d", 4, 8, 1, 3.0, 1)};
   std::vector<const ExplorePoint *> ptrs;
   for (const ExplorePoint &p : pts)
     ptrs.push_back(&p);
@@ -97,15 +96,13 @@ TEST(ExploreTest, NoFlipWhenBestSetsOverlap) {
                                    point("b", 4, 8, -1, 1.2, 1.0)};
   Ranking r = rankPoints(pts, 1e-3);
   EXPECT_TRUE(r.flips.empty());
-  EXPECT_EQ(r.bestOf.begin()->second[2],
-            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.bestOf.begin()->second[2], (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(ExploreTest, GroupsAreRankedSeparately) {
-  std::vector<ExplorePoint> pts = {point("a", 4, 8, -1, 1, 1),
-                                   point("b", 4, 8, -1, 2, 2),
-                                   point("a", 4, 16, -1, 4, 4),
-                                   point("b", 4, 16, -1, 3, 3)};
+  std::vector<ExplorePoint> pts = {
+      point("a", 4, 8, -1, 1, 1), point("b", 4, 8, -1, 2, 2),
+      point("a", 4, 16, -1, 4, 4), point("b", 4, 16, -1, 3, 3)};
   Ranking r = rankPoints(pts, 0);
   EXPECT_EQ(r.groups.size(), 2u);
   EXPECT_EQ(r.rankOf.at(&pts[0])[1], 1);
@@ -169,7 +166,7 @@ TEST(ExploreTest, RecommendationComparesTimePerMicrobatchPerSystem) {
   ASSERT_EQ(rec.size(), 2u);
   EXPECT_EQ(rec[0].system, "x");
   EXPECT_EQ(rec[0].best, &pts[1]);
-  EXPECT_EQ(rec[0].runnerUp, &pts[2]);  // the best of another schedule
+  EXPECT_EQ(rec[0].runnerUp, &pts[2]); // the best of another schedule
   EXPECT_NEAR(rec[0].marginPercent, 100 * (3.6 - 3.3) / 3.6, 1e-9);
   EXPECT_EQ(rec[1].system, "y");
   EXPECT_EQ(rec[1].best, &pts[3]);

@@ -189,7 +189,7 @@ TEST(SimulateTable, FormulasHaveTheirClosedForm) {
   EXPECT_DOUBLE_EQ(formula::bubbleZBH1(4, 8, 1, 1, 1), 3.0 / 27);
   EXPECT_DOUBLE_EQ(formula::bubbleChimera(4, 4), 2.0 / 10);
   EXPECT_EQ(formula::pipeDreamMaxDelay(4), 14);
-  EXPECT_EQ(formula::pipeDreamMaxDelay(5), 22);  // floor(25 - 2.5)
+  EXPECT_EQ(formula::pipeDreamMaxDelay(5), 22); // floor(25 - 2.5)
   EXPECT_DOUBLE_EQ(formula::pipeDreamMeanDelay(4), 7.5);
 }
 
@@ -657,8 +657,8 @@ TEST(SimulateEvents, LatencyNeverShortensMakespan) {
       for (int nics : {1, 2})
         for (bool overlap : {true, false}) {
           double prev = -1;
-          for (double lat : {0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.3,
-                             2.0, 3.0}) {
+          for (double lat :
+               {0.0, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.3, 2.0, 3.0}) {
             Machine sys = twoNodes(lat, 10e9, nics);
             sys.simulation.overlap = overlap;
             double ms = eventMetrics(s, c, sys).makespanSec;
@@ -728,8 +728,8 @@ TEST(SimulateEvents, SlowerNetworkPresetIsNeverFaster) {
   CostTable c = CostTable::uniform(8, 0.01, 1e9, 1e9, 64e6);
   std::vector<Machine> grid = presetGrid();
   ASSERT_EQ(grid.size(), 9u);
-  for (const char *name : {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1",
-                           "chimera", "zb-v"}) {
+  for (const char *name :
+       {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "chimera", "zb-v"}) {
     Schedule s = make(name, 8, 16);
     for (int comp = 0; comp < 3; ++comp) {
       double slow = eventMetrics(s, c, grid[comp * 3 + 0]).makespanSec;
@@ -767,17 +767,18 @@ TEST(CostModel, ParsesAndRoundTrips) {
 }
 
 TEST(CostModel, RejectsBadInput) {
-  for (const char *bad :
-       {"", "{}", R"({"stages": []})", R"({"stages": [{"backward_s": 1}]})",
-        R"({"stages": [{"forward_s": -1}]})",
-        R"({"stages": [{"forward_s": 1, "backward_s": 1, "backward_input_s": 1}]})",
-        R"({"stages": [{"forward_s": "1"}]})"}) {
+  for (
+      const char *bad :
+      {"", "{}", R"({"stages": []})", R"({"stages": [{"backward_s": 1}]})",
+       R"({"stages": [{"forward_s": -1}]})",
+       R"({"stages": [{"forward_s": 1, "backward_s": 1, "backward_input_s": 1}]})",
+       R"({"stages": [{"forward_s": "1"}]})"}) {
     llvm::Expected<CostTable> t = parseCostTable(bad);
     EXPECT_FALSE(static_cast<bool>(t)) << bad;
     llvm::consumeError(t.takeError());
-  }  // A key given twice (llvm::json::parse would keep one silently).
-  llvm::Expected<CostTable> dup = parseCostTable(
-      "{\"stages\": [{\"forward_s\": 1,\n \"forward_s\": 2}]}");
+  } // A key given twice (llvm::json::parse would keep one silently).
+  llvm::Expected<CostTable> dup =
+      parseCostTable("{\"stages\": [{\"forward_s\": 1,\n \"forward_s\": 2}]}");
   ASSERT_FALSE(static_cast<bool>(dup));
   EXPECT_EQ(llvm::toString(dup.takeError()),
             "cost table: invalid JSON: line 2: duplicate key 'forward_s'");
@@ -797,7 +798,7 @@ TEST(CostModel, ResampleGroupsLayers) {
   EXPECT_DOUBLE_EQ(four.stages[0].forwardSec, 0.008);
   EXPECT_DOUBLE_EQ(four.stages[3].forwardSec, 0.007 + 0.005);
   EXPECT_DOUBLE_EQ(four.stages[1].weightBytes, 800);
-  EXPECT_EQ(four.stages[0].boundaryBytes, 99);  // cut after layer 7
+  EXPECT_EQ(four.stages[0].boundaryBytes, 99); // cut after layer 7
   // Fractional: 3 entries onto 2 stages.
   CostTable three = CostTable::uniform(3, 1.0);
   CostTable two = three.resample(2);
@@ -872,8 +873,8 @@ TEST(Formula, NotAvailableWithoutClosedForm) {
 TEST(Trace, ChromeTraceHasTracksAndFlows) {
   Schedule s = make("1f1b", 4, 4);
   Timeline tl;
-  eventMetrics(s, table(4, 0.01, 0.01, 0.01, 0, 0, 1e8), twoNodes(1e-4, 1e10, 1),
-               &tl);
+  eventMetrics(s, table(4, 0.01, 0.01, 0.01, 0, 0, 1e8),
+               twoNodes(1e-4, 1e10, 1), &tl);
   ASSERT_EQ(tl.transfers.size(), 2u * 3 * 4);
   std::string text = chromeTraceJSON(tl, "t");
   llvm::Expected<llvm::json::Value> v = llvm::json::parse(text);
@@ -903,9 +904,9 @@ TEST(Trace, SvgGantt) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_NE(svg.find("1F1B &lt;test&gt;"), std::string::npos);
-  EXPECT_NE(svg.find(">2</text>"), std::string::npos);  // microbatch 2
+  EXPECT_NE(svg.find(">2</text>"), std::string::npos); // microbatch 2
   EXPECT_NE(svg.find("rank 1"), std::string::npos);
-  EXPECT_NE(svg.find("#4e79a7"), std::string::npos);  // F color
+  EXPECT_NE(svg.find("#4e79a7"), std::string::npos); // F color
 }
 
 } // namespace

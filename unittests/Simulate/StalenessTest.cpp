@@ -73,8 +73,8 @@ TEST(StalenessMatrix, PipeDreamTwoStages) {
 // column s' read; docs/PipeDreamTheory.md §1.4).
 TEST(StalenessMatrix, PipeDreamThreeStages) {
   Staleness st = pipeDream(3, 9);
-  EXPECT_EQ(st.maxDelayMatrix, (std::vector<std::vector<int>>{
-                                   {7, 5, 3}, {6, 4, 2}, {5, 3, 1}}));
+  EXPECT_EQ(st.maxDelayMatrix,
+            (std::vector<std::vector<int>>{{7, 5, 3}, {6, 4, 2}, {5, 3, 1}}));
   // Start-up: microbatch 2 reads block 0 in slot 2 (the third warm-up F)
   // and writes it in slot 9; slots 3..8 hold 1, 1, 2, 1, 2, 1 updates:
   // 8 = floor(5/4 S^2 - S), more than the steady-state 7.
@@ -83,11 +83,9 @@ TEST(StalenessMatrix, PipeDreamThreeStages) {
 
 TEST(StalenessMatrix, PipeDreamFourStages) {
   Staleness st = pipeDream(4, 12);
-  EXPECT_EQ(st.maxDelayMatrix, (std::vector<std::vector<int>>{
-                                   {14, 11, 9, 6},
-                                   {12, 9, 7, 4},
-                                   {11, 8, 6, 3},
-                                   {9, 6, 4, 1}}));
+  EXPECT_EQ(st.maxDelayMatrix,
+            (std::vector<std::vector<int>>{
+                {14, 11, 9, 6}, {12, 9, 7, 4}, {11, 8, 6, 3}, {9, 6, 4, 1}}));
   // The steady state is the same for every microbatch: mean = max.
   for (int j = 0; j < 4; ++j)
     for (int i = 0; i < 4; ++i)

@@ -1,4 +1,5 @@
-//===- ArgumentSelection.h - Options that select function arguments -*- C++ -*-===//
+//===- ArgumentSelection.h - Options that select function arguments -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //

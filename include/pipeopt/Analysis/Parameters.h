@@ -1,4 +1,5 @@
-//===- Parameters.h - Which values are model parameters ----------*- C++ -*-===//
+//===- Parameters.h - Which values are model parameters ----------*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //

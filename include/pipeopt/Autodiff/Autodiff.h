@@ -1,4 +1,5 @@
-//===- Autodiff.h - reverse-mode AD of linalg-on-tensors functions -*- C++ -*-===//
+//===- Autodiff.h - reverse-mode AD of linalg-on-tensors functions -*- C++
+//-*-===//
 //
 // Part of pipeopt. Reverse-mode automatic differentiation of a func.func over
 // linalg on tensors (+ tensor, arith, math), the transformation behind

@@ -1,4 +1,5 @@
-//===- Passes.h - pipeopt back-end passes -------------------------*- C++ -*-===//
+//===- Passes.h - pipeopt back-end passes -------------------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Declarations generated from Backend/Passes.td: one
 // create<Name>() per pass and registerPipeoptBackendPasses().

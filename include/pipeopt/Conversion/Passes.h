@@ -1,4 +1,5 @@
-//===- Passes.h - pipeopt conversion passes -----------------------*- C++ -*-===//
+//===- Passes.h - pipeopt conversion passes -----------------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Declarations generated from Conversion/Passes.td: one
 // create<Name>() per pass and registerPipeoptConversionPasses().

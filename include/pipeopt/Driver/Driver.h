@@ -1,4 +1,5 @@
-//===- Driver.h - the pipeopt compiler driver as a library -------*- C++ -*-===//
+//===- Driver.h - the pipeopt compiler driver as a library -------*- C++
+//-*-===//
 //
 // Part of pipeopt. What pipeopt-compile does, callable from any tool or
 // library: a model (func + tosa / linalg, optionally already scheduled) to

@@ -260,8 +260,8 @@ struct StageReport {
   /// computeSeconds split into F, B and W (s; B = W = 0 unless training).
   double forwardSeconds = 0, backwardInputSeconds = 0,
          backwardWeightSeconds = 0;
-  double commSeconds = 0;    ///< priced transfers (s)
-  double flops = 0;          ///< forward FLOP incl. remat copies
+  double commSeconds = 0; ///< priced transfers (s)
+  double flops = 0;       ///< forward FLOP incl. remat copies
   /// B and W FLOP incl. remat copies (0 unless training).
   double backwardInputFlops = 0, backwardWeightFlops = 0;
   double paramBytes = 0;

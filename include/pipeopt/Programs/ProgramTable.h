@@ -22,8 +22,8 @@
 #include "pipeopt/Programs/StageGraphInfo.h"
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
-#include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Schedule/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"

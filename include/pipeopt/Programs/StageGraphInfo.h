@@ -5,12 +5,13 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Used by pipe-schedule, pipe-verify-schedule and pipe-materialize-backward: reads the stage
-/// graph form (docs/Rationale.md, "IR at each step"): a func.func whose body
-/// is `pipe.stage_call` ops in stage order followed by `func.return`. The
-/// SSA edges between the calls become a schedule::StageGraph, and every
-/// value crossing a stage boundary gets its tag value index (order of first
-/// use among the values flowing from stage i to stage j).
+/// Used by pipe-schedule, pipe-verify-schedule and pipe-materialize-backward:
+/// reads the stage graph form (docs/Rationale.md, "IR at each step"): a
+/// func.func whose body is `pipe.stage_call` ops in stage order followed by
+/// `func.return`. The SSA edges between the calls become a
+/// schedule::StageGraph, and every value crossing a stage boundary gets its tag
+/// value index (order of first use among the values flowing from stage i to
+/// stage j).
 ///
 //===----------------------------------------------------------------------===//
 

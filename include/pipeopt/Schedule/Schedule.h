@@ -57,12 +57,12 @@ struct Action {
   /// on this rank that produces the sent value / consumes the received one).
   int stage = 0;
   int microbatch = 0;
-  int peerRank = -1;  ///< Send/Recv: the other rank.
+  int peerRank = -1; ///< Send/Recv: the other rank.
   /// Send/Recv: stage on the other side (receiver's stage for a Send,
   /// sender's stage for a Recv).
   int peerStage = -1;
-  bool backward = false;  ///< Send/Recv: carries a gradient (true) or an
-                          ///< activation (false).
+  bool backward = false; ///< Send/Recv: carries a gradient (true) or an
+                         ///< activation (false).
   /// Send/Recv: which value of a transfer that carries several values of
   /// one (stage pair, microbatch) this action moves (pipe.tag's value
   /// index). 0 in every table the generators, insertCommunication() and
@@ -85,7 +85,9 @@ struct Action {
   static Action recv(int stage, int microbatch, int peerRank, int peerStage,
                      bool backward);
 
-  bool isCompute() const { return phase != Phase::Send && phase != Phase::Recv; }
+  bool isCompute() const {
+    return phase != Phase::Send && phase != Phase::Recv;
+  }
   bool isComm() const { return !isCompute(); }
   bool operator==(const Action &o) const;
   bool operator!=(const Action &o) const { return !(*this == o); }
@@ -95,7 +97,7 @@ struct Action {
 struct Schedule {
   std::string name;
   int numRanks = 0;
-  int numStages = 0;  ///< Model (virtual) stages per pipeline.
+  int numStages = 0; ///< Model (virtual) stages per pipeline.
   int numMicrobatches = 0;
   /// [pipeline][stage] -> rank. One pipeline for all unidirectional
   /// schedules; two for Chimera.
@@ -104,9 +106,9 @@ struct Schedule {
   std::vector<int> microbatchPipeline;
   /// [rank] -> ordered actions.
   std::vector<std::vector<Action>> actions;
-  bool splitBackward = false;  ///< B and W separate (zero-bubble family).
-  bool async = false;          ///< PipeDream async: no flush.
-  bool forwardOnly = false;    ///< Inference: only F actions.
+  bool splitBackward = false; ///< B and W separate (zero-bubble family).
+  bool async = false;         ///< PipeDream async: no flush.
+  bool forwardOnly = false;   ///< Inference: only F actions.
 
   /// Rank that runs `stage` for `microbatch` (through its pipeline);
   /// -1 when out of range.
@@ -182,9 +184,9 @@ struct AutoScheduleInputs {
 struct ScheduleParams {
   int numStages = 0;
   int numRanks = 0;
-  int virtualStages = 0;  ///< Chunks per rank (0: schedule default).
+  int virtualStages = 0; ///< Chunks per rank (0: schedule default).
   int numMicrobatches = 0;
-  int waves = 1;  ///< Hanayo waves.
+  int waves = 1; ///< Hanayo waves.
   /// zb-auto's times and memory limit (unset: unit times, limit S).
   std::optional<AutoScheduleInputs> autoInputs;
 };
@@ -324,7 +326,8 @@ llvm::Expected<Schedule> makeZBH1(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBV(const ScheduleParams &p);
 llvm::Expected<Schedule> makeInterleavedZB(const ScheduleParams &p);
 llvm::Expected<Schedule> makeZBH2(const ScheduleParams &p);
-llvm::Expected<Schedule> makeZBAuto(const ScheduleParams &p); ///< AutoSchedule.h
+llvm::Expected<Schedule>
+makeZBAuto(const ScheduleParams &p); ///< AutoSchedule.h
 llvm::Expected<Schedule> makeChimera(const ScheduleParams &p);
 llvm::Expected<Schedule> makeHanayo(const ScheduleParams &p);
 llvm::Expected<Schedule> makeDualPipeV(const ScheduleParams &p);

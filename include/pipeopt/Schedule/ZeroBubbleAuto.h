@@ -1,4 +1,5 @@
-//===- ZeroBubbleAuto.h - zb-auto: automatic zero-bubble scheduling -*- C++ -*-===//
+//===- ZeroBubbleAuto.h - zb-auto: automatic zero-bubble scheduling -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -55,11 +56,11 @@ namespace schedule {
 
 /// What autoSchedule() chose.
 struct AutoScheduleResult {
-  Schedule schedule;        ///< Compute-only table, name "zb-auto".
-  double makespanSec = 0;   ///< timedMakespan() of `schedule`, seconds.
-  std::string variant;      ///< The winning variant, for people.
-  int variantsTried = 0;    ///< Number of variants executed.
-  std::vector<double> limitPerRank;      ///< Activation units per rank.
+  Schedule schedule;                ///< Compute-only table, name "zb-auto".
+  double makespanSec = 0;           ///< timedMakespan() of `schedule`, seconds.
+  std::string variant;              ///< The winning variant, for people.
+  int variantsTried = 0;            ///< Number of variants executed.
+  std::vector<double> limitPerRank; ///< Activation units per rank.
   std::vector<double> peakMemoryPerRank; ///< peakMemoryPerRank() of it.
 };
 

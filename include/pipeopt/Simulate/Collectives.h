@@ -1,4 +1,5 @@
-//===- Collectives.h - Gradient all-reduces after the backward pass -*- C++ -*-===//
+//===- Collectives.h - Gradient all-reduces after the backward pass -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -79,16 +80,16 @@ double ringAllReduceBytesPerRank(double bytes, int p);
 
 /// One gradient all-reduce after the backward pass.
 struct GradientReduction {
-  bool tied = false;        ///< TiedGroup (true) or stage gradient (false).
-  std::vector<int> stages;  ///< The stage, or the tied group's stages.
+  bool tied = false;       ///< TiedGroup (true) or stage gradient (false).
+  std::vector<int> stages; ///< The stage, or the tied group's stages.
   /// Ranks of the simulated pipeline replica (replica 0) taking part,
   /// ascending.
   std::vector<int> ranks;
   /// Global ranks of the ring in ring order (ascending; replica d's rank r
   /// is d * numRanks + r).
   std::vector<int> ring;
-  double bytes = 0;        ///< Gradient bytes reduced.
-  double durationSec = 0;  ///< ringAllReduceSec(bytes, ring, sys).
+  double bytes = 0;       ///< Gradient bytes reduced.
+  double durationSec = 0; ///< ringAllReduceSec(bytes, ring, sys).
 };
 
 /// The gradient all-reduces of one iteration of `s` (synchronous training

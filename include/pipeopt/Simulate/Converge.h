@@ -216,7 +216,7 @@ struct RunConfig {
 /// A point of a sub-optimality curve: the state after every action that
 /// started before `slot`.
 struct CurvePoint {
-  long slot = 0; ///< Unit slot; -1 with a cost table (see time).
+  long slot = 0;   ///< Unit slot; -1 with a cost table (see time).
   double time = 0; ///< Slots (unit model) or seconds (cost table).
   long blockUpdates = 0;
   double subopt = 0; ///< f(x) - f*; +inf after divergence.
@@ -224,8 +224,8 @@ struct CurvePoint {
 
 /// One block update (RunConfig::recordUpdates).
 struct UpdateRecord {
-  long slot = 0;   ///< Unit slot of the update; -1 with a cost table.
-  double time = 0; ///< Start of the update's backward (slots or seconds).
+  long slot = 0;      ///< Unit slot of the update; -1 with a cost table.
+  double time = 0;    ///< Start of the update's backward (slots or seconds).
   int stage = 0;      ///< Block written.
   int microbatch = 0; ///< Microbatch (PipeDream, sync, LocalSGD) or -1.
   int batch = 0;      ///< Data batch whose gradient was used.
@@ -459,7 +459,7 @@ struct ExploreEntry {
   double finalSubopt = 0; ///< Mean over seeds of f - f* at T; +inf: diverged.
   double tailMean = 0;
   bool stable = false;
-  long blockUpdates = 0;  ///< Of the selected step's first seed.
+  long blockUpdates = 0; ///< Of the selected step's first seed.
 };
 struct ExploreRow {
   int stages = 0;
@@ -484,14 +484,12 @@ struct ExploreResult {
 /// S) and its margin over the runner-up: the question "which method at this
 /// S?" of the fair time-budget protocol (arXiv 2606.03498, notes section 4).
 /// Errors: empty lists and any run's error (prefixed with S and method).
-llvm::Expected<ExploreResult>
-exploreStages(const Objective &obj, const RunConfig &base,
-              const std::vector<int> &stageCounts,
-              const std::vector<Method> &methods,
-              const std::vector<double> &steps,
-              const std::vector<uint64_t> &seeds,
-              const SelectionRule &rule = {},
-              const std::function<void(int, int)> &progress = nullptr);
+llvm::Expected<ExploreResult> exploreStages(
+    const Objective &obj, const RunConfig &base,
+    const std::vector<int> &stageCounts, const std::vector<Method> &methods,
+    const std::vector<double> &steps, const std::vector<uint64_t> &seeds,
+    const SelectionRule &rule = {},
+    const std::function<void(int, int)> &progress = nullptr);
 /// JSON: experiment "explore", objective, time_model, budget_slots or
 /// budget_s, rows[] with stages, best, best_final_suboptimality, runner_up,
 /// margin (null when undefined) and methods[] (method, step_size,

@@ -75,8 +75,8 @@ struct StageCost {
 /// entries computes a partial gradient, and those partial gradients are
 /// summed by an all-reduce among these ranks after the backward pass.
 struct TiedGroup {
-  std::vector<int> stages;  ///< Entry indices (>= 2 distinct).
-  double bytes = 0;         ///< Bytes of the shared parameter's gradient.
+  std::vector<int> stages; ///< Entry indices (>= 2 distinct).
+  double bytes = 0;        ///< Bytes of the shared parameter's gradient.
 };
 
 /// A cost table: one StageCost per entry in model order.

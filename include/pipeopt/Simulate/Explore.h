@@ -1,4 +1,5 @@
-//===- Explore.h - Sweeps, rankings, flips and rows of the explorer -*- C++ -*-===//
+//===- Explore.h - Sweeps, rankings, flips and rows of the explorer -*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -52,10 +53,10 @@ extern const Level kExploreLevels[3];
 
 /// One evaluated configuration of a sweep.
 struct ExplorePoint {
-  std::string schedule;  ///< Canonical registry name.
-  int stages = 0;        ///< Pipeline ranks S.
-  int microbatches = 0;  ///< M.
-  int modelStages = 0;   ///< Stages of the schedule (S x chunks per rank).
+  std::string schedule; ///< Canonical registry name.
+  int stages = 0;       ///< Pipeline ranks S.
+  int microbatches = 0; ///< M.
+  int modelStages = 0;  ///< Stages of the schedule (S x chunks per rank).
   std::string system;
   Evaluation eval;
   /// Peak per-rank memory (bytes): the largest, over ranks, of the event
@@ -80,14 +81,14 @@ double peakRankMemoryBytes(const Metrics &m);
 
 /// What to sweep.
 struct SweepOptions {
-  std::vector<std::string> schedules;  ///< Canonical registry names.
-  std::vector<int> stages;             ///< Ranks S.
-  std::vector<int> microbatches;       ///< M.
+  std::vector<std::string> schedules; ///< Canonical registry names.
+  std::vector<int> stages;            ///< Ranks S.
+  std::vector<int> microbatches;      ///< M.
   std::vector<machine::Machine> systems;
   /// Chunks per rank for schedules whose registry row has a configurable
   /// chunk count (ChunkRule::Configurable); 0: the row's default.
   int virtualStages = 0;
-  int waves = 1;  ///< Hanayo waves.
+  int waves = 1; ///< Hanayo waves.
   /// Configurations whose estimated schedule size (compute actions plus a
   /// send and a recv per transfer) exceeds this are skipped unbuilt.
   uint64_t maxActions = 20000000;
@@ -111,7 +112,8 @@ using PointHook =
 
 /// Result of sweep().
 struct SweepResult {
-  std::vector<ExplorePoint> points;  ///< In sweep order (schedule, S, M, system).
+  std::vector<ExplorePoint>
+      points; ///< In sweep order (schedule, S, M, system).
   /// Why a configuration was not evaluated ("gpipe S=4 M=8: ..."), in order.
   std::vector<std::string> skipped;
   /// The subset of `skipped` over SweepOptions::maxActions.
@@ -196,8 +198,7 @@ struct Recommendation {
 
 /// One recommendation per system of `points`, in order of first
 /// appearance. Ties in seconds per microbatch keep sweep order.
-std::vector<Recommendation>
-recommend(const std::vector<ExplorePoint> &points);
+std::vector<Recommendation> recommend(const std::vector<ExplorePoint> &points);
 
 /// "gpipe S=4 M=16 v=1" (plus " on <system>" with `withSystem`).
 std::string describePoint(const ExplorePoint &p, bool withSystem = false);
@@ -233,7 +234,7 @@ llvm::json::Object recommendationJSON(const Recommendation &r);
 /// What identifies a row besides its level.
 struct RowKey {
   std::string schedule;
-  int stages = 0;  ///< Ranks.
+  int stages = 0; ///< Ranks.
   int modelStages = 0;
   int microbatches = 0;
   std::string system;

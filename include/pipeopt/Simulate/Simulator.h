@@ -1,4 +1,5 @@
-//===- Simulator.h - Formula, table and event simulation ---------*- C++ -*-===//
+//===- Simulator.h - Formula, table and event simulation ---------*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -88,10 +89,10 @@ llvm::StringRef levelName(Level level);
 /// weights and are applied late (arXiv 2606.03498 notes that their delays
 /// exceed the steady state's, up to about (5/4) S^2 - S).
 struct Staleness {
-  int maxDelay = 0;       ///< Max over pairs and steady-state microbatches.
-  double meanDelay = 0;   ///< Mean over the S*S stage pairs (and microbatches).
-  bool steadyState = false;  ///< False: M < 2S + 1, all microbatches used.
-  int firstMicrobatch = 0;   ///< Window [first, end) the values cover.
+  int maxDelay = 0;     ///< Max over pairs and steady-state microbatches.
+  double meanDelay = 0; ///< Mean over the S*S stage pairs (and microbatches).
+  bool steadyState = false; ///< False: M < 2S + 1, all microbatches used.
+  int firstMicrobatch = 0;  ///< Window [first, end) the values cover.
   int endMicrobatch = 0;
   /// [j][i]: max delay of the pair over the window's microbatches.
   std::vector<std::vector<int>> maxDelayMatrix;
@@ -108,13 +109,13 @@ struct Metrics {
   /// False when the level has no value for this schedule (formula level
   /// for schedules without a closed form); all numbers are then 0.
   bool available = true;
-  std::string note;  ///< Source of the formula, or why it is n/a.
+  std::string note; ///< Source of the formula, or why it is n/a.
   double makespanSec = 0;
-  double bubbleRatio = 0;                   ///< Overall, in [0, 1].
-  std::vector<double> bubblePerRank;        ///< Per rank, in [0, 1].
-  std::vector<double> peakActivationBytes;  ///< Per rank (bytes).
-  std::vector<double> weightBytes;          ///< Per rank (bytes).
-  double commBytes = 0;  ///< Total point-to-point bytes between ranks.
+  double bubbleRatio = 0;                  ///< Overall, in [0, 1].
+  std::vector<double> bubblePerRank;       ///< Per rank, in [0, 1].
+  std::vector<double> peakActivationBytes; ///< Per rank (bytes).
+  std::vector<double> weightBytes;         ///< Per rank (bytes).
+  double commBytes = 0; ///< Total point-to-point bytes between ranks.
   /// After-backward actions (Collectives.h; table and event levels, 0 at
   /// the formula level). Per rank: seconds from start to end of each
   /// gradient all-reduce the rank takes part in, summed (s).
@@ -122,15 +123,15 @@ struct Metrics {
   /// Per rank: seconds of optimizer steps (s; counted as compute in the
   /// bubble ratio; all-reduce time is idle time).
   std::vector<double> optimizerSecPerRank;
-  double allReduceSec = 0;   ///< Largest rank's all-reduce seconds (s).
-  double optimizerSec = 0;   ///< Largest rank's optimizer seconds (s).
+  double allReduceSec = 0; ///< Largest rank's all-reduce seconds (s).
+  double optimizerSec = 0; ///< Largest rank's optimizer seconds (s).
   /// Makespan minus the end of the last schedule-table action: how much the
   /// all-reduces and optimizer steps lengthen the iteration (s).
   double postBackwardSec = 0;
   /// Bytes the simulated replica's ranks send in all-reduces, summed:
   /// 2 (p-1)/p * n per rank and all-reduce (bytes).
   double collectiveBytes = 0;
-  std::optional<Staleness> staleness;       ///< Async schedules only.
+  std::optional<Staleness> staleness; ///< Async schedules only.
 
   double maxPeakActivationBytes() const;
   double maxWeightBytes() const;
@@ -146,24 +147,24 @@ struct TimedCompute {
 /// One transfer between ranks with its simulated time.
 struct TimedTransfer {
   int srcRank = 0, dstRank = 0;
-  int srcStage = 0, dstStage = 0;  ///< Producer / consumer stage.
+  int srcStage = 0, dstStage = 0; ///< Producer / consumer stage.
   int microbatch = 0;
-  bool backward = false;  ///< Gradient (true) or activation (false).
+  bool backward = false; ///< Gradient (true) or activation (false).
   double bytes = 0;
-  double readySec = 0;  ///< Producer finished.
-  double startSec = 0;  ///< All resources free.
-  double endSec = 0;    ///< Data at the receiver.
+  double readySec = 0; ///< Producer finished.
+  double startSec = 0; ///< All resources free.
+  double endSec = 0;   ///< Data at the receiver.
 };
 
 /// One gradient all-reduce with its simulated time.
 struct TimedCollective {
-  bool tied = false;        ///< Tied-weight (true) or stage gradient.
-  std::vector<int> stages;  ///< Stage, or the tied group's stages.
-  std::vector<int> ranks;   ///< Ranks of the simulated replica taking part.
-  int ringSize = 0;         ///< p: ranks in the ring, all replicas.
+  bool tied = false;       ///< Tied-weight (true) or stage gradient.
+  std::vector<int> stages; ///< Stage, or the tied group's stages.
+  std::vector<int> ranks;  ///< Ranks of the simulated replica taking part.
+  int ringSize = 0;        ///< p: ranks in the ring, all replicas.
   double bytes = 0;
-  double readySec = 0;  ///< Every participant's gradient is ready.
-  double startSec = 0;  ///< All resources free.
+  double readySec = 0; ///< Every participant's gradient is ready.
+  double startSec = 0; ///< All resources free.
   double endSec = 0;
 };
 
@@ -178,8 +179,8 @@ struct Timeline {
   Level level = Level::Table;
   int numRanks = 0;
   double makespanSec = 0;
-  std::vector<TimedCompute> compute;     ///< In per-rank table order.
-  std::vector<TimedTransfer> transfers;  ///< Transfers take 0 s at Table.
+  std::vector<TimedCompute> compute;    ///< In per-rank table order.
+  std::vector<TimedTransfer> transfers; ///< Transfers take 0 s at Table.
   std::vector<TimedCollective> collectives;
   std::vector<TimedOptimizerStep> optimizerSteps;
 };
@@ -301,8 +302,9 @@ simulateEvents(const schedule::Schedule &s, const CostTable &costs,
 
 /// Staleness of an asynchronous schedule computed from its table (see
 /// Staleness). Fails for synchronous schedules and inconsistent tables.
-llvm::Expected<Staleness> computeStaleness(const schedule::Schedule &s,
-                                           const schedule::StageGraph *graph = nullptr);
+llvm::Expected<Staleness>
+computeStaleness(const schedule::Schedule &s,
+                 const schedule::StageGraph *graph = nullptr);
 
 /// All three levels.
 struct Evaluation {

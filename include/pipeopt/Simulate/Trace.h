@@ -1,4 +1,5 @@
-//===- Trace.h - Chrome trace and SVG Gantt output of timelines ---*- C++ -*-===//
+//===- Trace.h - Chrome trace and SVG Gantt output of timelines ---*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -37,9 +38,9 @@ std::string chromeTraceJSON(const Timeline &t, llvm::StringRef title = "");
 /// Options of renderSvgGantt().
 struct SvgOptions {
   std::string title;
-  double widthPx = 1400;      ///< Width of the plot area.
-  double rowHeightPx = 30;    ///< Height of one rank's compute row.
-  bool showTransfers = true;  ///< Draw transfers under each row.
+  double widthPx = 1400;     ///< Width of the plot area.
+  double rowHeightPx = 30;   ///< Height of one rank's compute row.
+  bool showTransfers = true; ///< Draw transfers under each row.
 };
 
 /// Self-contained SVG document of `t`.

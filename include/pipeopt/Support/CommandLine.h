@@ -1,4 +1,5 @@
-//===- CommandLine.h - Guards around llvm::cl for pipeopt's tools -*- C++ -*-===//
+//===- CommandLine.h - Guards around llvm::cl for pipeopt's tools -*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -34,14 +35,18 @@ namespace pipeopt {
 /// MlirOptMain parses as values of one list option); `valueOptions` names
 /// options that take the next argument as their value but are registered
 /// only later (MlirOptMain's -o).
-inline bool rejectHelpTypos(
-    int argc, const char *const *argv, llvm::StringRef tool,
-    llvm::function_ref<bool(llvm::StringRef)> isKnown = nullptr,
-    llvm::ArrayRef<llvm::StringRef> valueOptions = {}) {
+inline bool
+rejectHelpTypos(int argc, const char *const *argv, llvm::StringRef tool,
+                llvm::function_ref<bool(llvm::StringRef)> isKnown = nullptr,
+                llvm::ArrayRef<llvm::StringRef> valueOptions = {}) {
   auto &options = llvm::cl::getRegisteredOptions();
-  static const llvm::StringRef help[] = {
-      "h", "help", "help-hidden", "help-list", "help-list-hidden",
-      "print-all-options", "print-options"};
+  static const llvm::StringRef help[] = {"h",
+                                         "help",
+                                         "help-hidden",
+                                         "help-list",
+                                         "help-list-hidden",
+                                         "print-all-options",
+                                         "print-options"};
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg(argv[i]);
     if (arg == "--")

@@ -1,4 +1,5 @@
-//===- JSONKeys.h - reject unknown keys in JSON config objects ---*- C++ -*-===//
+//===- JSONKeys.h - reject unknown keys in JSON config objects ---*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //

@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// Helper of the pipe-* passes and the program bridge (lib/Programs): integer pass options and integer
-/// attributes are int64_t, the schedule and partition libraries take int.
-/// Every such value is checked against a range here before it is narrowed,
-/// so an out-of-range value is an error instead of being silently truncated
-/// to 32 bits or taken for a default.
+/// Helper of the pipe-* passes and the program bridge (lib/Programs): integer
+/// pass options and integer attributes are int64_t, the schedule and partition
+/// libraries take int. Every such value is checked against a range here before
+/// it is narrowed, so an out-of-range value is an error instead of being
+/// silently truncated to 32 bits or taken for a default.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -45,9 +45,8 @@ inline mlir::LogicalResult checkIntRange(mlir::Location loc,
 /// Checks an `optimizer-factor` option (extra bytes per parameter byte for
 /// gradients and optimizer state): a finite number >= 0, or -1 for the
 /// pass's default. Emits "<pass>: optimizer-factor must be ..." at `loc`.
-inline mlir::LogicalResult checkOptimizerFactor(mlir::Location loc,
-                                                llvm::StringRef pass,
-                                                double value) {
+inline mlir::LogicalResult
+checkOptimizerFactor(mlir::Location loc, llvm::StringRef pass, double value) {
   if (value == -1 || (value >= 0 && value <= 1e6))
     return mlir::success();
   return mlir::emitError(loc)

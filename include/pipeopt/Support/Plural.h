@@ -1,4 +1,5 @@
-//===- Plural.h - "1 microbatch", "2 microbatches" in messages ---*- C++ -*-===//
+//===- Plural.h - "1 microbatch", "2 microbatches" in messages ---*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -25,7 +26,7 @@ namespace pipeopt {
 /// "microbatches") = "4 microbatches".
 inline std::string countOf(int64_t n, llvm::StringRef singular,
                            llvm::StringRef plural = "") {
-  std::string noun = n == 1         ? singular.str()
+  std::string noun = n == 1           ? singular.str()
                      : plural.empty() ? singular.str() + "s"
                                       : plural.str();
   return std::to_string(n) + " " + noun;

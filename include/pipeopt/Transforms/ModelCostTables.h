@@ -1,4 +1,5 @@
-//===- ModelCostTables.h - Cost tables of a partitioned model ----*- C++ -*-===//
+//===- ModelCostTables.h - Cost tables of a partitioned model ----*- C++
+//-*-===//
 //
 // Part of pipeopt: an MLIR-based pipeline-parallelism compiler.
 //
@@ -52,11 +53,10 @@ public:
   /// (training). Errors: an unreadable or unparsable file, a module
   /// already outlined or scheduled, no function with a body, and those of
   /// fromFunction(); MLIR diagnostics go to stderr.
-  static llvm::Expected<ModelCostTables> load(llvm::StringRef path,
-                                              llvm::StringRef device,
-                                              llvm::StringRef hardwarePath,
-                                              double optimizerFactor,
-                                              const mlir::DialectRegistry &registry);
+  static llvm::Expected<ModelCostTables>
+  load(llvm::StringRef path, llvm::StringRef device,
+       llvm::StringRef hardwarePath, double optimizerFactor,
+       const mlir::DialectRegistry &registry);
 
   /// The cost table of the balanced partition into `n` stages (cached),
   /// per stage: F, B, W = sums over its ops and rematerialized copies (s
@@ -71,10 +71,10 @@ public:
   const std::map<int, sim::CostTable> &tables() const { return tables_; }
   const std::map<int, partition::Report> &reports() const { return reports_; }
 
-  std::string name;          ///< "<file> (@f, N ops) on <device>, ..." or given.
-  std::string functionName;  ///< The model function.
-  int numOps = 0;            ///< Nodes of its graph.
-  machine::Machine machine;  ///< The cost model's machine.
+  std::string name;         ///< "<file> (@f, N ops) on <device>, ..." or given.
+  std::string functionName; ///< The model function.
+  int numOps = 0;           ///< Nodes of its graph.
+  machine::Machine machine; ///< The cost model's machine.
 
 private:
   partition::Graph graph_;

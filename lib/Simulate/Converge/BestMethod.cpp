@@ -118,10 +118,10 @@ llvm::json::Value converge::toJSON(const ExploreResult &r) {
     if (row.best >= 0) {
       o["best"] = methodName(row.entries[row.best].method);
       o["best_final_suboptimality"] = num(row.entries[row.best].finalSubopt);
-      o["runner_up"] = row.runnerUp >= 0
-                           ? llvm::json::Value(
-                                 methodName(row.entries[row.runnerUp].method))
-                           : llvm::json::Value(nullptr);
+      o["runner_up"] =
+          row.runnerUp >= 0
+              ? llvm::json::Value(methodName(row.entries[row.runnerUp].method))
+              : llvm::json::Value(nullptr);
       o["margin"] = num(row.margin);
     } else {
       o["best"] = nullptr;
@@ -149,15 +149,15 @@ std::string converge::exploreTable(const ExploreResult &r) {
                       "budget (tuned steps; margin = runner-up f-f* / best "
                       "f-f*)\n",
                       r.objective,
-                      r.costs ? detail::formatAmount(r.budgetSec) + " s"
-                              : llvm::formatv("{0} slots", r.budgetSlots).str());
+                      r.costs
+                          ? detail::formatAmount(r.budgetSec) + " s"
+                          : llvm::formatv("{0} slots", r.budgetSlots).str());
   auto fmt = [](double v) {
     return std::isfinite(v) ? llvm::formatv("{0:e3}", v).str()
                             : std::string("diverged");
   };
-  os << llvm::formatv("{0,5} {1,-14} {2,12} {3,-14} {4,10}  {5}\n", "S",
-                      "best", "best f-f*", "runner-up", "margin",
-                      "all (method f-f*)");
+  os << llvm::formatv("{0,5} {1,-14} {2,12} {3,-14} {4,10}  {5}\n", "S", "best",
+                      "best f-f*", "runner-up", "margin", "all (method f-f*)");
   for (const ExploreRow &row : r.rows) {
     std::string all;
     for (const ExploreEntry &e : row.entries)
@@ -172,12 +172,12 @@ std::string converge::exploreTable(const ExploreResult &r) {
     std::string margin = std::isfinite(row.margin)
                              ? llvm::formatv("{0:f2}x", row.margin).str()
                              : std::string("-");
-    os << llvm::formatv(
-        "{0,5} {1,-14} {2,12} {3,-14} {4,10}  {5}\n", row.stages,
-        methodName(b.method), fmt(b.finalSubopt),
-        row.runnerUp >= 0 ? methodName(row.entries[row.runnerUp].method).str()
-                          : std::string("-"),
-        margin, all);
+    os << llvm::formatv("{0,5} {1,-14} {2,12} {3,-14} {4,10}  {5}\n",
+                        row.stages, methodName(b.method), fmt(b.finalSubopt),
+                        row.runnerUp >= 0
+                            ? methodName(row.entries[row.runnerUp].method).str()
+                            : std::string("-"),
+                        margin, all);
   }
   return out;
 }

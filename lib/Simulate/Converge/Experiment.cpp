@@ -243,9 +243,8 @@ llvm::json::Object selectionJSON(const SelectionRule &r) {
                        {"within_best", r.withinBest},
                        {"smooth_tail_tests", r.smoothness}};
   if (r.paperCode)
-    o["paper_code"] =
-        llvm::json::Object{{"min_tail_points", r.minTailPoints},
-                           {"value_offset", r.valueOffset}};
+    o["paper_code"] = llvm::json::Object{{"min_tail_points", r.minTailPoints},
+                                         {"value_offset", r.valueOffset}};
   return o;
 }
 
@@ -284,23 +283,19 @@ llvm::json::Value converge::toJSON(const Comparison &c) {
         {"microbatches", static_cast<int64_t>(b.runs.front().microbatches)},
         {"params", methodParams(m.config)},
         {"sweep", std::move(sweep)},
-        {"curve", llvm::json::Object{{c.timed() ? "time_s" : "slot",
-                                      std::move(slot)},
-                                     {"block_updates", std::move(updates)},
-                                     {"suboptimality", std::move(sub)}}}});
+        {"curve",
+         llvm::json::Object{{c.timed() ? "time_s" : "slot", std::move(slot)},
+                            {"block_updates", std::move(updates)},
+                            {"suboptimality", std::move(sub)}}}});
   }
   llvm::json::Array seeds;
   for (uint64_t s : c.seeds)
     seeds.push_back(static_cast<int64_t>(s));
   llvm::json::Object top{
-      {"objective", c.objective},
-      {"stages", c.stages},
-      {"noise_std", c.noiseStd},
-      {"f_star", c.fStar},
-      {"f_star_note", c.fStarNote},
-      {"smoothness_constant", c.smoothness},
-      {"seeds", std::move(seeds)},
-      {"selection", selectionJSON(c.rule)},
+      {"objective", c.objective},     {"stages", c.stages},
+      {"noise_std", c.noiseStd},      {"f_star", c.fStar},
+      {"f_star_note", c.fStarNote},   {"smoothness_constant", c.smoothness},
+      {"seeds", std::move(seeds)},    {"selection", selectionJSON(c.rule)},
       {"results", std::move(results)}};
   if (c.timed()) {
     top["budget_s"] = c.budgetSec;
@@ -336,8 +331,7 @@ std::string converge::toCSV(const Comparison &c) {
              << (r < c.seeds.size() ? c.seeds[r] : r) << ','
              << (c.timed() ? llvm::formatv("{0:e9}", p.time).str()
                            : std::to_string(p.slot))
-             << ','
-             << p.blockUpdates << ','
+             << ',' << p.blockUpdates << ','
              << (std::isfinite(p.subopt)
                      ? llvm::formatv("{0:e6}", p.subopt).str()
                      : std::string("inf"))
@@ -350,15 +344,15 @@ std::string converge::summaryTable(const Comparison &c) {
   std::string out;
   llvm::raw_string_ostream os(out);
   const std::string budget =
-      c.timed() ? llvm::formatv("{0} s (cost table '{1}')",
-                                detail::formatAmount(c.budgetSec),
-                                c.costs->name)
-                      .str()
-                : llvm::formatv("{0} slots", c.budgetSlots).str();
+      c.timed()
+          ? llvm::formatv("{0} s (cost table '{1}')",
+                          detail::formatAmount(c.budgetSec), c.costs->name)
+                .str()
+          : llvm::formatv("{0} slots", c.budgetSlots).str();
   os << llvm::formatv("objective {0}, S = {1}, budget {2}, noise {3}, "
                       "{4} seed(s); f* = {5:e6} ({6})\n",
-                      c.objective, c.stages, budget, c.noiseStd,
-                      c.seeds.size(), c.fStar, c.fStarNote);
+                      c.objective, c.stages, budget, c.noiseStd, c.seeds.size(),
+                      c.fStar, c.fStarNote);
   os << llvm::formatv("{0,-14} {1,12} {2,14} {3,14} {4,7} {5,10} {6}\n",
                       "method", "step_size", "final f-f*", "tail f-f*",
                       "stable", "updates", "params");
@@ -437,13 +431,13 @@ std::string converge::renderSVG(const Comparison &c) {
                           x0 + ml - 4, py(std::pow(10.0, e)) + 4,
                           static_cast<int>(e));
     for (int t = 0; t <= 4; ++t)
-      os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
-                          "{2}</text>\n",
-                          px(xmax * t / 4), H - mb + 15,
-                          c.timed() && !panel
-                              ? detail::formatAmount(xmax * t / 4)
-                              : std::to_string(
-                                    static_cast<long>(xmax * t / 4)));
+      os << llvm::formatv(
+          "<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
+          "{2}</text>\n",
+          px(xmax * t / 4), H - mb + 15,
+          c.timed() && !panel
+              ? detail::formatAmount(xmax * t / 4)
+              : std::to_string(static_cast<long>(xmax * t / 4)));
     os << llvm::formatv("<text x=\"{0}\" y=\"{1}\" text-anchor=\"middle\">"
                         "{2}</text>\n",
                         x0 + ml + (W - ml - mr) / 2, H - 8,

@@ -281,8 +281,8 @@ public:
         }
       }
       const double t = sampleTimes_[next_];
-      result_.curve.push_back({c_.costs ? -1 : static_cast<long>(t), t,
-                               result_.blockUpdates, f});
+      result_.curve.push_back(
+          {c_.costs ? -1 : static_cast<long>(t), t, result_.blockUpdates, f});
       ++next_;
     }
     return !stopped_;
@@ -685,7 +685,8 @@ converge::pipeDreamMicrobatchesForTime(int stages, double budget,
       return it->second;
   }
   auto length = [&](int M) -> llvm::Expected<double> {
-    llvm::Expected<Schedule> s = generate(schedule::kPipeDreamSchedule, stages, M);
+    llvm::Expected<Schedule> s =
+        generate(schedule::kPipeDreamSchedule, stages, M);
     if (!s)
       return s.takeError();
     std::vector<std::vector<double>> starts;
@@ -723,8 +724,7 @@ converge::pipeDreamMicrobatchesForTime(int stages, double budget,
       return error(llvm::formatv("budget {0} is longer than the largest "
                                  "PipeDream table ({1} microbatches, {2} "
                                  "{3})",
-                                 formatAmount(budget), lo,
-                                 formatAmount(*len),
+                                 formatAmount(budget), lo, formatAmount(*len),
                                  costs ? "seconds" : "slots")
                        .str());
   }

@@ -213,9 +213,9 @@ const Driver &driver() {
     if (r != CUDA_SUCCESS) {
       const char *s = nullptr;
       d.getErrorString(r, &s);
-      d.error = std::string(r == CUDA_ERROR_NO_DEVICE ? "no CUDA device: "
-                                                      : "") +
-                "cuInit: " + (s ? s : "error " + std::to_string(int(r)));
+      d.error =
+          std::string(r == CUDA_ERROR_NO_DEVICE ? "no CUDA device: " : "") +
+          "cuInit: " + (s ? s : "error " + std::to_string(int(r)));
     }
   });
   return d;
@@ -319,8 +319,8 @@ int32_t apiBindThread(int32_t device, int32_t rank) {
     st.binding.rank = rank;
     return 0;
   }
-  std::string fn = "bind_thread (device " + std::to_string(device) +
-                   ", rank " + std::to_string(rank) + ")";
+  std::string fn = "bind_thread (device " + std::to_string(device) + ", rank " +
+                   std::to_string(rank) + ")";
   if (st.bound) {
     int32_t rc = apiCall(fn.c_str(), [&] {
       st.bound = false;
@@ -435,15 +435,14 @@ void checkCopyShape(int64_t elemBytes, int32_t rank, const int64_t *sizes,
                        " is not positive");
   if (rank < 0 || rank > kMaxCopyRank)
     throw RuntimeError("rank " + std::to_string(rank) +
-                       " is not supported (0.." +
-                       std::to_string(kMaxCopyRank) + ")");
+                       " is not supported (0.." + std::to_string(kMaxCopyRank) +
+                       ")");
   if (rank > 0 && (!sizes || !strides))
     throw RuntimeError("null sizes or strides");
   for (int d = 0; d < rank; ++d)
     if (sizes[d] < 0)
-      throw RuntimeError("size " + std::to_string(sizes[d]) +
-                         " of dimension " + std::to_string(d) +
-                         " is negative");
+      throw RuntimeError("size " + std::to_string(sizes[d]) + " of dimension " +
+                         std::to_string(d) + " is negative");
 }
 
 int32_t stridedCopyCall(const char *fn, void *dst, const void *src,
@@ -464,9 +463,8 @@ int32_t apiGather(void *dst, const void *src, int64_t elemBytes, int32_t rank,
                          false);
 }
 
-int32_t apiScatter(void *dst, const void *src, int64_t elemBytes,
-                   int32_t rank, const int64_t *sizes,
-                   const int64_t *strides) {
+int32_t apiScatter(void *dst, const void *src, int64_t elemBytes, int32_t rank,
+                   const int64_t *sizes, const int64_t *strides) {
   return stridedCopyCall("scatter", dst, src, elemBytes, rank, sizes, strides,
                          true);
 }
@@ -481,8 +479,7 @@ std::string dtypeLabel(int32_t dtype) {
                              : "code " + std::to_string(dtype);
 }
 
-int32_t apiAccumulate(double *sum, const void *grad, int32_t dtype,
-                      int64_t n) {
+int32_t apiAccumulate(double *sum, const void *grad, int32_t dtype, int64_t n) {
   return apiCall("accumulate", [&] {
     cudaStream_t s = requireBinding().stream;
     if (!isFloatCode(dtype))
@@ -490,16 +487,15 @@ int32_t apiAccumulate(double *sum, const void *grad, int32_t dtype,
                          dtypeLabel(dtype));
     if (n < 0)
       throw RuntimeError("negative element count " + std::to_string(n));
-    check(accumulateKernel(sum, grad, dtype, n, s),
-          "accumulate kernel launch");
+    check(accumulateKernel(sum, grad, dtype, n, s), "accumulate kernel launch");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   });
 }
 
-int32_t apiOptimizerStep(const pipeopt_rt_cuda_optimizer *config,
-                         void *weights, int32_t dtype, const double *gradSum,
-                         double gradScale, double *first, double *second,
-                         int64_t step, int64_t n) {
+int32_t apiOptimizerStep(const pipeopt_rt_cuda_optimizer *config, void *weights,
+                         int32_t dtype, const double *gradSum, double gradScale,
+                         double *first, double *second, int64_t step,
+                         int64_t n) {
   return apiCall("optimizer_step", [&] {
     cudaStream_t s = requireBinding().stream;
     if (!config)
@@ -749,12 +745,10 @@ mgpuLaunchKernel(void *function, int64_t gridX, int64_t gridY, int64_t gridZ,
   });
 }
 
-PIPEOPT_RT_CUDA_EXPORT void
-mgpuLaunchClusterKernel(void *function, int64_t clusterX, int64_t clusterY,
-                        int64_t clusterZ, int64_t gridX, int64_t gridY,
-                        int64_t gridZ, int64_t blockX, int64_t blockY,
-                        int64_t blockZ, int32_t smem, void *stream,
-                        void **params, void **extra) {
+PIPEOPT_RT_CUDA_EXPORT void mgpuLaunchClusterKernel(
+    void *function, int64_t clusterX, int64_t clusterY, int64_t clusterZ,
+    int64_t gridX, int64_t gridY, int64_t gridZ, int64_t blockX, int64_t blockY,
+    int64_t blockZ, int32_t smem, void *stream, void **params, void **extra) {
   mgpuVoid("mgpuLaunchClusterKernel", [&] {
     cudaStream_t s = streamOrCompute(stream);
     if (!function)
@@ -777,9 +771,8 @@ mgpuLaunchClusterKernel(void *function, int64_t clusterX, int64_t clusterY,
     config.hStream = reinterpret_cast<CUstream>(s);
     config.attrs = &attr;
     config.numAttrs = 1;
-    checkDriver(driver().launchKernelEx(&config,
-                                        static_cast<CUfunction>(function),
-                                        params, extra),
+    checkDriver(driver().launchKernelEx(
+                    &config, static_cast<CUfunction>(function), params, extra),
                 "cuLaunchKernelEx");
   });
 }
@@ -787,9 +780,8 @@ mgpuLaunchClusterKernel(void *function, int64_t clusterX, int64_t clusterY,
 PIPEOPT_RT_CUDA_EXPORT void *mgpuStreamCreate() {
   // The calling thread's compute stream: all generated device work of a
   // rank is ordered on it, after and before the runtime's own work.
-  return mgpuCall("mgpuStreamCreate", static_cast<void *>(nullptr), [] {
-    return static_cast<void *>(requireBinding().stream);
-  });
+  return mgpuCall("mgpuStreamCreate", static_cast<void *>(nullptr),
+                  [] { return static_cast<void *>(requireBinding().stream); });
 }
 
 PIPEOPT_RT_CUDA_EXPORT void mgpuStreamDestroy(void *stream) {
@@ -956,9 +948,8 @@ PIPEOPT_RT_CUDA_EXPORT void mgpuMemHostUnregister(void *ptr) {
   });
 }
 
-PIPEOPT_RT_CUDA_EXPORT void mgpuMemHostRegisterMemRef(int64_t rank,
-                                                      void *descriptor,
-                                                      int64_t elemBytes) {
+PIPEOPT_RT_CUDA_EXPORT void
+mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor, int64_t elemBytes) {
   if (!descriptor || rank < 0)
     return;
   auto *d = static_cast<MemRefHead *>(descriptor);
@@ -967,9 +958,8 @@ PIPEOPT_RT_CUDA_EXPORT void mgpuMemHostRegisterMemRef(int64_t rank,
   mgpuMemHostRegister(d->aligned + d->offset * elemBytes, bytes);
 }
 
-PIPEOPT_RT_CUDA_EXPORT void mgpuMemHostUnregisterMemRef(int64_t rank,
-                                                        void *descriptor,
-                                                        int64_t elemBytes) {
+PIPEOPT_RT_CUDA_EXPORT void
+mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor, int64_t elemBytes) {
   if (!descriptor || rank < 0)
     return;
   auto *d = static_cast<MemRefHead *>(descriptor);

@@ -102,8 +102,8 @@ constexpr int kMaxCopyRank = 8;
 /// scatter = true: dst-view[idx(e)] = src[e]. The view's element
 /// (i_0..i_{r-1}) is at view + elemBytes * sum(i_k * strides[k]); e runs over
 /// the row-major indices of `sizes`. rank in [0, kMaxCopyRank].
-cudaError_t stridedCopy(void *dst, const void *src, int64_t elemBytes,
-                        int rank, const int64_t *sizes, const int64_t *strides,
+cudaError_t stridedCopy(void *dst, const void *src, int64_t elemBytes, int rank,
+                        const int64_t *sizes, const int64_t *strides,
                         bool scatter, cudaStream_t stream);
 
 /// sum[i] += (double)grad[i], i < n; dtype a PIPEOPT_RT_DTYPE_* float code.

@@ -204,15 +204,15 @@ struct Descriptor {
   Descriptor(const Descriptor &) = delete;
   Descriptor &operator=(const Descriptor &) = delete;
 };
-using TensorDesc = Descriptor<cudnnTensorDescriptor_t,
-                              cudnnCreateTensorDescriptor,
-                              cudnnDestroyTensorDescriptor>;
-using FilterDesc = Descriptor<cudnnFilterDescriptor_t,
-                              cudnnCreateFilterDescriptor,
-                              cudnnDestroyFilterDescriptor>;
-using ConvDesc = Descriptor<cudnnConvolutionDescriptor_t,
-                            cudnnCreateConvolutionDescriptor,
-                            cudnnDestroyConvolutionDescriptor>;
+using TensorDesc =
+    Descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor,
+               cudnnDestroyTensorDescriptor>;
+using FilterDesc =
+    Descriptor<cudnnFilterDescriptor_t, cudnnCreateFilterDescriptor,
+               cudnnDestroyFilterDescriptor>;
+using ConvDesc =
+    Descriptor<cudnnConvolutionDescriptor_t, cudnnCreateConvolutionDescriptor,
+               cudnnDestroyConvolutionDescriptor>;
 
 int toInt(int64_t v, const char *what) {
   if (v < 0 || v > INT32_MAX)
@@ -248,8 +248,8 @@ void gpuConv2d(pipeopt_rt_unranked_memref *inRef,
                              dilationH, dilationW);
   Binding &bind = requireBinding();
   cudaStream_t stream = bind.stream;
-  if (s.n == 0 || s.f == 0 || s.oh == 0 || s.ow == 0 || s.c == 0 ||
-      s.kh == 0 || s.kw == 0)
+  if (s.n == 0 || s.f == 0 || s.oh == 0 || s.ow == 0 || s.c == 0 || s.kh == 0 ||
+      s.kw == 0)
     return; // nothing to add
   // The input rows and columns the output window reads: cuDNN derives the
   // output size from the input size, the CPU kernel allows a smaller output.
@@ -302,10 +302,10 @@ void gpuConv2d(pipeopt_rt_unranked_memref *inRef,
                                    toInt(s.n, "batch"), toInt(s.f, "filters"),
                                    toInt(s.oh, "height"), toInt(s.ow, "width")),
         "cudnnSetTensor4dDescriptor");
-  check(cudnnSetFilter4dDescriptor(kd.d, type, CUDNN_TENSOR_NCHW,
-                                   toInt(s.f, "filters"), toInt(s.c, "channels"),
-                                   toInt(s.kh, "window height"),
-                                   toInt(s.kw, "window width")),
+  check(cudnnSetFilter4dDescriptor(
+            kd.d, type, CUDNN_TENSOR_NCHW, toInt(s.f, "filters"),
+            toInt(s.c, "channels"), toInt(s.kh, "window height"),
+            toInt(s.kw, "window width")),
         "cudnnSetFilter4dDescriptor");
   check(cudnnSetConvolution2dDescriptor(
             cd.d, 0, 0, toInt(s.strideH, "stride"), toInt(s.strideW, "stride"),
@@ -319,15 +319,14 @@ void gpuConv2d(pipeopt_rt_unranked_memref *inRef,
                                               &outH, &outW),
         "cudnnGetConvolution2dForwardOutputDim");
   if (outN != s.n || outC != s.f || outH != s.oh || outW != s.ow)
-    throw RuntimeError("cuDNN computes an output of " +
-                       std::to_string(outN) + "x" + std::to_string(outC) +
-                       "x" + std::to_string(outH) + "x" +
-                       std::to_string(outW) + " (NCHW) for this window");
+    throw RuntimeError("cuDNN computes an output of " + std::to_string(outN) +
+                       "x" + std::to_string(outC) + "x" + std::to_string(outH) +
+                       "x" + std::to_string(outW) + " (NCHW) for this window");
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int returned = 0;
-  check(cudnnGetConvolutionForwardAlgorithm_v7(
-            bind.dnn, xd.d, kd.d, cd.d, yd.d,
-            CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, perf),
+  check(cudnnGetConvolutionForwardAlgorithm_v7(bind.dnn, xd.d, kd.d, cd.d, yd.d,
+                                               CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                               &returned, perf),
         "cudnnGetConvolutionForwardAlgorithm_v7");
   const cudnnConvolutionFwdAlgoPerf_t *pick = nullptr;
   for (int i = 0; i < returned && !pick; ++i)
@@ -355,8 +354,8 @@ void gpuConv2d(pipeopt_rt_unranked_memref *inRef,
 
 template <typename T>
 void gpuConv2d(pipeopt_rt_unranked_memref *, pipeopt_rt_unranked_memref *,
-               pipeopt_rt_unranked_memref *, int64_t, int64_t, int64_t,
-               int64_t, int64_t) {
+               pipeopt_rt_unranked_memref *, int64_t, int64_t, int64_t, int64_t,
+               int64_t) {
   throw RuntimeError("libpipeopt_rt_cuda.so was built without cuDNN "
                      "(not found in the CUDA toolkit at configure time)");
 }
@@ -392,7 +391,7 @@ extern "C" {
 // Declarations from RuntimeFunctions.def: a definition below that differs
 // from the compiler's view of a kernel's signature does not compile.
 #define PIPEOPT_RT_CUDA_DECL2_(Suffix, Name, Ret, Params)                      \
-  PIPEOPT_RT_CUDA_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix \
+  PIPEOPT_RT_CUDA_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix  \
       PIPEOPT_RT_PARAMS Params;
 #define PIPEOPT_RT_CUDA_DECL_(Suffix, CType, Ctx)                              \
   PIPEOPT_RT_CALL(PIPEOPT_RT_CUDA_DECL2_, Suffix, PIPEOPT_RT_UNPACK Ctx)

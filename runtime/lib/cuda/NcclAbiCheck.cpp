@@ -27,20 +27,19 @@ static_assert(std::is_pointer<cudaStream_t>::value, "cudaStream_t");
 static_assert(std::is_pointer<ncclComm_t>::value, "ncclComm_t");
 
 // The prototypes used through dlsym, with the real types.
-static_assert(std::is_same<decltype(&ncclSend),
-                           ncclResult_t (*)(const void *, size_t,
-                                            ncclDataType_t, int, ncclComm_t,
-                                            cudaStream_t)>::value,
-              "ncclSend signature");
+static_assert(
+    std::is_same<decltype(&ncclSend),
+                 ncclResult_t (*)(const void *, size_t, ncclDataType_t, int,
+                                  ncclComm_t, cudaStream_t)>::value,
+    "ncclSend signature");
 static_assert(std::is_same<decltype(&ncclRecv),
-                           ncclResult_t (*)(void *, size_t, ncclDataType_t,
-                                            int, ncclComm_t,
-                                            cudaStream_t)>::value,
+                           ncclResult_t (*)(void *, size_t, ncclDataType_t, int,
+                                            ncclComm_t, cudaStream_t)>::value,
               "ncclRecv signature");
-static_assert(std::is_same<decltype(&ncclCommInitRank),
-                           ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId,
-                                            int)>::value,
-              "ncclCommInitRank signature");
+static_assert(
+    std::is_same<decltype(&ncclCommInitRank),
+                 ncclResult_t (*)(ncclComm_t *, int, ncclUniqueId, int)>::value,
+    "ncclCommInitRank signature");
 
 /// Referenced so the object file is not empty.
 extern "C" int pipeopt_rt_nccl_abi_checked(void) { return 1; }

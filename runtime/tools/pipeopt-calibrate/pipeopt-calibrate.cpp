@@ -604,8 +604,7 @@ SleepingReceiver sleepingReceiver(int64_t floats, int reps, double gapS,
 /// it from the caches since: every round starts after writing `evictBytes`
 /// elsewhere. The median of `reps` rounds: how much of a weight the caches
 /// still hold varies from round to round, as from iteration to iteration.
-double inputCopyRate(int64_t floats, int tensors, int reps,
-                     size_t evictBytes) {
+double inputCopyRate(int64_t floats, int tensors, int reps, size_t evictBytes) {
   InputStore store;
   for (int k = 0; k < tensors; ++k) {
     ManifestInput meta;
@@ -631,7 +630,7 @@ double inputCopyRate(int64_t floats, int tensors, int reps,
       checkCall(rc, "input-copy measurement");
     }
   };
-  round();  // warm-up: the allocator's first large blocks
+  round(); // warm-up: the allocator's first large blocks
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     std::memset(evict.data(), i + 1, evict.size());
@@ -927,8 +926,8 @@ int main(int argc, char **argv) {
     progress("vector multiply-add (in cache)");
     const int vn = 4096, vreps = quick ? 2000 : 20000;
     std::vector<float> x(vn, 0.5f), y(vn, 1.0f);
-    double vt = kernelTime(
-        kernelReps, [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
+    double vt = kernelTime(kernelReps,
+                           [&] { multiplyAdd(y.data(), x.data(), vn, vreps); });
     double vector = 2.0 * vn * vreps / vt * share;
 
     progress("memory bandwidth (memcpy, 64 MiB)");
@@ -944,7 +943,7 @@ int main(int argc, char **argv) {
     const int copies = quick ? 16 : 64;
     double ct = kernelTime(kernelReps, [&] {
       for (int i = 0; i < copies; ++i) {
-        csrc[size_t(i)] = uint8_t(i);  // the copies are not the same
+        csrc[size_t(i)] = uint8_t(i); // the copies are not the same
         std::memcpy(cdst.data(), csrc.data(), cb);
       }
     });
@@ -962,9 +961,10 @@ int main(int argc, char **argv) {
 
     // Ranks sharing the node: R rank threads doing the same GEMMs at once
     // against one rank alone, both undisturbed (the fastest of repeated
-    // bursts, each short enough to fit between other jobs' time slices): the ranks' worth of full speed the node's cores give
-    // when they are not busy with other jobs. Over a longer window (the
-    // average share under the current load) only for the log.
+    // bursts, each short enough to fit between other jobs' time slices): the
+    // ranks' worth of full speed the node's cores give when they are not busy
+    // with other jobs. Over a longer window (the average share under the
+    // current load) only for the log.
     double effectiveCores = 0, loadedCores = 0;
     if (!sharedCores) {
       progress("ranks sharing the cores (128 x 128 x 128 GEMMs at once)");

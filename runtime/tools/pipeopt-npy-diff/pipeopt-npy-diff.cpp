@@ -213,9 +213,9 @@ int compare(const std::string &actualPath, const std::string &refPath,
     return 2;
   }
   if (a.dtype != r.dtype || a.shape != r.shape) {
-    std::printf("%s: FAIL: %s but the reference %s is %s\n",
-                actualPath.c_str(), typeString(a.dtype, a.shape).c_str(),
-                refPath.c_str(), typeString(r.dtype, r.shape).c_str());
+    std::printf("%s: FAIL: %s but the reference %s is %s\n", actualPath.c_str(),
+                typeString(a.dtype, a.shape).c_str(), refPath.c_str(),
+                typeString(r.dtype, r.shape).c_str());
     return 1;
   }
   size_t n = size_t(numElements(a.shape));
@@ -245,8 +245,8 @@ int compare(const std::string &actualPath, const std::string &refPath,
     maxRef = std::fmax(maxRef, std::fabs(y));
   }
   double bound = o.rtol * maxRef + o.atol;
-  bool ok = maxErr <= bound && mismatched == 0 &&
-            (o.allowNan || nonFinite == 0);
+  bool ok =
+      maxErr <= bound && mismatched == 0 && (o.allowNan || nonFinite == 0);
   // The bound is absolute (rtol scales the largest reference magnitude):
   // print how it is made, next to the comparison, so that the line cannot
   // be misread as a relative error above a relative bound.

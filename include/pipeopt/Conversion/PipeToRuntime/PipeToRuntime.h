@@ -1,4 +1,5 @@
-//===- PipeToRuntime.h - pipe programs -> runtime calls ----------*- C++ -*-===//
+//===- PipeToRuntime.h - pipe programs -> runtime calls ----------*- C++
+//-*-===//
 //
 // Part of pipeopt. Helpers around convert-pipe-to-runtime (the pass itself is
 // declared in pipeopt/Conversion/Passes.h).

@@ -47,8 +47,8 @@ struct MessageHeader {
   uint32_t magic = kMagic;
   uint16_t version = kVersion;
   uint16_t kind = Tensor;
-  uint8_t dtype = 0;   ///< DType code
-  uint8_t ndims = 0;   ///< memref rank, <= PIPEOPT_RT_MAX_RANK
+  uint8_t dtype = 0;    ///< DType code
+  uint8_t ndims = 0;    ///< memref rank, <= PIPEOPT_RT_MAX_RANK
   uint8_t backward = 0; ///< 1 for a gradient, 0 for an activation
   uint8_t reserved0 = 0;
   int32_t srcRank = -1;
@@ -57,8 +57,8 @@ struct MessageHeader {
   int32_t dstStage = -1;
   int32_t microbatch = -1;
   int32_t valueIndex = -1;
-  int32_t tag = 0;      ///< Control messages: what this is (launcher-defined)
-  int64_t bytes = 0;    ///< payload size in bytes
+  int32_t tag = 0;   ///< Control messages: what this is (launcher-defined)
+  int64_t bytes = 0; ///< payload size in bytes
   int64_t shape[PIPEOPT_RT_MAX_RANK] = {0, 0, 0, 0, 0, 0, 0, 0};
   uint64_t checksum = 0; ///< FNV-1a of all preceding bytes of the header
   uint8_t reserved1[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -204,9 +204,8 @@ NcclId ncclCreateId();
 /// Creates the NCCL communicator of `rank` in a world of `size` ranks using
 /// CUDA device `device`. Collective: every rank must call it (concurrently,
 /// from its own thread or process). Throws RuntimeError.
-std::unique_ptr<Communicator> createNcclCommunicator(int rank, int size,
-                                                     const NcclId &id,
-                                                     int device);
+std::unique_ptr<Communicator>
+createNcclCommunicator(int rank, int size, const NcclId &id, int device);
 /// Environment rendezvous for NCCL without MPI (like torchrun): rank 0
 /// creates the id and writes it to `path` (atomically); other ranks poll the
 /// file for up to `timeoutS` seconds. Returns the id.

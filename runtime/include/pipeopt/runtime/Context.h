@@ -90,9 +90,9 @@ inline const char *traceCallName(int kind) {
 /// One measured action or runtime call (times in seconds since the
 /// context's origin).
 struct TraceEvent {
-  int kind = 0;   ///< pipeopt_rt_action_kind or TraceCallKind
-  int stage = 0;  ///< the action's stage; send: source stage, recv:
-                  ///< destination stage; input/output: -1
+  int kind = 0;       ///< pipeopt_rt_action_kind or TraceCallKind
+  int stage = 0;      ///< the action's stage; send: source stage, recv:
+                      ///< destination stage; input/output: -1
   int microbatch = 0; ///< -1 for a shared input or output
   int iteration = 0;
   double beginS = 0;
@@ -174,8 +174,8 @@ public:
   /// (pipeopt-run sets it when it writes a trace or a profile).
   bool recordCalls = false;
   /// Appends a call event from `beginS` to now (when recordCalls).
-  void recordCall(int kind, int stage, int microbatch, int peer,
-                  int64_t bytes, double beginS);
+  void recordCall(int kind, int stage, int microbatch, int peer, int64_t bytes,
+                  double beginS);
   /// Outputs produced by this rank: (resultIndex, microbatch or -1) ->
   /// tensor. Later iterations overwrite earlier ones. Outputs with "reduce":
   /// "mean" are not stored here but summed in reducedOutputs.
@@ -253,7 +253,6 @@ public:
 private:
   RankContext *previous;
 };
-
 
 } // namespace rt
 } // namespace pipeopt

@@ -97,8 +97,7 @@ typedef struct pipeopt_rt_cuda_api {
    *  src + elem_bytes * sum(i_k * strides[k]). `scatter` does the inverse
    *  (contiguous `src` into the strided view at `dst`). Synchronous. */
   int32_t (*gather)(void *dst, const void *src, int64_t elem_bytes,
-                    int32_t rank, const int64_t *sizes,
-                    const int64_t *strides);
+                    int32_t rank, const int64_t *sizes, const int64_t *strides);
   int32_t (*scatter)(void *dst, const void *src, int64_t elem_bytes,
                      int32_t rank, const int64_t *sizes,
                      const int64_t *strides);

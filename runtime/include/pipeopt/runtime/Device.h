@@ -1,4 +1,5 @@
-//===- Device.h - A rank's CUDA device, over the CudaApi.h table -*- C++ -*-===//
+//===- Device.h - A rank's CUDA device, over the CudaApi.h table -*- C++
+//-*-===//
 //
 // libpipeopt_rt stays CUDA-free at build time: everything it does on a GPU
 // goes through the function table of libpipeopt_rt_cuda.so (CudaApi.h),

@@ -27,9 +27,8 @@ inline std::vector<int> assignRanksToCores(const std::vector<double> &loads,
   std::vector<size_t> order(loads.size());
   for (size_t i = 0; i < order.size(); ++i)
     order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return loads[a] > loads[b];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return loads[a] > loads[b]; });
   std::vector<double> coreLoad(size_t(std::max(numCores, 1)), 0.0);
   std::vector<int> core(loads.size(), 0);
   for (size_t r : order) {

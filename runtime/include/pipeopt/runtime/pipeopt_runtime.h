@@ -1,9 +1,9 @@
 /*===- pipeopt_runtime.h - C ABI called by compiled per-rank programs -----===*\
 |*                                                                            *|
-|* The MLIR-free pipeopt runtime (C++ namespace pipeopt::rt, C prefix          *|
-|* pipeopt_rt_). This header is plain C99 and C++ compatible; it is what the   *|
-|* compiler's convert-pipe-to-runtime lowering targets. The function list      *|
-|* itself lives in RuntimeFunctions.def (single source of truth).              *|
+|* The MLIR-free pipeopt runtime (C++ namespace pipeopt::rt, C prefix *|
+|* pipeopt_rt_). This header is plain C99 and C++ compatible; it is what the *|
+|* compiler's convert-pipe-to-runtime lowering targets. The function list *|
+|* itself lives in RuntimeFunctions.def (single source of truth). *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 /*
@@ -96,10 +96,10 @@ enum pipeopt_rt_dtype {
 
 /** Action kinds for pipeopt_rt_action_begin/end. */
 enum pipeopt_rt_action_kind {
-  PIPEOPT_RT_ACTION_F = 0,  /**< forward */
-  PIPEOPT_RT_ACTION_B = 1,  /**< backward, input gradient only */
-  PIPEOPT_RT_ACTION_W = 2,  /**< backward, weight gradient only */
-  PIPEOPT_RT_ACTION_BW = 3  /**< full backward (B + W) */
+  PIPEOPT_RT_ACTION_F = 0, /**< forward */
+  PIPEOPT_RT_ACTION_B = 1, /**< backward, input gradient only */
+  PIPEOPT_RT_ACTION_W = 2, /**< backward, weight gradient only */
+  PIPEOPT_RT_ACTION_BW = 3 /**< full backward (B + W) */
 };
 
 /** Layouts of pipeopt_rt_conv2d_<T> (as the linalg.conv_2d_* op names). */
@@ -141,12 +141,14 @@ typedef struct pipeopt_rt_memref_head {
 #define PIPEOPT_RT_CALL(M, ...) M(__VA_ARGS__)
 #define PIPEOPT_RT_UNPACK(...) __VA_ARGS__
 #define PIPEOPT_RT_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, N, ...) N
-#define PIPEOPT_RT_NARGS(...) PIPEOPT_RT_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
+#define PIPEOPT_RT_NARGS(...)                                                  \
+  PIPEOPT_RT_NARGS_(__VA_ARGS__, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define PIPEOPT_RT_P1(a) PIPEOPT_RT_KIND_##a
 #define PIPEOPT_RT_P2(a, b) PIPEOPT_RT_P1(a), PIPEOPT_RT_KIND_##b
 #define PIPEOPT_RT_P3(a, b, c) PIPEOPT_RT_P2(a, b), PIPEOPT_RT_KIND_##c
 #define PIPEOPT_RT_P4(a, b, c, d) PIPEOPT_RT_P3(a, b, c), PIPEOPT_RT_KIND_##d
-#define PIPEOPT_RT_P5(a, b, c, d, e) PIPEOPT_RT_P4(a, b, c, d), PIPEOPT_RT_KIND_##e
+#define PIPEOPT_RT_P5(a, b, c, d, e)                                           \
+  PIPEOPT_RT_P4(a, b, c, d), PIPEOPT_RT_KIND_##e
 #define PIPEOPT_RT_P6(a, b, c, d, e, f)                                        \
   PIPEOPT_RT_P5(a, b, c, d, e), PIPEOPT_RT_KIND_##f
 #define PIPEOPT_RT_P7(a, b, c, d, e, f, g)                                     \
@@ -159,7 +161,7 @@ typedef struct pipeopt_rt_memref_head {
 
 /* Declarations generated from RuntimeFunctions.def. */
 #define PIPEOPT_RT_DECL_TYPED2_(Suffix, Name, Ret, Params)                     \
-  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix      \
+  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name##_##Suffix       \
       PIPEOPT_RT_PARAMS Params;
 #define PIPEOPT_RT_DECL_TYPED_(Suffix, CType, DTypeEnum, Bytes, Ctx)           \
   PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_TYPED2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
@@ -171,14 +173,15 @@ typedef struct pipeopt_rt_memref_head {
   PIPEOPT_RT_FLOAT_DTYPE_LIST(PIPEOPT_RT_DECL_FLOAT_, (Name, Ret, Params))
 #define PIPEOPT_RT_FN(Name, Ret, Params)                                       \
   PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret Name PIPEOPT_RT_PARAMS Params;       \
-  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name PIPEOPT_RT_PARAMS Params;
+  PIPEOPT_RT_EXPORT PIPEOPT_RT_KIND_##Ret _mlir_ciface_##Name                  \
+      PIPEOPT_RT_PARAMS Params;
 /* A view function's C form takes the result descriptor first. */
 #define PIPEOPT_RT_VIEW_PARAMS(...)                                            \
   (pipeopt_rt_unranked_memref * result,                                        \
    PIPEOPT_RT_CAT(PIPEOPT_RT_P, PIPEOPT_RT_NARGS(__VA_ARGS__))(__VA_ARGS__))
 #define PIPEOPT_RT_DECL_VIEW2_(Suffix, Name, Params)                           \
-  PIPEOPT_RT_EXPORT void _mlir_ciface_##Name##_##Suffix                        \
-      PIPEOPT_RT_VIEW_PARAMS Params;
+  PIPEOPT_RT_EXPORT void _mlir_ciface_##Name##_##Suffix PIPEOPT_RT_VIEW_PARAMS \
+      Params;
 #define PIPEOPT_RT_DECL_VIEW_(Suffix, CType, DTypeEnum, Bytes, Ctx)            \
   PIPEOPT_RT_CALL(PIPEOPT_RT_DECL_VIEW2_, Suffix, PIPEOPT_RT_UNPACK Ctx)
 #define PIPEOPT_RT_VIEW_FN(Name, Params)                                       \
