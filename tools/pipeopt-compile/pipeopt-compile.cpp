@@ -467,10 +467,10 @@ static constexpr llvm::StringLiteral kGradientAttr =
 /// The trainable arguments pipe-differentiate chose (`info` = its
 /// pipe.gradient attribute): none is an error (training would change
 /// nothing), and so is data among them (its value differs per microbatch).
-static LogicalResult checkTrainable(DictionaryAttr info,
+static LogicalResult checkTrainable(pipeopt::pipe::GradientAttr info,
                                     llvm::StringRef modelName) {
-  auto t = info.getAs<DenseI64ArrayAttr>("trainable");
-  auto data = info.getAs<DenseI64ArrayAttr>("data");
+  DenseI64ArrayAttr t = info.getTrainable();
+  DenseI64ArrayAttr data = info.getData();
   if (!t || t.empty()) {
     fail("--train: @" + modelName +
          " has no trainable argument (--trainable " + trainable +
@@ -533,17 +533,18 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   if (runPass && failed(runDifferentiate(module, pipeline, modelName)))
     return failure();
   auto model = module.lookupSymbol<func::FuncOp>(modelName);
-  auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
-                    : DictionaryAttr();
+  auto info =
+      model ? model->getAttrOfType<pipeopt::pipe::GradientAttr>(kGradientAttr)
+            : pipeopt::pipe::GradientAttr();
   if (!info) {
     fail("--train: pipe-differentiate left no '" + kGradientAttr +
          "' attribute on @" + modelName);
     return failure();
   }
-  auto gradRef = info.getAs<FlatSymbolRefAttr>("grad");
-  auto wrt = info.getAs<DenseI64ArrayAttr>("wrt");
-  auto lossKind = info.getAs<StringAttr>("loss");
-  if (!gradRef || !wrt || !lossKind) {
+  FlatSymbolRefAttr gradRef = info.getGrad();
+  DenseI64ArrayAttr wrt = info.getWrt();
+  pipeopt::pipe::LossKind lossKind = info.getLoss();
+  if (!gradRef) {
     fail("--train: the model has no loss to differentiate (" + kGradientAttr +
          " of @" + modelName +
          " names no 'grad' function): give "
@@ -553,8 +554,8 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   }
   auto grad = module.lookupSymbol<func::FuncOp>(gradRef.getAttr());
   FunctionType modelType = model.getFunctionType();
-  bool hasTarget =
-      lossKind.getValue() == "mse" || lossKind.getValue() == "cross-entropy";
+  bool hasTarget = lossKind == pipeopt::pipe::LossKind::MSE ||
+                   lossKind == pipeopt::pipe::LossKind::CrossEntropy;
   unsigned wantArgs = modelType.getNumInputs() + (hasTarget ? 1 : 0);
   if (!grad || grad.isExternal()) {
     fail("--train: " + kGradientAttr + " of @" + modelName + " names @" +
@@ -582,7 +583,7 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   // (grad_<i>); the data's gradients pipe-differentiate also computes are
   // dropped (and their code with them, as dead code).
   SmallVector<int64_t> outputWrt(wrt.asArrayRef());
-  if (auto trainableArgs = info.getAs<DenseI64ArrayAttr>("trainable")) {
+  if (DenseI64ArrayAttr trainableArgs = info.getTrainable()) {
     Operation *ret = grad.getBody().front().getTerminator();
     SmallVector<Value> keep{ret->getOperand(0)};
     outputWrt.clear();
@@ -618,7 +619,7 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
                     pipeopt::pipe::PipeDialect::getMicrobatchedAttrName(),
                     b.getUnitAttr());
     // Class indices of a cross entropy are checked by the runtime.
-    auto lossRef = info.getAs<FlatSymbolRefAttr>("loss_fn");
+    FlatSymbolRefAttr lossRef = info.getLossFn();
     if (auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(
                                     lossRef.getAttr())
                               : func::FuncOp())
@@ -632,7 +633,7 @@ buildTrainingStep(ModuleOp module, llvm::StringRef modelName, bool runPass) {
   // convert-pipe-to-runtime's `auto` would classify the arguments of
   // @<f>_grad, whose results are gradients, not per-example values. A model
   // differentiated before without a `data` entry keeps --microbatch-args.
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data")) {
+  if (DenseI64ArrayAttr data = info.getData()) {
     auto microbatched = pipeopt::pipe::PipeDialect::getMicrobatchedAttrName();
     for (int64_t i : data.asArrayRef())
       if (i >= 0 && i < int64_t(grad.getNumArguments()))
@@ -702,17 +703,18 @@ static FailureOr<BuiltPrograms> inspectPrograms(ModuleOp module) {
 /// --train: the module attribute pipe.optimizer that convert-pipe-to-runtime
 /// writes to the manifest ("training"); the runtime applies the update.
 static void setOptimizer(ModuleOp module) {
-  Builder b(module.getContext());
-  SmallVector<NamedAttribute> entries{
-      b.getNamedAttr("name", b.getStringAttr(optimizer))};
-  if (optimizer != "none") {
-    entries.push_back(b.getNamedAttr("lr", b.getF64FloatAttr(lr)));
-    entries.push_back(
-        b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)));
+  using pipeopt::pipe::OptimizerKind;
+  OptimizerKind kind =
+      *pipeopt::pipe::symbolizeOptimizerKind(optimizer.getValue());
+  std::optional<double> lrValue, weightDecayValue, momentumValue, beta1Value,
+      beta2Value, epsValue;
+  std::optional<int64_t> updateEvery;
+  if (kind != OptimizerKind::None) {
+    lrValue = lr;
+    weightDecayValue = weightDecay;
   }
-  if (optimizer == "momentum")
-    entries.push_back(
-        b.getNamedAttr("momentum", b.getF64FloatAttr(momentumOpt)));
+  if (kind == OptimizerKind::Momentum)
+    momentumValue = momentumOpt;
   // Asynchronous schedules update a stage's weights as its gradients
   // arrive: PipeDream after every backward (weight stashing keeps the
   // version each microbatch's forward read for its backward), PipeDream-2BW
@@ -723,19 +725,20 @@ static void setOptimizer(ModuleOp module) {
             pipeopt::schedule::findScheduleByKey(built.schedule)) {
       using WV = pipeopt::schedule::WeightVersions;
       if (info->weightVersions == WV::PerBackward)
-        entries.push_back(
-            b.getNamedAttr("update_every", b.getI64IntegerAttr(1)));
+        updateEvery = 1;
       else if (info->weightVersions == WV::PerRound)
-        entries.push_back(b.getNamedAttr(
-            "update_every", b.getI64IntegerAttr(built.stages)));
+        updateEvery = built.stages;
     }
-  if (optimizer == "adamw") {
-    entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
-    entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
-    entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(epsOpt)));
+  if (kind == OptimizerKind::AdamW) {
+    beta1Value = beta1;
+    beta2Value = beta2;
+    epsValue = epsOpt;
   }
-  module->setAttr(pipeopt::pipe::PipeDialect::OptimizerAttrHelper::getNameStr(),
-                  b.getDictionaryAttr(entries));
+  pipeopt::pipe::PipeDialect::OptimizerAttrHelper(module.getContext())
+      .setAttr(module, pipeopt::pipe::OptimizerAttr::get(
+                           module.getContext(), kind, lrValue, weightDecayValue,
+                           momentumValue, beta1Value, beta2Value, epsValue,
+                           updateEvery));
 }
 
 /// Pipelined --train: replaces the model function `modelName` by its loss
@@ -757,10 +760,10 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   if (failed(runDifferentiate(module, pipeline, modelName)))
     return failure();
   auto model = module.lookupSymbol<func::FuncOp>(modelName);
-  auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
-                    : DictionaryAttr();
-  auto lossRef = info ? info.getAs<FlatSymbolRefAttr>("loss_fn")
-                      : FlatSymbolRefAttr();
+  auto info =
+      model ? model->getAttrOfType<pipeopt::pipe::GradientAttr>(kGradientAttr)
+            : pipeopt::pipe::GradientAttr();
+  FlatSymbolRefAttr lossRef = info ? info.getLossFn() : FlatSymbolRefAttr();
   auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(lossRef.getAttr())
                         : func::FuncOp();
   if (!lossFn) {
@@ -775,12 +778,12 @@ static FailureOr<std::string> buildTrainingModel(ModuleOp module,
   if (hasTarget)
     lossFn.setArgAttr(lossFn.getNumArguments() - 1, microbatched,
                       b.getUnitAttr());
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+  if (DenseI64ArrayAttr data = info.getData())
     for (int64_t i : data.asArrayRef())
       lossFn.setArgAttr(i, microbatched, b.getUnitAttr());
   if (failed(checkTrainable(info, modelName)))
     return failure();
-  if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
+  if (DenseI64ArrayAttr t = info.getTrainable())
     lossFn->setAttr(
         pipeopt::pipe::PipeDialect::TrainableAttrHelper::getNameStr(), t);
   lossFn.setPublic();
@@ -836,8 +839,7 @@ int main(int argc, char **argv) {
                   "comma-separated list of argument indices such as '0,3')");
     if (optimizer.empty())
       optimizer = reference ? "none" : "sgd";
-    if (!llvm::is_contained({"none", "sgd", "momentum", "adamw"},
-                            optimizer.getValue()))
+    if (!pipeopt::pipe::symbolizeOptimizerKind(optimizer.getValue()))
       return fail("--optimizer: expected none, sgd, momentum or adamw; got '" +
                   optimizer + "'");
     if (failed(parseBetas()))
@@ -1066,9 +1068,12 @@ int main(int argc, char **argv) {
           return fail("--" + opt->ArgStr + " does not apply: @" + modelName +
                       " was differentiated before (it has '" + kGradientAttr +
                       "'), so its gradient function is compiled as it is");
-      for (NamedAttribute entry :
-           (*model)->getAttrOfType<DictionaryAttr>(kGradientAttr))
-        if (auto ref = dyn_cast<FlatSymbolRefAttr>(entry.getValue()))
+      auto info =
+          (*model)->getAttrOfType<pipeopt::pipe::GradientAttr>(kGradientAttr);
+      for (FlatSymbolRefAttr ref :
+           {info.getB(), info.getBwd(), info.getFwd(), info.getGrad(),
+            info.getLossFn(), info.getW()})
+        if (ref)
           if (auto fn = module->lookupSymbol<func::FuncOp>(ref.getAttr()))
             roots.push_back(fn);
     }
@@ -1146,7 +1151,12 @@ int main(int argc, char **argv) {
       // trainable: auto (the default), i.e. pipe.trainable of the loss
       // function that buildTrainingModel recorded.
       pipeopt::MaterializeBackwardPassOptions materialize;
-      materialize.recompute = recompute.getValue();
+      std::optional<pipeopt::autodiff::Recompute> recomputeKind =
+          pipeopt::autodiff::parseRecompute(recompute);
+      if (!recomputeKind)
+        return fail("--recompute: expected none, elementwise or all, got '" +
+                    recompute + "'");
+      materialize.recompute = *recomputeKind;
       pm.addPass(pipeopt::createMaterializeBackwardPass(materialize));
     }
     if (failed(pm.run(*module)))
@@ -1155,20 +1165,14 @@ int main(int argc, char **argv) {
     // --schedule auto: the rest of the build follows the choice that
     // pipe-auto-schedule made in this run.
     if (autoSchedule) {
-      auto choice = (*module)->getAttrOfType<DictionaryAttr>(kAutoScheduleAttr);
-      auto name = choice ? choice.getAs<StringAttr>("schedule") : StringAttr();
-      auto m = choice ? choice.getAs<IntegerAttr>("num_microbatches")
-                      : IntegerAttr();
-      if (!name || !m)
+      auto choice = (*module)->getAttrOfType<pipeopt::pipe::AutoScheduleAttr>(
+          kAutoScheduleAttr);
+      if (!choice)
         return fail("--schedule auto: the front half left no '" +
-                    kAutoScheduleAttr +
-                    "' attribute with 'schedule' and 'num_microbatches'");
-      if (m.getInt() <= 0)
-        return fail("--schedule auto: " + kAutoScheduleAttr +
-                    " chose num_microbatches = " + Twine(m.getInt()) +
-                    "; expected a positive count");
-      schedule = name.str();
-      numMicrobatches = m.getInt();
+                    kAutoScheduleAttr + "' attribute");
+      // The attribute's verifier checked num_microbatches > 0.
+      schedule = choice.getSchedule().str();
+      numMicrobatches = choice.getNumMicrobatches();
     }
   } else if (verifySchedule) {
     // Programs given in the input (hand-written or edited) get the checks
