@@ -8,6 +8,7 @@
 
 #include "pipeopt/Driver/Driver.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ManagedStatic.h"
@@ -127,23 +128,25 @@ struct CompileCLOptions {
                "(torch.optim.SGD), decoupled for adamw (torch.optim.AdamW); "
                "default 0"),
       cl::init(0.0), cl::cat(category)};
-  cl::opt<std::string>
-      loss{"loss",
-           cl::desc("Loss for --train: none (the model returns its own f32 "
-                    "scalar loss), mse (target: the type of result 0) or "
-                    "cross-entropy (result 0 is logits [..., C]; target: i64 "
-                    "class indices [...])"),
-           cl::init("none"), cl::cat(category)};
+  cl::opt<pipeopt::pipe::LossKind> loss{
+      "loss",
+      cl::desc("Loss for --train: none (the model returns its own f32 "
+               "scalar loss), mse (target: the type of result 0) or "
+               "cross-entropy (result 0 is logits [..., C]; target: i64 "
+               "class indices [...])"),
+      pipeopt::lossOptionValues(), cl::init(pipeopt::pipe::LossKind::None),
+      cl::cat(category)};
   cl::opt<std::string> trainable{
       "trainable",
       cl::desc("Arguments that get gradients for --train: auto, all, none or "
                "a comma-separated index list"),
       cl::init("auto"), cl::cat(category)};
-  cl::opt<std::string> recompute{
+  cl::opt<pipeopt::autodiff::Recompute> recompute{
       "recompute",
       cl::desc("What backward recomputes instead of saving, for --train: none, "
                "elementwise or all"),
-      cl::init("none"), cl::cat(category)};
+      pipeopt::recomputeOptionValues(),
+      cl::init(pipeopt::autodiff::Recompute::None), cl::cat(category)};
 
   cl::opt<Emit> emit{
       "emit", cl::desc("Stop after a step and write its result to -o"),

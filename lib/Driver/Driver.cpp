@@ -123,7 +123,7 @@ static llvm::Error checkTrainingOptions(CompileOptions &o) {
                      "'0,3')");
   if (o.optimizer.empty())
     o.optimizer = o.reference ? "none" : "sgd";
-  if (!llvm::is_contained({"none", "sgd", "momentum", "adamw"}, o.optimizer))
+  if (!pipe::symbolizeOptimizerKind(o.optimizer))
     return makeError("--optimizer: expected none, sgd, momentum or adamw; "
                      "got '" +
                      o.optimizer + "'");
@@ -323,13 +323,13 @@ prepareTraining(ModuleOp module, func::FuncOp model, const CompileOptions &o,
   if (failed(pm.run(module)))
     return makeError("--train: pipe-prepare-training failed on @" + modelName);
   model = module.lookupSymbol<func::FuncOp>(modelName);
-  auto info = model->getAttrOfType<DictionaryAttr>(kGradientAttr);
-  auto ref = info.getAs<FlatSymbolRefAttr>(o.reference ? "grad" : "loss_fn");
+  auto info = model->getAttrOfType<pipe::GradientAttr>(kGradientAttr);
+  FlatSymbolRefAttr ref = o.reference ? info.getGrad() : info.getLossFn();
   auto fn = module.lookupSymbol<func::FuncOp>(ref.getAttr());
   // The runtime feeds per-microbatch slices to exactly the arguments the
   // pass marked (data and target). A reference of a model differentiated
   // before without a `data` entry keeps --microbatch-args.
-  if (!o.reference || info.get("data"))
+  if (!o.reference || info.getData())
     built.microbatchArgs = microbatchedArguments(fn);
   return fn;
 }
@@ -357,9 +357,11 @@ static llvm::Error buildReference(ModuleOp module, const CompileOptions &o,
                        " was differentiated before (it has '" +
                        kGradientAttr +
                        "'), so its gradient function is compiled as it is");
-    for (NamedAttribute entry :
-         (*model)->getAttrOfType<DictionaryAttr>(kGradientAttr))
-      if (auto ref = dyn_cast<FlatSymbolRefAttr>(entry.getValue()))
+    auto info = (*model)->getAttrOfType<pipe::GradientAttr>(kGradientAttr);
+    for (FlatSymbolRefAttr ref :
+         {info.getB(), info.getBwd(), info.getFwd(), info.getGrad(),
+          info.getLossFn(), info.getW()})
+      if (ref)
         if (auto fn = module.lookupSymbol<func::FuncOp>(ref.getAttr()))
           roots.push_back(fn);
   }
@@ -460,20 +462,13 @@ static llvm::Error buildPipeline(ModuleOp module, const CompileOptions &o,
   // --schedule auto: the rest of the build follows the choice that
   // pipe-auto-schedule made in this run.
   if (autoSchedule) {
-    auto choice = module->getAttrOfType<DictionaryAttr>(kAutoScheduleAttr);
-    auto name = choice ? choice.getAs<StringAttr>("schedule") : StringAttr();
-    auto m = choice ? choice.getAs<IntegerAttr>("num_microbatches")
-                    : IntegerAttr();
-    if (!name || !m)
+    auto choice = module->getAttrOfType<pipe::AutoScheduleAttr>(kAutoScheduleAttr);
+    if (!choice)
       return makeError("--schedule auto: the front half left no '" +
-                       kAutoScheduleAttr +
-                       "' attribute with 'schedule' and 'num_microbatches'");
-    if (m.getInt() <= 0)
-      return makeError("--schedule auto: " + kAutoScheduleAttr +
-                       " chose num_microbatches = " + llvm::Twine(m.getInt()) +
-                       "; expected a positive count");
-    built.schedule = name.str();
-    built.numMicrobatches = m.getInt();
+                       kAutoScheduleAttr + "' attribute");
+    // The attribute's verifier checked num_microbatches > 0.
+    built.schedule = choice.getSchedule().str();
+    built.numMicrobatches = choice.getNumMicrobatches();
   }
   return llvm::Error::success();
 }
@@ -581,7 +576,7 @@ pipeopt::driver::buildPrograms(ModuleOp module, const CompileOptions &o) {
   // outputs).
   if (o.train && !(o.reference && o.optimizer == "none")) {
     SetOptimizerPassOptions opt;
-    opt.kind = o.optimizer;
+    opt.kind = *pipe::symbolizeOptimizerKind(o.optimizer);
     opt.lr = o.lr;
     opt.momentum = o.momentum;
     auto betas = parseBetas(o.betas);

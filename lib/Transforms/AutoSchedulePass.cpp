@@ -304,19 +304,11 @@ void AutoSchedulePass::runOnOperation() {
     else
       d << "; " << countOf(points.size(), "candidate") << ", no memory limit";
   }
-  Builder b(&getContext());
-  module->setAttr(
-      pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr(),
-      b.getDictionaryAttr({
-          b.getNamedAttr("schedule", b.getStringAttr(best.schedule)),
-          b.getNamedAttr("num_microbatches",
-                         b.getI64IntegerAttr(best.microbatches)),
-          b.getNamedAttr("virtual_stages",
-                         b.getI64IntegerAttr(best.virtualStages())),
-          b.getNamedAttr("num_stages", b.getI64IntegerAttr(best.modelStages)),
-          b.getNamedAttr("makespan_s",
-                         b.getF64FloatAttr(best.eval.event.makespanSec)),
-      }));
+  pipe::PipeDialect::AutoScheduleAttrHelper(&getContext())
+      .setAttr(module, pipe::AutoScheduleAttr::get(
+                           &getContext(), best.schedule, best.microbatches,
+                           best.virtualStages(), best.modelStages,
+                           best.eval.event.makespanSec));
 
   // --- Partition, outline, schedule with the choice ---------------------------
   OpPassManager pm(ModuleOp::getOperationName());

@@ -211,7 +211,7 @@ private:
 /// pipe.gradient.
 struct Generated {
   OwningOpRef<ModuleOp> module;
-  DictionaryAttr info;
+  pipe::GradientAttr info;
 };
 
 struct DifferentiatePass
@@ -311,15 +311,12 @@ LogicalResult DifferentiatePass::differentiateOne(
   }
 
   // The loss: given, the model's own, or none.
-  StringRef lossName = "none";
+  pipe::LossKind lossName = loss;
   std::optional<autodiff::Loss> lossKind;
-  if (loss != "none") {
-    lossKind = autodiff::parseLoss(loss);
-    if (!lossKind)
-      return f.emitError() << kPass << "loss: expected 'none', 'mse' or "
-                                       "'cross-entropy', got '"
-                           << loss << "'";
-    lossName = loss;
+  if (loss == pipe::LossKind::MSE) {
+    lossKind = autodiff::Loss::MSE;
+  } else if (loss == pipe::LossKind::CrossEntropy) {
+    lossKind = autodiff::Loss::CrossEntropy;
   } else if (type.getNumResults() == 1) {
     Type r = type.getResult(0);
     auto rt = dyn_cast<RankedTensorType>(r);
@@ -327,11 +324,11 @@ LogicalResult DifferentiatePass::differentiateOne(
          rt.getNumElements() == 1) ||
         isa<FloatType>(r)) {
       lossKind = autodiff::Loss::Self;
-      lossName = "self";
+      lossName = pipe::LossKind::Self;
     }
   }
   if (lossKind && !isLastStage)
-    lossKind.reset(), lossName = "none";
+    lossKind.reset(), lossName = pipe::LossKind::None;
 
   // The library puts what it generates next to the function it is given:
   // a clone of f in a module of its own, so that functions are
@@ -384,47 +381,27 @@ LogicalResult DifferentiatePass::differentiateOne(
     gradFn = *g;
   }
 
-  SmallVector<NamedAttribute> attrs = {
-      b.getNamedAttr("wrt", indexArray(b, options.wrt)),
-      b.getNamedAttr("trainable", indexArray(b, trainable)),
-      b.getNamedAttr("data", indexArray(b, data)),
-      b.getNamedAttr("seeded", indexArray(b, grad->seeded)),
-      b.getNamedAttr("loss", b.getStringAttr(lossName)),
-      b.getNamedAttr("num_saved", b.getI64IntegerAttr(grad->numSaved)),
-      b.getNamedAttr("saved_bytes", b.getI64IntegerAttr(grad->savedBytes)),
-      b.getNamedAttr("num_stash", b.getI64IntegerAttr(grad->numStash)),
-      b.getNamedAttr("stash_bytes", b.getI64IntegerAttr(grad->stashBytes)),
-      b.getNamedAttr("fwd", FlatSymbolRefAttr::get(grad->fwd)),
-      b.getNamedAttr("bwd", FlatSymbolRefAttr::get(grad->bwd)),
-      b.getNamedAttr("b", FlatSymbolRefAttr::get(grad->b)),
-      b.getNamedAttr("w", FlatSymbolRefAttr::get(grad->w))};
-  if (lossFn) {
-    attrs.push_back(b.getNamedAttr("loss_fn", FlatSymbolRefAttr::get(lossFn)));
-    attrs.push_back(b.getNamedAttr("grad", FlatSymbolRefAttr::get(gradFn)));
-  }
-  out.info = b.getDictionaryAttr(attrs);
+  auto ref = [](func::FuncOp fn) {
+    return fn ? FlatSymbolRefAttr::get(fn) : FlatSymbolRefAttr();
+  };
+  out.info = pipe::GradientAttr::get(
+      f->getContext(), lossName, indexArray(b, options.wrt),
+      indexArray(b, trainable), indexArray(b, data),
+      indexArray(b, grad->seeded), int64_t(grad->numSaved), grad->savedBytes,
+      int64_t(grad->numStash), grad->stashBytes, ref(grad->fwd), ref(grad->bwd),
+      ref(grad->b), ref(grad->w), ref(lossFn), ref(gradFn));
   return success();
 }
 
 void DifferentiatePass::runOnOperation() {
   ModuleOp module = getOperation();
   Location loc = module.getLoc();
+  pipe::PipeDialect::GradientAttrHelper gradientAttr(&getContext());
 
   // Options.
-  std::optional<autodiff::Recompute> recomputeKind =
-      autodiff::parseRecompute(recompute);
-  if (!recomputeKind) {
-    emitError(loc) << kPass << "recompute: expected 'none', 'elementwise' or "
-                               "'all', got '"
-                   << recompute << "'";
-    return signalPassFailure();
-  }
-  if (loss != "none" && !autodiff::parseLoss(loss)) {
-    emitError(loc) << kPass << "loss: expected 'none', 'mse' or "
-                               "'cross-entropy', got '"
-                   << loss << "'";
-    return signalPassFailure();
-  }
+  // loss and recompute are enum options: the option parser rejects other
+  // values.
+  std::optional<autodiff::Recompute> recomputeKind = recompute.getValue();
   FailureOr<IndexOption> trainableOpt =
       parseIndexOption(loc, "trainable", trainable);
   FailureOr<IndexOption> dataOpt =
@@ -462,9 +439,11 @@ void DifferentiatePass::runOnOperation() {
       // second run names the differentiated model.
       llvm::StringSet<> generated;
       for (auto fn : module.getOps<func::FuncOp>())
-        if (auto info = fn->getAttrOfType<DictionaryAttr>(pipe::PipeDialect::GradientAttrHelper::getNameStr()))
-          for (NamedAttribute a : info)
-            if (auto ref = dyn_cast<FlatSymbolRefAttr>(a.getValue()))
+        if (auto info = gradientAttr.getAttr(fn))
+          for (FlatSymbolRefAttr ref :
+               {info.getFwd(), info.getBwd(), info.getB(), info.getW(),
+                info.getLossFn(), info.getGrad()})
+            if (ref)
               generated.insert(ref.getValue());
       SmallVector<func::FuncOp> candidates;
       for (auto fn : module.getOps<func::FuncOp>())
@@ -501,8 +480,7 @@ void DifferentiatePass::runOnOperation() {
   std::vector<Generated> generated(targets.size());
   if (failed(forEachInOrder(ctx, targets.size(), [&](unsigned i) {
         func::FuncOp fn = targets[i];
-        if (fn->hasAttr(
-                pipe::PipeDialect::GradientAttrHelper::getNameStr()))
+        if (gradientAttr.isAttrPresent(fn))
           return LogicalResult(
               fn.emitError() << kPass << "@" << fn.getSymName()
                              << " is already differentiated (it has "
@@ -534,10 +512,11 @@ void DifferentiatePass::runOnOperation() {
         // function. Without a loss, F is a copy of the function, which has
         // none (removed above).
         llvm::SmallDenseSet<StringRef, 4> clean;
-        for (StringRef k : {"bwd", "b", "w"})
-          clean.insert(gen.info.getAs<FlatSymbolRefAttr>(k).getValue());
-        if (!gen.info.get("loss_fn"))
-          clean.insert(gen.info.getAs<FlatSymbolRefAttr>("fwd").getValue());
+        for (FlatSymbolRefAttr ref :
+             {gen.info.getBwd(), gen.info.getB(), gen.info.getW()})
+          clean.insert(ref.getValue());
+        if (!gen.info.getLossFn())
+          clean.insert(gen.info.getFwd().getValue());
         for (Operation &op : llvm::drop_begin(*gen.module->getBody())) {
           if (clean.contains(cast<func::FuncOp>(op).getSymName()))
             continue;
@@ -555,7 +534,6 @@ void DifferentiatePass::runOnOperation() {
     for (Operation &op :
          llvm::make_early_inc_range(llvm::drop_begin(*gen.module->getBody())))
       op.moveBefore(module.getBody(), pos);
-    fn->setAttr(pipe::PipeDialect::GradientAttrHelper::getNameStr(),
-                gen.info);
+    gradientAttr.setAttr(fn, gen.info);
   }
 }

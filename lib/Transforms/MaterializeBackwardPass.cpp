@@ -553,16 +553,10 @@ MaterializeBackwardPass::rewriteProgram(pipe::ProgramOp program,
 
 void MaterializeBackwardPass::runOnOperation() {
   ModuleOp module = getOperation();
-  std::optional<autodiff::Recompute> recomputeKind =
-      autodiff::parseRecompute(recompute);
+  // recompute is an enum option: the option parser rejects other values.
+  std::optional<autodiff::Recompute> recomputeKind = recompute.getValue();
   SmallVector<pipe::ProgramOp> programs(module.getOps<pipe::ProgramOp>());
   Location loc = programs.empty() ? module.getLoc() : programs.front().getLoc();
-  if (!recomputeKind) {
-    emitError(loc) << kPass << "recompute: expected 'none', 'elementwise' or "
-                               "'all', got '"
-                   << recompute << "'";
-    return signalPassFailure();
-  }
   llvm::Expected<ArgumentSelection> sel = ArgumentSelection::parse(
       trainable, "trainable", {ArgumentSelection::Kind::None});
   if (!sel) {

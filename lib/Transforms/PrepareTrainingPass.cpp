@@ -47,11 +47,11 @@ private:
   /// pipe.gradient of `model`): none is an error (training would change
   /// nothing), and so is data among them (its value differs per
   /// microbatch).
-  LogicalResult checkTrainable(func::FuncOp model, DictionaryAttr info);
+  LogicalResult checkTrainable(func::FuncOp model, pipe::GradientAttr info);
   LogicalResult buildLossFunction(ModuleOp module, func::FuncOp model,
-                                  DictionaryAttr info);
+                                  pipe::GradientAttr info);
   LogicalResult buildTrainingStep(ModuleOp module, func::FuncOp model,
-                                  DictionaryAttr info);
+                                  pipe::GradientAttr info);
 };
 
 } // namespace
@@ -71,9 +71,9 @@ LogicalResult PrepareTrainingPass::differentiate(ModuleOp module) {
 }
 
 LogicalResult PrepareTrainingPass::checkTrainable(func::FuncOp model,
-                                                  DictionaryAttr info) {
-  auto t = info.getAs<DenseI64ArrayAttr>("trainable");
-  auto data = info.getAs<DenseI64ArrayAttr>("data");
+                                                  pipe::GradientAttr info) {
+  DenseI64ArrayAttr t = info.getTrainable();
+  DenseI64ArrayAttr data = info.getData();
   if (!t || t.empty())
     return model.emitError()
            << "@" << model.getSymName()
@@ -99,8 +99,8 @@ LogicalResult PrepareTrainingPass::checkTrainable(func::FuncOp model,
 /// both).
 LogicalResult PrepareTrainingPass::buildLossFunction(ModuleOp module,
                                                      func::FuncOp model,
-                                                     DictionaryAttr info) {
-  auto lossRef = info.getAs<FlatSymbolRefAttr>("loss_fn");
+                                                     pipe::GradientAttr info) {
+  FlatSymbolRefAttr lossRef = info.getLossFn();
   auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(lossRef.getAttr())
                         : func::FuncOp();
   if (!lossFn)
@@ -114,12 +114,12 @@ LogicalResult PrepareTrainingPass::buildLossFunction(ModuleOp module,
   if (lossFn.getNumArguments() > model.getNumArguments())
     lossFn.setArgAttr(lossFn.getNumArguments() - 1, microbatched,
                       b.getUnitAttr());
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+  if (DenseI64ArrayAttr data = info.getData())
     for (int64_t i : data.asArrayRef())
       lossFn.setArgAttr(i, microbatched, b.getUnitAttr());
   if (failed(checkTrainable(model, info)))
     return failure();
-  if (auto t = info.getAs<DenseI64ArrayAttr>("trainable"))
+  if (DenseI64ArrayAttr t = info.getTrainable())
     lossFn->setAttr(pipe::PipeDialect::TrainableAttrHelper::getNameStr(), t);
   lossFn.setPublic();
   return success();
@@ -130,12 +130,12 @@ LogicalResult PrepareTrainingPass::buildLossFunction(ModuleOp module,
 /// the trainable arguments, named and averaged over microbatches.
 LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
                                                      func::FuncOp model,
-                                                     DictionaryAttr info) {
+                                                     pipe::GradientAttr info) {
   MLIRContext *ctx = module.getContext();
-  auto gradRef = info.getAs<FlatSymbolRefAttr>("grad");
-  auto wrt = info.getAs<DenseI64ArrayAttr>("wrt");
-  auto lossKind = info.getAs<StringAttr>("loss");
-  if (!gradRef || !wrt || !lossKind)
+  FlatSymbolRefAttr gradRef = info.getGrad();
+  DenseI64ArrayAttr wrt = info.getWrt();
+  pipe::LossKind lossKind = info.getLoss();
+  if (!gradRef)
     return model.emitError()
            << "the model has no loss to differentiate (" << kGradientAttr
            << " of @" << model.getSymName()
@@ -144,8 +144,8 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
               "f32 scalar (tensor<f32>)";
   auto grad = module.lookupSymbol<func::FuncOp>(gradRef.getAttr());
   FunctionType modelType = model.getFunctionType();
-  bool hasTarget =
-      lossKind.getValue() == "mse" || lossKind.getValue() == "cross-entropy";
+  bool hasTarget = lossKind == pipe::LossKind::MSE ||
+                   lossKind == pipe::LossKind::CrossEntropy;
   unsigned wantArgs = modelType.getNumInputs() + (hasTarget ? 1 : 0);
   if (!grad || grad.isExternal())
     return model.emitError()
@@ -168,7 +168,7 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
   // (grad_<i>); the data's gradients pipe-differentiate also computes are
   // dropped (and their code with them, as dead code).
   SmallVector<int64_t> outputWrt(wrt.asArrayRef());
-  if (auto trainableArgs = info.getAs<DenseI64ArrayAttr>("trainable")) {
+  if (DenseI64ArrayAttr trainableArgs = info.getTrainable()) {
     Operation *ret = grad.getBody().front().getTerminator();
     SmallVector<Value> keep{ret->getOperand(0)};
     outputWrt.clear();
@@ -200,7 +200,7 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
   if (hasTarget) {
     grad.setArgAttr(wantArgs - 1, microbatched, b.getUnitAttr());
     // Class indices of a cross entropy are checked by the runtime.
-    auto lossRef = info.getAs<FlatSymbolRefAttr>("loss_fn");
+    FlatSymbolRefAttr lossRef = info.getLossFn();
     if (auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(
                                     lossRef.getAttr())
                               : func::FuncOp())
@@ -215,7 +215,7 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
   // program too (convert-pipe-to-runtime's `auto` would classify the
   // arguments of @f_grad, whose results are gradients, not per-example
   // values).
-  if (auto data = info.getAs<DenseI64ArrayAttr>("data"))
+  if (DenseI64ArrayAttr data = info.getData())
     for (int64_t i : data.asArrayRef())
       if (i >= 0 && i < int64_t(grad.getNumArguments()))
         grad.setArgAttr(i, microbatched, b.getUnitAttr());
@@ -243,8 +243,8 @@ void PrepareTrainingPass::runOnOperation() {
   if (!differentiated && failed(differentiate(module)))
     return signalPassFailure();
   model = module.lookupSymbol<func::FuncOp>(function);
-  auto info = model ? model->getAttrOfType<DictionaryAttr>(kGradientAttr)
-                    : DictionaryAttr();
+  auto info = model ? model->getAttrOfType<pipe::GradientAttr>(kGradientAttr)
+                    : pipe::GradientAttr();
   if (!info) {
     emitError(module.getLoc())
         << "pipe-prepare-training: pipe-differentiate left no '"

@@ -41,11 +41,6 @@ void SetOptimizerPass::runOnOperation() {
     d << "pipe-set-optimizer: ";
     return d;
   };
-  if (!llvm::is_contained({"none", "sgd", "momentum", "adamw"}, kind.getValue())) {
-    error() << "optimizer: expected none, sgd, momentum or adamw, got '"
-            << kind << "'";
-    return signalPassFailure();
-  }
   // The ranges the runtime's manifest reader enforces (torch.optim's).
   struct Range {
     llvm::StringRef name;
@@ -73,16 +68,21 @@ void SetOptimizerPass::runOnOperation() {
   if (failed(built) || failed(checkAsynchronousUpdates(module, *built)))
     return signalPassFailure();
 
-  Builder b(module.getContext());
-  SmallVector<NamedAttribute> entries{
-      b.getNamedAttr("name", b.getStringAttr(kind))};
-  if (kind != "none") {
-    entries.push_back(b.getNamedAttr("lr", b.getF64FloatAttr(lr)));
-    entries.push_back(
-        b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)));
+  using pipe::OptimizerKind;
+  std::optional<double> lrValue, weightDecayValue, momentumValue, beta1Value,
+      beta2Value, epsValue;
+  std::optional<int64_t> updateEvery;
+  if (kind != OptimizerKind::None) {
+    lrValue = lr;
+    weightDecayValue = weightDecay;
   }
-  if (kind == "momentum")
-    entries.push_back(b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)));
+  if (kind == OptimizerKind::Momentum)
+    momentumValue = momentum;
+  if (kind == OptimizerKind::AdamW) {
+    beta1Value = beta1;
+    beta2Value = beta2;
+    epsValue = eps;
+  }
   // Asynchronous schedules update a stage's weights as its gradients
   // arrive: PipeDream after every backward (weight stashing keeps the
   // version each microbatch's forward read for its backward), PipeDream-2BW
@@ -91,16 +91,13 @@ void SetOptimizerPass::runOnOperation() {
   if (const auto *info = schedule::findScheduleByKey(built->schedule)) {
     using WV = schedule::WeightVersions;
     if (info->weightVersions == WV::PerBackward)
-      entries.push_back(b.getNamedAttr("update_every", b.getI64IntegerAttr(1)));
+      updateEvery = 1;
     else if (info->weightVersions == WV::PerRound)
-      entries.push_back(b.getNamedAttr("update_every",
-                                       b.getI64IntegerAttr(built->stages)));
+      updateEvery = built->stages;
   }
-  if (kind == "adamw") {
-    entries.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
-    entries.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
-    entries.push_back(b.getNamedAttr("eps", b.getF64FloatAttr(eps)));
-  }
-  module->setAttr(pipe::PipeDialect::OptimizerAttrHelper::getNameStr(),
-                  b.getDictionaryAttr(entries));
+  pipe::PipeDialect::OptimizerAttrHelper(module.getContext())
+      .setAttr(module, pipe::OptimizerAttr::get(
+                           module.getContext(), kind, lrValue,
+                           weightDecayValue, momentumValue, beta1Value,
+                           beta2Value, epsValue, updateEvery));
 }

@@ -74,7 +74,7 @@ func.func private @f_bwd()
 
 // Differentiating twice.
 // expected-error @+1 {{pipe-differentiate: @g is already differentiated (it has pipe.gradient)}}
-func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = {}} {
+func.func @g(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = []>} {
   return %x : tensor<4xf32>
 }
 

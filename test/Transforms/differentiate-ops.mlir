@@ -84,6 +84,6 @@
 // MIXED: arith.truncf %{{.*}} : f64 to f32
 
 // A model returning one scalar is its own loss: @scalar_loss_grad seeds 1.
-// SELF: loss = "self"
+// SELF: loss = self,
 // SELF-LABEL: func.func @scalar_loss_grad(
 // SELF-SAME: -> (tensor<f32>, tensor<3xf32>, tensor<3xf32>)

@@ -7,7 +7,7 @@
 // RUN: pipeopt %s -pipe-differentiate --mlir-disable-threading | FileCheck %s
 
 // CHECK-LABEL: func.func @s0(
-// CHECK-SAME: pipe.gradient = {b = @s0_b, bwd = @s0_bwd
+// CHECK-SAME: pipe.gradient = #pipe.gradient<{{.*}}fwd = @s0_fwd, bwd = @s0_bwd, b = @s0_b, w = @s0_w
 // CHECK-NOT: tosa.
 // CHECK: linalg.batch_matmul
 // CHECK-LABEL: func.func @s0_fwd(
@@ -15,13 +15,13 @@
 // CHECK-LABEL: func.func @s0_b(
 // CHECK-LABEL: func.func @s0_w(
 // CHECK-LABEL: func.func @s1(
-// CHECK-SAME: pipe.gradient = {b = @s1_b, bwd = @s1_bwd
+// CHECK-SAME: pipe.gradient = #pipe.gradient<{{.*}}fwd = @s1_fwd, bwd = @s1_bwd, b = @s1_b, w = @s1_w
 // CHECK-LABEL: func.func @s1_fwd(
 // CHECK-LABEL: func.func @s1_bwd(
 // CHECK-LABEL: func.func @s1_b(
 // CHECK-LABEL: func.func @s1_w(
 // CHECK-LABEL: func.func @s2(
-// CHECK-SAME: pipe.gradient = {b = @s2_b, bwd = @s2_bwd
+// CHECK-SAME: pipe.gradient = #pipe.gradient<{{.*}}fwd = @s2_fwd, bwd = @s2_bwd, b = @s2_b, w = @s2_w
 // CHECK-LABEL: func.func @s2_loss(
 // CHECK-LABEL: func.func @s2_grad(
 // CHECK-LABEL: func.func @s2_fwd(

@@ -11,7 +11,7 @@
 // (the matmul result m, 80 bytes) plus x (48 bytes, data) kept for the backward;
 // B stashes d m (80 bytes) for W.
 // CHECK-LABEL: func.func @mlp(
-// CHECK-SAME: pipe.gradient = {b = @mlp_b, bwd = @mlp_bwd, data = array<i64: 0>, fwd = @mlp_fwd, loss = "none", num_saved = 1 : i64, num_stash = 1 : i64, saved_bytes = 128 : i64, seeded = array<i64: 0>, stash_bytes = 80 : i64, trainable = array<i64: 1, 2>, w = @mlp_w, wrt = array<i64: 0, 1, 2>}
+// CHECK-SAME: pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 1, 2], trainable = [1, 2], data = [0], seeded = [0], num_saved = 1, saved_bytes = 128, num_stash = 1, stash_bytes = 80, fwd = @mlp_fwd, bwd = @mlp_bwd, b = @mlp_b, w = @mlp_w>
 
 // F returns y and the saved m.
 // CHECK-LABEL: func.func @mlp_fwd(
@@ -48,21 +48,21 @@
 // CHECK: linalg.generic {{.*}}iterator_types = ["reduction", "parallel", "parallel"]} ins(%[[WX]], %[[STASH]] :
 
 // Full recomputation: nothing saved; the backward recomputes the matmul.
-// ALL: num_saved = 0 : i64
-// ALL-SAME: saved_bytes = 48 : i64
+// ALL: num_saved = 0, saved_bytes = 48,
 // ALL-LABEL: func.func @mlp_fwd(
 // ALL-SAME: -> tensor<4x5xf32>
 // ALL-LABEL: func.func @mlp_bwd(
 // ALL: linalg.matmul
 
 // No weights: everything is B, W is empty.
-// NONE: trainable = array<i64>
+// NONE: trainable = [],
 // NONE: func.func @mlp_w(%{{.*}}: tensor<4x5xf32>) {
 // NONE-NEXT: return
 
 // With a loss: @mlp_loss appends mean((y - t)^2) and @mlp_grad returns the
 // loss and the three gradients.
-// MSE: loss = "mse", loss_fn = @mlp_loss
+// MSE: loss = mse,
+// MSE-SAME: loss_fn = @mlp_loss, grad = @mlp_grad>
 // MSE-LABEL: func.func @mlp_loss(
 // MSE-SAME: %{{.*}}: tensor<4x5xf32>) -> tensor<f32>
 // MSE: arith.constant 5.000000e-02 : f32

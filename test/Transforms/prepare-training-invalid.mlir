@@ -36,8 +36,8 @@ func.func @f(%w: tensor<3x2xf32>, %x: tensor<4x3xf32>) -> tensor<4x2xf32> {
 }
 
 func.func @wrt2(%w: tensor<4xf32>) -> tensor<4xf32>
-    attributes {pipe.gradient = {grad = @wrt2_grad, loss = "mse",
-                                 wrt = array<i64: 0, 1>}} {
+    attributes {pipe.gradient = #pipe.gradient<grad = @wrt2_grad, loss = mse,
+                                 wrt = [0, 1]>} {
   return %w : tensor<4xf32>
 }
 func.func private @wrt2_grad(%w: tensor<4xf32>, %t: tensor<4xf32>)
@@ -47,14 +47,14 @@ func.func private @wrt2_grad(%w: tensor<4xf32>, %t: tensor<4xf32>)
 }
 
 func.func @missing(%w: tensor<4xf32>) -> tensor<4xf32>
-    attributes {pipe.gradient = {grad = @missing_grad, loss = "none",
-                                 wrt = array<i64: 0>}} {
+    attributes {pipe.gradient = #pipe.gradient<grad = @missing_grad, loss = self,
+                                 wrt = [0]>} {
   return %w : tensor<4xf32>
 }
 
 func.func @external(%w: tensor<4xf32>) -> tensor<4xf32>
-    attributes {pipe.gradient = {grad = @external_grad, loss = "none",
-                                 wrt = array<i64: 0>}} {
+    attributes {pipe.gradient = #pipe.gradient<grad = @external_grad, loss = self,
+                                 wrt = [0]>} {
   return %w : tensor<4xf32>
 }
 func.func private @external_grad(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)

@@ -295,16 +295,16 @@ struct GradientInfo {
 };
 
 LogicalResult readGradientInfo(func::FuncOp model, GradientInfo &info) {
-  auto dict = model->getAttrOfType<DictionaryAttr>(pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr());
+  auto dict = pipeopt::pipe::PipeDialect::GradientAttrHelper(model.getContext())
+                  .getAttr(model);
   if (!dict)
     return model.emitError()
            << "@" << model.getSymName()
            << " has no pipe.gradient attribute (with --use-existing-gradient "
               "the input must name its @f_loss and @f_grad there)";
-  if (auto l = dict.getAs<StringAttr>("loss"))
-    info.lossKind = l.getValue().str();
-  auto lossFn = dict.getAs<FlatSymbolRefAttr>("loss_fn");
-  auto gradFn = dict.getAs<FlatSymbolRefAttr>("grad");
+  info.lossKind = pipeopt::pipe::stringifyLossKind(dict.getLoss()).str();
+  FlatSymbolRefAttr lossFn = dict.getLossFn();
+  FlatSymbolRefAttr gradFn = dict.getGrad();
   if (!lossFn || !gradFn || info.lossKind == "none")
     return model.emitError()
            << "@" << model.getSymName()
@@ -313,10 +313,7 @@ LogicalResult readGradientInfo(func::FuncOp model, GradientInfo &info) {
               "--loss cross-entropy)";
   info.lossFn = lossFn.getValue().str();
   info.gradFn = gradFn.getValue().str();
-  auto wrt = dict.getAs<DenseI64ArrayAttr>("wrt");
-  if (!wrt)
-    return model.emitError() << "pipe.gradient of @" << model.getSymName()
-                             << " has no wrt = array<i64: ...>";
+  DenseI64ArrayAttr wrt = dict.getWrt();
   info.wrt.assign(wrt.asArrayRef().begin(), wrt.asArrayRef().end());
   if (info.wrt.empty())
     return model.emitError()
@@ -550,7 +547,8 @@ int main(int argc, char **argv) {
     } else {
       SmallVector<func::FuncOp> candidates;
       for (auto fn : module->getOps<func::FuncOp>())
-        if (fn->hasAttr(pipeopt::pipe::PipeDialect::GradientAttrHelper::getNameStr()))
+        if (pipeopt::pipe::PipeDialect::GradientAttrHelper(&context)
+                .isAttrPresent(fn))
           candidates.push_back(fn);
       if (candidates.size() != 1) {
         std::string names;
@@ -619,10 +617,12 @@ int main(int argc, char **argv) {
     if (f64 && failed(pipeopt::convertFunctionToF64(model)))
       return error("cannot convert @" + modelName +
                    " to f64 (--precision f32 checks it in its own precision)");
-    static const char *lossNames[] = {"none", "mse", "cross-entropy"};
+    static const pipeopt::pipe::LossKind lossKinds[] = {
+        pipeopt::pipe::LossKind::None, pipeopt::pipe::LossKind::MSE,
+        pipeopt::pipe::LossKind::CrossEntropy};
     pipeopt::DifferentiatePassOptions options;
     options.functions = {modelName};
-    options.loss = lossNames[int(loss.getValue())];
+    options.loss = lossKinds[int(loss.getValue())];
     // --trainable and --microbatch-args are comma-separated lists, as the
     // pass's options parse them.
     auto split = [](llvm::StringRef text) {

@@ -92,7 +92,7 @@ TEST_F(DriverTest, StagesBuildTrainingProgramsWithTheOptimizer) {
   o.inputFile = kMlp;
   o.outputFile = file("m.so");
   o.train = true;
-  o.loss = "mse";
+  o.loss = pipeopt::pipe::LossKind::MSE;
   o.optimizer = "adamw";
   o.numStages = 2;
   o.numMicrobatches = 4;
@@ -121,10 +121,12 @@ TEST_F(DriverTest, StagesBuildTrainingProgramsWithTheOptimizer) {
   // The data argument (x, 0) and the mse target (9, last) are per
   // microbatch.
   EXPECT_EQ(built->microbatchArgs, (std::vector<std::string>{"0", "9"}));
-  auto optimizer = (**module)->getAttrOfType<mlir::DictionaryAttr>(
+  auto optimizer = (**module)->getAttrOfType<pipeopt::pipe::OptimizerAttr>(
       pipeopt::pipe::PipeDialect::OptimizerAttrHelper::getNameStr());
   ASSERT_TRUE(optimizer);
-  EXPECT_EQ(optimizer.getAs<mlir::StringAttr>("name").getValue(), "adamw");
+  EXPECT_EQ(optimizer.getKind(), pipeopt::pipe::OptimizerKind::AdamW);
+  // zb-h1 is synchronous: no update period.
+  EXPECT_FALSE(optimizer.getUpdateEvery().has_value());
 }
 
 TEST_F(DriverTest, CompileWritesTheScheduledModuleAndNothingOnError) {
@@ -142,7 +144,7 @@ TEST_F(DriverTest, CompileWritesTheScheduledModuleAndNothingOnError) {
   CompileOptions bad = o;
   bad.outputFile = file("bad.scheduled.mlir");
   bad.train = true;
-  bad.loss = "mse";
+  bad.loss = pipeopt::pipe::LossKind::MSE;
   bad.schedule = "pipedream-2bw";
   bad.numMicrobatches = 3;
   EXPECT_NE(messageOf(compile(bad)).find("front half failed"),

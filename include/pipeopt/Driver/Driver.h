@@ -31,6 +31,9 @@
 #ifndef PIPEOPT_DRIVER_DRIVER_H
 #define PIPEOPT_DRIVER_DRIVER_H
 
+#include "pipeopt/Autodiff/Autodiff.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeAttributes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
@@ -106,12 +109,13 @@ struct CompileOptions {
   std::string betas = "0.9,0.999";
   double eps = 1e-8;
   double weightDecay = 0.0;
-  /// pipe-differentiate's loss: none, mse or cross-entropy.
-  std::string loss = "none";
+  /// pipe-differentiate's loss (none, mse or cross-entropy; `self` is what
+  /// it finds for a model that returns its loss).
+  pipe::LossKind loss = pipe::LossKind::None;
   /// auto, all, none or argument indices.
   std::string trainable = "auto";
-  /// none, elementwise or all.
-  std::string recompute = "none";
+  /// What the backward recomputes instead of saving.
+  autodiff::Recompute recompute = autodiff::Recompute::None;
 
   // Code generation.
   /// cpu or cuda.

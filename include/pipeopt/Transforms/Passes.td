@@ -430,8 +430,9 @@ def AutoSchedulePass : Pass<"pipe-auto-schedule", "::mlir::ModuleOp"> {
     order. One remark names the choice, its predicted time, the runner-up
     (the best candidate of another schedule) and its margin, and how many
     candidates the memory limit removed. The choice is recorded on the
-    module as `pipe.auto_schedule = {schedule, num_microbatches,
-    virtual_stages, num_stages, makespan_s}` and the module is then
+    module as `pipe.auto_schedule = #pipe.auto_schedule<schedule,
+    num_microbatches, virtual_stages, num_stages, makespan_s>` and the
+    module is then
     partitioned (`pipe-partition` with the chosen schedule, M and ranks x v
     stages, `memory-limit`, `strategy`, `profile`, `report`), outlined and
     scheduled exactly as `pipeopt-pipeline` does for that schedule.
@@ -524,10 +525,10 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
     B+W seeded with d loss = 1). Without a loss `<p>` is `f` and there is no
     `@f_grad`.
 
-    `@f` gets `pipe.gradient = {wrt = array<i64: ...>, trainable =
-    array<i64: ...>, data = array<i64: ...>, seeded = array<i64: ...>, loss = "self"|"mse"|
-    "cross-entropy"|"none", num_saved, saved_bytes, stash_bytes, fwd, bwd, b,
-    w[, loss_fn, grad]}`. `saved_bytes` (per call, i.e. per microbatch) is
+    `@f` gets `pipe.gradient = #pipe.gradient<loss = none|self|mse|
+    "cross-entropy", wrt = [...], trainable = [...], data = [...],
+    seeded = [...], num_saved, saved_bytes, num_stash, stash_bytes, fwd,
+    bwd, b, w[, loss_fn, grad]>` (PipeAttributes.td). `saved_bytes` (per call, i.e. per microbatch) is
     the activation memory the backward keeps: saved values plus the
     non-trainable arguments it reads. `recompute` chooses what is saved:
     `none` saves everything the backward reads, `elementwise` recomputes
@@ -547,15 +548,17 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
                            "::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::scf::SCFDialect",
-                           "::mlir::affine::AffineDialect"];
+                           "::mlir::affine::AffineDialect",
+                           "::pipeopt::pipe::PipeDialect"];
   let options = [
     ListOption<"functions", "functions", "std::string",
            "Functions to differentiate, comma-separated (default: every "
            "stage function, i.e. with pipe.stage, else the one public "
            "function with a body)">,
-    Option<"loss", "loss", "std::string", "\"none\"",
-           "none (a model returning one float scalar is its own loss; "
-           "otherwise result gradients are inputs), mse, cross-entropy">,
+    Option<"loss", "loss", "::pipeopt::pipe::LossKind",
+           "::pipeopt::pipe::LossKind::None",
+           "The loss appended to result 0",
+           "::pipeopt::lossOptionValues()">,
     ListOption<"trainable", "trainable", "std::string",
            "Weights: auto (the default, also an empty list: floating-point "
            "arguments that are not per-microbatch data), all, none, or "
@@ -564,9 +567,10 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
            "Per-microbatch data arguments for trainable=auto: auto (the "
            "default, also an empty list: leading dimension is the batch "
            "dimension of result 0), all, none, or indices">,
-    Option<"recompute", "recompute", "std::string", "\"none\"",
-           "What the backward recomputes instead of saving: none, "
-           "elementwise, all">,
+    Option<"recompute", "recompute", "::pipeopt::autodiff::Recompute",
+           "::pipeopt::autodiff::Recompute::None",
+           "What the backward recomputes instead of saving",
+           "::pipeopt::recomputeOptionValues()">,
   ];
 }
 
@@ -628,9 +632,10 @@ def MaterializeBackwardPass
            "function's pipe.trainable attribute, else every floating-point "
            "argument not marked pipe.microbatched), none, or indices I,J,... "
            "(pipeopt/Analysis/ArgumentSelection.h)">,
-    Option<"recompute", "recompute", "std::string", "\"none\"",
-           "What the backward recomputes instead of saving: none, "
-           "elementwise, all">,
+    Option<"recompute", "recompute", "::pipeopt::autodiff::Recompute",
+           "::pipeopt::autodiff::Recompute::None",
+           "What the backward recomputes instead of saving",
+           "::pipeopt::recomputeOptionValues()">,
   ];
   let statistics = [
     Statistic<"numStages", "stages", "Stage functions differentiated">,
@@ -687,15 +692,18 @@ def PrepareTrainingPass : Pass<"pipe-prepare-training", "::mlir::ModuleOp"> {
            "The runtime applies an optimizer: the build needs a trainable "
            "argument, and the reference step hands its gradients to the "
            "runtime (pipe.gradient_of)">,
-    Option<"loss", "loss", "std::string", "\"none\"",
-           "pipe-differentiate's loss: none, mse, cross-entropy">,
+    Option<"loss", "loss", "::pipeopt::pipe::LossKind",
+           "::pipeopt::pipe::LossKind::None",
+           "pipe-differentiate's loss", "::pipeopt::lossOptionValues()">,
     ListOption<"trainable", "trainable", "std::string",
            "pipe-differentiate's trainable: auto, all, none or indices">,
     ListOption<"microbatchArgs", "microbatch-args", "std::string",
            "pipe-differentiate's microbatch-args: auto, all, none or "
            "indices">,
-    Option<"recompute", "recompute", "std::string", "\"none\"",
-           "pipe-differentiate's recompute: none, elementwise, all">,
+    Option<"recompute", "recompute", "::pipeopt::autodiff::Recompute",
+           "::pipeopt::autodiff::Recompute::None",
+           "pipe-differentiate's recompute",
+           "::pipeopt::recomputeOptionValues()">,
   ];
 }
 
@@ -725,8 +733,10 @@ def SetOptimizerPass : Pass<"pipe-set-optimizer", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::pipeopt::pipe::PipeDialect"];
   let options = [
-    Option<"kind", "optimizer", "std::string", "\"sgd\"",
-           "none, sgd, momentum (SGD with momentum) or adamw">,
+    Option<"kind", "optimizer", "::pipeopt::pipe::OptimizerKind",
+           "::pipeopt::pipe::OptimizerKind::SGD",
+           "The update rule (#pipe.optimizer's kind)",
+           "::pipeopt::optimizerOptionValues()">,
     Option<"lr", "lr", "double", "0.01", "Learning rate">,
     Option<"momentum", "momentum", "double", "0.9",
            "Momentum of optimizer=momentum">,

@@ -60,8 +60,8 @@ struct LoweringState {
       : module(module), symbols(module), decls(module, symbols),
         policy(policy), results(results) {
     if (results.optimizer)
-      if (auto k = results.optimizer.getAs<IntegerAttr>("update_every"))
-        rereadWeights = k.getInt() > 0;
+      if (std::optional<int64_t> k = results.optimizer.getUpdateEvery())
+        rereadWeights = *k > 0;
     // A view shows the runtime's copy as it is at the read; asynchronous
     // training updates weights within a call, so each read copies.
     this->inputViews = inputViews && !rereadWeights;
@@ -72,7 +72,7 @@ struct LoweringState {
   pipeopt::RuntimeDecls decls;
   const MicrobatchPolicy &policy;
   LoweringResults &results;
-  /// The module's optimizer updates within a call ("update_every"): no
+  /// The module's optimizer updates within a call (update_every): no
   /// input is read once and shared.
   bool rereadWeights = false;
   /// pipe.input reads the runtime's data in place (input views).
@@ -545,8 +545,8 @@ LogicalResult pipeopt::pipe_to_runtime::lowerPrograms(
   pipe::ProgramOp first = byRank.front();
   results.numRanks = first.getNumRanks();
   results.numMicrobatches = first.getNumMicrobatches();
-  results.optimizer = module->getAttrOfType<DictionaryAttr>(
-      pipe::PipeDialect::OptimizerAttrHelper::getNameStr());
+  results.optimizer =
+      pipe::PipeDialect::OptimizerAttrHelper(ctx).getAttr(module);
   for (pipe::ProgramOp p : module.getOps<pipe::ProgramOp>())
     if (p.getSchedule()) {
       results.schedule = p.getSchedule()->str();

@@ -156,19 +156,25 @@ pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
                                           {manifest::kRanks, std::move(rs)}});
     }
     root[manifest::kParameters] = std::move(params);
+    // Each field of the #pipe.optimizer under its key; the hyper-parameters
+    // that do not apply to the kind are absent from both.
     llvm::json::Object training;
     training[manifest::kOptimizer] = "none";
-    if (m.optimizer)
-      for (NamedAttribute entry : m.optimizer) {
-        StringRef key = entry.getName().getValue();
-        if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-          training[key] = f.getValueAsDouble();
-        else if (auto n = dyn_cast<IntegerAttr>(entry.getValue()))
-          training[key] = n.getInt();
-        else if (auto t = dyn_cast<StringAttr>(entry.getValue()))
-          training[key == "name" ? manifest::kOptimizer : key] =
-              t.getValue().str();
-      }
+    if (pipe::OptimizerAttr o = m.optimizer) {
+      training[manifest::kOptimizer] =
+          pipe::stringifyOptimizerKind(o.getKind()).str();
+      for (auto [key, value] :
+           {std::pair<const char *, FloatAttr>{manifest::kLr, o.getLr()},
+            {manifest::kWeightDecay, o.getWeightDecay()},
+            {manifest::kMomentum, o.getMomentum()},
+            {manifest::kBeta1, o.getBeta1()},
+            {manifest::kBeta2, o.getBeta2()},
+            {manifest::kEps, o.getEps()}})
+        if (value)
+          training[key] = value.getValueAsDouble();
+      if (std::optional<int64_t> k = o.getUpdateEvery())
+        training[manifest::kUpdateEvery] = *k;
+    }
     root[manifest::kTraining] = std::move(training);
   }
   return llvm::json::Value(std::move(root));

@@ -148,7 +148,7 @@ struct LoweringResults {
   /// (pipe.gradient).
   std::map<int64_t, std::set<int64_t>> parameters;
   /// The module's pipe.optimizer attribute (null: none given).
-  mlir::DictionaryAttr optimizer;
+  pipe::OptimizerAttr optimizer;
   /// (stage, microbatch) -> rank that runs its forward.
   std::map<std::pair<int64_t, int64_t>, int64_t> forwardRank;
   /// Runtime calls emitted.

@@ -104,7 +104,7 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{attribute 'pipe.gradient' must be a dictionary}}
+  // expected-error @+1 {{attribute 'pipe.gradient' must be a #pipe.gradient}}
   %e = tensor.empty() {pipe.gradient = [1]} : tensor<4xf32>
   return
 }
@@ -126,8 +126,14 @@ func.func @f() attributes {pipe.num_stages = -1 : i64} {
 
 // -----
 
-// expected-error @+1 {{attribute 'pipe.optimizer' must be a dictionary}}
-module attributes {pipe.optimizer = "sgd"} {
+// expected-error @+1 {{attribute 'pipe.optimizer' must be a #pipe.optimizer}}
+module attributes {pipe.optimizer = {name = "sgd", lr = 0.1 : f64}} {
+}
+
+// -----
+
+// expected-error @+1 {{attribute 'pipe.auto_schedule' must be a #pipe.auto_schedule}}
+module attributes {pipe.auto_schedule = {schedule = "1f1b", num_microbatches = 4 : i64}} {
 }
 
 // -----

@@ -5,9 +5,9 @@
 // pipeopt-compile --train adds. pipeopt-compile --reference --train uses
 // such a model as it is (it does not run the pass again).
 func.func @f(%w: tensor<3x2xf32>, %x: tensor<4x3xf32>) -> tensor<4x2xf32>
-    attributes {pipe.gradient = {grad = @f_grad, loss = "mse",
-                                 trainable = array<i64: 0>,
-                                 wrt = array<i64: 0>, saved_bytes = 0 : i64}} {
+    attributes {pipe.gradient = #pipe.gradient<grad = @f_grad, loss = mse,
+                                 trainable = [0],
+                                 wrt = [0], saved_bytes = 0>} {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<4x2xf32>
   %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>

@@ -3,8 +3,8 @@
 
 // wrt lists two arguments, but @wrt2_grad returns one gradient.
 func.func @wrt2(%w: tensor<4xf32>) -> tensor<4xf32>
-    attributes {pipe.gradient = {grad = @wrt2_grad, loss = "mse",
-                                 wrt = array<i64: 0, 1>}} {
+    attributes {pipe.gradient = #pipe.gradient<grad = @wrt2_grad, loss = mse,
+                                 wrt = [0, 1]>} {
   return %w : tensor<4xf32>
 }
 func.func private @wrt2_grad(%w: tensor<4xf32>, %t: tensor<4xf32>)
@@ -15,6 +15,6 @@ func.func private @wrt2_grad(%w: tensor<4xf32>, %t: tensor<4xf32>)
 
 // No gradient function at all.
 func.func @noloss(%w: tensor<4xf32>) -> tensor<4xf32>
-    attributes {pipe.gradient = {loss = "none", wrt = array<i64>}} {
+    attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = []>} {
   return %w : tensor<4xf32>
 }

@@ -90,6 +90,147 @@ LogicalResult CostAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                  succeeded(check(time, "time")));
 }
 
+//===----------------------------------------------------------------------===//
+// The training contract
+//===----------------------------------------------------------------------===//
+
+/// `v` as the diagnostics print a double.
+static std::string formatDouble(double v) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%g", v);
+  return text;
+}
+
+LogicalResult GradientAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, LossKind loss,
+    DenseI64ArrayAttr wrt, DenseI64ArrayAttr trainable, DenseI64ArrayAttr data,
+    DenseI64ArrayAttr seeded, std::optional<int64_t> numSaved,
+    std::optional<int64_t> savedBytes, std::optional<int64_t> numStash,
+    std::optional<int64_t> stashBytes, FlatSymbolRefAttr fwd,
+    FlatSymbolRefAttr bwd, FlatSymbolRefAttr b, FlatSymbolRefAttr w,
+    FlatSymbolRefAttr lossFn, FlatSymbolRefAttr grad) {
+  if (!wrt)
+    return emitError() << "pipe.gradient needs its wrt list";
+  // wrt and seeded are ascending (pipe-differentiate lists them in argument
+  // / result order); trainable and data keep the order they were given in.
+  for (auto [name, list, ascending] :
+       {std::tuple<StringRef, DenseI64ArrayAttr, bool>{"wrt", wrt, true},
+        {"trainable", trainable, false},
+        {"data", data, false},
+        {"seeded", seeded, true}}) {
+    if (!list)
+      continue;
+    for (auto [k, i] : llvm::enumerate(list.asArrayRef()))
+      if (i < 0 || (ascending && k && i <= list[k - 1])) {
+        std::string text;
+        llvm::raw_string_ostream os(text);
+        list.printWithoutBraces(os);
+        return emitError() << "pipe.gradient " << name << " must list "
+                           << (ascending ? "ascending " : "")
+                           << "non-negative indices, got [" << text << "]";
+      }
+  }
+  for (auto [name, n] :
+       {std::pair<StringRef, std::optional<int64_t>>{"num_saved", numSaved},
+        {"saved_bytes", savedBytes},
+        {"num_stash", numStash},
+        {"stash_bytes", stashBytes}})
+    if (n && *n < 0)
+      return emitError() << "pipe.gradient " << name
+                         << " must be non-negative, got " << *n;
+  if (loss == LossKind::None && (lossFn || grad))
+    return emitError() << "pipe.gradient with loss = none names no loss_fn "
+                          "or grad function";
+  return success();
+}
+
+LogicalResult
+OptimizerAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      OptimizerKind kind, FloatAttr lr, FloatAttr weightDecay,
+                      FloatAttr momentum, FloatAttr beta1, FloatAttr beta2,
+                      FloatAttr eps, std::optional<int64_t> updateEvery) {
+  // What applies to each kind; the runtime needs all of it.
+  struct Field {
+    StringRef name;
+    FloatAttr value;
+    bool applies;
+    double lo;
+    bool loOpen;
+    double hi;
+    bool hiOpen;
+    StringRef range;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  bool any = kind != OptimizerKind::None;
+  Field fields[] = {
+      {"lr", lr, any, 0, false, inf, true, "[0, inf)"},
+      {"weight_decay", weightDecay, any, 0, false, inf, true, "[0, inf)"},
+      {"momentum", momentum, kind == OptimizerKind::Momentum, 0, false, 1,
+       false, "[0, 1]"},
+      {"beta1", beta1, kind == OptimizerKind::AdamW, 0, false, 1, true,
+       "[0, 1)"},
+      {"beta2", beta2, kind == OptimizerKind::AdamW, 0, false, 1, true,
+       "[0, 1)"},
+      {"eps", eps, kind == OptimizerKind::AdamW, 0, true, inf, true,
+       "(0, inf)"},
+  };
+  for (const Field &f : fields) {
+    if (!f.applies && f.value)
+      return emitError() << "pipe.optimizer " << f.name
+                         << " does not apply to optimizer "
+                         << stringifyOptimizerKind(kind);
+    if (f.applies && !f.value)
+      return emitError() << "pipe.optimizer " << f.name
+                         << " is required with optimizer "
+                         << stringifyOptimizerKind(kind);
+    if (!f.value)
+      continue;
+    if (!f.value.getType().isF64())
+      return emitError() << "pipe.optimizer " << f.name
+                         << " must be an f64, got " << f.value.getType();
+    double v = f.value.getValueAsDouble();
+    bool inside = !std::isnan(v) && (f.loOpen ? v > f.lo : v >= f.lo) &&
+                  (f.hiOpen ? v < f.hi : v <= f.hi);
+    if (!inside)
+      return emitError() << "pipe.optimizer " << f.name << " must be in "
+                         << f.range << ", got " << formatDouble(v);
+  }
+  if (updateEvery && (*updateEvery < 1 || *updateEvery > (1 << 20)))
+    return emitError() << "pipe.optimizer update_every must be in [1, 2^20] "
+                          "(absent: synchronous), got "
+                       << *updateEvery;
+  return success();
+}
+
+LogicalResult
+AutoScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         StringRef schedule, int64_t numMicrobatches,
+                         int64_t virtualStages, int64_t numStages,
+                         FloatAttr makespanAttr) {
+  if (schedule.empty())
+    return emitError() << "pipe.auto_schedule schedule must name a schedule";
+  if (numMicrobatches < 1)
+    return emitError() << "pipe.auto_schedule num_microbatches must be "
+                          "positive, got "
+                       << numMicrobatches;
+  if (virtualStages < 1)
+    return emitError() << "pipe.auto_schedule virtual_stages must be "
+                          "positive, got "
+                       << virtualStages;
+  if (numStages < 1)
+    return emitError() << "pipe.auto_schedule num_stages must be positive, got "
+                       << numStages;
+  if (!makespanAttr || !makespanAttr.getType().isF64())
+    return emitError() << "pipe.auto_schedule makespan_s must be an f64";
+  double makespanS = makespanAttr.getValueAsDouble();
+  if (!std::isfinite(makespanS) || makespanS < 0)
+    return emitError() << "pipe.auto_schedule makespan_s must be finite and "
+                          "non-negative, got "
+                       << formatDouble(makespanS);
+  return success();
+}
+
 /// Parses `<flops = F, bytes = B, time = T>`.
 Attribute CostAttr::parse(AsmParser &parser, Type) {
   double values[3] = {0.0, 0.0, 0.0};
@@ -154,10 +295,13 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
     return isa<CostAttr>(value) ? success() : mustBe("a #pipe.cost");
   if (name == RematAttrHelper::getNameStr())
     return isa<UnitAttr>(value) ? success() : mustBe("a unit attribute");
-  if (name == GradientAttrHelper::getNameStr() ||
-      name == OptimizerAttrHelper::getNameStr() ||
-      name == AutoScheduleAttrHelper::getNameStr())
-    return isa<DictionaryAttr>(value) ? success() : mustBe("a dictionary");
+  if (name == GradientAttrHelper::getNameStr())
+    return isa<GradientAttr>(value) ? success() : mustBe("a #pipe.gradient");
+  if (name == OptimizerAttrHelper::getNameStr())
+    return isa<OptimizerAttr>(value) ? success() : mustBe("a #pipe.optimizer");
+  if (name == AutoScheduleAttrHelper::getNameStr())
+    return isa<AutoScheduleAttr>(value) ? success()
+                                        : mustBe("a #pipe.auto_schedule");
   if (name == LiftedConstantsAttrHelper::getNameStr() ||
       name == TrainableAttrHelper::getNameStr())
     return isa<DenseI64ArrayAttr>(value)

@@ -18,9 +18,9 @@
 module {
   func.func @f(%E: tensor<10x3xf32> loc("embedding"), %ids: tensor<4xi64> loc("ids"),
                %w: tensor<3x5xf32> loc("proj")) -> tensor<4x5xf32>
-      attributes {pipe.gradient = {wrt = array<i64: 0, 2>, trainable = array<i64: 0, 2>,
-                                   loss = "cross-entropy", saved_bytes = 0 : i64,
-                                   loss_fn = @f_loss, grad = @f_grad}} {
+      attributes {pipe.gradient = #pipe.gradient<wrt = [0, 2], trainable = [0, 2],
+                                   loss = "cross-entropy", saved_bytes = 0,
+                                   loss_fn = @f_loss, grad = @f_grad>} {
     %x = func.call @embed(%E, %ids) : (tensor<10x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
     %c0 = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<4x5xf32>

@@ -11,9 +11,9 @@
 module {
   func.func @mlp(%x: tensor<32x256xf32> loc("x"), %w1: tensor<256x64xf32> loc("w1"),
                  %w2: tensor<64x10xf32> loc("w2")) -> tensor<f32>
-      attributes {pipe.gradient = {wrt = array<i64: 0, 1, 2>, trainable = array<i64: 1, 2>,
-                                   loss = "self", saved_bytes = 0 : i64,
-                                   loss_fn = @mlp, grad = @mlp_grad}} {
+      attributes {pipe.gradient = #pipe.gradient<wrt = [0, 1, 2], trainable = [1, 2],
+                                   loss = self, saved_bytes = 0,
+                                   loss_fn = @mlp, grad = @mlp_grad>} {
     %h = func.call @hidden(%x, %w1) : (tensor<32x256xf32>, tensor<256x64xf32>) -> tensor<32x64xf32>
     %y = func.call @mm_64_10(%h, %w2) : (tensor<32x64xf32>, tensor<64x10xf32>) -> tensor<32x10xf32>
     %c0 = arith.constant 0.0 : f32

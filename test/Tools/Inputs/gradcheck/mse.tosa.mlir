@@ -5,9 +5,9 @@
 // The tests derive a wrong variant from the line marked "grad-residual".
 module {
   func.func @f(%w: tensor<1x3x2xf32> loc("w"), %x: tensor<1x4x3xf32> loc("x")) -> tensor<1x4x2xf32>
-      attributes {pipe.gradient = {wrt = array<i64: 0, 1>, trainable = array<i64: 0>,
-                                   loss = "mse", saved_bytes = 0 : i64,
-                                   loss_fn = @f_loss, grad = @f_grad}} {
+      attributes {pipe.gradient = #pipe.gradient<wrt = [0, 1], trainable = [0],
+                                   loss = mse, saved_bytes = 0,
+                                   loss_fn = @f_loss, grad = @f_grad>} {
     %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
     %y = tosa.matmul %x, %w, %zp, %zp : (tensor<1x4x3xf32>, tensor<1x3x2xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x4x2xf32>
     return %y : tensor<1x4x2xf32>

@@ -4,9 +4,9 @@
 #red = affine_map<(i, j) -> ()>
 module {
   func.func @f(%w: tensor<3x2xf32> loc("w"), %x: tensor<?x3xf32> loc("x")) -> tensor<f32>
-      attributes {pipe.gradient = {wrt = array<i64: 0, 1>, trainable = array<i64: 0>,
-                                   loss = "self", saved_bytes = 0 : i64,
-                                   loss_fn = @f, grad = @f_grad}} {
+      attributes {pipe.gradient = #pipe.gradient<wrt = [0, 1], trainable = [0],
+                                   loss = self, saved_bytes = 0,
+                                   loss_fn = @f, grad = @f_grad>} {
     %y = func.call @fwd(%w, %x) : (tensor<3x2xf32>, tensor<?x3xf32>) -> tensor<?x2xf32>
     %c0 = arith.constant 0.0 : f32
     %s0 = tensor.empty() : tensor<f32>

@@ -7,9 +7,9 @@
 #red = affine_map<(i, j) -> ()>
 module {
   func.func @f(%w: tensor<3x2xf32> loc("w"), %x: tensor<4x3xf32> loc("x")) -> tensor<f32>
-      attributes {pipe.gradient = {wrt = array<i64: 0, 1>, trainable = array<i64: 0>,
-                                   loss = "self", saved_bytes = 0 : i64,
-                                   loss_fn = @f_loss, grad = @f_grad}} {
+      attributes {pipe.gradient = #pipe.gradient<wrt = [0, 1], trainable = [0],
+                                   loss = self, saved_bytes = 0,
+                                   loss_fn = @f_loss, grad = @f_grad>} {
     %r = func.call @f_loss(%w, %x) : (tensor<3x2xf32>, tensor<4x3xf32>) -> tensor<f32>
     return %r : tensor<f32>
   }

@@ -52,20 +52,21 @@ def Pipe_Dialect : Dialect {
   //                      microbatch) after the action (bytes).
   //  - rank:             per-rank function made by convert-pipe-to-runtime
   //                      from a pipe.program (the rank it runs on).
-  //  - gradient:         gradient function made by pipe-differentiate: what
-  //                      it computes (`of`, `arguments`, `loss`, ...).
+  //  - gradient:         function differentiated by pipe-differentiate:
+  //                      its `#pipe.gradient` (the generated functions,
+  //                      `wrt`, `loss`, ...).
   //  - lifted_constants: function: argument indices pipe-lift-constants made
   //                      from constants (their initial values are .npy files).
   //  - trainable:        stage graph / loss function: model argument indices
   //                      that are trained.
-  //  - optimizer:        module: the optimizer the runtime applies after each
-  //                      training step (`name`: none, sgd, momentum, adamw;
-  //                      `lr`, `momentum`, `beta1`, `beta2`, `eps`,
-  //                      `weight_decay`: f64), written to the manifest's
-  //                      "training" field by convert-pipe-to-runtime.
-  //  - auto_schedule:    module: what pipe-auto-schedule chose (`schedule`,
-  //                      `num_microbatches`, `virtual_stages`, ...), read by
-  //                      pipeopt-compile for the rest of the build.
+  //  - optimizer:        module: the `#pipe.optimizer` the runtime applies
+  //                      after each training step, written to the
+  //                      manifest's "training" field by
+  //                      convert-pipe-to-runtime.
+  //  - auto_schedule:    module: the `#pipe.auto_schedule`, what
+  //                      pipe-auto-schedule chose, read by pipeopt-compile
+  //                      for the rest of the build.
+  // (PipeAttributes.td documents the fields of the three.)
   let discardableAttrs = (ins
     "::mlir::IntegerAttr":$stage,
     "::pipeopt::pipe::CostAttr":$cost,
@@ -73,11 +74,11 @@ def Pipe_Dialect : Dialect {
     "::mlir::IntegerAttr":$num_stages,
     "::mlir::IntegerAttr":$stash_bytes,
     "::mlir::IntegerAttr":$rank,
-    "::mlir::DictionaryAttr":$gradient,
+    "::pipeopt::pipe::GradientAttr":$gradient,
     "::mlir::DenseI64ArrayAttr":$lifted_constants,
     "::mlir::DenseI64ArrayAttr":$trainable,
-    "::mlir::DictionaryAttr":$optimizer,
-    "::mlir::DictionaryAttr":$auto_schedule
+    "::pipeopt::pipe::OptimizerAttr":$optimizer,
+    "::pipeopt::pipe::AutoScheduleAttr":$auto_schedule
   );
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
