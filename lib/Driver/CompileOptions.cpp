@@ -1,4 +1,5 @@
-//===- CompileOptions.cpp - pipeopt-compile's command-line options ---------===//
+//===- CompileOptions.cpp - pipeopt-compile's command-line options
+//---------===//
 //
 // Part of pipeopt. The llvm::cl options of the compiler driver
 // (registerCompileCLOptions), registered once, in their own category, and
@@ -27,7 +28,7 @@ struct CompileCLOptions {
   cl::OptionCategory category{"pipeopt-compile options"};
 
   cl::opt<std::string> inputFile{cl::Positional, cl::desc("<input.mlir>"),
-                                        cl::init("-"), cl::cat(category)};
+                                 cl::init("-"), cl::cat(category)};
   // Output paths (-o, --manifest, the --save-temps files) are checked before
   // any work: each must be in an existing directory (none is created) and be
   // a different file from the input and from every other output.
@@ -54,22 +55,22 @@ struct CompileCLOptions {
                "left out"),
       cl::cat(category)};
   cl::opt<int64_t> numStages{"num-stages",
-                                    cl::desc("Pipeline stages (front half)"),
-                                    cl::init(2), cl::cat(category)};
-  cl::opt<int64_t>
-      numMicrobatches{"num-microbatches",
-                      cl::desc("Microbatches per iteration (front half and "
-                               "--reference)"),
-                      cl::init(4), cl::cat(category)};
-  cl::opt<std::string>
-      schedule{"schedule",
-               cl::desc("Schedule for pipe-schedule (front half); default "
-                        "forward-only, with --train 1f1b; 'auto': the "
-                        "explorer's choice of schedule, microbatches (unless "
-                        "--num-microbatches is given) and chunks per rank "
-                        "for --num-stages ranks (pipe-auto-schedule)"),
-               cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
-               cl::cat(category)};
+                             cl::desc("Pipeline stages (front half)"),
+                             cl::init(2), cl::cat(category)};
+  cl::opt<int64_t> numMicrobatches{
+      "num-microbatches",
+      cl::desc("Microbatches per iteration (front half and "
+               "--reference)"),
+      cl::init(4), cl::cat(category)};
+  cl::opt<std::string> schedule{
+      "schedule",
+      cl::desc("Schedule for pipe-schedule (front half); default "
+               "forward-only, with --train 1f1b; 'auto': the "
+               "explorer's choice of schedule, microbatches (unless "
+               "--num-microbatches is given) and chunks per rank "
+               "for --num-stages ranks (pipe-auto-schedule)"),
+      cl::init(std::string(pipeopt::schedule::kInferenceSchedule)),
+      cl::cat(category)};
   cl::opt<std::string> memoryLimitOpt{
       "memory-limit",
       cl::desc("Per-device memory limit (80GiB, 16GB, 8e9; front half): "
@@ -91,20 +92,21 @@ struct CompileCLOptions {
       cl::cat(category)};
   cl::list<std::string> microbatchArgs{
       "microbatch-args", cl::CommaSeparated,
-      cl::desc("Model arguments that differ per microbatch: auto (the "
-               "default), all, none or a comma-separated index list "
-               "(convert-pipe-to-runtime; pipeopt/Analysis/ArgumentSelection.h)"),
+      cl::desc(
+          "Model arguments that differ per microbatch: auto (the "
+          "default), all, none or a comma-separated index list "
+          "(convert-pipe-to-runtime; pipeopt/Analysis/ArgumentSelection.h)"),
       cl::cat(category)};
 
   // Training (--train): pipe-differentiate's options, forwarded as they are
   // (the pass checks them), and the optimizer the runtime applies.
-  cl::opt<bool>
-      train{"train",
-            cl::desc("Compile a training step: loss and gradients of every "
-                     "trainable argument, averaged over the microbatches, and "
-                     "the --optimizer update (pipe-differentiate; pipelined: "
-                     "pipe-materialize-backward)"),
-            cl::cat(category)};
+  cl::opt<bool> train{
+      "train",
+      cl::desc("Compile a training step: loss and gradients of every "
+               "trainable argument, averaged over the microbatches, and "
+               "the --optimizer update (pipe-differentiate; pipelined: "
+               "pipe-materialize-backward)"),
+      cl::cat(category)};
   cl::opt<std::string> optimizer{
       "optimizer",
       cl::desc("Update after each training step: none, sgd, momentum (SGD with "
@@ -112,16 +114,15 @@ struct CompileCLOptions {
                "gradients only), sgd otherwise"),
       cl::cat(category)};
   cl::opt<double> lr{"lr", cl::desc("Learning rate (default 0.01)"),
-                            cl::init(0.01), cl::cat(category)};
+                     cl::init(0.01), cl::cat(category)};
   cl::opt<double> momentumOpt{
       "momentum", cl::desc("Momentum of --optimizer momentum (default 0.9)"),
       cl::init(0.9), cl::cat(category)};
-  cl::opt<std::string>
-      betas{"betas", cl::desc("AdamW's B1,B2 (default 0.9,0.999)"),
-            cl::init("0.9,0.999"), cl::cat(category)};
-  cl::opt<double> epsOpt{"eps",
-                                cl::desc("AdamW's epsilon (default 1e-8)"),
-                                cl::init(1e-8), cl::cat(category)};
+  cl::opt<std::string> betas{"betas",
+                             cl::desc("AdamW's B1,B2 (default 0.9,0.999)"),
+                             cl::init("0.9,0.999"), cl::cat(category)};
+  cl::opt<double> epsOpt{"eps", cl::desc("AdamW's epsilon (default 1e-8)"),
+                         cl::init(1e-8), cl::cat(category)};
   cl::opt<double> weightDecay{
       "weight-decay",
       cl::desc("Weight decay: L2 added to the gradient for sgd / momentum "
@@ -160,10 +161,10 @@ struct CompileCLOptions {
                             "shared object + manifest (default)")),
       cl::init(Emit::SharedObject), cl::cat(category)};
   cl::opt<unsigned> optLevel{"O", cl::desc("LLVM optimization level (0-3)"),
-                                    cl::init(3), cl::Prefix, cl::cat(category)};
-  cl::opt<std::string>
-      cpu{"mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
-          cl::init("native"), cl::cat(category)};
+                             cl::init(3), cl::Prefix, cl::cat(category)};
+  cl::opt<std::string> cpu{
+      "mcpu", cl::desc("Target CPU ('native' = this host's; default)"),
+      cl::init("native"), cl::cat(category)};
   cl::opt<bool> verifySchedule{
       "verify-schedule",
       cl::desc("Check pipe.programs given in the input with "
@@ -172,8 +173,7 @@ struct CompileCLOptions {
                "checks)"),
       cl::init(true), cl::cat(category)};
   cl::opt<std::string> ccPath{"cc", cl::desc("C compiler used to link"),
-                                     cl::init(PIPEOPT_DEFAULT_CC),
-                                     cl::cat(category)};
+                              cl::init(PIPEOPT_DEFAULT_CC), cl::cat(category)};
   cl::opt<bool> kernels{
       "kernels",
       cl::desc("Call the runtime's BLAS kernels (OpenBLAS; --target=cuda: "
@@ -192,11 +192,11 @@ struct CompileCLOptions {
       cl::desc("--target=cuda: GPU architecture of the kernels' cubin "
                "(default sm_90; the fatbin also carries PTX for it)"),
       cl::init("sm_90"), cl::cat(category)};
-  cl::opt<bool>
-      fuse{"fuse",
-           cl::desc("Fuse element-wise linalg chains before bufferization "
-                    "(default; =false: one loop nest per op, for comparisons)"),
-           cl::init(true), cl::cat(category)};
+  cl::opt<bool> fuse{
+      "fuse",
+      cl::desc("Fuse element-wise linalg chains before bufferization "
+               "(default; =false: one loop nest per op, for comparisons)"),
+      cl::init(true), cl::cat(category)};
   cl::opt<bool> approximateMath{
       "approximate-math",
       cl::desc("Approximate f32 exp, log, tanh, ... with vectorizable "
@@ -215,21 +215,45 @@ struct CompileCLOptions {
       cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o "
                "(each must differ from the input and the other outputs)"),
       cl::cat(category)};
-  cl::opt<bool> timing{"timing",
-                              cl::desc("Print the time of every step (s)"),
-                              cl::cat(category)};
+  cl::opt<bool> timing{"timing", cl::desc("Print the time of every step (s)"),
+                       cl::cat(category)};
 
   /// Every option above, for `given`.
   std::vector<cl::Option *> all() {
-    return {&outputFile,   &manifestFile,   &reference,      &function,
-            &numStages,    &numMicrobatches, &schedule,      &memoryLimitOpt,
-            &partitionOptions, &frontHalf,  std::addressof(microbatchArgs), &train,
-            &optimizer,    &lr,             &momentumOpt,    &betas,
-            &epsOpt,       &weightDecay,    &loss,           &trainable,
-            &recompute,    &emit,           &optLevel,       &cpu,
-            &verifySchedule, &ccPath,       &kernels,        &target,
-            &cudaArch,     &fuse,           &approximateMath, &inputViews,
-            &saveTemps,    &timing};
+    return {&outputFile,
+            &manifestFile,
+            &reference,
+            &function,
+            &numStages,
+            &numMicrobatches,
+            &schedule,
+            &memoryLimitOpt,
+            &partitionOptions,
+            &frontHalf,
+            std::addressof(microbatchArgs),
+            &train,
+            &optimizer,
+            &lr,
+            &momentumOpt,
+            &betas,
+            &epsOpt,
+            &weightDecay,
+            &loss,
+            &trainable,
+            &recompute,
+            &emit,
+            &optLevel,
+            &cpu,
+            &verifySchedule,
+            &ccPath,
+            &kernels,
+            &target,
+            &cudaArch,
+            &fuse,
+            &approximateMath,
+            &inputViews,
+            &saveTemps,
+            &timing};
   }
 };
 } // namespace
@@ -261,8 +285,7 @@ CompileOptions pipeopt::driver::getCompileOptionsFromCL() {
   o.memoryLimit = cli.memoryLimitOpt;
   o.partitionOptions = cli.partitionOptions;
   o.frontHalf = cli.frontHalf;
-  o.microbatchArgs.assign(cli.microbatchArgs.begin(),
-                          cli.microbatchArgs.end());
+  o.microbatchArgs.assign(cli.microbatchArgs.begin(), cli.microbatchArgs.end());
   o.verifySchedule = cli.verifySchedule;
   o.train = cli.train;
   o.optimizer = cli.optimizer;

@@ -8,15 +8,15 @@
 #include "OutputFiles.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
-#include "pipeopt/Target/SharedObject.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/Pipelines/Pipelines.h"
+#include "pipeopt/Programs/ProgramChecks.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Support/Plural.h"
+#include "pipeopt/Target/SharedObject.h"
 #include "pipeopt/Transforms/Passes.h"
-#include "pipeopt/Programs/ProgramChecks.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -76,16 +76,15 @@ static llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
 }
 
-static llvm::Error diagnosed() {
-  return llvm::make_error<DiagnosedError>();
-}
+static llvm::Error diagnosed() { return llvm::make_error<DiagnosedError>(); }
 
 /// "--name" for errors about option `name`.
 static std::string flag(llvm::StringRef name) { return ("--" + name).str(); }
 
 /// The first of `names` that is given, for "... applies only to ..." errors.
 static std::optional<std::string>
-firstGiven(const CompileOptions &o, std::initializer_list<llvm::StringRef> names) {
+firstGiven(const CompileOptions &o,
+           std::initializer_list<llvm::StringRef> names) {
   for (llvm::StringRef name : names)
     if (o.isGiven(name))
       return name.str();
@@ -108,9 +107,9 @@ parseBetas(llvm::StringRef text) {
 static llvm::Error checkTrainingOptions(CompileOptions &o) {
   // Training options without --train would be ignored.
   if (!o.train) {
-    if (auto name = firstGiven(o, {"loss", "trainable", "recompute",
-                                   "optimizer", "lr", "momentum", "betas",
-                                   "eps", "weight-decay"}))
+    if (auto name =
+            firstGiven(o, {"loss", "trainable", "recompute", "optimizer", "lr",
+                           "momentum", "betas", "eps", "weight-decay"}))
       return makeError(flag(*name) +
                        " applies only to training builds (--train)");
     return llvm::Error::success();
@@ -314,9 +313,10 @@ static PrepareTrainingPassOptions trainingOptions(const CompileOptions &o,
 
 /// The function a training build compiles (pipe-prepare-training): the
 /// reference's one-microbatch step or the loss function to partition.
-static llvm::Expected<func::FuncOp>
-prepareTraining(ModuleOp module, func::FuncOp model, const CompileOptions &o,
-                BuiltModel &built) {
+static llvm::Expected<func::FuncOp> prepareTraining(ModuleOp module,
+                                                    func::FuncOp model,
+                                                    const CompileOptions &o,
+                                                    BuiltModel &built) {
   std::string modelName = model.getSymName().str();
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
   pm.addPass(createPrepareTrainingPass(trainingOptions(o, modelName)));
@@ -341,8 +341,8 @@ static llvm::Error buildReference(ModuleOp module, const CompileOptions &o,
   // The reference ignores any schedule in the input.
   for (auto p : llvm::make_early_inc_range(module.getOps<pipe::ProgramOp>()))
     p.erase();
-  FailureOr<func::FuncOp> model = findModelFunction(
-      module, o.function, "choose one with --function=NAME");
+  FailureOr<func::FuncOp> model =
+      findModelFunction(module, o.function, "choose one with --function=NAME");
   if (failed(model))
     return diagnosed();
   std::string modelName = model->getSymName().str();
@@ -354,8 +354,7 @@ static llvm::Error buildReference(ModuleOp module, const CompileOptions &o,
   if (differentiated) {
     if (auto name = firstGiven(o, {"loss", "trainable", "recompute"}))
       return makeError(flag(*name) + " does not apply: @" + modelName +
-                       " was differentiated before (it has '" +
-                       kGradientAttr +
+                       " was differentiated before (it has '" + kGradientAttr +
                        "'), so its gradient function is compiled as it is");
     auto info = (*model)->getAttrOfType<pipe::GradientAttr>(kGradientAttr);
     for (FlatSymbolRefAttr ref :
@@ -389,8 +388,8 @@ static llvm::Error buildReference(ModuleOp module, const CompileOptions &o,
     // function or the split F / B / W functions it was derived with).
     keepReachedFunctions(module, {*step});
   }
-  if (failed(buildSingleStageProgram(module, programFunction,
-                                     o.numMicrobatches)))
+  if (failed(
+          buildSingleStageProgram(module, programFunction, o.numMicrobatches)))
     return diagnosed();
   return llvm::Error::success();
 }
@@ -400,8 +399,8 @@ static llvm::Error buildReference(ModuleOp module, const CompileOptions &o,
 static llvm::Error buildPipeline(ModuleOp module, const CompileOptions &o,
                                  BuiltModel &built) {
   bool autoSchedule = o.schedule == "auto";
-  FailureOr<func::FuncOp> model = findModelFunction(
-      module, o.function, "choose one with --function=NAME");
+  FailureOr<func::FuncOp> model =
+      findModelFunction(module, o.function, "choose one with --function=NAME");
   if (failed(model))
     return diagnosed();
   if (o.train) {
@@ -454,15 +453,16 @@ static llvm::Error buildPipeline(ModuleOp module, const CompileOptions &o,
     materialize.recompute = o.recompute;
     pm.addPass(createMaterializeBackwardPass(materialize));
   }
-  if (llvm::Error e = runPasses(
-          pm, module,
-          "front half failed (" + description +
-              (o.train ? ", pipe-materialize-backward" : "") + ")"))
+  if (llvm::Error e =
+          runPasses(pm, module,
+                    "front half failed (" + description +
+                        (o.train ? ", pipe-materialize-backward" : "") + ")"))
     return e;
   // --schedule auto: the rest of the build follows the choice that
   // pipe-auto-schedule made in this run.
   if (autoSchedule) {
-    auto choice = module->getAttrOfType<pipe::AutoScheduleAttr>(kAutoScheduleAttr);
+    auto choice =
+        module->getAttrOfType<pipe::AutoScheduleAttr>(kAutoScheduleAttr);
     if (!choice)
       return makeError("--schedule auto: the front half left no '" +
                        kAutoScheduleAttr + "' attribute");
@@ -482,9 +482,8 @@ static llvm::Error checkScheduledInput(ModuleOp module,
     // schedule with callee-less backward actions was built without the
     // loss, which --train appends before partitioning.
     bool materialized = true;
-    module->walk([&](pipe::BackwardOp op) {
-      materialized &= bool(op.getCallee());
-    });
+    module->walk(
+        [&](pipe::BackwardOp op) { materialized &= bool(op.getCallee()); });
     if (!materialized)
       return makeError(
           "--train: this input already has pipe.programs whose "
@@ -645,16 +644,15 @@ public:
     auto now = std::chrono::steady_clock::now();
     if (o.timing)
       llvm::errs() << o.toolName
-                   << llvm::format(": %-12s %8.3f s\n", stage.str().c_str(),
-                                   std::chrono::duration<double>(now - last)
-                                       .count());
+                   << llvm::format(
+                          ": %-12s %8.3f s\n", stage.str().c_str(),
+                          std::chrono::duration<double>(now - last).count());
     last = now;
   }
 
 private:
   const CompileOptions &o;
-  std::chrono::steady_clock::time_point last =
-      std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
 };
 } // namespace
 
@@ -670,7 +668,7 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
   llvm::LLVMContext llvmContext;
   llvm::Expected<std::unique_ptr<llvm::Module>> optimized =
       target::translateAndOptimize(module, llvmContext, **tm, o.optLevel,
-                                    llvm::sys::path::filename(outStem));
+                                   llvm::sys::path::filename(outStem));
   if (!optimized)
     return optimized.takeError();
   std::unique_ptr<llvm::Module> llvmModule = std::move(*optimized);
@@ -697,8 +695,7 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
   } else {
     llvm::SmallString<256> tmp;
     if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "pipeopt-compile-" + llvm::sys::path::filename(outStem), "o",
-            tmp))
+            "pipeopt-compile-" + llvm::sys::path::filename(outStem), "o", tmp))
       return makeError("cannot create a temporary object file: " +
                        ec.message());
     objPath = std::string(tmp);
@@ -738,8 +735,8 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
   // The manifest records the linked file (model_file). If that fails (a
   // full disk), the .so goes too: a failed build leaves neither.
   if (std::optional<std::string> pending = manifest.pendingPath())
-    if (llvm::Error e = target::recordModelFile(*pending, o.outputFile,
-                                                 o.manifestFile)) {
+    if (llvm::Error e =
+            target::recordModelFile(*pending, o.outputFile, o.manifestFile)) {
       llvm::sys::fs::remove(o.outputFile);
       return e;
     }
@@ -773,8 +770,8 @@ llvm::Error pipeopt::driver::compile(CompileOptions o) {
   timer.done("schedule");
   std::string outStem = stemOf(o.outputFile);
   if (o.saveTemps || o.emit == Emit::Scheduled) {
-    std::string path = o.emit == Emit::Scheduled ? o.outputFile
-                                                 : outStem + ".scheduled.mlir";
+    std::string path =
+        o.emit == Emit::Scheduled ? o.outputFile : outStem + ".scheduled.mlir";
     if (llvm::Error e = writeText(
             path, [&](llvm::raw_ostream &os) { (*module)->print(os); }))
       return e;

@@ -118,8 +118,8 @@ llvm::Expected<std::string> PendingManifest::start(llvm::StringRef path) {
       (llvm::sys::fs::exists(path) && !llvm::sys::fs::is_regular_file(path)))
     return path.str();
   llvm::SmallString<256> unique;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
-          path + ".tmp-%%%%%%%%", unique))
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueFile(path + ".tmp-%%%%%%%%", unique))
     return makeError("cannot create a temporary file next to the manifest '" +
                      path + "': " + ec.message());
   tmp = std::string(unique);

@@ -1,4 +1,5 @@
-//===- OutputFiles.h - the files a compilation writes ------------*- C++ -*-===//
+//===- OutputFiles.h - the files a compilation writes ------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Internal to the driver: checks of output paths before any
 // work, and the manifest written to a temporary that is renamed into place

@@ -17,10 +17,10 @@
 #include "pipeopt/Support/OptionRange.h"
 
 #include "pipeopt/Analysis/CostModel.h"
-#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/Explore.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Transforms/ModelCostTables.h"
 #include "pipeopt/Transforms/Passes.h"
 
@@ -83,16 +83,15 @@ void AutoSchedulePass::runOnOperation() {
   Location loc = module.getLoc();
   if (!module.getBody()->empty())
     loc = module.getBody()->front().getLoc();
-  auto error = [&]() {
-    return emitError(loc) << "pipe-auto-schedule: ";
-  };
+  auto error = [&]() { return emitError(loc) << "pipe-auto-schedule: "; };
 
   // --- Options --------------------------------------------------------------
   if (failed(checkOptimizerFactor(loc, "pipe-auto-schedule", optimizerFactor)))
     return signalPassFailure();
   if (numRanks < 1 || numRanks > 1024) {
     error() << "num-ranks (num-stages= of pipeopt-pipeline) must be between 1 "
-               "and 1024, got " << static_cast<int64_t>(numRanks);
+               "and 1024, got "
+            << static_cast<int64_t>(numRanks);
     return signalPassFailure();
   }
   if (numMicrobatches < 0 || numMicrobatches > 100000) {
@@ -156,8 +155,8 @@ void AutoSchedulePass::runOnOperation() {
       // pipe.backward into an inference pipeline, a forward-only one has
       // no backward pass to train with.
       if (row->forwardOnly == training) {
-        error() << "schedules (auto-schedules= of pipeopt-pipeline): '"
-                << name << "' is "
+        error() << "schedules (auto-schedules= of pipeopt-pipeline): '" << name
+                << "' is "
                 << (training ? "a forward-only (inference) schedule"
                              : "a training schedule (it runs backward)")
                 << ", but the build is "
@@ -191,7 +190,8 @@ void AutoSchedulePass::runOnOperation() {
   func::FuncOp model;
   size_t modelOps = 0;
   for (auto fn : module.getOps<func::FuncOp>()) {
-    if (fn.isExternal() || fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+    if (fn.isExternal() ||
+        fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
       continue;
     if (!fn.getOps<pipe::StageCallOp>().empty()) {
       fn.emitError() << "pipe-auto-schedule: the module is already "
@@ -228,8 +228,8 @@ void AutoSchedulePass::runOnOperation() {
   for (int v : chunkCandidates) {
     sim::SweepOptions o;
     for (const std::string &name : candidates)
-      if (v == 0 ||
-          sched::findSchedule(name)->chunks.kind == sched::ChunkRule::Configurable)
+      if (v == 0 || sched::findSchedule(name)->chunks.kind ==
+                        sched::ChunkRule::Configurable)
         o.schedules.push_back(name);
     if (o.schedules.empty())
       continue;
@@ -261,8 +261,8 @@ void AutoSchedulePass::runOnOperation() {
   }
   if (points.empty()) {
     InFlightDiagnostic d = error();
-    d << "no candidate configuration could be evaluated on " << R
-      << " rank" << (R == 1 ? "" : "s") << ":";
+    d << "no candidate configuration could be evaluated on " << R << " rank"
+      << (R == 1 ? "" : "s") << ":";
     for (const std::string &s : skipped)
       d << "\n  " << s;
     return signalPassFailure();
@@ -284,11 +284,10 @@ void AutoSchedulePass::runOnOperation() {
     d << "pipe-auto-schedule: chose " << best.schedule << " with "
       << countOf(best.microbatches, "microbatch", "microbatches") << ", "
       << countOf(best.virtualStages(), "chunk")
-      << " per rank (num-stages=" << best.modelStages << ") on " << R
-      << " rank" << (R == 1 ? "" : "s") << ": "
-      << seconds(best.eval.event.makespanSec) << " per iteration ("
-      << seconds(best.secondsPerMicrobatch()) << " per microbatch, event level, "
-      << sys.name << ")";
+      << " per rank (num-stages=" << best.modelStages << ") on " << R << " rank"
+      << (R == 1 ? "" : "s") << ": " << seconds(best.eval.event.makespanSec)
+      << " per iteration (" << seconds(best.secondsPerMicrobatch())
+      << " per microbatch, event level, " << sys.name << ")";
     if (r.runnerUp)
       d << "; runner-up " << sim::describePoint(*r.runnerUp) << ": "
         << seconds(r.runnerUp->eval.event.makespanSec) << " per iteration, "
@@ -298,9 +297,8 @@ void AutoSchedulePass::runOnOperation() {
       d << (candidates.size() == 1 ? "; the only candidate schedule"
                                    : "; no other candidate schedule fits");
     if (limit > 0)
-      d << "; " << r.removed << " of "
-        << countOf(points.size(), "candidate") << " removed by the "
-        << bytes(limit) << " memory limit";
+      d << "; " << r.removed << " of " << countOf(points.size(), "candidate")
+        << " removed by the " << bytes(limit) << " memory limit";
     else
       d << "; " << countOf(points.size(), "candidate") << ", no memory limit";
   }
@@ -310,7 +308,8 @@ void AutoSchedulePass::runOnOperation() {
                            best.virtualStages(), best.modelStages,
                            best.eval.event.makespanSec));
 
-  // --- Partition, outline, schedule with the choice ---------------------------
+  // --- Partition, outline, schedule with the choice
+  // ---------------------------
   OpPassManager pm(ModuleOp::getOperationName());
   PartitionPassOptions partition;
   partition.numStages = best.modelStages;

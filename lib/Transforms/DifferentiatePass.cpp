@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Support/Plural.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
 #include "pipeopt/Analysis/Parameters.h"
@@ -84,8 +84,8 @@ FailureOr<IndexOption> parseIndexOption(Location loc, StringRef name,
     o.kind = IndexOption::List;
     for (int64_t i : sel->indices) {
       if (i > std::numeric_limits<unsigned>::max())
-        return emitError(loc) << kPass << name << ": argument index " << i
-                              << " is too large";
+        return emitError(loc)
+               << kPass << name << ": argument index " << i << " is too large";
       o.indices.push_back(unsigned(i));
     }
     break;
@@ -178,8 +178,8 @@ public:
                      ? ctx->getThreadPool().getMaxConcurrency()
                      : 1;
     for (unsigned i = 0; i < n; ++i) {
-      copies.push_back(std::make_unique<PassManager>(
-          ctx, func::FuncOp::getOperationName()));
+      copies.push_back(
+          std::make_unique<PassManager>(ctx, func::FuncOp::getOperationName()));
       copies.back()->enableVerifier(false);
       build(*copies.back());
     }
@@ -261,9 +261,9 @@ LogicalResult DifferentiatePass::differentiateOne(
                          std::pair{&dataOpt, "microbatch-args"}})
     for (unsigned i : o->indices)
       if (i >= numArgs)
-        return f.emitError() << kPass << name << ": argument " << i
-                             << " does not exist: @" << f.getSymName()
-                             << " has " << countOf(numArgs, "argument");
+        return f.emitError()
+               << kPass << name << ": argument " << i << " does not exist: @"
+               << f.getSymName() << " has " << countOf(numArgs, "argument");
 
   // Data arguments and weights.
   SmallVector<unsigned> data;
@@ -282,7 +282,8 @@ LogicalResult DifferentiatePass::differentiateOne(
     break;
   }
   // Constants pipe-lift-constants made arguments are weights, never data.
-  if (auto lifted = f->getAttrOfType<DenseI64ArrayAttr>(pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr()))
+  if (auto lifted = f->getAttrOfType<DenseI64ArrayAttr>(
+          pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr()))
     llvm::erase_if(data, [&](unsigned i) {
       return llvm::is_contained(lifted.asArrayRef(), int64_t(i));
     });
@@ -303,9 +304,9 @@ LogicalResult DifferentiatePass::differentiateOne(
   case IndexOption::List:
     for (unsigned i : trainableOpt.indices)
       if (!isFloatTensor(type.getInput(i)))
-        return f.emitError() << kPass << "trainable argument " << i
-                             << " of type " << type.getInput(i)
-                             << " is not a floating-point tensor";
+        return f.emitError()
+               << kPass << "trainable argument " << i << " of type "
+               << type.getInput(i) << " is not a floating-point tensor";
     trainable = trainableOpt.indices;
     break;
   }
@@ -363,9 +364,8 @@ LogicalResult DifferentiatePass::differentiateOne(
 
   // On failure the partial functions go with out.module.
   if (oneBlock &&
-      failed(checkFree(f, taken,
-                       {name + "_fwd", name + "_bwd", name + "_b",
-                        name + "_w"})))
+      failed(checkFree(
+          f, taken, {name + "_fwd", name + "_bwd", name + "_b", name + "_w"})))
     return failure();
   FailureOr<autodiff::Gradient> grad = autodiff::differentiate(target, options);
   if (failed(grad))
@@ -432,7 +432,8 @@ void DifferentiatePass::runOnOperation() {
     }
   } else {
     for (auto fn : module.getOps<func::FuncOp>())
-      if (!fn.isExternal() && fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+      if (!fn.isExternal() &&
+          fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
         targets.push_back(fn);
     if (targets.empty()) {
       // Functions an earlier run generated are not candidates, so that a
@@ -451,11 +452,13 @@ void DifferentiatePass::runOnOperation() {
             !generated.contains(fn.getSymName()))
           candidates.push_back(fn);
       if (candidates.size() != 1) {
-        InFlightDiagnostic diag =
-            emitError(loc) << kPass << "expected one public function with a "
-                                       "body to differentiate, found "
-                           << candidates.size() << "; name them with "
-                                                   "functions=f,g";
+        InFlightDiagnostic diag = emitError(loc)
+                                  << kPass
+                                  << "expected one public function with a "
+                                     "body to differentiate, found "
+                                  << candidates.size()
+                                  << "; name them with "
+                                     "functions=f,g";
         for (auto fn : candidates)
           diag.attachNote(fn.getLoc()) << "candidate @" << fn.getSymName();
         return signalPassFailure();
@@ -466,25 +469,26 @@ void DifferentiatePass::runOnOperation() {
   // The last stage (largest pipe.stage) takes the loss.
   int64_t lastStage = -1;
   for (func::FuncOp fn : targets)
-    if (auto s = fn->getAttrOfType<IntegerAttr>(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+    if (auto s = fn->getAttrOfType<IntegerAttr>(
+            pipe::PipeDialect::StageAttrHelper::getNameStr()))
       lastStage = std::max(lastStage, s.getInt());
 
   // Lower and differentiate every target, in parallel.
   MLIRContext *ctx = &getContext();
   llvm::StringSet<> taken;
   for (Operation &op : module.getBody()->getOperations())
-    if (auto sym = op.getAttrOfType<StringAttr>(
-            SymbolTable::getSymbolAttrName()))
+    if (auto sym =
+            op.getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName()))
       taken.insert(sym.getValue());
   PipelineCopies prepare(ctx, autodiff::buildPrepareForDifferentiation);
   std::vector<Generated> generated(targets.size());
   if (failed(forEachInOrder(ctx, targets.size(), [&](unsigned i) {
         func::FuncOp fn = targets[i];
         if (gradientAttr.isAttrPresent(fn))
-          return LogicalResult(
-              fn.emitError() << kPass << "@" << fn.getSymName()
-                             << " is already differentiated (it has "
-                                "pipe.gradient)");
+          return LogicalResult(fn.emitError()
+                               << kPass << "@" << fn.getSymName()
+                               << " is already differentiated (it has "
+                                  "pipe.gradient)");
         // The lowering's input was verified (by the parser or the previous
         // pass); the lowered function stays in the module, so the pass
         // manager's verification after this pass checks it, with the rest.

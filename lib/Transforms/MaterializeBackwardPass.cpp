@@ -1,4 +1,5 @@
-//===- MaterializeBackwardPass.cpp - executable backward actions -*- C++ -*-===//
+//===- MaterializeBackwardPass.cpp - executable backward actions -*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -21,8 +22,8 @@
 #include "pipeopt/Autodiff/Autodiff.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
-#include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "pipeopt/Analysis/ArgumentSelection.h"
 
@@ -54,8 +55,10 @@ using namespace pipeopt;
 namespace {
 
 constexpr llvm::StringLiteral kPass = "pipe-materialize-backward: ";
-constexpr llvm::StringLiteral kStashBytesAttr = pipe::PipeDialect::StashBytesAttrHelper::getNameStr();
-constexpr llvm::StringLiteral kTrainableAttr = pipe::PipeDialect::TrainableAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kStashBytesAttr =
+    pipe::PipeDialect::StashBytesAttrHelper::getNameStr();
+constexpr llvm::StringLiteral kTrainableAttr =
+    pipe::PipeDialect::TrainableAttrHelper::getNameStr();
 
 /// What one operand of a generated backward wrapper is, relative to the
 /// (stage, microbatch) it runs for.
@@ -143,8 +146,8 @@ LogicalResult MaterializeBackwardPass::prepareStage(
   auto fn = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
       call, call.getCalleeAttr());
   if (!fn || fn.isExternal())
-    return call.emitOpError() << kPass << "stage " << k
-                              << " has no stage function with a body";
+    return call.emitOpError()
+           << kPass << "stage " << k << " has no stage function with a body";
   sb.stageFn = fn;
   sb.numResults = fn.getNumResults();
   for (auto [p, src] : llvm::enumerate(info.sources[k])) {
@@ -176,8 +179,8 @@ LogicalResult MaterializeBackwardPass::prepareStage(
   options.prefix = fn.getSymName().str();
   FailureOr<autodiff::Gradient> grad = autodiff::differentiate(fn, options);
   if (failed(grad))
-    return fn.emitError() << kPass << "cannot build the backward of stage "
-                          << k << " (@" << fn.getSymName() << ")";
+    return fn.emitError() << kPass << "cannot build the backward of stage " << k
+                          << " (@" << fn.getSymName() << ")";
   OpPassManager cse(func::FuncOp::getOperationName());
   cse.addPass(createCSEPass());
   for (func::FuncOp g : {grad->fwd, grad->bwd, grad->b, grad->w})
@@ -309,13 +312,13 @@ Wrapper MaterializeBackwardPass::buildWrapper(const StageGraphInfo &info,
                               FunctionType::get(ctx, argTypes, resultTypes));
   w.fn.setPrivate();
   SymbolTable(module).insert(w.fn); // uniquifies the name if taken
-  w.fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(k));
+  w.fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(),
+                b.getI64IntegerAttr(k));
   Block *body = w.fn.addEntryBlock();
   b.setInsertionPointToStart(body);
   auto argOf = [&](const Piece &p) -> Value {
     auto it = llvm::find(w.ins, p);
-    return it == w.ins.end() ? Value()
-                             : body->getArgument(it - w.ins.begin());
+    return it == w.ins.end() ? Value() : body->getArgument(it - w.ins.begin());
   };
   auto zeros = [&](Type t) -> Value {
     return arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(t)))
@@ -323,8 +326,8 @@ Wrapper MaterializeBackwardPass::buildWrapper(const StageGraphInfo &info,
   };
   auto add = [&](Value x, Value y) -> Value {
     auto t = cast<RankedTensorType>(x.getType());
-    Value init = tensor::EmptyOp::create(b, loc, t.getShape(),
-                                         t.getElementType());
+    Value init =
+        tensor::EmptyOp::create(b, loc, t.getShape(), t.getElementType());
     return linalg::AddOp::create(b, loc, ValueRange{x, y}, ValueRange{init})
         .getResult(0);
   };
@@ -348,8 +351,8 @@ Wrapper MaterializeBackwardPass::buildWrapper(const StageGraphInfo &info,
         auto rt = cast<RankedTensorType>(t);
         Value one = arith::ConstantOp::create(
             b, loc,
-            DenseElementsAttr::get(rt, b.getFloatAttr(rt.getElementType(),
-                                                      1.0)));
+            DenseElementsAttr::get(rt,
+                                   b.getFloatAttr(rt.getElementType(), 1.0)));
         sum = sum ? add(sum, one) : one;
       }
       operands.push_back(sum ? sum : zeros(t));
@@ -362,7 +365,8 @@ Wrapper MaterializeBackwardPass::buildWrapper(const StageGraphInfo &info,
     // d_wrt position of stage argument p among the callee's results.
     SmallVector<unsigned> gradOrder;
     for (unsigned p : sb.wrt)
-      if (kind == pipe::BackwardKind::Full || !llvm::is_contained(sb.weights, p))
+      if (kind == pipe::BackwardKind::Full ||
+          !llvm::is_contained(sb.weights, p))
         gradOrder.push_back(p);
     for (const auto &ev : incoming) {
       Value sum;
@@ -416,8 +420,7 @@ MaterializeBackwardPass::rewriteProgram(pipe::ProgramOp program,
       switch (p.kind) {
       case Piece::Arg: {
         const auto &src = info.sources[sb.stage][p.index];
-        if (src.fromStage < 0 &&
-            !graph.getArgAttr(src.argIndex, microbatched))
+        if (src.fromStage < 0 && !graph.getArgAttr(src.argIndex, microbatched))
           continue; // a weight: shared by every microbatch, not stashed
         v = l.args[p.index];
         break;
@@ -449,16 +452,14 @@ MaterializeBackwardPass::rewriteProgram(pipe::ProgramOp program,
       split.insert(op.getStage());
   });
 
-  for (Operation &op :
-       llvm::make_early_inc_range(program.getBody().front())) {
+  for (Operation &op : llvm::make_early_inc_range(program.getBody().front())) {
     if (auto fwd = dyn_cast<pipe::ForwardOp>(&op)) {
       int k = fwd.getStage(), m = fwd.getMicrobatch();
       StageBackward &sb = stages[k];
       b.setInsertionPoint(fwd);
       auto newFwd = pipe::ForwardOp::create(
-          b, fwd.getLoc(), sb.fwd.getResultTypes(),
-          sb.fwd.getSymName(), fwd.getStage(), fwd.getMicrobatch(),
-          fwd.getArgs());
+          b, fwd.getLoc(), sb.fwd.getResultTypes(), sb.fwd.getSymName(),
+          fwd.getStage(), fwd.getMicrobatch(), fwd.getArgs());
       for (unsigned i = 0; i < sb.numResults; ++i)
         fwd.getResult(i).replaceAllUsesWith(newFwd.getResult(i));
       Live &l = live[{k, m}];
@@ -496,14 +497,14 @@ MaterializeBackwardPass::rewriteProgram(pipe::ProgramOp program,
     Live &l = it->second;
     pipe::BackwardKind kind = bwd.getKind();
     Wrapper &wrapper = kind == pipe::BackwardKind::Full    ? sb.full
-                             : kind == pipe::BackwardKind::Input ? sb.input
-                                                                 : sb.weight;
+                       : kind == pipe::BackwardKind::Input ? sb.input
+                                                           : sb.weight;
     if (kind != pipe::BackwardKind::Weight)
       l.grads.assign(bwd.getArgs().begin(), bwd.getArgs().end());
     if (kind == pipe::BackwardKind::Weight && !l.backwardDone)
       return bwd.emitOpError()
-             << kPass << "weight gradient (W) of stage " << k
-             << " microbatch " << m << " comes before its input gradient (B)";
+             << kPass << "weight gradient (W) of stage " << k << " microbatch "
+             << m << " comes before its input gradient (B)";
     SmallVector<Value> operands;
     for (const Piece &p : wrapper.ins) {
       switch (p.kind) {
@@ -522,10 +523,10 @@ MaterializeBackwardPass::rewriteProgram(pipe::ProgramOp program,
       }
     }
     b.setInsertionPoint(bwd);
-    auto newBwd = pipe::BackwardOp::create(
-        b, bwd.getLoc(), wrapper.fn.getResultTypes(), kind,
-        FlatSymbolRefAttr::get(wrapper.fn), bwd.getStage(), bwd.getMicrobatch(),
-        operands);
+    auto newBwd =
+        pipe::BackwardOp::create(b, bwd.getLoc(), wrapper.fn.getResultTypes(),
+                                 kind, FlatSymbolRefAttr::get(wrapper.fn),
+                                 bwd.getStage(), bwd.getMicrobatch(), operands);
     unsigned numOut = bwd.getNumResults();
     for (unsigned i = 0; i < numOut; ++i)
       bwd.getResult(i).replaceAllUsesWith(newBwd.getResult(i));
@@ -656,8 +657,8 @@ void MaterializeBackwardPass::runOnOperation() {
 
   std::vector<StageBackward> stages(info->numStages());
   for (int k = 0; k < info->numStages(); ++k) {
-    if (failed(prepareStage(*info, k, trainableArgs, *recomputeKind,
-                            stages[k])))
+    if (failed(
+            prepareStage(*info, k, trainableArgs, *recomputeKind, stages[k])))
       return signalPassFailure();
     ++numStages;
   }
@@ -681,8 +682,8 @@ void MaterializeBackwardPass::runOnOperation() {
   // A split backward's B is planned with its W's needs.
   for (auto [k, kind] : used)
     if (kind == pipe::BackwardKind::Input && !stages[k].weight.fn)
-      stages[k].weight = buildWrapper(*info, stages[k],
-                                      pipe::BackwardKind::Weight);
+      stages[k].weight =
+          buildWrapper(*info, stages[k], pipe::BackwardKind::Weight);
   for (pipe::ProgramOp p : programs)
     if (failed(rewriteProgram(p, *info, stages)))
       return signalPassFailure();

@@ -201,12 +201,12 @@ LogicalResult PrepareTrainingPass::buildTrainingStep(ModuleOp module,
     grad.setArgAttr(wantArgs - 1, microbatched, b.getUnitAttr());
     // Class indices of a cross entropy are checked by the runtime.
     FlatSymbolRefAttr lossRef = info.getLossFn();
-    if (auto lossFn = lossRef ? module.lookupSymbol<func::FuncOp>(
-                                    lossRef.getAttr())
-                              : func::FuncOp())
-      if (Attribute c = lossFn.getArgAttr(
-              lossFn.getNumArguments() - 1,
-              pipe::PipeDialect::getClassCountAttrName()))
+    if (auto lossFn = lossRef
+                          ? module.lookupSymbol<func::FuncOp>(lossRef.getAttr())
+                          : func::FuncOp())
+      if (Attribute c =
+              lossFn.getArgAttr(lossFn.getNumArguments() - 1,
+                                pipe::PipeDialect::getClassCountAttrName()))
         grad.setArgAttr(wantArgs - 1,
                         pipe::PipeDialect::getClassCountAttrName(), c);
   }
@@ -232,9 +232,8 @@ void PrepareTrainingPass::runOnOperation() {
   }
   auto model = module.lookupSymbol<func::FuncOp>(function);
   if (!model || model.isExternal()) {
-    emitError(module.getLoc())
-        << "pipe-prepare-training: no function @" << function
-        << " with a body to train";
+    emitError(module.getLoc()) << "pipe-prepare-training: no function @"
+                               << function << " with a body to train";
     return signalPassFailure();
   }
   // The reference of a model differentiated before (it carries

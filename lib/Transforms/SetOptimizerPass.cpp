@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
-#include "pipeopt/Transforms/Passes.h"
 #include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -97,7 +97,7 @@ void SetOptimizerPass::runOnOperation() {
   }
   pipe::PipeDialect::OptimizerAttrHelper(module.getContext())
       .setAttr(module, pipe::OptimizerAttr::get(
-                           module.getContext(), kind, lrValue,
-                           weightDecayValue, momentumValue, beta1Value,
-                           beta2Value, epsValue, updateEvery));
+                           module.getContext(), kind, lrValue, weightDecayValue,
+                           momentumValue, beta1Value, beta2Value, epsValue,
+                           updateEvery));
 }

@@ -15,11 +15,11 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "pipeopt/Support/OptionRange.h"
 #include "pipeopt/Programs/ProgramTable.h"
+#include "pipeopt/Support/OptionRange.h"
 
-#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Analysis/CostModel.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Schedule/Schedule.h"
 #include "pipeopt/Simulate/CostTable.h"
 #include "pipeopt/Simulate/Explore.h"
@@ -218,7 +218,8 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
   // the runtime executes (and measures).
   for (pipe::ProgramOp p : *byRank)
     for (Operation &op : p.getBody().front()) {
-      auto bytes = op.getAttrOfType<IntegerAttr>(pipe::PipeDialect::StashBytesAttrHelper::getNameStr());
+      auto bytes = op.getAttrOfType<IntegerAttr>(
+          pipe::PipeDialect::StashBytesAttrHelper::getNameStr());
       if (!bytes)
         continue;
       if (auto f = dyn_cast<pipe::ForwardOp>(op); f && f.getStage() < S)
@@ -458,9 +459,8 @@ void SimulatePass::runOnOperation() {
   // --- Simulation ---------------------------------------------------------
   std::vector<SimResult> results;
   for (auto &[base, programs] : groups) {
-    FailureOr<SimResult> r = simulateGroup(base, programs, *hw, sys,
-                                           optimizerFactor,
-                                           prof ? &*prof : nullptr);
+    FailureOr<SimResult> r = simulateGroup(
+        base, programs, *hw, sys, optimizerFactor, prof ? &*prof : nullptr);
     if (failed(r))
       return signalPassFailure();
     results.push_back(std::move(*r));

@@ -27,7 +27,8 @@ class Reader {
 public:
   explicit Reader(std::string what) : what(std::move(what)) {}
 
-  [[noreturn]] void fail(const std::string &path, const std::string &msg) const {
+  [[noreturn]] void fail(const std::string &path,
+                         const std::string &msg) const {
     throw RuntimeError(what + ": field '" + path + "' " + msg);
   }
   const Json *get(const Json &obj, const std::string &key) const {
@@ -39,8 +40,8 @@ public:
   int64_t integer(const Json &v, const std::string &path, int64_t lo,
                   int64_t hi) const {
     if (!v.is_number_integer())
-      fail(path, "must be an integer, got " + std::string(v.type_name()) +
-                     " " + v.dump());
+      fail(path, "must be an integer, got " + std::string(v.type_name()) + " " +
+                     v.dump());
     int64_t x = v.get<int64_t>();
     if (x < lo || x > hi)
       fail(path, "must be in [" + std::to_string(lo) + ", " +
@@ -149,8 +150,7 @@ static void checkSchedule(const Manifest &m, const Reader &r) {
           "actions[" + std::to_string(k) + "][" + std::to_string(i) + "]";
       std::string action = "F for stage " + std::to_string(a.stage) +
                            " microbatch " + std::to_string(a.microbatch);
-      auto [it, inserted] =
-          forwards.insert({{a.stage, a.microbatch}, path});
+      auto [it, inserted] = forwards.insert({{a.stage, a.microbatch}, path});
       if (!inserted)
         r.fail(path, "repeats " + action + ", which '" + it->second +
                          "' already lists: every forward action runs once");
@@ -181,8 +181,8 @@ static void checkSchedule(const Manifest &m, const Reader &r) {
       seen[size_t(a.microbatch)] = true;
   for (int mb = 0; mb < m.numMicrobatches; ++mb)
     if (!seen[size_t(mb)])
-      r.fail("actions", "lists no action for microbatch " +
-                            std::to_string(mb) + ", but num_microbatches = " +
+      r.fail("actions", "lists no action for microbatch " + std::to_string(mb) +
+                            ", but num_microbatches = " +
                             std::to_string(m.numMicrobatches) +
                             ": every microbatch runs through the model");
 }
@@ -265,8 +265,8 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
       else if (name == "adamw")
         t.optimizer = OptimizerKind::AdamW;
       else
-        r.fail(path, "must be one of none, sgd, momentum, adamw; got '" +
-                         name + "'");
+        r.fail(path,
+               "must be one of none, sgd, momentum, adamw; got '" + name + "'");
     }
     auto read = [&](const char *key, double &into, double lo, bool loOpen,
                     double hi, bool hiOpen, const char *range) {
@@ -277,8 +277,7 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
       double value = r.number(*x, path);
       if ((loOpen ? value <= lo : value < lo) ||
           (hiOpen ? value >= hi : value > hi))
-        r.fail(path, std::string("must be in ") + range + ", got " +
-                         x->dump());
+        r.fail(path, std::string("must be in ") + range + ", got " + x->dump());
       into = value;
       return true;
     };
@@ -290,8 +289,8 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
     read(kEps, t.eps, 0, true, inf, true, "(0, inf)");
     read(kWeightDecay, t.weightDecay, 0, false, inf, true, "[0, inf)");
     if (r.get(o, kUpdateEvery))
-      t.updateEvery = int(r.requiredInt(o, kUpdateEvery, base + kUpdateEvery,
-                                        0, 1 << 20));
+      t.updateEvery =
+          int(r.requiredInt(o, kUpdateEvery, base + kUpdateEvery, 0, 1 << 20));
     if (!hasLr && t.optimizer != OptimizerKind::None)
       r.fail(base + kLr, std::string("is required with optimizer '") +
                              optimizerName(t.optimizer) + "' but missing");
@@ -330,9 +329,9 @@ static void parseTraining(const Json &root, Manifest &m, const Reader &r) {
     if (ranks->empty())
       r.fail(ranksPath, "must list at least one rank");
     for (size_t k = 0; k < ranks->size(); ++k) {
-      int rank = int(r.integer((*ranks)[k],
-                               ranksPath + "[" + std::to_string(k) + "]", 0,
-                               m.numRanks - 1));
+      int rank =
+          int(r.integer((*ranks)[k], ranksPath + "[" + std::to_string(k) + "]",
+                        0, m.numRanks - 1));
       if (std::find(param.ranks.begin(), param.ranks.end(), rank) !=
           param.ranks.end())
         r.fail(ranksPath + "[" + std::to_string(k) + "]",
@@ -404,8 +403,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
     else if (name == targetName(Target::Cuda))
       m.target = Target::Cuda;
     else
-      r.fail(manifest::kTarget, "must be \"cpu\" or \"cuda\"; got '" + name +
-                                    "'");
+      r.fail(manifest::kTarget,
+             "must be \"cpu\" or \"cuda\"; got '" + name + "'");
   }
 
   if (const Json *v = r.get(root, manifest::kModuleHash))
@@ -426,9 +425,9 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
   if (const Json *v = r.get(root, manifest::kEntryPoints)) {
     r.array(*v, manifest::kEntryPoints);
     if (v->size() != size_t(m.numRanks))
-      r.fail("entry_points", "must list num_ranks = " +
-                                 std::to_string(m.numRanks) +
-                                 " names, got " + std::to_string(v->size()));
+      r.fail("entry_points",
+             "must list num_ranks = " + std::to_string(m.numRanks) +
+                 " names, got " + std::to_string(v->size()));
     for (size_t i = 0; i < v->size(); ++i)
       m.entryPoints.push_back(
           r.string((*v)[i], "entry_points[" + std::to_string(i) + "]"));
@@ -457,16 +456,15 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
             r.requiredInt(o, manifest::kIndexBound,
                           p + "." + manifest::kIndexBound, 1, INT64_MAX);
       if (const Json *c = r.get(o, manifest::kClassIndices)) {
-        in.classIndices =
-            r.boolean(*c, p + "." + manifest::kClassIndices);
+        in.classIndices = r.boolean(*c, p + "." + manifest::kClassIndices);
         if (in.classIndices && (in.indexBound == 0 || isFloatDType(in.dtype)))
           r.fail(p + "." + manifest::kClassIndices,
                  "is true, but class indices need an integer dtype and "
                  "\"index_bound\" (the number of classes)");
       }
       if (!seen.insert(in.index).second)
-        r.fail(p + ".index", "duplicates input index " +
-                                 std::to_string(in.index));
+        r.fail(p + ".index",
+               "duplicates input index " + std::to_string(in.index));
       m.inputs.push_back(in);
     }
   }
@@ -503,8 +501,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
                            "; a mean needs f32, f64, f16 or bf16");
       }
       if (!seen.insert(out.index).second)
-        r.fail(p + ".index", "duplicates output index " +
-                                 std::to_string(out.index));
+        r.fail(p + ".index",
+               "duplicates output index " + std::to_string(out.index));
       m.outputs.push_back(out);
     }
   }
@@ -523,26 +521,24 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         r.array((*v)[p], path);
         std::vector<int> pipeline;
         for (size_t s = 0; s < (*v)[p].size(); ++s)
-          pipeline.push_back(int(r.integer(
-              (*v)[p][s], path + "[" + std::to_string(s) + "]", 0,
-              m.numRanks - 1)));
+          pipeline.push_back(
+              int(r.integer((*v)[p][s], path + "[" + std::to_string(s) + "]", 0,
+                            m.numRanks - 1)));
         if (pipeline.size() != size_t(m.numStages))
-          r.fail(path, "must have num_stages = " +
-                           std::to_string(m.numStages) + " entries, got " +
-                           std::to_string(pipeline.size()));
+          r.fail(path, "must have num_stages = " + std::to_string(m.numStages) +
+                           " entries, got " + std::to_string(pipeline.size()));
         m.stageRankPipelines.push_back(std::move(pipeline));
       }
     } else {
       std::vector<int> pipeline;
       for (size_t s = 0; s < v->size(); ++s)
-        pipeline.push_back(int(r.integer(
-            (*v)[s], "stage_rank[" + std::to_string(s) + "]", 0,
-            m.numRanks - 1)));
+        pipeline.push_back(
+            int(r.integer((*v)[s], "stage_rank[" + std::to_string(s) + "]", 0,
+                          m.numRanks - 1)));
       if (pipeline.size() != size_t(m.numStages))
-        r.fail("stage_rank", "must have num_stages = " +
-                                 std::to_string(m.numStages) +
-                                 " entries, got " +
-                                 std::to_string(pipeline.size()));
+        r.fail("stage_rank",
+               "must have num_stages = " + std::to_string(m.numStages) +
+                   " entries, got " + std::to_string(pipeline.size()));
       m.stageRankPipelines.push_back(std::move(pipeline));
     }
     m.stageRank = m.stageRankPipelines.front();
@@ -568,8 +564,8 @@ Manifest parseManifest(const std::string &text, const std::string &what) {
         if (kind->is_string()) {
           a.kind = parseActionKind(kind->get<std::string>());
           if (a.kind < 0)
-            r.fail(p + ".kind", "must be F, B, W or BW (or 0-3), got " +
-                                    kind->dump());
+            r.fail(p + ".kind",
+                   "must be F, B, W or BW (or 0-3), got " + kind->dump());
         } else {
           a.kind = int(r.integer(*kind, p + ".kind", 0, 3));
         }

@@ -152,6 +152,12 @@ TEST(FaultLoopback, SuspendedRunCompletesAfterSigcont) {
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
+    // Its own process group: if the test's group becomes orphaned while the
+    // run is stopped (ctest started from a shell that has exited), the
+    // kernel sends that group SIGHUP + SIGCONT (POSIX), which would end the
+    // run by SIGHUP; a group whose parent is the test process is not
+    // orphaned.
+    ::setpgid(0, 0);
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, 1);

@@ -9,7 +9,7 @@
 // RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="beta1=-0.1" 2>&1 | FileCheck %s --check-prefix=B1
 // RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="beta2=1" 2>&1 | FileCheck %s --check-prefix=B2
 // RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="eps=0" 2>&1 | FileCheck %s --check-prefix=EPS
-// KIND: error: pipe-set-optimizer: optimizer: expected none, sgd, momentum or adamw, got 'adam'
+// KIND: for the --optimizer option: Cannot find option named 'adam'!
 // LR: error: pipe-set-optimizer: lr: expected a finite value >= 0, got -1
 // WD: error: pipe-set-optimizer: weight-decay: expected a finite value >= 0, got INF
 // MU: error: pipe-set-optimizer: momentum: expected a value in [0, 1], got 1.5

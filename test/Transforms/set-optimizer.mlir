@@ -8,14 +8,14 @@
 // RUN: pipeopt %s -pipe-schedule="schedule=pipedream num-microbatches=3" -pipe-set-optimizer | FileCheck %s --check-prefix=PD
 // RUN: pipeopt %s -pipe-schedule="schedule=1f1b num-microbatches=3" -pipe-set-optimizer | FileCheck %s --check-prefix=SYNC
 
-// ADAMW: module attributes {pipe.optimizer = {beta1 = 9.000000e-01 : f64, beta2 = 0.98999999999999999 : f64, eps = 1.000000e-08 : f64, lr = 1.000000e-03 : f64, name = "adamw", weight_decay = 1.000000e-02 : f64}}
-// SGD: module attributes {pipe.optimizer = {lr = 1.000000e-02 : f64, name = "sgd", weight_decay = 0.000000e+00 : f64}}
-// MOMENTUM: module attributes {pipe.optimizer = {lr = 1.000000e-02 : f64, momentum = 5.000000e-01 : f64, name = "momentum", weight_decay = 0.000000e+00 : f64}}
-// NONE: module attributes {pipe.optimizer = {name = "none"}}
+// ADAMW: module attributes {pipe.optimizer = #pipe.optimizer<adamw, lr = 1.000000e-03, weight_decay = 1.000000e-02, beta1 = 9.000000e-01, beta2 = 0.98999999999999999, eps = 1.000000e-08>}
+// SGD: module attributes {pipe.optimizer = #pipe.optimizer<sgd, lr = 1.000000e-02, weight_decay = 0.000000e+00>}
+// MOMENTUM: module attributes {pipe.optimizer = #pipe.optimizer<momentum, lr = 1.000000e-02, weight_decay = 0.000000e+00, momentum = 5.000000e-01>}
+// NONE: module attributes {pipe.optimizer = #pipe.optimizer<none>}
 // PipeDream-2BW updates once per S = 2 backwards, PipeDream after each.
-// BW: pipe.optimizer = {lr = 1.000000e-02 : f64, name = "sgd", update_every = 2 : i64, weight_decay = 0.000000e+00 : f64}
-// PD: pipe.optimizer = {lr = 1.000000e-02 : f64, name = "sgd", update_every = 1 : i64, weight_decay = 0.000000e+00 : f64}
-// SYNC: pipe.optimizer = {lr = 1.000000e-02 : f64, name = "sgd", weight_decay = 0.000000e+00 : f64}
+// BW: pipe.optimizer = #pipe.optimizer<sgd, lr = 1.000000e-02, weight_decay = 0.000000e+00, update_every = 2>
+// PD: pipe.optimizer = #pipe.optimizer<sgd, lr = 1.000000e-02, weight_decay = 0.000000e+00, update_every = 1>
+// SYNC: pipe.optimizer = #pipe.optimizer<sgd, lr = 1.000000e-02, weight_decay = 0.000000e+00>
 
 #id = affine_map<(d0) -> (d0)>
 #sc = affine_map<(d0) -> ()>

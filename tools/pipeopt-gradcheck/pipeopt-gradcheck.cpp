@@ -20,13 +20,13 @@
 
 #include "NpyInput.h"
 
-#include "pipeopt/Support/CommandLine.h"
 #include "pipeopt/Conversion/PipeToRuntime/PipeToRuntime.h"
-#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/InitAll.h"
 #include "pipeopt/JIT/JitModule.h"
 #include "pipeopt/Pipelines/Pipelines.h"
+#include "pipeopt/Support/CommandLine.h"
+#include "pipeopt/Support/Plural.h"
 #include "pipeopt/Transforms/ConvertToF64.h"
 #include "pipeopt/Transforms/Passes.h"
 
@@ -286,7 +286,6 @@ std::string argumentName(func::FuncOp fn, unsigned i) {
   return "%arg" + std::to_string(i);
 }
 
-
 /// What the model's `pipe.gradient` attribute says.
 struct GradientInfo {
   std::string lossKind; ///< "mse", "cross-entropy", "self", "none"
@@ -341,8 +340,8 @@ LogicalResult checkABI(func::FuncOp model, func::FuncOp lossFn,
       return fn.emitError()
              << "@" << fn.getSymName() << " takes "
              << pipeopt::countOf(fn.getNumArguments(), "argument")
-             << "; expected " << n << " (the "
-             << model.getNumArguments() << " of @" << model.getSymName()
+             << "; expected " << n << " (the " << model.getNumArguments()
+             << " of @" << model.getSymName()
              << (hasTarget ? " and the loss target)" : ")");
     for (unsigned i = 0; i < model.getNumArguments(); ++i)
       if (fn.getArgumentTypes()[i] != model.getArgumentTypes()[i])

@@ -1,4 +1,5 @@
-//===- Passes.h - pipeopt transformation passes -------------------*- C++ -*-===//
+//===- Passes.h - pipeopt transformation passes -------------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Declarations generated from Passes.td: one
 // create<Name>() per pass and registerPipeoptPasses().
@@ -16,7 +17,7 @@
 #include "pipeopt/Autodiff/Autodiff.h" // Recompute (recompute=)
 #include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 #include "pipeopt/Partition/Partitioner.h" // Strategy (pipe-partition's option)
-#include "pipeopt/Schedule/Schedule.h" // kDefaultSchedule (option defaults)
+#include "pipeopt/Schedule/Schedule.h"     // kDefaultSchedule (option defaults)
 #include "pipeopt/Simulate/Simulator.h" // Level (pipe-simulate's trace-level)
 
 #include <memory>

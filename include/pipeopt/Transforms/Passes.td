@@ -711,11 +711,12 @@ def SetOptimizerPass : Pass<"pipe-set-optimizer", "::mlir::ModuleOp"> {
   let summary = "Record the optimizer the runtime applies after each training "
                 "step, with the schedule's update rule.";
   let description = [{
-    Sets the module attribute `pipe.optimizer`, which convert-pipe-to-runtime
-    writes to the manifest's "training" field: `name` (none, sgd, momentum,
-    adamw), and with an optimizer `lr` and `weight_decay`, `momentum`
-    (momentum), `beta1`, `beta2`, `eps` (adamw). The update rules are
-    torch.optim.SGD and torch.optim.AdamW (docs/Training.md).
+    Sets the module attribute `pipe.optimizer` (`#pipe.optimizer<kind,
+    ...>`), which convert-pipe-to-runtime writes to the manifest's
+    "training" field: the kind (none, sgd, momentum, adamw), and with an
+    optimizer `lr` and `weight_decay`, `momentum` (momentum), `beta1`,
+    `beta2`, `eps` (adamw). The update rules are torch.optim.SGD and
+    torch.optim.AdamW (docs/Training.md).
 
     Asynchronous schedules update a stage's weights as its gradients
     arrive: PipeDream after every backward (`update_every` = 1; Narayanan

@@ -40,16 +40,16 @@ namespace {
 LogicalResult checkTensor(Operation *op, Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor)
-    return op->emitOpError() << "cannot be executed: " << type
-                             << " is not a ranked tensor";
+    return op->emitOpError()
+           << "cannot be executed: " << type << " is not a ranked tensor";
   if (!tensor.hasStaticShape())
     return op->emitOpError() << "cannot be executed: " << type
                              << " has a dynamic shape; the runtime needs "
                                 "static shapes (export the model for one "
                                 "concrete input shape)";
   if (tensor.getEncoding())
-    return op->emitOpError() << "cannot be executed: " << type
-                             << " has an encoding";
+    return op->emitOpError()
+           << "cannot be executed: " << type << " has an encoding";
   if (!pipeopt::runtimeDTypeName(tensor.getElementType()))
     return op->emitOpError()
            << "cannot be executed: element type " << tensor.getElementType()
@@ -80,10 +80,9 @@ LogicalResult recordBoundary(std::map<int64_t, SeenTensor> &table,
   auto [it, inserted] = table.try_emplace(index, SeenTensor{type, loc});
   if (inserted || it->second.type == type)
     return success();
-  InFlightDiagnostic diag = emitError(loc)
-                            << "model " << what << " " << index << " is "
-                            << type << " here but " << it->second.type
-                            << " elsewhere";
+  InFlightDiagnostic diag = emitError(loc) << "model " << what << " " << index
+                                           << " is " << type << " here but "
+                                           << it->second.type << " elsewhere";
   diag.attachNote(it->second.loc) << "first seen here";
   return failure();
 }
@@ -160,8 +159,8 @@ LogicalResult checkProgramOp(Operation *op, int64_t rank, Seen &seen) {
     if (failed(checkTensor(op, input.getType())))
       return failure();
     return recordBoundary(seen.inputs, input.getArgument(),
-                          cast<RankedTensorType>(input.getType()),
-                          op->getLoc(), "argument");
+                          cast<RankedTensorType>(input.getType()), op->getLoc(),
+                          "argument");
   }
   if (auto recv = dyn_cast<pipe::RecvOp>(op))
     return checkTensor(op, recv.getType());
@@ -220,9 +219,9 @@ LogicalResult checkGlobals(ModuleOp module) {
       return WalkResult::advance();
     auto global = SymbolTable::lookupNearestSymbolFrom<ml_program::GlobalOp>(
         load, load.getGlobalAttr());
-    auto value = global ? dyn_cast_or_null<DenseElementsAttr>(
-                              global.getValueAttr())
-                        : DenseElementsAttr();
+    auto value =
+        global ? dyn_cast_or_null<DenseElementsAttr>(global.getValueAttr())
+               : DenseElementsAttr();
     if (!value || value.getType() != load.getType()) {
       load.emitOpError() << "reads a global without a dense initial value of "
                             "its type; it cannot be turned into a constant";

@@ -1,4 +1,5 @@
-//===- InputViews.cpp - pipeopt-materialize-input-views -----------*- C++ -*-===//
+//===- InputViews.cpp - pipeopt-materialize-input-views -----------*- C++
+//-*-===//
 //
 // Part of pipeopt. convert-pipe-to-runtime reads model inputs in place
 // through placeholder memref.globals (kInputViewAttrName); after buffer
@@ -99,10 +100,11 @@ struct MaterializeInputViewsPass
       // The shape, one i64 per dimension, on the stack.
       int64_t rank = p.type.getRank();
       auto i64 = b.getI64Type();
-      Value shape = memref::AllocaOp::create(
-          b, loc, MemRefType::get({rank}, i64));
+      Value shape =
+          memref::AllocaOp::create(b, loc, MemRefType::get({rank}, i64));
       for (int64_t d = 0; d < rank; ++d) {
-        Value size = arith::ConstantIntOp::create(b, loc, p.type.getDimSize(d), 64);
+        Value size =
+            arith::ConstantIntOp::create(b, loc, p.type.getDimSize(d), 64);
         Value idx = arith::ConstantIndexOp::create(b, loc, d);
         memref::StoreOp::create(b, loc, size, shape, ValueRange{idx});
       }
@@ -110,10 +112,9 @@ struct MaterializeInputViewsPass
           b, loc, UnrankedMemRefType::get(i64, 0), shape);
       Value arg = arith::ConstantIntOp::create(b, loc, p.arg, 64);
       Value mb = arith::ConstantIntOp::create(b, loc, p.microbatch, 64);
-      auto call = func::CallOp::create(b, loc, *callee,
-                                       ValueRange{arg, mb, shapeArg});
-      Value view =
-          memref::CastOp::create(b, loc, p.type, call.getResult(0));
+      auto call =
+          func::CallOp::create(b, loc, *callee, ValueRange{arg, mb, shapeArg});
+      Value view = memref::CastOp::create(b, loc, p.type, call.getResult(0));
       get.replaceAllUsesWith(view);
       get.erase();
       ++numViews;

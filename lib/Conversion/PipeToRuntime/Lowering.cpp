@@ -57,8 +57,8 @@ struct EntryPoint {
 struct LoweringState {
   LoweringState(ModuleOp module, const MicrobatchPolicy &policy,
                 LoweringResults &results, bool inputViews)
-      : module(module), symbols(module), decls(module, symbols),
-        policy(policy), results(results) {
+      : module(module), symbols(module), decls(module, symbols), policy(policy),
+        results(results) {
     if (results.optimizer)
       if (std::optional<int64_t> k = results.optimizer.getUpdateEvery())
         rereadWeights = *k > 0;
@@ -120,15 +120,15 @@ struct LoweringState {
     if (entry.pending) {
       Value earlier = arith::CmpIOp::create(
           rewriter, loc, arith::CmpIPredicate::ne, entry.pending, zero);
-      status =
-          arith::SelectOp::create(rewriter, loc, earlier, entry.pending, status);
+      status = arith::SelectOp::create(rewriter, loc, earlier, entry.pending,
+                                       status);
     }
     entry.pending = status;
     if (!check)
       return success();
     entry.pending = Value();
-    Value failed = arith::CmpIOp::create(rewriter, loc,
-                                         arith::CmpIPredicate::ne, status, zero);
+    Value failed = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ne, status, zero);
     Block *current = rewriter.getInsertionBlock();
     Block *cont = rewriter.splitBlock(current, rewriter.getInsertionPoint());
     rewriter.setInsertionPointToEnd(current);
@@ -207,8 +207,8 @@ struct LoweringState {
         StridedLayoutAttr::get(
             rewriter.getContext(), ShapedType::kDynamic,
             SmallVector<int64_t>(type.getRank(), ShapedType::kDynamic)));
-    Value buf = bufferization::ToBufferOp::create(rewriter, loc, bufType,
-                                                  value, /*read_only=*/true);
+    Value buf = bufferization::ToBufferOp::create(rewriter, loc, bufType, value,
+                                                  /*read_only=*/true);
     Value unranked = memref::CastOp::create(
         rewriter, loc, UnrankedMemRefType::get(type.getElementType(), 0), buf);
     SmallVector<Value> args;
@@ -296,8 +296,8 @@ struct InputPattern : StatefulPattern<pipe::InputOp> {
     state.results.inputs.try_emplace(arg, BoundaryTensor{type});
     // Asynchronous training updates weights within a call: every
     // microbatch reads them anew (and keeps its version for its backward).
-    bool shared = !state.policy.isMicrobatched(arg, type) &&
-                  !state.rereadWeights;
+    bool shared =
+        !state.policy.isMicrobatched(arg, type) && !state.rereadWeights;
     if (shared) {
       if (Value v = entry.sharedInputs.lookup(arg)) {
         rewriter.replaceOp(input, v);
@@ -345,9 +345,8 @@ struct RecvPattern : StatefulPattern<pipe::RecvOp> {
     if (!entry)
       return rewriter.notifyMatchFailure(recv, "not in a converted program");
     FailureOr<Value> t = state.fill(
-        rewriter, *entry, recv.getLoc(),
-        cast<RankedTensorType>(recv.getType()), "pipeopt_rt_recv",
-        transferScalars(recv.getPeer(), recv.getTag()));
+        rewriter, *entry, recv.getLoc(), cast<RankedTensorType>(recv.getType()),
+        "pipeopt_rt_recv", transferScalars(recv.getPeer(), recv.getTag()));
     if (failed(t))
       return failure();
     rewriter.replaceOp(recv, *t);
@@ -364,8 +363,8 @@ struct SendPattern : StatefulPattern<pipe::SendOp> {
     EntryPoint *entry = state.entryOf(send);
     if (!entry)
       return rewriter.notifyMatchFailure(send, "not in a converted program");
-    if (failed(state.drain(rewriter, *entry, send.getLoc(),
-                           adaptor.getValue(), "pipeopt_rt_send",
+    if (failed(state.drain(rewriter, *entry, send.getLoc(), adaptor.getValue(),
+                           "pipeopt_rt_send",
                            transferScalars(send.getPeer(), send.getTag()))))
       return failure();
     rewriter.eraseOp(send);
@@ -387,10 +386,10 @@ struct OutputPattern : StatefulPattern<pipe::OutputOp> {
         output.getResult(),
         BoundaryOutput{BoundaryTensor{type}, output.getReduce().has_value(),
                        output.getNameAttr() ? output.getName()->str() : ""});
-    if (failed(state.drain(rewriter, *entry, output.getLoc(),
-                           adaptor.getValue(), "pipeopt_rt_output",
-                           {int64_t(output.getResult()),
-                            int64_t(output.getMicrobatch())})))
+    if (failed(state.drain(
+            rewriter, *entry, output.getLoc(), adaptor.getValue(),
+            "pipeopt_rt_output",
+            {int64_t(output.getResult()), int64_t(output.getMicrobatch())})))
       return failure();
     rewriter.eraseOp(output);
     return success();
@@ -417,9 +416,9 @@ struct ForwardPattern : StatefulPattern<pipe::ForwardOp> {
             {kind, LoweringState::i64(rewriter, loc, stage),
              LoweringState::i64(rewriter, loc, mb)})))
       return failure();
-    auto call = func::CallOp::create(rewriter, loc, forward.getCalleeAttr(),
-                                     forward.getResultTypes(),
-                                     adaptor.getArgs());
+    auto call =
+        func::CallOp::create(rewriter, loc, forward.getCalleeAttr(),
+                             forward.getResultTypes(), adaptor.getArgs());
     kind = LoweringState::i64(rewriter, loc, 0);
     if (failed(state.callAndCheck(
             rewriter, entry, loc, "pipeopt_rt_action_end", Type(),
@@ -444,7 +443,8 @@ struct BackwardPattern : StatefulPattern<pipe::BackwardOp> {
                   ConversionPatternRewriter &rewriter) const override {
     EntryPoint *entryPtr = state.entryOf(backward);
     if (!entryPtr)
-      return rewriter.notifyMatchFailure(backward, "not in a converted program");
+      return rewriter.notifyMatchFailure(backward,
+                                         "not in a converted program");
     EntryPoint &entry = *entryPtr;
     Location loc = backward.getLoc();
     int64_t stage = backward.getStage();
@@ -461,11 +461,11 @@ struct BackwardPattern : StatefulPattern<pipe::BackwardOp> {
                                   "pipeopt_rt_action_begin", Type(),
                                   scalars())))
       return failure();
-    auto call = func::CallOp::create(rewriter, loc, *backward.getCallee(),
-                                     backward.getResultTypes(),
-                                     adaptor.getArgs());
-    if (failed(state.callAndCheck(rewriter, entry, loc,
-                                  "pipeopt_rt_action_end", Type(), scalars(),
+    auto call =
+        func::CallOp::create(rewriter, loc, *backward.getCallee(),
+                             backward.getResultTypes(), adaptor.getArgs());
+    if (failed(state.callAndCheck(rewriter, entry, loc, "pipeopt_rt_action_end",
+                                  Type(), scalars(),
                                   /*check=*/true)))
       return failure();
     state.results.actions[entry.rank].push_back({kind, stage, mb});
@@ -484,7 +484,8 @@ struct GradientPattern : StatefulPattern<pipe::GradientOp> {
                   ConversionPatternRewriter &rewriter) const override {
     EntryPoint *entryPtr = state.entryOf(gradient);
     if (!entryPtr)
-      return rewriter.notifyMatchFailure(gradient, "not in a converted program");
+      return rewriter.notifyMatchFailure(gradient,
+                                         "not in a converted program");
     EntryPoint &entry = *entryPtr;
     int64_t arg = gradient.getArgument();
     auto type = cast<RankedTensorType>(gradient.getValue().getType());
@@ -539,8 +540,7 @@ void finishEntryPoints(LoweringState &state) {
 
 LogicalResult pipeopt::pipe_to_runtime::lowerPrograms(
     ModuleOp module, ArrayRef<pipe::ProgramOp> byRank,
-    const MicrobatchPolicy &policy, LoweringResults &results,
-    bool inputViews) {
+    const MicrobatchPolicy &policy, LoweringResults &results, bool inputViews) {
   MLIRContext *ctx = module.getContext();
   pipe::ProgramOp first = byRank.front();
   results.numRanks = first.getNumRanks();
@@ -557,18 +557,17 @@ LogicalResult pipeopt::pipe_to_runtime::lowerPrograms(
   ConversionTarget target(*ctx);
   target.addIllegalDialect<pipe::PipeDialect>();
   target.addIllegalOp<ml_program::GlobalLoadConstOp>();
-  target.addLegalDialect<arith::ArithDialect,
-                         bufferization::BufferizationDialect,
-                         cf::ControlFlowDialect, func::FuncDialect,
-                         memref::MemRefDialect>();
+  target.addLegalDialect<
+      arith::ArithDialect, bufferization::BufferizationDialect,
+      cf::ControlFlowDialect, func::FuncDialect, memref::MemRefDialect>();
   // Everything else (the ops of stage functions and those between the
   // actions of a program) stays as it is.
   target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
 
   RewritePatternSet patterns(ctx);
   patterns.add<ProgramPattern, InputPattern, RecvPattern, SendPattern,
-               OutputPattern, ForwardPattern, BackwardPattern,
-               GradientPattern>(ctx, state);
+               OutputPattern, ForwardPattern, BackwardPattern, GradientPattern>(
+      ctx, state);
   patterns.add<GlobalLoadConstPattern>(ctx);
   if (failed(applyPartialConversion(module, target, std::move(patterns))))
     return failure();

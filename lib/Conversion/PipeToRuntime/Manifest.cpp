@@ -135,9 +135,10 @@ pipeopt::pipe_to_runtime::manifestJson(const LoweringResults &m,
     if (it != m.actions.end())
       for (const LoweringResults::Action &a : it->second) {
         static const char *const kinds[] = {"F", "B", "W", "BW"};
-        list.push_back(llvm::json::Object{{manifest::kKind, kinds[a.kind]},
-                                          {manifest::kStage, a.stage},
-                                          {manifest::kMicrobatch, a.microbatch}});
+        list.push_back(
+            llvm::json::Object{{manifest::kKind, kinds[a.kind]},
+                               {manifest::kStage, a.stage},
+                               {manifest::kMicrobatch, a.microbatch}});
       }
     actions.push_back(std::move(list));
   }

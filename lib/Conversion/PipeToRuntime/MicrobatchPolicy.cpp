@@ -55,9 +55,8 @@ MicrobatchPolicy::parse(ArrayRef<std::string> entries, std::string &err) {
   return p;
 }
 
-LogicalResult
-MicrobatchPolicy::checkIndices(const std::set<int64_t> &arguments,
-                               std::string &err) const {
+LogicalResult MicrobatchPolicy::checkIndices(const std::set<int64_t> &arguments,
+                                             std::string &err) const {
   if (kind != Kind::List)
     return success();
   for (int64_t v : indices) {
@@ -68,7 +67,8 @@ MicrobatchPolicy::checkIndices(const std::set<int64_t> &arguments,
       valid = "the programs read no model argument";
     else if (int64_t(arguments.size()) == *arguments.rbegin() + 1)
       valid = "valid argument indices are 0 to " +
-              std::to_string(*arguments.rbegin()) + " (the pipe.input "
+              std::to_string(*arguments.rbegin()) +
+              " (the pipe.input "
               "indices of the programs)";
     else {
       valid = "the programs read model arguments ";

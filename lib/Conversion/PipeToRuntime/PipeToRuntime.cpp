@@ -1,4 +1,5 @@
-//===- PipeToRuntime.cpp - convert-pipe-to-runtime -----------------*- C++ -*-===//
+//===- PipeToRuntime.cpp - convert-pipe-to-runtime -----------------*- C++
+//-*-===//
 //
 // Part of pipeopt. The pass: per-rank pipe.programs become entry points
 // that call the runtime C ABI (runtime/include/pipeopt/runtime/
@@ -58,8 +59,7 @@ struct ConvertPipeToRuntimePass
 } // namespace
 
 bool pipeopt::pipe_to_runtime::isStageGraphFunction(func::FuncOp fn) {
-  return fn
-      .walk([&](pipe::StageCallOp) { return WalkResult::interrupt(); })
+  return fn.walk([&](pipe::StageCallOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
 
@@ -181,7 +181,6 @@ std::optional<int64_t> pipeopt::gatherIndexBound(Value root) {
   return bound;
 }
 
-
 //===----------------------------------------------------------------------===//
 // Single-stage reference program
 //===----------------------------------------------------------------------===//
@@ -217,8 +216,8 @@ FailureOr<func::FuncOp> pipeopt::findModelFunction(ModuleOp module,
   if (!function.empty()) {
     auto fn = module.lookupSymbol<func::FuncOp>(function);
     if (!fn || fn.isExternal())
-      return module.emitError() << "no function @" << function
-                                << " with a body in the module";
+      return module.emitError()
+             << "no function @" << function << " with a body in the module";
     return fn;
   }
   SmallVector<func::FuncOp> candidates;
@@ -254,8 +253,8 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
                               << " is not a ranked tensor";
   for (auto [i, t] : llvm::enumerate(type.getResults()))
     if (!isa<RankedTensorType>(t))
-      return fn.emitOpError() << "result " << i << " of type " << t
-                              << " is not a ranked tensor";
+      return fn.emitOpError()
+             << "result " << i << " of type " << t << " is not a ranked tensor";
 
   OpBuilder b(module.getContext());
   // How each model result is written (result attributes pipe.reduce and
@@ -277,8 +276,8 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
                << "result " << i << " is marked as the gradient of argument "
                << arg << ", which does not exist or has another type";
       gradientOf[i] = uint64_t(arg);
-      fn.removeResultAttr(i, StringAttr::get(module.getContext(),
-                                             gradientOfName));
+      fn.removeResultAttr(i,
+                          StringAttr::get(module.getContext(), gradientOfName));
     }
     if (Attribute a = fn.getResultAttr(i, reduceName)) {
       auto text = dyn_cast<StringAttr>(a);
@@ -325,7 +324,8 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
   if (resultOf.empty())
     for (unsigned i = 0; i < type.getNumResults(); ++i)
       resultOf.push_back(i);
-  fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(), b.getI64IntegerAttr(0));
+  fn->setAttr(pipe::PipeDialect::StageAttrHelper::getNameStr(),
+              b.getI64IntegerAttr(0));
   b.setInsertionPointToEnd(module.getBody());
   Location loc = fn.getLoc();
   std::string name = (fn.getSymName() + "_rank0").str();
@@ -337,7 +337,8 @@ LogicalResult pipeopt::buildSingleStageProgram(ModuleOp module,
   for (int64_t mb = 0; mb < numMicrobatches; ++mb) {
     SmallVector<Value> args;
     for (auto [i, t] : llvm::enumerate(type.getInputs()))
-      args.push_back(pipe::InputOp::create(b, loc, t, uint64_t(i), uint64_t(mb)));
+      args.push_back(
+          pipe::InputOp::create(b, loc, t, uint64_t(i), uint64_t(mb)));
     auto forward = pipe::ForwardOp::create(
         b, loc, fn.getFunctionType().getResults(), fn.getSymName(),
         /*stage=*/uint64_t(0), uint64_t(mb), args);

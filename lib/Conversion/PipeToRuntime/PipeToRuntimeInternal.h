@@ -1,4 +1,5 @@
-//===- PipeToRuntimeInternal.h - Parts of convert-pipe-to-runtime -*- C++ -*-===//
+//===- PipeToRuntimeInternal.h - Parts of convert-pipe-to-runtime -*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -103,11 +104,13 @@ bool isStageGraphFunction(mlir::func::FuncOp fn);
 /// pipe.programs are `programs`, non-empty) before anything is changed.
 /// Errors are diagnostics at the op; on success, `byRank` holds the
 /// programs ordered by rank. `microbatchArgs` is the option's entries
-/// joined by commas (formatArgumentList), for messages. See Passes.td for the list.
-mlir::LogicalResult
-checkConversion(mlir::ModuleOp module, llvm::ArrayRef<pipe::ProgramOp> programs,
-                const MicrobatchPolicy &policy, llvm::StringRef microbatchArgs,
-                std::vector<pipe::ProgramOp> &byRank);
+/// joined by commas (formatArgumentList), for messages. See Passes.td for the
+/// list.
+mlir::LogicalResult checkConversion(mlir::ModuleOp module,
+                                    llvm::ArrayRef<pipe::ProgramOp> programs,
+                                    const MicrobatchPolicy &policy,
+                                    llvm::StringRef microbatchArgs,
+                                    std::vector<pipe::ProgramOp> &byRank);
 
 //===----------------------------------------------------------------------===//
 // Lowering (Lowering.cpp)

@@ -1,4 +1,5 @@
-//===- PipeDialect.cpp - pipe dialect and attributes --------------*- C++ -*-===//
+//===- PipeDialect.cpp - pipe dialect and attributes --------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
@@ -278,9 +279,9 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
     if (!intAttr || !intAttr.getType().isSignlessInteger(64))
       return mustBe(("a 64-bit integer " + what).str());
     if (intAttr.getInt() < 0)
-      return op->emitOpError() << "attribute '" << name
-                               << "' must be non-negative, got "
-                               << intAttr.getInt();
+      return op->emitOpError()
+             << "attribute '" << name << "' must be non-negative, got "
+             << intAttr.getInt();
     return success();
   };
   if (name == StageAttrHelper::getNameStr())

@@ -1,4 +1,5 @@
-//===- PipeOps.cpp - pipe dialect operations ----------------------*- C++ -*-===//
+//===- PipeOps.cpp - pipe dialect operations ----------------------*- C++
+//-*-===//
 //
 // Part of pipeopt. Verifiers of the pipe dialect. Every message here has a
 // negative test in test/Dialect/Pipe/invalid.mlir.
@@ -31,12 +32,14 @@ static LogicalResult verifyStageCallee(Operation *op,
   auto fn =
       symbolTable.lookupNearestSymbolFrom<func::FuncOp>(op, callee.getAttr());
   if (!fn)
-    return op->emitOpError() << "callee " << callee
-                             << " does not name a func.func";
-  auto stageAttr = fn->getAttrOfType<IntegerAttr>(PipeDialect::StageAttrHelper::getNameStr());
+    return op->emitOpError()
+           << "callee " << callee << " does not name a func.func";
+  auto stageAttr = fn->getAttrOfType<IntegerAttr>(
+      PipeDialect::StageAttrHelper::getNameStr());
   if (!stageAttr)
-    return op->emitOpError() << "callee " << callee << " is not a stage function (no '"
-                             << PipeDialect::StageAttrHelper::getNameStr() << "' attribute)";
+    return op->emitOpError()
+           << "callee " << callee << " is not a stage function (no '"
+           << PipeDialect::StageAttrHelper::getNameStr() << "' attribute)";
   if (stageAttr.getInt() != stage)
     return op->emitOpError() << "calls " << callee << " of stage "
                              << stageAttr.getInt() << " as stage " << stage;
@@ -59,10 +62,10 @@ static ProgramOp programOf(Operation *op) {
 static LogicalResult verifyMicrobatch(Operation *op, ProgramOp program,
                                       int64_t microbatch) {
   if (microbatch >= static_cast<int64_t>(program.getNumMicrobatches()))
-    return op->emitOpError() << "microbatch " << microbatch
-                             << " out of range for a program of "
-                             << pipeopt::countOf(program.getNumMicrobatches(),
-                                                 "microbatch", "microbatches");
+    return op->emitOpError()
+           << "microbatch " << microbatch << " out of range for a program of "
+           << pipeopt::countOf(program.getNumMicrobatches(), "microbatch",
+                               "microbatches");
   return success();
 }
 
@@ -105,8 +108,7 @@ static LogicalResult verifyOperandMicrobatches(Operation *op,
       continue;
     InFlightDiagnostic diag = op->emitOpError()
                               << "is for microbatch " << microbatch
-                              << ", but operand #"
-                              << operand.getOperandNumber()
+                              << ", but operand #" << operand.getOperandNumber()
                               << " belongs to microbatch " << *mb;
     diag.attachNote(operand.get().getLoc())
         << "operand #" << operand.getOperandNumber() << " defined here";
@@ -131,8 +133,8 @@ static LogicalResult verifyTransfer(Operation *op, ProgramOp program,
     return op->emitOpError() << "peer rank " << peer << " out of range for "
                              << pipeopt::countOf(program.getNumRanks(), "rank");
   if (peer == static_cast<int64_t>(program.getRank()))
-    return op->emitOpError() << "peer rank " << peer
-                             << " is the program's own rank";
+    return op->emitOpError()
+           << "peer rank " << peer << " is the program's own rank";
   return verifyMicrobatch(op, program, tag.getMicrobatch());
 }
 
@@ -150,9 +152,8 @@ StageCallOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // ProgramOp
 //===----------------------------------------------------------------------===//
 
-void ProgramOp::build(OpBuilder &builder, OperationState &state,
-                      StringRef name, int64_t rank, int64_t numRanks,
-                      int64_t numMicrobatches) {
+void ProgramOp::build(OpBuilder &builder, OperationState &state, StringRef name,
+                      int64_t rank, int64_t numRanks, int64_t numMicrobatches) {
   state.addAttribute(getSymNameAttrName(state.name),
                      builder.getStringAttr(name));
   state.addAttribute(getRankAttrName(state.name),
@@ -175,12 +176,12 @@ LogicalResult ProgramOp::verify() {
   for (Operation &op : getBody().front())
     if (!isa<InputOp, OutputOp, ForwardOp, BackwardOp, SendOp, RecvOp,
              GradientOp>(op)) {
-      InFlightDiagnostic diag =
-          emitOpError() << "holds only pipe.input, pipe.output, "
-                           "pipe.forward, pipe.backward, pipe.send, "
-                           "pipe.recv and pipe.gradient, but contains '"
-                        << op.getName()
-                        << "' (computation belongs in stage functions)";
+      InFlightDiagnostic diag = emitOpError()
+                                << "holds only pipe.input, pipe.output, "
+                                   "pipe.forward, pipe.backward, pipe.send, "
+                                   "pipe.recv and pipe.gradient, but contains '"
+                                << op.getName()
+                                << "' (computation belongs in stage functions)";
       diag.attachNote(op.getLoc()) << "this op";
       return diag;
     }
@@ -261,8 +262,7 @@ LogicalResult ForwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 }
 
 LogicalResult BackwardOp::verify() {
-  if (getKind() == BackwardKind::Weight && !getCallee() &&
-      getNumResults() != 0)
+  if (getKind() == BackwardKind::Weight && !getCallee() && getNumResults() != 0)
     return emitOpError() << "a weight-gradient (W) action produces no "
                             "gradients for other stages, but has "
                          << getNumResults() << " results";
@@ -282,8 +282,7 @@ LogicalResult BackwardOp::verify() {
   return verifyOperandMicrobatches(*this, getMicrobatch());
 }
 
-LogicalResult
-BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult BackwardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (!getCallee())
     return success();
   return verifyStageCallee(*this, symbolTable, getCalleeAttr(), getStage(),

@@ -1,4 +1,5 @@
-//===- Manifest.h - The <model>.manifest.json written by pipeopt -*- C++ -*-===//
+//===- Manifest.h - The <model>.manifest.json written by pipeopt -*- C++
+//-*-===//
 //
 // Describes a compiled model shared object: ranks, stages, microbatches, its
 // entry points, inputs and outputs. The format is documented in
@@ -22,8 +23,8 @@ namespace rt {
 
 /// One model input (a function argument of the original model).
 struct ManifestInput {
-  int index = 0;             ///< argument index used by pipeopt_rt_input_*
-  Shape shape;               ///< per-microbatch shape if microbatched
+  int index = 0; ///< argument index used by pipeopt_rt_input_*
+  Shape shape;   ///< per-microbatch shape if microbatched
   DType dtype = DType::F32;
   bool microbatched = false; ///< one slice per microbatch vs. shared
   std::string name;          ///< optional, for messages
@@ -46,8 +47,8 @@ enum class OutputReduce {
 
 /// One model output.
 struct ManifestOutput {
-  int index = 0;            ///< result index used by pipeopt_rt_output_*
-  Shape shape;              ///< per-microbatch shape if microbatched
+  int index = 0; ///< result index used by pipeopt_rt_output_*
+  Shape shape;   ///< per-microbatch shape if microbatched
   DType dtype = DType::F32;
   bool microbatched = true; ///< one value per microbatch vs. one in total
   /// Optional; "loss" and "grad_<i>" in training builds, where pipeopt-run
@@ -118,7 +119,7 @@ struct Manifest {
   int numRanks = 0;
   int numStages = 0;
   int numMicrobatches = 0;
-  std::string schedule;                 ///< e.g. "1f1b" ("" if absent)
+  std::string schedule; ///< e.g. "1f1b" ("" if absent)
   /// "target" ("cpu" when absent).
   Target target = Target::Cpu;
   std::vector<std::string> entryPoints; ///< defaults to pipeopt_rank_<k>
@@ -131,9 +132,9 @@ struct Manifest {
   /// compared with the file before it is loaded (checkModelFile); absent
   /// in hand-written manifests.
   std::optional<ModelFileDigest> modelFile;
-  std::vector<ManifestInput> inputs;    ///< sorted by index
-  std::vector<ManifestOutput> outputs;  ///< sorted by index
-  std::vector<int> stageRank;           ///< [stage] -> rank, or empty
+  std::vector<ManifestInput> inputs;   ///< sorted by index
+  std::vector<ManifestOutput> outputs; ///< sorted by index
+  std::vector<int> stageRank;          ///< [stage] -> rank, or empty
   /// [pipeline][stage] -> rank: every pipeline of a nested stage_rank, the
   /// flat one as a single pipeline; empty without stage_rank.
   std::vector<std::vector<int>> stageRankPipelines;

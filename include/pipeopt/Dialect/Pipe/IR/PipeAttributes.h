@@ -1,4 +1,5 @@
-//===- PipeAttributes.h - pipe dialect attributes -----------------*- C++ -*-===//
+//===- PipeAttributes.h - pipe dialect attributes -----------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //

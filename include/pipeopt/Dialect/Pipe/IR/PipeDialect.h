@@ -1,4 +1,5 @@
-//===- PipeDialect.h - pipe dialect -------------------------------*- C++ -*-===//
+//===- PipeDialect.h - pipe dialect -------------------------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //

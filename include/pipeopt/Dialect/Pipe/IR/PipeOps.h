@@ -1,4 +1,5 @@
-//===- PipeOps.h - pipe dialect operations ------------------------*- C++ -*-===//
+//===- PipeOps.h - pipe dialect operations ------------------------*- C++
+//-*-===//
 //
 // Part of pipeopt.
 //
