@@ -308,8 +308,7 @@ void AutoSchedulePass::runOnOperation() {
                            best.virtualStages(), best.modelStages,
                            best.eval.event.makespanSec));
 
-  // --- Partition, outline, schedule with the choice
-  // ---------------------------
+  // --- Partition, outline, schedule with the choice --------------------------
   OpPassManager pm(ModuleOp::getOperationName());
   PartitionPassOptions partition;
   partition.numStages = best.modelStages;

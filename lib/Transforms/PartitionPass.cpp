@@ -173,18 +173,20 @@ void PartitionPass::runOnOperation() {
     prof = std::move(*p);
   }
 
-  // --- Inline helper calls (pipe-prepare) ------------------------------------
-  bool hasCalls = false;
-  module.walk([&](func::CallOp) {
-    hasCalls = true;
+  // --- Flat functions only: pipe-prepare inlines helper calls -------------
+  WalkResult calls = module.walk([&](func::CallOp call) {
+    auto fn = call->getParentOfType<func::FuncOp>();
+    if (fn && fn->hasAttr(pipe::PipeDialect::StageAttrHelper::getNameStr()))
+      return WalkResult::advance();
+    call.emitOpError() << "pipe-partition: @"
+                       << (fn ? fn.getSymName() : StringRef("?")) << " calls @"
+                       << call.getCallee()
+                       << "; inline the calls first with pipe-prepare "
+                          "(pipeopt-pipeline runs it)";
     return WalkResult::interrupt();
   });
-  if (hasCalls) {
-    OpPassManager pm(ModuleOp::getOperationName());
-    pm.addPass(createPreparePass());
-    if (failed(runPipeline(pm, module)))
-      return signalPassFailure();
-  }
+  if (calls.wasInterrupted())
+    return signalPassFailure();
 
   // --- Partition each model function -----------------------------------------
   std::vector<FunctionResult> results;

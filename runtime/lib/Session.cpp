@@ -278,14 +278,21 @@ std::string inputNames(const Manifest &m) {
 }
 } // namespace
 
+namespace {
+/// The error for an input name the manifest at `path` does not have.
+Status noInputNamed(const Manifest &m, const std::string &path,
+                    const std::string &name) {
+  return Status::error(2, "the manifest " + path + " has no input named '" +
+                              name + "' (inputs: " + inputNames(m) + ")");
+}
+} // namespace
+
 Status Session::setInput(const std::string &name, HostTensor tensor) {
   if (!impl->loaded)
     return notLoaded();
   const ManifestInput *in = inputNamed(impl->m, name);
   if (!in)
-    return Status::error(2, "the manifest " + impl->o.manifestPath +
-                                " has no input named '" + name +
-                                "' (inputs: " + inputNames(impl->m) + ")");
+    return noInputNamed(impl->m, impl->o.manifestPath, name);
   return setInput(in->index, std::move(tensor));
 }
 
@@ -324,9 +331,7 @@ Status Session::setInputFromNpy(const std::string &name,
     return notLoaded();
   const ManifestInput *in = inputNamed(impl->m, name);
   if (!in)
-    return Status::error(2, "the manifest " + impl->o.manifestPath +
-                                " has no input named '" + name +
-                                "' (inputs: " + inputNames(impl->m) + ")");
+    return noInputNamed(impl->m, impl->o.manifestPath, name);
   HostTensor t;
   try {
     int dataSteps = 0;
@@ -670,9 +675,7 @@ Status Session::weight(const std::string &name, HostTensor &out) const {
     return notLoaded();
   const ManifestInput *in = inputNamed(impl->m, name);
   if (!in)
-    return Status::error(2, "the manifest " + impl->o.manifestPath +
-                                " has no input named '" + name +
-                                "' (inputs: " + inputNames(impl->m) + ")");
+    return noInputNamed(impl->m, impl->o.manifestPath, name);
   if (!impl->m.findParameter(in->index))
     return Status::error(2, "input " + std::to_string(in->index) + " ('" +
                                 name +

@@ -34,6 +34,7 @@
 // RUN: pipeopt %t/outlined.mlir -pipe-partition="num-stages=2" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/dup-key.mlir -pipe-partition="hardware=%t/dup-key.json" -verify-diagnostics -o /dev/null
 // RUN: pipeopt %t/dup-stage.mlir -pipe-partition="profile=%t/dup-stage.json" -verify-diagnostics -o /dev/null
+// RUN: pipeopt %t/calls.mlir -pipe-partition="num-stages=2" -verify-diagnostics -o /dev/null
 
 //--- too-many-stages.mlir
 // Two placeable ops (the constant is rematerialized) cannot fill 3 stages.
@@ -302,3 +303,15 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 //--- dup-stage.json
 {"stages": [{"stage": 0, "forward_s": 0.1}, {"stage": 0, "forward_s": 0.2}]}
+
+//--- calls.mlir
+// The pass partitions flat functions; helper calls are inlined by
+// pipe-prepare (which pipeopt-pipeline runs first), not by pipe-partition.
+func.func private @helper(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'func.call' op pipe-partition: @f calls @helper; inline the calls first with pipe-prepare (pipeopt-pipeline runs it)}}
+  %0 = func.call @helper(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}

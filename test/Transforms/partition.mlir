@@ -1,7 +1,7 @@
-// RUN: pipeopt %s -split-input-file -pipe-partition="num-stages=2" | FileCheck %s
-// RUN: pipeopt %s -split-input-file -pipe-partition="num-stages=3 annotate-costs" | FileCheck %s --check-prefix=THREE
-// RUN: pipeopt %s -split-input-file -pipe-partition="num-stages=2 report=-" -o /dev/null | FileCheck %s --check-prefix=TABLE
-// RUN: pipeopt %s -split-input-file -pipe-partition="num-stages=2 strategy=uniform" | FileCheck %s --check-prefix=UNIFORM
+// RUN: pipeopt %s -split-input-file -pipe-prepare -pipe-partition="num-stages=2" | FileCheck %s
+// RUN: pipeopt %s -split-input-file -pipe-prepare -pipe-partition="num-stages=3 annotate-costs" | FileCheck %s --check-prefix=THREE
+// RUN: pipeopt %s -split-input-file -pipe-prepare -pipe-partition="num-stages=2 report=-" -o /dev/null | FileCheck %s --check-prefix=TABLE
+// RUN: pipeopt %s -split-input-file -pipe-prepare -pipe-partition="num-stages=2 strategy=uniform" | FileCheck %s --check-prefix=UNIFORM
 
 // A chain of four equal matmuls plus a residual add. The constant, the
 // empty tensor and the fill are rematerialized (pipe.remat); matmuls are

@@ -488,8 +488,7 @@ int main(int argc, char **argv) {
   }
   const bool uniform = costTableOpt.empty() && !model;
 
-  // --- Sweep
-  // ------------------------------------------------------------------
+  // --- Sweep -----------------------------------------------------------------
   auto t0 = std::chrono::steady_clock::now();
   std::optional<Timeline> traceTimeline;
   std::string traceTitle;
@@ -587,8 +586,7 @@ int main(int argc, char **argv) {
       llvm::errs() << "  ... and " << tooLarge.size() - 10 << " more\n";
   }
 
-  // --- Rankings and flips
-  // -----------------------------------------------------
+  // --- Rankings and flips ----------------------------------------------------
   const Ranking ranking = rankPoints(points, tieOpt);
   const auto &groups = ranking.groups;
   const auto &rankOf = ranking.rankOf;
@@ -600,8 +598,7 @@ int main(int argc, char **argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
           .count();
 
-  // --- Output
-  // -----------------------------------------------------------------
+  // --- Output ----------------------------------------------------------------
   std::string out;
   llvm::raw_string_ostream os(out);
   std::vector<std::string> systemNames;

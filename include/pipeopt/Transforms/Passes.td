@@ -84,8 +84,8 @@ def PartitionPass : Pass<"pipe-partition", "::mlir::ModuleOp"> {
   let description = [{
     Splits the body of every `func.func` with a body (except outlined stage
     functions and stage graphs) into `num-stages` contiguous pipeline
-    stages. Calls are inlined first (the `pipe-prepare` logic) when the
-    module has any.
+    stages. The functions must be flat: a `func.call` is an error (run
+    `pipe-prepare` first, as `pipeopt-pipeline` does).
 
     The pass builds a weighted DAG from the function body in program order
     (a topological order), with one node per top-level op costed by the cost
