@@ -104,8 +104,8 @@ struct CompileCLOptions {
       "train",
       cl::desc("Compile a training step: loss and gradients of every "
                "trainable argument, averaged over the microbatches, and "
-               "the --optimizer update (pipe-differentiate; pipelined: "
-               "pipe-materialize-backward)"),
+               "the --optimizer update (pipe-prepare-training; pipelined: "
+               "pipe-materialize-backward; pipe-set-optimizer)"),
       cl::cat(category)};
   cl::opt<std::string> optimizer{
       "optimizer",

@@ -14,6 +14,7 @@
 #include "pipeopt/Pipelines/Pipelines.h"
 #include "pipeopt/Programs/ProgramChecks.h"
 #include "pipeopt/Schedule/Schedule.h"
+#include "pipeopt/Support/NumberText.h"
 #include "pipeopt/Support/Plural.h"
 #include "pipeopt/Target/SharedObject.h"
 #include "pipeopt/Transforms/Passes.h"
@@ -130,11 +131,13 @@ static llvm::Error checkTrainingOptions(CompileOptions &o) {
     return betas.takeError();
   for (auto [name, value] : {std::pair<llvm::StringRef, double>{"lr", o.lr},
                              {"momentum", o.momentum},
-                             {"eps", o.eps},
                              {"weight-decay", o.weightDecay}})
     if (!(value >= 0) || !std::isfinite(value))
       return makeError(flag(name) + ": expected a finite value >= 0, got " +
-                       llvm::formatv("{0}", value).str());
+                       numberText(value));
+  if (!(o.eps > 0) || !std::isfinite(o.eps))
+    return makeError("--eps: expected a finite value > 0, got " +
+                     numberText(o.eps));
   if (o.optimizer == "none")
     if (auto name =
             firstGiven(o, {"lr", "momentum", "betas", "eps", "weight-decay"}))
@@ -147,10 +150,7 @@ static llvm::Error checkTrainingOptions(CompileOptions &o) {
   // that no .so is built that pipeopt-run would refuse.
   if (o.momentum > 1)
     return makeError("--momentum: expected a value in [0, 1], got " +
-                     llvm::formatv("{0}", o.momentum).str());
-  if (o.optimizer == "adamw" && !(o.eps > 0))
-    return makeError("--eps: expected a value > 0, got " +
-                     llvm::formatv("{0}", o.eps).str());
+                     numberText(o.momentum));
   if (o.optimizer != "adamw")
     if (auto name = firstGiven(o, {"betas", "eps"}))
       return makeError(flag(*name) + " applies only to --optimizer adamw");
@@ -248,8 +248,8 @@ llvm::Error pipeopt::driver::checkOptions(CompileOptions &o) {
 /// Name of the module attribute pipe-auto-schedule writes.
 static constexpr llvm::StringLiteral kAutoScheduleAttr =
     pipe::PipeDialect::AutoScheduleAttrHelper::getNameStr();
-/// Name of the dictionary attribute pipe-differentiate puts on the model
-/// function (the generated functions, `wrt`, `loss`, ...).
+/// Name of the #pipe.gradient attribute pipe-differentiate puts on the
+/// model function (the generated functions, `wrt`, `loss`, ...).
 static constexpr llvm::StringLiteral kGradientAttr =
     pipe::PipeDialect::GradientAttrHelper::getNameStr();
 
@@ -441,6 +441,10 @@ static llvm::Error buildPipeline(ModuleOp module, const CompileOptions &o,
     if (failed(options.parseFromString(o.partitionOptions, perrs)))
       return makeError("invalid pipeopt-pipeline options '" +
                        o.partitionOptions + "'");
+    if (autoSchedule && options.schedule != "auto")
+      return makeError("--schedule auto lets the explorer choose the "
+                       "schedule, but --partition-options sets schedule=" +
+                       options.schedule.getValue() + "; give one or the other");
     buildPipeoptPipeline(pm, options);
     llvm::raw_string_ostream os(description);
     os << "pipeopt-pipeline";

@@ -9,10 +9,10 @@
 
 #include "pipeopt/Dialect/Pipe/IR/PipeOps.h"
 #include "pipeopt/Programs/ProgramChecks.h"
+#include "pipeopt/Support/NumberText.h"
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -60,7 +60,34 @@ void SetOptimizerPass::runOnOperation() {
   for (const Range &r : ranges)
     if (!r.ok) {
       error() << r.name << ": expected " << r.expected << ", got "
-              << llvm::formatv("{0}", r.value).str();
+              << numberText(r.value);
+      return signalPassFailure();
+    }
+
+  // An option the optimizer does not use, set to another value than its
+  // default, is an error rather than ignored (as #pipe.optimizer's verifier
+  // and pipeopt-compile have it). A pass built from SetOptimizerPassOptions
+  // has every option set, so only a changed value counts.
+  using pipe::OptimizerKind;
+  const SetOptimizerPassOptions defaults;
+  struct Applies {
+    llvm::StringRef name;
+    bool given;
+    bool applies;
+  };
+  Applies applies[] = {
+      {"lr", lr != defaults.lr, kind != OptimizerKind::None},
+      {"weight-decay", weightDecay != defaults.weightDecay,
+       kind != OptimizerKind::None},
+      {"momentum", momentum != defaults.momentum,
+       kind == OptimizerKind::Momentum},
+      {"beta1", beta1 != defaults.beta1, kind == OptimizerKind::AdamW},
+      {"beta2", beta2 != defaults.beta2, kind == OptimizerKind::AdamW},
+      {"eps", eps != defaults.eps, kind == OptimizerKind::AdamW}};
+  for (const Applies &a : applies)
+    if (a.given && !a.applies) {
+      error() << a.name << " does not apply to optimizer="
+              << pipe::stringifyOptimizerKind(kind);
       return signalPassFailure();
     }
 
@@ -68,7 +95,6 @@ void SetOptimizerPass::runOnOperation() {
   if (failed(built) || failed(checkAsynchronousUpdates(module, *built)))
     return signalPassFailure();
 
-  using pipe::OptimizerKind;
   std::optional<double> lrValue, weightDecayValue, momentumValue, beta1Value,
       beta2Value, epsValue;
   std::optional<int64_t> updateEvery;

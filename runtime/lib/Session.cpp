@@ -127,6 +127,9 @@ Status Session::load(const RunOptions &options, int *argc, char ***argv) {
   if (impl->loaded || impl->mpiGuard.active)
     return Status::error(2, "this session has already loaded a build");
   impl->o = options;
+  // RunOptions::manifestPath's documented default.
+  if (impl->o.manifestPath.empty())
+    impl->o.manifestPath = defaultManifestPath(impl->o.modelPath);
   try {
     impl->loadUnchecked(argc, argv);
   } catch (const std::exception &e) {
@@ -676,16 +679,25 @@ Status Session::weight(const std::string &name, HostTensor &out) const {
   const ManifestInput *in = inputNamed(impl->m, name);
   if (!in)
     return noInputNamed(impl->m, impl->o.manifestPath, name);
-  if (!impl->m.findParameter(in->index))
-    return Status::error(2, "input " + std::to_string(in->index) + " ('" +
-                                name +
-                                "') is not a parameter of the "
-                                "manifest " +
+  return weight(int(in->index), out);
+}
+
+Status Session::weight(int index, HostTensor &out) const {
+  if (!impl->loaded)
+    return notLoaded();
+  if (index < 0 || index >= int(impl->m.inputs.size()))
+    return Status::error(
+        2, "input index " + std::to_string(index) +
+               " is out of range: the manifest " + impl->o.manifestPath +
+               " has " + std::to_string(impl->m.inputs.size()) + " inputs");
+  if (!impl->m.findParameter(index))
+    return Status::error(2, "input " + std::to_string(index) +
+                                " is not a parameter of the manifest " +
                                 impl->o.manifestPath);
   if (!impl->state || !hasRank0())
     return Status::error(2, "no weights yet: run a step or resume first "
                             "(in the process of rank 0)");
-  auto it = impl->state->parameters.find(in->index);
+  auto it = impl->state->parameters.find(index);
   if (it == impl->state->parameters.end())
     return Status::error(2, "no weights yet: run a step or resume first "
                             "(in the process of rank 0)");

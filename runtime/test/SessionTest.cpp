@@ -253,6 +253,15 @@ TEST(Session, LoadErrors) {
     ASSERT_OK(s.load(options(FAKE_MANIFEST)));
     expectError(s.load(options(FAKE_MANIFEST)), 2, "already loaded");
   }
+  {
+    // Without a manifest path: <model stem>.manifest.json, as documented.
+    Session s;
+    RunOptions o = options(FAKE_MANIFEST);
+    o.manifestPath.clear();
+    std::string model = FAKE_MODEL_SO;
+    std::string expected = model.substr(0, model.rfind('.')) + ".manifest.json";
+    expectError(s.load(o), 2, expected + ": cannot open manifest");
+  }
 }
 
 TEST(Session, OutputsAreNotKeptWhenNotCollected) {
@@ -349,6 +358,12 @@ TEST(SessionTraining, OneStepMatchesTheReferenceUpdate) {
     // The step moved the weights.
     EXPECT_NE(got.w[size_t(j)], kStart.w[size_t(j)]);
   }
+  // By input index too (models whose inputs have no names): w is input 1.
+  HostTensor byIndex;
+  ASSERT_OK(s.weight(1, byIndex));
+  EXPECT_EQ(values(byIndex), got.w);
+  expectError(s.weight(0, byIndex), 2, "input 0 is not a parameter");
+  expectError(s.weight(7, byIndex), 2, "input index 7 is out of range");
   ASSERT_EQ(s.losses().size(), 1u);
   EXPECT_NEAR(s.losses()[0], expect.loss, 1e-6 * std::fabs(expect.loss));
   // Two more steps continue from the updated weights.

@@ -20,7 +20,7 @@
 // A pipe.gradient that does not fit the module (the reference uses a model
 // differentiated before as it is).
 // RUN: not pipeopt %s -pipe-prepare-training="function=wrt2 reference=true" 2>&1 | FileCheck %s --check-prefix=SIGNATURE
-// SIGNATURE: error: the gradient function @wrt2_grad has type '(tensor<4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)', but 2 arguments (the model's and a target) and 3 results (the loss and one gradient per 'wrt' index of pipe.gradient) were expected
+// SIGNATURE: error: the gradient function @wrt2_grad has type '(tensor<4xf32>, tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)', but 3 arguments (the model's and a target) and 3 results (the loss and one gradient per 'wrt' index of pipe.gradient) were expected
 // RUN: not pipeopt %s -pipe-prepare-training="function=missing reference=true" 2>&1 | FileCheck %s --check-prefix=MISSING
 // MISSING: error: pipe.gradient of @missing names @missing_grad as its gradient function, but the module has no function with a body of that name
 // RUN: not pipeopt %s -pipe-prepare-training="function=external reference=true" 2>&1 | FileCheck %s --check-prefix=EXTERNAL
@@ -35,7 +35,7 @@ func.func @f(%w: tensor<3x2xf32>, %x: tensor<4x3xf32>) -> tensor<4x2xf32> {
   return %y : tensor<4x2xf32>
 }
 
-func.func @wrt2(%w: tensor<4xf32>) -> tensor<4xf32>
+func.func @wrt2(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32>
     attributes {pipe.gradient = #pipe.gradient<grad = @wrt2_grad, loss = mse,
                                  wrt = [0, 1]>} {
   return %w : tensor<4xf32>

@@ -11,11 +11,17 @@
 // RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="eps=0" 2>&1 | FileCheck %s --check-prefix=EPS
 // KIND: for the --optimizer option: Cannot find option named 'adam'!
 // LR: error: pipe-set-optimizer: lr: expected a finite value >= 0, got -1
-// WD: error: pipe-set-optimizer: weight-decay: expected a finite value >= 0, got INF
+// WD: error: pipe-set-optimizer: weight-decay: expected a finite value >= 0, got inf
 // MU: error: pipe-set-optimizer: momentum: expected a value in [0, 1], got 1.5
 // B1: error: pipe-set-optimizer: beta1: expected a value in [0, 1), got -0.1
 // B2: error: pipe-set-optimizer: beta2: expected a value in [0, 1), got 1
 // EPS: error: pipe-set-optimizer: eps: expected a finite value > 0, got 0
+// RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="optimizer=sgd momentum=0.5" 2>&1 | FileCheck %s --check-prefix=SGDMU
+// RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="optimizer=momentum beta1=0.5" 2>&1 | FileCheck %s --check-prefix=MUB1
+// RUN: not pipeopt %s -split-input-file -pipe-set-optimizer="optimizer=none lr=5" 2>&1 | FileCheck %s --check-prefix=NONELR
+// SGDMU: error: pipe-set-optimizer: momentum does not apply to optimizer=sgd
+// MUB1: error: pipe-set-optimizer: beta1 does not apply to optimizer=momentum
+// NONELR: error: pipe-set-optimizer: lr does not apply to optimizer=none
 // RUN: pipeopt %s -split-input-file -pipe-set-optimizer -verify-diagnostics
 
 module {

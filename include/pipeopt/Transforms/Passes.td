@@ -726,7 +726,9 @@ def SetOptimizerPass : Pass<"pipe-set-optimizer", "::mlir::ModuleOp"> {
 
     Errors: programs that disagree on the schedule or the microbatch count;
     an option out of range (`lr`, `weight-decay` finite and >= 0,
-    `momentum` in [0, 1], `beta1` and `beta2` in [0, 1), `eps` > 0); and the
+    `momentum` in [0, 1], `beta1` and `beta2` in [0, 1), `eps` > 0); an
+    option the optimizer does not use set to another value than its default
+    (`momentum` with sgd, `beta1` with momentum, `lr` with none); and the
     training checks every training build gets (also run by
     pipe-materialize-backward): PipeDream-2BW with a microbatch count that
     its update period does not divide, and an asynchronous schedule with a

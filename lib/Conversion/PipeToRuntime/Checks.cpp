@@ -251,6 +251,40 @@ LogicalResult pipeopt::pipe_to_runtime::checkConversion(
                 "entry points it generates; remove it from @"
              << fn.getSymName();
 
+  // The optimizer's update period must be the schedule's (pipe-set-optimizer
+  // derives it; a scheduled module edited by hand or compiled without
+  // --train may carry another), and asynchronous updates follow their rules:
+  // a wrong period would train wrongly or be refused by pipeopt-run.
+  if (pipe::OptimizerAttr optimizer =
+          pipe::PipeDialect::OptimizerAttrHelper(module.getContext())
+              .getAttr(module)) {
+    FailureOr<BuiltPrograms> built = inspectPrograms(module);
+    if (failed(built) || failed(checkAsynchronousUpdates(module, *built)))
+      return failure();
+    std::optional<int64_t> expected;
+    if (const auto *info = schedule::findScheduleByKey(built->schedule)) {
+      if (info->weightVersions == schedule::WeightVersions::PerBackward)
+        expected = 1;
+      else if (info->weightVersions == schedule::WeightVersions::PerRound)
+        expected = built->stages;
+    }
+    if (optimizer.getUpdateEvery() != expected) {
+      InFlightDiagnostic d =
+          emitError(first.getLoc())
+          << "pipe.optimizer updates the weights "
+          << (optimizer.getUpdateEvery()
+                  ? "every " + std::to_string(*optimizer.getUpdateEvery()) +
+                        " backwards"
+                  : std::string("once per step"))
+          << ", but the schedule '" << built->schedule
+          << "' of the pipe.programs updates ";
+      d << (expected ? "every " + std::to_string(*expected) + " backwards"
+                     : std::string("once per step"))
+        << " (pipe-set-optimizer sets update_every from the schedule)";
+      return failure();
+    }
+  }
+
   // A listed argument index must be one the programs read.
   std::set<int64_t> arguments;
   for (pipe::ProgramOp p : programs)

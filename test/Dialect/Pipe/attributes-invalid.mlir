@@ -216,3 +216,53 @@ module attributes {pipe.auto_schedule = #pipe.auto_schedule<schedule = "1f1b", n
 // expected-error @+1 {{failed to parse Pipe_AutoScheduleAttr parameter 'schedule'}}
 module attributes {pipe.auto_schedule = #pipe.auto_schedule<schedule = 1f1b, num_microbatches = 4, virtual_stages = 1, num_stages = 2, makespan_s = 1.0>} {
 }
+
+// -----
+
+// The indices of a #pipe.gradient name the function's arguments and
+// results (the dialect's verifyOperationAttribute).
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': wrt names argument 5, but the function has 2}}
+func.func @wrt5(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 5]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': trainable names argument 3, but the function has 2}}
+func.func @trainable3(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 1], trainable = [3]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': data names argument 2, but the function has 2}}
+func.func @data2(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 1], data = [2]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': seeded names result 1, but the function has 1}}
+func.func @seeded1(%w: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0], seeded = [1]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': trainable names argument 0 twice}}
+func.func @twice(%w: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0], trainable = [0, 0]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op attribute 'pipe.gradient': trainable argument 1 is not in wrt (the differentiated arguments)}}
+func.func @notwrt(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0], trainable = [1]>} {
+  return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'builtin.module' op attribute 'pipe.gradient' belongs on the function pipe-differentiate differentiated}}
+module attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = []>} {
+}

@@ -39,13 +39,13 @@ func.func @ce() attributes {pipe.gradient = #pipe.gradient<loss = "cross-entropy
 }
 // CHECK-LABEL: func.func @self(
 // CHECK-SAME: pipe.gradient = #pipe.gradient<loss = self, wrt = [0], loss_fn = @self, grad = @self_grad>
-func.func @self() attributes {pipe.gradient = #pipe.gradient<loss = self,
+func.func @self(%a: f32) attributes {pipe.gradient = #pipe.gradient<loss = self,
     wrt = [0], loss_fn = @self, grad = @self_grad>} {
   return
 }
 // CHECK-LABEL: func.func @none(
 // CHECK-SAME: pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 3]>
-func.func @none() attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 3]>} {
+func.func @none(%a: f32, %b: f32, %c: f32, %d: f32) attributes {pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 3]>} {
   return
 }
 

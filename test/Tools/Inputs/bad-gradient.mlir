@@ -1,8 +1,9 @@
 // Models whose pipe.gradient does not fit their gradient function
 // (pipeopt-compile-train.test).
 
-// wrt lists two arguments, but @wrt2_grad returns one gradient.
-func.func @wrt2(%w: tensor<4xf32>) -> tensor<4xf32>
+// wrt lists two arguments, but @wrt2_grad takes no target and returns one
+// gradient.
+func.func @wrt2(%w: tensor<4xf32>, %x: tensor<4xf32>) -> tensor<4xf32>
     attributes {pipe.gradient = #pipe.gradient<grad = @wrt2_grad, loss = mse,
                                  wrt = [0, 1]>} {
   return %w : tensor<4xf32>

@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
 
@@ -296,8 +297,51 @@ LogicalResult PipeDialect::verifyOperationAttribute(Operation *op,
     return isa<CostAttr>(value) ? success() : mustBe("a #pipe.cost");
   if (name == RematAttrHelper::getNameStr())
     return isa<UnitAttr>(value) ? success() : mustBe("a unit attribute");
-  if (name == GradientAttrHelper::getNameStr())
-    return isa<GradientAttr>(value) ? success() : mustBe("a #pipe.gradient");
+  if (name == GradientAttrHelper::getNameStr()) {
+    auto gradient = dyn_cast<GradientAttr>(value);
+    if (!gradient)
+      return mustBe("a #pipe.gradient");
+    // Its indices name arguments (and results) of the function it is on.
+    auto fn = dyn_cast<FunctionOpInterface>(op);
+    if (!fn)
+      return op->emitOpError()
+             << "attribute '" << name
+             << "' belongs on the function pipe-differentiate differentiated";
+    auto checkIndices = [&](StringRef field, DenseI64ArrayAttr indices,
+                            unsigned bound, StringRef what) -> LogicalResult {
+      if (indices)
+        for (int64_t i : indices.asArrayRef())
+          if (i >= int64_t(bound))
+            return op->emitOpError()
+                   << "attribute '" << name << "': " << field << " names "
+                   << what << " " << i << ", but the function has " << bound;
+      return success();
+    };
+    unsigned numArgs = fn.getNumArguments();
+    if (failed(checkIndices("wrt", gradient.getWrt(), numArgs, "argument")) ||
+        failed(checkIndices("trainable", gradient.getTrainable(), numArgs,
+                            "argument")) ||
+        failed(checkIndices("data", gradient.getData(), numArgs, "argument")) ||
+        failed(checkIndices("seeded", gradient.getSeeded(), fn.getNumResults(),
+                            "result")))
+      return failure();
+    // The trainable arguments are differentiated ones, each named once.
+    if (DenseI64ArrayAttr trainable = gradient.getTrainable()) {
+      ArrayRef<int64_t> wrt = gradient.getWrt().asArrayRef();
+      llvm::SmallDenseSet<int64_t> seen;
+      for (int64_t i : trainable.asArrayRef()) {
+        if (!seen.insert(i).second)
+          return op->emitOpError()
+                 << "attribute '" << name << "': trainable names argument " << i
+                 << " twice";
+        if (!llvm::is_contained(wrt, i))
+          return op->emitOpError()
+                 << "attribute '" << name << "': trainable argument " << i
+                 << " is not in wrt (the differentiated arguments)";
+      }
+    }
+    return success();
+  }
   if (name == OptimizerAttrHelper::getNameStr())
     return isa<OptimizerAttr>(value) ? success() : mustBe("a #pipe.optimizer");
   if (name == AutoScheduleAttrHelper::getNameStr())

@@ -190,6 +190,9 @@ public:
   /// else an error (code 2; also: unknown name, not a parameter, not the
   /// process of rank 0).
   Status weight(const std::string &name, HostTensor &out) const;
+  /// The same for the parameter at input `index` (models whose inputs have
+  /// no names, e.g. torch exports); out of range is an error (code 2).
+  Status weight(int index, HostTensor &out) const;
   /// The loss of every measured training step so far (NaN for a step
   /// without a "loss" output); training builds with parameters, rank 0.
   const std::vector<float> &losses() const;
