@@ -942,6 +942,8 @@ void eraseDeadOps(func::FuncOp fn) {
       op.erase();
 }
 
+void dropStaleArgResultAttrs(func::FuncOp fn);
+
 /// A function like `from` (attributes, arguments) named `name` that
 /// returns `results` (values of from's body): the ops of from's body that
 /// compute them, cloned in order, and those that are not trivially dead
@@ -998,7 +1000,19 @@ func::FuncOp cloneSlice(func::FuncOp from, StringRef name,
   func::ReturnOp::create(b, src.getTerminator()->getLoc(), rs);
   fn.setFunctionType(FunctionType::get(
       fn.getContext(), entry->getArgumentTypes(), ValueRange(rs).getTypes()));
+  dropStaleArgResultAttrs(fn);
   return fn;
+}
+
+/// Drops the argument / result attributes of `fn` when their count no
+/// longer matches its type: they were copied from the function it was
+/// derived from (e.g. the pipe.output_name results of a training step that
+/// is differentiated again), and a mismatched array is invalid IR.
+void dropStaleArgResultAttrs(func::FuncOp fn) {
+  if (ArrayAttr a = fn.getArgAttrsAttr(); a && a.size() != fn.getNumArguments())
+    fn.removeArgAttrsAttr();
+  if (ArrayAttr r = fn.getResAttrsAttr(); r && r.size() != fn.getNumResults())
+    fn.removeResAttrsAttr();
 }
 
 /// Replaces fn's return operands and updates its type.
@@ -1008,6 +1022,7 @@ void setReturn(func::FuncOp fn, ValueRange values) {
   fn.setFunctionType(FunctionType::get(fn.getContext(),
                                        fn.getBody().front().getArgumentTypes(),
                                        ValueRange(values).getTypes()));
+  dropStaleArgResultAttrs(fn);
 }
 
 /// Cheap to recompute: no reduction loops, no contraction.

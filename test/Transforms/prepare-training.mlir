@@ -3,6 +3,13 @@
 // RUN: pipeopt %s -pipe-prepare-training="function=f loss=mse reference=true" | FileCheck %s --check-prefix=REF
 // RUN: pipeopt %s -pipe-prepare-training="function=f loss=mse reference=true optimizer=false" | FileCheck %s --check-prefix=NOOPT
 // RUN: pipeopt %s -pipe-prepare-training="function=f loss=mse trainable=all microbatch-args=none" | FileCheck %s --check-prefix=ALL
+// The step can be differentiated again (its result attributes are not
+// copied onto the derived functions, whose results differ).
+// RUN: pipeopt %s -pipe-prepare-training="function=f loss=mse reference=true" | pipeopt -pipe-differentiate="functions=f_grad" | FileCheck %s --check-prefix=AGAIN
+// AGAIN-LABEL: func.func @f_grad_fwd(
+// AGAIN-SAME: -> (tensor<f32>, tensor<3x2xf32>, tensor<4x2xf32>
+// AGAIN-NOT: pipe.output_name
+// AGAIN: func.func @f_grad_bwd(
 
 // Pipelined: the loss function is what the front half partitions; its data
 // argument (%x, the batch dimension of the result) and its target are per
