@@ -1,4 +1,4 @@
-//===- NumberText.h - a number as errors should print it ---------*- C++ -*-===//
+//===- NumberText.h - a number as errors print it ---------------*- C++ -*-===//
 //
 // Part of pipeopt.
 //
