@@ -1,0 +1,192 @@
+"""The core API (pipeopt.compile, pipeopt.Session) with NumPy only.
+
+The references are computed here, independently of pipeopt: the 4-layer MLP
+of examples/mlp4.tosa.mlir in float64 NumPy, its MSE loss and gradients by
+hand (the chain rule), and SGD / AdamW updates as torch.optim defines them.
+"""
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pipeopt
+
+SOURCE = Path(os.environ.get("PIPEOPT_SOURCE_DIR",
+                             Path(__file__).resolve().parents[2]))
+MLP4 = SOURCE / "examples" / "mlp4.tosa.mlir"
+M = 4  # microbatches
+SIZES = [64, 128, 128, 128, 16]
+
+
+def mlp4_params(rng):
+    params = []
+    for i in range(4):
+        params.append((rng.standard_normal(
+            (1, SIZES[i], SIZES[i + 1])) / np.sqrt(SIZES[i])).astype(np.float32))
+        params.append((0.1 * rng.standard_normal(
+            (1, 1, SIZES[i + 1]))).astype(np.float32))
+    return params
+
+
+def mlp4_forward(x, params):
+    """x: [rows, 64] float64; returns the output and the activations."""
+    acts = [x]
+    h = x
+    for i in range(4):
+        w, b = params[2 * i][0], params[2 * i + 1][0, 0]
+        h = h @ w + b
+        if i < 3:
+            h = np.maximum(h, 0.0)
+        acts.append(h)
+    return h, acts
+
+
+def mlp4_mse_grads(x, t, params):
+    """Loss (mean over every element) and the gradient of every parameter."""
+    p64 = [p.astype(np.float64) for p in params]
+    y, acts = mlp4_forward(x, p64)
+    loss = np.mean((y - t)**2)
+    g = 2.0 * (y - t) / y.size
+    grads = [None] * 8
+    for i in reversed(range(4)):
+        w = p64[2 * i][0]
+        grads[2 * i] = (acts[i].T @ g)[None]
+        grads[2 * i + 1] = g.sum(axis=0)[None, None]
+        g = g @ w.T
+        if i > 0:
+            g = g * (acts[i] > 0)
+    return loss, grads
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    return tmp_path_factory.mktemp("core")
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((M, 8, 64)).astype(np.float32)
+    t = rng.standard_normal((M, 8, 16)).astype(np.float32)
+    return x, t, mlp4_params(rng)
+
+
+def test_inference_matches_numpy(workdir, data):
+    x, _, params = data
+    build = pipeopt.compile(MLP4, workdir / "mlp4.so", num_stages=2,
+                            num_microbatches=M)
+    assert build.num_ranks == 2 and build.num_microbatches == M
+    assert build.schedule_grid()[0] == ["F0.0", "F0.1", "F0.2", "F0.3"]
+    with pipeopt.Session(build) as s:
+        s.set_input(0, x)  # the whole batch [M*1, 8, 64]
+        for i, p in enumerate(params):
+            s.set_input(i + 1, p)
+        s.run()
+        y = s.output(0)
+    assert y.shape == (M, 1, 8, 16)
+    p64 = [p.astype(np.float64) for p in params]
+    for k in range(M):
+        ref, _ = mlp4_forward(x[k].astype(np.float64), p64)
+        np.testing.assert_allclose(y[k, 0], ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", ["1f1b", "gpipe"])
+def test_training_steps_match_numpy_sgd(workdir, data, schedule):
+    x, t, params = data
+    lr = 0.05
+    build = pipeopt.compile(MLP4, workdir / f"mlp4-{schedule}.so",
+                            num_stages=2, num_microbatches=M, train=True,
+                            loss="mse", optimizer="sgd", lr=lr,
+                            schedule=schedule)
+    assert build.training["optimizer"] == "sgd"
+    steps = 3
+    with pipeopt.Session(build) as s:
+        s.set_input(0, x)
+        s.set_input(9, t)  # the target, microbatched like x
+        for i, p in enumerate(params):
+            s.set_input(i + 1, p)
+        for _ in range(steps):  # one call per step, as a training loop does
+            s.run(1)
+        losses = s.losses()
+        trained = s.weights()
+        assert s.steps_done == steps
+    with pytest.raises(pipeopt.UsageError, match="closed"):
+        s.run(1)
+    ref = [p.astype(np.float64) for p in params]
+    xr = x.reshape(-1, 64).astype(np.float64)
+    tr = t.reshape(-1, 16).astype(np.float64)
+    for step in range(steps):
+        loss, grads = mlp4_mse_grads(xr, tr, ref)
+        np.testing.assert_allclose(losses[step], loss, rtol=1e-5)
+        ref = [p - lr * g for p, g in zip(ref, grads)]
+    for i in range(8):
+        np.testing.assert_allclose(trained[i + 1], ref[i], rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_adamw_checkpoint_resume_equals_uninterrupted(workdir, data):
+    x, t, params = data
+    build = pipeopt.compile(MLP4, workdir / "mlp4-adamw.so", num_stages=2,
+                            num_microbatches=M, train=True, loss="mse",
+                            optimizer="adamw", lr=1e-3, weight_decay=0.01)
+
+    def session():
+        s = pipeopt.Session(build)
+        s.set_input(0, x)
+        s.set_input(9, t)
+        for i, p in enumerate(params):
+            s.set_input(i + 1, p)
+        return s
+
+    whole = session()
+    whole.run(4)
+    first = session()
+    first.run(2)
+    first.save_checkpoint(workdir / "ckpt")
+    second = session()
+    second.resume(workdir / "ckpt")
+    second.run(2)
+    assert second.steps_done == 4
+    np.testing.assert_array_equal(second.losses(), whole.losses())
+    for index, w in whole.weights().items():
+        np.testing.assert_array_equal(second.weight(index), w)
+
+
+def test_compile_errors_carry_diagnostics(workdir):
+    bad = ("func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+           "  %0 = tosa.bogus %a : (tensor<2xf32>) -> tensor<2xf32>\n"
+           "  return %0 : tensor<2xf32>\n}\n")
+    with pytest.raises(pipeopt.CompileError, match=r":2:8: error: .*tosa.bogus"):
+        pipeopt.compile(bad, workdir / "bad.so", num_stages=1)
+    with pytest.raises(pipeopt.CompileError, match="num-stages must be"):
+        pipeopt.compile(MLP4, workdir / "bad2.so", num_stages=0)
+    with pytest.raises(TypeError, match="did you mean num_stages"):
+        pipeopt.compile(MLP4, workdir / "bad3.so", num_stage=2)
+    with pytest.raises(TypeError, match="takes True or False"):
+        pipeopt.compile(MLP4, workdir / "bad4.so", train="yes")
+    assert not (workdir / "bad.so").exists()
+    assert not (workdir / "bad2.so").exists()
+
+
+def test_session_usage_errors_leave_it_usable(workdir, data):
+    x, _, params = data
+    build = pipeopt.compile(MLP4, workdir / "mlp4u.so", num_stages=2,
+                            num_microbatches=M)
+    s = pipeopt.Session(build)
+    with pytest.raises(pipeopt.UsageError, match="microbatched"):
+        s.set_input(0, np.ones((3, 3), np.float32))
+    with pytest.raises(pipeopt.UsageError, match="unsupported element type"):
+        s.set_input(0, np.ones((M, 8, 64), np.uint16))
+    with pytest.raises(pipeopt.UsageError):
+        s.set_input(99, x)
+    with pytest.raises(pipeopt.UsageError, match="was not set"):
+        s.run()
+    s.set_input(0, x)
+    for i, p in enumerate(params):
+        s.set_input(i + 1, p)
+    s.run()
+    assert s.output(0).shape == (M, 1, 8, 16)
+    with pytest.raises(pipeopt.UsageError):
+        pipeopt.Session(workdir / "missing.so")
