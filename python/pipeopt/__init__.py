@@ -161,6 +161,17 @@ def compile(model: Any,
             raise UsageError(f"no such model file: {source}")
     if output is None:
         output = source.with_suffix(".so")
+    stem = str(output)[:-3] if str(output).endswith(".so") else str(output)
+    # The partition report, for Build.partition_report(), when the front
+    # half runs (not for --reference or an input that is already scheduled,
+    # where partition options are an error).
+    if (not options.get("reference") and
+            "report=" not in str(options.get("partition_options") or "") and
+            "pipe.program" not in source.read_text(errors="replace")):
+        extra = str(options.get("partition_options") or "")
+        args = [a for a in args if not a.startswith("--partition-options=")]
+        value = " ".join(filter(None, [extra, f"report={stem}.partition.json"]))
+        args.append(f"--partition-options={value}")
     args = [str(source), "-o", str(output)] + args
     if manifest is not None:
         args += ["--manifest", str(manifest)]
@@ -234,6 +245,16 @@ class Build:
         """The optimizer and its hyper-parameters (empty for inference)."""
         return dict(self.manifest.get("training", {}))
 
+    def partition_report(self) -> Optional[dict]:
+        """pipe-partition's report of the stages (per stage: ops, FLOP,
+        bytes, forward / backward seconds predicted, the bottleneck and the
+        lower bound), or None for a build that was not partitioned (a
+        reference build, or programs given in the input)."""
+        stem = str(self.model_path)[:-3] if str(
+            self.model_path).endswith(".so") else str(self.model_path)
+        path = Path(stem + ".partition.json")
+        return json.loads(path.read_text()) if path.exists() else None
+
     def schedule_grid(self) -> List[List[str]]:
         """The schedule as one list of actions per rank, in execution order:
         ``"F3.1"`` is the forward of stage 3 for microbatch 1, ``B``/``W``
@@ -267,11 +288,22 @@ class Build:
             lines.append(f"  rank {r}: {shown}")
         return "\n".join(lines)
 
-    def simulate(self, machine: Optional[PathLike] = None) -> dict:
+    def simulate(self,
+                 hardware: Optional[PathLike] = None,
+                 *,
+                 device: Optional[str] = None,
+                 optimizer_step: bool = True) -> dict:
         """The simulator's prediction for this build's programs (formula,
         idealized table and event level; seconds), as the dict that
         ``pipeopt --pipe-simulate=report=...`` writes.  Needs the scheduled
         MLIR, i.e. a build compiled with ``save_temps=True``.
+
+        Args:
+          hardware: a machine JSON (``pipeopt-calibrate``'s, for this host's
+            measured rates; docs/CostModel.md).
+          device: a device preset (h100, h200, a100, cpu); default: the
+            build's target (cpu, or h100 for cuda).
+          optimizer_step: cost the optimizer step of a training build.
 
         Raises:
           UsageError: the build has no ``.scheduled.mlir``.
@@ -285,9 +317,14 @@ class Build:
                              "save_temps=True to simulate a build")
         with tempfile.TemporaryDirectory(prefix="pipeopt-sim-") as d:
             report = Path(d) / "report.json"
-            opts = f"report={report}"
-            if machine is not None:
-                opts += f" machine={machine}"
+            if device is None:
+                device = ("h100" if self.manifest.get("target") == "cuda" else
+                          "cpu")
+            opts = f"report={report} device={device}"
+            if hardware is not None:
+                opts += f" hardware={hardware}"
+            if optimizer_step and self.training:
+                opts += " optimizer-step=true"
             cmd = [
                 str(_tool("pipeopt")),
                 str(scheduled), f"--pipe-simulate={opts}", "-o", os.devnull

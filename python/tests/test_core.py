@@ -190,3 +190,28 @@ def test_session_usage_errors_leave_it_usable(workdir, data):
     assert s.output(0).shape == (M, 1, 8, 16)
     with pytest.raises(pipeopt.UsageError):
         pipeopt.Session(workdir / "missing.so")
+
+
+def test_reports_partition_grid_and_simulation(workdir):
+    build = pipeopt.compile(MLP4, workdir / "mlp4-rep.so", num_stages=2,
+                            num_microbatches=M, train=True, loss="mse",
+                            save_temps=True)
+    part = build.partition_report()
+    assert part["num_stages"] == 2 and len(part["stages"]) == 2
+    assert part["bottleneck_s"] >= part["lower_bound_s"] > 0
+    grid = build.schedule_grid()
+    # 1F1B on 2 ranks, 4 microbatches: rank 1 alternates F and B from the
+    # start; every rank runs M forwards and M backwards.
+    assert grid[1][:2] == ["F1.0", "BW1.0"]
+    for row in grid:
+        assert sum(a.startswith("F") for a in row) == M
+        assert sum(a.startswith("B") for a in row) == M
+    sim = build.simulate()
+    assert sim["device"] == "cpu"
+    rows = [r for r in sim["rows"] if r.get("available")]
+    assert rows and all(r["bubble_ratio"] >= 0 for r in rows)
+    assert "1f1b" in build.report() and "rank 1: F1.0 BW1.0" in build.report()
+    # A reference build is not partitioned.
+    ref = pipeopt.compile(MLP4, workdir / "mlp4-ref.so", reference=True,
+                          num_microbatches=M)
+    assert ref.partition_report() is None and ref.num_ranks == 1
