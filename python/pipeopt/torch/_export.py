@@ -302,7 +302,10 @@ def _padding_idx_hooks(module, notes: List[str]):
     torch = _torch()
     hooks = []
     for name, m in module.named_modules():
-        if type(m) is not torch.nn.Embedding or m.padding_idx is None:
+        # Subclasses too (transformers' scaled embeddings call
+        # nn.Embedding's forward and scale its output: row p still gets no
+        # gradient from their lookups of p).
+        if not isinstance(m, torch.nn.Embedding) or m.padding_idx is None:
             continue
         w = m.weight
         if not (w.is_floating_point() and w.requires_grad):
