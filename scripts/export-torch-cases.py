@@ -247,11 +247,32 @@ class EmbeddingLm(nn.Module):
         return torch.matmul(h, self.embed.weight.t())
 
 
+class EmbeddingPadding(EmbeddingLm):
+    """EmbeddingLm whose table has padding_idx=0 (as transformers' LLaMA
+    with pad_token_id=0): torch passes no gradient from the lookups of
+    token 0 to row 0; the tied head still does."""
+
+    def __init__(self, vocab=32, d=16):
+        super().__init__(vocab, d)
+        self.embed.padding_idx = 0
+
+
 def build_embedding_lm(g):
     m = EmbeddingLm()
     with torch.no_grad():
         m.embed.weight.copy_(0.7 * torch.randn(32, 16, generator=g))
     ids = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
+    target = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
+    return m, [("ids", ids)], "cross-entropy", target
+
+
+def build_embedding_padding(g):
+    m = EmbeddingPadding()
+    with torch.no_grad():
+        m.embed.weight.copy_(0.7 * torch.randn(32, 16, generator=g))
+    ids = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
+    ids[0, :3] = 0  # token 0 in both microbatches of 2 rows
+    ids[3, 5] = 0
     target = torch.randint(0, 32, (BATCH, 8), generator=g, dtype=torch.int64)
     return m, [("ids", ids)], "cross-entropy", target
 
@@ -272,6 +293,12 @@ CASES = collections.OrderedDict([
                       "Embedding(32,16) -> tanh(Linear(16,16)) -> tied LM "
                       "head h @ E^T; ids [4,8] int64; loss cross-entropy "
                       "over 32 tokens at every position")),
+    ("embedding_padding", (build_embedding_padding,
+                           "embedding_lm with Embedding(32,16,padding_idx=0)"
+                           ", token 0 in the ids, exported as "
+                           "pipeopt.torch exports it (the lookups of token "
+                           "0 pass no gradient); ids [4,8] int64; loss "
+                           "cross-entropy over 32 tokens")),
 ])
 
 
@@ -330,10 +357,33 @@ def rel_err(a, ref):
 # Export and checks of the MLIR.
 # ---------------------------------------------------------------------------
 
+def pipeopt_torch_export():
+    """python/pipeopt/torch/_export.py, loaded by path (it needs torch
+    only, not the compiled pipeopt package)."""
+    import importlib.util
+    name = "_pipeopt_torch_export"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))), "python", "pipeopt", "torch",
+            "_export.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
 def export_mlir(fn, args):
-    module = tmfx.export_and_import(fn, *args,
-                                    output_type="linalg-on-tensors",
-                                    func_name="forward")
+    # As pipeopt.torch exports: an nn.Embedding(padding_idx=p) passes no
+    # gradient from its lookups of p (torch's backward), which the forward
+    # alone does not say (the torch reference is computed without this).
+    hooks = pipeopt_torch_export()._padding_idx_hooks(fn.module, [])
+    try:
+        module = tmfx.export_and_import(fn, *args,
+                                        output_type="linalg-on-tensors",
+                                        func_name="forward")
+    finally:
+        for h in hooks:
+            h.remove()
     return module
 
 

@@ -273,6 +273,64 @@ def _select_output(out, output_fn):
                       "output_fn=lambda out: ..." % type(out).__name__)
 
 
+def _no_grad_copy(x):
+    """`x`'s value, which pipeopt's reverse mode passes no gradient through.
+
+    pipeopt has no stop-gradient op (and the export drops ``detach``), but its
+    autodiff gives ``math.roundeven`` no gradient (lib/Autodiff
+    ScalarRules.cpp hasNoGradient; torch's ``round`` has zero gradient
+    too). Every float32/16 value is a multiple of 2**-149, so in float64
+    ``round(x * 2**149) / 2**149`` is ``x`` exactly (powers of two scale
+    exactly, the product is an integer and below 2**278), inf and nan
+    included: the value is bit for bit ``x``, the gradient zero."""
+    torch = _torch()
+    scale = 2.0 ** 149
+    return (torch.round(x.double() * scale) / scale).to(x.dtype)
+
+
+def _padding_idx_hooks(module, notes: List[str]):
+    """Forward hooks that give the exported function torch's gradient of
+    ``nn.Embedding(padding_idx=p)``: torch's embedding backward passes no
+    gradient from a lookup of token p to row p of the table (the forward is
+    an ordinary lookup). torch-mlir exports only the forward, a gather whose
+    true gradient reaches row p, so pipeopt's gradient of that row would
+    differ from torch.autograd's (e.g. transformers' LLaMA,
+    pad_token_id=0). Each hook replaces the lookups of token p by a copy of
+    their value without gradient (`_no_grad_copy`): the same output, row p
+    gets only the gradient of other uses of the table (a tied lm_head).
+    Returns the handles; the caller removes them after the export."""
+    torch = _torch()
+    hooks = []
+    for name, m in module.named_modules():
+        # Subclasses too (transformers' scaled embeddings call
+        # nn.Embedding's forward and scale its output: row p still gets no
+        # gradient from their lookups of p).
+        if not isinstance(m, torch.nn.Embedding) or m.padding_idx is None:
+            continue
+        w = m.weight
+        if not (w.is_floating_point() and w.requires_grad):
+            continue
+        pad = int(m.padding_idx)
+        if w.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            notes.append("padding_idx: %s is nn.Embedding(padding_idx=%d) "
+                         "with a %s table: pipeopt's gradient of row %d "
+                         "includes its lookups (torch's does not)"
+                         % (name or "the module", pad, w.dtype, pad))
+            continue
+
+        def hook(mod, inputs, out, pad=pad):
+            ids = inputs[0]
+            return torch.where((ids == pad).unsqueeze(-1), _no_grad_copy(out),
+                               out)
+
+        hooks.append(m.register_forward_hook(hook))
+        notes.append("padding_idx: %s is nn.Embedding(padding_idx=%d): its "
+                     "lookups of token %d pass no gradient to row %d of "
+                     "%s.weight, as in torch" % (name or "the module", pad,
+                                                 pad, pad, name or "module"))
+    return hooks
+
+
 def _tied_groups(named):
     """[(names, tensor)] with tensors that are the same object (tied) once,
     in the order of their first name."""
@@ -572,6 +630,7 @@ def export_training_step(
             hasattr(module, "set_attn_implementation"):
         module.set_attn_implementation(attn_implementation)
 
+    pad_hooks = _padding_idx_hooks(module, notes)
     was_training = module.training
     if eval_mode:
         module.eval()
@@ -681,6 +740,8 @@ def export_training_step(
                     "is" if len(dropped) == 1 else "are",
                     "it is" if len(dropped) == 1 else "they are"))
     finally:
+        for h in pad_hooks:
+            h.remove()
         if eval_mode and was_training:
             module.train()
         if hasattr(module, "set_attn_implementation") and \

@@ -69,6 +69,17 @@ class TiedLm(nn.Module):
         return self.head(h)
 
 
+class PaddedLm(TiedLm):
+    """TiedLm whose embedding has padding_idx=0 (as transformers' LLaMA
+    with pad_token_id=0): torch passes no gradient from the lookups of
+    token 0 to row 0 of the table; the tied head still gives row 0 one."""
+
+    def __init__(self, vocab=32, d=16):
+        super().__init__(vocab, d)
+        self.embed.padding_idx = 0
+        self.head.weight = self.embed.weight
+
+
 class CumsumMasked(nn.Module):
     """Builds its positions with a cumsum of the mask (as some transformers
     versions do) when no attention_mask is given."""
@@ -148,6 +159,68 @@ def test_tied_parameter_and_buffers_are_arguments():
     assert flags[flags.index("--trainable") + 1] == "0,1,2"
     assert flags[flags.index("--microbatch-args") + 1] == "5"
     assert flags[flags.index("--loss") + 1] == "cross-entropy"
+
+
+def test_no_grad_copy_is_exact():
+    x = torch.tensor([0.0, -0.0, 1.0, -3.5, 1e-45, -1e-45, 1.1754942e-38,
+                      3.4028235e38, -3.4028235e38, float("inf"),
+                      float("-inf"), float("nan")])
+    x = torch.cat([x, torch.randn(1000) * 10.0 ** torch.randint(-40, 38,
+                                                                (1000,))])
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        v = x.to(dtype)
+        c = ex._no_grad_copy(v)
+        assert c.dtype == dtype
+        bits = torch.int16 if dtype != torch.float32 else torch.int32
+        assert torch.equal(c.view(bits), v.view(bits)), dtype
+    w = torch.randn(5, requires_grad=True)
+    ex._no_grad_copy(w).sum().backward()
+    assert torch.equal(w.grad, torch.zeros(5))
+
+
+def test_embedding_padding_idx_gradient_matches_torch(tmp_path):
+    """The gradient of an nn.Embedding(padding_idx=0) table whose ids hold
+    token 0: pipeopt's (reference build, --save-grads) equals
+    torch.autograd's, row 0 included (only the tied head's gradient)."""
+    comp, run = _binaries()
+    torch.manual_seed(0)
+    m = PaddedLm().eval()
+    ids = torch.randint(0, 32, (4, 8))
+    ids[0, :3] = 0
+    ids[3, 5] = 0
+    tgt = torch.randint(0, 32, (4, 8))
+    step = ex.export_training_step(m, ids, "cross_entropy", tgt,
+                                   num_microbatches=2)
+    assert any(n.startswith("padding_idx: embed is nn.Embedding(padding_idx"
+                            "=0)") for n in step.notes), step.notes
+    assert step.args[0].names == ["embed.weight", "head.weight"]
+    flags = step.write(str(tmp_path), ids, tgt)
+    so = os.path.join(str(tmp_path), "ref.so")
+    cmd = [comp, os.path.join(str(tmp_path), "model.mlir"), "--reference",
+           "--optimizer", "none", "-o", so] + step.compile_flags()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, "%s\n%s%s" % (" ".join(cmd), r.stdout,
+                                            r.stderr)
+    out = os.path.join(str(tmp_path), "run")
+    cmd = [run, so, "--save-grads", "--output-dir", out, "--quiet"] + flags
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    assert r.returncode == 0, "%s\n%s%s" % (" ".join(cmd), r.stdout,
+                                            r.stderr)
+    logits = m(ids)
+    loss = F.cross_entropy(logits.reshape(-1, 32), tgt.reshape(-1))
+    loss.backward()
+    assert rel_err(np.load(os.path.join(out, "loss.npy")),
+                   loss.detach().numpy()) <= 1e-6
+    grad = np.load(os.path.join(out, "grad_0.npy"))
+    ref = m.embed.weight.grad.numpy()
+    # Row 0's gradient is the head's alone; the lookups' would be as large.
+    assert np.abs(ref[0]).max() > 0.1 * np.abs(ref).max()
+    assert rel_err(grad[0], ref[0]) <= 1e-5, (grad[0], ref[0])
+    assert rel_err(grad, ref) <= 1e-5
+    for a in step.args[1:3]:
+        assert rel_err(np.load(os.path.join(out, "grad_%d.npy" % a.index)),
+                       dict(m.named_parameters())[a.name].grad.numpy()) \
+            <= 1e-5, a.name
 
 
 def test_callable_loss_and_mse():
