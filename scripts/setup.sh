@@ -18,7 +18,7 @@
 set -euo pipefail
 
 PKGS=(llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
-      cmake ninja-build g++ python3
+      cmake ninja-build g++ python3 libzip-dev
       libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev
       libopenmpi-dev openmpi-bin nlohmann-json3-dev
       clang-16 libclang-rt-16-dev clang-format-14

@@ -7,6 +7,7 @@
 
 #include "pipeopt/Analysis/Parameters.h"
 #include "OpRules.h"
+#include "pipeopt/Dialect/Pipe/IR/PipeDialect.h"
 
 #include "mlir/Conversion/TosaToArith/TosaToArith.h"
 #include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
@@ -24,7 +25,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include "llvm/Support/raw_ostream.h"
 #include <algorithm>
+#include <set>
+#include <string>
 
 using namespace mlir;
 using namespace pipeopt;
@@ -298,7 +302,67 @@ static llvm::DenseSet<unsigned> reachBatch(func::FuncOp f) {
   return marked;
 }
 
-SmallVector<ArgumentKind> cost::classifyArguments(func::FuncOp f) {
+/// Integer tensors are never parameters; those that carry the batch
+/// dimension are data (classifyArguments). `data` holds the data found so
+/// far; adds the integer tensor arguments of rank >= 1 whose dimension 0 is
+/// a leading dimension of that data or, with none, the one all integer
+/// tensor arguments share; else sets `undecided` to why not.
+static void classifyIntegerArguments(func::FuncOp f,
+                                     llvm::DenseSet<unsigned> &data,
+                                     std::string *undecided) {
+  auto integerTensor = [](Type t) -> RankedTensorType {
+    auto rt = dyn_cast<RankedTensorType>(t);
+    return rt && rt.getRank() >= 1 && isa<IntegerType>(rt.getElementType())
+               ? rt
+               : RankedTensorType();
+  };
+  // Constants pipe-lift-constants made arguments are not data.
+  auto lifted = f->getAttrOfType<DenseI64ArrayAttr>(
+      pipe::PipeDialect::LiftedConstantsAttrHelper::getNameStr());
+  SmallVector<unsigned> candidates;
+  for (auto [i, t] : llvm::enumerate(f.getArgumentTypes()))
+    if (!data.contains(i) && integerTensor(t) &&
+        !(lifted && llvm::is_contained(lifted.asArrayRef(), int64_t(i))))
+      candidates.push_back(i);
+  if (candidates.empty())
+    return;
+  // The batch's extent: dimension 0 of the data found, else of the integer
+  // tensors themselves (a model that returns its loss, whose token ids are
+  // its only data), when they agree.
+  std::set<int64_t> extents;
+  for (unsigned i : data)
+    if (auto t = dyn_cast<RankedTensorType>(f.getArgumentTypes()[i]);
+        t && t.getRank() >= 1)
+      extents.insert(t.getDimSize(0));
+  bool fromData = !extents.empty();
+  if (!fromData)
+    for (unsigned i : candidates)
+      extents.insert(integerTensor(f.getArgumentTypes()[i]).getDimSize(0));
+  extents.erase(ShapedType::kDynamic);
+  if (fromData || extents.size() == 1) {
+    for (unsigned i : candidates)
+      if (extents.count(integerTensor(f.getArgumentTypes()[i]).getDimSize(0)))
+        data.insert(i);
+    return;
+  }
+  if (!undecided)
+    return;
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "the integer tensor arguments ";
+  llvm::interleaveComma(candidates, os, [&](unsigned i) {
+    os << i << " (" << f.getArgumentTypes()[i] << ")";
+  });
+  os << " are never parameters, but which of them carry the batch "
+        "dimension is unknown: no argument reaches the results along their "
+        "dimension 0 (the results carry no batch dimension, e.g. a loss), "
+        "and the integer arguments' leading dimensions "
+     << (extents.empty() ? "are dynamic" : "differ");
+  *undecided = os.str();
+}
+
+SmallVector<ArgumentKind> cost::classifyArguments(func::FuncOp f,
+                                                  std::string *undecided) {
   SmallVector<ArgumentKind> kinds;
   for (Type t : f.getArgumentTypes()) {
     auto rt = dyn_cast<RankedTensorType>(t);
@@ -332,14 +396,16 @@ SmallVector<ArgumentKind> cost::classifyArguments(func::FuncOp f) {
   } else {
     data = reachBatch(f);
   }
+  classifyIntegerArguments(f, data, undecided);
   for (unsigned i : data)
     kinds[i] = ArgumentKind::Data;
   return kinds;
 }
 
-SmallVector<unsigned> cost::dataArguments(func::FuncOp f) {
+SmallVector<unsigned> cost::dataArguments(func::FuncOp f,
+                                          std::string *undecided) {
   SmallVector<unsigned> data;
-  for (auto [i, kind] : llvm::enumerate(classifyArguments(f)))
+  for (auto [i, kind] : llvm::enumerate(classifyArguments(f, undecided)))
     if (kind == ArgumentKind::Data)
       data.push_back(i);
   return data;

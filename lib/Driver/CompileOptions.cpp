@@ -93,8 +93,11 @@ struct CompileCLOptions {
   cl::list<std::string> microbatchArgs{
       "microbatch-args", cl::CommaSeparated,
       cl::desc(
-          "Model arguments that differ per microbatch: auto (the "
-          "default), all, none or a comma-separated index list "
+          "Model arguments that differ per microbatch (data: the model "
+          "takes one microbatch, pipeopt-run the whole batch, split along "
+          "dim 0): auto (the default: found by the batch dimension; "
+          "integer tensors such as token ids are data, never weights), "
+          "all, none or a comma-separated index list "
           "(convert-pipe-to-runtime; pipeopt/Analysis/ArgumentSelection.h)"),
       cl::cat(category)};
 

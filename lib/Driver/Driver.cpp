@@ -20,6 +20,7 @@
 #include "pipeopt/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -261,7 +262,37 @@ pipeopt::driver::parseInput(MLIRContext &context, llvm::SourceMgr &sourceMgr,
   if (!buffer)
     return makeError(err);
   sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  OwningOpRef<ModuleOp> parsed;
+  {
+    // An op or type of a dialect the context does not load: MLIR says which
+    // dialects are available; the error says what pipeopt takes and what
+    // to do (unsupportedDialectMessage), at the same location.
+    ScopedDiagnosticHandler unsupported(&context, [](Diagnostic &d) {
+      if (d.getSeverity() != DiagnosticSeverity::Error)
+        return failure();
+      std::string text = d.str();
+      llvm::StringRef m(text), dialect, op;
+      if (m.consume_front("Dialect `")) {
+        auto [name, rest] = m.split("' not found for custom op '");
+        if (!rest.empty())
+          dialect = name, op = rest.split('\'').first;
+      } else if (m.consume_front("`!\"") || m.consume_front("`#\"")) {
+        auto [name, rest] = m.split('"');
+        if (rest.contains("created with unregistered dialect"))
+          dialect = name, op = text.substr(1, 1) == "!" ? "!" : "#";
+      }
+      if (dialect.empty())
+        return failure();
+      std::string what =
+          op == "!" || op == "#" ? op.str() + dialect.str() : op.str();
+      Diagnostic replacement(d.getLocation(), DiagnosticSeverity::Error);
+      replacement << unsupportedDialectMessage(dialect, what);
+      d = std::move(replacement);
+      return failure(); // the next handler reports it
+    });
+    parsed = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  }
+  OwningOpRef<ModuleOp> module = std::move(parsed);
   if (!module)
     return diagnosed();
   // pipe.auto_schedule records what pipe-auto-schedule chose in the run that

@@ -268,9 +268,16 @@ LogicalResult DifferentiatePass::differentiateOne(
   // Data arguments and weights.
   SmallVector<unsigned> data;
   switch (dataOpt.kind) {
-  case IndexOption::Auto:
-    data = cost::dataArguments(f);
+  case IndexOption::Auto: {
+    std::string undecided;
+    data = cost::dataArguments(f, &undecided);
+    if (!undecided.empty())
+      return f.emitError() << kPass << "cannot tell the per-example data of @"
+                           << f.getSymName() << ": " << undecided
+                           << "; name the data arguments with microbatch-args "
+                              "(pipeopt-compile --microbatch-args=I,J)";
     break;
+  }
   case IndexOption::All:
     for (unsigned i = 0; i < numArgs; ++i)
       data.push_back(i);

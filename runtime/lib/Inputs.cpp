@@ -222,6 +222,59 @@ HostTensor readInputNpy(const std::string &file, const std::string &what) {
 }
 } // namespace
 
+namespace {
+/// The --microbatch-args value that adds input `index` to the microbatched
+/// inputs of `m`.
+std::string microbatchArgsWith(const Manifest &m, int index) {
+  std::vector<int> data;
+  for (const ManifestInput &in : m.inputs)
+    if (in.microbatched || in.index == index)
+      data.push_back(in.index);
+  std::string s;
+  for (int i : data)
+    s += (s.empty() ? "" : ",") + std::to_string(i);
+  return s;
+}
+
+/// The error for a shared input (a parameter or another input that is not
+/// microbatched) whose tensor `got` has not its shape: how the build
+/// classified it and how to change that (never a smaller slice of the
+/// data).
+std::string sharedShapeError(const Manifest &m, const ManifestInput &in,
+                             const std::string &origin, const HostTensor &got) {
+  std::string what = "input " + std::to_string(in.index);
+  bool parameter = m.findParameter(in.index) != nullptr;
+  std::string s = origin + ": " + what + " must be " +
+                  typeString(in.dtype, in.shape) + " but the file is " +
+                  typeString(got.dtype, got.shape) + ": the build takes " +
+                  what + " as " +
+                  (parameter ? "a trainable parameter (\"parameters\" in "
+                               "the manifest: a weight, the same for every "
+                               "microbatch)"
+                             : "a shared input (\"microbatched\": false in "
+                               "the manifest: the same tensor for every "
+                               "microbatch)") +
+                  ", which has exactly the shape the model was compiled "
+                  "with";
+  Shape batch = in.shape;
+  bool wholeBatch = !batch.empty() && m.numMicrobatches > 1 &&
+                    got.dtype == in.dtype && got.shape.size() == batch.size() &&
+                    (batch[0] *= m.numMicrobatches, got.shape == batch);
+  s += std::string(". If ") + what + " is per-example data" +
+       (wholeBatch
+            ? " (the file would then be the whole batch: " +
+                  std::to_string(m.numMicrobatches) + " microbatches of " +
+                  typeString(in.dtype, in.shape) + " along dim 0)"
+            : "") +
+       ", recompile with pipeopt-compile --microbatch-args=" +
+       microbatchArgsWith(m, in.index) +
+       (parameter ? " (and --trainable naming only the weights)" : "") +
+       ": pipeopt-run then takes the whole batch and splits it into " +
+       std::to_string(m.numMicrobatches) + " microbatches along dim 0";
+  return s;
+}
+} // namespace
+
 HostTensor checkInputTensor(const Manifest &m, const ManifestInput &in,
                             HostTensor t, const std::string &origin,
                             int iterations, int &dataSteps) {
@@ -264,7 +317,8 @@ HostTensor checkInputTensor(const Manifest &m, const ManifestInput &in,
     if (split.empty() || t.shape != split)
       throw RuntimeError(
           origin + ": " + what +
-          " is microbatched with per-microbatch "
+          " is microbatched data (\"microbatched\": true in the manifest; "
+          "pipeopt-compile --microbatch-args) with per-microbatch "
           "shape " +
           typeString(in.dtype, in.shape) + " and " +
           std::to_string(m.numMicrobatches) +
@@ -276,9 +330,7 @@ HostTensor checkInputTensor(const Manifest &m, const ManifestInput &in,
           " files), but it is " + typeString(t.dtype, t.shape));
     t.shape = full; // same bytes in C order
   } else if (!in.microbatched && t.shape != full) {
-    throw RuntimeError(origin + ": " + what + " must be " +
-                       typeString(in.dtype, full) + " but the file is " +
-                       typeString(t.dtype, t.shape));
+    throw RuntimeError(sharedShapeError(m, in, origin, t));
   }
   return t;
 }
@@ -325,6 +377,11 @@ InputStore loadInputsUnchecked(const Manifest &m, const RunOptions &o,
     if (!m.findInput(kv.first))
       throw RuntimeError("--input " + std::to_string(kv.first) +
                          ": the manifest lists no input with that index");
+  // --inputs: read up front, so that an entry that names no input or holds
+  // no valid .npy is an error even where --input overrides it.
+  GivenInputs set;
+  if (!o.inputSet.empty())
+    set = readInputSet(m, o.inputSet);
   InputStore store;
   for (const ManifestInput &in : m.inputs) {
     *current = &in;
@@ -342,6 +399,17 @@ InputStore loadInputsUnchecked(const Manifest &m, const RunOptions &o,
       continue;
     }
     auto it = o.inputFiles.find(in.index);
+    if (auto e = set.find(in.index);
+        e != set.end() && it == o.inputFiles.end()) {
+      int dataSteps = 0;
+      HostTensor t =
+          checkInputTensor(m, in, std::move(e->second.first), e->second.second,
+                           o.iterations, dataSteps);
+      if (in.classIndices)
+        checkClassIndices(in, t, e->second.second);
+      store.set(in, m.numMicrobatches, std::move(t), dataSteps);
+      continue;
+    }
     if (it == o.inputFiles.end() && !randomForMissing)
       throw RuntimeError(what +
                          (in.name.empty() ? "" : " ('" + in.name + "')") +

@@ -70,6 +70,12 @@ std::string runUsage() {
                          [...shape]; a shared input: one file of its shape;
                          a dataset: [N, M, ...shape] or [N, M*d0, d1, ...]
                          for N steps, one slice per step
+  --inputs DIR|FILE.npz  every input at once: the .npy files of DIR, or the
+                         arrays of an .npz (numpy.savez / savez_compressed),
+                         each named by input index (3, arg_3, arg3, input_3;
+                         .npy optional) or by the manifest's input name, in
+                         the forms --input takes; --input I=... overrides
+                         entry I
   --seed N               seed of the random data of inputs without --input
   --output-dir DIR       write output_<i>.npy (microbatched: [M, ...shape];
                          "reduce": "mean": the mean over microbatches)
@@ -201,6 +207,14 @@ RunOptions parseRunOptions(int argc, char **argv) {
     if (o.inputFiles.count(idx))
       throw RuntimeError("--input " + std::to_string(idx) + " given twice");
     o.inputFiles[idx] = files;
+  });
+  p.value({"--inputs"}, [&](Name, Name v) {
+    if (v.empty())
+      throw RuntimeError("--inputs expects a directory of .npy files or an "
+                         ".npz archive");
+    if (!o.inputSet.empty())
+      throw RuntimeError("--inputs given twice");
+    o.inputSet = v;
   });
   p.value({"--output-dir"}, [&](Name, Name v) { o.outputDir = v; });
   p.value({"--trace"}, [&](Name, Name v) { o.tracePath = v; });

@@ -350,6 +350,33 @@ Status Session::setInputFromNpy(const std::string &name,
   return Status();
 }
 
+Status Session::setInputsFrom(const std::string &dirOrNpz) {
+  if (!impl->loaded)
+    return notLoaded();
+  GivenInputs checked;
+  try {
+    GivenInputs set = readInputSet(impl->m, dirOrNpz);
+    for (auto &[index, entry] : set) {
+      if (impl->o.inputFiles.count(index))
+        continue;
+      const ManifestInput &in = *impl->m.findInput(index);
+      int dataSteps = 0;
+      HostTensor t =
+          checkInputTensor(impl->m, in, std::move(entry.first), entry.second,
+                           impl->o.iterations, dataSteps);
+      if (in.classIndices)
+        checkClassIndices(in, t, entry.second);
+      checked[index] = {std::move(t), entry.second};
+    }
+  } catch (const std::exception &e) {
+    return Status::error(2, e.what());
+  }
+  for (auto &[index, entry] : checked)
+    impl->given[index] = std::move(entry);
+  impl->inputs.reset();
+  return Status();
+}
+
 void Session::setRandomInputs(bool enabled, uint64_t seed) {
   impl->randomInputs = enabled;
   impl->o.seed = seed;

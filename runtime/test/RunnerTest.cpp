@@ -314,7 +314,9 @@ TEST(Runner, BadInputsAndOptions) {
   writeNpy(dir + "/x.npy", f32({5, 3}, std::vector<float>(15, 1.0f)));
   r = runCommand(base() + " --input 0=" + dir + "/x.npy");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("input 0 is microbatched with per-microbatch shape "
+  EXPECT_NE(r.output.find("input 0 is microbatched data (\"microbatched\": "
+                          "true in the manifest; pipeopt-compile "
+                          "--microbatch-args) with per-microbatch shape "
                           "f32[2x3] and 4 microbatches, so the file must be "
                           "f32[4x2x3] or f32[8x3]"),
             std::string::npos)

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 using namespace pipeopt::rt;
@@ -141,6 +142,100 @@ TEST(Session, InputsFromNpyInEveryForm) {
     EXPECT_EQ(yv[size_t(k)], x[size_t(k)] * w[size_t(k % 3)] + 1.0f);
 }
 
+/// y of the fake model for the inputs of runtime/test/inputs/*.npz.
+void expectYOfInputSet(Session &s) {
+  std::vector<float> x = xData(), w = {0.25f, 4.0f, -1.0f};
+  HostTensor y;
+  ASSERT_OK(s.output("y", y));
+  ASSERT_EQ(y.shape, (Shape{4, 2, 3}));
+  std::vector<float> yv = values(y);
+  for (int k = 0; k < 24; ++k)
+    EXPECT_EQ(yv[size_t(k)], x[size_t(k)] * w[size_t(k % 3)] + 1.0f)
+        << "y element " << k;
+}
+
+TEST(Session, InputsFromNpzAndDirectory) {
+  std::string in = FAKE_INPUTS_DIR;
+  // numpy.savez (stored entries), named "x" and "arg_1".
+  {
+    Session s;
+    ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+    ASSERT_OK(s.setInputsFrom(in + "/fake_inputs.npz"));
+    ASSERT_OK(s.step());
+    expectYOfInputSet(s);
+  }
+  // numpy.savez_compressed (deflated), named "0" and "w".
+  {
+    Session s;
+    ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+    ASSERT_OK(s.setInputsFrom(in + "/fake_inputs_deflated.npz"));
+    ASSERT_OK(s.step());
+    expectYOfInputSet(s);
+  }
+  // A directory of .npy files ("arg0.npy", "input_1.npy"); other files are
+  // not read.
+  std::string dir = tmpDir("inputset");
+  writeNpy(dir + "/arg0.npy", f32({8, 3}, xData()));
+  writeNpy(dir + "/input_1.npy", f32({3}, {0.25f, 4.0f, -1.0f}));
+  { std::ofstream(dir + "/README") << "not an input"; }
+  {
+    Session s;
+    ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+    ASSERT_OK(s.setInputsFrom(dir));
+    ASSERT_OK(s.step());
+    expectYOfInputSet(s);
+  }
+  // An --input file (options.inputFiles) overrides the set's entry; a later
+  // setInput replaces one.
+  {
+    std::string odir = tmpDir("inputset_override");
+    writeNpy(odir + "/w.npy", f32({3}, {1.0f, 1.0f, 1.0f}));
+    RunOptions o = options(FAKE_MANIFEST);
+    o.inputFiles[1] = {odir + "/w.npy"};
+    Session s;
+    ASSERT_OK(s.load(o));
+    ASSERT_OK(s.setInputsFrom(in + "/fake_inputs.npz"));
+    ASSERT_OK(s.step());
+    HostTensor y;
+    ASSERT_OK(s.output("y", y));
+    EXPECT_EQ(values(y)[1], xData()[1] + 1.0f);
+    ASSERT_OK(s.setInput("x", f32({8, 3}, std::vector<float>(24, 2.0f))));
+    ASSERT_OK(s.step());
+    ASSERT_OK(s.output("y", y));
+    EXPECT_EQ(values(y)[0], 3.0f);
+  }
+}
+
+TEST(Session, InputSetErrorsNameFileAndEntry) {
+  std::string in = FAKE_INPUTS_DIR;
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_MANIFEST)));
+  expectError(s.setInputsFrom(in + "/fake_inputs_unknown.npz"), 2,
+              in + "/fake_inputs_unknown.npz: entry 'z.npy' names no model "
+                   "input: entries are named by input index ('3', 'arg_3', "
+                   "'arg3' or 'input_3', with or without '.npy') or by the "
+                   "manifest's input name; this model's inputs are 0 ('x'), "
+                   "1 ('w')");
+  expectError(s.setInputsFrom(in + "/fake_inputs_twice.npz"), 2,
+              "entries 'x.npy' and 'arg0.npy' both name input 0");
+  expectError(s.setInputsFrom(in + "/fake_inputs_badshape.npz"), 2,
+              in + "/fake_inputs_badshape.npz:w.npy: input 1 must be f32[3] "
+                   "but the file is f32[4]");
+  expectError(s.setInputsFrom(in + "/not_a_zip.npz"), 2,
+              in + "/not_a_zip.npz: not a directory or a readable .npz "
+                   "archive");
+  expectError(s.setInputsFrom(in + "/missing.npz"), 2,
+              in + "/missing.npz: cannot read the inputs: No such file");
+  std::string dir = tmpDir("inputset_bad");
+  expectError(s.setInputsFrom(dir), 2,
+              dir + ": the directory holds no .npy file");
+  { std::ofstream(dir + "/0.npy") << "hello"; }
+  expectError(s.setInputsFrom(dir), 2, dir + "/0.npy: not a .npy file");
+  // All or nothing: the session is usable after the errors, and nothing
+  // was set.
+  expectError(s.step(), 2, "was not set");
+}
+
 TEST(Session, ADatasetGivesEveryStepItsSlice) {
   RunOptions o = options(FAKE_MANIFEST);
   o.iterations = 2; // the steps the session will run in all
@@ -197,7 +292,23 @@ TEST(Session, InputErrorsNameTheProblem) {
               "lists no input with index 7");
   // Wrong shape and dtype.
   expectError(s.setInput("w", f32({4}, {1, 2, 3, 4})), 2,
-              "input 1 ('w'): input 1 must be f32[3] but the file is f32[4]");
+              "input 1 ('w'): input 1 must be f32[3] but the file is f32[4]: "
+              "the build takes input 1 as a shared input (\"microbatched\": "
+              "false in the manifest: the same tensor for every "
+              "microbatch), which has exactly the shape the model was "
+              "compiled with. If input 1 is per-example data, recompile "
+              "with pipeopt-compile --microbatch-args=0,1: pipeopt-run "
+              "then takes the whole batch and splits it into 4 "
+              "microbatches along dim 0");
+  // The whole batch of a shared input: the message says what it would be,
+  // and never asks for a slice of it.
+  Status whole = s.setInput("w", f32({12}, std::vector<float>(12, 1.0f)));
+  expectError(whole, 2,
+              "If input 1 is per-example data (the file would then be the "
+              "whole batch: 4 microbatches of f32[3] along dim 0), recompile "
+              "with pipeopt-compile --microbatch-args=0,1");
+  EXPECT_EQ(whole.message().find("slice"), std::string::npos)
+      << whole.message();
   HostTensor i64;
   i64.dtype = DType::I64;
   i64.shape = {3};
@@ -205,7 +316,9 @@ TEST(Session, InputErrorsNameTheProblem) {
   expectError(s.setInput("w", i64), 2,
               "has dtype i64 but the manifest says f32");
   expectError(s.setInput("x", f32({2, 3}, std::vector<float>(6, 1.0f))), 2,
-              "is microbatched with per-microbatch shape f32[2x3] and 4 "
+              "is microbatched data (\"microbatched\": true in the "
+              "manifest; pipeopt-compile --microbatch-args) with "
+              "per-microbatch shape f32[2x3] and 4 "
               "microbatches, so the file must be f32[4x2x3] or f32[8x3]");
   // Bad paths.
   expectError(s.setInputFromNpy("x", "/nonexistent/x.npy"), 2,

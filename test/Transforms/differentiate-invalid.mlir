@@ -146,3 +146,25 @@ func.func @s2(%x: tensor<4xf32>) -> tensor<4xf32> attributes {pipe.stage = 2 : i
   } -> tensor<4xf32>
   return %r : tensor<4xf32>
 }
+
+// -----
+
+// A model that returns its loss and reads two integer tensors of different
+// leading dimensions: which of them carries the batch is unknown, and the
+// pass says so instead of guessing.
+// expected-error @+1 {{pipe-differentiate: cannot tell the per-example data of @two_ids: the integer tensor arguments 1 (tensor<2x4xi64>), 2 (tensor<4xi64>) are never parameters, but which of them carry the batch dimension is unknown: no argument reaches the results along their dimension 0 (the results carry no batch dimension, e.g. a loss), and the integer arguments' leading dimensions differ; name the data arguments with microbatch-args (pipeopt-compile --microbatch-args=I,J)}}
+func.func @two_ids(%w: tensor<4xf32>, %ids: tensor<2x4xi64>, %pos: tensor<4xi64>) -> tensor<f32> {
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<f32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e0 : tensor<f32>) -> tensor<f32>
+  %loss = linalg.generic {indexing_maps = [affine_map<(b, s) -> (b, s)>, affine_map<(b, s) -> (s)>, affine_map<(b, s) -> (s)>, affine_map<(b, s) -> ()>], iterator_types = ["reduction", "reduction"]}
+      ins(%ids, %pos, %w : tensor<2x4xi64>, tensor<4xi64>, tensor<4xf32>) outs(%acc : tensor<f32>) {
+  ^bb0(%i: i64, %p: i64, %x: f32, %o: f32):
+    %s = arith.addi %i, %p : i64
+    %f = arith.sitofp %s : i64 to f32
+    %m = arith.mulf %f, %x : f32
+    %r = arith.addf %o, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -1,6 +1,8 @@
 // pipe-differentiate on a two-layer MLP (Inputs/differentiate-mlp.mlir):
 // y = tanh(x w + b); x is data (its leading dimension is y's), w and b are
-// the trainable weights, the i64 argument gets no gradient.
+// the trainable weights, the i64 argument gets no gradient (an integer
+// tensor is never a weight; it is data, as its leading dimension is the
+// batch's, 4).
 //
 // RUN: pipeopt %S/Inputs/differentiate-mlp.mlir -pipe-differentiate | FileCheck %s
 // RUN: pipeopt %S/Inputs/differentiate-mlp.mlir -pipe-differentiate=recompute=all | FileCheck %s --check-prefix=ALL
@@ -11,7 +13,7 @@
 // (the matmul result m, 80 bytes) plus x (48 bytes, data) kept for the backward;
 // B stashes d m (80 bytes) for W.
 // CHECK-LABEL: func.func @mlp(
-// CHECK-SAME: pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 1, 2], trainable = [1, 2], data = [0], seeded = [0], num_saved = 1, saved_bytes = 128, num_stash = 1, stash_bytes = 80, fwd = @mlp_fwd, bwd = @mlp_bwd, b = @mlp_b, w = @mlp_w>
+// CHECK-SAME: pipe.gradient = #pipe.gradient<loss = none, wrt = [0, 1, 2], trainable = [1, 2], data = [0, 3], seeded = [0], num_saved = 1, saved_bytes = 128, num_stash = 1, stash_bytes = 80, fwd = @mlp_fwd, bwd = @mlp_bwd, b = @mlp_b, w = @mlp_w>
 
 // F returns y and the saved m.
 // CHECK-LABEL: func.func @mlp_fwd(

@@ -32,6 +32,9 @@ int main(int argc, char **argv) {
     opt->setInitialValue(false);
   mlir::DialectRegistry registry;
   pipeopt::registerAllDialects(registry);
+  // Ops of torch-mlir's tm_tensor and other front ends' dialects: an error
+  // that says what to do.
+  pipeopt::registerUnsupportedDialects(registry);
   // MlirOptMain registers its own options when it parses; registering
   // them first (each registration is idempotent) lets an unknown option
   // starting with "h" be an error rather than llvm::cl's grouped -h help.

@@ -55,6 +55,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
 #include <vector>
 
 namespace mlir {
@@ -150,9 +151,20 @@ enum class ArgumentKind {
 /// squeezed away, or results of rank 0 such as a loss), the data are the
 /// arguments of rank >= 2 with a leading 1 that no op reads as a parameter
 /// (weight position or broadcast operand as above, seen through reshapes
-/// and casts). Every other floating-point tensor argument is a
-/// **parameter**; everything else (integers that are not data) is
-/// **other**.
+/// and casts).
+///
+/// Integer tensors are never parameters (nothing is trained in an integer
+/// type): an integer tensor argument of rank >= 1 is **data** when its
+/// (static) dimension 0 is the batch's extent: dimension 0 of some data
+/// argument found above, or, when none was found (a model that returns its
+/// own scalar loss, whose token ids and labels are its only data),
+/// dimension 0 of the integer tensor arguments themselves when they all
+/// agree. When they do not, the integer arguments stay **other** and
+/// `undecided` (if given) receives why: pipe-differentiate makes that an
+/// error asking for `microbatch-args`.
+///
+/// Every other floating-point tensor argument is a **parameter**;
+/// everything else (integers that are not data) is **other**.
 ///
 /// Examples:
 ///   - examples/mlp4.tosa.mlir, `x: [1, 8, 64]`, `w0: [1, 64, 128]`,
@@ -165,6 +177,9 @@ enum class ArgumentKind {
 ///     x is data, w and b parameters (b's map does not reach the batch);
 ///   - an embedding: token ids `i64 [1, 40]` indexing a gather are data,
 ///     the table `[32000, 4096]` a parameter;
+///   - a language model that returns its loss, `(table, ..., ids: i64
+///     [2, 32]) -> tensor<f32>` (transformers' `labels=ids`): ids is data
+///     (the only integer tensor; its dimension 0 is the batch);
 ///   - a batch-1 model whose batch dimension is squeezed away
 ///     (`x: [1, 784]` reshaped to `[784]`): x is data by the fallback;
 ///   - a loss target appended by pipe-differentiate is data (it is marked
@@ -173,10 +188,12 @@ enum class ArgumentKind {
 /// it is broadcast along (an attention mask `[1, 1, 1, S]` added to scores
 /// `[1, H, S, S]`) is indistinguishable from a parameter and is classified
 /// as one; name the data (`microbatch-args`) for such a model.
-llvm::SmallVector<ArgumentKind> classifyArguments(mlir::func::FuncOp f);
+llvm::SmallVector<ArgumentKind>
+classifyArguments(mlir::func::FuncOp f, std::string *undecided = nullptr);
 
 /// The arguments classifyArguments(f) calls data, ascending.
-llvm::SmallVector<unsigned> dataArguments(mlir::func::FuncOp f);
+llvm::SmallVector<unsigned> dataArguments(mlir::func::FuncOp f,
+                                          std::string *undecided = nullptr);
 
 /// Adds the passes that lower TOSA (and element-wise arith / math on
 /// tensors) to linalg on tensors, followed by canonicalization, to a

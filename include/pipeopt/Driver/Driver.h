@@ -170,6 +170,10 @@ llvm::Error checkOptions(CompileOptions &options);
 
 /// Stage 2. Parses `options.inputFile` ("-": stdin) into `context`
 /// (diagnostics through `sourceMgr`); drops an input's pipe.auto_schedule.
+/// An op (or type, attribute) of a dialect `context` does not load, such
+/// as torch-mlir's `tm_tensor.scan`, is the error unsupportedDialectMessage
+/// (InitAll.h) at its location: the dialect and op, what pipeopt takes and
+/// what to do.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 parseInput(mlir::MLIRContext &context, llvm::SourceMgr &sourceMgr,
            const CompileOptions &options);

@@ -541,6 +541,14 @@ def DifferentiatePass : Pass<"pipe-differentiate", "::mlir::ModuleOp"> {
     values, an unknown function, a loss that does not fit the result,
     generated names that already exist, a function differentiated twice,
     and trainable indices that are not floating-point tensor arguments.
+    With `microbatch-args=auto`, integer tensor arguments are never
+    weights and are data when their leading dimension is the batch's
+    (cost::classifyArguments, Analysis/Parameters.h): that of the data
+    found, or, for a function whose results carry no batch dimension (a
+    model returning its own loss), the one leading dimension all its
+    integer tensor arguments share; when they differ, the pass cannot tell
+    the data and says so ("cannot tell the per-example data of @f: ...;
+    name the data arguments with microbatch-args").
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::linalg::LinalgDialect",

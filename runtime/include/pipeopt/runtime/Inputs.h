@@ -32,10 +32,31 @@ using GivenInputs = std::map<int, std::pair<HostTensor, std::string>>;
 /// tensor (in any form a single --input file may have: [M, ...shape],
 /// [M*d0, d1, ...], a dataset [N, M, ...shape] with N = options.iterations,
 /// or exactly the shape of a shared input), else its options.inputFiles,
-/// else seeded random data when `randomForMissing`, else RuntimeError
+/// else its entry of options.inputSet (readInputSet), else seeded random
+/// data when `randomForMissing`, else RuntimeError
 /// ("input 1 ('w') of f32[3] was not set ...").
 InputStore loadInputs(const Manifest &manifest, const RunOptions &options,
                       const GivenInputs &given, bool randomForMissing);
+
+/// The model input an entry of an input set names (readInputSet): its
+/// name without a trailing ".npy" is the manifest's "name" of an input, or
+/// its index as "<i>", "arg_<i>", "arg<i>" or "input_<i>" ("3.npy",
+/// "arg_3.npy", "arg3", "input_3"); nullptr if it names none.
+const ManifestInput *inputForEntryName(const Manifest &manifest,
+                                       const std::string &entry);
+
+/// Every model input at once: `path` is a directory, whose `*.npy` files
+/// are read (other files are ignored), or an .npz archive (a zip file as
+/// numpy.savez and numpy.savez_compressed write it: stored or deflated
+/// entries, read with libzip), whose entries must all be `.npy` arrays.
+/// Each is named as inputForEntryName says. Returns the tensors unchecked,
+/// by input index, each labelled "<dir>/<file>" or "<archive>:<entry>"
+/// for messages. Throws RuntimeError naming the path and entry: a path
+/// that is neither, a damaged archive, an entry that names no input
+/// (listing the accepted forms and the inputs), two entries for one
+/// input, an entry that is not .npy, encrypted or compressed with a
+/// method libzip cannot read, a malformed .npy, no entry at all.
+GivenInputs readInputSet(const Manifest &manifest, const std::string &path);
 
 /// Checks tensor `t` for model input `input` as a single --input file is
 /// checked (dtype, the accepted shapes, a dataset's step count against

@@ -31,6 +31,9 @@ struct RunOptions {
   double timeoutS = 60; ///< per blocking communication call, seconds
   uint64_t seed = 0;    ///< for inputs without --input
   std::map<int, std::vector<std::string>> inputFiles; ///< argIndex -> files
+  /// --inputs DIR|FILE.npz: every input at once (readInputSet, Inputs.h);
+  /// an input of inputFiles takes its file instead. "": none.
+  std::string inputSet;
   std::string outputDir;   ///< write output_<i>.npy here if set
   std::string tracePath;   ///< Chrome trace JSON if set
   std::string profilePath; ///< profile JSON if set

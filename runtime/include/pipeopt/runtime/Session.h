@@ -121,6 +121,19 @@ public:
   /// same forms as setInput). Errors (code 2): unknown name, a missing or
   /// malformed file, a wrong dtype or shape.
   Status setInputFromNpy(const std::string &name, const std::string &path);
+  /// Sets every input that the directory or .npz archive `dirOrNpz` holds
+  /// (readInputSet in Inputs.h: a directory's `*.npy` files or an .npz's
+  /// arrays, as numpy.savez / savez_compressed write them, each named by
+  /// input index, "3", "arg_3", "arg3" or "input_3", with or without
+  /// ".npy", or by the manifest's "name"), as setInput does with each, in
+  /// the same forms; an input that options.inputFiles names keeps its file
+  /// (pipeopt-run's --input overrides --inputs); a later setInput replaces
+  /// an entry. All or nothing: on an error no input changes. Errors (code
+  /// 2), naming the path and entry: a missing path, a damaged archive, an
+  /// entry that names no input, two entries for one input, an entry that is
+  /// not a valid .npy (or encrypted, or compressed with a method libzip
+  /// cannot read), a wrong dtype or shape, a class index out of range.
+  Status setInputsFrom(const std::string &dirOrNpz);
   /// Uses `seed`'s pseudo-random data (randomInput in Inputs.h) for every
   /// input that is set neither by setInput nor by options.inputFiles. Off
   /// by default: then such an input is an error of run() (code 2, "input
