@@ -1103,8 +1103,8 @@ Status Session::writeResults(std::ostream &summary) {
     return Status();
   if (!impl->ran)
     return Status::error(2, "no run has completed");
-  // The weights of --output-dir are the gathered state's, lent to the
-  // result for the call.
+  // The weights of --output-dir are the gathered state's and the losses
+  // the session's, lent to the result for the call.
   const bool lend = impl->m.hasParameters && !impl->lastRun.outputDir.empty();
   if (lend)
     if (Status st = impl->needGathered("writeResults"); !st)
@@ -1112,12 +1112,14 @@ Status Session::writeResults(std::ostream &summary) {
   RankResult &result = const_cast<RankResult &>(*r0);
   if (lend)
     std::swap(result.parameters, impl->state->parameters);
+  std::swap(result.losses, impl->losses); // every step's
   Status status;
   try {
     finish(impl->m, impl->lastRun, result, impl->communicators.name, summary);
   } catch (const std::exception &e) {
     status = Status::error(1, e.what());
   }
+  std::swap(result.losses, impl->losses);
   if (lend)
     std::swap(result.parameters, impl->state->parameters);
   return status;
