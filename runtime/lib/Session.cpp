@@ -101,6 +101,9 @@ struct Session::Impl {
   /// The loss of every measured step (rank 0's process).
   std::vector<float> losses;
   bool gatherAfterRun = true;
+  /// The communicators may serve the next run (one process per rank,
+  /// after a run that succeeded).
+  bool commsReusable = false;
   /// The BLAS threads last set (setKernelThreads), -1 before.
   int kernelThreadsSet = -1;
   int stepsDone = 0;
@@ -608,18 +611,27 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
   for (const Device &d : devices)
     commWorld.devices.push_back(d.id());
   results.assign(localRanks.size(), RankResult());
-  communicators.comms.clear();
-  communicators.world.reset();
-  try {
-    communicators =
-        createCommunicators(commWorld, m.numRanks, localRanks, ro.timeoutS);
-  } catch (const std::exception &e) {
+  // One process per rank: the communicators of the last successful run
+  // serve again (every message of it was received; creating MPI's
+  // duplicates the world communicator, a collective, and NCCL's is
+  // costlier still). Loopback ranks close theirs at the end of a run.
+  const bool reuse = world.distributed() && commsReusable &&
+                     !communicators.comms.empty();
+  commsReusable = false;
+  if (!reuse) {
     communicators.comms.clear();
-    status = Status::error(2, e.what());
-    return;
+    communicators.world.reset();
+    try {
+      communicators =
+          createCommunicators(commWorld, m.numRanks, localRanks, ro.timeoutS);
+    } catch (const std::exception &e) {
+      communicators.comms.clear();
+      status = Status::error(2, e.what());
+      return;
+    }
   }
   std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
-  {
+  if (!reuse) {
     std::vector<std::string> labels;
     for (int r = 0; r < m.numRanks; ++r)
       labels.push_back(rankLabel(m, r));
@@ -765,6 +777,8 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     if (!rankErrors.empty())
       losses.resize(std::min(losses.size(), lossesBefore));
   }
+  if (rankErrors.empty())
+    commsReusable = true;
   if (!rankErrors.empty()) {
     status = Status::error(1, rankErrors.front());
     if (!gatherOnly && m.hasParameters) {
