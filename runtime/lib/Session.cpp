@@ -376,11 +376,15 @@ Status Session::setInput(int index, HostTensor tensor) {
                                impl->o.iterations, dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, checked, label);
+    // Prepared inputs take the new value in place: a training loop that
+    // sets the next batch before each run(1) copies only that batch, not
+    // every input again.
+    if (impl->inputs)
+      impl->inputs->set(*in, m.numMicrobatches, checked, dataSteps);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
   impl->given[index] = {std::move(checked), label};
-  impl->inputs.reset();
   return Status();
 }
 
@@ -398,11 +402,12 @@ Status Session::setInputFromNpy(const std::string &name,
                          dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, t, path);
+    if (impl->inputs) // in place, as setInput
+      impl->inputs->set(*in, impl->m.numMicrobatches, t, dataSteps);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
   impl->given[in->index] = {std::move(t), path};
-  impl->inputs.reset();
   return Status();
 }
 

@@ -672,6 +672,35 @@ TEST(SessionLoop, SetWeightErrors) {
   EXPECT_TRUE(m.second.data.empty());
 }
 
+TEST(SessionLoop, ABatchPerStepEqualsADataset) {
+  // A loop that sets the next batch before each run(1) (the prepared
+  // inputs take it in place) trains as one run(3) over a dataset of the
+  // three batches.
+  std::vector<float> data;
+  for (int k = 0; k < 3; ++k)
+    for (float v : xData())
+      data.push_back(v * float(k + 1) - 0.125f * float(k));
+  RunOptions o = options(FAKE_PDP_MANIFEST);
+  o.iterations = 3;
+  Session whole, loop;
+  ASSERT_OK(whole.load(o));
+  ASSERT_OK(loop.load(o));
+  setTrainingInputs(whole, kStart);
+  setTrainingInputs(loop, kStart);
+  ASSERT_OK(whole.setInput("x", f32({3, 4, 2, 3}, data)));
+  ASSERT_OK(whole.run(3));
+  loop.setGatherAfterRun(false);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> batch(data.begin() + 24 * k, data.begin() + 24 * (k + 1));
+    ASSERT_OK(loop.setInput("x", f32({4, 2, 3}, batch)));
+    ASSERT_OK(loop.run(1));
+  }
+  EXPECT_EQ(loop.losses(), whole.losses());
+  EXPECT_NE(loop.losses()[0], loop.losses()[1]);
+  EXPECT_EQ(bytesOf(loop, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(bytesOf(loop, "b"), bytesOf(whole, "b"));
+}
+
 TEST(SessionLoop, OptimizerStateRoundTrip) {
   // A session that takes another's weights and AdamW state continues
   // exactly as the other does.
