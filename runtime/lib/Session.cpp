@@ -620,8 +620,8 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
   // serve again (every message of it was received; creating MPI's
   // duplicates the world communicator, a collective, and NCCL's is
   // costlier still). Loopback ranks close theirs at the end of a run.
-  const bool reuse = world.distributed() && commsReusable &&
-                     !communicators.comms.empty();
+  const bool reuse =
+      world.distributed() && commsReusable && !communicators.comms.empty();
   commsReusable = false;
   if (!reuse) {
     communicators.comms.clear();
@@ -968,15 +968,12 @@ Status Session::setWeight(int index, const HostTensor &value) {
   if (value.dtype != in->dtype || value.shape != in->shape ||
       value.data.size() !=
           size_t(numElements(in->shape)) * dtypeSize(in->dtype))
-    return Status::error(2, "setWeight: " + name + " is " +
-                                typeString(in->dtype, in->shape) + ", got " +
-                                typeString(value.dtype, value.shape) +
-                                (value.dtype == in->dtype &&
-                                         value.shape == in->shape
-                                     ? " with " +
-                                           std::to_string(value.data.size()) +
-                                           " bytes"
-                                     : ""));
+    return Status::error(
+        2, "setWeight: " + name + " is " + typeString(in->dtype, in->shape) +
+               ", got " + typeString(value.dtype, value.shape) +
+               (value.dtype == in->dtype && value.shape == in->shape
+                    ? " with " + std::to_string(value.data.size()) + " bytes"
+                    : ""));
   if (impl->stateLost)
     return lostState();
   if (Status st = prepareInputs(); !st)
@@ -1022,8 +1019,8 @@ HostTensor momentTensor(const std::vector<double> &v, const Shape &shape) {
 }
 } // namespace
 
-Status Session::optimizerState(int index, HostTensor &first,
-                               HostTensor &second, int64_t &step) const {
+Status Session::optimizerState(int index, HostTensor &first, HostTensor &second,
+                               int64_t &step) const {
   if (!impl->loaded)
     return notLoaded();
   const ManifestParameter *p = nullptr;
@@ -1072,9 +1069,9 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
     const char *what = k == 0 ? "first" : "second";
     if (t.data.empty())
       continue; // as before the first step
-    bool kept = k == 0 ? kind == OptimizerKind::Momentum ||
-                             kind == OptimizerKind::AdamW
-                       : kind == OptimizerKind::AdamW;
+    bool kept =
+        k == 0 ? kind == OptimizerKind::Momentum || kind == OptimizerKind::AdamW
+               : kind == OptimizerKind::AdamW;
     if (!kept)
       return Status::error(2, std::string("setOptimizerState: ") + name +
                                   ": the optimizer '" + optimizerName(kind) +
@@ -1082,11 +1079,10 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
                                   " moment; pass an empty tensor");
     if (t.dtype != DType::F64 || t.shape != in->shape ||
         t.data.size() != n * sizeof(double))
-      return Status::error(2, std::string("setOptimizerState: ") + name +
-                                  ": the " + what + " moment must be " +
-                                  typeString(DType::F64, in->shape) +
-                                  " (or empty), got " +
-                                  typeString(t.dtype, t.shape));
+      return Status::error(
+          2, std::string("setOptimizerState: ") + name + ": the " + what +
+                 " moment must be " + typeString(DType::F64, in->shape) +
+                 " (or empty), got " + typeString(t.dtype, t.shape));
     moments[k].resize(n);
     std::memcpy(moments[k].data(), t.data.data(), t.data.size());
   }

@@ -662,8 +662,8 @@ TEST(SessionLoop, SetWeightErrors) {
   expectError(s.setWeight("w", f32({3}, {1, 2, 3})), 2, "was not set");
   // SGD keeps no moments.
   setTrainingInputs(s, kStart);
-  expectError(s.setOptimizerState("w", f64({3}, {1, 2, 3}), HostTensor(), 1),
-              2, "the optimizer 'sgd' keeps no first moment");
+  expectError(s.setOptimizerState("w", f64({3}, {1, 2, 3}), HostTensor(), 1), 2,
+              "the optimizer 'sgd' keeps no first moment");
   ASSERT_OK(s.setOptimizerState("w", HostTensor(), HostTensor(), 4));
   ASSERT_OK(s.step());
   Moments m = momentsOf(s, "w");
@@ -691,7 +691,8 @@ TEST(SessionLoop, ABatchPerStepEqualsADataset) {
   ASSERT_OK(whole.run(3));
   loop.setGatherAfterRun(false);
   for (int k = 0; k < 3; ++k) {
-    std::vector<float> batch(data.begin() + 24 * k, data.begin() + 24 * (k + 1));
+    std::vector<float> batch(data.begin() + 24 * k,
+                             data.begin() + 24 * (k + 1));
     ASSERT_OK(loop.setInput("x", f32({4, 2, 3}, batch)));
     ASSERT_OK(loop.run(1));
   }
@@ -743,8 +744,8 @@ TEST(SessionLoop, OptimizerStateRoundTrip) {
   expectError(b.setOptimizerState("w", f64({2}, {1, 2}), HostTensor(), 1), 2,
               "parameter 1 ('w'): the first moment must be f64[3] (or "
               "empty), got f64[2]");
-  expectError(b.setOptimizerState("w", HostTensor(), f32({3}, {1, 2, 3}), 1),
-              2, "the second moment must be f64[3]");
+  expectError(b.setOptimizerState("w", HostTensor(), f32({3}, {1, 2, 3}), 1), 2,
+              "the second moment must be f64[3]");
   expectError(b.setOptimizerState("w", HostTensor(), HostTensor(), -1), 2,
               "the step count must be >= 0, got -1");
 }
