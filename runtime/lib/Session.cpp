@@ -129,13 +129,11 @@ struct Session::Impl {
   /// weight() and the like on rank 0: gathers first in loopback when the
   /// gathered state is stale; an error under MPI.
   Status needGathered(const char *what);
-  /// Checks `value` against parameter `index` and sets it everywhere.
-  Status setWeight(int index, const HostTensor &value);
-  Status setOptimizerState(int index, const HostTensor &first,
-                           const HostTensor &second, int64_t step);
-  /// "parameter 1 ('w')" after checking that `index` is a parameter.
+  /// The manifest's parameter at input `index` and its input, or an
+  /// error (code 2) naming why there is none.
   Status parameterIndex(int index, const ManifestParameter *&p,
                         const ManifestInput *&in) const;
+  /// The index of the input named `name`, or an error (code 2).
   Status parameterNamed(const std::string &name, int &index) const;
   /// Rank 0's current gathered state of parameter `index` (gathering
   /// first in loopback when it is stale); `rank0`: this process has it.
@@ -544,6 +542,11 @@ Status Session::Impl::synchronize() {
   std::vector<RankResult> res;
   rankErrors.clear();
   runUnchecked(0, true, res, status);
+  if (!status.ok() && !rankErrors.empty()) {
+    // abandonAfterFailure reports this failure, not the last run's.
+    results = std::move(res);
+    ran = false;
+  }
   return status;
 }
 
