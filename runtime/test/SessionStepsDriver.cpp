@@ -4,12 +4,15 @@
 // Session API, for the tests and the overhead measurement.
 //
 //   pipeopt-rt-session-steps MODEL MANIFEST COMM STEPS OUTDIR [I=NPY ...]
+//                            [--random SEED]
 //     loads MODEL (--comm COMM; one process per rank under mpirun with
-//     mpi), sets input I from NPY, runs run(1) STEPS times without
+//     mpi), sets input I from NPY (--random: the others get pipeopt-run
+//     --seed SEED's random data), runs run(1) STEPS times without
 //     gathering (setGatherAfterRun(false)), checks that weight() then asks
 //     for synchronize() (MPI) or gathers by itself (loopback), calls
 //     synchronize() in every process and writes, in rank 0's process,
-//     OUTDIR/weight_<index>.npy and OUTDIR/loss.npy as pipeopt-run
+//     OUTDIR/weight_<index>.npy, the optimizer moments (adam_m_, adam_v_,
+//     momentum_<index>.npy) and OUTDIR/loss.npy as pipeopt-run
 //     --output-dir does. Prints "session-steps: ok" (rank 0) on success.
 //
 //   pipeopt-rt-session-steps MODEL MANIFEST loopback STEPS - --bench ROUNDS
@@ -72,11 +75,16 @@ int main(int argc, char **argv) {
   const int steps = std::atoi(argv[4]);
   const std::string outDir = argv[5];
   int benchRounds = 0;
+  long long randomSeed = -1;
   std::vector<std::pair<int, std::string>> inputs;
   for (int i = 6; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--bench" && i + 1 < argc) {
       benchRounds = std::atoi(argv[++i]);
+      continue;
+    }
+    if (a == "--random" && i + 1 < argc) {
+      randomSeed = std::atoll(argv[++i]);
       continue;
     }
     size_t eq = a.find('=');
@@ -93,6 +101,8 @@ int main(int argc, char **argv) {
   for (const auto &[index, path] : inputs)
     if (Status st = s.setInput(index, readNpy(path)); !st)
       return fail(s, st, "input");
+  if (randomSeed >= 0)
+    s.setRandomInputs(true, uint64_t(randomSeed));
   if (benchRounds > 0) {
     s.setRandomInputs(true, 1);
     s.setCollectOutputs(false);
@@ -145,7 +155,24 @@ int main(int argc, char **argv) {
     HostTensor t;
     if (Status st = s.weight(p.index, t); !st)
       return fail(s, st, "weight");
-    writeNpy(outDir + "/weight_" + std::to_string(p.index) + ".npy", t);
+    std::string i = std::to_string(p.index);
+    writeNpy(outDir + "/weight_" + i + ".npy", t);
+    // The optimizer state, named as --output-dir names it.
+    HostTensor first, second;
+    int64_t updates = 0;
+    if (Status st = s.optimizerState(p.index, first, second, updates); !st)
+      return fail(s, st, "optimizerState");
+    if (!first.data.empty())
+      writeNpy(outDir + "/" +
+                   (m.training.optimizer == OptimizerKind::AdamW
+                        ? "adam_m_"
+                        : "momentum_") +
+                   i + ".npy",
+               first);
+    if (!second.data.empty())
+      writeNpy(outDir + "/adam_v_" + i + ".npy", second);
+    std::printf("session-steps: parameter %s: %lld update(s)\n", i.c_str(),
+                (long long)updates);
   }
   HostTensor losses;
   losses.dtype = DType::F32;
