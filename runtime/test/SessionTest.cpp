@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -700,6 +701,45 @@ TEST(SessionLoop, ABatchPerStepEqualsADataset) {
   EXPECT_NE(loop.losses()[0], loop.losses()[1]);
   EXPECT_EQ(bytesOf(loop, "w"), bytesOf(whole, "w"));
   EXPECT_EQ(bytesOf(loop, "b"), bytesOf(whole, "b"));
+}
+
+TEST(SessionLoop, AfterAFailedRun) {
+  // A failed run (rank 1 reports no gradient of w: PIPEOPT_FAKE_MODEL_BUG
+  // p-none) does not count: a loopback session that gathered after its
+  // last run continues from that copy; without the copy the training state
+  // is lost until resume().
+  std::string dir = tmpDir("failed");
+  Session whole, s, lost;
+  for (Session *x : {&whole, &s, &lost}) {
+    ASSERT_OK(x->load(options(FAKE_PDP_MANIFEST)));
+    setTrainingInputs(*x, kStart);
+  }
+  ASSERT_OK(whole.run(3));
+  ASSERT_OK(s.run(2));
+  lost.setGatherAfterRun(false);
+  ASSERT_OK(lost.run(2));
+  ASSERT_OK(lost.writeCheckpoint(dir + "/ck"));
+  ASSERT_OK(lost.run(1)); // stale again
+  ::setenv("PIPEOPT_FAKE_MODEL_BUG", "p-none", 1);
+  Status failed = s.run(1);
+  Status failedLost = lost.run(1);
+  ::unsetenv("PIPEOPT_FAKE_MODEL_BUG");
+  expectError(failed, 1, "rank");
+  expectError(failedLost, 1, "rank");
+  EXPECT_EQ(s.stepsDone(), 2);
+  EXPECT_EQ(s.losses().size(), 2u);
+  ASSERT_OK(s.run(1));
+  EXPECT_EQ(bytesOf(s, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(bytesOf(s, "b"), bytesOf(whole, "b"));
+  EXPECT_EQ(s.losses(), whole.losses());
+
+  expectError(lost.run(1), 2, "the training state was lost");
+  HostTensor t;
+  expectError(lost.weight("w", t), 2, "the training state was lost");
+  ASSERT_OK(lost.resume(dir + "/ck"));
+  ASSERT_OK(lost.run(1));
+  EXPECT_EQ(bytesOf(lost, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(lost.losses(), whole.losses());
 }
 
 TEST(SessionLoop, OptimizerStateRoundTrip) {
