@@ -227,9 +227,9 @@ public:
   Status output(const std::string &name, HostTensor &out) const;
   Status output(int index, HostTensor &out) const;
   /// The current value of parameter `name` (an input of a training build
-  /// with "parameters"): after a run() or resume() the trained weight,
-  /// else an error (code 2; also: unknown name, not a parameter, not the
-  /// process of rank 0).
+  /// with "parameters"): after a run(), resume() or setWeight() the
+  /// current weight, else an error (code 2; also: unknown name, not a
+  /// parameter, not the process of rank 0, the training state lost).
   Status weight(const std::string &name, HostTensor &out) const;
   /// The same for the parameter at input `index` (models whose inputs have
   /// no names, e.g. torch exports); out of range is an error (code 2).
