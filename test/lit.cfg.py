@@ -49,6 +49,13 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.pipeopt_tools_dir, append_path=True)
 
+# A training loop of Session::run(1) (runtime/test/SessionStepsDriver.cpp).
+session_steps = os.path.join(config.pipeopt_obj_root, "runtime", "test",
+                             "pipeopt-rt-session-steps")
+if os.path.exists(session_steps):
+    config.available_features.add("session-steps")
+    config.substitutions.append(("%session_steps", session_steps))
+
 if getattr(config, "have_mpi", False):
     config.available_features.add("mpi")
     # Runtime end-to-end tests run ranks as processes (test/Runtime).

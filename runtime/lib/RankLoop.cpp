@@ -49,9 +49,9 @@ std::string rankLabel(const Manifest &m, int rank) {
 /// from the first measured iteration on.
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             const Checkpoint *resume, const Device *device, RankResult &result,
-             bool collectOutputs, RankPinning *pinning,
-             RankProgress *progress) {
+             int first, std::map<int, ParameterState> &parameters, bool gather,
+             const Device *device, RankResult &result, bool collectOutputs,
+             RankPinning *pinning, RankProgress *progress) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
@@ -73,6 +73,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     }
   } unpublish{progress};
   bool bound = false;
+  // Only gathers the parameters (Session::synchronize).
+  const bool gatherOnly = o.iterations == 0 && o.warmup == 0;
+  // The rank's parameter state, carried from the previous run (no copy).
+  ctx.parameters = std::move(parameters);
   try {
     if (device) {
       phase = "binding the rank to CUDA device " + std::to_string(device->id());
@@ -80,23 +84,14 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       bound = true;
     }
     phase = "setting up the parameters";
-    ctx.initParameters();
-    int first = 0; // steps done before this run (--resume)
-    if (resume) {
-      first = resume->step;
-      for (auto &[index, st] : ctx.parameters) {
-        const GatheredParameter &g = resume->parameters.at(index);
-        st.value = g.value;
-        st.optimizer.first = g.first;
-        st.optimizer.second = g.second;
-        st.optimizer.step = g.step;
-      }
-      if (rank == 0)
-        result.losses = resume->losses;
+    if (m.hasParameters && ctx.parameters.empty()) {
+      // A caller that carries no state: the initial weights.
+      ctx.initParameters();
     }
     initDeviceParameters(ctx); // cuda builds: weights and state on the device
     phase = "at the start barrier";
-    barrier(comm, o.timeoutS);
+    if (!gatherOnly)
+      barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     // --pin-ranks: this rank's slot in `pinning`.
     const size_t slot = pinning ? size_t(std::find(pinning->ranks.begin(),
@@ -105,8 +100,11 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
                                 : 0;
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
       bool measured = it >= o.warmup;
-      phase = "at the barrier before iteration " + std::to_string(it);
-      barrier(comm, o.timeoutS);
+      // Iteration 0 starts right after the start barrier.
+      if (it > 0) {
+        phase = "at the barrier before iteration " + std::to_string(it);
+        barrier(comm, o.timeoutS);
+      }
       if (pinning && it == pinning->pinAt)
         pinThisRank(*pinning, slot);
       double cpu0 = pinning ? threadCpuSeconds() : 0;
@@ -190,7 +188,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         comm.flush(o.timeoutS);
       }
     }
-    if (!ctx.isPoisoned() && m.hasParameters) {
+    if (!ctx.isPoisoned() && m.hasParameters && gather) {
       phase = "gathering the parameters";
       std::string error =
           gatherParameters(ctx, comm, m, first + o.warmup + o.iterations, true,
@@ -199,7 +197,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         ctx.fail(error);
       comm.flush(o.timeoutS);
     }
-    if (!ctx.isPoisoned()) {
+    if (!ctx.isPoisoned() && !gatherOnly) {
       // Drop warm-up events.
       ctx.events.erase(
           std::remove_if(ctx.events.begin(), ctx.events.end(),
@@ -257,8 +255,20 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     ctx.fail("launcher, " + phase.text + ": " + e.what());
   }
   if (bound) {
-    // The device copies go before the thread's binding.
-    ctx.parameters.clear();
+    // The state carried to the next run is the host's: the device copies
+    // are read back, then released before the thread's binding goes.
+    if (!ctx.isPoisoned()) {
+      try {
+        for (auto &[index, st] : ctx.parameters)
+          refreshHostParameter(ctx, st);
+      } catch (const std::exception &e) {
+        ctx.fail(std::string("launcher, reading the parameters back from the "
+                             "device: ") +
+                 e.what());
+      }
+    }
+    for (auto &[index, st] : ctx.parameters)
+      st.device.reset(); // the next run's initDeviceParameters copies it in
     try {
       device->unbindThread();
     } catch (const std::exception &e) {
@@ -269,6 +279,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     result.ok = false;
     result.error = ctx.errorMessage();
   }
+  parameters = std::move(ctx.parameters);
   comm.close();
 }
 

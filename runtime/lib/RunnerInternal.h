@@ -216,15 +216,25 @@ struct PhaseText {
 
 /// "rank 1 (stage 1)", "rank 0 (stages 0, 3)", or "rank 2".
 std::string rankLabel(const Manifest &m, int rank);
-/// Runs one rank to completion (in the calling thread). `resume`: the
-/// state to continue from (a checkpoint, or the session's state after an
-/// earlier run), or null. `collectOutputs`: the ranks send their outputs to
-/// rank 0 (--output-dir, or a session that reads them back).
+/// Runs one rank to completion (in the calling thread). `first`: the
+/// training steps done before this run. `parameters`: the rank's
+/// parameter state (training builds with parameters: value and optimizer
+/// state, as RankContext::initParameters creates it, then carried from
+/// run to run); it is moved into the rank's context for the run and moved
+/// back at its end (cuda builds: the device copies are refreshed to the
+/// host and released first), also after a failure (then it is partial).
+/// `gather`: rank 0 gathers every parameter and its optimizer state into
+/// result.parameters at the end. With o.iterations == 0 and o.warmup == 0
+/// the run only gathers (Session::synchronize): no report to rank 0.
+/// Rank 0's result.losses holds the losses of the steps before this run
+/// on entry; the run appends its steps'. `collectOutputs`: the ranks send
+/// their outputs to rank 0 (--output-dir, or a session that reads them
+/// back).
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
-             const Checkpoint *resume, const Device *device, RankResult &result,
-             bool collectOutputs, RankPinning *pinning = nullptr,
-             RankProgress *progress = nullptr);
+             int first, std::map<int, ParameterState> &parameters, bool gather,
+             const Device *device, RankResult &result, bool collectOutputs,
+             RankPinning *pinning = nullptr, RankProgress *progress = nullptr);
 /// Loopback: after a rank failed, how long the others get to return.
 double loopbackGraceS(const RunOptions &o);
 /// What the loopback watchdog says about a rank that did not return.

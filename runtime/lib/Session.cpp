@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -78,9 +79,33 @@ struct Session::Impl {
   GivenInputs given;
   bool randomInputs = false;
   std::optional<InputStore> inputs;
-  /// The state a run continues from (resume(), or the previous run on
-  /// rank 0's process): null before either.
+  /// Training builds with parameters: the gathered state, every parameter
+  /// with its optimizer state (rank 0's process after a gathering run or
+  /// synchronize(); every process after resume()). Null when there is
+  /// none or it is stale (gatheredCurrent false).
   std::optional<Checkpoint> state;
+  /// The same on every process: rank 0's process holds the current
+  /// state in `state` (after resume(), a gathering run or synchronize();
+  /// setWeight/setOptimizerState keep it current).
+  bool gatheredCurrent = false;
+  /// Each local rank's own parameter state (in the order of localRanks),
+  /// carried from run to run; valid when rankStateReady.
+  std::vector<std::map<int, ParameterState>> rankParams;
+  bool rankStateReady = false;
+  /// The ranks' state is to be rebuilt from `state` (after resume(), or
+  /// after a failed run when `state` was current).
+  bool distributeState = false;
+  /// A run failed and no current gathered state was left to continue from:
+  /// the training state is lost until resume().
+  bool stateLost = false;
+  /// The loss of every measured step (rank 0's process).
+  std::vector<float> losses;
+  bool gatherAfterRun = true;
+  /// The communicators may serve the next run (one process per rank,
+  /// after a run that succeeded).
+  bool commsReusable = false;
+  /// The BLAS threads last set (setKernelThreads), -1 before.
+  int kernelThreadsSet = -1;
   int stepsDone = 0;
   int runs = 0;
   bool collectOutputs = true;
@@ -92,7 +117,28 @@ struct Session::Impl {
   bool ran = false;
 
   void loadUnchecked(int *argc, char ***argv);
-  void runUnchecked(int steps, Status &status);
+  /// `gatherOnly`: a run of no step that only gathers the parameters to
+  /// rank 0 (synchronize()) into `res`, leaving the last run's results.
+  void runUnchecked(int steps, bool gatherOnly, std::vector<RankResult> &res,
+                    Status &status);
+  /// Creates the local ranks' parameter state when there is none: from
+  /// `state` after resume(), else from the inputs (the initial weights).
+  Status ensureRankState();
+  /// Gathers every parameter to rank 0 unless `state` is current there.
+  Status synchronize();
+  /// weight() and the like on rank 0: gathers first in loopback when the
+  /// gathered state is stale; an error under MPI.
+  Status needGathered(const char *what);
+  /// The manifest's parameter at input `index` and its input, or an
+  /// error (code 2) naming why there is none.
+  Status parameterIndex(int index, const ManifestParameter *&p,
+                        const ManifestInput *&in) const;
+  /// The index of the input named `name`, or an error (code 2).
+  Status parameterNamed(const std::string &name, int &index) const;
+  /// Rank 0's current gathered state of parameter `index` (gathering
+  /// first in loopback when it is stale); `rank0`: this process has it.
+  Status gathered(int index, const char *what, const GatheredParameter *&out,
+                  bool rank0);
   const RankResult *rank0() const {
     for (size_t i = 0; i < localRanks.size() && i < results.size(); ++i)
       if (localRanks[i] == 0)
@@ -264,6 +310,14 @@ Status notLoaded() {
   return Status::error(2, "no build is loaded (Session::load)");
 }
 
+Status lostState() {
+  return Status::error(
+      2, "the training state was lost: a run failed after the ranks had "
+         "begun to update their parameters, and no gathered copy of them "
+         "was current (setGatherAfterRun(false)); resume() from a "
+         "checkpoint");
+}
+
 /// The input of `m` named `name`, or nullptr.
 const ManifestInput *inputNamed(const Manifest &m, const std::string &name) {
   for (const ManifestInput &in : m.inputs)
@@ -320,11 +374,15 @@ Status Session::setInput(int index, HostTensor tensor) {
                                impl->o.iterations, dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, checked, label);
+    // Prepared inputs take the new value in place: a training loop that
+    // sets the next batch before each run(1) copies only that batch, not
+    // every input again.
+    if (impl->inputs)
+      impl->inputs->set(*in, m.numMicrobatches, checked, dataSteps);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
   impl->given[index] = {std::move(checked), label};
-  impl->inputs.reset();
   return Status();
 }
 
@@ -342,11 +400,12 @@ Status Session::setInputFromNpy(const std::string &name,
                          dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, t, path);
+    if (impl->inputs) // in place, as setInput
+      impl->inputs->set(*in, impl->m.numMicrobatches, t, dataSteps);
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
   impl->given[in->index] = {std::move(t), path};
-  impl->inputs.reset();
   return Status();
 }
 
@@ -415,7 +474,17 @@ Status Session::resume(const std::string &dir,
     if (notes)
       *notes = c.notes;
     impl->stepsDone = c.step;
+    impl->losses.clear();
+    if (hasRank0())
+      impl->losses = std::move(c.losses);
     impl->state = std::move(c);
+    // The next run (or setWeight) gives every local rank its parameters
+    // from the checkpoint.
+    impl->gatheredCurrent = true;
+    impl->distributeState = true;
+    impl->rankParams.clear();
+    impl->rankStateReady = false;
+    impl->stateLost = false;
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
@@ -429,11 +498,15 @@ Status Session::writeCheckpoint(const std::string &dir) const {
     return Status::error(2, "the manifest " + impl->o.manifestPath +
                                 " has no \"parameters\": a checkpoint holds "
                                 "the weights of a training build");
-  if (!impl->state || !hasRank0())
+  if (impl->stateLost)
+    return lostState();
+  if ((!impl->state && !impl->rankStateReady) || !hasRank0())
     return Status::error(2, "no weights to write: run a step or resume "
                             "first (in the process of rank 0)");
+  if (Status st = impl->needGathered("writeCheckpoint"); !st)
+    return st;
   try {
-    rt::writeCheckpoint(impl->m, dir, impl->state->step, impl->state->losses,
+    rt::writeCheckpoint(impl->m, dir, impl->stepsDone, impl->losses,
                         impl->state->parameters);
   } catch (const std::exception &e) {
     return Status::error(1, e.what());
@@ -452,10 +525,8 @@ Status Session::run(int steps) {
     return Status::error(2, "run: the number of steps must be at least 1, "
                             "got " +
                                 std::to_string(steps));
-  if (impl->runs > 0 && impl->world.distributed())
-    return Status::error(2, "a session with one process per rank (--comm " +
-                                impl->world.comm +
-                                " under a launcher) runs once");
+  if (impl->stateLost)
+    return lostState();
   Status st = prepareInputs();
   if (!st)
     return st;
@@ -467,36 +538,135 @@ Status Session::run(int steps) {
                  std::to_string(n) + " step(s), but steps " +
                  std::to_string(impl->stepsDone + 1) + " to " +
                  std::to_string(impl->stepsDone + steps) + " were asked for");
+  if (st = impl->ensureRankState(); !st)
+    return st;
   impl->rankErrors.clear();
   impl->results.clear();
   impl->ran = false;
-  impl->runUnchecked(steps, st);
+  impl->runUnchecked(steps, false, impl->results, st);
   return st;
 }
 
-void Session::Impl::runUnchecked(int steps, Status &status) {
+void Session::setGatherAfterRun(bool enabled) {
+  impl->gatherAfterRun = enabled;
+}
+
+Status Session::synchronize() {
+  if (!impl->loaded)
+    return notLoaded();
+  return impl->synchronize();
+}
+
+Status Session::Impl::synchronize() {
+  // The same decisions in every process (a collective).
+  if (!m.hasParameters || gatheredCurrent)
+    return Status();
+  if (stateLost)
+    return lostState();
+  if (!rankStateReady)
+    return Status(); // nothing run, set or resumed: no weights to gather
+  Status status;
+  std::vector<RankResult> res;
+  rankErrors.clear();
+  runUnchecked(0, true, res, status);
+  if (!status.ok() && !rankErrors.empty()) {
+    // abandonAfterFailure reports this failure, not the last run's.
+    results = std::move(res);
+    ran = false;
+  }
+  return status;
+}
+
+Status Session::Impl::needGathered(const char *what) {
+  if (gatheredCurrent && state)
+    return Status();
+  if (!rankStateReady)
+    return Status::error(2, "no weights yet: run a step or resume first "
+                            "(in the process of rank 0)");
+  if (world.distributed())
+    return Status::error(
+        2, std::string(what) +
+               ": rank 0 has no current copy of the parameters (the last "
+               "run did not gather them: setGatherAfterRun(false)); call "
+               "synchronize() in every process first");
+  return synchronize();
+}
+
+Status Session::Impl::ensureRankState() {
+  if (!m.hasParameters || rankStateReady)
+    return Status();
+  if (stateLost)
+    return lostState();
+  if (!inputs)
+    return Status::error(2, "internal: the inputs are not prepared");
+  try {
+    std::vector<std::map<int, ParameterState>> made(localRanks.size());
+    for (size_t i = 0; i < localRanks.size(); ++i) {
+      RankContext init(localRanks[i], nullptr, &m, &*inputs, o.timeoutS);
+      init.initParameters(); // the initial weights: the inputs' values
+      if (distributeState && state)
+        for (auto &[index, st] : init.parameters) {
+          auto it = state->parameters.find(index);
+          if (it == state->parameters.end())
+            throw RuntimeError("internal: the gathered state has no " +
+                               parameterName(m, index));
+          const GatheredParameter &g = it->second;
+          st.value = g.value;
+          st.optimizer.first = g.first;
+          st.optimizer.second = g.second;
+          st.optimizer.step = g.step;
+        }
+      made[i] = std::move(init.parameters);
+    }
+    rankParams = std::move(made);
+  } catch (const std::exception &e) {
+    return Status::error(2, e.what());
+  }
+  rankStateReady = true;
+  distributeState = false;
+  return Status();
+}
+
+void Session::Impl::runUnchecked(int steps, bool gatherOnly,
+                                 std::vector<RankResult> &results,
+                                 Status &status) {
   RunOptions ro = o;
   ro.iterations = steps;
-  lastRun = ro;
-  ++runs;
+  if (gatherOnly) {
+    ro.warmup = 0;
+  } else {
+    lastRun = ro;
+    ++runs;
+  }
+  rankParams.resize(localRanks.size());
+  const bool gather = gatherOnly || gatherAfterRun;
   // The communicators of this run (one place knows every kind: the
   // registry, CommRegistry.h).
   CommWorld commWorld = world;
   for (const Device &d : devices)
     commWorld.devices.push_back(d.id());
   results.assign(localRanks.size(), RankResult());
-  communicators.comms.clear();
-  communicators.world.reset();
-  try {
-    communicators =
-        createCommunicators(commWorld, m.numRanks, localRanks, ro.timeoutS);
-  } catch (const std::exception &e) {
+  // One process per rank: the communicators of the last successful run
+  // serve again (every message of it was received; creating MPI's
+  // duplicates the world communicator, a collective, and NCCL's is
+  // costlier still). Loopback ranks close theirs at the end of a run.
+  const bool reuse =
+      world.distributed() && commsReusable && !communicators.comms.empty();
+  commsReusable = false;
+  if (!reuse) {
     communicators.comms.clear();
-    status = Status::error(2, e.what());
-    return;
+    communicators.world.reset();
+    try {
+      communicators =
+          createCommunicators(commWorld, m.numRanks, localRanks, ro.timeoutS);
+    } catch (const std::exception &e) {
+      communicators.comms.clear();
+      status = Status::error(2, e.what());
+      return;
+    }
   }
   std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
-  {
+  if (!reuse) {
     std::vector<std::string> labels;
     for (int r = 0; r < m.numRanks; ++r)
       labels.push_back(rankLabel(m, r));
@@ -513,18 +683,29 @@ void Session::Impl::runUnchecked(int steps, Status &status) {
           ? ro.threads
           : defaultKernelThreads(usableCores(),
                                  ranksOnThisNode(m, world.distributed()));
-  setKernelThreads(kernelThreads);
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  if (kernelThreads != kernelThreadsSet) {
+    setKernelThreads(kernelThreads);
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    kernelThreadsSet = kernelThreads;
+  }
 
-  const Checkpoint *resume = state ? &*state : nullptr;
   bool withOutputs = !ro.outputDir.empty() || collectOutputs;
   const InputStore &in = *inputs;
+  // Rank 0 appends this run's losses to those of the steps before.
+  const size_t lossesBefore = losses.size();
+  size_t slot0 = localRanks.size();
+  for (size_t i = 0; i < localRanks.size(); ++i)
+    if (localRanks[i] == 0)
+      slot0 = i;
+  if (slot0 < localRanks.size() && !gatherOnly)
+    results[slot0].losses = std::move(losses);
   if (localRanks.size() == 1) {
     if (ro.pinRanks == "on" && !ro.quiet)
       std::cerr << "pipeopt-run: note: --pin-ranks pins the ranks of one "
                    "process (loopback); this process runs one rank\n";
-    runRank(localRanks[0], *comms[0], m, in, entries[localRanks[0]], ro, resume,
+    runRank(localRanks[0], *comms[0], m, in, entries[localRanks[0]], ro,
+            stepsDone, rankParams[0], gather,
             devices.empty() ? nullptr : &devices[0], results[0], withOutputs);
   } else {
     // --pin-ranks: by default only when the ranks outnumber the cores and
@@ -536,7 +717,7 @@ void Session::Impl::runUnchecked(int steps, Status &status) {
                 (ro.pinRanks == "auto" &&
                  int(localRanks.size()) > usableCores() && kernelThreads == 1));
     if (pin && ro.warmup + ro.iterations < 2) {
-      if (ro.pinRanks == "on" && !ro.quiet)
+      if (ro.pinRanks == "on" && !ro.quiet && !gatherOnly)
         std::cerr << "pipeopt-run: note: --pin-ranks needs 2 or more "
                      "iterations (it balances one iteration's CPU time); "
                      "not pinned\n";
@@ -566,7 +747,8 @@ void Session::Impl::runUnchecked(int steps, Status &status) {
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
         runRank(localRanks[i], *comms[i], m, in, entries[localRanks[i]], ro,
-                resume, devices.empty() ? nullptr : &devices[i], results[i],
+                stepsDone, rankParams[i], gather,
+                devices.empty() ? nullptr : &devices[i], results[i],
                 withOutputs, pinning ? &*pinning : nullptr, &progress[i]);
         {
           std::lock_guard<std::mutex> lock(doneMu);
@@ -624,26 +806,53 @@ void Session::Impl::runUnchecked(int steps, Status &status) {
   for (const RankResult &r : results)
     if (!r.ok)
       rankErrors.push_back(r.error);
+  RankResult *r0 = slot0 < localRanks.size() ? &results[slot0] : nullptr;
+  if (r0 && !gatherOnly) {
+    losses = std::move(r0->losses);
+    if (!rankErrors.empty())
+      losses.resize(std::min(losses.size(), lossesBefore));
+  }
+  if (rankErrors.empty())
+    commsReusable = true;
   if (!rankErrors.empty()) {
     status = Status::error(1, rankErrors.front());
+    if (!gatherOnly && m.hasParameters) {
+      // Some ranks may have updated their parameters, others not: the
+      // next run continues from the gathered state of the last run when
+      // every process has it (loopback, gathering runs), as before it.
+      rankParams.clear();
+      rankStateReady = false;
+      if (gatheredCurrent && state && !world.distributed()) {
+        distributeState = true;
+      } else {
+        state.reset();
+        gatheredCurrent = false;
+        stateLost = true;
+      }
+    }
     return;
   }
-  ran = true;
-  stepsDone += steps;
-  // The state the next run continues from: rank 0 has the gathered
-  // parameters and every step's loss.
-  if (const RankResult *r0 = rank0()) {
-    Checkpoint next;
-    next.step = stepsDone;
-    next.losses = r0->losses;
-    next.parameters = r0->parameters;
-    state = std::move(next);
+  if (!gatherOnly) {
+    ran = true;
+    stepsDone += steps;
+  }
+  if (!m.hasParameters)
+    return;
+  if (gather) {
+    // Rank 0 has every parameter and its optimizer state (moved, not
+    // copied: writeResults lends them back to the result).
+    if (r0) {
+      Checkpoint next;
+      next.step = stepsDone;
+      next.parameters = std::move(r0->parameters);
+      state = std::move(next);
+    } else {
+      state.reset();
+    }
+    gatheredCurrent = true;
   } else {
-    Checkpoint next;
-    next.step = stepsDone;
-    if (state)
-      next.parameters = std::move(state->parameters);
-    state = std::move(next);
+    state.reset();
+    gatheredCurrent = false;
   }
 }
 
@@ -721,21 +930,215 @@ Status Session::weight(int index, HostTensor &out) const {
     return Status::error(2, "input " + std::to_string(index) +
                                 " is not a parameter of the manifest " +
                                 impl->o.manifestPath);
-  if (!impl->state || !hasRank0())
-    return Status::error(2, "no weights yet: run a step or resume first "
-                            "(in the process of rank 0)");
-  auto it = impl->state->parameters.find(index);
-  if (it == impl->state->parameters.end())
-    return Status::error(2, "no weights yet: run a step or resume first "
-                            "(in the process of rank 0)");
-  out = it->second.value;
+  const GatheredParameter *g = nullptr;
+  if (Status st = impl->gathered(index, "weight", g, hasRank0()); !st)
+    return st;
+  out = g->value;
   return Status();
 }
 
-const std::vector<float> &Session::losses() const {
-  static const std::vector<float> none;
-  return impl->state ? impl->state->losses : none;
+Status Session::Impl::gathered(int index, const char *what,
+                               const GatheredParameter *&out, bool rank0) {
+  if (stateLost)
+    return lostState();
+  if ((!state && !rankStateReady) || !rank0)
+    return Status::error(2, "no weights yet: run a step or resume first "
+                            "(in the process of rank 0)");
+  if (Status st = needGathered(what); !st)
+    return st;
+  auto it = state->parameters.find(index);
+  if (it == state->parameters.end())
+    return Status::error(2, "no weights yet: run a step or resume first "
+                            "(in the process of rank 0)");
+  out = &it->second;
+  return Status();
 }
+
+Status Session::Impl::parameterIndex(int index, const ManifestParameter *&p,
+                                     const ManifestInput *&in) const {
+  in = m.findInput(index);
+  if (!in)
+    return Status::error(2, "the manifest " + o.manifestPath +
+                                " lists no input with index " +
+                                std::to_string(index));
+  p = m.findParameter(index);
+  if (!p)
+    return Status::error(2, "input " + std::to_string(index) +
+                                " is not a parameter of the manifest " +
+                                o.manifestPath);
+  return Status();
+}
+
+Status Session::Impl::parameterNamed(const std::string &name,
+                                     int &index) const {
+  const ManifestInput *in = inputNamed(m, name);
+  if (!in)
+    return noInputNamed(m, o.manifestPath, name);
+  index = int(in->index);
+  return Status();
+}
+
+Status Session::setWeight(const std::string &name, const HostTensor &value) {
+  if (!impl->loaded)
+    return notLoaded();
+  int index = -1;
+  if (Status st = impl->parameterNamed(name, index); !st)
+    return st;
+  return setWeight(index, value);
+}
+
+Status Session::setWeight(int index, const HostTensor &value) {
+  if (!impl->loaded)
+    return notLoaded();
+  const ManifestParameter *p = nullptr;
+  const ManifestInput *in = nullptr;
+  if (Status st = impl->parameterIndex(index, p, in); !st)
+    return st;
+  const std::string name = parameterName(impl->m, index);
+  if (value.dtype != in->dtype || value.shape != in->shape ||
+      value.data.size() !=
+          size_t(numElements(in->shape)) * dtypeSize(in->dtype))
+    return Status::error(
+        2, "setWeight: " + name + " is " + typeString(in->dtype, in->shape) +
+               ", got " + typeString(value.dtype, value.shape) +
+               (value.dtype == in->dtype && value.shape == in->shape
+                    ? " with " + std::to_string(value.data.size()) + " bytes"
+                    : ""));
+  if (impl->stateLost)
+    return lostState();
+  if (Status st = prepareInputs(); !st)
+    return st;
+  if (Status st = impl->ensureRankState(); !st)
+    return st;
+  // Every local copy (tied weights, Chimera's replicas).
+  for (auto &params : impl->rankParams)
+    if (auto it = params.find(index); it != params.end())
+      it->second.value = value;
+  // A current gathered state stays current.
+  if (impl->state)
+    if (auto it = impl->state->parameters.find(index);
+        it != impl->state->parameters.end())
+      it->second.value = value;
+  return Status();
+}
+
+Status Session::optimizerState(const std::string &name, HostTensor &first,
+                               HostTensor &second, int64_t &step) const {
+  if (!impl->loaded)
+    return notLoaded();
+  int index = -1;
+  if (Status st = impl->parameterNamed(name, index); !st)
+    return st;
+  return optimizerState(index, first, second, step);
+}
+
+namespace {
+/// An optimizer moment as a tensor: f64 of the parameter's shape, or
+/// empty (f64[0]) before the first step or for an optimizer without it.
+HostTensor momentTensor(const std::vector<double> &v, const Shape &shape) {
+  HostTensor t;
+  t.dtype = DType::F64;
+  if (v.empty()) {
+    t.shape = {0};
+    return t;
+  }
+  t.shape = shape;
+  t.data.resize(v.size() * sizeof(double));
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+} // namespace
+
+Status Session::optimizerState(int index, HostTensor &first, HostTensor &second,
+                               int64_t &step) const {
+  if (!impl->loaded)
+    return notLoaded();
+  const ManifestParameter *p = nullptr;
+  const ManifestInput *in = nullptr;
+  if (Status st = impl->parameterIndex(index, p, in); !st)
+    return st;
+  const GatheredParameter *g = nullptr;
+  if (Status st = impl->gathered(index, "optimizerState", g, hasRank0()); !st)
+    return st;
+  first = momentTensor(g->first, in->shape);
+  second = momentTensor(g->second, in->shape);
+  step = g->step;
+  return Status();
+}
+
+Status Session::setOptimizerState(const std::string &name,
+                                  const HostTensor &first,
+                                  const HostTensor &second, int64_t step) {
+  if (!impl->loaded)
+    return notLoaded();
+  int index = -1;
+  if (Status st = impl->parameterNamed(name, index); !st)
+    return st;
+  return setOptimizerState(index, first, second, step);
+}
+
+Status Session::setOptimizerState(int index, const HostTensor &first,
+                                  const HostTensor &second, int64_t step) {
+  if (!impl->loaded)
+    return notLoaded();
+  const ManifestParameter *p = nullptr;
+  const ManifestInput *in = nullptr;
+  if (Status st = impl->parameterIndex(index, p, in); !st)
+    return st;
+  const std::string name = parameterName(impl->m, index);
+  if (step < 0)
+    return Status::error(2, "setOptimizerState: " + name +
+                                ": the step count must be >= 0, got " +
+                                std::to_string(step));
+  const OptimizerKind kind = impl->m.training.optimizer;
+  const size_t n = size_t(numElements(in->shape));
+  std::vector<double> moments[2];
+  const HostTensor *given[2] = {&first, &second};
+  for (int k = 0; k < 2; ++k) {
+    const HostTensor &t = *given[k];
+    const char *what = k == 0 ? "first" : "second";
+    if (t.data.empty())
+      continue; // as before the first step
+    bool kept =
+        k == 0 ? kind == OptimizerKind::Momentum || kind == OptimizerKind::AdamW
+               : kind == OptimizerKind::AdamW;
+    if (!kept)
+      return Status::error(2, std::string("setOptimizerState: ") + name +
+                                  ": the optimizer '" + optimizerName(kind) +
+                                  "' keeps no " + what +
+                                  " moment; pass an empty tensor");
+    if (t.dtype != DType::F64 || t.shape != in->shape ||
+        t.data.size() != n * sizeof(double))
+      return Status::error(
+          2, std::string("setOptimizerState: ") + name + ": the " + what +
+                 " moment must be " + typeString(DType::F64, in->shape) +
+                 " (or empty), got " + typeString(t.dtype, t.shape));
+    moments[k].resize(n);
+    std::memcpy(moments[k].data(), t.data.data(), t.data.size());
+  }
+  if (impl->stateLost)
+    return lostState();
+  if (Status st = prepareInputs(); !st)
+    return st;
+  if (Status st = impl->ensureRankState(); !st)
+    return st;
+  for (auto &params : impl->rankParams)
+    if (auto it = params.find(index); it != params.end()) {
+      it->second.optimizer.first = moments[0];
+      it->second.optimizer.second = moments[1];
+      it->second.optimizer.step = step;
+    }
+  if (impl->state)
+    if (auto it = impl->state->parameters.find(index);
+        it != impl->state->parameters.end()) {
+      it->second.first = std::move(moments[0]);
+      it->second.second = std::move(moments[1]);
+      it->second.step = step;
+    }
+  return Status();
+}
+
+const std::vector<float> &Session::losses() const { return impl->losses; }
 
 Status Session::writeResults(std::ostream &summary) {
   if (!impl->loaded)
@@ -745,12 +1148,26 @@ Status Session::writeResults(std::ostream &summary) {
     return Status();
   if (!impl->ran)
     return Status::error(2, "no run has completed");
+  // The weights of --output-dir are the gathered state's and the losses
+  // the session's, lent to the result for the call.
+  const bool lend = impl->m.hasParameters && !impl->lastRun.outputDir.empty();
+  if (lend)
+    if (Status st = impl->needGathered("writeResults"); !st)
+      return st;
+  RankResult &result = const_cast<RankResult &>(*r0);
+  if (lend)
+    std::swap(result.parameters, impl->state->parameters);
+  std::swap(result.losses, impl->losses); // every step's
+  Status status;
   try {
-    finish(impl->m, impl->lastRun, *r0, impl->communicators.name, summary);
+    finish(impl->m, impl->lastRun, result, impl->communicators.name, summary);
   } catch (const std::exception &e) {
-    return Status::error(1, e.what());
+    status = Status::error(1, e.what());
   }
-  return Status();
+  std::swap(result.losses, impl->losses);
+  if (lend)
+    std::swap(result.parameters, impl->state->parameters);
+  return status;
 }
 
 } // namespace rt

@@ -2417,6 +2417,37 @@ TEST(RunnerMpi, ParametersReduceOverMpi) {
     EXPECT_EQ(fileBytes(dir + "/mpi/" + f), fileBytes(dir + "/lb/" + f)) << f;
 }
 
+TEST(RunnerMpi, SessionStepsOverMpi) {
+  // A Session training loop under mpirun (one process per rank): three
+  // run(1) without gathering, each process keeping its rank's parameters,
+  // then synchronize() in every process, give pipeopt-run --steps 3's
+  // weights and losses bit for bit. Before synchronize(), rank 0's weight()
+  // asks for it (code 2).
+  std::string dir = tmpDir("mpi_session");
+  Data d;
+  std::string in = paramInputs(dir, d);
+  CmdResult r = runCommand(withManifest(FAKE_PDP_MANIFEST) + in +
+                           " --steps 3 --quiet --output-dir " + dir + "/run");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::filesystem::create_directories(dir + "/session");
+  r = runCommand(std::string("'") + MPIEXEC + "' " + MPIEXEC_FLAGS +
+                 " -np 2 '" + SESSION_STEPS_EXE + "' '" + FAKE_MODEL_SO +
+                 "' '" + FAKE_PDP_MANIFEST + "' mpi 3 " + dir + "/session 0=" +
+                 dir + "/x.npy 1=" + dir + "/w.npy 2=" + dir + "/b.npy");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("session-steps: ok"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("before synchronize: code 2: weight: rank 0 has "
+                          "no current copy of the parameters"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("call synchronize() in every process first"),
+            std::string::npos)
+      << r.output;
+  for (const char *f : {"weight_1.npy", "weight_2.npy", "loss.npy"})
+    EXPECT_EQ(fileBytes(dir + "/session/" + f), fileBytes(dir + "/run/" + f))
+        << f;
+}
+
 TEST(RunnerMpi, KilledRankEndsTheJob) {
   // Rank 0's process exits without MPI_Finalize; the job must end (mpirun
   // tears it down, or rank 1 times out) with a nonzero status, never hang.

@@ -19,9 +19,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <unistd.h>
 
 using namespace pipeopt::rt;
@@ -572,6 +574,332 @@ TEST(SessionTraining, CheckpointErrors) {
   expectError(s.resume(dir), 2, "no complete checkpoint in " + dir);
   expectError(s.weight("x", t), 2, "is not a parameter");
   expectError(s.weight("nope", t), 2, "has no input named 'nope'");
+}
+
+//===----------------------------------------------------------------------===//
+// Training loops of run(1): the state the ranks keep between runs
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A copy of the manifest at `base` whose "training" is `training` (JSON),
+/// written into `dir`: the fake models with another optimizer.
+std::string manifestWithTraining(const std::string &dir, const char *base,
+                                 const std::string &training) {
+  std::ifstream in(base);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const std::string key = "\"training\": ";
+  size_t at = text.find(key);
+  EXPECT_NE(at, std::string::npos);
+  size_t end = text.find('}', at);
+  text = text.substr(0, at + key.size()) + training + text.substr(end + 1);
+  std::string path = dir + "/manifest.json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+const char *kAdamW = R"({"optimizer": "adamw", "lr": 0.05, "beta1": 0.9, )"
+                     R"("beta2": 0.99, "eps": 1e-8, "weight_decay": 0.01})";
+
+/// The bytes of `t` (bit-for-bit comparisons).
+std::vector<uint8_t> bytesOf(const Session &s, const std::string &name) {
+  HostTensor t;
+  Status st = s.weight(name, t);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return t.data;
+}
+
+struct Moments {
+  HostTensor first, second;
+  int64_t step = -1;
+};
+
+Moments momentsOf(const Session &s, const std::string &name) {
+  Moments r;
+  Status st = s.optimizerState(name, r.first, r.second, r.step);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return r;
+}
+
+HostTensor f64(Shape shape, const std::vector<double> &v) {
+  HostTensor t;
+  t.dtype = DType::F64;
+  t.shape = std::move(shape);
+  t.data.resize(v.size() * 8);
+  std::memcpy(t.data.data(), v.data(), t.data.size());
+  return t;
+}
+
+} // namespace
+
+TEST(SessionLoop, StepsWithoutGatheringEqualOneRunBitForBit) {
+  // Twenty run(1) without gathering, then synchronize(), give one
+  // run(20)'s weights, optimizer state and losses bit for bit: each rank
+  // carries its parameters and AdamW moments from run to run. On the
+  // data-parallel build (both ranks hold every parameter) and the
+  // pipelined one (each parameter on one rank).
+  std::string dir = tmpDir("loop");
+  for (const char *base : {FAKE_PDP_MANIFEST, FAKE_PPIPE_MANIFEST}) {
+    SCOPED_TRACE(base);
+    std::string manifest = manifestWithTraining(dir, base, kAdamW);
+    Session one, loop;
+    ASSERT_OK(one.load(options(manifest.c_str())));
+    ASSERT_OK(loop.load(options(manifest.c_str())));
+    setTrainingInputs(one, kStart);
+    setTrainingInputs(loop, kStart);
+    ASSERT_OK(one.run(20));
+    loop.setGatherAfterRun(false);
+    for (int i = 0; i < 20; ++i)
+      ASSERT_OK(loop.run(1));
+    EXPECT_EQ(loop.stepsDone(), 20);
+    // The losses reach rank 0 without a gather.
+    EXPECT_EQ(loop.losses(), one.losses());
+    ASSERT_OK(loop.synchronize());
+    for (const char *name : {"w", "b"}) {
+      EXPECT_EQ(bytesOf(loop, name), bytesOf(one, name)) << name;
+      Moments a = momentsOf(one, name), b = momentsOf(loop, name);
+      EXPECT_EQ(a.step, 20);
+      EXPECT_EQ(b.step, 20);
+      EXPECT_EQ(a.first.shape, Shape({3}));
+      EXPECT_EQ(a.first.data.size(), 24u);
+      EXPECT_EQ(b.first.data, a.first.data) << name;
+      EXPECT_EQ(b.second.data, a.second.data) << name;
+    }
+    ASSERT_EQ(loop.losses().size(), 20u);
+    EXPECT_LT(loop.losses()[19], loop.losses()[0]);
+  }
+}
+
+TEST(SessionLoop, LoopbackGathersAStaleCopyByItself) {
+  // Without synchronize(), weight() and writeCheckpoint() of a loopback
+  // session gather first; the checkpoint resumes to the same weights.
+  std::string dir = tmpDir("stale");
+  Session one, loop;
+  ASSERT_OK(one.load(options(FAKE_PDP_MANIFEST)));
+  ASSERT_OK(loop.load(options(FAKE_PDP_MANIFEST)));
+  setTrainingInputs(one, kStart);
+  setTrainingInputs(loop, kStart);
+  ASSERT_OK(one.run(3));
+  loop.setGatherAfterRun(false);
+  HostTensor t;
+  expectError(loop.weight("w", t), 2, "no weights yet");
+  for (int i = 0; i < 3; ++i)
+    ASSERT_OK(loop.step());
+  EXPECT_EQ(bytesOf(loop, "w"), bytesOf(one, "w"));
+  ASSERT_OK(loop.step()); // stale again
+  ASSERT_OK(loop.writeCheckpoint(dir + "/ck"));
+  Checkpoint c = readCheckpoint(loop.manifest(), dir + "/ck");
+  EXPECT_EQ(c.step, 4);
+  ASSERT_OK(one.step());
+  EXPECT_EQ(c.parameters.at(1).value.data, bytesOf(one, "w"));
+  EXPECT_EQ(c.parameters.at(2).value.data, bytesOf(one, "b"));
+}
+
+TEST(SessionLoop, SetWeightThenAStepEqualsAFreshSession) {
+  // After two steps, new values for w and b (on both ranks of the
+  // data-parallel build), then one step: the same as a fresh session whose
+  // inputs held those values. AdamW's moments are reset with them.
+  std::string dir = tmpDir("setw");
+  const Weights next = {{0.25f, 0.75f, -1.5f}, {-0.2f, 0.05f, 0.4f}, 0};
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "adamw" : "sgd");
+    std::string manifest =
+        adamw ? manifestWithTraining(dir, FAKE_PDP_MANIFEST, kAdamW)
+              : std::string(FAKE_PDP_MANIFEST);
+    Session s, fresh;
+    ASSERT_OK(s.load(options(manifest.c_str())));
+    ASSERT_OK(fresh.load(options(manifest.c_str())));
+    setTrainingInputs(s, kStart);
+    setTrainingInputs(fresh, next);
+    s.setGatherAfterRun(false);
+    ASSERT_OK(s.run(2));
+    ASSERT_OK(s.setWeight("w", f32({3}, next.w)));
+    ASSERT_OK(s.setWeight(2, f32({3}, next.b))); // b by index
+    if (adamw) {
+      ASSERT_OK(s.setOptimizerState("w", HostTensor(), HostTensor(), 0));
+      ASSERT_OK(s.setOptimizerState(2, HostTensor(), HostTensor(), 0));
+    }
+    // The new value reads back before any step.
+    EXPECT_EQ(values([&] {
+                HostTensor t;
+                EXPECT_TRUE(s.weight("w", t).ok());
+                return t;
+              }()),
+              next.w);
+    ASSERT_OK(s.step());
+    ASSERT_OK(fresh.step());
+    EXPECT_EQ(bytesOf(s, "w"), bytesOf(fresh, "w"));
+    EXPECT_EQ(bytesOf(s, "b"), bytesOf(fresh, "b"));
+    ASSERT_EQ(s.losses().size(), 3u);
+    EXPECT_EQ(s.losses()[2], fresh.losses()[0]);
+    // The step moved them (the comparison is not of untouched values).
+    EXPECT_NE(values(f32({3}, next.w)), values([&] {
+                HostTensor t;
+                EXPECT_TRUE(s.weight("w", t).ok());
+                return t;
+              }()));
+  }
+
+  // Before the first run, setWeight overrides the input's value.
+  Session early, fresh;
+  ASSERT_OK(early.load(options(FAKE_PPIPE_MANIFEST)));
+  ASSERT_OK(fresh.load(options(FAKE_PPIPE_MANIFEST)));
+  setTrainingInputs(early, kStart);
+  setTrainingInputs(fresh, next);
+  ASSERT_OK(early.setWeight("w", f32({3}, next.w)));
+  ASSERT_OK(early.setWeight("b", f32({3}, next.b)));
+  ASSERT_OK(early.run(2));
+  ASSERT_OK(fresh.run(2));
+  EXPECT_EQ(bytesOf(early, "w"), bytesOf(fresh, "w"));
+  EXPECT_EQ(bytesOf(early, "b"), bytesOf(fresh, "b"));
+  EXPECT_EQ(early.losses(), fresh.losses());
+}
+
+TEST(SessionLoop, SetWeightErrors) {
+  Session s;
+  ASSERT_OK(s.load(options(FAKE_PTRAIN_MANIFEST)));
+  expectError(s.setWeight("w", f32({4}, {1, 2, 3, 4})), 2,
+              "setWeight: parameter 1 ('w') is f32[3], got f32[4]");
+  HostTensor wrongType = f64({3}, {1, 2, 3});
+  expectError(s.setWeight("b", wrongType), 2,
+              "parameter 2 ('b') is f32[3], got f64[3]");
+  expectError(s.setWeight("x", f32({2, 3}, {1, 2, 3, 4, 5, 6})), 2,
+              "input 0 is not a parameter");
+  expectError(s.setWeight("nope", f32({3}, {1, 2, 3})), 2,
+              "has no input named 'nope'");
+  expectError(s.setWeight(9, f32({3}, {1, 2, 3})), 2,
+              "lists no input with index 9");
+  // The ranks' state is made from the inputs: they must be complete.
+  expectError(s.setWeight("w", f32({3}, {1, 2, 3})), 2, "was not set");
+  // SGD keeps no moments.
+  setTrainingInputs(s, kStart);
+  expectError(s.setOptimizerState("w", f64({3}, {1, 2, 3}), HostTensor(), 1), 2,
+              "the optimizer 'sgd' keeps no first moment");
+  ASSERT_OK(s.setOptimizerState("w", HostTensor(), HostTensor(), 4));
+  ASSERT_OK(s.step());
+  Moments m = momentsOf(s, "w");
+  EXPECT_EQ(m.step, 5);
+  EXPECT_TRUE(m.first.data.empty());
+  EXPECT_TRUE(m.second.data.empty());
+}
+
+TEST(SessionLoop, ABatchPerStepEqualsADataset) {
+  // A loop that sets the next batch before each run(1) (the prepared
+  // inputs take it in place) trains as one run(3) over a dataset of the
+  // three batches.
+  std::vector<float> data;
+  for (int k = 0; k < 3; ++k)
+    for (float v : xData())
+      data.push_back(v * float(k + 1) - 0.125f * float(k));
+  RunOptions o = options(FAKE_PDP_MANIFEST);
+  o.iterations = 3;
+  Session whole, loop;
+  ASSERT_OK(whole.load(o));
+  ASSERT_OK(loop.load(o));
+  setTrainingInputs(whole, kStart);
+  setTrainingInputs(loop, kStart);
+  ASSERT_OK(whole.setInput("x", f32({3, 4, 2, 3}, data)));
+  ASSERT_OK(whole.run(3));
+  loop.setGatherAfterRun(false);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> batch(data.begin() + 24 * k,
+                             data.begin() + 24 * (k + 1));
+    ASSERT_OK(loop.setInput("x", f32({4, 2, 3}, batch)));
+    ASSERT_OK(loop.run(1));
+  }
+  EXPECT_EQ(loop.losses(), whole.losses());
+  EXPECT_NE(loop.losses()[0], loop.losses()[1]);
+  EXPECT_EQ(bytesOf(loop, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(bytesOf(loop, "b"), bytesOf(whole, "b"));
+}
+
+TEST(SessionLoop, AfterAFailedRun) {
+  // A failed run (rank 1 reports no gradient of w: PIPEOPT_FAKE_MODEL_BUG
+  // p-none) does not count: a loopback session that gathered after its
+  // last run continues from that copy; without the copy the training state
+  // is lost until resume().
+  std::string dir = tmpDir("failed");
+  Session whole, s, lost;
+  for (Session *x : {&whole, &s, &lost}) {
+    ASSERT_OK(x->load(options(FAKE_PDP_MANIFEST)));
+    setTrainingInputs(*x, kStart);
+  }
+  ASSERT_OK(whole.run(3));
+  ASSERT_OK(s.run(2));
+  lost.setGatherAfterRun(false);
+  ASSERT_OK(lost.run(2));
+  ASSERT_OK(lost.writeCheckpoint(dir + "/ck"));
+  ASSERT_OK(lost.run(1)); // stale again
+  ::setenv("PIPEOPT_FAKE_MODEL_BUG", "p-none", 1);
+  Status failed = s.run(1);
+  Status failedLost = lost.run(1);
+  ::unsetenv("PIPEOPT_FAKE_MODEL_BUG");
+  expectError(failed, 1, "rank");
+  expectError(failedLost, 1, "rank");
+  EXPECT_EQ(s.stepsDone(), 2);
+  EXPECT_EQ(s.losses().size(), 2u);
+  ASSERT_OK(s.run(1));
+  EXPECT_EQ(bytesOf(s, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(bytesOf(s, "b"), bytesOf(whole, "b"));
+  EXPECT_EQ(s.losses(), whole.losses());
+
+  expectError(lost.run(1), 2, "the training state was lost");
+  HostTensor t;
+  expectError(lost.weight("w", t), 2, "the training state was lost");
+  ASSERT_OK(lost.resume(dir + "/ck"));
+  ASSERT_OK(lost.run(1));
+  EXPECT_EQ(bytesOf(lost, "w"), bytesOf(whole, "w"));
+  EXPECT_EQ(lost.losses(), whole.losses());
+}
+
+TEST(SessionLoop, OptimizerStateRoundTrip) {
+  // A session that takes another's weights and AdamW state continues
+  // exactly as the other does.
+  std::string dir = tmpDir("optstate");
+  std::string manifest = manifestWithTraining(dir, FAKE_PPIPE_MANIFEST, kAdamW);
+  Session a, b;
+  ASSERT_OK(a.load(options(manifest.c_str())));
+  ASSERT_OK(b.load(options(manifest.c_str())));
+  setTrainingInputs(a, kStart);
+  setTrainingInputs(b, {{0, 0, 0}, {0, 0, 0}, 0});
+  ASSERT_OK(a.run(3));
+  for (const char *name : {"w", "b"}) {
+    HostTensor v;
+    ASSERT_OK(a.weight(name, v));
+    ASSERT_OK(b.setWeight(name, v));
+    Moments m = momentsOf(a, name);
+    ASSERT_EQ(m.step, 3);
+    ASSERT_EQ(m.first.data.size(), 24u);
+    ASSERT_EQ(m.second.data.size(), 24u);
+    ASSERT_OK(b.setOptimizerState(name, m.first, m.second, m.step));
+    // Read back as set.
+    Moments back = momentsOf(b, name);
+    EXPECT_EQ(back.first.data, m.first.data);
+    EXPECT_EQ(back.second.data, m.second.data);
+    EXPECT_EQ(back.step, 3);
+  }
+  ASSERT_OK(a.run(2));
+  ASSERT_OK(b.run(2));
+  for (const char *name : {"w", "b"}) {
+    EXPECT_EQ(bytesOf(b, name), bytesOf(a, name)) << name;
+    Moments ma = momentsOf(a, name), mb = momentsOf(b, name);
+    EXPECT_EQ(mb.first.data, ma.first.data) << name;
+    EXPECT_EQ(mb.second.data, ma.second.data) << name;
+    EXPECT_EQ(mb.step, 5);
+  }
+  ASSERT_EQ(b.losses().size(), 2u);
+  EXPECT_EQ(b.losses()[0], a.losses()[3]);
+  EXPECT_EQ(b.losses()[1], a.losses()[4]);
+
+  expectError(b.setOptimizerState("w", f64({2}, {1, 2}), HostTensor(), 1), 2,
+              "parameter 1 ('w'): the first moment must be f64[3] (or "
+              "empty), got f64[2]");
+  expectError(b.setOptimizerState("w", HostTensor(), f32({3}, {1, 2, 3}), 1), 2,
+              "the second moment must be f64[3]");
+  expectError(b.setOptimizerState("w", HostTensor(), HostTensor(), -1), 2,
+              "the step count must be >= 0, got -1");
 }
 
 //===----------------------------------------------------------------------===//

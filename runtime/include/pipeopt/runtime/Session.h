@@ -8,6 +8,17 @@
 // Runner.h) is a thin client: parse options, load, set inputs, run, write
 // the results. See docs/RuntimeSession.md.
 //
+// Training state: each rank keeps its own parameters and optimizer state
+// from one run() to the next (each process its own ranks': loopback and
+// MPI alike), so a training loop may call run(1) once per step. After a
+// run, rank 0 gathers a copy of every parameter for weight(),
+// writeCheckpoint() and writeResults(); setGatherAfterRun(false) skips
+// that copy, and synchronize() makes it when needed.
+//
+// With one process per rank (MPI), the members documented as collective
+// (run, synchronize, setWeight, setOptimizerState) must be called by every
+// process, in the same order and with the same arguments.
+//
 // Errors are returned as a Status, never by exiting the process, with one
 // exception: when a loopback rank thread is stuck (it does not return
 // within min(--timeout-s, 10) s after another rank failed), the process
@@ -147,17 +158,23 @@ public:
   /// Continues from the checkpoint in `dir` (a checkpoint directory: the
   /// one `dir`/latest names, or the newest that verifies; see
   /// readCheckpoint in Checkpoint.h): the weights, the optimizer state,
-  /// the losses and the step count. `notes` (if given) receives what was
-  /// skipped on the way. Errors (code 2): not a training build with
-  /// parameters, no checkpoint that verifies, one that does not fit the
-  /// manifest.
+  /// the losses and the step count, replacing the ranks' state (and what
+  /// setWeight / setOptimizerState set) at the next run. Under MPI every
+  /// process calls it (each reads the checkpoint for its ranks). `notes`
+  /// (if given) receives what was skipped on the way. Errors (code 2): not
+  /// a training build with parameters, no checkpoint that verifies, one
+  /// that does not fit the manifest.
   Status resume(const std::string &dir,
                 std::vector<std::string> *notes = nullptr);
   /// Writes the current weights, optimizer state and losses as the
   /// checkpoint of step stepsDone() into `dir` (atomically, like
-  /// --checkpoint-dir; `dir` is created). Errors (code 2): not a training
-  /// build with parameters, nothing run or resumed yet, not the process of
-  /// rank 0; (code 1) the directory cannot be written.
+  /// --checkpoint-dir; `dir` is created). It needs rank 0's gathered copy
+  /// of the parameters: after a run with setGatherAfterRun(false) a
+  /// loopback session gathers it first (synchronize()); an MPI session
+  /// returns an error (code 2) asking to call synchronize() in every
+  /// process first. Errors (code 2): not a training build with parameters,
+  /// nothing run or resumed yet, not the process of rank 0, the copy not
+  /// gathered (MPI); (code 1) the directory cannot be written.
   Status writeCheckpoint(const std::string &dir) const;
 
   /// Whether the ranks send their outputs to rank 0 after a run, for
@@ -165,21 +182,45 @@ public:
   /// --output-dir.
   void setCollectOutputs(bool enabled);
 
+  /// Whether rank 0 gathers every parameter and its optimizer state at the
+  /// end of each run() (default: true, as pipeopt-run does). Off, a
+  /// training loop of run(1) copies no weights between steps; weight(),
+  /// optimizerState(), writeCheckpoint() and writeResults() (with
+  /// options.outputDir) then need synchronize() first, which a loopback
+  /// session does by itself (an MPI session returns an error instead).
+  /// The losses reach rank 0 either way.
+  void setGatherAfterRun(bool enabled);
+
   /// Runs `steps` measured iterations (>= 1) after options.warmup
   /// unmeasured ones: an inference build's forward passes, or a training
   /// build's steps (gradients, their reduction over the ranks of each
-  /// parameter and the optimizer update), continuing from the weights and
-  /// step count of the previous run() or resume(). Checkpoints are written
-  /// as options.checkpointDir/checkpointEvery say. Unless options.quiet,
+  /// parameter and the optimizer update), continuing from the weights,
+  /// optimizer state and step count of the previous run(), resume(),
+  /// setWeight() or setOptimizerState(): each rank keeps its state between
+  /// runs (moved, not copied), so n calls of run(1) train exactly as one
+  /// run(n) (the same weights, optimizer state and losses, bit for bit).
+  /// Collective under MPI. Checkpoints are written as
+  /// options.checkpointDir/checkpointEvery say. Unless options.quiet,
   /// training steps print a progress line to stdout. Errors: code 2 when
-  /// the inputs are incomplete or the communicators cannot be created,
-  /// or for a second run of a session with one process per rank (not
-  /// supported: its state lives in the ranks' processes); code 1 when a
-  /// rank fails (rankErrors() has every failed rank's message, the Status
-  /// the first).
+  /// the inputs are incomplete, the communicators cannot be created, or a
+  /// failed run lost the training state (below); code 1 when a rank fails
+  /// (rankErrors() has every failed rank's message, the Status the
+  /// first). After a failed training run a loopback session continues from
+  /// the state gathered after the last successful run (with
+  /// setGatherAfterRun(true)); otherwise the state is lost and run()
+  /// returns code 2 until resume(). An MPI session ends after a failure
+  /// (abandonAfterFailure, mpiAbort).
   Status run(int steps);
   /// run(1).
   Status step() { return run(1); }
+  /// Gathers every parameter and its optimizer state to rank 0 (after runs
+  /// with setGatherAfterRun(false), before weight(), optimizerState(),
+  /// writeCheckpoint()); does nothing when rank 0's copy is current or
+  /// nothing has been run, set or resumed. A collective: under MPI every
+  /// process must call it (the one of rank 0 receives, the others send).
+  /// Errors: code 1 when a rank fails (rankErrors()); code 2 when the
+  /// state was lost.
+  Status synchronize();
   /// The measured steps done so far (with resume(): counted from the
   /// checkpoint's).
   int stepsDone() const;
@@ -199,22 +240,63 @@ public:
   Status output(const std::string &name, HostTensor &out) const;
   Status output(int index, HostTensor &out) const;
   /// The current value of parameter `name` (an input of a training build
-  /// with "parameters"): after a run() or resume() the trained weight,
-  /// else an error (code 2; also: unknown name, not a parameter, not the
-  /// process of rank 0).
+  /// with "parameters"): after a run(), resume() or setWeight() the
+  /// current weight, else an error (code 2; also: unknown name, not a
+  /// parameter, not the process of rank 0, the training state lost).
   Status weight(const std::string &name, HostTensor &out) const;
   /// The same for the parameter at input `index` (models whose inputs have
   /// no names, e.g. torch exports); out of range is an error (code 2).
+  /// weight() reads rank 0's gathered copy: see setGatherAfterRun (a
+  /// loopback session gathers a stale copy first; under MPI a stale copy
+  /// is an error of code 2 that asks for synchronize() in every process).
   Status weight(int index, HostTensor &out) const;
+  /// Replaces the value of parameter `name` / input `index` on every rank
+  /// that holds it (tied weights and Chimera's replicas included), for the
+  /// next run(); the optimizer state stays. `value` must have the input's
+  /// dtype and shape. Allowed after load(): before the first run it
+  /// overrides the input's value (then every input must be set, as for
+  /// run(): the ranks' state is created from them); once the ranks have
+  /// their state (after the first run, setWeight or setOptimizerState),
+  /// setInput of a parameter no longer changes its weight: use setWeight.
+  /// A resume() afterwards replaces it. Collective under MPI: every
+  /// process calls it with the same value (each sets its own ranks').
+  /// Errors (code 2): unknown name or index, not a parameter, a wrong
+  /// dtype or shape (the message names the parameter), incomplete inputs.
+  Status setWeight(const std::string &name, const HostTensor &value);
+  Status setWeight(int index, const HostTensor &value);
+  /// The optimizer state of parameter `name` / input `index` on rank 0, as
+  /// weight() reads it (the same rules on staleness): `first` (momentum's
+  /// buffer, AdamW's first moment) and `second` (AdamW's second moment),
+  /// f64 of the parameter's shape, or empty (f64[0], no data) for an
+  /// optimizer without that moment or before the first update; `step`: the
+  /// updates applied so far.
+  Status optimizerState(const std::string &name, HostTensor &first,
+                        HostTensor &second, int64_t &step) const;
+  Status optimizerState(int index, HostTensor &first, HostTensor &second,
+                        int64_t &step) const;
+  /// Replaces the optimizer state of parameter `name` / input `index` on
+  /// every rank that holds it, like setWeight (the same rules, collective
+  /// under MPI). `first` / `second`: f64 of the parameter's shape, or
+  /// empty (no data: zeros, as before the first update); a moment the
+  /// optimizer does not keep must be empty. `step` (>= 0): the updates
+  /// applied so far (AdamW's bias correction). Errors (code 2): as
+  /// setWeight, a wrong dtype or shape, a moment the optimizer does not
+  /// keep, a negative step.
+  Status setOptimizerState(const std::string &name, const HostTensor &first,
+                           const HostTensor &second, int64_t step);
+  Status setOptimizerState(int index, const HostTensor &first,
+                           const HostTensor &second, int64_t step);
   /// The loss of every measured training step so far (NaN for a step
   /// without a "loss" output); training builds with parameters, rank 0.
   const std::vector<float> &losses() const;
 
   /// What pipeopt-run does after a successful run, in the process of rank
   /// 0 (elsewhere it does nothing): checks what the ranks reported against
-  /// the manifest, writes options.outputDir, the trace and the profile,
-  /// and prints the summary lines to `summary` (unless options.quiet).
-  /// Errors (code 1) name the problem.
+  /// the manifest, writes options.outputDir (a training build's weights:
+  /// rank 0's gathered copy, as weight() reads it), the trace and the
+  /// profile, and prints the summary lines to `summary` (unless
+  /// options.quiet). Errors (code 1) name the problem; code 2: the
+  /// gathered copy is stale under MPI (see weight()).
   Status writeResults(std::ostream &summary);
 
   struct Impl;
