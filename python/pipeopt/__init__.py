@@ -397,6 +397,9 @@ class Session:
       checkpoint_dir, checkpoint_every: write a checkpoint every
         `checkpoint_every` steps into `checkpoint_dir` (atomically).
       trace, profile: Chrome trace / profile JSON of the last run.
+      gather_after_run: copy every parameter to rank 0 after each `run`
+        (for `weight`); False saves that copy in a loop of one-step runs,
+        and `synchronize` (automatic in loopback) makes it when needed.
 
     Raises:
       UsageError: a missing or damaged build, a manifest of another build,
@@ -417,7 +420,8 @@ class Session:
                  checkpoint_every: int = 0,
                  trace: Optional[PathLike] = None,
                  profile: Optional[PathLike] = None,
-                 devices: Sequence[int] = ()):
+                 devices: Sequence[int] = (),
+                 gather_after_run: bool = True):
         if isinstance(build, Build):
             model, manifest_path = build.model_path, build.manifest_path
             self.build = build
@@ -438,8 +442,7 @@ class Session:
                      int(threads), int(seed), bool(quiet), pin_ranks,
                      str(checkpoint_dir or ""), int(checkpoint_every),
                      str(trace or ""), str(profile or ""), list(devices))
-        self._names = {i.get("name"): i["index"] for i in self.build.inputs
-                       if i.get("name")}
+        self._native.set_gather_after_run(bool(gather_after_run))
 
     # Context manager: nothing to release explicitly, but `with` reads well
     # and drops the session (and MPI, when it initialized it) at the end.
@@ -466,6 +469,11 @@ class Session:
         return bool(self._s.has_rank0())
 
     @property
+    def uses_mpi(self) -> bool:
+        """True when this process runs one rank of several (mpirun)."""
+        return bool(self._s.uses_mpi())
+
+    @property
     def steps_done(self) -> int:
         """The measured steps (or inference iterations) run so far."""
         return int(self._s.steps_done())
@@ -485,10 +493,22 @@ class Session:
         """
         self._s.set_input(key, np.ascontiguousarray(value))
 
-    def set_inputs(self, values: Mapping[Key, Any]) -> None:
-        """`set_input` for every item of `values`."""
-        for k, v in values.items():
-            self.set_input(k, v)
+    def set_inputs(self, values: Union[Mapping[Key, Any], PathLike]) -> None:
+        """Sets several inputs: a mapping ``{key: array}`` (`set_input` for
+        each), or the path of a directory of ``.npy`` files or of an
+        ``.npz`` archive (``numpy.savez``) whose entries are named by input
+        index (``3``, ``arg_3``, ``arg3``, ``input_3``) or by the manifest's
+        input name, as ``pipeopt-run --inputs``.
+
+        Raises:
+          UsageError: an unknown entry, a damaged archive, a wrong dtype or
+            shape (naming the file and the entry); nothing is set then.
+        """
+        if isinstance(values, Mapping):
+            for k, v in values.items():
+                self.set_input(k, v)
+        else:
+            self._s.set_inputs_from(str(values))
 
     def set_random_inputs(self, enabled: bool = True, seed: int = 0) -> None:
         """Pseudo-random data for the inputs that are not set."""
@@ -533,10 +553,52 @@ class Session:
         return {p["index"]: np.asarray(self._s.weight(p["index"]))
                 for p in self.build.parameters}
 
+    def set_weight(self, key: Key, value: Any) -> None:
+        """Replaces parameter `key`'s value (every rank that holds it),
+        before the first step or between steps.  Collective under MPI:
+        every process calls it with the same value.
+
+        Raises:
+          UsageError: not a parameter, a wrong shape or dtype.
+        """
+        self._s.set_weight(key, np.ascontiguousarray(value))
+
+    def optimizer_state(self, key: Key) -> Optional[dict]:
+        """Parameter `key`'s optimizer state (rank 0's process):
+        ``{"first": ..., "second": ..., "step": n}`` with the moments as
+        float64 arrays of the parameter's shape (AdamW: exp_avg and
+        exp_avg_sq; momentum: the buffer in "first"; an empty array when
+        the optimizer keeps no such moment or has not stepped yet) and the
+        number of updates applied."""
+        if not self.is_root:
+            return None
+        first, second, step = self._s.optimizer_state(key)
+        return {"first": np.asarray(first), "second": np.asarray(second),
+                "step": int(step)}
+
+    def set_optimizer_state(self, key: Key, first: Any, second: Any,
+                            step: int) -> None:
+        """Replaces parameter `key`'s optimizer state (see
+        `optimizer_state`; empty arrays for moments the optimizer does not
+        keep).  Collective under MPI."""
+        self._s.set_optimizer_state(
+            key, np.ascontiguousarray(first, np.float64),
+            np.ascontiguousarray(second, np.float64), int(step))
+
+    def synchronize(self) -> None:
+        """Gathers every parameter and its optimizer state to rank 0's
+        process.  Needed (and collective: every process calls it) under MPI
+        after steps run with ``gather_after_run=False``, before `weight`,
+        `weights`, `optimizer_state` or `save_checkpoint`; loopback sessions
+        do it by themselves."""
+        self._s.synchronize()
+
     def save_checkpoint(self, directory: PathLike) -> None:
         """Writes the weights, optimizer state and losses as a checkpoint of
         the current step into `directory` (created; written atomically, in
-        rank 0's process)."""
+        rank 0's process).  Collective under MPI (it synchronizes first)."""
+        if self.uses_mpi:
+            self.synchronize()
         if self.is_root:
             self._s.write_checkpoint(str(directory))
 

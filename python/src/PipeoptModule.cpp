@@ -348,6 +348,56 @@ struct PySession {
     return toNumpy(std::move(t));
   }
 
+  void setWeight(const Key &key, const py::buffer &value) {
+    rt::HostTensor t = toHost(value);
+    rt::Status st;
+    {
+      py::gil_scoped_release release;
+      if (auto *i = std::get_if<int>(&key))
+        st = session.setWeight(*i, t);
+      else
+        st = session.setWeight(std::get<std::string>(key), t);
+    }
+    check(st);
+  }
+
+  py::tuple optimizerState(const Key &key) {
+    rt::HostTensor first, second;
+    int64_t step = 0;
+    if (auto *i = std::get_if<int>(&key))
+      check(session.optimizerState(*i, first, second, step));
+    else
+      check(session.optimizerState(std::get<std::string>(key), first, second,
+                                   step));
+    return py::make_tuple(toNumpy(std::move(first)),
+                          toNumpy(std::move(second)), step);
+  }
+
+  void setOptimizerState(const Key &key, const py::buffer &first,
+                         const py::buffer &second, int64_t step) {
+    rt::HostTensor f = toHost(first), s = toHost(second);
+    rt::Status st;
+    {
+      py::gil_scoped_release release;
+      if (auto *i = std::get_if<int>(&key))
+        st = session.setOptimizerState(*i, f, s, step);
+      else
+        st = session.setOptimizerState(std::get<std::string>(key), f, s, step);
+    }
+    check(st);
+  }
+
+  void synchronize() {
+    rt::Status st;
+    {
+      py::gil_scoped_release release;
+      st = session.synchronize();
+    }
+    if (!st.ok() && st.code() == 1 && session.usesMpi())
+      session.abandonAfterFailure();
+    check(st);
+  }
+
   std::vector<std::string> resume(const std::string &dir) {
     std::vector<std::string> notes;
     check(session.resume(dir, &notes));
@@ -432,6 +482,16 @@ PYBIND11_MODULE(_pipeopt, m) {
            })
       .def("set_collect_outputs",
            [](PySession &s, bool on) { s.session.setCollectOutputs(on); })
+      .def("set_inputs_from",
+           [](PySession &s, const std::string &path) {
+             check(s.session.setInputsFrom(path));
+           })
+      .def("set_gather_after_run",
+           [](PySession &s, bool on) { s.session.setGatherAfterRun(on); })
+      .def("synchronize", &PySession::synchronize)
+      .def("set_weight", &PySession::setWeight)
+      .def("optimizer_state", &PySession::optimizerState)
+      .def("set_optimizer_state", &PySession::setOptimizerState)
       .def("run", &PySession::run)
       .def("output", &PySession::output)
       .def("weight", &PySession::weight)

@@ -215,3 +215,72 @@ def test_reports_partition_grid_and_simulation(workdir):
     ref = pipeopt.compile(MLP4, workdir / "mlp4-ref.so", reference=True,
                           num_microbatches=M)
     assert ref.partition_report() is None and ref.num_ranks == 1
+
+
+def test_weights_and_optimizer_state_between_steps(workdir, data):
+    """One-step runs without gathering, set_weight between steps and the
+    optimizer state, against the NumPy SGD-with-momentum reference."""
+    x, t, params = data
+    lr, mu = 0.05, 0.9
+    build = pipeopt.compile(MLP4, workdir / "mlp4-mom.so", num_stages=2,
+                            num_microbatches=M, train=True, loss="mse",
+                            optimizer="momentum", lr=lr, momentum=mu)
+    s = pipeopt.Session(build, gather_after_run=False)
+    s.set_inputs({0: x, 9: t})
+    s.set_inputs({i + 1: p for i, p in enumerate(params)})
+    s.run(1)
+    # Replace w0 between steps; the momentum buffers are kept.
+    new_w0 = (0.5 * params[0]).astype(np.float32)
+    s.set_weight(1, new_w0)
+    s.run(1)
+    xr = x.reshape(-1, 64).astype(np.float64)
+    tr = t.reshape(-1, 16).astype(np.float64)
+    ref = [p.astype(np.float64) for p in params]
+    buf = [np.zeros_like(p) for p in ref]
+    for step in range(2):
+        if step == 1:
+            ref[0] = new_w0.astype(np.float64)
+        _, grads = mlp4_mse_grads(xr, tr, ref)
+        buf = [mu * b + g for b, g in zip(buf, grads)]
+        ref = [p - lr * b for p, b in zip(ref, buf)]
+    for i in range(8):
+        np.testing.assert_allclose(s.weight(i + 1), ref[i], rtol=1e-5,
+                                   atol=1e-6)
+    state = s.optimizer_state(1)
+    assert state["step"] == 2
+    np.testing.assert_allclose(state["first"], buf[0], rtol=1e-5, atol=1e-7)
+    # The state round-trips: zeroing the buffer changes the next update to
+    # plain SGD on the new gradient.
+    s.set_optimizer_state(1, np.zeros_like(state["first"]), state["second"],
+                          state["step"])
+    before = s.weight(1).astype(np.float64)
+    _, grads = mlp4_mse_grads(xr, tr, [s.weight(i + 1).astype(np.float64)
+                                       for i in range(8)])
+    s.run(1)
+    np.testing.assert_allclose(s.weight(1), before - lr * grads[0], rtol=1e-5,
+                               atol=1e-6)
+    with pytest.raises(pipeopt.UsageError):
+        s.set_weight(1, np.zeros((3, 3), np.float32))
+
+
+def test_inputs_from_npz_and_directory(workdir, data):
+    x, t, params = data
+    build = pipeopt.compile(MLP4, workdir / "mlp4-npz.so", num_stages=2,
+                            num_microbatches=M)
+    arrays = {f"arg_{i + 1}": p for i, p in enumerate(params)}
+    np.savez(workdir / "inputs.npz", x, **arrays)  # x is "arr_0": unknown
+    s = pipeopt.Session(build)
+    with pytest.raises(pipeopt.UsageError, match="arr_0"):
+        s.set_inputs(workdir / "inputs.npz")
+    np.savez_compressed(workdir / "inputs2.npz", arg_0=x, **arrays)
+    s.set_inputs(workdir / "inputs2.npz")
+    s.run()
+    d = workdir / "inputs-dir"
+    d.mkdir()
+    np.save(d / "0.npy", x)
+    for i, p in enumerate(params):
+        np.save(d / f"{i + 1}.npy", p)
+    s2 = pipeopt.Session(build)
+    s2.set_inputs(d)
+    s2.run()
+    np.testing.assert_array_equal(s.output(0), s2.output(0))

@@ -267,11 +267,14 @@ class PipelinedModule:
         empty dict)."""
         torch = _torch()
         out = collections.OrderedDict()
+        trained = self._weights_set and self.session.steps_done > 0
+        if trained and self.session.uses_mpi:
+            self.session.synchronize()  # collective
         if not self.is_root:
             return out
         values: Dict[str, Any] = {}
         for arg in self._params:
-            if self._weights_set and self.session.steps_done > 0:
+            if trained:
                 v = self.session.weight(arg.index)
             else:
                 v = self.exported.parameters[arg.name]
@@ -290,16 +293,14 @@ class PipelinedModule:
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Sets the parameters from `state` (the module's names; every
-        parameter must be present).  Before the first step only; later,
-        use `load` with a pipeopt checkpoint.
+        parameter must be present), before the first step or between steps
+        (the optimizer state is kept; `load` restores a whole checkpoint).
+        Under MPI every process calls it with the same state.
 
         Raises:
-          UsageError: a missing parameter, a wrong shape, or steps already
-            taken.
+          UsageError: a missing parameter or a wrong shape.
         """
-        if self.session.steps_done > 0:
-            raise UsageError("load_state_dict() after training steps is not "
-                             "supported; save() and load() a checkpoint")
+        values = {}
         for arg in self._params:
             name = next((n for n in arg.names if n in state), None)
             if name is None:
@@ -309,19 +310,28 @@ class PipelinedModule:
             if v.size != int(np.prod(want)):
                 raise UsageError(f"{name!r} has shape {v.shape}, expected "
                                  f"{tuple(want)}")
-            self.exported.parameters[arg.name] = v.reshape(want)
+            values[arg.index] = (arg.name, v.reshape(want))
+        if self._weights_set and self.session.steps_done > 0:
+            for index, (_, v) in values.items():
+                self.session.set_weight(index, v)
+            return
+        for index, (name, v) in values.items():
+            self.exported.parameters[name] = v
         self._weights_set = False
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes a checkpoint (weights, optimizer state, losses, step
-        count) into the directory `path` (created; atomic; rank 0)."""
+        count) into the directory `path` (created; atomic; written by rank
+        0's process; under MPI every process calls it)."""
         self.session.save_checkpoint(path)
 
     def load(self, path: Union[str, os.PathLike]) -> int:
         """Continues from the newest checkpoint in `path` that verifies (a
         pipeline built the same way); returns the step it resumes after."""
+        # Every input needs a value (the checkpoint then replaces the
+        # weights and the optimizer state on the first step).
+        self._set_initial_weights()
         self.session.resume(path)
-        self._weights_set = True
         return self.session.steps_done
 
     # -- inference and reports -----------------------------------------------
@@ -336,6 +346,10 @@ class PipelinedModule:
             raise UsageError("forward() needs a pipeline built with the loss "
                              "'cross_entropy' or 'mse' (the exported function "
                              "returns the model's output)")
+        if self.session.uses_mpi:
+            raise UsageError("forward() runs in one process (loopback); under "
+                             "mpirun, take state_dict() on rank 0 and run the "
+                             "module there")
         if self._forward is None:
             workdir = Path(self.build.model_path).parent
             build = pipeopt.compile(
@@ -442,6 +456,8 @@ def pipeline(module: Any,
     options.update(compile_options)
     build = pipeopt.compile(workdir / "model.mlir", workdir / "model.so",
                             **options)
+    # One run(1) per step: the ranks keep their weights and optimizer state,
+    # and nothing is copied to rank 0 until state_dict() / save() ask.
     session = pipeopt.Session(build, comm=comm, threads=threads,
-                              timeout_s=timeout_s)
+                              timeout_s=timeout_s, gather_after_run=False)
     return PipelinedModule(module, exported, build, session)
