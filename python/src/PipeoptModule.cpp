@@ -369,8 +369,8 @@ struct PySession {
     else
       check(session.optimizerState(std::get<std::string>(key), first, second,
                                    step));
-    return py::make_tuple(toNumpy(std::move(first)),
-                          toNumpy(std::move(second)), step);
+    return py::make_tuple(toNumpy(std::move(first)), toNumpy(std::move(second)),
+                          step);
   }
 
   void setOptimizerState(const Key &key, const py::buffer &first,
