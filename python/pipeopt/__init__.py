@@ -7,7 +7,7 @@ Session (docs/Python.md, docs/RuntimeSession.md)::
     build = pipeopt.compile("examples/mlp4.tosa.mlir", "/tmp/mlp4.so",
                             num_stages=2, num_microbatches=4)
     with pipeopt.Session(build) as s:
-        s.set_input(0, np.ones((8, 64), np.float32))   # the whole batch
+        s.set_input(0, np.ones((4, 8, 64), np.float32))  # M=4 microbatches of [1, 8, 64]
         s.run()
         y = s.output(0)
 
@@ -85,6 +85,8 @@ def _option_argument(name: str, kind: str, value: Any) -> List[str]:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"compile option {name.replace('-', '_')} takes a "
                         f"value, not {value!r}")
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
     if isinstance(value, (list, tuple, range)):
         text = ",".join(str(v) for v in value)
     else:
@@ -149,16 +151,25 @@ def compile(model: Any,
             continue
         args += _option_argument(name, kinds[name], value)
 
+    if isinstance(model, (str, os.PathLike)) and str(model).strip() == "":
+        raise UsageError("compile(): the model is an empty string (give an "
+                         ".mlir path or MLIR text)")
+    tmp = None
     text = _model_text(model)
     if text is not None:
         if output is None:
-            output = Path(tempfile.mkdtemp(prefix="pipeopt-")) / "model.so"
+            tmp = tempfile.TemporaryDirectory(prefix="pipeopt-")
+            output = Path(tmp.name) / "model.so"
         source = Path(output).with_suffix(".input.mlir")
         source.write_text(text)
     else:
         source = Path(model)
         if not source.exists():
-            raise UsageError(f"no such model file: {source}")
+            shown = str(model) if len(str(model)) < 200 else str(model)[:200] + "..."
+            raise UsageError(f"no such model file: {shown} (MLIR text must "
+                             "hold a func.func or a module)")
+        if not source.is_file():
+            raise UsageError(f"{source} is not a file (give an .mlir file)")
     if output is None:
         output = source.with_suffix(".so")
     stem = str(output)[:-3] if str(output).endswith(".so") else str(output)
@@ -181,7 +192,9 @@ def compile(model: Any,
     else:
         stem = str(output)[:-3] if str(output).endswith(".so") else str(output)
         manifest_path = Path(stem + ".manifest.json")
-    return Build(Path(output), manifest_path, printed, source)
+    build = Build(Path(output), manifest_path, printed, source)
+    build._tmp = tmp  # a temporary directory lives as long as its Build
+    return build
 
 
 @dataclass
@@ -201,6 +214,7 @@ class Build:
     compiler_output: str = ""
     source: Optional[Path] = None
     _manifest: Optional[dict] = field(default=None, repr=False)
+    _tmp: Any = field(default=None, repr=False)
 
     @property
     def manifest(self) -> dict:
@@ -374,6 +388,21 @@ def launcher_world() -> Optional[tuple]:
 Key = Union[int, str]
 
 
+def _key(key: Any) -> Union[int, str]:
+    """An input key: an index (int, NumPy integer) or a name."""
+    if isinstance(key, (bool, np.bool_)) or not isinstance(
+            key, (int, np.integer, str)):
+        raise TypeError("an input key is an index (int) or a name (str), not "
+                        f"{type(key).__name__}")
+    return key if isinstance(key, str) else int(key)
+
+
+def _c_array(value: Any, dtype: Any = None) -> np.ndarray:
+    """A C-contiguous NumPy array of `value` that keeps its rank (0-d stays
+    0-d, which numpy.ascontiguousarray does not)."""
+    return np.require(np.asarray(value, dtype=dtype), requirements="C")
+
+
 class Session:
     """A loaded build, run step by step (the runtime Session).
 
@@ -422,6 +451,8 @@ class Session:
                  profile: Optional[PathLike] = None,
                  devices: Sequence[int] = (),
                  gather_after_run: bool = True):
+        if not timeout_s > 0:
+            raise UsageError(f"timeout_s must be > 0 seconds, got {timeout_s}")
         if isinstance(build, Build):
             model, manifest_path = build.model_path, build.manifest_path
             self.build = build
@@ -483,15 +514,15 @@ class Session:
         NumPy array or anything `numpy.asarray` takes; copied).
 
         A microbatched input takes the whole batch, ``[M * rows, ...]`` or
-        ``[M, rows, ...]`` (M = the build's microbatches), or a dataset of
-        one batch per step ``[steps, M * rows, ...]``; other inputs their
-        exact shape.
+        ``[M, rows, ...]`` (M = the build's microbatches); other inputs
+        their exact shape.  For a new batch per step, set it before each
+        ``run(1)``.
 
         Raises:
           UsageError: unknown input, wrong dtype or shape (the message says
             how the input was classified and how to change that).
         """
-        self._s.set_input(key, np.ascontiguousarray(value))
+        self._s.set_input(_key(key), _c_array(value))
 
     def set_inputs(self, values: Union[Mapping[Key, Any], PathLike]) -> None:
         """Sets several inputs: a mapping ``{key: array}`` (`set_input` for
@@ -561,7 +592,7 @@ class Session:
         Raises:
           UsageError: not a parameter, a wrong shape or dtype.
         """
-        self._s.set_weight(key, np.ascontiguousarray(value))
+        self._s.set_weight(_key(key), _c_array(value))
 
     def optimizer_state(self, key: Key) -> Optional[dict]:
         """Parameter `key`'s optimizer state (rank 0's process):
@@ -581,9 +612,8 @@ class Session:
         """Replaces parameter `key`'s optimizer state (see
         `optimizer_state`; empty arrays for moments the optimizer does not
         keep).  Collective under MPI."""
-        self._s.set_optimizer_state(
-            key, np.ascontiguousarray(first, np.float64),
-            np.ascontiguousarray(second, np.float64), int(step))
+        self._s.set_optimizer_state(_key(key), _c_array(first, np.float64),
+                                    _c_array(second, np.float64), int(step))
 
     def synchronize(self) -> None:
         """Gathers every parameter and its optimizer state to rank 0's
@@ -608,5 +638,6 @@ class Session:
         return list(self._s.resume(str(directory)))
 
     def summary(self) -> str:
-        """pipeopt-run's summary of the last run (step times, ...)."""
+        """pipeopt-run's summary of the last run (step times, ...); empty
+        for a session opened with ``quiet=True`` (the default)."""
         return self._s.write_results() if self.is_root else ""

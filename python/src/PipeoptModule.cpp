@@ -158,9 +158,19 @@ std::string compile(const std::vector<std::string> &args) {
   std::string parseErrors;
   llvm::raw_string_ostream errs(parseErrors);
   llvm::cl::ResetAllOptionOccurrences();
-  if (!llvm::cl::ParseCommandLineOptions(int(argv.size()), argv.data(), "",
-                                         &errs))
-    raise(compileErrorType, errs.str());
+  bool parsed;
+  std::string printedByParser;
+  {
+    // A value that does not parse is reported through errs(), not `errs`.
+    StderrCapture capture;
+    parsed = llvm::cl::ParseCommandLineOptions(int(argv.size()), argv.data(),
+                                               "", &errs);
+    printedByParser = capture.finish();
+  }
+  if (!parsed) {
+    llvm::cl::ResetAllOptionOccurrences();
+    raise(compileErrorType, errs.str() + printedByParser);
+  }
   driver::CompileOptions options = driver::getCompileOptionsFromCL();
   llvm::cl::ResetAllOptionOccurrences();
   std::string printed;
@@ -276,6 +286,9 @@ using Key = std::variant<int, std::string>;
 
 struct PySession {
   rt::Session session;
+  /// Serializes the calls that run the ranks (run, synchronize, setWeight,
+  /// ...): they release the GIL, and the session is not thread-safe.
+  std::mutex busy;
 
   void load(const std::string &model, const std::string &manifest,
             const std::string &comm, double timeoutS, int threads,
@@ -305,18 +318,29 @@ struct PySession {
     check(st);
   }
 
+  /// Runs `call` on the session without the GIL, after the session's
+  /// other calls (`busy`).
+  template <typename Fn>
+  rt::Status locked(Fn &&call) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(busy);
+    return call();
+  }
+
   void setInput(const Key &key, const py::buffer &value) {
     rt::HostTensor t = toHost(value);
-    if (auto *i = std::get_if<int>(&key))
-      check(session.setInput(*i, std::move(t)));
-    else
-      check(session.setInput(std::get<std::string>(key), std::move(t)));
+    check(locked([&] {
+      if (auto *i = std::get_if<int>(&key))
+        return session.setInput(*i, std::move(t));
+      return session.setInput(std::get<std::string>(key), std::move(t));
+    }));
   }
 
   void run(int steps) {
     rt::Status st;
     {
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(busy);
       st = session.run(steps);
     }
     if (!st.ok() && st.code() == 1 && session.usesMpi())
@@ -332,19 +356,21 @@ struct PySession {
 
   py::object output(const Key &key) {
     rt::HostTensor t;
-    if (auto *i = std::get_if<int>(&key))
-      check(session.output(*i, t));
-    else
-      check(session.output(std::get<std::string>(key), t));
+    check(locked([&] {
+      if (auto *i = std::get_if<int>(&key))
+        return session.output(*i, t);
+      return session.output(std::get<std::string>(key), t);
+    }));
     return toNumpy(std::move(t));
   }
 
   py::object weight(const Key &key) {
     rt::HostTensor t;
-    if (auto *i = std::get_if<int>(&key))
-      check(session.weight(*i, t));
-    else
-      check(session.weight(std::get<std::string>(key), t));
+    check(locked([&] {
+      if (auto *i = std::get_if<int>(&key))
+        return session.weight(*i, t);
+      return session.weight(std::get<std::string>(key), t);
+    }));
     return toNumpy(std::move(t));
   }
 
@@ -353,6 +379,7 @@ struct PySession {
     rt::Status st;
     {
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(busy);
       if (auto *i = std::get_if<int>(&key))
         st = session.setWeight(*i, t);
       else
@@ -364,11 +391,12 @@ struct PySession {
   py::tuple optimizerState(const Key &key) {
     rt::HostTensor first, second;
     int64_t step = 0;
-    if (auto *i = std::get_if<int>(&key))
-      check(session.optimizerState(*i, first, second, step));
-    else
-      check(session.optimizerState(std::get<std::string>(key), first, second,
-                                   step));
+    check(locked([&] {
+      if (auto *i = std::get_if<int>(&key))
+        return session.optimizerState(*i, first, second, step);
+      return session.optimizerState(std::get<std::string>(key), first, second,
+                                    step);
+    }));
     return py::make_tuple(toNumpy(std::move(first)), toNumpy(std::move(second)),
                           step);
   }
@@ -379,6 +407,7 @@ struct PySession {
     rt::Status st;
     {
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(busy);
       if (auto *i = std::get_if<int>(&key))
         st = session.setOptimizerState(*i, f, s, step);
       else
@@ -391,6 +420,7 @@ struct PySession {
     rt::Status st;
     {
       py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(busy);
       st = session.synchronize();
     }
     if (!st.ok() && st.code() == 1 && session.usesMpi())
@@ -506,6 +536,7 @@ PYBIND11_MODULE(_pipeopt, m) {
              rt::Status st;
              {
                py::gil_scoped_release release;
+               std::lock_guard<std::mutex> lock(s.busy);
                st = s.session.writeCheckpoint(dir);
              }
              check(st);

@@ -284,3 +284,46 @@ def test_inputs_from_npz_and_directory(workdir, data):
     s2.set_inputs(d)
     s2.run()
     np.testing.assert_array_equal(s.output(0), s2.output(0))
+
+
+SCALE = """
+#m0 = affine_map<(d0, d1) -> ()>
+#m1 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @scale(%x: tensor<2x8xf32>, %a: tensor<f32>) -> tensor<2x8xf32> {
+  %e = tensor.empty() : tensor<2x8xf32>
+  %r = linalg.generic {indexing_maps = [#m1, #m0, #m1],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x, %a : tensor<2x8xf32>, tensor<f32>) outs(%e : tensor<2x8xf32>) {
+  ^bb0(%i: f32, %s: f32, %o: f32):
+    %m = arith.mulf %i, %s : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}
+"""
+
+
+def test_zero_d_inputs_and_argument_errors(workdir):
+    build = pipeopt.compile(SCALE, workdir / "scale.so", reference=True,
+                            num_microbatches=2, microbatch_args=[0])
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    with pipeopt.Session(build) as s:
+        s.set_input(0, x)
+        s.set_input(1, np.float32(3.0))  # a 0-d input stays 0-d
+        s.run()
+        np.testing.assert_array_equal(s.output(0).reshape(4, 8), 3 * x)
+        with pytest.raises(TypeError, match="index .* or a name"):
+            s.set_input(1.0, x)
+    with pytest.raises(pipeopt.UsageError, match="timeout_s"):
+        pipeopt.Session(build, timeout_s=0)
+    with pytest.raises(pipeopt.UsageError, match="empty"):
+        pipeopt.compile("")
+    with pytest.raises(pipeopt.UsageError, match="not a file"):
+        pipeopt.compile(workdir)
+    # A value the option parser refuses is in the exception's message.
+    with pytest.raises(pipeopt.CompileError, match="num-stages.*2.5"):
+        pipeopt.compile(MLP4, workdir / "bad5.so", num_stages=2.5)
+    # NumPy arrays give list options.
+    b = pipeopt.compile(MLP4, workdir / "betas.so", train=True, loss="mse",
+                        optimizer="adamw", betas=np.array([0.8, 0.9]))
+    assert b.training["beta1"] == 0.8 and b.training["beta2"] == 0.9

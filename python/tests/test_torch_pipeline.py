@@ -194,3 +194,70 @@ def test_errors(tmp_path):
         pipe.step(inputs[:4], targets[:4])
     with pytest.raises(pipeopt.UsageError, match="needs the targets"):
         pipe.step(inputs)
+
+
+class TwoInputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 16)
+        self.b = torch.nn.Linear(3, 16)
+        self.c = torch.nn.Linear(16, 4)
+        self.register_buffer("scale", torch.tensor([2.0]))
+
+    def forward(self, x, z):
+        return self.c(torch.tanh(self.a(x) + self.b(z))) * self.scale
+
+
+def test_review_fixes_on_a_small_module(tmp_path):
+    torch.manual_seed(3)
+    model = TwoInputs()
+    x, z, y = torch.randn(8, 8), torch.randn(8, 3), torch.randn(8, 4)
+    # The optimizer's parameters are the trained ones (a and c frozen).
+    opt = torch.optim.SGD(model.b.parameters(), lr=0.1)
+    pipe = pipeopt.torch.pipeline(model, {"x": x, "z": z}, "mse",
+                                  example_target=y, num_stages=2,
+                                  num_microbatches=2, optimizer=opt,
+                                  workdir=tmp_path)
+    # Dict inputs are matched by key, not position.
+    loss = pipe.step({"z": z, "x": x}, y)
+    ref = copy.deepcopy(model)
+    ref_opt = torch.optim.SGD(ref.b.parameters(), lr=0.1)
+    ref_loss = torch.nn.functional.mse_loss(ref(x, z), y)
+    ref_loss.backward()
+    ref_opt.step()
+    assert loss.item() == pytest.approx(ref_loss.item(), rel=1e-5)
+    sd = pipe.state_dict()  # frozen parameters included
+    for name, value in ref.state_dict().items():
+        torch.testing.assert_close(sd[name], value, rtol=1e-5, atol=1e-6)
+    # load_state_dict between steps sets buffers too, strictly.
+    sd2 = dict(sd)
+    sd2["scale"] = torch.tensor([10.0])
+    pipe.load_state_dict(sd2)
+    assert pipe.state_dict()["scale"].item() == 10.0
+    ref.scale.fill_(10.0)
+    with torch.no_grad():
+        torch.testing.assert_close(pipe.forward({"x": x, "z": z}), ref(x, z),
+                                   rtol=1e-5, atol=1e-5)
+    with pytest.raises(pipeopt.UsageError, match="unexpected keys"):
+        pipe.load_state_dict({**sd2, "extra": torch.zeros(1)})
+    bad = dict(sd2)
+    bad["a.weight"] = bad["a.weight"].reshape(8, 16)
+    with pytest.raises(pipeopt.UsageError, match="shape"):
+        pipe.load_state_dict(bad)
+    with pytest.raises(pipeopt.UsageError, match="keys"):
+        pipe.step({"x": x}, y)
+    with pytest.raises(pipeopt.UsageError, match="float64"):
+        pipe.step({"x": x.double(), "z": z}, y)
+    with pytest.raises(ValueError, match="scheduler"):
+        o = torch.optim.SGD(model.parameters(), lr=0.1)
+        torch.optim.lr_scheduler.LinearLR(o)
+        pipeopt.torch.optimizer_options(o)
+    with pytest.raises(TypeError, match="sets lr"):
+        pipeopt.torch.pipeline(model, {"x": x, "z": z}, "mse",
+                               example_target=y, lr=0.5)
+    with pytest.raises(pipeopt.UsageError, match="float32 modules"):
+        pipeopt.torch.pipeline(copy.deepcopy(model).double(),
+                               {"x": x.double(), "z": z.double()}, "mse")
+    adamw = pipeopt.torch.optimizer_options(torch.optim.Adam(
+        model.parameters(), weight_decay=0.1, decoupled_weight_decay=True))
+    assert adamw["optimizer"] == "adamw" and adamw["weight_decay"] == 0.1

@@ -31,6 +31,7 @@ import collections
 import json
 import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
@@ -78,8 +79,8 @@ def optimizer_options(optimizer: Any) -> Dict[str, Any]:
       ValueError: a torch optimizer pipeopt does not implement exactly
         (several parameter groups with different settings, amsgrad,
         maximize, Nesterov, dampening, Adam's coupled weight decay, a
-        learning-rate schedule attached is not seen: see docs/Python.md), or
-        one that has already taken steps.
+        learning-rate scheduler attached), or one that has already taken
+        steps.
     """
     if optimizer is None:
         return dict(optimizer="adamw", lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
@@ -101,6 +102,11 @@ def optimizer_options(optimizer: Any) -> Dict[str, Any]:
             raise ValueError(f"{kind} has parameter groups with different "
                              "settings; pipeopt applies one setting to every "
                              "parameter")
+    if any("initial_lr" in g for g in groups):
+        raise ValueError(f"{kind} has a learning-rate scheduler attached "
+                         "(its param groups carry 'initial_lr'); pipeopt's "
+                         "learning rate is constant: pass an optimizer "
+                         "without a scheduler")
     if any(len(s) for s in optimizer.state.values()):
         raise ValueError(f"{kind} has already taken steps; pipeopt starts "
                          "from a fresh optimizer state (pass a new one, or "
@@ -114,7 +120,8 @@ def optimizer_options(optimizer: Any) -> Dict[str, Any]:
         if first.get("amsgrad"):
             raise ValueError(f"{kind}(amsgrad=True) is not supported")
         wd = first["weight_decay"]
-        if kind == "Adam" and wd:
+        decoupled = kind == "AdamW" or groups[0].get("decoupled_weight_decay")
+        if not decoupled and wd:
             raise ValueError("Adam's weight_decay adds wd * w to the gradient "
                              "(L2), which pipeopt does not implement; use "
                              "AdamW (decoupled weight decay) or weight_decay=0")
@@ -124,7 +131,7 @@ def optimizer_options(optimizer: Any) -> Dict[str, Any]:
     if kind == "SGD":
         if first.get("nesterov"):
             raise ValueError("SGD(nesterov=True) is not supported")
-        if first.get("dampening"):
+        if first.get("dampening") and first.get("momentum"):
             raise ValueError("SGD(dampening != 0) is not supported")
         # pipeopt's SGD adds weight_decay * w to the gradient before the
         # momentum buffer, as torch.optim.SGD does.
@@ -142,11 +149,18 @@ def optimizer_options(optimizer: Any) -> Dict[str, Any]:
 # --------------------------------------------------------------------------
 
 
-def _as_tuple(inputs: Any) -> tuple:
+def _as_tuple(inputs: Any, names: Sequence[str] = ()) -> tuple:
+    """The data inputs in the export's order: a dict is matched by key
+    (`names`: the exported data arguments' names), a tuple by position."""
     if isinstance(inputs, dict):
+        if names and set(inputs) == set(names):
+            return tuple(inputs[n] for n in names)
+        if names:
+            raise UsageError(f"the inputs have the keys {sorted(inputs)}, but "
+                             f"the pipeline was built for {list(names)}")
         return tuple(inputs.values())
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs)
+    if isinstance(inputs, tuple):
+        return inputs
     return (inputs,)
 
 
@@ -178,6 +192,8 @@ class PipelinedModule:
         self._buffers = [a for a in exported.args if a.role == "buffer"]
         self._weights_set = False
         self._forward: Optional[tuple] = None
+        self._timeout_s = 60.0
+        self._tmp = None  # a temporary work directory, removed with self
 
     # -- running -----------------------------------------------------------
 
@@ -200,8 +216,18 @@ class PipelinedModule:
                 f"microbatches of {rows} row(s) (the example inputs' batch); "
                 "build a new pipeline for another batch size")
 
+    _DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16",
+               "i64": "int64 (torch.long)", "i32": "int32", "i8": "int8",
+               "i1": "bool"}
+
+    def _check_dtype(self, what: str, arg, value: np.ndarray) -> None:
+        want = self._DTYPES.get(arg.dtype, arg.dtype)
+        if str(value.dtype) != want.split(" ")[0]:
+            raise UsageError(f"{what} {arg.name!r} is {value.dtype}, but the "
+                             f"pipeline takes {want}")
+
     def _set_batch(self, inputs: Any, targets: Any = None) -> None:
-        values = _as_tuple(inputs)
+        values = _as_tuple(inputs, [a.name for a in self._data])
         if len(values) != len(self._data):
             raise UsageError(f"expected {len(self._data)} input(s) "
                              f"({', '.join(a.name for a in self._data)}), got "
@@ -209,12 +235,14 @@ class PipelinedModule:
         for arg, v in zip(self._data, values):
             v = _numpy(v)
             self._check_batch("input", arg, v)
+            self._check_dtype("input", arg, v)
             self.session.set_input(arg.index, v)
         if self._target:
             if targets is None:
                 raise UsageError("step() needs the targets")
             t = _numpy(targets)
             self._check_batch("target", self._target[0], t)
+            self._check_dtype("target", self._target[0], t)
             self.session.set_input(self._target[0].index, t)
 
     def _set_initial_weights(self) -> None:
@@ -274,9 +302,9 @@ class PipelinedModule:
             return out
         values: Dict[str, Any] = {}
         for arg in self._params:
-            if trained:
+            if trained and arg.trainable:
                 v = self.session.weight(arg.index)
-            else:
+            else:  # not trained (frozen): the value it was given
                 v = self.exported.parameters[arg.name]
             for name in arg.names:
                 values[name] = torch.from_numpy(np.array(v))
@@ -292,32 +320,49 @@ class PipelinedModule:
         return out
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Sets the parameters from `state` (the module's names; every
-        parameter must be present), before the first step or between steps
-        (the optimizer state is kept; `load` restores a whole checkpoint).
-        Under MPI every process calls it with the same state.
+        """Sets the parameters and buffers from `state` (keyed like
+        ``module.state_dict()``; strict, as torch's default: every key
+        present, no other key, the same shapes), before the first step or
+        between steps (the optimizer state is kept; `load` restores a whole
+        checkpoint).  Under MPI every process calls it with the same state.
 
         Raises:
-          UsageError: a missing parameter or a wrong shape.
+          UsageError: a missing or unexpected key, a wrong shape or dtype.
         """
+        expected = self.module.state_dict()
+        missing = [k for k in expected if k not in state]
+        unexpected = [k for k in state if k not in expected]
+        if missing or unexpected:
+            raise UsageError(f"load_state_dict: missing keys {missing}, "
+                             f"unexpected keys {unexpected}")
         values = {}
-        for arg in self._params:
-            name = next((n for n in arg.names if n in state), None)
-            if name is None:
-                raise UsageError(f"the state dict has no {arg.name!r}")
-            v = _numpy(state[name]).astype(np.float32)
-            want = self.exported.parameters[arg.name].shape
-            if v.size != int(np.prod(want)):
-                raise UsageError(f"{name!r} has shape {v.shape}, expected "
-                                 f"{tuple(want)}")
-            values[arg.index] = (arg.name, v.reshape(want))
-        if self._weights_set and self.session.steps_done > 0:
-            for index, (_, v) in values.items():
-                self.session.set_weight(index, v)
-            return
-        for index, (name, v) in values.items():
-            self.exported.parameters[name] = v
-        self._weights_set = False
+        for arg in self._params + self._buffers:
+            name = next(n for n in arg.names if n in state)
+            v = _numpy(state[name])
+            if tuple(v.shape) != tuple(expected[name].shape):
+                raise UsageError(f"load_state_dict: {name!r} has shape "
+                                 f"{tuple(v.shape)}, the module's is "
+                                 f"{tuple(expected[name].shape)}")
+            if v.dtype.kind != np.dtype(str(expected[name].dtype).replace(
+                    "torch.", "")).kind:
+                raise UsageError(f"load_state_dict: {name!r} is {v.dtype}, "
+                                 f"the module's is {expected[name].dtype}")
+            store = (self.exported.parameters if arg.role == "parameter" else
+                     self.exported.buffers)
+            values[arg.index] = (arg, v.astype(store[arg.name].dtype).reshape(
+                store[arg.name].shape))
+        running = self._weights_set and self.session.steps_done > 0
+        for index, (arg, v) in values.items():
+            store = (self.exported.parameters if arg.role == "parameter" else
+                     self.exported.buffers)
+            store[arg.name] = v
+            if running:
+                if arg.role == "parameter" and arg.trainable:
+                    self.session.set_weight(index, v)
+                else:
+                    self.session.set_input(index, v)
+        if not running:
+            self._weights_set = False
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes a checkpoint (weights, optimizer state, losses, step
@@ -328,6 +373,13 @@ class PipelinedModule:
     def load(self, path: Union[str, os.PathLike]) -> int:
         """Continues from the newest checkpoint in `path` that verifies (a
         pipeline built the same way); returns the step it resumes after."""
+        # Under MPI, rank 0's process writes the checkpoint: the others wait
+        # for it (a save() just before).
+        if self.session.uses_mpi:
+            deadline = time.monotonic() + self._timeout_s
+            while not Path(path, "latest").exists() and (
+                    time.monotonic() < deadline):
+                time.sleep(0.05)
         # Every input needs a value (the checkpoint then replaces the
         # weights and the optimizer state on the first step).
         self._set_initial_weights()
@@ -361,14 +413,20 @@ class PipelinedModule:
         build, session = self._forward
         for arg in self._params:
             w = (self.session.weight(arg.index)
-                 if self.session.steps_done > 0 else
+                 if self.session.steps_done > 0 and arg.trainable else
                  self.exported.parameters[arg.name])
             session.set_input(arg.index, w)
         for arg in self._buffers:
             session.set_input(arg.index, self.exported.buffers[arg.name])
-        for arg, v in zip(self._data, _as_tuple(inputs)):
+        values = _as_tuple(inputs, [a.name for a in self._data])
+        if len(values) != len(self._data):
+            raise UsageError(f"expected {len(self._data)} input(s) "
+                             f"({', '.join(a.name for a in self._data)}), got "
+                             f"{len(values)}")
+        for arg, v in zip(self._data, values):
             v = _numpy(v)
             self._check_batch("input", arg, v)
+            self._check_dtype("input", arg, v)
             session.set_input(arg.index, v)
         session.run(1)
         if not session.is_root:
@@ -412,8 +470,13 @@ def pipeline(module: Any,
         shape less its last dimension, mean over every position),
         ``"mse"`` (mean over every element), or a callable
         ``loss(output, target) -> scalar`` torch-mlir can export (then
-        `example_target` is required).
-      num_stages: pipeline stages = ranks (processes under mpirun).
+        `example_target` is required) that is a *mean* over the batch's
+        rows: pipeopt calls it per microbatch and averages the results, so
+        a sum would come out divided by num_microbatches.
+      num_stages: pipeline ranks (processes under mpirun); a schedule with
+        several chunks per rank (interleaved-1f1b, zb-v, ...) splits the
+        model into more stages than ranks (`build.num_ranks` says how
+        many processes to start).
       schedule: a pipeopt schedule ("1f1b", "gpipe", "zb-h1",
         "interleaved-1f1b", ..., or "auto": the explorer's choice).
       num_microbatches: M.
@@ -433,13 +496,42 @@ def pipeline(module: Any,
       CompileError: pipeopt could not compile it (its diagnostics).
       ValueError: an optimizer pipeopt cannot reproduce exactly.
     """
+    torch = _torch()
+    reserved = {"train", "loss", "trainable", "microbatch_args", "optimizer",
+                "lr", "momentum", "betas", "eps", "weight_decay",
+                "num_stages", "schedule", "num_microbatches"}
+    clash = sorted(reserved & set(compile_options))
+    if clash:
+        raise TypeError(f"pipeline() sets {', '.join(clash)} itself (give the "
+                        "optimizer as `optimizer=`, the stages, schedule and "
+                        "microbatches as pipeline()'s own arguments)")
+    floats = {p.dtype for p in module.parameters() if p.is_floating_point()}
+    if floats - {torch.float32}:
+        raise UsageError("pipeopt.torch trains float32 modules; this one has "
+                         f"{sorted(str(d) for d in floats)} parameters "
+                         "(module.float())")
     opt = optimizer_options(optimizer)
     exported = export_training_step(module, example_inputs, loss,
                                     example_target,
                                     num_microbatches=num_microbatches)
+    if isinstance(optimizer, torch.optim.Optimizer):
+        # The optimizer's parameters are the trained ones; the module's
+        # others are frozen, as they are for torch.
+        in_opt = {id(p) for g in optimizer.param_groups for p in g["params"]}
+        named = dict(module.named_parameters(remove_duplicate=False))
+        if in_opt - {id(p) for p in named.values()}:
+            raise ValueError("the optimizer holds tensors that are not "
+                             "parameters of this module")
+        for a in exported.args:
+            if a.role == "parameter" and a.trainable and not any(
+                    id(named[n]) in in_opt for n in a.names if n in named):
+                a.trainable = False
+        exported.trainable = [a.index for a in exported.args if a.trainable]
     world = pipeopt.launcher_world()
+    tmp = None
     if workdir is None:
-        workdir = tempfile.mkdtemp(prefix="pipeopt-torch-")
+        tmp = tempfile.TemporaryDirectory(prefix="pipeopt-torch-")
+        workdir = tmp.name
     workdir = Path(workdir)
     if world is not None:
         workdir = workdir / f"rank-{world[0]}"
@@ -460,4 +552,7 @@ def pipeline(module: Any,
     # and nothing is copied to rank 0 until state_dict() / save() ask.
     session = pipeopt.Session(build, comm=comm, threads=threads,
                               timeout_s=timeout_s, gather_after_run=False)
-    return PipelinedModule(module, exported, build, session)
+    pipe = PipelinedModule(module, exported, build, session)
+    pipe._timeout_s = float(timeout_s)
+    pipe._tmp = tmp
+    return pipe
