@@ -109,6 +109,13 @@ def _model_text(model: Any) -> Optional[str]:
                     f"MLIR module object, not {type(model).__name__}")
 
 
+def _sibling(model: PathLike, suffix: str) -> Path:
+    """The file pipeopt-compile writes beside `model` (a ``.so``): the same
+    stem with `suffix` (``.manifest.json``, ``.partition.json``, ...)."""
+    text = str(model)
+    return Path((text[:-3] if text.endswith(".so") else text) + suffix)
+
+
 def compile(model: Any,
             output: Optional[PathLike] = None,
             *,
@@ -172,7 +179,6 @@ def compile(model: Any,
             raise UsageError(f"{source} is not a file (give an .mlir file)")
     if output is None:
         output = source.with_suffix(".so")
-    stem = str(output)[:-3] if str(output).endswith(".so") else str(output)
     # The partition report, for Build.partition_report(), when the front
     # half runs (not for --reference or an input that is already scheduled,
     # where partition options are an error).
@@ -181,17 +187,15 @@ def compile(model: Any,
             "pipe.program" not in source.read_text(errors="replace")):
         extra = str(options.get("partition_options") or "")
         args = [a for a in args if not a.startswith("--partition-options=")]
-        value = " ".join(filter(None, [extra, f"report={stem}.partition.json"]))
+        report = _sibling(output, ".partition.json")
+        value = " ".join(filter(None, [extra, f"report={report}"]))
         args.append(f"--partition-options={value}")
     args = [str(source), "-o", str(output)] + args
     if manifest is not None:
         args += ["--manifest", str(manifest)]
     printed = _pipeopt.compile(args)
-    if manifest is not None:
-        manifest_path = Path(manifest)
-    else:
-        stem = str(output)[:-3] if str(output).endswith(".so") else str(output)
-        manifest_path = Path(stem + ".manifest.json")
+    manifest_path = (Path(manifest) if manifest is not None else _sibling(
+        output, ".manifest.json"))
     build = Build(Path(output), manifest_path, printed, source)
     build._tmp = tmp  # a temporary directory lives as long as its Build
     return build
@@ -264,9 +268,7 @@ class Build:
         bytes, forward / backward seconds predicted, the bottleneck and the
         lower bound), or None for a build that was not partitioned (a
         reference build, or programs given in the input)."""
-        stem = str(self.model_path)[:-3] if str(
-            self.model_path).endswith(".so") else str(self.model_path)
-        path = Path(stem + ".partition.json")
+        path = _sibling(self.model_path, ".partition.json")
         return json.loads(path.read_text()) if path.exists() else None
 
     def schedule_grid(self) -> List[List[str]]:
@@ -323,9 +325,7 @@ class Build:
           UsageError: the build has no ``.scheduled.mlir``.
           CompileError: the simulator failed (its message).
         """
-        stem = str(self.model_path)[:-3] if str(
-            self.model_path).endswith(".so") else str(self.model_path)
-        scheduled = Path(stem + ".scheduled.mlir")
+        scheduled = _sibling(self.model_path, ".scheduled.mlir")
         if not scheduled.exists():
             raise UsageError(f"{scheduled} does not exist: compile with "
                              "save_temps=True to simulate a build")
@@ -458,9 +458,8 @@ class Session:
             self.build = build
         else:
             model = Path(build)
-            stem = str(model)[:-3] if str(model).endswith(".so") else str(model)
-            manifest_path = Path(manifest) if manifest else Path(
-                stem + ".manifest.json")
+            manifest_path = Path(manifest) if manifest else _sibling(
+                model, ".manifest.json")
             self.build = Build(model, manifest_path)
         if comm == "auto":
             comm = "loopback"

@@ -310,12 +310,7 @@ struct PySession {
     o.tracePath = trace;
     o.profilePath = profile;
     o.devices = devices;
-    rt::Status st;
-    {
-      py::gil_scoped_release release;
-      st = session.load(o);
-    }
-    check(st);
+    check(locked([&] { return session.load(o); }));
   }
 
   /// Runs `call` on the session without the GIL, after the session's
@@ -327,24 +322,18 @@ struct PySession {
     return call();
   }
 
-  void setInput(const Key &key, const py::buffer &value) {
-    rt::HostTensor t = toHost(value);
-    check(locked([&] {
-      if (auto *i = std::get_if<int>(&key))
-        return session.setInput(*i, std::move(t));
-      return session.setInput(std::get<std::string>(key), std::move(t));
-    }));
+  /// After a run of the ranks (run, synchronize) that failed, an MPI rank
+  /// answers its peers' status queries before the error is raised.
+  rt::Status abandonOnFailure(rt::Status st) {
+    if (!st.ok() && st.code() == 1 && session.usesMpi())
+      session.abandonAfterFailure();
+    return st;
   }
 
   void run(int steps) {
-    rt::Status st;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(busy);
-      st = session.run(steps);
-    }
-    if (!st.ok() && st.code() == 1 && session.usesMpi())
-      session.abandonAfterFailure();
+    rt::Status st =
+        abandonOnFailure(locked([&] { return session.run(steps); }));
+    // Every failed local rank's error.
     if (!st.ok() && session.rankErrors().size() > 1) {
       std::string all;
       for (const std::string &e : session.rankErrors())
@@ -354,12 +343,24 @@ struct PySession {
     check(st);
   }
 
+  void setInput(const Key &key, const py::buffer &value) {
+    rt::HostTensor t = toHost(value);
+    check(locked([&] {
+      return std::visit(
+          [&](const auto &k) { return session.setInput(k, std::move(t)); },
+          key);
+    }));
+  }
+
+  void synchronize() {
+    check(abandonOnFailure(locked([&] { return session.synchronize(); })));
+  }
+
   py::object output(const Key &key) {
     rt::HostTensor t;
     check(locked([&] {
-      if (auto *i = std::get_if<int>(&key))
-        return session.output(*i, t);
-      return session.output(std::get<std::string>(key), t);
+      return std::visit([&](const auto &k) { return session.output(k, t); },
+                        key);
     }));
     return toNumpy(std::move(t));
   }
@@ -367,35 +368,29 @@ struct PySession {
   py::object weight(const Key &key) {
     rt::HostTensor t;
     check(locked([&] {
-      if (auto *i = std::get_if<int>(&key))
-        return session.weight(*i, t);
-      return session.weight(std::get<std::string>(key), t);
+      return std::visit([&](const auto &k) { return session.weight(k, t); },
+                        key);
     }));
     return toNumpy(std::move(t));
   }
 
   void setWeight(const Key &key, const py::buffer &value) {
     rt::HostTensor t = toHost(value);
-    rt::Status st;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(busy);
-      if (auto *i = std::get_if<int>(&key))
-        st = session.setWeight(*i, t);
-      else
-        st = session.setWeight(std::get<std::string>(key), t);
-    }
-    check(st);
+    check(locked([&] {
+      return std::visit([&](const auto &k) { return session.setWeight(k, t); },
+                        key);
+    }));
   }
 
   py::tuple optimizerState(const Key &key) {
     rt::HostTensor first, second;
     int64_t step = 0;
     check(locked([&] {
-      if (auto *i = std::get_if<int>(&key))
-        return session.optimizerState(*i, first, second, step);
-      return session.optimizerState(std::get<std::string>(key), first, second,
-                                    step);
+      return std::visit(
+          [&](const auto &k) {
+            return session.optimizerState(k, first, second, step);
+          },
+          key);
     }));
     return py::make_tuple(toNumpy(std::move(first)), toNumpy(std::move(second)),
                           step);
@@ -404,39 +399,24 @@ struct PySession {
   void setOptimizerState(const Key &key, const py::buffer &first,
                          const py::buffer &second, int64_t step) {
     rt::HostTensor f = toHost(first), s = toHost(second);
-    rt::Status st;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(busy);
-      if (auto *i = std::get_if<int>(&key))
-        st = session.setOptimizerState(*i, f, s, step);
-      else
-        st = session.setOptimizerState(std::get<std::string>(key), f, s, step);
-    }
-    check(st);
-  }
-
-  void synchronize() {
-    rt::Status st;
-    {
-      py::gil_scoped_release release;
-      std::lock_guard<std::mutex> lock(busy);
-      st = session.synchronize();
-    }
-    if (!st.ok() && st.code() == 1 && session.usesMpi())
-      session.abandonAfterFailure();
-    check(st);
+    check(locked([&] {
+      return std::visit(
+          [&](const auto &k) {
+            return session.setOptimizerState(k, f, s, step);
+          },
+          key);
+    }));
   }
 
   std::vector<std::string> resume(const std::string &dir) {
     std::vector<std::string> notes;
-    check(session.resume(dir, &notes));
+    check(locked([&] { return session.resume(dir, &notes); }));
     return notes;
   }
 
   std::string writeResults() {
     std::ostringstream summary;
-    check(session.writeResults(summary));
+    check(locked([&] { return session.writeResults(summary); }));
     return summary.str();
   }
 };
@@ -514,7 +494,7 @@ PYBIND11_MODULE(_pipeopt, m) {
            [](PySession &s, bool on) { s.session.setCollectOutputs(on); })
       .def("set_inputs_from",
            [](PySession &s, const std::string &path) {
-             check(s.session.setInputsFrom(path));
+             check(s.locked([&] { return s.session.setInputsFrom(path); }));
            })
       .def("set_gather_after_run",
            [](PySession &s, bool on) { s.session.setGatherAfterRun(on); })
@@ -533,13 +513,7 @@ PYBIND11_MODULE(_pipeopt, m) {
       .def("resume", &PySession::resume)
       .def("write_checkpoint",
            [](PySession &s, const std::string &dir) {
-             rt::Status st;
-             {
-               py::gil_scoped_release release;
-               std::lock_guard<std::mutex> lock(s.busy);
-               st = s.session.writeCheckpoint(dir);
-             }
-             check(st);
+             check(s.locked([&] { return s.session.writeCheckpoint(dir); }));
            })
       .def("write_results", &PySession::writeResults);
 }

@@ -124,6 +124,10 @@ struct Session::Impl {
   /// Creates the local ranks' parameter state when there is none: from
   /// `state` after resume(), else from the inputs (the initial weights).
   Status ensureRankState();
+  /// The local ranks' parameter state, ready to be changed in place
+  /// (setWeight, setOptimizerState): a lost state is reported first, then
+  /// the inputs are prepared and the state created from them if needed.
+  Status rankStateForUpdate(Session &session);
   /// Gathers every parameter to rank 0 unless `state` is current there.
   Status synchronize();
   /// weight() and the like on rank 0: gathers first in loopback when the
@@ -592,6 +596,14 @@ Status Session::Impl::needGathered(const char *what) {
   return synchronize();
 }
 
+Status Session::Impl::rankStateForUpdate(Session &session) {
+  if (stateLost)
+    return lostState();
+  if (Status st = session.prepareInputs(); !st)
+    return st;
+  return ensureRankState();
+}
+
 Status Session::Impl::ensureRankState() {
   if (!m.hasParameters || rankStateReady)
     return Status();
@@ -1004,11 +1016,7 @@ Status Session::setWeight(int index, const HostTensor &value) {
                (value.dtype == in->dtype && value.shape == in->shape
                     ? " with " + std::to_string(value.data.size()) + " bytes"
                     : ""));
-  if (impl->stateLost)
-    return lostState();
-  if (Status st = prepareInputs(); !st)
-    return st;
-  if (Status st = impl->ensureRankState(); !st)
+  if (Status st = impl->rankStateForUpdate(*this); !st)
     return st;
   // Every local copy (tied weights, Chimera's replicas).
   for (auto &params : impl->rankParams)
@@ -1116,11 +1124,7 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
     moments[k].resize(n);
     std::memcpy(moments[k].data(), t.data.data(), t.data.size());
   }
-  if (impl->stateLost)
-    return lostState();
-  if (Status st = prepareInputs(); !st)
-    return st;
-  if (Status st = impl->ensureRankState(); !st)
+  if (Status st = impl->rankStateForUpdate(*this); !st)
     return st;
   for (auto &params : impl->rankParams)
     if (auto it = params.find(index); it != params.end()) {

@@ -226,7 +226,9 @@ class PipelinedModule:
             raise UsageError(f"{what} {arg.name!r} is {value.dtype}, but the "
                              f"pipeline takes {want}")
 
-    def _set_batch(self, inputs: Any, targets: Any = None) -> None:
+    def _set_data(self, session: "pipeopt.Session", inputs: Any) -> None:
+        """Checks the data inputs of a whole batch and sets them on
+        `session` (the training or the forward session)."""
         values = _as_tuple(inputs, [a.name for a in self._data])
         if len(values) != len(self._data):
             raise UsageError(f"expected {len(self._data)} input(s) "
@@ -236,7 +238,10 @@ class PipelinedModule:
             v = _numpy(v)
             self._check_batch("input", arg, v)
             self._check_dtype("input", arg, v)
-            self.session.set_input(arg.index, v)
+            session.set_input(arg.index, v)
+
+    def _set_batch(self, inputs: Any, targets: Any = None) -> None:
+        self._set_data(self.session, inputs)
         if self._target:
             if targets is None:
                 raise UsageError("step() needs the targets")
@@ -288,6 +293,18 @@ class PipelinedModule:
 
     # -- weights -----------------------------------------------------------
 
+    @property
+    def _trained(self) -> bool:
+        """True once the ranks hold weights that steps have changed."""
+        return self._weights_set and self.session.steps_done > 0
+
+    def _current_weight(self, arg) -> np.ndarray:
+        """A parameter's value now: the ranks' (rank 0's process) once
+        trained, else the value it was given (always, when frozen)."""
+        if self._trained and arg.trainable:
+            return self.session.weight(arg.index)
+        return self.exported.parameters[arg.name]
+
     def state_dict(self) -> "collections.OrderedDict[str, Any]":
         """The trained parameters and the buffers, keyed by the module's own
         names (every name of a tied parameter), as CPU torch tensors, in the
@@ -295,17 +312,13 @@ class PipelinedModule:
         empty dict)."""
         torch = _torch()
         out = collections.OrderedDict()
-        trained = self._weights_set and self.session.steps_done > 0
-        if trained and self.session.uses_mpi:
+        if self._trained and self.session.uses_mpi:
             self.session.synchronize()  # collective
         if not self.is_root:
             return out
         values: Dict[str, Any] = {}
         for arg in self._params:
-            if trained and arg.trainable:
-                v = self.session.weight(arg.index)
-            else:  # not trained (frozen): the value it was given
-                v = self.exported.parameters[arg.name]
+            v = self._current_weight(arg)
             for name in arg.names:
                 values[name] = torch.from_numpy(np.array(v))
         for arg in self._buffers:
@@ -351,7 +364,7 @@ class PipelinedModule:
                      self.exported.buffers)
             values[arg.index] = (arg, v.astype(store[arg.name].dtype).reshape(
                 store[arg.name].shape))
-        running = self._weights_set and self.session.steps_done > 0
+        running = self._trained
         for index, (arg, v) in values.items():
             store = (self.exported.parameters if arg.role == "parameter" else
                      self.exported.buffers)
@@ -412,22 +425,10 @@ class PipelinedModule:
             self._forward = (build, pipeopt.Session(build, comm=self.session.comm))
         build, session = self._forward
         for arg in self._params:
-            w = (self.session.weight(arg.index)
-                 if self.session.steps_done > 0 and arg.trainable else
-                 self.exported.parameters[arg.name])
-            session.set_input(arg.index, w)
+            session.set_input(arg.index, self._current_weight(arg))
         for arg in self._buffers:
             session.set_input(arg.index, self.exported.buffers[arg.name])
-        values = _as_tuple(inputs, [a.name for a in self._data])
-        if len(values) != len(self._data):
-            raise UsageError(f"expected {len(self._data)} input(s) "
-                             f"({', '.join(a.name for a in self._data)}), got "
-                             f"{len(values)}")
-        for arg, v in zip(self._data, values):
-            v = _numpy(v)
-            self._check_batch("input", arg, v)
-            self._check_dtype("input", arg, v)
-            session.set_input(arg.index, v)
+        self._set_data(session, inputs)
         session.run(1)
         if not session.is_root:
             return None
