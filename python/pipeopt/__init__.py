@@ -229,18 +229,23 @@ class Build:
 
     @property
     def num_ranks(self) -> int:
+        """The ranks (threads in loopback, processes under mpirun)."""
         return int(self.manifest["num_ranks"])
 
     @property
     def num_stages(self) -> int:
+        """The pipeline stages (more than ranks for multi-chunk schedules)."""
         return int(self.manifest["num_stages"])
 
     @property
     def num_microbatches(self) -> int:
+        """M: the microbatches of one step (the batch is M times the rows
+        the model was compiled for)."""
         return int(self.manifest["num_microbatches"])
 
     @property
     def schedule(self) -> str:
+        """The schedule's key ("1f1b", "zb-h1", ...; "" if unrecorded)."""
         return str(self.manifest.get("schedule", ""))
 
     @property
@@ -251,6 +256,8 @@ class Build:
 
     @property
     def outputs(self) -> List[dict]:
+        """Every model output: index, name, dtype, shape, microbatched and
+        "reduce" ("mean" for a training build's loss)."""
         return list(self.manifest.get("outputs", []))
 
     @property

@@ -204,6 +204,7 @@ class PipelinedModule:
 
     @property
     def num_microbatches(self) -> int:
+        """M: the microbatches each step() splits its batch into."""
         return self.build.num_microbatches
 
     def _check_batch(self, what: str, arg, value: np.ndarray) -> None:
