@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/Optimizer.h"
@@ -597,6 +598,8 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
     memorySpace(ctx).toHost(v, packed.data());
     addToSum(dtype, packed.data(), st.gradSum);
     st.microbatches.insert(int(mb));
+    if (ctx.dataParallel)
+      ctx.dataParallel->onGradient(ctx, param->index, int(mb));
     if (k > 0 && ++st.pending == k) {
       // PipeDream (k = 1) / PipeDream-2BW: update now with the mean of the
       // last k microbatches' gradients; later reads see the new version,
@@ -736,6 +739,8 @@ int32_t actionEnd(int64_t kind, int64_t stage, int64_t mb) {
     e.endS = ctx.now();
     ctx.events.push_back(e);
     ctx.openKind = ctx.openStage = ctx.openMicrobatch = -1;
+    if (ctx.dataParallel)
+      ctx.dataParallel->onActionEnd(ctx, ctx.actionsBegun - 1);
   });
 }
 

@@ -1,6 +1,7 @@
 //===- Context.cpp - Per-rank state and memref descriptors ------*- C++ -*-===//
 
 #include "pipeopt/runtime/Context.h"
+#include "DataParallel.h"
 #include "pipeopt/runtime/Device.h"
 
 #include <cstring>
@@ -86,6 +87,8 @@ void RankContext::beginCall() {
     st.microbatches.clear();
   }
   actionsBegun = 0;
+  if (dataParallel)
+    dataParallel->beginStep();
   sharedInputReads.clear();
   sharedOutputWrites.clear();
   microbatchedInputFirstRead.clear();

@@ -455,5 +455,40 @@ InputStore loadInputsUnchecked(const Manifest &m, const RunOptions &o,
 }
 } // namespace
 
+void setReplicaInput(InputStore &out, const InputStore &global,
+                     const ManifestInput &meta, int numMicrobatches,
+                     int replicas, int replica) {
+  const auto *entry = global.find(int(meta.index));
+  if (!entry)
+    return;
+  const HostTensor &t = entry->second;
+  const int steps = global.dataSteps(int(meta.index));
+  if (!meta.microbatched) {
+    out.set(meta, numMicrobatches, t, steps);
+    return;
+  }
+  const size_t M = size_t(numMicrobatches), D = size_t(replicas);
+  const size_t mbBytes =
+      size_t(numElements(meta.shape)) * dtypeSize(meta.dtype);
+  const size_t stepCount = steps > 0 ? size_t(steps) : 1;
+  if (t.data.size() != stepCount * D * M * mbBytes)
+    throw RuntimeError("internal: input " + std::to_string(meta.index) +
+                       " holds " + std::to_string(t.data.size()) +
+                       " bytes, not the global batch of " +
+                       std::to_string(D * M) + " microbatches");
+  HostTensor slice;
+  slice.dtype = t.dtype;
+  if (steps > 0)
+    slice.shape.push_back(int64_t(steps));
+  slice.shape.push_back(int64_t(M));
+  slice.shape.insert(slice.shape.end(), meta.shape.begin(), meta.shape.end());
+  slice.data.resize(stepCount * M * mbBytes);
+  for (size_t n = 0; n < stepCount; ++n)
+    std::memcpy(slice.data.data() + n * M * mbBytes,
+                t.data.data() + (n * D + size_t(replica)) * M * mbBytes,
+                M * mbBytes);
+  out.set(meta, numMicrobatches, std::move(slice), steps);
+}
+
 } // namespace rt
 } // namespace pipeopt

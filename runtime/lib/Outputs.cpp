@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "RunnerInternal.h"
 #include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Reduce.h"
@@ -350,7 +351,16 @@ void writeTrace(const Manifest &m, const RunOptions &o,
       Json args = {{"iteration", e.iteration}};
       std::string mb = e.microbatch >= 0 ? " mb" + std::to_string(e.microbatch)
                                          : std::string(" (shared)");
-      if (isTraceCall(e.kind)) {
+      if (e.kind == TraceAllReduce || e.kind == TraceAllReduceWait) {
+        cat = "all-reduce";
+        name = e.kind == TraceAllReduce
+                   ? "all-reduce bucket " + std::to_string(e.peer)
+                   : std::string("all-reduce wait");
+        if (e.kind == TraceAllReduce) {
+          args["bucket"] = e.peer;
+          args["bytes"] = e.bytes;
+        }
+      } else if (isTraceCall(e.kind)) {
         cat = traceCallName(e.kind);
         if (e.kind == TraceSend || e.kind == TraceRecv) {
           name = cat + " s" + std::to_string(e.stage) + mb +
@@ -476,10 +486,64 @@ void writeProfile(const Manifest &m, const RunOptions &o,
   writeText(o.profilePath, profile.dump(2) + "\n", FollowLinks::UserNamedPath);
 }
 
+/// With --data-parallel D > 1: how long replica 0's ranks had gradient
+/// all-reduces in flight per step (the union of the buckets' intervals,
+/// summed over the ranks and averaged over the steps) and how much of
+/// that they waited for at the step's end; the rest was hidden under the
+/// backward. "" otherwise.
+std::string dataParallelSummary(const RunOptions &o,
+                                const std::vector<RankReport> &reports) {
+  if (o.dataParallel < 2)
+    return "";
+  double inFlight = 0, waited = 0;
+  for (const RankReport &r : reports) {
+    std::map<int, std::vector<std::pair<double, double>>> spans;
+    for (const TraceEvent &e : r.events) {
+      if (e.kind == TraceAllReduce)
+        spans[e.iteration].emplace_back(e.beginS, e.endS);
+      else if (e.kind == TraceAllReduceWait)
+        waited += e.endS - e.beginS;
+    }
+    for (auto &[it, v] : spans) {
+      std::sort(v.begin(), v.end());
+      double b = v.front().first, e = v.front().second;
+      for (auto [x, y] : v) {
+        if (x > e) {
+          inFlight += e - b;
+          b = x;
+          e = y;
+        } else {
+          e = std::max(e, y);
+        }
+      }
+      inFlight += e - b;
+    }
+  }
+  const double steps = std::max(1, o.iterations);
+  char line[256];
+  if (o.zeroStage > 0) {
+    std::snprintf(line, sizeof(line),
+                  "data parallel: %d replicas, ZeRO-1 (reduce-scatter and "
+                  "all-gather at the step's end)",
+                  o.dataParallel);
+    return line;
+  }
+  double hidden = inFlight > 0 ? std::max(0.0, 1.0 - waited / inFlight) : 0;
+  std::snprintf(line, sizeof(line),
+                "data parallel: %d replicas; gradient all-reduce in flight "
+                "%.3f ms per step (replica 0's ranks), %.3f ms of it "
+                "waited for at the step's end: %.0f%% hidden under the "
+                "backward",
+                o.dataParallel, 1e3 * inFlight / steps, 1e3 * waited / steps,
+                100 * hidden);
+  return line;
+}
+
 /// Prints the run's summary lines (unless --quiet).
 void printSummary(const Manifest &m, const RunOptions &o,
                   const std::vector<double> &iterMax,
                   std::optional<float> meanLoss, const std::string &stashLine,
+                  const std::string &dataParallelLine,
                   const std::string &commName, std::ostream &out) {
   if (o.quiet)
     return;
@@ -489,17 +553,26 @@ void printSummary(const Manifest &m, const RunOptions &o,
   // every microbatch).
   const char *iteration = isTrainingBuild(m) ? "training step" : "iteration";
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
-                "microbatch(es), %d %s(s)\n",
-                m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
-                o.iterations, iteration);
+  if (o.dataParallel > 1)
+    std::snprintf(line, sizeof(line),
+                  "pipeopt-run: %d replica(s) x %d rank(s) over %s, %d "
+                  "stage(s), %d microbatch(es) per replica, %d %s(s)\n",
+                  o.dataParallel, m.numRanks, commName.c_str(), m.numStages,
+                  m.numMicrobatches, o.iterations, iteration);
+  else
+    std::snprintf(line, sizeof(line),
+                  "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
+                  "microbatch(es), %d %s(s)\n",
+                  m.numRanks, commName.c_str(), m.numStages,
+                  m.numMicrobatches, o.iterations, iteration);
   out << line;
   std::snprintf(line, sizeof(line),
                 "pipeopt-run: median %s %.6f s, throughput %.2f "
                 "microbatches/s\n",
-                iteration, med, mbPerS);
+                iteration, med, mbPerS * std::max(1, o.dataParallel));
   out << line;
+  if (!dataParallelLine.empty())
+    out << "pipeopt-run: " << dataParallelLine << "\n";
   if (meanLoss) {
     std::snprintf(line, sizeof(line),
                   "pipeopt-run: loss %.8g (mean over %d microbatches, last "
@@ -544,7 +617,8 @@ void finish(const Manifest &m, const RunOptions &o, const RankResult &result,
     }
   }
   writeProfile(m, o, reports, iterMax, stashJson, commName);
-  printSummary(m, o, iterMax, meanLoss, stashLine, commName, out);
+  printSummary(m, o, iterMax, meanLoss, stashLine,
+               dataParallelSummary(o, reports), commName, out);
 }
 
 /// Creates a file in `dir` and removes it again; throws naming `option`,

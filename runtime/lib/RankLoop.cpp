@@ -6,7 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "RunnerInternal.h"
+#include "ShardedOptimizer.h"
 #include "pipeopt/runtime/Device.h"
 
 #include <algorithm>
@@ -51,9 +53,14 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
              int first, std::map<int, ParameterState> &parameters, bool gather,
              const Device *device, RankResult &result, bool collectOutputs,
-             RankPinning *pinning, RankProgress *progress) {
+             RankPinning *pinning, RankProgress *progress,
+             DataParallelRank *dataParallel) {
   RankContext ctx(rank, &comm, &m, &inputs, o.timeoutS);
   ctx.device = device;
+  ctx.dataParallel = dataParallel;
+  // The rank's number in the whole run (replica d's rank r is d * P + r).
+  const int globalRank =
+      dataParallel ? dataParallel->replica * m.numRanks + rank : rank;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
@@ -89,13 +96,16 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       ctx.initParameters();
     }
     initDeviceParameters(ctx); // cuda builds: weights and state on the device
+    if (dataParallel && dataParallel->zeroStage > 0)
+      loadShardedState(ctx, *dataParallel);
     phase = "at the start barrier";
     if (!gatherOnly)
       barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     // --pin-ranks: this rank's slot in `pinning`.
     const size_t slot = pinning ? size_t(std::find(pinning->ranks.begin(),
-                                                   pinning->ranks.end(), rank) -
+                                                   pinning->ranks.end(),
+                                                   globalRank) -
                                          pinning->ranks.begin())
                                 : 0;
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
@@ -113,7 +123,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       else
         ctx.iteration = it - o.warmup;
       // PIPEOPT_FAULT_KILL: a real crash, mid-run (no cleanup, no message).
-      if (measured && rank == o.faultKillRank &&
+      if (measured && globalRank == o.faultKillRank &&
           first + it - o.warmup + 1 == o.faultKillStep)
         ::raise(SIGKILL);
       ctx.beginCall();
@@ -159,7 +169,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       }
       phase = "completing the sends of iteration " + std::to_string(it);
       comm.flush(o.timeoutS);
-      if (measured)
+      // A training step's time covers its update too (endTrainingStep
+      // below), as its progress line does.
+      if (measured && !m.hasParameters)
         iterS.push_back(t1 - t0);
       if (pinning && it == pinning->pinAt - 1)
         pinning->cpuS[slot] = threadCpuSeconds() - cpu0;
@@ -170,18 +182,20 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         if (!endTrainingStep(ctx, comm, m, o, step, measured, measuredStep,
                              first + o.iterations, t0, result))
           break;
+        if (measured)
+          iterS.push_back(ctx.now() - t0);
         if (measured && o.checkpointEvery > 0 &&
             measuredStep % o.checkpointEvery == 0) {
           phase =
               "writing the checkpoint of step " + std::to_string(measuredStep);
           std::map<int, GatheredParameter> params;
-          std::string error =
-              gatherParameters(ctx, comm, m, step, true, o.timeoutS, &params);
+          std::string error = gatherReplicaParameters(
+              ctx, comm, m, step, true, o.timeoutS, &params);
           if (!error.empty()) {
             ctx.fail(error);
             break;
           }
-          if (rank == 0)
+          if (globalRank == 0)
             writeCheckpoint(m, o.checkpointDir, measuredStep, result.losses,
                             params);
         }
@@ -190,9 +204,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     }
     if (!ctx.isPoisoned() && m.hasParameters && gather) {
       phase = "gathering the parameters";
-      std::string error =
-          gatherParameters(ctx, comm, m, first + o.warmup + o.iterations, true,
-                           o.timeoutS, &result.parameters);
+      std::string error = gatherReplicaParameters(
+          ctx, comm, m, first + o.warmup + o.iterations, true, o.timeoutS,
+          &result.parameters);
       if (!error.empty())
         ctx.fail(error);
       comm.flush(o.timeoutS);

@@ -108,6 +108,18 @@ std::string runUsage() {
                          gets LIST[r % n], with one process per rank (mpirun,
                          torchrun) the local rank picks; ranks may share a
                          device except with --comm=nccl
+  --data-parallel D      training builds: run D replicas of the pipeline
+                         on D x P ranks (rank d*P + r is replica d's rank
+                         r; mpirun -np D*P, or D*P threads with loopback);
+                         microbatched inputs take the global batch, D times
+                         the build's, and replica d trains on its d-th part;
+                         gradients are averaged over the replicas with the
+                         communicator's all-reduce (default 1)
+  --zero 0|1             with --data-parallel D > 1: 1 shards the optimizer
+                         state and update over the D replicas (ZeRO stage 1:
+                         reduce-scatter, update 1/D, all-gather; default 0)
+  --bucket-mb X          the largest data-parallel all-reduce bucket, MiB of
+                         f64 gradient sums (default 25)
   --quiet                print only errors
 )";
 }
@@ -219,6 +231,25 @@ RunOptions parseRunOptions(int argc, char **argv) {
   p.value({"--output-dir"}, [&](Name, Name v) { o.outputDir = v; });
   p.value({"--trace"}, [&](Name, Name v) { o.tracePath = v; });
   p.value({"--profile"}, [&](Name, Name v) { o.profilePath = v; });
+  p.value({"--data-parallel"},
+          [&](Name a, Name v) { o.dataParallel = parseInt(a, v, 1); });
+  p.value({"--zero"}, [&](Name a, Name v) {
+    o.zeroStage = parseInt(a, v, 0);
+    if (o.zeroStage > 1)
+      throw RuntimeError("--zero expects 0 or 1 (ZeRO stage 1 shards the "
+                         "optimizer state; stages 2 and 3 are not "
+                         "implemented), got '" +
+                         v + "'");
+  });
+  p.value({"--bucket-mb"}, [&](Name, Name v) {
+    char *end = nullptr;
+    double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end || !(x > 0) || !std::isfinite(x) || x > 1e6)
+      throw RuntimeError("--bucket-mb expects a positive number of MiB up "
+                         "to 1e6, got '" +
+                         v + "'");
+    o.bucketMiB = x;
+  });
   p.flag({"--quiet", "-q"}, [&](Name) { o.quiet = true; });
   p.parse(argc, argv, [&](const std::string &a) {
     if (a.empty())
@@ -299,7 +330,46 @@ int runner::lossOutput(const Manifest &m) {
   return -1;
 }
 
+void checkDataParallelOptions(const Manifest &m, const RunOptions &o) {
+  if (o.zeroStage > 0 && o.dataParallel < 2)
+    throw RuntimeError("--zero " + std::to_string(o.zeroStage) +
+                       " shards the optimizer state over data-parallel "
+                       "replicas and needs --data-parallel D with D >= 2 "
+                       "(got D = " +
+                       std::to_string(o.dataParallel) + ")");
+  if (o.dataParallel < 2)
+    return;
+  std::string d = "--data-parallel " + std::to_string(o.dataParallel);
+  if (!m.hasParameters)
+    throw RuntimeError(
+        d + ": the manifest " + o.manifestPath +
+        " has no \"parameters\"; data parallelism averages the gradients "
+        "of a training build's parameters over the replicas (compile with "
+        "pipeopt-compile --train; for inference, run separate jobs)");
+  if (m.training.updateEvery > 0)
+    throw RuntimeError(
+        d + ": the schedule '" + m.schedule + "' of " + o.manifestPath +
+        " is asynchronous (\"update_every\" " +
+        std::to_string(m.training.updateEvery) +
+        "): each rank updates a parameter as its microbatches' gradients "
+        "arrive, and D replicas would each update their own copy; use a "
+        "synchronous schedule (gpipe, 1f1b, zb-h1, interleaved-1f1b, ...)");
+  if (m.target == Target::Cuda)
+    throw RuntimeError(d + ": the manifest " + o.manifestPath +
+                       " is a cuda build, whose gradient sums stay on the "
+                       "device; data parallelism runs cpu builds for now");
+  if (o.saveGrads)
+    throw RuntimeError(d + " with --save-grads: the gradient outputs would be "
+                       "replica 0's alone; drop --save-grads (the weights "
+                       "and optimizer state of --output-dir are the "
+                       "replicas' common ones)");
+  if (int64_t(o.dataParallel) * m.numRanks > (1 << 20))
+    throw RuntimeError(d + " x " + std::to_string(m.numRanks) +
+                       " ranks exceeds 1048576 ranks");
+}
+
 void checkTrainingOptions(const Manifest &m, const RunOptions &o) {
+  checkDataParallelOptions(m, o);
   if (m.hasParameters && o.warmup > 0 &&
       m.training.optimizer != OptimizerKind::None)
     throw RuntimeError("--warmup " + std::to_string(o.warmup) +

@@ -20,6 +20,7 @@
 
 namespace pipeopt {
 namespace rt {
+struct DataParallelRank;
 namespace runner {
 
 //===----------------------------------------------------------------------===//
@@ -144,6 +145,15 @@ std::string gatherParameters(RankContext &ctx, Communicator &comm,
                              const Manifest &m, int step, bool withState,
                              double timeoutS,
                              std::map<int, GatheredParameter> *out);
+/// ZeRO-1: creates `dp`'s ShardedOptimizer from the rank's full optimizer
+/// state when it has none yet (the start of a run).
+void loadShardedState(RankContext &ctx, DataParallelRank &dp);
+/// gatherParameters, with data-parallel replicas (RankContext::
+/// dataParallel): ZeRO-1 shards gathered first; only replica 0 gathers.
+std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
+                                    const Manifest &m, int step,
+                                    bool withState, double timeoutS,
+                                    std::map<int, GatheredParameter> *out);
 /// reduceAndUpdate, then the step's loss and time to rank 0, which prints
 /// the progress line. Returns false (ctx failed) on an error.
 bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
@@ -229,12 +239,16 @@ std::string rankLabel(const Manifest &m, int rank);
 /// Rank 0's result.losses holds the losses of the steps before this run
 /// on entry; the run appends its steps'. `collectOutputs`: the ranks send
 /// their outputs to rank 0 (--output-dir, or a session that reads them
-/// back).
+/// back). `dataParallel` (--data-parallel D > 1): `rank` is the rank in
+/// its replica's pipeline and `comm` that pipeline's communicator; the
+/// object (kept by the caller from run to run) holds the data-parallel
+/// group and what the first step learned (DataParallel.h).
 void runRank(int rank, Communicator &comm, const Manifest &m,
              const InputStore &inputs, EntryFn entry, const RunOptions &o,
              int first, std::map<int, ParameterState> &parameters, bool gather,
              const Device *device, RankResult &result, bool collectOutputs,
-             RankPinning *pinning = nullptr, RankProgress *progress = nullptr);
+             RankPinning *pinning = nullptr, RankProgress *progress = nullptr,
+             DataParallelRank *dataParallel = nullptr);
 /// Loopback: after a rank failed, how long the others get to return.
 double loopbackGraceS(const RunOptions &o);
 /// What the loopback watchdog says about a rank that did not return.

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "RunnerInternal.h"
 #include "pipeopt/runtime/CommRegistry.h"
 #include "pipeopt/runtime/Device.h"
@@ -71,8 +72,38 @@ struct Session::Impl {
   bool loaded = false;
   RunOptions o;
   Manifest m;
+  /// The manifest the inputs are checked against: `m`, with D x M
+  /// microbatches under --data-parallel D (the global batch).
+  Manifest inputManifest;
   CommWorld world;
+  /// The run's ranks: D x P (rank d * P + r is replica d's pipeline rank
+  /// r; D = o.dataParallel, P = m.numRanks).
   std::vector<int> localRanks;
+  /// --data-parallel D > 1, per local rank (in the order of localRanks):
+  /// the communicators split from the run's (its replica's pipeline and
+  /// its data-parallel group) and its data-parallel state, carried from
+  /// run to run; and per local replica, its part of the inputs.
+  std::vector<std::unique_ptr<Communicator>> pipelineComms, groupComms;
+  std::vector<std::unique_ptr<DataParallelRank>> dataParallelRanks;
+  std::map<int, InputStore> replicaInputs;
+  int replicas() const { return std::max(1, o.dataParallel); }
+  /// "" or, with D > 1, what a microbatched input takes (for its errors).
+  std::string globalBatchHint() const {
+    if (replicas() == 1)
+      return "";
+    return " (with --data-parallel " + std::to_string(replicas()) +
+           " a microbatched input takes the global batch: " +
+           std::to_string(replicas()) + " replicas x " +
+           std::to_string(m.numMicrobatches) + " microbatches = " +
+           std::to_string(inputManifest.numMicrobatches) +
+           " microbatches of the build's size, and replica d trains on the "
+           "d-th " +
+           std::to_string(m.numMicrobatches) + ")";
+  }
+  /// Rebuilds the local replicas' parts of input `index` (-1: all).
+  void sliceReplicaInputs(int index);
+  /// The inputs of local rank slot `i` (its replica's part with D > 1).
+  const InputStore &inputsOf(size_t i) const;
   std::vector<EntryFn> entries;
   /// cuda builds: one Device per local rank (in the order of localRanks).
   std::vector<Device> devices;
@@ -222,16 +253,25 @@ void Session::Impl::loadUnchecked(int *argc, char ***argv) {
                        " says this "
                        "model was compiled for CUDA (target \"cuda\"); "
                        "drop --threads (--devices chooses the GPUs)");
-  checkInputSizes(m);
+  inputManifest = m;
+  inputManifest.numMicrobatches = m.numMicrobatches * replicas();
+  checkInputSizes(inputManifest);
+  const int worldRanks = m.numRanks * replicas();
   if (world.distributed()) {
-    if (world.procSize != m.numRanks)
-      throw RuntimeError("the model has " + std::to_string(m.numRanks) +
-                         " ranks but " + std::to_string(world.procSize) +
-                         " processes were started (use mpirun -np " +
-                         std::to_string(m.numRanks) + ")");
+    if (world.procSize != worldRanks)
+      throw RuntimeError(
+          "the model has " + std::to_string(m.numRanks) + " ranks" +
+          (replicas() > 1 ? " and --data-parallel " +
+                                std::to_string(replicas()) +
+                                " runs that many replicas of them (" +
+                                std::to_string(worldRanks) + " ranks)"
+                          : std::string()) +
+          ", but " + std::to_string(world.procSize) +
+          " processes were started (use mpirun -np " +
+          std::to_string(worldRanks) + ")");
     localRanks = {world.procRank};
   } else {
-    for (int r = 0; r < m.numRanks; ++r)
+    for (int r = 0; r < worldRanks; ++r)
       localRanks.push_back(r);
   }
   if (world.procRank == 0)
@@ -374,17 +414,20 @@ Status Session::setInput(int index, HostTensor tensor) {
   HostTensor checked;
   try {
     int dataSteps = 0;
-    checked = checkInputTensor(m, *in, std::move(tensor), label,
-                               impl->o.iterations, dataSteps);
+    checked = checkInputTensor(impl->inputManifest, *in, std::move(tensor),
+                               label, impl->o.iterations, dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, checked, label);
     // Prepared inputs take the new value in place: a training loop that
     // sets the next batch before each run(1) copies only that batch, not
     // every input again.
-    if (impl->inputs)
-      impl->inputs->set(*in, m.numMicrobatches, checked, dataSteps);
+    if (impl->inputs) {
+      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, checked,
+                        dataSteps);
+      impl->sliceReplicaInputs(index);
+    }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what());
+    return Status::error(2, e.what() + impl->globalBatchHint());
   }
   impl->given[index] = {std::move(checked), label};
   return Status();
@@ -400,14 +443,17 @@ Status Session::setInputFromNpy(const std::string &name,
   HostTensor t;
   try {
     int dataSteps = 0;
-    t = checkInputTensor(impl->m, *in, readNpy(path), path, impl->o.iterations,
-                         dataSteps);
+    t = checkInputTensor(impl->inputManifest, *in, readNpy(path), path,
+                         impl->o.iterations, dataSteps);
     if (in->classIndices)
       checkClassIndices(*in, t, path);
-    if (impl->inputs) // in place, as setInput
-      impl->inputs->set(*in, impl->m.numMicrobatches, t, dataSteps);
+    if (impl->inputs) { // in place, as setInput
+      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, t,
+                        dataSteps);
+      impl->sliceReplicaInputs(int(in->index));
+    }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what());
+    return Status::error(2, e.what() + impl->globalBatchHint());
   }
   impl->given[in->index] = {std::move(t), path};
   return Status();
@@ -424,15 +470,15 @@ Status Session::setInputsFrom(const std::string &dirOrNpz) {
         continue;
       const ManifestInput &in = *impl->m.findInput(index);
       int dataSteps = 0;
-      HostTensor t =
-          checkInputTensor(impl->m, in, std::move(entry.first), entry.second,
-                           impl->o.iterations, dataSteps);
+      HostTensor t = checkInputTensor(impl->inputManifest, in,
+                                      std::move(entry.first), entry.second,
+                                      impl->o.iterations, dataSteps);
       if (in.classIndices)
         checkClassIndices(in, t, entry.second);
       checked[index] = {std::move(t), entry.second};
     }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what());
+    return Status::error(2, e.what() + impl->globalBatchHint());
   }
   for (auto &[index, entry] : checked)
     impl->given[index] = std::move(entry);
@@ -452,12 +498,33 @@ Status Session::prepareInputs() {
   if (impl->inputs)
     return Status();
   try {
-    impl->inputs =
-        loadInputs(impl->m, impl->o, impl->given, impl->randomInputs);
+    impl->inputs = loadInputs(impl->inputManifest, impl->o, impl->given,
+                              impl->randomInputs);
+    impl->sliceReplicaInputs(-1);
   } catch (const std::exception &e) {
-    return Status::error(2, e.what());
+    impl->inputs.reset();
+    return Status::error(2, e.what() + impl->globalBatchHint());
   }
   return Status();
+}
+
+void Session::Impl::sliceReplicaInputs(int index) {
+  if (replicas() == 1)
+    return;
+  if (replicaInputs.empty())
+    for (int g : localRanks)
+      replicaInputs[g / m.numRanks];
+  for (auto &[replica, store] : replicaInputs)
+    for (const ManifestInput &in : m.inputs)
+      if (index < 0 || int(in.index) == index)
+        setReplicaInput(store, *inputs, in, m.numMicrobatches, replicas(),
+                        replica);
+}
+
+const InputStore &Session::Impl::inputsOf(size_t i) const {
+  if (replicas() == 1)
+    return *inputs;
+  return replicaInputs.at(localRanks[i] / m.numRanks);
 }
 
 //===----------------------------------------------------------------------===//
@@ -614,7 +681,8 @@ Status Session::Impl::ensureRankState() {
   try {
     std::vector<std::map<int, ParameterState>> made(localRanks.size());
     for (size_t i = 0; i < localRanks.size(); ++i) {
-      RankContext init(localRanks[i], nullptr, &m, &*inputs, o.timeoutS);
+      RankContext init(localRanks[i] % m.numRanks, nullptr, &m, &inputsOf(i),
+                       o.timeoutS);
       init.initParameters(); // the initial weights: the inputs' values
       if (distributeState && state)
         for (auto &[index, st] : init.parameters) {
@@ -631,6 +699,10 @@ Status Session::Impl::ensureRankState() {
       made[i] = std::move(init.parameters);
     }
     rankParams = std::move(made);
+    // ZeRO-1: the shards are cut anew from this state at the next run.
+    for (auto &dpr : dataParallelRanks)
+      if (dpr)
+        dpr->sharded.reset();
   } catch (const std::exception &e) {
     return Status::error(2, e.what());
   }
@@ -665,12 +737,16 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
   const bool reuse =
       world.distributed() && commsReusable && !communicators.comms.empty();
   commsReusable = false;
+  const int P = m.numRanks, D = replicas();
   if (!reuse) {
+    // The split communicators go first: they refer to the run's.
+    pipelineComms.clear();
+    groupComms.clear();
     communicators.comms.clear();
     communicators.world.reset();
     try {
       communicators =
-          createCommunicators(commWorld, m.numRanks, localRanks, ro.timeoutS);
+          createCommunicators(commWorld, P * D, localRanks, ro.timeoutS);
     } catch (const std::exception &e) {
       communicators.comms.clear();
       status = Status::error(2, e.what());
@@ -678,13 +754,72 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     }
   }
   std::vector<std::unique_ptr<Communicator>> &comms = communicators.comms;
+  // "rank 1 (stage 1)"; with D > 1 "replica 1's rank 1 (stage 1)".
+  auto labelOf = [&](int g) {
+    return D > 1 ? "replica " + std::to_string(g / P) + "'s " +
+                       rankLabel(m, g % P)
+                 : rankLabel(m, g);
+  };
   if (!reuse) {
     std::vector<std::string> labels;
-    for (int r = 0; r < m.numRanks; ++r)
-      labels.push_back(rankLabel(m, r));
+    for (int g = 0; g < P * D; ++g)
+      labels.push_back(labelOf(g));
     for (auto &c : comms)
       c->describeRanks(labels);
   }
+  const bool withOutputs = !ro.outputDir.empty() || collectOutputs;
+  pipelineComms.resize(localRanks.size());
+  groupComms.resize(localRanks.size());
+  dataParallelRanks.resize(localRanks.size());
+  // One local rank's run: with D > 1 it first splits the run's
+  // communicator into its replica's pipeline and its data-parallel group
+  // (collectives: in loopback every rank's thread does it at once).
+  auto runSlot = [&](size_t i, RankPinning *pinning, RankProgress *progress) {
+    const int g = localRanks[i], r = g % P, d = g / P;
+    Communicator *pipeline = comms[i].get();
+    DataParallelRank *dpr = nullptr;
+    if (D > 1) {
+      try {
+        if (!pipelineComms[i]) {
+          pipelineComms[i] = comms[i]->split(d, r, ro.timeoutS);
+          groupComms[i] = comms[i]->split(r, d, ro.timeoutS);
+          std::vector<std::string> labels;
+          for (int k = 0; k < P; ++k)
+            labels.push_back(labelOf(d * P + k));
+          pipelineComms[i]->describeRanks(labels);
+        }
+      } catch (const std::exception &e) {
+        results[i].ok = false;
+        results[i].error = "rank " + std::to_string(g) + " (" + labelOf(g) +
+                           "): creating its replica's and its "
+                           "data-parallel group's communicators: " +
+                           e.what();
+        comms[i]->close();
+        return;
+      }
+      if (!dataParallelRanks[i])
+        dataParallelRanks[i] = std::make_unique<DataParallelRank>();
+      dpr = dataParallelRanks[i].get();
+      dpr->group = groupComms[i].get();
+      dpr->replicas = D;
+      dpr->replica = d;
+      dpr->zeroStage = ro.zeroStage;
+      dpr->bucketBytes = std::max<size_t>(
+          sizeof(double), size_t(ro.bucketMiB * 1024.0 * 1024.0));
+      pipeline = pipelineComms[i].get();
+    }
+    runRank(r, *pipeline, m, inputsOf(i), entries[size_t(r)], ro, stepsDone,
+            rankParams[i], gather, devices.empty() ? nullptr : &devices[i],
+            results[i], withOutputs, pinning, progress, dpr);
+    if (D > 1) {
+      // runRank closed the pipeline's communicator.
+      groupComms[i]->close();
+      comms[i]->close();
+      if (!results[i].ok)
+        results[i].error = "replica " + std::to_string(d) + ", " +
+                           results[i].error;
+    }
+  };
 
   // Kernel threads, before any kernel runs. Large buffers are kept by the
   // allocator instead of being mapped and unmapped on every call (each
@@ -694,7 +829,9 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
       ro.threads > 0
           ? ro.threads
           : defaultKernelThreads(usableCores(),
-                                 ranksOnThisNode(m, world.distributed()));
+                                 world.distributed()
+                                     ? ranksOnThisNode(m, true)
+                                     : int(localRanks.size()));
   if (kernelThreads != kernelThreadsSet) {
     setKernelThreads(kernelThreads);
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -702,8 +839,6 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     kernelThreadsSet = kernelThreads;
   }
 
-  bool withOutputs = !ro.outputDir.empty() || collectOutputs;
-  const InputStore &in = *inputs;
   // Rank 0 appends this run's losses to those of the steps before.
   const size_t lossesBefore = losses.size();
   size_t slot0 = localRanks.size();
@@ -716,9 +851,7 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     if (ro.pinRanks == "on" && !ro.quiet)
       std::cerr << "pipeopt-run: note: --pin-ranks pins the ranks of one "
                    "process (loopback); this process runs one rank\n";
-    runRank(localRanks[0], *comms[0], m, in, entries[localRanks[0]], ro,
-            stepsDone, rankParams[0], gather,
-            devices.empty() ? nullptr : &devices[0], results[0], withOutputs);
+    runSlot(0, nullptr, nullptr);
   } else {
     // --pin-ranks: by default only when the ranks outnumber the cores and
     // each has one kernel thread (a rank with more would keep them all on
@@ -758,10 +891,7 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     std::vector<std::thread> threads;
     for (size_t i = 0; i < localRanks.size(); ++i)
       threads.emplace_back([&, i] {
-        runRank(localRanks[i], *comms[i], m, in, entries[localRanks[i]], ro,
-                stepsDone, rankParams[i], gather,
-                devices.empty() ? nullptr : &devices[i], results[i],
-                withOutputs, pinning ? &*pinning : nullptr, &progress[i]);
+        runSlot(i, pinning ? &*pinning : nullptr, &progress[i]);
         {
           std::lock_guard<std::mutex> lock(doneMu);
           done[i] = true;
@@ -784,7 +914,11 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
           for (size_t i = 0; i < localRanks.size(); ++i)
             if (!done[i])
               printError(
-                  describeStuckRank(m, localRanks[i], progress[i], graceS));
+                  (D > 1 ? "replica " + std::to_string(localRanks[i] / P) +
+                               "'s "
+                         : std::string()) +
+                  describeStuckRank(m, localRanks[i] % P, progress[i],
+                                    graceS));
           std::fflush(stdout);
           std::fflush(stderr);
           std::_Exit(1);
@@ -1094,6 +1228,11 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
   if (Status st = impl->parameterIndex(index, p, in); !st)
     return st;
   const std::string name = parameterName(impl->m, index);
+  if (impl->o.zeroStage > 0)
+    return Status::error(
+        2, "setOptimizerState: " + name +
+               ": with --zero 1 the replicas hold shards of the optimizer "
+               "state; set it through a checkpoint (resume) instead");
   if (step < 0)
     return Status::error(2, "setOptimizerState: " + name +
                                 ": the step count must be >= 0, got " +

@@ -6,7 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DataParallel.h"
 #include "RunnerInternal.h"
+#include "ShardedOptimizer.h"
 #include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
@@ -60,6 +62,14 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                " (asynchronous updates need every microbatch's)";
     return "";
   }
+  // Data parallelism: every sum becomes the total over the D replicas
+  // (the buckets started during the step; DataParallel.h), or, with
+  // ZeRO-1, is reduce-scattered after the exchange below.
+  DataParallelRank *dp = ctx.dataParallel;
+  const bool zero = dp && dp->zeroStage > 0;
+  if (dp)
+    dp->finishStep(ctx, step, timeoutS);
+  std::map<int, std::vector<double>> zeroSums;
   for (auto &[index, st] : ctx.parameters) {
     const std::vector<int> &ranks = st.param->ranks;
     // cuda builds: the sums are on the device. A parameter of one rank is
@@ -164,8 +174,19 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       d.hostMeanGrad = false;
       continue;
     }
-    for (double &x : total)
-      x /= double(M);
+    if (zero) {
+      zeroSums[index] = std::move(total);
+      continue;
+    }
+    if (dp) {
+      // The mean over the D x M microbatches of the global batch.
+      const double scale = 1.0 / (double(M) * double(dp->replicas));
+      for (double &x : total)
+        x *= scale;
+    } else {
+      for (double &x : total)
+        x /= double(M);
+    }
     if (onDevice) {
       DeviceParameterState &d = *st.device;
       ctx.device->copy(d.gradSum.data(), total.data(), sumBytes);
@@ -179,6 +200,25 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     optimizerStep(m.training, w, total, st.optimizer);
     doublesToTensor(w, st.value);
     st.meanGrad = std::move(total);
+  }
+  if (zero) {
+    // ZeRO-1: reduce-scatter, this replica's shard of the update,
+    // all-gather of the weights (ShardedOptimizer.h).
+    std::map<int, std::vector<double>> weights;
+    for (auto &[index, st] : ctx.parameters)
+      weights[index] = tensorToDoubles(st.value);
+    try {
+      dp->sharded->step(*dp->group, m.training, zeroSums, weights,
+                        1.0 / (double(M) * double(dp->replicas)), timeoutS);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError("step " + std::to_string(step) +
+                         ": the ZeRO-1 update over replicas 0.." +
+                         std::to_string(dp->replicas - 1) + ": " + e.what());
+    }
+    for (auto &[index, st] : ctx.parameters) {
+      doublesToTensor(weights.at(index), st.value);
+      st.meanGrad.clear(); // the shards' parts: ShardedOptimizer::gather
+    }
   }
   return "";
 }
@@ -292,6 +332,59 @@ std::string gatherParameters(RankContext &ctx, Communicator &comm,
   return error;
 }
 
+/// ZeRO-1 at the start of a run: a rank without its ShardedOptimizer yet
+/// (the first run, or the caller made its state anew: resume, a failed
+/// run, setOptimizerState) creates it from its parameters' full optimizer
+/// state (empty before the first step) and keeps its shard of it; the
+/// full copies are dropped.
+void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
+  if (dp.sharded)
+    return;
+  std::map<int, size_t> sizes;
+  std::map<int, OptimizerState> full;
+  for (auto &[index, st] : ctx.parameters) {
+    sizes[index] = size_t(numElements(st.value.shape));
+    full[index] = std::move(st.optimizer);
+    st.optimizer = OptimizerState();
+  }
+  dp.sharded = std::make_shared<ShardedOptimizer>(sizes, dp.replicas,
+                                                  dp.replica);
+  dp.sharded->load(full);
+}
+
+/// gatherParameters for a run that may have data-parallel replicas: with
+/// ZeRO-1 the replicas first gather their shards of the optimizer state
+/// and mean gradient to replica 0 (a collective of the data-parallel
+/// group); then replica 0 gathers as one pipeline does, and the other
+/// replicas, whose copies are the same, return at once.
+std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
+                                    const Manifest &m, int step,
+                                    bool withState, double timeoutS,
+                                    std::map<int, GatheredParameter> *out) {
+  DataParallelRank *dp = ctx.dataParallel;
+  if (!dp)
+    return gatherParameters(ctx, comm, m, step, withState, timeoutS, out);
+  const bool zero = dp->zeroStage > 0 && withState;
+  if (zero) {
+    auto full = dp->sharded->gather(*dp->group, timeoutS);
+    for (auto &[index, sm] : full) {
+      ParameterState &st = ctx.parameters.at(index);
+      st.optimizer = std::move(sm.first);
+      st.meanGrad = std::move(sm.second);
+    }
+  }
+  std::string error;
+  if (dp->replica == 0)
+    error = gatherParameters(ctx, comm, m, step, withState, timeoutS, out);
+  if (zero)
+    for (auto &[index, st] : ctx.parameters) {
+      // The shards stay the state; the full copy was for the gathering.
+      st.optimizer = OptimizerState();
+      st.meanGrad.clear();
+    }
+  return error;
+}
+
 /// The end of one training step of a build with parameters, after the
 /// entry point returned and the rank's sends completed: the gradient
 /// reduction and optimizer update, then the step's loss and time to rank 0,
@@ -334,11 +427,35 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
     count += v[1];
     slowest = std::max(slowest, v[2]);
   }
+  double microbatches = double(m.numMicrobatches);
+  if (DataParallelRank *dp = ctx.dataParallel) {
+    // Rank 0 of every replica: the replicas' loss sums, counts and times,
+    // added in replica order (the same bits everywhere).
+    std::vector<double> mineAll = {sum, count, slowest};
+    std::vector<double> every(3 * size_t(dp->replicas));
+    auto request = dp->group->startAllGather(mineAll.data(), every.data(),
+                                             3 * sizeof(double));
+    try {
+      request->wait(2 * o.timeoutS);
+    } catch (const RuntimeError &e) {
+      throw RuntimeError("collecting the loss of step " + std::to_string(step) +
+                         " from the rank 0 of every replica: " + e.what());
+    }
+    sum = count = 0;
+    for (int d = 0; d < dp->replicas; ++d) {
+      sum += every[3 * size_t(d)];
+      count += every[3 * size_t(d) + 1];
+      slowest = std::max(slowest, every[3 * size_t(d) + 2]);
+    }
+    microbatches *= double(dp->replicas);
+    if (dp->replica != 0)
+      return true; // replica 0 keeps the losses and prints
+  }
   if (!measured)
     return true;
   float loss = std::nanf("");
   if (lossIndex >= 0 && count > 0)
-    loss = float(sum / double(m.numMicrobatches));
+    loss = float(sum / microbatches);
   result.losses.push_back(loss);
   if (!o.quiet) {
     char line[256];

@@ -18,10 +18,16 @@ Prints one line per combination:
 and, per mismatching file, pipeopt-npy-diff's FAIL line; exits 1 if any
 combination fails. Tools are taken from PATH (lit puts build/bin there).
 
+With --data-parallel D the pipelined builds run D replicas
+(pipeopt-run --data-parallel D, D x R ranks; --zero 0,1 also with ZeRO-1)
+on the global batch of D x M microbatches, and the reference is the
+unpartitioned step over those D x M microbatches: the gradient averaged
+over the replicas equals the reference's mean over the global batch.
+
 Usage: train-matrix.py MODEL WORKDIR --loss mse [--microbatch-args LIST]
          [--schedules a,b] [--ranks 2,4] [--microbatches 4,8]
          [--optimizers sgd,adamw] [--comms loopback,mpi] [--mpirun CMD]
-         [--steps 3] [--seed N]
+         [--steps 3] [--seed N] [--data-parallel D] [--zero 0,1]
 """
 
 import argparse
@@ -76,6 +82,11 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data-parallel", type=int, default=1,
+                    help="replicas D of every pipelined build "
+                         "(pipeopt-run --data-parallel)")
+    ap.add_argument("--zero", default="0",
+                    help="ZeRO stages to run with D > 1 (0, 1 or 0,1)")
     ap.add_argument("--pipelined-extra", default="",
                     help="extra pipeopt-compile flags for the pipelined builds "
                          "only (a deliberately wrong build: the comparison "
@@ -94,13 +105,15 @@ def main():
     if a.microbatch_args is not None:
         common += ["--microbatch-args", a.microbatch_args]
     failures = 0
+    D = a.data_parallel
+    zeros = [int(z) for z in a.zero.split(",")] if D > 1 else [0]
     for m in [int(x) for x in a.microbatches.split(",")]:
         for opt in a.optimizers.split(","):
-            ref = os.path.join(a.work, "ref-m%d-%s" % (m, opt))
+            ref = os.path.join(a.work, "ref-m%d-%s" % (D * m, opt))
             must(["pipeopt-compile", *common, "--reference",
-                  "--num-microbatches", str(m), *OPTIMIZERS[opt],
+                  "--num-microbatches", str(D * m), *OPTIMIZERS[opt],
                   "-o", ref + ".so"])
-            inputs = os.path.join(a.work, "in-m%d" % m)
+            inputs = os.path.join(a.work, "in-m%d" % (D * m))
             if not os.path.isdir(inputs):
                 must(["pipeopt-npy-diff", "--make-inputs",
                       ref + ".manifest.json", inputs, "--seed", str(a.seed)])
@@ -145,17 +158,25 @@ def main():
                         print("%s: %d ranks, expected %d" % (name, ranks, r))
                         failures += 1
                         continue
-                    for comm in a.comms.split(","):
-                        out_dir = os.path.join(a.work, name + "-" + comm)
+                    for comm, zero in [(c, z) for c in a.comms.split(",")
+                                       for z in zeros]:
+                        dp = []
+                        suffix = ""
+                        if D > 1:
+                            dp = ["--data-parallel", str(D), "--zero",
+                                  str(zero)]
+                            suffix = " dp=%d zero=%d" % (D, zero)
+                        out_dir = os.path.join(a.work, "%s-%s-d%d-z%d" % (
+                            name, comm, D, zero))
                         cmd = ["pipeopt-run", so, "--steps", str(a.steps),
                                "--quiet", "--timeout-s", "60",
-                               "--output-dir", out_dir, *feed]
+                               "--output-dir", out_dir, *dp, *feed]
                         if comm == "mpi":
-                            cmd = shlex.split(a.mpirun) + ["-np", str(r)] + \
-                                cmd + ["--comm", "mpi"]
+                            cmd = shlex.split(a.mpirun) + \
+                                ["-np", str(r * D)] + cmd + ["--comm", "mpi"]
                         rc, out = run(cmd)
-                        label = "%s ranks=%d microbatches=%d %s %s" % (
-                            sched, r, m, opt, comm)
+                        label = "%s ranks=%d microbatches=%d %s %s%s" % (
+                            sched, r, m, opt, comm, suffix)
                         if rc != 0:
                             print("%s: run FAILED\n%s" % (label, out))
                             failures += 1

@@ -30,6 +30,7 @@ namespace rt {
 
 class Device;
 struct DeviceParameterState;
+struct DataParallelRank;
 
 /// Model inputs shared (read-only) by all ranks of a process.
 class InputStore {
@@ -230,6 +231,11 @@ public:
   int64_t stashBytes = 0;
   int64_t stashPeakBytes = 0;
   bool stashUsed = false;
+
+  /// With --data-parallel D > 1: this rank's part in its data-parallel
+  /// group (the gradient all-reduce buckets; runtime/lib/DataParallel.h).
+  /// Null otherwise. Not owned.
+  DataParallelRank *dataParallel = nullptr;
 
   /// To be called before every call of the entry point (zeroes the
   /// gradient sums, on the device in device mode).

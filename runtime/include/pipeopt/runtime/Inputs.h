@@ -109,6 +109,18 @@ void checkClassIndices(const ManifestInput &input, const HostTensor &t,
 HostTensor randomInput(const ManifestInput &input, int numMicrobatches,
                        uint64_t seed);
 
+/// Data parallelism (--data-parallel D): sets input `meta` of replica
+/// `replica`'s store `out` (a build of `numMicrobatches` = M) from `global`,
+/// the store of the whole run, built for D x M microbatches (loadInputs
+/// with the manifest's num_microbatches multiplied by D). A microbatched
+/// input's [D*M, ...shape] gives the replica microbatches [replica*M,
+/// (replica+1)*M); a dataset [N, D*M, ...shape] gives that part of every
+/// step's slice. Other inputs are copied. Does nothing when `global` lacks
+/// the input.
+void setReplicaInput(InputStore &out, const InputStore &global,
+                     const ManifestInput &meta, int numMicrobatches,
+                     int replicas, int replica);
+
 /// Seed of model input `index` for the run seed `seed` (pipeopt-run --seed).
 uint64_t inputSeed(uint64_t seed, int64_t index);
 

@@ -76,6 +76,24 @@ struct RunOptions {
   /// step (counted from 1 like --checkpoint-every). -1: no fault.
   int faultKillRank = -1;
   int faultKillStep = 0;
+  /// --data-parallel D: D replicas of the build's P-rank pipeline on D x P
+  /// ranks (global rank g = d * P + r: replica d, pipeline rank r, the
+  /// simulator's layout). Each replica takes the d-th of D equal
+  /// consecutive parts of every microbatched input's global batch; each
+  /// stage's gradients are averaged over its D replicas with the
+  /// communicator's all-reduce before the optimizer (docs/Runtime.md,
+  /// "Data parallelism"). 1: one pipeline.
+  int dataParallel = 1;
+  /// --zero 1: ZeRO stage 1 (Rajbhandari et al., SC 2020, section 5.1):
+  /// each replica keeps and updates 1/D of its ranks' optimizer state
+  /// (reduce-scatter of the gradient sums, the optimizer over its shard,
+  /// all-gather of the weights) instead of all-reducing the gradients and
+  /// updating every element on every replica. 0: off. Needs D > 1.
+  int zeroStage = 0;
+  /// --bucket-mb: the largest all-reduce bucket of data-parallel gradient
+  /// sums, in MiB of f64 sums (a bucket otherwise closes with the action
+  /// that completed its last gradient).
+  double bucketMiB = 25;
 };
 
 /// Parses the command line; throws RuntimeError with a usage hint on error.
@@ -98,6 +116,13 @@ std::string outputFileName(const ManifestOutput &output,
 /// two outputs may get the same file. Throws RuntimeError naming the
 /// problem (pipeopt-run exits with 2).
 void checkTrainingOptions(const Manifest &manifest, const RunOptions &options);
+/// Checks --data-parallel, --zero and --bucket-mb against the manifest
+/// (checkTrainingOptions calls it): D > 1 needs a cpu training build with
+/// parameters and a synchronous schedule (an asynchronous one updates
+/// each parameter as its gradients arrive, which D replicas cannot agree
+/// on); --zero 1 needs D > 1. Throws RuntimeError naming the problem.
+void checkDataParallelOptions(const Manifest &manifest,
+                              const RunOptions &options);
 /// The CUDA device of each of `localRanks` of a cuda build, out of
 /// `count` visible devices. `listed` is --devices (empty: 0..count-1).
 /// In one process (loopback, single-process NCCL) rank r gets
