@@ -355,5 +355,32 @@ Message Communicator::recvDevice(int src, const Device &, double timeoutS) {
   return recv(src, timeoutS);
 }
 
+// Sub-communicators and collectives: a backend without them says so.
+CollectiveRequest::~CollectiveRequest() = default;
+
+static RuntimeError unsupported(const Communicator &c, const char *what) {
+  return RuntimeError(std::string(what) + " is not supported by the " +
+                      c.name() + " communicator");
+}
+
+std::unique_ptr<Communicator> Communicator::split(int, int, double) {
+  throw unsupported(*this, "split");
+}
+
+std::unique_ptr<CollectiveRequest> Communicator::startAllReduceSum(double *,
+                                                                   size_t) {
+  throw unsupported(*this, "all-reduce");
+}
+
+std::unique_ptr<CollectiveRequest>
+Communicator::startReduceScatterSum(const double *, double *, size_t) {
+  throw unsupported(*this, "reduce-scatter");
+}
+
+std::unique_ptr<CollectiveRequest>
+Communicator::startAllGather(const void *, void *, size_t) {
+  throw unsupported(*this, "all-gather");
+}
+
 } // namespace rt
 } // namespace pipeopt

@@ -20,6 +20,16 @@
 // progress for the whole grace period; the timeout error names them (with
 // their stages) and quotes the others' answers.
 //
+// Sub-communicators (split: MPI_Comm_split of the private duplicate, after
+// an MPI_Ibarrier polled with the timeout, so that a rank that never joins
+// gives a TimeoutError rather than a hang) share the status queries of the
+// communicator they were split from, ultimately of the one over
+// MPI_COMM_WORLD (the root): their waits answer the root's queries, say
+// what they wait for in the root's ranks, and their timeouts query every
+// rank of the job. Collectives are MPI_Iallreduce, MPI_Ireduce_scatter_block
+// and MPI_Iallgather; a request's wait polls MPI_Test against a deadline
+// (answering status queries meanwhile) like recv.
+//
 //===----------------------------------------------------------------------===//
 
 #include "pipeopt/runtime/Communicator.h"
@@ -126,8 +136,55 @@ std::string seconds(double s) {
   return buf;
 }
 
-class MpiCommunicator : public Communicator {
+class MpiCommunicator;
+
+/// A started MPI collective (MPI_I*), completed by polling MPI_Test.
+class MpiRequest : public CollectiveRequest {
 public:
+  MpiRequest(MpiCommunicator &c, std::string what)
+      : c(c), what(std::move(what)) {}
+  /// MPI cannot cancel or free a started collective: an abandoned one
+  /// stays outstanding (the run is failing by then).
+  ~MpiRequest() override = default;
+  void wait(double timeoutS) override;
+  bool test() override;
+
+  MPI_Request request = MPI_REQUEST_NULL;
+  /// A copy of the input where it overlaps the output (MPI forbids that).
+  std::vector<uint8_t> sendCopy;
+
+private:
+  MpiCommunicator &c;
+  std::string what; ///< "all-reduce #3 of 5 doubles"
+  bool done = false;
+  std::string error;
+};
+
+class MpiCommunicator : public Communicator {
+  friend class MpiRequest;
+
+public:
+  /// A sub-communicator over `sub` (owned from now on), split from a
+  /// communicator whose root (the one over MPI_COMM_WORLD) is `root`.
+  MpiCommunicator(MPI_Comm sub, MpiCommunicator &root)
+      : comm(sub), root(&root) {
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    checkMpi(MPI_Comm_rank(comm, &myRank), "MPI_Comm_rank");
+    checkMpi(MPI_Comm_size(comm, &mySize), "MPI_Comm_size");
+    MPI_Group mine, theirs;
+    checkMpi(MPI_Comm_group(comm, &mine), "MPI_Comm_group");
+    checkMpi(MPI_Comm_group(root.comm, &theirs), "MPI_Comm_group");
+    std::vector<int> ranks(static_cast<size_t>(mySize));
+    for (int r = 0; r < mySize; ++r)
+      ranks[size_t(r)] = r;
+    rootRanks.resize(size_t(mySize));
+    int rc = MPI_Group_translate_ranks(mine, mySize, ranks.data(), theirs,
+                                       rootRanks.data());
+    MPI_Group_free(&mine);
+    MPI_Group_free(&theirs);
+    checkMpi(rc, "MPI_Group_translate_ranks");
+  }
+
   MpiCommunicator() {
     checkMpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm), "MPI_Comm_dup");
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
@@ -151,16 +208,20 @@ public:
     MPI_Finalized(&finalized);
     if (!finalized) {
       MPI_Comm_free(&comm);
-      MPI_Comm_free(&faultComm);
+      if (faultComm != MPI_COMM_NULL)
+        MPI_Comm_free(&faultComm);
     }
   }
 
   void describeRanks(const std::vector<std::string> &labels) override {
-    if (labels.size() == size_t(mySize))
+    // A sub-communicator names its ranks with the root's labels.
+    if (!root && labels.size() == size_t(mySize))
       rankLabels = labels;
   }
 
   void fail(const std::string &error, double graceS) override {
+    if (root)
+      return root->fail(error, graceS);
     failedWith = error.empty() ? std::string("failed") : error;
     Deadline linger(graceS);
     while (!linger.expired()) {
@@ -189,7 +250,7 @@ public:
     std::memcpy(p.buffer.data(), &header, sizeof(MessageHeader));
     if (bytes)
       std::memcpy(p.buffer.data() + sizeof(MessageHeader), data, bytes);
-    lastSent = describeMessage(header) + " to " + label(dst);
+    faults().lastSent = describeMessage(header) + " to " + label(dst);
     int rc = MPI_Isend(p.buffer.data(), int(total), MPI_BYTE, dst, kTag, comm,
                        &p.request);
     if (rc != MPI_SUCCESS) {
@@ -239,7 +300,7 @@ public:
     Message m;
     std::memcpy(&m.header, buf.data(), sizeof(MessageHeader));
     m.payload.assign(buf.begin() + sizeof(MessageHeader), buf.begin() + count);
-    lastReceived[size_t(src)] = describeMessage(m.header);
+    faults().lastReceived[size_t(toRoot(src))] = describeMessage(m.header);
     return m;
   }
 
@@ -266,7 +327,103 @@ public:
     }
   }
 
+  std::unique_ptr<Communicator> split(int color, int key,
+                                      double timeoutS) override {
+    if (color < 0)
+      throw RuntimeError("MPI: split with color " + std::to_string(color) +
+                         " (colors must be >= 0; every rank joins a new "
+                         "communicator)");
+    // MPI_Comm_split has no timeout: first make sure every rank has come
+    // this far (a nonblocking barrier, polled with the timeout), after which
+    // the split cannot hang.
+    {
+      MpiRequest barrier(*this, "the barrier before split #" +
+                                    std::to_string(nextCollective++));
+      checkMpi(MPI_Ibarrier(comm, &barrier.request), "MPI_Ibarrier");
+      barrier.wait(timeoutS);
+    }
+    MPI_Comm sub = MPI_COMM_NULL;
+    checkMpi(MPI_Comm_split(comm, color, key, &sub), "MPI_Comm_split");
+    return std::make_unique<MpiCommunicator>(sub, root ? *root : *this);
+  }
+
+  std::unique_ptr<CollectiveRequest> startAllReduceSum(double *data,
+                                                       size_t count) override {
+    checkCount(count, "all-reduce");
+    auto req = std::make_unique<MpiRequest>(
+        *this, "all-reduce #" + std::to_string(nextCollective++) + " of " +
+                   std::to_string(count) + " doubles" + ofSub());
+    checkMpi(MPI_Iallreduce(MPI_IN_PLACE, data, int(count), MPI_DOUBLE, MPI_SUM,
+                            comm, &req->request),
+             "MPI_Iallreduce");
+    return req;
+  }
+
+  std::unique_ptr<CollectiveRequest>
+  startReduceScatterSum(const double *send, double *recv,
+                        size_t blockCount) override {
+    checkCount(blockCount * size_t(mySize), "reduce-scatter");
+    auto req = std::make_unique<MpiRequest>(
+        *this, "reduce-scatter #" + std::to_string(nextCollective++) + " of " +
+                   std::to_string(blockCount) + "-double blocks" + ofSub());
+    const void *in = send;
+    size_t inBytes = blockCount * size_t(mySize) * sizeof(double);
+    if (overlap(send, inBytes, recv, blockCount * sizeof(double))) {
+      req->sendCopy.assign(static_cast<const uint8_t *>(in),
+                           static_cast<const uint8_t *>(in) + inBytes);
+      in = req->sendCopy.data();
+    }
+    checkMpi(MPI_Ireduce_scatter_block(in, recv, int(blockCount), MPI_DOUBLE,
+                                       MPI_SUM, comm, &req->request),
+             "MPI_Ireduce_scatter_block");
+    return req;
+  }
+
+  std::unique_ptr<CollectiveRequest>
+  startAllGather(const void *send, void *recv, size_t blockBytes) override {
+    checkCount(blockBytes * size_t(mySize), "all-gather");
+    auto req = std::make_unique<MpiRequest>(
+        *this, "all-gather #" + std::to_string(nextCollective++) + " of " +
+                   std::to_string(blockBytes) + "-byte blocks" + ofSub());
+    uint8_t *out = static_cast<uint8_t *>(recv);
+    const void *in = send;
+    if (blockBytes && in == out + size_t(myRank) * blockBytes) {
+      in = MPI_IN_PLACE;
+    } else if (overlap(send, blockBytes, recv, blockBytes * size_t(mySize))) {
+      req->sendCopy.assign(static_cast<const uint8_t *>(send),
+                           static_cast<const uint8_t *>(send) + blockBytes);
+      in = req->sendCopy.data();
+    }
+    checkMpi(MPI_Iallgather(in, int(blockBytes), MPI_BYTE, recv,
+                            int(blockBytes), MPI_BYTE, comm, &req->request),
+             "MPI_Iallgather");
+    return req;
+  }
+
 private:
+  /// The communicator whose status queries this one answers and asks.
+  MpiCommunicator &faults() { return root ? *root : *this; }
+  /// This communicator's rank `r` in the root.
+  int toRoot(int r) const { return root ? rootRanks[size_t(r)] : r; }
+  /// " of a 2-rank sub-communicator" for a sub-communicator, else "".
+  std::string ofSub() const {
+    return root ? " of a " + std::to_string(mySize) + "-rank sub-communicator"
+                : std::string();
+  }
+  static bool overlap(const void *a, size_t aBytes, const void *b,
+                      size_t bBytes) {
+    auto pa = reinterpret_cast<uintptr_t>(a);
+    auto pb = reinterpret_cast<uintptr_t>(b);
+    return aBytes && bBytes && pa < pb + bBytes && pb < pa + aBytes;
+  }
+  static void checkCount(size_t count, const char *what) {
+    if (count > size_t(INT_MAX))
+      throw RuntimeError(std::string("MPI: an ") + what + " of " +
+                         std::to_string(count) +
+                         " elements exceeds MPI's int count limit (" +
+                         std::to_string(INT_MAX) + ")");
+  }
+
   struct Pending {
     int dst = -1;
     MPI_Request request = MPI_REQUEST_NULL;
@@ -274,17 +431,25 @@ private:
   };
 
   /// What this rank waits for, while it waits (for answers to queries).
+  /// (Recorded in the root, in its ranks.) `peer` -1: waiting in a
+  /// collective, `what` says which.
   struct Waiting {
     MpiCommunicator &c;
-    Waiting(MpiCommunicator &c, int peer, const char *what) : c(c) {
-      c.waitPeer = peer;
+    Waiting(MpiCommunicator &self, int peer, const std::string &what)
+        : c(self.faults()) {
+      c.waitPeer = peer < 0 ? -1 : self.toRoot(peer);
       c.waitWhat = what;
       c.waitSince = activeSeconds();
     }
-    ~Waiting() { c.waitPeer = -1; }
+    ~Waiting() {
+      c.waitPeer = -1;
+      c.waitWhat.clear();
+    }
   };
 
   std::string label(int r) const {
+    if (root)
+      return root->label(toRoot(r));
     if (size_t(r) < rankLabels.size() && !rankLabels[size_t(r)].empty())
       return rankLabels[size_t(r)];
     return "rank " + std::to_string(r);
@@ -303,6 +468,9 @@ private:
          << (lastReceived[size_t(waitPeer)].empty()
                  ? std::string("none")
                  : lastReceived[size_t(waitPeer)]);
+    } else if (!waitWhat.empty()) {
+      os << "waiting " << seconds(activeSeconds() - waitSince) << " in "
+         << waitWhat;
     } else {
       os << "answering (not waiting for a peer)";
     }
@@ -313,6 +481,8 @@ private:
 
   /// Answers every status query that has arrived (without blocking).
   void answerQueries() {
+    if (root)
+      return root->answerQueries();
     for (auto it = faultSends.begin(); it != faultSends.end();) {
       int done = 0;
       MPI_Test(&it->request, &done, MPI_STATUS_IGNORE);
@@ -348,6 +518,8 @@ private:
   /// returns "; ..." naming the ranks that did not answer (made no
   /// progress) and what the others said.
   std::string diagnose(double timeoutS) {
+    if (root)
+      return root->diagnose(timeoutS);
     if (mySize < 2)
       return "";
     double graceS = statusGraceS(timeoutS);
@@ -431,9 +603,54 @@ private:
   std::string lastSent;
   std::string failedWith; ///< set by fail()
   int waitPeer = -1;
-  const char *waitWhat = "";
+  std::string waitWhat;
   double waitSince = 0;
+  /// A sub-communicator: the root whose status queries it shares, and its
+  /// ranks there ([rank]); null/empty for the root itself.
+  MpiCommunicator *root = nullptr;
+  std::vector<int> rootRanks;
+  uint64_t nextCollective = 0; ///< numbers collectives in errors
 };
+
+void MpiRequest::wait(double timeoutS) {
+  if (done)
+    return;
+  if (!error.empty())
+    throw RuntimeError(error);
+  Deadline deadline(timeoutS);
+  MpiCommunicator::Waiting waiting(c, -1, what);
+  for (int spin = 0;; ++spin) {
+    if (test())
+      return;
+    c.answerQueries();
+    if (deadline.expired()) {
+      std::ostringstream os;
+      os << "timed out after " << timeoutS << " s in " << what
+         << " (a rank stalled, died or never starts this collective)"
+         << c.diagnose(timeoutS);
+      error = os.str();
+      throw TimeoutError(error);
+    }
+    if (spin > 200)
+      std::this_thread::sleep_for(
+          std::chrono::microseconds(spin > 2000 ? 1000 : 50));
+  }
+}
+
+bool MpiRequest::test() {
+  if (done)
+    return true;
+  if (!error.empty())
+    throw RuntimeError(error);
+  int flag = 0;
+  int rc = MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) {
+    error = "MPI: MPI_Test of " + what + " failed: " + mpiErrorString(rc);
+    throw RuntimeError(error);
+  }
+  done = flag != 0;
+  return done;
+}
 } // namespace
 
 std::unique_ptr<Communicator> createMpiCommunicator() {

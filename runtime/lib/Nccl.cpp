@@ -27,6 +27,19 @@
 // header crosses host<->device. Sends still return when the peer has
 // received (rendezvous, as for host payloads).
 //
+// Collectives (untested on a GPU: this machine has none; written against
+// nccl.h of NCCL 2.28, whose constants and signatures NcclAbiCheck.cpp
+// checks at build time): the host input is copied into a device buffer of
+// the request's own (cudaMemcpy), the collective runs in place on the
+// communicator's stream (ncclAllReduce; ncclReduceScatter with the output
+// at this rank's block of the input; ncclAllGather with the input at this
+// rank's block of the output), an event recorded after it marks
+// completion; wait/test poll the event (with a deadline, aborting the
+// communicator on timeout like the point-to-point waits) and copy the
+// result to the host output. split is ncclCommSplit (NCCL >= 2.18, looked
+// up at run time: a clear error without it); it is blocking, with no
+// timeout of its own.
+//
 // NCCL does not allow two ranks of one communicator on the same GPU
 // ("Duplicate GPU detected", ncclInvalidUsage); a rank may however send to
 // itself: a self-send is queued on the host and executed together with the
@@ -68,6 +81,8 @@ constexpr int kCudaMemcpyDeviceToHost = 2;
 constexpr int kNcclSuccess = 0;
 constexpr int kNcclInProgress = 7;
 constexpr int kNcclUint8 = 1;
+constexpr int kNcclFloat64 = 8;
+constexpr int kNcclSum = 0;
 /// ncclSend/ncclRecv appeared in NCCL 2.7.0.
 constexpr int kMinNcclVersion = 2700;
 
@@ -84,13 +99,16 @@ constexpr unsigned kCudaEventDisableTiming = 0x02;
   X(cudaEventCreateWithFlags, int, (void **, unsigned))                        \
   X(cudaEventRecord, int, (void *, void *))                                    \
   X(cudaStreamWaitEvent, int, (void *, void *, unsigned))                      \
-  X(cudaEventDestroy, int, (void *))
+  X(cudaEventDestroy, int, (void *))                                           \
+  X(cudaEventQuery, int, (void *))
 
 struct Symbols {
 #define PIPEOPT_CUDA_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
 #define PIPEOPT_NCCL_SYM(Name, Ret, Params) Ret(*Name) Params = nullptr;
 #include "cuda/NcclSymbols.def"
   PIPEOPT_NCCL_DEVICE_SYMS(PIPEOPT_CUDA_SYM_FIELD)
+  /// ncclCommSplit (NCCL >= 2.18), or null: optional.
+  int (*ncclCommSplit)(void *, int, int, void **, void *) = nullptr;
   std::string error; ///< empty if everything loaded
   int ncclVersion = 0;
   int cudaVersion = 0;
@@ -159,6 +177,9 @@ Symbols loadSymbols() {
     return s;
   }
   s.cudaRuntimeGetVersion(&s.cudaVersion);
+  s.ncclCommSplit =
+      reinterpret_cast<int (*)(void *, int, int, void **, void *)>(
+          dlsym(nccl, "ncclCommSplit"));
   return s;
 }
 
@@ -192,7 +213,35 @@ void checkNccl(int rc, const char *what) {
   }
 }
 
+class NcclCommunicator;
+
+/// A started NCCL collective (see the file comment).
+class NcclRequest : public CollectiveRequest {
+public:
+  NcclRequest(NcclCommunicator &c, std::string what)
+      : c(c), what(std::move(what)) {}
+  ~NcclRequest() override;
+  void wait(double timeoutS) override;
+  bool test() override;
+
+  void *dev = nullptr;   ///< the device buffer (input and output)
+  void *event = nullptr; ///< recorded after the collective
+  void *hostOut = nullptr;
+  size_t outOffset = 0, outBytes = 0; ///< the output within dev
+
+private:
+  /// Copies the result to the host once the event has completed.
+  bool finishIfReady();
+
+  NcclCommunicator &c;
+  std::string what;
+  bool done = false;
+  std::string error;
+};
+
 class NcclCommunicator : public Communicator {
+  friend class NcclRequest;
+
 public:
   NcclCommunicator(int rank, int size, const NcclId &id, int device)
       : s(requireSymbols()), myRank(rank), mySize(size), device(device) {
@@ -200,6 +249,15 @@ public:
     NcclUniqueIdRaw raw;
     std::memcpy(raw.internal, id.data(), sizeof(raw.internal));
     checkNccl(s.ncclCommInitRank(&comm, size, raw, rank), "ncclCommInitRank");
+    checkCuda(s.cudaStreamCreate(&stream), "cudaStreamCreate");
+  }
+  /// A sub-communicator over `sub` (from ncclCommSplit; owned from now on)
+  /// on the same device.
+  NcclCommunicator(void *sub, int device)
+      : s(requireSymbols()), myRank(0), mySize(1), device(device), comm(sub) {
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    checkNccl(s.ncclCommUserRank(comm, &myRank), "ncclCommUserRank");
+    checkNccl(s.ncclCommCount(comm, &mySize), "ncclCommCount");
     checkCuda(s.cudaStreamCreate(&stream), "cudaStreamCreate");
   }
   ~NcclCommunicator() override {
@@ -366,8 +424,98 @@ public:
     return m;
   }
 
+  std::unique_ptr<Communicator> split(int color, int key, double) override {
+    checkUsable();
+    if (color < 0)
+      throw RuntimeError("NCCL: split with color " + std::to_string(color) +
+                         " (colors must be >= 0; every rank joins a new "
+                         "communicator)");
+    if (!s.ncclCommSplit)
+      throw RuntimeError("NCCL: split needs ncclCommSplit (NCCL >= 2.18), "
+                         "which this libnccl (version " +
+                         std::to_string(s.ncclVersion) +
+                         ") lacks; install a newer NCCL or set "
+                         "PIPEOPT_NCCL_LIBRARY");
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    void *sub = nullptr;
+    checkNccl(s.ncclCommSplit(comm, color, key, &sub, nullptr),
+              "ncclCommSplit");
+    return std::make_unique<NcclCommunicator>(sub, device);
+  }
+
+  std::unique_ptr<CollectiveRequest> startAllReduceSum(double *data,
+                                                       size_t count) override {
+    size_t bytes = count * sizeof(double);
+    auto req = begin("all-reduce", count, " doubles", bytes, data, bytes);
+    if (bytes)
+      checkCuda(s.cudaMemcpy(req->dev, data, bytes, kCudaMemcpyHostToDevice),
+                "cudaMemcpy(H2D)");
+    checkNccl(s.ncclAllReduce(req->dev, req->dev, count, kNcclFloat64, kNcclSum,
+                              comm, stream),
+              "ncclAllReduce");
+    return end(std::move(req));
+  }
+
+  std::unique_ptr<CollectiveRequest>
+  startReduceScatterSum(const double *send, double *recv,
+                        size_t blockCount) override {
+    size_t block = blockCount * sizeof(double);
+    auto req = begin("reduce-scatter", blockCount, "-double blocks",
+                     block * size_t(mySize), recv, block);
+    req->outOffset = block * size_t(myRank);
+    if (block)
+      checkCuda(s.cudaMemcpy(req->dev, send, block * size_t(mySize),
+                             kCudaMemcpyHostToDevice),
+                "cudaMemcpy(H2D)");
+    // In place: the output is this rank's block of the input.
+    checkNccl(s.ncclReduceScatter(
+                  req->dev, static_cast<char *>(req->dev) + req->outOffset,
+                  blockCount, kNcclFloat64, kNcclSum, comm, stream),
+              "ncclReduceScatter");
+    return end(std::move(req));
+  }
+
+  std::unique_ptr<CollectiveRequest>
+  startAllGather(const void *send, void *recv, size_t blockBytes) override {
+    size_t all = blockBytes * size_t(mySize);
+    auto req = begin("all-gather", blockBytes, "-byte blocks", all, recv, all);
+    char *mine = static_cast<char *>(req->dev) + blockBytes * size_t(myRank);
+    if (blockBytes)
+      checkCuda(s.cudaMemcpy(mine, send, blockBytes, kCudaMemcpyHostToDevice),
+                "cudaMemcpy(H2D)");
+    // In place: the input is this rank's block of the output.
+    checkNccl(
+        s.ncclAllGather(mine, req->dev, blockBytes, kNcclUint8, comm, stream),
+        "ncclAllGather");
+    return end(std::move(req));
+  }
+
 private:
   using Clock = std::chrono::steady_clock;
+
+  /// A request with a device buffer of `devBytes` whose result (`outBytes`)
+  /// goes to `hostOut`.
+  std::unique_ptr<NcclRequest> begin(const char *kind, size_t count,
+                                     const char *unit, size_t devBytes,
+                                     void *hostOut, size_t outBytes) {
+    checkUsable();
+    checkCuda(s.cudaSetDevice(device), "cudaSetDevice");
+    auto req = std::make_unique<NcclRequest>(
+        *this, std::string(kind) + " #" + std::to_string(nextCollective++) +
+                   " of " + std::to_string(count) + unit);
+    checkCuda(s.cudaMalloc(&req->dev, devBytes ? devBytes : 1), "cudaMalloc");
+    req->hostOut = hostOut;
+    req->outBytes = outBytes;
+    return req;
+  }
+
+  /// Records the completion event after the collective just enqueued.
+  std::unique_ptr<CollectiveRequest> end(std::unique_ptr<NcclRequest> req) {
+    checkCuda(s.cudaEventCreateWithFlags(&req->event, kCudaEventDisableTiming),
+              "cudaEventCreateWithFlags");
+    checkCuda(s.cudaEventRecord(req->event, stream), "cudaEventRecord");
+    return req;
+  }
 
   /// Receives and validates the header of the next message from `src`.
   Message recvHeader(int src, Clock::time_point deadline, double timeoutS) {
@@ -482,7 +630,84 @@ private:
   void *copied = nullptr;
   bool aborted = false;
   std::deque<Message> selfQueue;
+  uint64_t nextCollective = 0; ///< numbers collectives in errors
 };
+
+NcclRequest::~NcclRequest() {
+  const Symbols &s = c.s;
+  s.cudaSetDevice(c.device);
+  if (event)
+    s.cudaEventDestroy(event);
+  // A collective still in flight may write into `dev`: it is freed only
+  // once complete or the communicator aborted (otherwise leaked).
+  if (dev && (done || c.aborted || s.cudaEventQuery(event) == kCudaSuccess))
+    s.cudaFree(dev);
+}
+
+bool NcclRequest::finishIfReady() {
+  const Symbols &s = c.s;
+  int rc = s.cudaEventQuery(event);
+  if (rc == kCudaErrorNotReady)
+    return false;
+  checkCuda(rc, "cudaEventQuery");
+  if (outBytes)
+    checkCuda(s.cudaMemcpy(hostOut, static_cast<char *>(dev) + outOffset,
+                           outBytes, kCudaMemcpyDeviceToHost),
+              "cudaMemcpy(D2H)");
+  done = true;
+  return true;
+}
+
+bool NcclRequest::test() {
+  if (done)
+    return true;
+  if (!error.empty())
+    throw RuntimeError(error);
+  try {
+    c.checkUsable();
+    checkCuda(c.s.cudaSetDevice(c.device), "cudaSetDevice");
+    return finishIfReady();
+  } catch (const RuntimeError &e) {
+    error = e.what();
+    throw;
+  }
+}
+
+void NcclRequest::wait(double timeoutS) {
+  if (done)
+    return;
+  if (!error.empty())
+    throw RuntimeError(error);
+  auto deadline = NcclCommunicator::deadlineAfter(timeoutS);
+  try {
+    c.checkUsable();
+    const Symbols &s = c.s;
+    checkCuda(s.cudaSetDevice(c.device), "cudaSetDevice");
+    for (int spin = 0;; ++spin) {
+      if (finishIfReady())
+        return;
+      int async = kNcclSuccess;
+      s.ncclCommGetAsyncError(c.comm, &async);
+      if (async != kNcclSuccess && async != kNcclInProgress) {
+        c.aborted = true;
+        checkNccl(async, "asynchronous NCCL operation");
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        c.aborted = true;
+        std::ostringstream os;
+        os << "timed out after " << timeoutS << " s in " << what
+           << " (a rank stalled, died or never starts this collective); "
+              "NCCL communicator aborted";
+        throw TimeoutError(os.str());
+      }
+      if (spin > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  } catch (const RuntimeError &e) {
+    error = e.what();
+    throw;
+  }
+}
 
 } // namespace
 

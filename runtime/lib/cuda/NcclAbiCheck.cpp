@@ -42,4 +42,29 @@ static_assert(
     "ncclCommInitRank signature");
 
 /// Referenced so the object file is not empty.
+static_assert(ncclFloat64 == 8, "ncclFloat64");
+static_assert(ncclSum == 0, "ncclSum");
+static_assert(sizeof(ncclRedOp_t) == sizeof(int), "ncclRedOp_t size");
+static_assert(std::is_same<decltype(&ncclAllReduce),
+                           ncclResult_t (*)(const void *, void *, size_t,
+                                            ncclDataType_t, ncclRedOp_t,
+                                            ncclComm_t, cudaStream_t)>::value,
+              "ncclAllReduce signature");
+static_assert(std::is_same<decltype(&ncclReduceScatter),
+                           ncclResult_t (*)(const void *, void *, size_t,
+                                            ncclDataType_t, ncclRedOp_t,
+                                            ncclComm_t, cudaStream_t)>::value,
+              "ncclReduceScatter signature");
+static_assert(
+    std::is_same<decltype(&ncclAllGather),
+                 ncclResult_t (*)(const void *, void *, size_t, ncclDataType_t,
+                                  ncclComm_t, cudaStream_t)>::value,
+    "ncclAllGather signature");
+#if defined(NCCL_VERSION_CODE) && NCCL_VERSION_CODE >= 21800
+static_assert(std::is_same<decltype(&ncclCommSplit),
+                           ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t *,
+                                            ncclConfig_t *)>::value,
+              "ncclCommSplit signature");
+#endif
+
 extern "C" int pipeopt_rt_nccl_abi_checked(void) { return 1; }

@@ -79,6 +79,29 @@ static_assert(sizeof(MessageHeader) == 128, "wire header must be 128 bytes");
 
 class Device;
 
+/// A started (nonblocking) collective operation of a Communicator (returned
+/// by Communicator::startAllReduceSum and its siblings). The buffers passed
+/// to the start call must stay valid until the request has completed (wait
+/// returned, test returned true) or failed (wait/test threw). Destroying a
+/// request that has not completed abandons this rank's part: loopback
+/// peers waiting for it fail at once; MPI and NCCL leave the operation
+/// outstanding (neither can cancel a started collective), so the
+/// communicator should not be used for collectives afterwards.
+class CollectiveRequest {
+public:
+  virtual ~CollectiveRequest();
+  /// Blocks until the operation has completed on this rank. Throws
+  /// TimeoutError after `timeoutS` seconds, PeerExitedError when a member
+  /// rank ended without taking part (loopback), RuntimeError on transport
+  /// errors (also when another member gave up on this operation or started
+  /// a different collective at this position of the sequence). After a
+  /// throw the request is failed: later waits throw again.
+  virtual void wait(double timeoutS) = 0;
+  /// Progresses the operation without blocking; true once complete. Throws
+  /// like wait (except TimeoutError) once the operation has failed.
+  virtual bool test() = 0;
+};
+
 /// A received message. Its payload is host bytes (`payload`) or, from
 /// recvDevice, possibly device memory (`devicePayload`, then `payload` is
 /// empty).
@@ -147,6 +170,61 @@ public:
     (void)error;
     (void)graceS;
   }
+
+  //===--------------------------------------------------------------------===//
+  // Sub-communicators and collectives (data parallelism, issue 37)
+  //===--------------------------------------------------------------------===//
+  //
+  // Collectives are started in the same order with the same sizes on every
+  // rank of the communicator (as in MPI); several may be in flight at once.
+  // Ranks are the ranks of this communicator. Sums are of doubles; where
+  // the order of the additions matters it is the one stated per backend:
+  //   * loopback: every element is summed once, in ascending rank order
+  //     (((x_0 + x_1) + x_2) + ...), and that one result is copied to every
+  //     rank, so every rank gets the same bits and an all-reduce gives the
+  //     bits of a reduce-scatter followed by an all-gather;
+  //   * MPI: MPI_Iallreduce / MPI_Ireduce_scatter_block on MPI_DOUBLE with
+  //     MPI_SUM. With 2 ranks every rank gets the same bits (each element is
+  //     the one addition x_0 + x_1, and IEEE addition is commutative). For
+  //     more ranks the MPI standard only recommends (an advice to
+  //     implementors of MPI_Reduce) that the same arguments in the same
+  //     order give the same result, and Open MPI documents no order: its
+  //     nonblocking collectives (coll/libnbc) choose among algorithms (ring,
+  //     recursive doubling, reduce + broadcast) by size, so the order of
+  //     the additions (and the last bits) may differ from loopback's and
+  //     between an all-reduce and a reduce-scatter;
+  //   * NCCL: ncclAllReduce / ncclReduceScatter / ncclAllGather on the
+  //     rank's device, whose ring/tree order is NCCL's (no bitwise promise).
+
+  /// Collective over every rank of this communicator: the ranks passing the
+  /// same `color` (>= 0) form a new communicator in which they are ranked by
+  /// `key` (ties: by rank here). Messages and collectives of the new
+  /// communicator never match those of this one or of a sibling. The result
+  /// must not outlive this communicator. Throws RuntimeError (a negative
+  /// color, a transport error) or TimeoutError (a rank did not join within
+  /// `timeoutS` seconds). The default throws RuntimeError ("split is not
+  /// supported by the <name> communicator").
+  virtual std::unique_ptr<Communicator> split(int color, int key,
+                                              double timeoutS);
+  /// Starts an in-place sum all-reduce of `count` doubles at `data` over
+  /// every rank of this communicator (each must start the same collectives
+  /// in the same order with the same counts; `data` stays valid until the
+  /// request completes). Every rank gets the same bits (loopback; MPI and
+  /// NCCL: see above). The default throws RuntimeError.
+  virtual std::unique_ptr<CollectiveRequest> startAllReduceSum(double *data,
+                                                               size_t count);
+  /// Starts a sum reduce-scatter: `send` holds size() blocks of
+  /// `blockCount` doubles; rank k receives the sum over ranks of block k into
+  /// `recv` (`blockCount` doubles). `recv` may be rank k's own block of
+  /// `send` (in place). The default throws RuntimeError.
+  virtual std::unique_ptr<CollectiveRequest>
+  startReduceScatterSum(const double *send, double *recv, size_t blockCount);
+  /// Starts an all-gather: each rank contributes `blockBytes` bytes at
+  /// `send`; `recv` (size() * blockBytes bytes) receives rank k's block at
+  /// offset k * blockBytes. `send` may be this rank's block of `recv` (in
+  /// place). The default throws RuntimeError.
+  virtual std::unique_ptr<CollectiveRequest>
+  startAllGather(const void *send, void *recv, size_t blockBytes);
 };
 
 /// The shared state of a loopback run: `numRanks` ranks in one process.
