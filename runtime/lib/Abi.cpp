@@ -700,6 +700,10 @@ void checkActionAgainstManifest(RankContext &ctx, int64_t kind, int64_t stage,
 
 int32_t actionBegin(int64_t kind, int64_t stage, int64_t mb) {
   return guarded("pipeopt_rt_action_begin", [&](RankContext &ctx) {
+    // The gradients of an action are reported after its end: the
+    // all-reduce of those it completed starts before the next one.
+    if (ctx.dataParallel)
+      ctx.dataParallel->onActionsCompleted(ctx, ctx.actionsBegun);
     checkAction(ctx, kind, stage, mb, "action begin");
     checkActionAgainstManifest(ctx, kind, stage, mb);
     if (ctx.openKind >= 0)
@@ -740,7 +744,7 @@ int32_t actionEnd(int64_t kind, int64_t stage, int64_t mb) {
     ctx.events.push_back(e);
     ctx.openKind = ctx.openStage = ctx.openMicrobatch = -1;
     if (ctx.dataParallel)
-      ctx.dataParallel->onActionEnd(ctx, ctx.actionsBegun - 1);
+      ctx.dataParallel->progress(ctx);
   });
 }
 

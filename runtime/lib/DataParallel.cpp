@@ -74,12 +74,14 @@ void DataParallelRank::start(RankContext &ctx, const std::vector<int> &params) {
 }
 
 void DataParallelRank::progress(RankContext &ctx) {
+  if (zeroStage > 0)
+    return;
   for (Bucket &b : buckets)
     if (b.endS < 0 && b.request->test())
       b.endS = ctx.now();
 }
 
-void DataParallelRank::onActionEnd(RankContext &ctx, size_t actionIndex) {
+void DataParallelRank::onActionsCompleted(RankContext &ctx, size_t completed) {
   if (zeroStage > 0)
     return;
   progress(ctx);
@@ -87,7 +89,7 @@ void DataParallelRank::onActionEnd(RankContext &ctx, size_t actionIndex) {
     return;
   std::vector<int> done;
   for (const auto &[index, action] : lastAction)
-    if (action == actionIndex && !started.count(index))
+    if (action < completed && !started.count(index))
       done.push_back(index);
   if (!done.empty())
     start(ctx, done);

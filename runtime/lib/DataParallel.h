@@ -11,13 +11,14 @@
 // replica's backward goes on, and the ZeRO-1 update. Private to the
 // runtime library.
 //
-// Buckets. A parameter's gradient sum on a rank is complete at the end of
-// the action that reports its last microbatch's contribution
-// (pipeopt_rt_gradient). Which action that is follows from the schedule,
-// which is the same every step: the first step learns it (and all-reduces
-// every sum at the step's end); from the second step on, the sums that an
-// action completes are packed into buckets (at most --bucket-mb MiB of
-// f64 sums each) whose all-reduce starts when that action ends
+// Buckets. A parameter's gradient sum on a rank is complete once the
+// action that reports its last microbatch's contribution
+// (pipeopt_rt_gradient, called right after the action's end) is done.
+// Which action that is follows from the schedule, which is the same every
+// step: the first step learns it (and all-reduces every sum at the step's
+// end); from the second step on, the sums that an action completes are
+// packed into buckets (at most --bucket-mb MiB of f64 sums each) whose
+// all-reduce starts before the rank's next action begins
 // (Communicator::startAllReduceSum: MPI_Iallreduce, a thread rendezvous on
 // loopback), in the order the gradients complete, as PyTorch DDP does
 // (Li et al., "PyTorch Distributed", VLDB 2020, section 3.2.3). Nonblocking
@@ -79,9 +80,14 @@ struct DataParallelRank {
   /// parameter `index`'s sum. Throws RuntimeError when its bucket has
   /// already started.
   void onGradient(RankContext &ctx, int index, int microbatch);
-  /// Called at the end of action `actionIndex` (0-based in this step):
-  /// starts the buckets of the sums it completed; progresses the others.
-  void onActionEnd(RankContext &ctx, size_t actionIndex);
+  /// Called when the rank begins its next action, `completed` actions of
+  /// the step being done (a program reports an action's gradients after
+  /// its end): starts the buckets of the sums those actions completed and
+  /// progresses the others.
+  void onActionsCompleted(RankContext &ctx, size_t completed);
+  /// Progresses the started all-reduces (MPI makes progress only inside
+  /// its calls); records when each completed.
+  void progress(RankContext &ctx);
   /// The step's end: starts the sums not yet started, waits for every
   /// bucket (`timeoutS` per wait) and writes the replicas' totals back
   /// into the parameters' gradSum. Throws on communication errors.
@@ -106,7 +112,6 @@ private:
   std::set<int> started;
   std::vector<Bucket> buckets;
   void start(RankContext &ctx, const std::vector<int> &params);
-  void progress(RankContext &ctx);
 };
 
 /// The data-parallel rank of the calling thread's context, or nullptr.
