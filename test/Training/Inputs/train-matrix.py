@@ -27,7 +27,7 @@ over the replicas equals the reference's mean over the global batch.
 Usage: train-matrix.py MODEL WORKDIR --loss mse [--microbatch-args LIST]
          [--schedules a,b] [--ranks 2,4] [--microbatches 4,8]
          [--optimizers sgd,adamw] [--comms loopback,mpi] [--mpirun CMD]
-         [--steps 3] [--seed N] [--data-parallel D] [--zero 0,1]
+         [--steps 3] [--seed N] [--lr X] [--data-parallel D] [--zero 0,1]
 """
 
 import argparse
@@ -82,6 +82,9 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", default=None,
+                    help="the learning rate of every optimizer (default: "
+                         "each one's in OPTIMIZERS)")
     ap.add_argument("--data-parallel", type=int, default=1,
                     help="replicas D of every pipelined build "
                          "(pipeopt-run --data-parallel)")
@@ -104,6 +107,9 @@ def main():
     common = [a.model, "--train", "--loss", a.loss, "-O", "0"]
     if a.microbatch_args is not None:
         common += ["--microbatch-args", a.microbatch_args]
+    if a.lr is not None:
+        for flags in OPTIMIZERS.values():
+            flags[flags.index("--lr") + 1] = a.lr
     failures = 0
     D = a.data_parallel
     zeros = [int(z) for z in a.zero.split(",")] if D > 1 else [0]
