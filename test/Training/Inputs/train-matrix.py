@@ -27,7 +27,8 @@ over the replicas equals the reference's mean over the global batch.
 Usage: train-matrix.py MODEL WORKDIR --loss mse [--microbatch-args LIST]
          [--schedules a,b] [--ranks 2,4] [--microbatches 4,8]
          [--optimizers sgd,adamw] [--comms loopback,mpi] [--mpirun CMD]
-         [--steps 3] [--seed N] [--lr X] [--data-parallel D] [--zero 0,1]
+         [--steps 3] [--seed N] [--lr X] [--eps X] [--data-parallel D]
+         [--zero 0,1]
 """
 
 import argparse
@@ -85,6 +86,8 @@ def main():
     ap.add_argument("--lr", default=None,
                     help="the learning rate of every optimizer (default: "
                          "each one's in OPTIMIZERS)")
+    ap.add_argument("--eps", default=None,
+                    help="AdamW's epsilon (default 1e-8)")
     ap.add_argument("--data-parallel", type=int, default=1,
                     help="replicas D of every pipelined build "
                          "(pipeopt-run --data-parallel)")
@@ -110,6 +113,9 @@ def main():
     if a.lr is not None:
         for flags in OPTIMIZERS.values():
             flags[flags.index("--lr") + 1] = a.lr
+    if a.eps is not None:
+        flags = OPTIMIZERS["adamw"]
+        flags[flags.index("--eps") + 1] = a.eps
     failures = 0
     D = a.data_parallel
     zeros = [int(z) for z in a.zero.split(",")] if D > 1 else [0]
