@@ -31,10 +31,12 @@
 // bits: the loopback communicator sums a reduce-scatter and an all-reduce
 // alike, once per element in ascending rank order (Communicator.h), so the
 // sharded step is bit-identical to the unsharded one (all-reduce the sums,
-// scale, optimizerStep on the full vectors). With MPI or NCCL the order of
-// the additions is the library's and may differ between its all-reduce and
-// its reduce-scatter (Communicator.h); every replica still ends with the
-// same weights (the all-gather copies the owner's bits).
+// scale, optimizerStep on the full vectors). With MPI the order of the
+// additions is the library's: Open MPI 4.1 sums a reduce-scatter and an
+// in-place all-reduce alike (Communicator.h), so the step is bit-identical
+// there too, but no MPI promises it; NCCL's orders are its own. Every
+// replica ends with the same weights in any case (the all-gather copies
+// the owner's bits).
 //
 // Memory. The state of AdamW is two doubles per element (m and v), 16*N
 // bytes per rank unsharded; sharded, a rank keeps 16*S = 16*ceil(N/D)
