@@ -183,16 +183,21 @@ public:
   //     (((x_0 + x_1) + x_2) + ...), and that one result is copied to every
   //     rank, so every rank gets the same bits and an all-reduce gives the
   //     bits of a reduce-scatter followed by an all-gather;
-  //   * MPI: MPI_Iallreduce / MPI_Ireduce_scatter_block on MPI_DOUBLE with
-  //     MPI_SUM. With 2 ranks every rank gets the same bits (each element is
-  //     the one addition x_0 + x_1, and IEEE addition is commutative). For
-  //     more ranks the MPI standard only recommends (an advice to
-  //     implementors of MPI_Reduce) that the same arguments in the same
-  //     order give the same result, and Open MPI documents no order: its
-  //     nonblocking collectives (coll/libnbc) choose among algorithms (ring,
-  //     recursive doubling, reduce + broadcast) by size, so the order of
-  //     the additions (and the last bits) may differ from loopback's and
-  //     between an all-reduce and a reduce-scatter;
+  //   * MPI: MPI_Iallreduce (in place) / MPI_Ireduce_scatter_block on
+  //     MPI_DOUBLE with MPI_SUM. The MPI standard promises no order of the
+  //     additions and no equal bits on every rank (it only advises
+  //     implementors of MPI_Reduce that the same arguments in the same order
+  //     give the same result). With 2 ranks every rank gets the same bits
+  //     anyway (each element is the one addition x_0 + x_1, and IEEE
+  //     addition is commutative). Open MPI 4.1 serves both from coll/libnbc,
+  //     whose source (nbc_iallreduce.c, nbc_ireduce_scatter_block.c) reduces
+  //     an in-place all-reduce and a reduce-scatter alike: along a binomial
+  //     tree to rank 0 (ascending order for 2 or 3 ranks; with 4,
+  //     (x_0 + x_1) + (x_2 + x_3)), which then broadcasts or scatters the
+  //     result, so every rank gets rank 0's bits, and an all-reduce the bits
+  //     of a reduce-scatter (MpiCollectivesTest checks both with 4 ranks).
+  //     That is the implementation's behaviour, not a documented promise;
+  //     other MPI libraries or versions may differ;
   //   * NCCL: ncclAllReduce / ncclReduceScatter / ncclAllGather on the
   //     rank's device, whose ring/tree order is NCCL's (no bitwise promise).
 
