@@ -342,14 +342,20 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
     return;
   std::map<int, size_t> sizes;
   std::map<int, OptimizerState> full;
+  std::map<int, std::vector<double>> meanGrads;
   for (auto &[index, st] : ctx.parameters) {
     sizes[index] = size_t(numElements(st.value.shape));
     full[index] = std::move(st.optimizer);
     st.optimizer = OptimizerState();
+    if (st.meanGrad.size() == sizes[index])
+      meanGrads[index] = std::move(st.meanGrad);
+    st.meanGrad.clear();
   }
   dp.sharded = std::make_shared<ShardedOptimizer>(sizes, dp.replicas,
                                                   dp.replica);
-  dp.sharded->load(full);
+  dp.sharded->load(full, meanGrads.size() == sizes.size()
+                             ? meanGrads
+                             : std::map<int, std::vector<double>>());
 }
 
 /// gatherParameters for a run that may have data-parallel replicas: with
