@@ -198,6 +198,20 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
           if (globalRank == 0)
             writeCheckpoint(m, o.checkpointDir, measuredStep, result.losses,
                             params);
+          if (dataParallel) {
+            // No rank starts the next step before rank 0 has written the
+            // checkpoint: its replica waits for it (the pipeline's
+            // barrier), every other replica for its own rank of replica
+            // 0 (the data-parallel group's). A crash in the next step
+            // then never loses this checkpoint.
+            phase = "waiting for rank 0 to write the checkpoint of step " +
+                    std::to_string(measuredStep);
+            barrier(comm, o.timeoutS);
+            char mine = 0;
+            std::vector<char> every(size_t(dataParallel->replicas));
+            dataParallel->group->startAllGather(&mine, every.data(), 1)->wait(
+                o.timeoutS);
+          }
         }
         comm.flush(o.timeoutS);
       }
