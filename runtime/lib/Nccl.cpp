@@ -38,7 +38,11 @@
 // communicator on timeout like the point-to-point waits) and copy the
 // result to the host output. split is ncclCommSplit (NCCL >= 2.18, looked
 // up at run time: a clear error without it); it is blocking, with no
-// timeout of its own.
+// timeout of its own. A communicator's collectives and point-to-point
+// messages share its one stream and NCCL communicator, so every rank must
+// issue them in the same order (NCCL's rule), and a point-to-point wait
+// also waits for the collectives started before it; use a sub-communicator
+// (split) for collectives that overlap point-to-point traffic.
 //
 // NCCL does not allow two ranks of one communicator on the same GPU
 // ("Duplicate GPU detected", ncclInvalidUsage); a rank may however send to
@@ -636,11 +640,13 @@ private:
 NcclRequest::~NcclRequest() {
   const Symbols &s = c.s;
   s.cudaSetDevice(c.device);
-  if (event)
-    s.cudaEventDestroy(event);
   // A collective still in flight may write into `dev`: it is freed only
   // once complete or the communicator aborted (otherwise leaked).
-  if (dev && (done || c.aborted || s.cudaEventQuery(event) == kCudaSuccess))
+  bool complete =
+      done || c.aborted || (event && s.cudaEventQuery(event) == kCudaSuccess);
+  if (event)
+    s.cudaEventDestroy(event);
+  if (dev && complete)
     s.cudaFree(dev);
 }
 

@@ -9,16 +9,23 @@
 //      bits, and a reduce-scatter of the same values the same bits (what
 //      Open MPI 4.1 does, Communicator.h; not an MPI promise);
 //   4. a timeout: rank 3 never joins an all-reduce of the others' 3-rank
-//      sub-communicator; they get a TimeoutError within the 1 s timeout.
+//      sub-communicator; they get a TimeoutError within the 1 s timeout;
+//   5. ZeRO-1 (ShardedOptimizer, AdamW, 3 steps) over MPI: D = 2 replicas of
+//      2 pipeline ranks against the unsharded update computed here (the sum
+//      of 2 numbers is exact whatever the order), and D = 4 against the
+//      unsharded update with MPI's all-reduce.
 // Exit status 0 on success on every rank.
 //
 //===----------------------------------------------------------------------===//
 
+#include "../lib/ShardedOptimizer.h"
 #include "pipeopt/runtime/Communicator.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +56,73 @@ static uint64_t bits(double x) {
   uint64_t u;
   std::memcpy(&u, &x, sizeof(u));
   return u;
+}
+
+/// Deterministic gradient values of mixed signs and magnitudes.
+static double value(uint64_t seed) {
+  seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+  seed ^= seed >> 29;
+  seed *= 0xbf58476d1ce4e5b9ULL;
+  seed ^= seed >> 32;
+  double unit = double(seed >> 11) / double(1ULL << 53) * 2 - 1;
+  return unit * double(1 << (seed % 7)) / 8;
+}
+
+static std::vector<double> grads(int r, int d, int s, int p, size_t n) {
+  std::vector<double> g(n);
+  for (size_t i = 0; i < n; ++i)
+    g[i] = value(uint64_t(7919 * r + 1009 * d + 101 * s + 13 * p) * 64 + i);
+  return g;
+}
+
+/// 3 AdamW steps of ZeRO-1 on group `dp` (D replicas, this one d) of
+/// pipeline rank r; the unsharded reference sums with `sumAll` (given this
+/// replica's sums of one parameter, returns the sum over the group).
+static void
+zero1(Communicator &dp, int r,
+      const std::function<std::vector<double>(int, int, std::vector<double>)>
+          &sumAll) {
+  int D = dp.size(), d = dp.rank();
+  std::map<int, size_t> sizes = {{0, 5}, {1, 2}, {4, 6}}; // N = 13
+  TrainingConfig c;
+  c.optimizer = OptimizerKind::AdamW;
+  c.lr = 0.01;
+  c.weightDecay = 0.1;
+  double scale = 1.0 / (3.0 * D); // M = 3 microbatches
+  ShardedOptimizer opt(sizes, D, d);
+  std::map<int, std::vector<double>> w, ref;
+  std::map<int, OptimizerState> refState;
+  for (auto &e : sizes)
+    for (size_t i = 0; i < e.second; ++i)
+      w[e.first].push_back(value(uint64_t(e.first) * 100 + i + 5000));
+  ref = w;
+  for (int s = 0; s < 3; ++s) {
+    std::map<int, std::vector<double>> sums;
+    for (auto &e : sizes) {
+      sums[e.first] = grads(r, d, s, e.first, e.second);
+      std::vector<double> total = sumAll(s, e.first, sums[e.first]);
+      for (double &x : total)
+        x *= scale;
+      optimizerStep(c, ref[e.first], total, refState[e.first]);
+    }
+    opt.step(dp, c, sums, w, scale, 10.0);
+    for (auto &e : sizes)
+      for (size_t i = 0; i < e.second; ++i)
+        EXPECT(bits(w[e.first][i]) == bits(ref[e.first][i]),
+               "ZeRO-1 D=%d step %d parameter %d element %zu: %.17g, "
+               "unsharded %.17g",
+               D, s, e.first, i, w[e.first][i], ref[e.first][i]);
+  }
+  auto full = opt.gather(dp, 10.0);
+  if (d == 0)
+    for (auto &e : sizes) {
+      const OptimizerState &got = full.at(e.first).first;
+      EXPECT(got.step == 3, "step %lld", (long long)got.step);
+      for (size_t i = 0; i < e.second; ++i)
+        EXPECT(bits(got.second[i]) == bits(refState[e.first].second[i]),
+               "ZeRO-1 D=%d gathered v of parameter %d element %zu", D, e.first,
+               i);
+    }
 }
 
 static void run() {
@@ -156,6 +230,23 @@ static void run() {
     std::this_thread::sleep_for(std::chrono::seconds(4));
     world->startAllReduceSum(w.data(), 1)->wait(t);
     world->startAllReduceSum(&done, 1)->wait(t);
+  }
+
+  // 5. ZeRO-1: D = 2 replicas of P = 2 pipeline ranks (global rank
+  // d*P + r), then D = 4 on the world.
+  {
+    int r = rank % 2, d = rank / 2;
+    auto dp = world->split(r, d, t);
+    zero1(*dp, r, [&](int s, int p, std::vector<double> mine) {
+      std::vector<double> other = grads(r, 1 - d, s, p, mine.size());
+      for (size_t i = 0; i < mine.size(); ++i)
+        mine[i] += other[i];
+      return mine;
+    });
+    zero1(*world, 0, [&](int, int, std::vector<double> mine) {
+      world->startAllReduceSum(mine.data(), mine.size())->wait(t);
+      return mine;
+    });
   }
 }
 
