@@ -436,6 +436,13 @@ class Session:
       gather_after_run: copy every parameter to rank 0 after each `run`
         (for `weight`); False saves that copy in a loop of one-step runs,
         and `synchronize` (automatic in loopback) makes it when needed.
+      data_parallel: D replicas of the build's P-rank pipeline on D x P
+        ranks (``mpirun -np D*P``, or D x P threads in loopback); every
+        microbatched input then takes the global batch, D times the
+        build's, and the replicas average their gradients (docs/Runtime.md,
+        "Data parallelism").
+      zero: 1 shards the optimizer state over the D replicas (ZeRO-1).
+      bucket_mb: the largest gradient all-reduce bucket, MiB of f64 sums.
 
     Raises:
       UsageError: a missing or damaged build, a manifest of another build,
@@ -457,7 +464,10 @@ class Session:
                  trace: Optional[PathLike] = None,
                  profile: Optional[PathLike] = None,
                  devices: Sequence[int] = (),
-                 gather_after_run: bool = True):
+                 gather_after_run: bool = True,
+                 data_parallel: int = 1,
+                 zero: int = 0,
+                 bucket_mb: float = 25.0):
         if not timeout_s > 0:
             raise UsageError(f"timeout_s must be > 0 seconds, got {timeout_s}")
         if isinstance(build, Build):
@@ -478,7 +488,8 @@ class Session:
         self._native.load(str(model), str(manifest_path), comm, float(timeout_s),
                      int(threads), int(seed), bool(quiet), pin_ranks,
                      str(checkpoint_dir or ""), int(checkpoint_every),
-                     str(trace or ""), str(profile or ""), list(devices))
+                     str(trace or ""), str(profile or ""), list(devices),
+                     int(data_parallel), int(zero), float(bucket_mb))
         self._native.set_gather_after_run(bool(gather_after_run))
 
     # Context manager: nothing to release explicitly, but `with` reads well

@@ -295,7 +295,8 @@ struct PySession {
             uint64_t seed, bool quiet, const std::string &pinRanks,
             const std::string &checkpointDir, int checkpointEvery,
             const std::string &trace, const std::string &profile,
-            const std::vector<int> &devices) {
+            const std::vector<int> &devices, int dataParallel, int zeroStage,
+            double bucketMiB) {
     rt::RunOptions o;
     o.modelPath = model;
     o.manifestPath = manifest;
@@ -310,6 +311,9 @@ struct PySession {
     o.tracePath = trace;
     o.profilePath = profile;
     o.devices = devices;
+    o.dataParallel = dataParallel;
+    o.zeroStage = zeroStage;
+    o.bucketMiB = bucketMiB;
     check(locked([&] { return session.load(o); }));
   }
 
@@ -484,7 +488,9 @@ PYBIND11_MODULE(_pipeopt, m) {
            py::arg("comm"), py::arg("timeout_s"), py::arg("threads"),
            py::arg("seed"), py::arg("quiet"), py::arg("pin_ranks"),
            py::arg("checkpoint_dir"), py::arg("checkpoint_every"),
-           py::arg("trace"), py::arg("profile"), py::arg("devices"))
+           py::arg("trace"), py::arg("profile"), py::arg("devices"),
+           py::arg("data_parallel") = 1, py::arg("zero") = 0,
+           py::arg("bucket_mb") = 25.0)
       .def("set_input", &PySession::setInput)
       .def("set_random_inputs",
            [](PySession &s, bool on, uint64_t seed) {

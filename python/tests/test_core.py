@@ -126,6 +126,45 @@ def test_training_steps_match_numpy_sgd(workdir, data, schedule):
                                    atol=1e-6)
 
 
+@pytest.mark.parametrize("zero", [0, 1])
+def test_data_parallel_matches_numpy_on_the_global_batch(workdir, data, zero):
+    """Two replicas of the 2-rank 1F1B pipeline (4 loopback ranks), each on
+    its half of a global batch of 2 x M microbatches, train like one model
+    on the whole global batch (NumPy's gradient of the mean loss over it),
+    with the gradients all-reduced (zero=0) or the optimizer sharded
+    (zero=1)."""
+    _, _, params = data
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2 * M, 8, 64)).astype(np.float32)
+    t = rng.standard_normal((2 * M, 8, 16)).astype(np.float32)
+    lr = 0.05
+    build = pipeopt.compile(MLP4, workdir / "mlp4-dp.so", num_stages=2,
+                            num_microbatches=M, train=True, loss="mse",
+                            optimizer="sgd", lr=lr, schedule="1f1b")
+    steps = 3
+    with pipeopt.Session(build, data_parallel=2, zero=zero) as s:
+        with pytest.raises(pipeopt.UsageError, match="global batch"):
+            s.set_input(0, x[:M])  # one replica's share is not enough
+        s.set_input(0, x)
+        s.set_input(9, t)
+        for i, p in enumerate(params):
+            s.set_input(i + 1, p)
+        for _ in range(steps):
+            s.run(1)
+        losses = s.losses()
+        trained = s.weights()
+    ref = [p.astype(np.float64) for p in params]
+    xr = x.reshape(-1, 64).astype(np.float64)
+    tr = t.reshape(-1, 16).astype(np.float64)
+    for step in range(steps):
+        loss, grads = mlp4_mse_grads(xr, tr, ref)
+        np.testing.assert_allclose(losses[step], loss, rtol=1e-5)
+        ref = [p - lr * g for p, g in zip(ref, grads)]
+    for i in range(8):
+        np.testing.assert_allclose(trained[i + 1], ref[i], rtol=1e-5,
+                                   atol=1e-6)
+
+
 def test_adamw_checkpoint_resume_equals_uninterrupted(workdir, data):
     x, t, params = data
     build = pipeopt.compile(MLP4, workdir / "mlp4-adamw.so", num_stages=2,
