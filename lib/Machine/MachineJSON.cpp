@@ -365,7 +365,8 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       "topology", "ranks_per_node", "gpus_per_node", "nodes", "nics_per_node",
       "cores_per_node", "intra_node", "inter_node",
       // Simulator settings.
-      "compute_speed", "overlap", "data_parallel", "memory_bytes"};
+      "compute_speed", "overlap", "data_parallel", "zero_stage",
+      "memory_bytes"};
   for (const auto &kv : *obj)
     if (!llvm::is_contained(known, StringRef(kv.first)))
       return hardware ? error("unknown key '" + StringRef(kv.first) + "'")
@@ -539,6 +540,13 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   }
   if (llvm::Error e = flat(flatCount(*obj, "data_parallel", s.dataParallel)))
     return std::move(e);
+  if (const llvm::json::Value *v = obj->get("zero_stage")) {
+    std::optional<int64_t> z = v->getAsInteger();
+    if (!z || (*z != 0 && *z != 1))
+      return error("\"zero_stage\" must be 0 (all-reduce, no sharding) or 1 "
+                   "(ZeRO-1: reduce-scatter, sharded optimizer, all-gather)");
+    s.zeroStage = static_cast<int>(*z);
+  }
   if (const llvm::json::Value *v = obj->get("overlap")) {
     std::optional<bool> b = v->getAsBoolean();
     if (!b)

@@ -426,6 +426,15 @@ void SimulatePass::runOnOperation() {
     return signalPassFailure();
   }
   sys.simulation.dataParallel = static_cast<int>(dataParallel);
+  if (zeroStage != -1 && zeroStage != 0 && zeroStage != 1) {
+    emitError(loc) << "pipe-simulate: zero-stage must be 0 (all-reduce), 1 "
+                      "(ZeRO-1: reduce-scatter, sharded optimizer, "
+                      "all-gather) or -1 (the machine's zero_stage), got "
+                   << std::to_string(zeroStage);
+    return signalPassFailure();
+  }
+  if (zeroStage != -1)
+    sys.simulation.zeroStage = static_cast<int>(zeroStage);
   if (groups.empty()) {
     emitError(loc) << "pipe-simulate: no pipe.program in the module (run "
                       "pipe-schedule on a stage graph first)";
@@ -497,6 +506,7 @@ void SimulatePass::runOnOperation() {
           {"measured", r.measured},
           {"optimizer_factor", r.optimizerFactor},
           {"data_parallel", sys.simulation.dataParallel},
+          {"zero_stage", sys.simulation.zeroStage},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
                                             {"stages", std::move(stages)},
                                             {"tied", std::move(tied)}}}});

@@ -399,7 +399,7 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
        "intra_node": {"latency_s": 1e-6, "bandwidth_Bps": 1e11},
        "inter_node": {"latency_s": 1e-5, "bandwidth_Bps": 1e10}},
       {"name": "b", "preset": "compute-slow/net-slow", "compute_speed": 0.25},
-      {"base": "compute-fast/net-fast", "data_parallel": 2},
+      {"base": "compute-fast/net-fast", "data_parallel": 2, "zero_stage": 1},
       {"name": "dgx", "preset": "h100"},
       {"name": "nested", "topology": {"ranks_per_node": 3,
         "inter_node": {"latency_s": 2e-6, "bandwidth": 4e9}}}]})");
@@ -418,6 +418,8 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
   EXPECT_EQ(b.topology.interNode.bytesPerSecond, 12.5e9);
   EXPECT_EQ((*s)[2].name, "compute-fast/net-fast");
   EXPECT_EQ((*s)[2].simulation.dataParallel, 2);
+  EXPECT_EQ((*s)[2].simulation.zeroStage, 1);
+  EXPECT_EQ(a.simulation.zeroStage, 0);
   EXPECT_EQ((*s)[3].memoryLimitBytes(), 80e9);
   EXPECT_EQ((*s)[3].topology.nicsInEffect(), 8);
   // Without a preset: gridBase() (2 ranks per node, free links, no limit).
@@ -439,6 +441,11 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
        "system config: \"memory_bytes\" must be a number"},
       {R"({"name": "x", "data_parallel": 0})",
        "system config: \"data_parallel\" must be an integer >= 1"},
+      {R"({"name": "x", "zero_stage": 2})",
+       "system config: \"zero_stage\" must be 0 (all-reduce, no sharding) "
+       "or 1"},
+      {R"({"name": "x", "zero_stage": true})",
+       "system config: \"zero_stage\" must be 0"},
       {R"({"name": "x", "preset": "nope"})",
        "system config: unknown system preset 'nope'"},
       {R"([{"name": "x"}, {"name": "y", "overlap": 1}])",

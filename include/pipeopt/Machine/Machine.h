@@ -226,6 +226,14 @@ struct SimulationSettings {
   /// data-parallel peers of a rank may sit on other nodes. Only replica 0
   /// is simulated; the others run the same timeline.
   int dataParallel = 1;
+  /// ZeRO stage of the data-parallel gradient exchange and optimizer
+  /// (machine JSON "zero_stage", pipe-simulate `zero-stage=`): 0 = every
+  /// rank all-reduces its gradient sums over the D replicas and runs the
+  /// optimizer over all its parameters; 1 (ZeRO-1, optimizer-state
+  /// sharding) = a reduce-scatter of the gradient sums, the optimizer over
+  /// 1/D of the elements, then an all-gather of the updated weights. Only
+  /// 0 and 1 are valid; with dataParallel == 1 both mean the same.
+  int zeroStage = 0;
   /// Memory of one device (bytes) that a rank's peak activations plus
   /// weights must fit in; 0 = no limit; not set = the device's capacity.
   std::optional<double> memoryLimitBytes;

@@ -907,7 +907,7 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     with more than one system, bad option values, `trace` / `svg` with more
     than one scheduled function, an unreadable or malformed profile, a
     profile whose stages do not match the programs', `data-parallel` < 1,
-    and unwritable output files. The IR is not modified.
+    `zero-stage` other than -1, 0 or 1, and unwritable output files. The IR is not modified.
   }];
   // The generated backward that costs B and W of training schedules.
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
@@ -961,6 +961,11 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Data-parallel degree D >= 1: D replicas of the pipeline "
            "all-reduce their weight gradients after the backward pass "
            "(replica d's rank r is global rank d * ranks + r)">,
+    Option<"zeroStage", "zero-stage", "int64_t", "-1",
+           "ZeRO stage of the data-parallel exchange: 0 = all-reduce of the "
+           "gradients, 1 = reduce-scatter, optimizer over 1/D of the "
+           "elements, all-gather of the weights; -1 = the machine's "
+           "\"zero_stage\" (default 0)">,
     Option<"optimizerStep", "optimizer-step", "bool", "false",
            "Cost an optimizer step per stage after its gradients are "
            "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
