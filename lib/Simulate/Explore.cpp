@@ -613,7 +613,7 @@ double sim::optimizerStateBytesPerElement(OptimizerKind k) {
 }
 
 llvm::Expected<std::vector<RankMemory>>
-sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &table,
+sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &tableIn,
                         const Metrics &event, const TrainingMemoryModel &mm,
                         int dataParallel, int zeroStage) {
   auto err = [](const llvm::Twine &msg) {
@@ -633,6 +633,8 @@ sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &table,
                              event.peakActivationBytes.size(), s.numRanks)
                    .str());
   const double shards = zeroStage >= 1 ? dataParallel : 1;
+  // The simulator's mapping of the table onto the schedule's stages.
+  const CostTable table = tableIn.resample(s.numStages);
   std::vector<RankMemory> out(s.numRanks);
   for (int r = 0; r < s.numRanks; ++r) {
     out[r].rank = r;
@@ -755,10 +757,16 @@ llvm::Expected<SplitSearch> sim::searchSplits(const SplitOptions &opts,
         llvm::Expected<SweepResult> sw = sweep(so, tableFor, hook);
         if (!sw)
           return sw.takeError();
+        // The ZeRO stages of one split skip the same configurations for
+        // the same reasons: each reason is listed once.
+        auto addOnce = [](std::vector<std::string> &to, std::string s) {
+          if (!llvm::is_contained(to, s))
+            to.push_back(std::move(s));
+        };
         for (const std::string &s : sw->skipped)
-          res.skipped.push_back(split + " " + s);
+          addOnce(res.skipped, split + " " + s);
         for (const std::string &s : sw->tooLarge)
-          res.tooLarge.push_back(split + " " + s);
+          addOnce(res.tooLarge, split + " " + s);
         for (size_t i = 0; i < sw->points.size(); ++i) {
           SplitPoint sp;
           sp.point = std::move(sw->points[i]);

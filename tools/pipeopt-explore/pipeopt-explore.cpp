@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -463,12 +464,18 @@ int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
   for (const SplitRecommendation &r : recs)
     if (!r.best)
       none.push_back(splitRecommendationLine(r, tieOpt));
-  if (!none.empty())
+  if (!none.empty()) {
+    std::vector<std::string> hints = {"more devices",
+                                      "a larger --memory-limit"};
+    if (!llvm::is_contained(so.zeroStages, 1))
+      hints.push_back("ZeRO-1 (--zero=0,1)");
+    if (so.memory.optimizerStateElementBytes > 0)
+      hints.push_back("an optimizer with less state (--optimizer)");
     return fail(llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        join(none, "\n") +
-            "\n(raise --memory-limit, allow ZeRO-1 with --zero=0,1, choose "
-            "a lighter --optimizer, or add devices)"));
+        join(none, "\n") + "\n(what would help: " + join(hints, ", ") +
+            ")"));
+  }
   return 0;
 }
 } // namespace
@@ -587,8 +594,11 @@ int main(int argc, char **argv) {
                                "device count N to split into D x P), got {0}",
                                devicesOpt.getValue())
                      .str());
-    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &ranksOpt, &stagesOpt, &dataParallelOpt, &traceOpt, &svgOpt})
+    const cl::Option *const conflicts[] = {
+        std::addressof(ranksOpt),
+        std::addressof(stagesOpt), &dataParallelOpt,
+        &traceOpt, &svgOpt};
+    for (const cl::Option *o : conflicts)
       if (o->getNumOccurrences())
         return bad("--" + o->ArgStr +
                    " cannot be combined with --devices (--devices chooses "
@@ -625,8 +635,10 @@ int main(int argc, char **argv) {
       return bad("--weight-dtype: unknown dtype '" + weightDtypeOpt +
                  "' (expected f32, bf16, f16 or f64)");
   } else {
-    for (const cl::Option *o : std::initializer_list<const cl::Option *>{
-             &zeroOpt, &optimizerOpt, &weightDtypeOpt})
+    const cl::Option *const splitOnly[] = {
+        std::addressof(zeroOpt), &optimizerOpt,
+        &weightDtypeOpt};
+    for (const cl::Option *o : splitOnly)
       if (o->getNumOccurrences())
         return bad("--" + o->ArgStr +
                    " applies only with --devices (the D x P split search)");

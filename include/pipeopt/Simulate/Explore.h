@@ -307,8 +307,10 @@ struct RankMemory {
 /// Memory of every rank of one replica of `s` (table `table`, event-level
 /// metrics `event` of the same schedule and table) when D = `dataParallel`
 /// replicas train it with ZeRO stage `zeroStage` (0: none; 1: optimizer
-/// state sharded over the D replicas of each stage). Per distinct stage st
-/// that rank r holds (a stage two pipelines put on one rank counts once):
+/// state sharded over the D replicas of each stage). The table is mapped
+/// onto the schedule's stages as the simulator maps it
+/// (CostTable::resample()). Per distinct stage st that rank r holds (a
+/// stage two pipelines put on one rank counts once):
 ///
 ///   P_st = table.stages[st].parameterBytes()       (bytes)
 ///   E_st = P_st / weightElementBytes               (elements)
