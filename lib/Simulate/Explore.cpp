@@ -795,8 +795,7 @@ sim::recommendSplits(const std::vector<SplitPoint> &points, double tol) {
   auto fastest = [&](auto &&sel) -> const SplitPoint * {
     double best = -1;
     for (const SplitPoint &p : points)
-      if (fits(p) && sel(p) &&
-          (best < 0 || p.secondsPerMicrobatch() < best))
+      if (fits(p) && sel(p) && (best < 0 || p.secondsPerMicrobatch() < best))
         best = p.secondsPerMicrobatch();
     for (const SplitPoint &p : points)
       if (fits(p) && sel(p) && p.secondsPerMicrobatch() <= best * (1 + tol))
@@ -844,8 +843,8 @@ sim::recommendSplits(const std::vector<SplitPoint> &points, double tol) {
     r.closest = nullptr;
     for (const SplitStatus &s : r.splits)
       if (s.best && s.pipelineRanks != r.best->pipelineRanks() &&
-          (!r.runnerUp || s.best->secondsPerMicrobatch() <
-                              r.runnerUp->secondsPerMicrobatch()))
+          (!r.runnerUp ||
+           s.best->secondsPerMicrobatch() < r.runnerUp->secondsPerMicrobatch()))
         r.runnerUp = s.best;
     if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() > 0)
       r.marginPercent = 100.0 *
@@ -864,14 +863,14 @@ std::string sim::splitRecommendationLine(const SplitRecommendation &r,
   if (!r.best) {
     if (!r.closest)
       return "no D x P split was evaluated on " + r.system;
-    return llvm::formatv("no D x P split of {0} devices fits the {1} memory "
-                         "limit on {2}; the closest is {3} needing {4} ({5} "
-                         "over)",
-                         devices, formatGiB(r.memoryLimitBytes), r.system,
-                         describeSplitPoint(*r.closest),
-                         formatGiB(r.closest->peak.total()),
-                         formatGiB(r.closest->peak.total() -
-                                   r.memoryLimitBytes))
+    return llvm::formatv(
+               "no D x P split of {0} devices fits the {1} memory "
+               "limit on {2}; the closest is {3} needing {4} ({5} "
+               "over)",
+               devices, formatGiB(r.memoryLimitBytes), r.system,
+               describeSplitPoint(*r.closest),
+               formatGiB(r.closest->peak.total()),
+               formatGiB(r.closest->peak.total() - r.memoryLimitBytes))
         .str();
   }
   const SplitPoint &b = *r.best;
@@ -939,11 +938,10 @@ llvm::json::Object sim::splitPointJSON(const SplitPoint &p) {
       {"fits", !p.overMemory()},
       {"peak_rank", p.peak.rank},
       {"memory",
-       llvm::json::Object{
-           {"weights_bytes", p.peak.weightBytes},
-           {"gradients_bytes", p.peak.gradientBytes},
-           {"optimizer_state_bytes", p.peak.optimizerStateBytes},
-           {"activations_bytes", p.peak.activationBytes}}}};
+       llvm::json::Object{{"weights_bytes", p.peak.weightBytes},
+                          {"gradients_bytes", p.peak.gradientBytes},
+                          {"optimizer_state_bytes", p.peak.optimizerStateBytes},
+                          {"activations_bytes", p.peak.activationBytes}}}};
 }
 
 llvm::json::Object sim::splitRecommendationJSON(const SplitRecommendation &r,
@@ -960,9 +958,9 @@ llvm::json::Object sim::splitRecommendationJSON(const SplitRecommendation &r,
         {"evaluated", s.evaluated},
         {"over_memory", s.overMemory},
         {"best", orNull(s.best)},
-        {"smallest_memory_bytes", s.smallest
-                                      ? llvm::json::Value(s.smallest->peak.total())
-                                      : llvm::json::Value(nullptr)}});
+        {"smallest_memory_bytes",
+         s.smallest ? llvm::json::Value(s.smallest->peak.total())
+                    : llvm::json::Value(nullptr)}});
   return llvm::json::Object{
       {"system", r.system},
       {"fits", r.best != nullptr},

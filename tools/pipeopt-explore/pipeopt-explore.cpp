@@ -275,14 +275,13 @@ std::vector<std::string> defaultSchedules() {
   return names;
 }
 
-
 /// The --devices mode: searches the D x P splits of `so.devices` devices
 /// (searchSplits()), writes the report in --format and returns the exit
 /// status: 1 when no divisor gives an evaluated pipeline or when a system
 /// has no split under its memory limit (after writing the report).
 int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
-                   const std::string &inputName,
-                   llvm::StringRef optimizerName, llvm::StringRef dtypeName) {
+                   const std::string &inputName, llvm::StringRef optimizerName,
+                   llvm::StringRef dtypeName) {
   auto t0 = std::chrono::steady_clock::now();
   llvm::Expected<SplitSearch> found = searchSplits(so, tableFor);
   if (!found)
@@ -344,8 +343,8 @@ int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
       recArr.push_back(splitRecommendationJSON(r, tieOpt));
     }
     for (int P : search.pipelineRanks)
-      splitArr.push_back(llvm::json::Object{
-          {"data_parallel", so.devices / P}, {"pipeline_ranks", P}});
+      splitArr.push_back(llvm::json::Object{{"data_parallel", so.devices / P},
+                                            {"pipeline_ranks", P}});
     llvm::json::Object root{
         {"mode", "devices"},
         {"devices", so.devices},
@@ -398,8 +397,7 @@ int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
       llvm::errs() << "pipeopt-explore: " << splitRecommendationLine(r, tieOpt)
                    << "\n";
   } else {
-    os << "# pipeopt-explore: D x P split of " << so.devices
-       << " devices\n\n";
+    os << "# pipeopt-explore: D x P split of " << so.devices << " devices\n\n";
     os << "- input: " << inputName << "\n";
     os << "- splits: " << join(splitNames, ", ") << "\n";
     os << "- global batch: M microbatches of the cost table's microbatch "
@@ -443,9 +441,8 @@ int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
            << " x P=" << s.pipelineRanks << " | " << s.evaluated << " | "
            << s.overMemory << " | "
            << (s.best ? describeSplitPoint(*s.best) : std::string("none"))
-           << " | " << (s.best ? num(s.best->stepSec(), "%.4g") : "-")
-           << " | " << (s.smallest ? gib(s.smallest->peak.total()) : "-")
-           << " |\n";
+           << " | " << (s.best ? num(s.best->stepSec(), "%.4g") : "-") << " | "
+           << (s.smallest ? gib(s.smallest->peak.total()) : "-") << " |\n";
     os << "\n## Recommendation\n\n";
     for (const SplitRecommendation &r : recs)
       os << "- " << splitRecommendationLine(r, tieOpt) << "\n";
@@ -473,8 +470,7 @@ int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
       hints.push_back("an optimizer with less state (--optimizer)");
     return fail(llvm::createStringError(
         llvm::inconvertibleErrorCode(),
-        join(none, "\n") + "\n(what would help: " + join(hints, ", ") +
-            ")"));
+        join(none, "\n") + "\n(what would help: " + join(hints, ", ") + ")"));
   }
   return 0;
 }
@@ -582,7 +578,6 @@ int main(int argc, char **argv) {
                    " selects the configuration of --trace / --svg; give one "
                    "of them");
 
-
   // --- --devices: the D x P split ----------------------------------------
   const bool deviceSplit = devicesOpt.getNumOccurrences() > 0;
   std::vector<int> zeroStages(zeroOpt.begin(), zeroOpt.end());
@@ -595,8 +590,7 @@ int main(int argc, char **argv) {
                                devicesOpt.getValue())
                      .str());
     const cl::Option *const conflicts[] = {
-        std::addressof(ranksOpt),
-        std::addressof(stagesOpt), &dataParallelOpt,
+        std::addressof(ranksOpt), std::addressof(stagesOpt), &dataParallelOpt,
         &traceOpt, &svgOpt};
     for (const cl::Option *o : conflicts)
       if (o->getNumOccurrences())
@@ -635,9 +629,8 @@ int main(int argc, char **argv) {
       return bad("--weight-dtype: unknown dtype '" + weightDtypeOpt +
                  "' (expected f32, bf16, f16 or f64)");
   } else {
-    const cl::Option *const splitOnly[] = {
-        std::addressof(zeroOpt), &optimizerOpt,
-        &weightDtypeOpt};
+    const cl::Option *const splitOnly[] = {std::addressof(zeroOpt),
+                                           &optimizerOpt, &weightDtypeOpt};
     for (const cl::Option *o : splitOnly)
       if (o->getNumOccurrences())
         return bad("--" + o->ArgStr +

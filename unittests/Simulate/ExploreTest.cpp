@@ -332,7 +332,8 @@ TEST(ExploreSplitTest, RankMemoryErrors) {
   EXPECT_EQ(msg(activations({0, 0}), 2, 2), "ZeRO stage must be 0 or 1, got 2");
   EXPECT_EQ(msg(activations({0, 0}), 0, 0),
             "data-parallel degree must be >= 1, got 0");
-  EXPECT_EQ(msg(activations({0}), 1, 0), "metrics have 1 ranks, the schedule 2");
+  EXPECT_EQ(msg(activations({0}), 1, 0),
+            "metrics have 1 ranks, the schedule 2");
   mm.weightElementBytes = 0;
   EXPECT_EQ(msg(activations({0, 0}), 1, 0),
             "bytes per weight element must be a finite number > 0");
@@ -340,8 +341,8 @@ TEST(ExploreSplitTest, RankMemoryErrors) {
 
 namespace {
 
-SplitPoint split(int D, int P, int z, double step, double memory,
-                 double limit, int M = 8) {
+SplitPoint split(int D, int P, int z, double step, double memory, double limit,
+                 int M = 8) {
   SplitPoint sp;
   sp.point = point("1f1b", P, M / D, 0, step, step, memory, limit);
   sp.dataParallel = D;
@@ -397,6 +398,5 @@ TEST(ExploreSplitTest, NothingFitsNamesTheClosest) {
             "ZeRO-0 needing 21 GiB (1 GiB over)");
   llvm::json::Object o = splitRecommendationJSON(r[0]);
   EXPECT_EQ(o.getBoolean("fits"), false);
-  EXPECT_EQ(o.getObject("closest")->getNumber("peak_memory_bytes"),
-            21 * GiB);
+  EXPECT_EQ(o.getObject("closest")->getNumber("peak_memory_bytes"), 21 * GiB);
 }

@@ -260,7 +260,6 @@ void writeRowsCSV(llvm::raw_ostream &os,
 /// report list them.
 llvm::json::Object stageCostJSON(const StageCost &c);
 
-
 //===----------------------------------------------------------------------===//
 // Device split: data parallelism D x pipeline parallelism P on N devices
 //===----------------------------------------------------------------------===//
@@ -373,7 +372,8 @@ struct SplitPoint {
 
 /// Result of searchSplits().
 struct SplitSearch {
-  std::vector<SplitPoint> points; ///< Order: P ascending, schedule, M, ZeRO, system.
+  /// Order: P ascending, then M, ZeRO stage, schedule, system.
+  std::vector<SplitPoint> points;
   /// The P (divisors of N) searched, ascending.
   std::vector<int> pipelineRanks;
   /// Why a configuration was not evaluated ("D=2 x P=4 gpipe S=4 M=8:
