@@ -599,6 +599,10 @@ int main(int argc, char **argv) {
                    "the ranks P and the data-parallel degree D itself; "
                    "--trace and --svg need a single configuration: run "
                    "without --devices with --ranks=P --data-parallel=D)");
+    if (optimizerFactorOpt.getNumOccurrences())
+      return bad("--optimizer-factor does not apply with --devices: its "
+                 "memory model counts the gradient sums and the optimizer "
+                 "state itself from --optimizer and --weight-dtype");
     if (modelOpt.empty() && costTableOpt.empty())
       return bad("--devices needs --cost-table or --model: it compares "
                  "pipelines of different depth on one model, and the "
