@@ -659,7 +659,7 @@ double inputCopyRate(int64_t floats, int tensors, int reps, size_t evictBytes) {
 /// in double to the parameter's per-step sum (rt::addToSum). `n` f32
 /// elements, the median of `reps` calls.
 double gradientAccumulateTime(int64_t n, int reps) {
-  std::vector<float> grad(size_t(n));
+  std::vector<float> grad(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     grad[size_t(i)] = float(i % 97) * 0.01f;
   std::vector<double> sum(size_t(n), 0.0);
