@@ -966,10 +966,17 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "gradients, 1 = reduce-scatter, optimizer over 1/D of the "
            "elements, all-gather of the weights; -1 = the machine's "
            "\"zero_stage\" (default 0)">,
+    Option<"bucketMb", "bucket-mb", "double", "-1",
+           "Capacity of a data-parallel gradient bucket in MiB of the "
+           "runtime's double sums (pipeopt-run --bucket-mb); -1 = the "
+           "machine's \"bucket_bytes\" (default 25 MiB)">,
     Option<"optimizerStep", "optimizer-step", "bool", "false",
            "Cost an optimizer step per stage after its gradients are "
-           "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
-           "device's memory bandwidth (a memory-bound fused update)">,
+           "reduced: parameter elements x the machine's "
+           "optimizer_s_per_element of the build's optimizer (pipe.optimizer, "
+           "default sgd) when given, else (2 (1 + optimizer-factor) - 1) * "
+           "parameter bytes / the device's memory bandwidth (a memory-bound "
+           "fused update)">,
   ];
 }
 
