@@ -612,6 +612,14 @@ double sim::optimizerStateBytesPerElement(OptimizerKind k) {
   return 0;
 }
 
+double sim::parameterElementsOf(const StageCost &c,
+                                const TrainingMemoryModel &mm) {
+  if (c.parameterElements > 0)
+    return c.parameterElements;
+  return mm.weightElementBytes > 0 ? c.parameterBytes() / mm.weightElementBytes
+                                   : 0;
+}
+
 llvm::Expected<std::vector<RankMemory>>
 sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &tableIn,
                         const Metrics &event, const TrainingMemoryModel &mm,
@@ -648,7 +656,7 @@ sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &tableIn,
           !seen.insert({r, static_cast<int>(st)}).second)
         continue;
       double params = table.stages[st].parameterBytes();
-      double elements = params / mm.weightElementBytes;
+      double elements = parameterElementsOf(table.stages[st], mm);
       out[r].weightBytes += params;
       out[r].gradientBytes += elements * mm.gradientElementBytes;
       out[r].optimizerStateBytes +=
@@ -754,7 +762,20 @@ llvm::Expected<SplitSearch> sim::searchSplits(const SplitOptions &opts,
           peaks.push_back(peak);
           return llvm::Error::success();
         };
-        llvm::Expected<SweepResult> sw = sweep(so, tableFor, hook);
+        // The runtime exchanges its gradient sums (double): an entry that
+        // does not say what its exchanges move moves those.
+        auto runtimeTableFor =
+            [&](const schedule::Schedule &s) -> llvm::Expected<CostTable> {
+          llvm::Expected<CostTable> t = tableFor(s);
+          if (!t)
+            return t.takeError();
+          for (StageCost &c : t->stages)
+            if (c.exchangedGradientBytes < 0)
+              c.exchangedGradientBytes = parameterElementsOf(c, opts.memory) *
+                                         opts.memory.gradientElementBytes;
+          return t;
+        };
+        llvm::Expected<SweepResult> sw = sweep(so, runtimeTableFor, hook);
         if (!sw)
           return sw.takeError();
         // The ZeRO stages of one split skip the same configurations for

@@ -305,6 +305,17 @@ TEST(ExploreSplitTest, RankMemoryCountsWeightsGradientsStateActivations) {
   EXPECT_DOUBLE_EQ((*mem)[0].optimizerStateBytes, 0);
 }
 
+TEST(ExploreSplitTest, ParameterElementsPreferTheTablesCount) {
+  TrainingMemoryModel mm;
+  StageCost c;
+  c.weightBytes = 4e9;
+  EXPECT_DOUBLE_EQ(parameterElementsOf(c, mm), 1e9);
+  mm.weightElementBytes = 2;
+  EXPECT_DOUBLE_EQ(parameterElementsOf(c, mm), 2e9);
+  c.parameterElements = 3e8; // stated by the table: no dtype needed
+  EXPECT_DOUBLE_EQ(parameterElementsOf(c, mm), 3e8);
+}
+
 TEST(ExploreSplitTest, ChimeraRanksHoldBothCopies) {
   // Chimera on 2 ranks: each rank holds stage 0 of one pipeline and stage
   // 1 of the other, i.e. both entries' parameters.

@@ -291,6 +291,10 @@ struct TrainingMemoryModel {
   double optimizerStateElementBytes = 16;
 };
 
+/// Parameter elements of a cost table entry: its parameter_elements when
+/// given (> 0), else parameterBytes() / mm.weightElementBytes.
+double parameterElementsOf(const StageCost &c, const TrainingMemoryModel &mm);
+
 /// Memory of one pipeline rank during a training step (bytes).
 struct RankMemory {
   int rank = 0;
@@ -312,7 +316,8 @@ struct RankMemory {
 /// stage two pipelines put on one rank counts once):
 ///
 ///   P_st = table.stages[st].parameterBytes()       (bytes)
-///   E_st = P_st / weightElementBytes               (elements)
+///   E_st = parameterElementsOf(table.stages[st])   (elements: the
+///          entry's parameter_elements, else P_st / weightElementBytes)
 ///   weights          += P_st
 ///   gradients        += E_st * gradientElementBytes
 ///   optimizer state  += E_st * optimizerStateElementBytes / Z,
@@ -385,11 +390,14 @@ struct SplitSearch {
 /// Evaluates every split D x P = opts.devices (P every divisor of N, D =
 /// N / P) with every schedule, global M, ZeRO stage and system at the
 /// three levels (sweep() with S = P, M / D microbatches per replica and
-/// the system's data_parallel = D), then the memory of every rank with
-/// trainingRankMemory(). Skipped, with the reason: a D that does not
-/// divide M, asynchronous schedules (their updates have no global batch),
-/// and whatever sweep() skips. Errors: devices < 1, an empty list, a ZeRO
-/// stage other than 0 and 1, or a failing trainingRankMemory().
+/// the system's data_parallel = D and zero_stage = the ZeRO stage), then
+/// the memory of every rank with trainingRankMemory(). The runtime
+/// exchanges its gradient sums: an entry without exchanged_gradient_bytes
+/// gets parameterElementsOf() x memory.gradientElementBytes (8: double).
+/// Skipped, with the reason: a D that does not divide M, asynchronous schedules
+/// (their updates have no global batch), and whatever sweep() skips. Errors:
+/// devices < 1, an empty list, a ZeRO stage other than 0 and 1, or a failing
+/// trainingRankMemory().
 llvm::Expected<SplitSearch> searchSplits(const SplitOptions &opts,
                                          const CostTableFor &tableFor);
 
