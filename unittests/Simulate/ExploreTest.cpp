@@ -411,3 +411,60 @@ TEST(ExploreSplitTest, NothingFitsNamesTheClosest) {
   EXPECT_EQ(o.getBoolean("fits"), false);
   EXPECT_EQ(o.getObject("closest")->getNumber("peak_memory_bytes"), 21 * GiB);
 }
+
+TEST(ExploreSplitTest, SearchSplitsAtAFixedGlobalBatch) {
+  // 4 layers of F = B = W = 1 ms and 1e9 bytes of f32 parameters (2.5e8
+  // elements) each, on 4 ranks of one node linked at 1e10 B/s.
+  CostTable t = CostTable::uniform(4, 1e-3, /*activationBytes=*/1e8,
+                                   /*weightBytes=*/1e9);
+  Machine m = gridBase();
+  m.name = "node";
+  m.topology.ranksPerNode = 4;
+  m.topology.intraNode.latencySeconds = 0;
+  m.topology.intraNode.bytesPerSecond = 1e10;
+  SplitOptions o;
+  o.devices = 4;
+  o.schedules = {"1f1b", "pipedream"};
+  o.globalMicrobatches = {4, 6};
+  o.systems = {m};
+  llvm::Expected<SplitSearch> r =
+      searchSplits(o, [&](const schedule::Schedule &) { return t; });
+  ASSERT_TRUE(static_cast<bool>(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->pipelineRanks, (std::vector<int>{1, 2, 4}));
+  // PipeDream is not searched; D = 4 does not divide M = 6.
+  ASSERT_GE(r->skipped.size(), 2u);
+  EXPECT_EQ(r->skipped[0].rfind("pipedream: asynchronous", 0), 0u);
+  EXPECT_NE(llvm::find(r->skipped, "D=4 x P=1 M=6: 6 global microbatches do "
+                                   "not split evenly over 4 replicas"),
+            r->skipped.end());
+  // D=4: M=4 x ZeRO {0,1}; D=2: M in {4,6} x ZeRO {0,1}; D=1: M in {4,6}
+  // with ZeRO-0 only.
+  ASSERT_EQ(r->points.size(), 2u + 4u + 2u);
+  const SplitPoint &d4 = r->points[0];
+  EXPECT_EQ(d4.dataParallel, 4);
+  EXPECT_EQ(d4.pipelineRanks(), 1);
+  EXPECT_EQ(d4.point.microbatches, 1);
+  EXPECT_EQ(d4.zeroStage, 0);
+  // One microbatch through all 4 layers (12 ms), then the ring all-reduce
+  // of the double gradient sums, 8 x 1e9 elements = 8e9 bytes over 4
+  // ranks: 2 x 3 x (8e9 / 4) / 1e10 = 1.2 s.
+  EXPECT_NEAR(d4.point.eval.event.allReduceSec, 1.2, 1e-9);
+  EXPECT_NEAR(d4.stepSec(), 0.012 + 1.2, 1e-9);
+  EXPECT_NEAR(d4.secondsPerMicrobatch(), (0.012 + 1.2) / 4, 1e-9);
+  // Memory: 4e9 weights + 8e9 gradient sums + 16e9 AdamW state (4e9 with
+  // ZeRO-1 over 4) + one microbatch's 4e8 activations.
+  EXPECT_DOUBLE_EQ(d4.peak.total(), 4e9 + 8e9 + 16e9 + 4e8);
+  EXPECT_EQ(r->points[1].zeroStage, 1);
+  EXPECT_DOUBLE_EQ(r->points[1].peak.total(), 4e9 + 8e9 + 4e9 + 4e8);
+  const SplitPoint &last = r->points.back();
+  EXPECT_EQ(last.dataParallel, 1);
+  EXPECT_EQ(last.globalMicrobatches, 6);
+  EXPECT_EQ(last.point.eval.event.allReduceSec, 0);
+
+  o.devices = 0;
+  llvm::Expected<SplitSearch> bad =
+      searchSplits(o, [&](const schedule::Schedule &) { return t; });
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "the device count must be >= 1, got 0");
+}
