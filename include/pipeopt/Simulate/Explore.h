@@ -11,8 +11,10 @@
 /// levels (Simulator.h), rank the schedules of every (S, M, system) per
 /// level, find the configurations where the best schedule differs between
 /// levels ("ranking flips"), drop configurations over a per-device memory
-/// limit and recommend one configuration per system. pipeopt-explore and
-/// the `schedule=auto` choice of pipeopt-pipeline (pipe-auto-schedule) are
+/// limit and recommend one configuration per system; and the split of N
+/// devices into D data-parallel replicas x P pipeline ranks with each
+/// rank's training memory (searchSplits(), recommendSplits()). pipeopt-explore
+/// and the `schedule=auto` choice of pipeopt-pipeline (pipe-auto-schedule) are
 /// adapters over it; pipe-simulate writes its rows with rowJSON().
 ///
 /// No MLIR here: the cost table of each configuration comes from a caller
