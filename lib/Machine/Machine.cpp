@@ -161,6 +161,20 @@ llvm::Error Device::validate(StringRef name) const {
           checkOptionalRate(name, "input_copy_bandwidth",
                             inputCopyBytesPerSecond, "inputs are not copied"))
     return e;
+  auto perElement = [&](llvm::StringRef key, double v) -> llvm::Error {
+    if (v >= 0 && v < 1)
+      return llvm::Error::success();
+    return makeError(llvm::formatv(
+        "device '{0}': {1} must be seconds per element in [0, 1) (0: not "
+        "charged), got {2}",
+        name, key, formatNumber(v)));
+  };
+  if (llvm::Error e = perElement("gradient_accumulate_s_per_element",
+                                 gradientAccumulateSecondsPerElement))
+    return e;
+  for (const auto &[kind, v] : optimizerSecondsPerElement)
+    if (llvm::Error e = perElement("optimizer_s_per_element." + kind, v))
+      return e;
   if (cores < 0)
     return makeError(llvm::formatv(
         "device '{0}': cores must be >= 0 (0: not given), got {1}", name,

@@ -361,11 +361,13 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
       "peak_flops", "vector_flops", "memory_bandwidth", "memory_capacity",
       "op_overhead_s", "cores", "cache_bytes", "cache_bandwidth",
       "contraction_operand_bandwidth", "input_copy_bandwidth",
+      "gradient_accumulate_s_per_element", "optimizer_s_per_element",
       // Topology: nested, and the explorer's flat form.
       "topology", "ranks_per_node", "gpus_per_node", "nodes", "nics_per_node",
       "cores_per_node", "intra_node", "inter_node",
       // Simulator settings.
-      "compute_speed", "overlap", "data_parallel", "memory_bytes"};
+      "compute_speed", "overlap", "data_parallel", "zero_stage", "bucket_bytes",
+      "memory_bytes"};
   for (const auto &kv : *obj)
     if (!llvm::is_contained(known, StringRef(kv.first)))
       return hardware ? error("unknown key '" + StringRef(kv.first) + "'")
@@ -435,6 +437,32 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
            m.device.contractionOperandBytesPerSecond, /*bytes=*/true);
   r.number("input_copy_bandwidth", m.device.inputCopyBytesPerSecond,
            /*bytes=*/true);
+  r.number("gradient_accumulate_s_per_element",
+           m.device.gradientAccumulateSecondsPerElement);
+  if (const llvm::json::Value *v = obj->get("optimizer_s_per_element")) {
+    const llvm::json::Object *t = v->getAsObject();
+    if (!t) {
+      r.fail(("optimizer_s_per_element: expected an object {\"sgd\": s, "
+              "...}, got " +
+              kindOf(*v))
+                 .str());
+    } else if (auto bad = unknownKey(*t, {"none", "sgd", "momentum", "adamw"},
+                                     "optimizer_s_per_element")) {
+      r.fail(*bad);
+    } else {
+      for (const auto &[k, val] : *t) {
+        std::optional<double> d = val.getAsNumber();
+        if (!d) {
+          r.fail(("optimizer_s_per_element." + k.str() +
+                  ": expected a number (seconds per element), got " +
+                  kindOf(val))
+                     .str());
+          break;
+        }
+        m.device.optimizerSecondsPerElement[k.str()] = *d;
+      }
+    }
+  }
 
   // --- Topology: the nested object ------------------------------------------
   const llvm::json::Object *to = nullptr;
@@ -539,6 +567,24 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
   }
   if (llvm::Error e = flat(flatCount(*obj, "data_parallel", s.dataParallel)))
     return std::move(e);
+  if (const llvm::json::Value *v = obj->get("zero_stage")) {
+    std::optional<int64_t> z = v->getAsInteger();
+    if (!z || (*z != 0 && *z != 1))
+      return error("\"zero_stage\" must be 0 (all-reduce, no sharding) or 1 "
+                   "(ZeRO-1: reduce-scatter, sharded optimizer, all-gather)");
+    s.zeroStage = static_cast<int>(*z);
+  }
+  if (obj->get("bucket_bytes")) {
+    double bucket = 0;
+    if (llvm::Error e = flat(flatNumber(*obj, "bucket_bytes", bucket)))
+      return std::move(e);
+    if (!(bucket >= 1 && bucket < 9223372036854775808.0))
+      return error("\"bucket_bytes\" must be a number of bytes >= 1 (the "
+                   "capacity of a data-parallel gradient bucket; pipeopt-run "
+                   "--bucket-mb), got " +
+                   machine::detail::formatNumber(bucket));
+    s.gradientBucketBytes = bucket;
+  }
   if (const llvm::json::Value *v = obj->get("overlap")) {
     std::optional<bool> b = v->getAsBoolean();
     if (!b)
@@ -560,7 +606,9 @@ llvm::Expected<Machine> machine::parseMachine(const llvm::json::Value &value,
                                      "cache_bytes",
                                      "cache_bandwidth",
                                      "contraction_operand_bandwidth",
-                                     "input_copy_bandwidth"};
+                                     "input_copy_bandwidth",
+                                     "gradient_accumulate_s_per_element",
+                                     "optimizer_s_per_element"};
   if (hardware &&
       llvm::none_of(deviceKeys, [&](const char *key) { return obj->get(key); }))
     return error("the file defines no device: give 'base' (a preset) or "

@@ -33,6 +33,12 @@ double sim::ringAllReduceSec(double bytes, llvm::ArrayRef<int> ring,
   return 2.0 * (p - 1) * step;
 }
 
+double sim::ringReduceScatterSec(double bytes, llvm::ArrayRef<int> ring,
+                                 const machine::Machine &sys) {
+  // Half of the all-reduce: the same p - 1 steps once.
+  return ringAllReduceSec(bytes, ring, sys) / 2;
+}
+
 double sim::ringAllReduceBytesPerRank(double bytes, int p) {
   return p < 2 ? 0.0 : 2.0 * (p - 1) / p * bytes;
 }
@@ -45,6 +51,16 @@ sim::planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
         llvm::inconvertibleErrorCode(),
         llvm::formatv("data-parallel degree must be >= 1, got {0}",
                       sys.simulation.dataParallel));
+  if (sys.simulation.zeroStage != 0 && sys.simulation.zeroStage != 1)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("ZeRO stage must be 0 or 1, got {0}",
+                      sys.simulation.zeroStage));
+  if (!(sys.simulation.gradientBucketBytes > 0))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("gradient bucket capacity must be > 0 bytes, got {0}",
+                      sys.simulation.gradientBucketBytes));
   const int S = s.numStages, P = s.numRanks, D = sys.simulation.dataParallel;
   for (const TiedGroup &g : costs.tied)
     for (int st : g.stages)
@@ -65,10 +81,12 @@ sim::planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
           a.stage >= 0 && a.stage < S)
         holders[a.stage].insert(r);
 
+  // Data parallelism: the stages one rank holds go into its buckets.
+  auto bucketed = [&](int st) { return D > 1 && holders[st].size() == 1; };
   for (int st = 0; st < S && st < costs.size(); ++st) {
-    const double bytes = costs.stages[st].reducedGradientBytes();
+    const double bytes = costs.stages[st].exchangeBytes();
     const int p = static_cast<int>(holders[st].size()) * D;
-    if (p < 2 || bytes <= 0)
+    if (p < 2 || bytes <= 0 || bucketed(st))
       continue;
     GradientReduction g;
     g.stages = {st};
@@ -80,6 +98,54 @@ sim::planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
     g.bytes = bytes;
     g.durationSec = ringAllReduceSec(bytes, g.ring, sys);
     out.push_back(std::move(g));
+  }
+  // Each rank's buckets: its bucketed stages in the order their last
+  // weight gradient ends on the rank.
+  for (int r = 0; r < P && D > 1 && r < static_cast<int>(s.actions.size());
+       ++r) {
+    std::vector<int> order; // stages, by their last W / BW on rank r
+    for (const schedule::Action &a : s.actions[r])
+      if (a.isCompute() && (a.phase == Phase::W || a.phase == Phase::BW) &&
+          a.stage >= 0 && a.stage < S && a.stage < costs.size() &&
+          bucketed(a.stage)) {
+        order.erase(std::remove(order.begin(), order.end(), a.stage),
+                    order.end());
+        order.push_back(a.stage);
+      }
+    std::vector<int> ring;
+    for (int d = 0; d < D; ++d)
+      ring.push_back(d * P + r);
+    GradientReduction open;
+    auto close = [&](bool atEnd) {
+      if (open.bytes <= 0) {
+        open = GradientReduction();
+        return;
+      }
+      open.bucket = true;
+      open.atRankEnd = atEnd;
+      open.ranks = {r};
+      open.ring = ring;
+      if (sys.simulation.zeroStage == 1) {
+        open.zero = true;
+        open.durationSec = 2 * ringReduceScatterSec(open.bytes, ring, sys);
+      } else {
+        open.durationSec = ringAllReduceSec(open.bytes, ring, sys);
+      }
+      out.push_back(std::move(open));
+      open = GradientReduction();
+    };
+    for (int st : order) {
+      const double bytes = costs.stages[st].exchangeBytes();
+      if (bytes <= 0)
+        continue;
+      open.stages.push_back(st);
+      open.bytes += bytes;
+      // ZeRO-1 exchanges everything at the end of the step.
+      if (sys.simulation.zeroStage == 0 &&
+          open.bytes >= sys.simulation.gradientBucketBytes)
+        close(/*atEnd=*/false);
+    }
+    close(/*atEnd=*/true);
   }
   for (const TiedGroup &t : costs.tied) {
     std::set<int> ranks;

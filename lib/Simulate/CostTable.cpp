@@ -48,9 +48,11 @@ CostTable CostTable::resample(int n) const {
   out.name = name;
   out.stages.resize(n);
   const int L = size();
-  bool anyGradientBytes = false;
-  for (const StageCost &x : stages)
+  bool anyGradientBytes = false, anyExchanged = false;
+  for (const StageCost &x : stages) {
     anyGradientBytes |= x.gradientBytes >= 0;
+    anyExchanged |= x.exchangedGradientBytes >= 0;
+  }
   // Stage s covers entries [s*L/n, (s+1)*L/n) in fractional units; use
   // exact integer arithmetic on the scaled axis [s*L, (s+1)*L) with entry e
   // covering [e*n, (e+1)*n).
@@ -71,9 +73,14 @@ CostTable CostTable::resample(int n) const {
       c.weightGradHoldBytes += f * x.weightGradHoldBytes;
       c.weightBytes += f * x.weightBytes;
       c.optimizerSec += f * x.optimizerSec;
+      c.gradientAccumulateSec += f * x.gradientAccumulateSec;
+      c.parameterElements += f * x.parameterElements;
       if (anyGradientBytes)
         c.gradientBytes =
             std::max(c.gradientBytes, 0.0) + f * x.reducedGradientBytes();
+      if (anyExchanged)
+        c.exchangedGradientBytes =
+            std::max(c.exchangedGradientBytes, 0.0) + f * x.exchangeBytes();
     }
     // Boundary of the entry containing the right cut (position hi - 1 on
     // the scaled axis).
@@ -181,6 +188,15 @@ llvm::Expected<CostTable> sim::parseCostTable(llvm::StringRef json) {
     if (o->get("gradient_bytes"))
       if (llvm::Error e = get("gradient_bytes", c.gradientBytes, true))
         return std::move(e);
+    if (o->get("exchanged_gradient_bytes"))
+      if (llvm::Error e =
+              get("exchanged_gradient_bytes", c.exchangedGradientBytes, true))
+        return std::move(e);
+    if (llvm::Error e =
+            get("gradient_accumulate_s", c.gradientAccumulateSec, false))
+      return std::move(e);
+    if (llvm::Error e = get("parameter_elements", c.parameterElements, false))
+      return std::move(e);
     t.stages.push_back(c);
   }
   const llvm::json::Object *top = root->getAsObject();
@@ -259,6 +275,12 @@ std::string sim::costTableToJSON(const CostTable &t) {
       o["optimizer_s"] = c.optimizerSec;
     if (c.gradientBytes >= 0)
       o["gradient_bytes"] = c.gradientBytes;
+    if (c.exchangedGradientBytes >= 0)
+      o["exchanged_gradient_bytes"] = c.exchangedGradientBytes;
+    if (c.gradientAccumulateSec > 0)
+      o["gradient_accumulate_s"] = c.gradientAccumulateSec;
+    if (c.parameterElements > 0)
+      o["parameter_elements"] = c.parameterElements;
     stages.push_back(std::move(o));
   }
   llvm::json::Object root{{"name", t.name}, {"stages", std::move(stages)}};

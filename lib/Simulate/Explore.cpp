@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <tuple>
 
 using namespace pipeopt;
@@ -565,4 +566,432 @@ llvm::json::Object sim::stageCostJSON(const StageCost &c) {
                             {"gradient_bytes", c.reducedGradientBytes()},
                             {"optimizer_s", c.optimizerSec},
                             {"boundary_bytes", c.boundaryBytes}};
+}
+
+//===----------------------------------------------------------------------===//
+// Device split
+//===----------------------------------------------------------------------===//
+
+llvm::StringRef sim::optimizerKindName(OptimizerKind k) {
+  switch (k) {
+  case OptimizerKind::SGD:
+    return "sgd";
+  case OptimizerKind::Momentum:
+    return "momentum";
+  case OptimizerKind::AdamW:
+    return "adamw";
+  }
+  return "sgd";
+}
+
+llvm::Expected<OptimizerKind> sim::parseOptimizerKind(llvm::StringRef name) {
+  std::string n = name.lower();
+  if (n == "sgd")
+    return OptimizerKind::SGD;
+  if (n == "momentum" || n == "sgd-momentum")
+    return OptimizerKind::Momentum;
+  if (n == "adamw")
+    return OptimizerKind::AdamW;
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "unknown optimizer '%s' (expected sgd, momentum or adamw, the "
+      "runtime's optimizers)",
+      name.str().c_str());
+}
+
+double sim::optimizerStateBytesPerElement(OptimizerKind k) {
+  // The runtime keeps optimizer state in double (8 bytes per value).
+  switch (k) {
+  case OptimizerKind::SGD:
+    return 0;
+  case OptimizerKind::Momentum:
+    return 8;
+  case OptimizerKind::AdamW:
+    return 16;
+  }
+  return 0;
+}
+
+double sim::parameterElementsOf(const StageCost &c,
+                                const TrainingMemoryModel &mm) {
+  if (c.parameterElements > 0)
+    return c.parameterElements;
+  return mm.weightElementBytes > 0 ? c.parameterBytes() / mm.weightElementBytes
+                                   : 0;
+}
+
+llvm::Expected<std::vector<RankMemory>>
+sim::trainingRankMemory(const schedule::Schedule &s, const CostTable &tableIn,
+                        const Metrics &event, const TrainingMemoryModel &mm,
+                        int dataParallel, int zeroStage) {
+  auto err = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (!(mm.weightElementBytes > 0) || !std::isfinite(mm.weightElementBytes))
+    return err("bytes per weight element must be a finite number > 0");
+  if (!(mm.gradientElementBytes >= 0) || !(mm.optimizerStateElementBytes >= 0))
+    return err("bytes per gradient / optimizer-state element must be >= 0");
+  if (dataParallel < 1)
+    return err("data-parallel degree must be >= 1, got " +
+               llvm::Twine(dataParallel));
+  if (zeroStage != 0 && zeroStage != 1)
+    return err("ZeRO stage must be 0 or 1, got " + llvm::Twine(zeroStage));
+  if (static_cast<int>(event.peakActivationBytes.size()) != s.numRanks)
+    return err(llvm::formatv("metrics have {0} ranks, the schedule {1}",
+                             event.peakActivationBytes.size(), s.numRanks)
+                   .str());
+  const double shards = zeroStage >= 1 ? dataParallel : 1;
+  // The simulator's mapping of the table onto the schedule's stages.
+  const CostTable table = tableIn.resample(s.numStages);
+  std::vector<RankMemory> out(s.numRanks);
+  for (int r = 0; r < s.numRanks; ++r) {
+    out[r].rank = r;
+    out[r].activationBytes = event.peakActivationBytes[r];
+  }
+  std::set<std::pair<int, int>> seen; // (rank, stage)
+  for (const std::vector<int> &pipeline : s.stageRank)
+    for (size_t st = 0; st < pipeline.size(); ++st) {
+      int r = pipeline[st];
+      if (r < 0 || r >= s.numRanks || static_cast<int>(st) >= table.size() ||
+          !seen.insert({r, static_cast<int>(st)}).second)
+        continue;
+      double params = table.stages[st].parameterBytes();
+      double elements = parameterElementsOf(table.stages[st], mm);
+      out[r].weightBytes += params;
+      out[r].gradientBytes += elements * mm.gradientElementBytes;
+      out[r].optimizerStateBytes +=
+          elements * mm.optimizerStateElementBytes / shards;
+    }
+  return out;
+}
+
+double SplitPoint::secondsPerMicrobatch() const {
+  return globalMicrobatches > 0 ? stepSec() / globalMicrobatches : 0;
+}
+
+std::string sim::describeSplitPoint(const SplitPoint &p, bool withSystem) {
+  std::string s =
+      llvm::formatv("D={0} x P={1} {2} M={3} ({4} per replica) v={5} ZeRO-{6}",
+                    p.dataParallel, p.pipelineRanks(), p.point.schedule,
+                    p.globalMicrobatches, p.point.microbatches,
+                    p.point.virtualStages(), p.zeroStage)
+          .str();
+  if (withSystem)
+    s += " on " + p.point.system;
+  return s;
+}
+
+llvm::Expected<SplitSearch> sim::searchSplits(const SplitOptions &opts,
+                                              const CostTableFor &tableFor) {
+  auto err = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+  };
+  if (opts.devices < 1)
+    return err("the device count must be >= 1, got " +
+               llvm::Twine(opts.devices));
+  if (opts.schedules.empty() || opts.globalMicrobatches.empty() ||
+      opts.systems.empty() || opts.zeroStages.empty())
+    return err("the split search needs at least one schedule, microbatch "
+               "count, system and ZeRO stage");
+  for (int z : opts.zeroStages)
+    if (z != 0 && z != 1)
+      return err("ZeRO stage must be 0 or 1, got " + llvm::Twine(z));
+
+  SplitSearch res;
+  std::vector<std::string> synchronous;
+  for (const std::string &name : opts.schedules) {
+    const schedule::ScheduleInfo *row = schedule::findSchedule(name);
+    if (row && row->async())
+      res.skipped.push_back(
+          name + ": asynchronous (weights updated per microbatch, no global "
+                 "batch to split between replicas); not searched");
+    else
+      synchronous.push_back(name);
+  }
+  for (int P = 1; P <= opts.devices; ++P) {
+    if (opts.devices % P)
+      continue;
+    res.pipelineRanks.push_back(P);
+    const int D = opts.devices / P;
+    const std::string split = llvm::formatv("D={0} x P={1}", D, P).str();
+    if (synchronous.empty())
+      continue;
+    for (int M : opts.globalMicrobatches) {
+      if (M % D) {
+        res.skipped.push_back(
+            llvm::formatv("{0} M={1}: {1} global microbatches do not split "
+                          "evenly over {2} replicas",
+                          split, M, D)
+                .str());
+        continue;
+      }
+      for (int z : opts.zeroStages) {
+        // ZeRO-1 over one replica shards nothing: it is ZeRO-0.
+        if (z == 1 && D == 1)
+          continue;
+        SweepOptions so;
+        so.schedules = synchronous;
+        so.stages = {P};
+        so.microbatches = {M / D};
+        so.systems = opts.systems;
+        for (machine::Machine &m : so.systems) {
+          m.simulation.dataParallel = D;
+          m.simulation.zeroStage = z;
+        }
+        so.virtualStages = opts.virtualStages;
+        so.waves = opts.waves;
+        so.maxActions = opts.maxActions;
+        so.memoryLimitBytes = opts.memoryLimitBytes;
+        std::vector<RankMemory> peaks;
+        std::optional<llvm::Error> memoryError;
+        auto hook = [&](const ExplorePoint &p, const schedule::Schedule &s,
+                        const CostTable &t,
+                        const machine::Machine &) -> llvm::Error {
+          llvm::Expected<std::vector<RankMemory>> mem =
+              trainingRankMemory(s, t, p.eval.event, opts.memory, D, z);
+          if (!mem)
+            return llvm::createStringError(
+                llvm::inconvertibleErrorCode(),
+                llvm::formatv("{0} {1}: {2}", split, describePoint(p, true),
+                              llvm::toString(mem.takeError()))
+                    .str());
+          RankMemory peak;
+          for (const RankMemory &rm : *mem)
+            if (rm.total() > peak.total())
+              peak = rm;
+          peaks.push_back(peak);
+          return llvm::Error::success();
+        };
+        // The runtime exchanges its gradient sums (double): an entry that
+        // does not say what its exchanges move moves those.
+        auto runtimeTableFor =
+            [&](const schedule::Schedule &s) -> llvm::Expected<CostTable> {
+          llvm::Expected<CostTable> t = tableFor(s);
+          if (!t)
+            return t.takeError();
+          for (StageCost &c : t->stages)
+            if (c.exchangedGradientBytes < 0)
+              c.exchangedGradientBytes = parameterElementsOf(c, opts.memory) *
+                                         opts.memory.gradientElementBytes;
+          return t;
+        };
+        llvm::Expected<SweepResult> sw = sweep(so, runtimeTableFor, hook);
+        if (!sw)
+          return sw.takeError();
+        // The ZeRO stages of one split skip the same configurations for
+        // the same reasons: each reason is listed once.
+        auto addOnce = [](std::vector<std::string> &to, std::string s) {
+          if (!llvm::is_contained(to, s))
+            to.push_back(std::move(s));
+        };
+        for (const std::string &s : sw->skipped)
+          addOnce(res.skipped, split + " " + s);
+        for (const std::string &s : sw->tooLarge)
+          addOnce(res.tooLarge, split + " " + s);
+        for (size_t i = 0; i < sw->points.size(); ++i) {
+          SplitPoint sp;
+          sp.point = std::move(sw->points[i]);
+          sp.dataParallel = D;
+          sp.globalMicrobatches = M;
+          sp.zeroStage = z;
+          sp.peak = peaks[i];
+          sp.point.peakMemoryBytes = sp.peak.total();
+          res.points.push_back(std::move(sp));
+        }
+      }
+    }
+  }
+  return res;
+}
+
+std::vector<SplitRecommendation>
+sim::recommendSplits(const std::vector<SplitPoint> &points, double tol) {
+  std::vector<SplitRecommendation> out;
+  std::map<std::string, size_t> index;
+  auto fits = [](const SplitPoint &p) {
+    return !p.overMemory() && p.point.eval.event.available;
+  };
+  // Among the fitting points of `sel`, the first (in search order) within
+  // the tie tolerance of the fastest.
+  auto fastest = [&](auto &&sel) -> const SplitPoint * {
+    double best = -1;
+    for (const SplitPoint &p : points)
+      if (fits(p) && sel(p) && (best < 0 || p.secondsPerMicrobatch() < best))
+        best = p.secondsPerMicrobatch();
+    for (const SplitPoint &p : points)
+      if (fits(p) && sel(p) && p.secondsPerMicrobatch() <= best * (1 + tol))
+        return &p;
+    return nullptr;
+  };
+  for (const SplitPoint &p : points) {
+    auto [it, inserted] = index.emplace(p.point.system, out.size());
+    if (inserted) {
+      out.emplace_back();
+      out.back().system = p.point.system;
+      out.back().memoryLimitBytes = p.point.memoryLimitBytes;
+    }
+    SplitRecommendation &r = out[it->second];
+    auto st = llvm::find_if(r.splits, [&](const SplitStatus &s) {
+      return s.pipelineRanks == p.pipelineRanks();
+    });
+    if (st == r.splits.end()) {
+      r.splits.push_back({});
+      st = std::prev(r.splits.end());
+      st->dataParallel = p.dataParallel;
+      st->pipelineRanks = p.pipelineRanks();
+    }
+    ++st->evaluated;
+    if (p.overMemory())
+      ++st->overMemory;
+    if (!st->smallest || p.peak.total() < st->smallest->peak.total())
+      st->smallest = &p;
+    if (!r.closest || p.peak.total() < r.closest->peak.total())
+      r.closest = &p;
+  }
+  for (SplitRecommendation &r : out) {
+    llvm::sort(r.splits, [](const SplitStatus &a, const SplitStatus &b) {
+      return a.pipelineRanks < b.pipelineRanks;
+    });
+    for (SplitStatus &s : r.splits)
+      s.best = fastest([&](const SplitPoint &p) {
+        return p.point.system == r.system &&
+               p.pipelineRanks() == s.pipelineRanks;
+      });
+    r.best = fastest(
+        [&](const SplitPoint &p) { return p.point.system == r.system; });
+    if (!r.best)
+      continue;
+    r.closest = nullptr;
+    for (const SplitStatus &s : r.splits)
+      if (s.best && s.pipelineRanks != r.best->pipelineRanks() &&
+          (!r.runnerUp ||
+           s.best->secondsPerMicrobatch() < r.runnerUp->secondsPerMicrobatch()))
+        r.runnerUp = s.best;
+    if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() > 0)
+      r.marginPercent = 100.0 *
+                        (r.runnerUp->secondsPerMicrobatch() -
+                         r.best->secondsPerMicrobatch()) /
+                        r.runnerUp->secondsPerMicrobatch();
+  }
+  return out;
+}
+
+std::string sim::splitRecommendationLine(const SplitRecommendation &r,
+                                         double tol) {
+  int devices = 0;
+  if (!r.splits.empty())
+    devices = r.splits.front().dataParallel * r.splits.front().pipelineRanks;
+  if (!r.best) {
+    if (!r.closest)
+      return "no D x P split was evaluated on " + r.system;
+    return llvm::formatv(
+               "no D x P split of {0} devices fits the {1} memory "
+               "limit on {2}; the closest is {3} needing {4} ({5} "
+               "over)",
+               devices, formatGiB(r.memoryLimitBytes), r.system,
+               describeSplitPoint(*r.closest),
+               formatGiB(r.closest->peak.total()),
+               formatGiB(r.closest->peak.total() - r.memoryLimitBytes))
+        .str();
+  }
+  const SplitPoint &b = *r.best;
+  std::string line =
+      llvm::formatv("recommended: {0}: {1} per step ({2} per microbatch), "
+                    "peak memory {3}",
+                    describeSplitPoint(b, true), seconds(b.stepSec()),
+                    seconds(b.secondsPerMicrobatch()),
+                    formatGiB(b.peak.total()))
+          .str();
+  if (r.memoryLimitBytes > 0)
+    line += " of " + formatGiB(r.memoryLimitBytes);
+  line += llvm::formatv(" (rank {0})", b.peak.rank).str();
+  if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() <=
+                        b.secondsPerMicrobatch() * (1 + tol))
+    line += llvm::formatv("; ties with the best other split {0} ({1} per "
+                          "step, within the tie tolerance)",
+                          describeSplitPoint(*r.runnerUp),
+                          seconds(r.runnerUp->stepSec()))
+                .str();
+  else if (r.runnerUp)
+    line += llvm::formatv("; {0}% faster per microbatch than the best other "
+                          "split {1} ({2} per step)",
+                          num(r.marginPercent, "%.1f"),
+                          describeSplitPoint(*r.runnerUp),
+                          seconds(r.runnerUp->stepSec()))
+                .str();
+  else
+    line += "; no other split fits";
+  std::vector<std::string> over;
+  for (const SplitStatus &s : r.splits)
+    if (!s.best && s.smallest && s.smallest->overMemory())
+      over.push_back(
+          llvm::formatv("D={0} x P={1} (needs at least {2}, {3} over)",
+                        s.dataParallel, s.pipelineRanks,
+                        formatGiB(s.smallest->peak.total()),
+                        formatGiB(s.smallest->peak.total() -
+                                  s.smallest->point.memoryLimitBytes))
+              .str());
+  if (!over.empty()) {
+    line += "; over the memory limit: ";
+    for (size_t i = 0; i < over.size(); ++i)
+      line += (i ? ", " : "") + over[i];
+  }
+  return line;
+}
+
+llvm::json::Object sim::splitPointJSON(const SplitPoint &p) {
+  const double limit = p.point.memoryLimitBytes;
+  return llvm::json::Object{
+      {"data_parallel", p.dataParallel},
+      {"pipeline_ranks", p.pipelineRanks()},
+      {"schedule", p.point.schedule},
+      {"virtual_stages", p.point.virtualStages()},
+      {"global_microbatches", p.globalMicrobatches},
+      {"replica_microbatches", p.point.microbatches},
+      {"zero_stage", p.zeroStage},
+      {"system", p.point.system},
+      {"step_s", p.stepSec()},
+      {"seconds_per_microbatch", p.secondsPerMicrobatch()},
+      {"allreduce_s", p.point.eval.event.allReduceSec},
+      {"peak_memory_bytes", p.peak.total()},
+      {"memory_limit_bytes",
+       limit > 0 ? llvm::json::Value(limit) : llvm::json::Value(nullptr)},
+      {"fits", !p.overMemory()},
+      {"peak_rank", p.peak.rank},
+      {"memory",
+       llvm::json::Object{{"weights_bytes", p.peak.weightBytes},
+                          {"gradients_bytes", p.peak.gradientBytes},
+                          {"optimizer_state_bytes", p.peak.optimizerStateBytes},
+                          {"activations_bytes", p.peak.activationBytes}}}};
+}
+
+llvm::json::Object sim::splitRecommendationJSON(const SplitRecommendation &r,
+                                                double tol) {
+  auto orNull = [](const SplitPoint *p) {
+    return p ? llvm::json::Value(splitPointJSON(*p))
+             : llvm::json::Value(nullptr);
+  };
+  llvm::json::Array splits;
+  for (const SplitStatus &s : r.splits)
+    splits.push_back(llvm::json::Object{
+        {"data_parallel", s.dataParallel},
+        {"pipeline_ranks", s.pipelineRanks},
+        {"evaluated", s.evaluated},
+        {"over_memory", s.overMemory},
+        {"best", orNull(s.best)},
+        {"smallest_memory_bytes",
+         s.smallest ? llvm::json::Value(s.smallest->peak.total())
+                    : llvm::json::Value(nullptr)}});
+  return llvm::json::Object{
+      {"system", r.system},
+      {"fits", r.best != nullptr},
+      {"line", splitRecommendationLine(r, tol)},
+      {"memory_limit_bytes", r.memoryLimitBytes > 0
+                                 ? llvm::json::Value(r.memoryLimitBytes)
+                                 : llvm::json::Value(nullptr)},
+      {"best", orNull(r.best)},
+      {"runner_up", orNull(r.runnerUp)},
+      {"margin_percent", r.marginPercent},
+      {"closest", orNull(r.closest)},
+      {"splits", std::move(splits)}};
 }

@@ -147,7 +147,8 @@ Metrics sim::evaluateFormula(const schedule::Schedule &s,
     const StageCost &c = costs.stages[st];
     fSum[r] += mbPerPipe[p] * c.forwardSec / speed;
     bSum[r] += mbPerPipe[p] * c.backwardInputSec / speed;
-    wSum[r] += mbPerPipe[p] * c.backwardWeightSec / speed;
+    wSum[r] +=
+        mbPerPipe[p] * (c.backwardWeightSec + c.gradientAccumulateSec) / speed;
   });
   int bottleneck = 0;
   for (int r = 0; r < R; ++r) {

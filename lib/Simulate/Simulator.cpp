@@ -141,6 +141,12 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
         if (it != last.end())
           post.taskDeps[i].push_back(it->second.first);
       }
+    // The last bucket (and ZeRO-1's reduce-scatter) starts when the rank's
+    // schedule ends.
+    if (red.atRankEnd)
+      for (int r : red.ranks)
+        if (r < g.numRanks && !g.rankTasks[r].empty())
+          post.taskDeps[i].push_back(g.rankTasks[r].back());
     if (red.tied)
       for (int k = 0; k < i; ++k)
         if (!post.reductions[k].tied &&
@@ -160,10 +166,20 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
       OptimizerStep step;
       step.rank = r;
       step.stage = st;
-      step.durationSec = sec;
+      bool inBucket = false, zero = false;
       for (int i = 0; i < n; ++i)
         if (llvm::is_contained(post.reductions[i].stages, st) &&
-            llvm::is_contained(post.reductions[i].ranks, r))
+            llvm::is_contained(post.reductions[i].ranks, r)) {
+          inBucket |= post.reductions[i].bucket;
+          zero |= post.reductions[i].zero;
+        }
+      // ZeRO-1: this rank updates 1/D of the stage's elements.
+      step.durationSec = zero ? sec / sys.simulation.dataParallel : sec;
+      // Buckets: the rank waits for all its buckets, then updates.
+      for (int i = 0; i < n; ++i)
+        if (llvm::is_contained(post.reductions[i].ranks, r) &&
+            ((inBucket && post.reductions[i].bucket) ||
+             llvm::is_contained(post.reductions[i].stages, st)))
           step.reductions.push_back(i);
       post.steps[r].push_back(std::move(step));
     }

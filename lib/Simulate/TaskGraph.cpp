@@ -107,10 +107,14 @@ llvm::Expected<TaskGraph> detail::buildTaskGraph(const schedule::Schedule &s,
         t.durationSec = c ? c->backwardInputSec / computeSpeed : 1.0;
         break;
       case Phase::W:
-        t.durationSec = c ? c->backwardWeightSec / computeSpeed : 1.0;
+        t.durationSec =
+            c ? (c->backwardWeightSec + c->gradientAccumulateSec) / computeSpeed
+              : 1.0;
         break;
       case Phase::BW:
-        t.durationSec = c ? c->backwardSec() / computeSpeed : 1.0;
+        t.durationSec =
+            c ? (c->backwardSec() + c->gradientAccumulateSec) / computeSpeed
+              : 1.0;
         break;
       default:
         break;

@@ -82,6 +82,9 @@ private:
   simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
                 const machine::Machine &hw, const machine::Machine &sys,
                 double optFactor, const cost::Profile *prof);
+  /// The build's optimizer ("sgd", ...): the module's pipe.optimizer, else
+  /// "sgd" (pipeopt-compile --train's default).
+  std::string optimizer = "sgd";
 };
 
 } // namespace
@@ -187,13 +190,34 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
           weights.insert(root);
         }
       }
-    for (Value w : weights)
+    bool allStatic = true;
+    for (Value w : weights) {
       c.weightBytes += cost::typeBytes(w.getType());
-    // All-reduces move the gradient: the parameter bytes.
+      auto shaped = dyn_cast<ShapedType>(w.getType());
+      if (shaped && shaped.hasStaticShape())
+        c.parameterElements += static_cast<double>(shaped.getNumElements());
+      else if (w.getType().isIntOrIndexOrFloat())
+        c.parameterElements += 1;
+      else
+        allStatic = false;
+    }
+    // All-reduces move the gradient: the parameter bytes; the runtime
+    // exchanges its per-step sums, in double (8 bytes per element).
     c.gradientBytes = c.weightBytes;
-    if (optimizerStep && !s.forwardOnly && hw.device.memoryBytesPerSecond > 0)
-      c.optimizerSec = (2 * (1 + optFactor) - 1) * c.weightBytes /
-                       hw.device.memoryBytesPerSecond;
+    if (allStatic)
+      c.exchangedGradientBytes = 8 * c.parameterElements;
+    // The runtime's pipeopt_rt_gradient at every W / BW of the stage.
+    if (!s.forwardOnly)
+      c.gradientAccumulateSec =
+          c.parameterElements * hw.device.gradientAccumulateSecondsPerElement;
+    if (optimizerStep && !s.forwardOnly) {
+      auto perElement = hw.device.optimizerSecondsPerElement.find(optimizer);
+      if (perElement != hw.device.optimizerSecondsPerElement.end() && allStatic)
+        c.optimizerSec = c.parameterElements * perElement->second;
+      else if (hw.device.memoryBytesPerSecond > 0)
+        c.optimizerSec = (2 * (1 + optFactor) - 1) * c.weightBytes /
+                         hw.device.memoryBytesPerSecond;
+    }
     c.weightBytes *= 1 + optFactor;
   }
   // Tied weights: a model argument whose gradient several stages
@@ -204,7 +228,11 @@ SimulatePass::simulateGroup(StringRef base, ArrayRef<pipe::ProgramOp> programs,
       auto &entry = contributions[g.getArgument()];
       if (static_cast<int>(g.getStage()) < S)
         entry.first.insert(static_cast<int>(g.getStage()));
-      entry.second = cost::typeBytes(g.getValue().getType());
+      // The runtime exchanges the tied parameter's double sums.
+      auto shaped = dyn_cast<ShapedType>(g.getValue().getType());
+      entry.second = shaped && shaped.hasStaticShape()
+                         ? 8.0 * static_cast<double>(shaped.getNumElements())
+                         : cost::typeBytes(g.getValue().getType());
     });
   for (auto &[arg, entry] : contributions)
     if (entry.first.size() >= 2)
@@ -426,6 +454,29 @@ void SimulatePass::runOnOperation() {
     return signalPassFailure();
   }
   sys.simulation.dataParallel = static_cast<int>(dataParallel);
+  if (zeroStage != -1 && zeroStage != 0 && zeroStage != 1) {
+    emitError(loc) << "pipe-simulate: zero-stage must be 0 (all-reduce), 1 "
+                      "(ZeRO-1: reduce-scatter, sharded optimizer, "
+                      "all-gather) or -1 (the machine's zero_stage), got "
+                   << std::to_string(zeroStage);
+    return signalPassFailure();
+  }
+  if (zeroStage != -1)
+    sys.simulation.zeroStage = static_cast<int>(zeroStage);
+  if (bucketMb != -1) {
+    if (!(bucketMb > 0 && bucketMb < 1e12)) {
+      emitError(loc) << "pipe-simulate: bucket-mb must be a capacity in MiB "
+                        "> 0 (pipeopt-run --bucket-mb; -1: the machine's "
+                        "bucket_bytes, default 25), got "
+                     << std::to_string(bucketMb);
+      return signalPassFailure();
+    }
+    sys.simulation.gradientBucketBytes = bucketMb * 1024 * 1024;
+  }
+  if (pipe::OptimizerAttr o =
+          pipe::PipeDialect::OptimizerAttrHelper(&getContext())
+              .getAttr(getOperation()))
+    optimizer = pipe::stringifyOptimizerKind(o.getKind()).str();
   if (groups.empty()) {
     emitError(loc) << "pipe-simulate: no pipe.program in the module (run "
                       "pipe-schedule on a stage graph first)";
@@ -497,6 +548,9 @@ void SimulatePass::runOnOperation() {
           {"measured", r.measured},
           {"optimizer_factor", r.optimizerFactor},
           {"data_parallel", sys.simulation.dataParallel},
+          {"zero_stage", sys.simulation.zeroStage},
+          {"bucket_bytes", sys.simulation.gradientBucketBytes},
+          {"optimizer", optimizer},
           {"cost_table", llvm::json::Object{{"name", r.costs.name},
                                             {"stages", std::move(stages)},
                                             {"tied", std::move(tied)}}}});

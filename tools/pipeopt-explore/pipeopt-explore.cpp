@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -135,6 +136,33 @@ static cl::opt<int> dataParallelOpt(
              "the pipeline all-reduce their weight gradients after the "
              "backward pass, lib/Simulate Collectives.h); default: each "
              "system's own \"data_parallel\" (1)"),
+    cl::cat(category));
+static cl::opt<int> devicesOpt(
+    "devices", cl::init(0),
+    cl::desc("Choose the split of this many devices N between data "
+             "parallelism D and pipeline parallelism P (D x P = N, P every "
+             "divisor of N) at a fixed global batch: --microbatches are the "
+             "global microbatch counts, each replica runs M / D; memory per "
+             "rank = weights + gradient sums + optimizer state (/ D with "
+             "ZeRO-1) + peak activations (see README \"Device split\")"),
+    cl::value_desc("N"), cl::cat(category));
+static cl::list<int>
+    zeroOpt("zero", cl::CommaSeparated,
+            cl::desc("--devices only: ZeRO stages to consider, 0 (gradient "
+                     "all-reduce) and/or 1 (optimizer state sharded over the "
+                     "D replicas: reduce-scatter + all-gather); default 0,1"),
+            cl::cat(category));
+static cl::opt<std::string> optimizerOpt(
+    "optimizer", cl::init("adamw"),
+    cl::desc("--devices only: the runtime optimizer whose state is counted "
+             "(state in double): sgd (0 B per parameter element), momentum "
+             "(8 B), adamw (16 B; default)"),
+    cl::cat(category));
+static cl::opt<std::string> weightDtypeOpt(
+    "weight-dtype", cl::init("f32"),
+    cl::desc("--devices only: dtype of the parameters, which turns the cost "
+             "table's parameter bytes into elements: f32 (default), bf16, "
+             "f16, f64"),
     cl::cat(category));
 enum class Format { Markdown, CSV, JSON };
 static cl::opt<Format> formatOpt(
@@ -247,6 +275,205 @@ std::vector<std::string> defaultSchedules() {
   return names;
 }
 
+/// The --devices mode: searches the D x P splits of `so.devices` devices
+/// (searchSplits()), writes the report in --format and returns the exit
+/// status: 1 when no divisor gives an evaluated pipeline or when a system
+/// has no split under its memory limit (after writing the report).
+int runDeviceSplit(const SplitOptions &so, const CostTableFor &tableFor,
+                   const std::string &inputName, llvm::StringRef optimizerName,
+                   llvm::StringRef dtypeName) {
+  auto t0 = std::chrono::steady_clock::now();
+  llvm::Expected<SplitSearch> found = searchSplits(so, tableFor);
+  if (!found)
+    return fail(found.takeError());
+  const SplitSearch &search = *found;
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  std::vector<std::string> splitNames;
+  for (int P : search.pipelineRanks)
+    splitNames.push_back(
+        llvm::formatv("D={0} x P={1}", so.devices / P, P).str());
+  std::vector<std::string> mNames;
+  for (int m : so.globalMicrobatches)
+    mNames.push_back(std::to_string(m));
+  if (search.points.empty()) {
+    std::string why;
+    for (const std::string &s : search.skipped)
+      why += "\n  " + s;
+    return fail(llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("--devices={0}: no split gives a pipeline that can be "
+                      "evaluated (splits {1}; schedules {2}; global "
+                      "microbatches {3}):{4}",
+                      so.devices, join(splitNames, ", "),
+                      join(so.schedules, ","), join(mNames, ","), why)
+            .str()));
+  }
+  if (!search.tooLarge.empty()) {
+    llvm::WithColor::warning(llvm::errs(), "pipeopt-explore")
+        << search.tooLarge.size()
+        << " configuration(s) skipped as too large to simulate\n";
+  }
+  const std::vector<SplitRecommendation> recs =
+      recommendSplits(search.points, tieOpt);
+  const std::string memoryRule = llvm::formatv(
+      "peak over the ranks of one replica of weights (the cost table's "
+      "parameter bytes, {0}) + gradient sums (8 B per element, double) + "
+      "{1} optimizer state ({2} B per element, double; / D with ZeRO-1) + "
+      "the event level's peak activations of the in-flight microbatches",
+      dtypeName, optimizerName,
+      num(so.memory.optimizerStateElementBytes, "%g"));
+  std::vector<std::string> systemNames;
+  for (const machine::Machine &m : so.systems)
+    systemNames.push_back(m.name);
+  std::vector<std::string> zNames;
+  for (int z : so.zeroStages)
+    zNames.push_back(std::to_string(z));
+
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  if (formatOpt == Format::JSON) {
+    llvm::json::Array configs, recArr, splitArr;
+    for (const SplitPoint &p : search.points)
+      configs.push_back(splitPointJSON(p));
+    bool anyFits = false;
+    for (const SplitRecommendation &r : recs) {
+      anyFits |= r.best != nullptr;
+      recArr.push_back(splitRecommendationJSON(r, tieOpt));
+    }
+    for (int P : search.pipelineRanks)
+      splitArr.push_back(llvm::json::Object{{"data_parallel", so.devices / P},
+                                            {"pipeline_ranks", P}});
+    llvm::json::Object root{
+        {"mode", "devices"},
+        {"devices", so.devices},
+        {"cost_table", inputName},
+        {"schedules", llvm::json::Array(so.schedules)},
+        {"systems", llvm::json::Array(systemNames)},
+        {"splits", std::move(splitArr)},
+        {"global_microbatches", llvm::json::Array(so.globalMicrobatches)},
+        {"zero_stages", llvm::json::Array(so.zeroStages)},
+        {"memory_model",
+         llvm::json::Object{
+             {"optimizer", optimizerName},
+             {"weight_dtype", dtypeName},
+             {"weight_element_bytes", so.memory.weightElementBytes},
+             {"gradient_element_bytes", so.memory.gradientElementBytes},
+             {"optimizer_state_element_bytes",
+              so.memory.optimizerStateElementBytes},
+             {"rule", memoryRule}}},
+        {"configurations", std::move(configs)},
+        {"recommendation",
+         llvm::json::Object{{"level", "event"},
+                            {"metric", "seconds_per_microbatch"},
+                            {"any_fits", anyFits},
+                            {"systems", std::move(recArr)}}},
+        {"skipped", llvm::json::Array(search.skipped)},
+        {"sweep_seconds", elapsed}};
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  } else if (formatOpt == Format::CSV) {
+    os << "data_parallel,pipeline_ranks,schedule,virtual_stages,"
+          "global_microbatches,replica_microbatches,zero_stage,system,step_s,"
+          "seconds_per_microbatch,allreduce_s,peak_memory_bytes,peak_rank,"
+          "weights_bytes,gradients_bytes,optimizer_state_bytes,"
+          "activations_bytes,memory_limit_bytes,fits\n";
+    for (const SplitPoint &p : search.points)
+      os << p.dataParallel << "," << p.pipelineRanks() << ","
+         << p.point.schedule << "," << p.point.virtualStages() << ","
+         << p.globalMicrobatches << "," << p.point.microbatches << ","
+         << p.zeroStage << "," << p.point.system << ","
+         << num(p.stepSec(), "%.9g") << ","
+         << num(p.secondsPerMicrobatch(), "%.9g") << ","
+         << num(p.point.eval.event.allReduceSec, "%.9g") << ","
+         << num(p.peak.total(), "%.0f") << "," << p.peak.rank << ","
+         << num(p.peak.weightBytes, "%.0f") << ","
+         << num(p.peak.gradientBytes, "%.0f") << ","
+         << num(p.peak.optimizerStateBytes, "%.0f") << ","
+         << num(p.peak.activationBytes, "%.0f") << ","
+         << num(p.point.memoryLimitBytes, "%.0f") << ","
+         << (p.overMemory() ? 0 : 1) << "\n";
+    for (const SplitRecommendation &r : recs)
+      llvm::errs() << "pipeopt-explore: " << splitRecommendationLine(r, tieOpt)
+                   << "\n";
+  } else {
+    os << "# pipeopt-explore: D x P split of " << so.devices << " devices\n\n";
+    os << "- input: " << inputName << "\n";
+    os << "- splits: " << join(splitNames, ", ") << "\n";
+    os << "- global batch: M microbatches of the cost table's microbatch "
+          "size per step, M in {"
+       << join(mNames, ", ") << "}; each of the D replicas runs M / D\n";
+    os << "- ZeRO stages: " << join(zNames, ", ") << "\n";
+    os << "- schedules: " << join(so.schedules, ", ") << "\n";
+    os << "- systems: " << join(systemNames, ", ") << "\n";
+    os << "- memory per device: " << memoryRule << "\n";
+    os << llvm::formatv("- search: {0} evaluations in {1} s\n\n",
+                        search.points.size(), num(elapsed, "%.3f"));
+    os << "## Configurations\n\n";
+    os << "Event level. Step = one training step of the global batch "
+          "(s); memory of the peak rank in GiB: weights / gradient sums / "
+          "optimizer state / activations.\n\n";
+    os << "| D | P | schedule | M (per replica) | ZeRO | system | step s | ms "
+          "per microbatch | all-reduce s | peak GiB (rank) | W / G / O / A "
+          "GiB | fits |\n";
+    os << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for (const SplitPoint &p : search.points)
+      os << "| " << p.dataParallel << " | " << p.pipelineRanks() << " | "
+         << p.point.schedule << " | " << p.globalMicrobatches << " ("
+         << p.point.microbatches << ") | " << p.zeroStage << " | "
+         << p.point.system << " | " << num(p.stepSec(), "%.4g") << " | "
+         << num(p.secondsPerMicrobatch() * 1e3, "%.4g") << " | "
+         << num(p.point.eval.event.allReduceSec, "%.4g") << " | "
+         << gib(p.peak.total()) << " (" << p.peak.rank << ") | "
+         << gib(p.peak.weightBytes) << " / " << gib(p.peak.gradientBytes)
+         << " / " << gib(p.peak.optimizerStateBytes) << " / "
+         << gib(p.peak.activationBytes) << " | "
+         << (p.overMemory() ? "over " + formatGiB(p.point.memoryLimitBytes)
+                            : std::string("yes"))
+         << " |\n";
+    os << "\n## Splits\n\n";
+    os << "| system | split | evaluated | over memory | best fitting | step "
+          "s | least memory GiB |\n";
+    os << "|---|---|---|---|---|---|---|\n";
+    for (const SplitRecommendation &r : recs)
+      for (const SplitStatus &s : r.splits)
+        os << "| " << r.system << " | D=" << s.dataParallel
+           << " x P=" << s.pipelineRanks << " | " << s.evaluated << " | "
+           << s.overMemory << " | "
+           << (s.best ? describeSplitPoint(*s.best) : std::string("none"))
+           << " | " << (s.best ? num(s.best->stepSec(), "%.4g") : "-") << " | "
+           << (s.smallest ? gib(s.smallest->peak.total()) : "-") << " |\n";
+    os << "\n## Recommendation\n\n";
+    for (const SplitRecommendation &r : recs)
+      os << "- " << splitRecommendationLine(r, tieOpt) << "\n";
+    if (!search.skipped.empty()) {
+      os << "\n## Skipped\n\n";
+      for (const std::string &s : search.skipped)
+        os << "- " << s << "\n";
+    }
+  }
+  if (llvm::Error e = writeTextFile(outputOpt, out))
+    return fail(std::move(e));
+  if (timingOpt)
+    llvm::errs() << llvm::formatv("pipeopt-explore: {0} evaluations in {1} s\n",
+                                  search.points.size(), num(elapsed, "%.3f"));
+  std::vector<std::string> none;
+  for (const SplitRecommendation &r : recs)
+    if (!r.best)
+      none.push_back(splitRecommendationLine(r, tieOpt));
+  if (!none.empty()) {
+    std::vector<std::string> hints = {"more devices",
+                                      "a larger --memory-limit"};
+    if (!llvm::is_contained(so.zeroStages, 1))
+      hints.push_back("ZeRO-1 (--zero=0,1)");
+    if (so.memory.optimizerStateElementBytes > 0)
+      hints.push_back("an optimizer with less state (--optimizer)");
+    return fail(llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        join(none, "\n") + "\n(what would help: " + join(hints, ", ") + ")"));
+  }
+  return 0;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -350,6 +577,69 @@ int main(int argc, char **argv) {
         return bad("--" + o->ArgStr +
                    " selects the configuration of --trace / --svg; give one "
                    "of them");
+
+  // --- --devices: the D x P split ----------------------------------------
+  const bool deviceSplit = devicesOpt.getNumOccurrences() > 0;
+  std::vector<int> zeroStages(zeroOpt.begin(), zeroOpt.end());
+  double weightElementBytes = 4;
+  OptimizerKind optimizerKind = OptimizerKind::AdamW;
+  if (deviceSplit) {
+    if (devicesOpt < 1 || devicesOpt > (1 << 20))
+      return bad(llvm::formatv("--devices must be in [1, 1048576] (the "
+                               "device count N to split into D x P), got {0}",
+                               devicesOpt.getValue())
+                     .str());
+    const cl::Option *const conflicts[] = {
+        std::addressof(ranksOpt), std::addressof(stagesOpt), &dataParallelOpt,
+        &traceOpt, &svgOpt};
+    for (const cl::Option *o : conflicts)
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " cannot be combined with --devices (--devices chooses "
+                   "the ranks P and the data-parallel degree D itself; "
+                   "--trace and --svg need a single configuration: run "
+                   "without --devices with --ranks=P --data-parallel=D)");
+    if (optimizerFactorOpt.getNumOccurrences())
+      return bad("--optimizer-factor does not apply with --devices: its "
+                 "memory model counts the gradient sums and the optimizer "
+                 "state itself from --optimizer and --weight-dtype");
+    if (modelOpt.empty() && costTableOpt.empty())
+      return bad("--devices needs --cost-table or --model: it compares "
+                 "pipelines of different depth on one model, and the "
+                 "built-in uniform table grows with the rank count");
+    if (zeroStages.empty())
+      zeroStages = {0, 1};
+    std::set<int> seen;
+    for (int z : zeroStages) {
+      if (z != 0 && z != 1)
+        return bad("--zero: ZeRO stage " + llvm::Twine(z) +
+                   " is not modeled (give 0, 1 or 0,1)");
+      if (!seen.insert(z).second)
+        return bad("--zero: " + llvm::Twine(z) +
+                   " is given twice (each value may appear once)");
+    }
+    llvm::Expected<OptimizerKind> k = parseOptimizerKind(optimizerOpt);
+    if (!k)
+      return bad("--optimizer: " + llvm::toString(k.takeError()));
+    optimizerKind = *k;
+    std::string dt = llvm::StringRef(weightDtypeOpt).lower();
+    if (dt == "f32" || dt == "fp32")
+      weightElementBytes = 4;
+    else if (dt == "bf16" || dt == "f16" || dt == "fp16")
+      weightElementBytes = 2;
+    else if (dt == "f64" || dt == "fp64")
+      weightElementBytes = 8;
+    else
+      return bad("--weight-dtype: unknown dtype '" + weightDtypeOpt +
+                 "' (expected f32, bf16, f16 or f64)");
+  } else {
+    const cl::Option *const splitOnly[] = {std::addressof(zeroOpt),
+                                           &optimizerOpt, &weightDtypeOpt};
+    for (const cl::Option *o : splitOnly)
+      if (o->getNumOccurrences())
+        return bad("--" + o->ArgStr +
+                   " applies only with --devices (the D x P split search)");
+  }
 
   // --- Inputs ---------------------------------------------------------------
   std::vector<std::string> schedules(schedulesOpt.begin(), schedulesOpt.end());
@@ -539,6 +829,39 @@ int main(int argc, char **argv) {
     table.name = costs.name;
     return table;
   };
+  if (deviceSplit) {
+    SplitOptions so;
+    so.devices = devicesOpt;
+    so.schedules = schedules;
+    so.globalMicrobatches = microbatches;
+    so.zeroStages = zeroStages;
+    so.systems = systems;
+    so.virtualStages = virtualStagesOpt;
+    so.waves = wavesOpt;
+    so.maxActions = maxActions;
+    so.memoryLimitBytes = memoryLimit;
+    so.memory.weightElementBytes = weightElementBytes;
+    so.memory.optimizerStateElementBytes =
+        optimizerStateBytesPerElement(optimizerKind);
+    // A pipeline stage holds whole entries of a cost table: P x v model
+    // stages need at least as many entries (a layer is not split between
+    // devices). --model partitions the graph itself.
+    auto splitTableFor =
+        [&](const schedule::Schedule &sched) -> llvm::Expected<CostTable> {
+      if (!model && sched.numStages > costs.size())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("{0} model stages, but the cost table has {1} "
+                          "entr{2}; a stage cannot hold part of an entry",
+                          sched.numStages, costs.size(),
+                          costs.size() == 1 ? "y" : "ies")
+                .str());
+      return tableFor(sched);
+    };
+    return runDeviceSplit(so, splitTableFor, costs.name,
+                          optimizerKindName(optimizerKind),
+                          llvm::StringRef(weightDtypeOpt).lower());
+  }
   auto traceHook = [&](const ExplorePoint &p, const schedule::Schedule &sched,
                        const CostTable &table,
                        const machine::Machine &sys) -> llvm::Error {

@@ -392,6 +392,55 @@ TEST(MachineJSON, CalibratedKeys) {
   }
 }
 
+TEST(MachineJSON, TrainingStepKeys) {
+  // Absent in every preset: nothing charged, the optimizer formula.
+  for (llvm::StringRef name : presetNames(PresetKind::Device)) {
+    llvm::Expected<Machine> p = getDevicePreset(name);
+    ASSERT_TRUE(static_cast<bool>(p));
+    EXPECT_EQ(p->device.gradientAccumulateSecondsPerElement, 0);
+    EXPECT_TRUE(p->device.optimizerSecondsPerElement.empty());
+    EXPECT_EQ(p->simulation.gradientBucketBytes, 25.0 * 1024 * 1024);
+  }
+  llvm::Expected<Machine> m = parseMachine(
+      parseJSON(R"({"base": "cpu", "gradient_accumulate_s_per_element": 2.5e-10,
+                    "optimizer_s_per_element": {"sgd": 3e-9, "adamw": 7e-9},
+                    "bucket_bytes": 1048576, "zero_stage": 1})"),
+      MachineUse::Hardware);
+  ASSERT_TRUE(static_cast<bool>(m)) << errorOf(m.takeError());
+  EXPECT_EQ(m->device.gradientAccumulateSecondsPerElement, 2.5e-10);
+  EXPECT_EQ(m->device.optimizerSecondsPerElement.size(), 2u);
+  EXPECT_EQ(m->device.optimizerSecondsPerElement.at("sgd"), 3e-9);
+  EXPECT_EQ(m->device.optimizerSecondsPerElement.at("adamw"), 7e-9);
+  EXPECT_EQ(m->simulation.gradientBucketBytes, 1048576);
+  EXPECT_EQ(m->simulation.zeroStage, 1);
+  struct Case {
+    const char *json, *message;
+  } cases[] = {
+      {R"({"base": "cpu", "gradient_accumulate_s_per_element": -1e-9})",
+       "device 'cpu': gradient_accumulate_s_per_element must be seconds per "
+       "element in [0, 1)"},
+      {R"({"base": "cpu", "optimizer_s_per_element": {"adam": 1e-9}})",
+       "optimizer_s_per_element: unknown key 'adam'"},
+      {R"({"base": "cpu", "optimizer_s_per_element": {"sgd": "fast"}})",
+       "optimizer_s_per_element.sgd: expected a number (seconds per "
+       "element), got a string"},
+      {R"({"base": "cpu", "optimizer_s_per_element": {"sgd": 2}})",
+       "device 'cpu': optimizer_s_per_element.sgd must be seconds per "
+       "element in [0, 1)"},
+      {R"({"base": "cpu", "optimizer_s_per_element": [1]})",
+       "optimizer_s_per_element: expected an object"},
+      {R"({"base": "cpu", "bucket_bytes": 0})",
+       "\"bucket_bytes\" must be a number of bytes >= 1"},
+  };
+  for (const Case &c : cases) {
+    llvm::Expected<Machine> r =
+        parseMachine(parseJSON(c.json), MachineUse::Hardware);
+    ASSERT_FALSE(static_cast<bool>(r)) << c.json;
+    std::string msg = errorOf(r.takeError());
+    EXPECT_NE(msg.find(c.message), std::string::npos) << msg;
+  }
+}
+
 TEST(MachineJSON, SystemsAndTheirAliases) {
   llvm::Expected<std::vector<Machine>> s = parseSystems(R"({"systems": [
       {"name": "a", "compute_speed": 1.5, "gpus_per_node": 4,
@@ -399,7 +448,7 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
        "intra_node": {"latency_s": 1e-6, "bandwidth_Bps": 1e11},
        "inter_node": {"latency_s": 1e-5, "bandwidth_Bps": 1e10}},
       {"name": "b", "preset": "compute-slow/net-slow", "compute_speed": 0.25},
-      {"base": "compute-fast/net-fast", "data_parallel": 2},
+      {"base": "compute-fast/net-fast", "data_parallel": 2, "zero_stage": 1},
       {"name": "dgx", "preset": "h100"},
       {"name": "nested", "topology": {"ranks_per_node": 3,
         "inter_node": {"latency_s": 2e-6, "bandwidth": 4e9}}}]})");
@@ -418,6 +467,8 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
   EXPECT_EQ(b.topology.interNode.bytesPerSecond, 12.5e9);
   EXPECT_EQ((*s)[2].name, "compute-fast/net-fast");
   EXPECT_EQ((*s)[2].simulation.dataParallel, 2);
+  EXPECT_EQ((*s)[2].simulation.zeroStage, 1);
+  EXPECT_EQ(a.simulation.zeroStage, 0);
   EXPECT_EQ((*s)[3].memoryLimitBytes(), 80e9);
   EXPECT_EQ((*s)[3].topology.nicsInEffect(), 8);
   // Without a preset: gridBase() (2 ranks per node, free links, no limit).
@@ -439,6 +490,11 @@ TEST(MachineJSON, SystemsAndTheirAliases) {
        "system config: \"memory_bytes\" must be a number"},
       {R"({"name": "x", "data_parallel": 0})",
        "system config: \"data_parallel\" must be an integer >= 1"},
+      {R"({"name": "x", "zero_stage": 2})",
+       "system config: \"zero_stage\" must be 0 (all-reduce, no sharding) "
+       "or 1"},
+      {R"({"name": "x", "zero_stage": true})",
+       "system config: \"zero_stage\" must be 0"},
       {R"({"name": "x", "preset": "nope"})",
        "system config: unknown system preset 'nope'"},
       {R"([{"name": "x"}, {"name": "y", "overlap": 1}])",

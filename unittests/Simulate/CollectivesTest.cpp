@@ -338,6 +338,170 @@ TEST(Reductions, OptimizerStepAfterTheGradients) {
 }
 
 //===----------------------------------------------------------------------===//
+// Data-parallel buckets and ZeRO-1 (the runtime's exchange)
+//===----------------------------------------------------------------------===//
+
+/// The latest end of rank `r`'s W / BW actions of `stage` in `tl`.
+double lastWeightGradientEnd(const Timeline &tl, int r, int stage) {
+  double end = -1;
+  for (const TimedCompute &c : tl.compute)
+    if (c.rank == r && c.action.stage == stage &&
+        (c.action.phase == schedule::Phase::W ||
+         c.action.phase == schedule::Phase::BW))
+      end = std::max(end, c.endSec);
+  return end;
+}
+
+/// The end of rank `r`'s last compute action in `tl`.
+double rankEnd(const Timeline &tl, int r) {
+  double end = 0;
+  for (const TimedCompute &c : tl.compute)
+    if (c.rank == r)
+      end = std::max(end, c.endSec);
+  return end;
+}
+
+TEST(Reductions, DataParallelBucketsFillInCompletionOrder) {
+  // Interleaved 1F1B, 2 ranks, 4 stages: rank 0 holds stages 0 and 2,
+  // rank 1 stages 1 and 3; a rank's later chunk finishes its backward
+  // first. Each stage exchanges 8 bytes (exchangedGradientBytes: the
+  // runtime's double sums), not its 2 weight bytes.
+  Schedule s = make("interleaved-1f1b", 2, 4);
+  ASSERT_EQ(s.numStages, 4);
+  CostTable c = unitTable(4, 2);
+  for (StageCost &st : c.stages)
+    st.exchangedGradientBytes = 8;
+  Machine sys = oneLink(0.5, 1.0);
+  sys.simulation.dataParallel = 2;
+  // Capacity 8 bytes: every stage fills a bucket of its own, which starts
+  // at the stage's last weight gradient.
+  sys.simulation.gradientBucketBytes = 8;
+  llvm::Expected<std::vector<GradientReduction>> plan =
+      planGradientReductions(s, c, sys);
+  ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+  ASSERT_EQ(plan->size(), 4u);
+  const int expectStage[4] = {2, 0, 3, 1}, expectRank[4] = {0, 0, 1, 1};
+  for (int i = 0; i < 4; ++i) {
+    const GradientReduction &b = (*plan)[i];
+    EXPECT_TRUE(b.bucket);
+    EXPECT_FALSE(b.atRankEnd);
+    EXPECT_FALSE(b.zero);
+    EXPECT_EQ(b.stages, std::vector<int>{expectStage[i]});
+    EXPECT_EQ(b.ranks, std::vector<int>{expectRank[i]});
+    // Ring {r, P + r} over the two replicas: 2 alpha + 8 / 1 = 9 s.
+    EXPECT_EQ(b.ring, (std::vector<int>{expectRank[i], 2 + expectRank[i]}));
+    EXPECT_DOUBLE_EQ(b.bytes, 8);
+    EXPECT_DOUBLE_EQ(b.durationSec, 2 * 0.5 + 8);
+  }
+  Timeline tl;
+  Metrics m = table(s, c, sys, &tl);
+  ASSERT_EQ(tl.collectives.size(), 4u);
+  // Stage 2's bucket starts when its last backward ends, before rank 0's
+  // schedule (stage 0's backwards) ends: it overlaps the backward.
+  const double stage2 = lastWeightGradientEnd(tl, 0, 2);
+  EXPECT_DOUBLE_EQ(tl.collectives[0].readySec, stage2);
+  EXPECT_DOUBLE_EQ(tl.collectives[0].startSec, stage2);
+  EXPECT_LT(stage2, rankEnd(tl, 0));
+  // The rank's buckets run one after another on its collective channel.
+  Timeline te;
+  Metrics e = events(s, c, sys, &te);
+  EXPECT_GE(te.collectives[1].startSec, te.collectives[0].endSec);
+  EXPECT_DOUBLE_EQ(m.collectiveBytes, 4 * 8.0);
+  EXPECT_GT(e.makespanSec, 0);
+
+  // Capacity 25 MiB (the default): one bucket per rank with both stages,
+  // in completion order, started at the end of the rank's schedule.
+  sys.simulation.gradientBucketBytes = 25.0 * 1024 * 1024;
+  plan = planGradientReductions(s, c, sys);
+  ASSERT_TRUE(static_cast<bool>(plan));
+  ASSERT_EQ(plan->size(), 2u);
+  EXPECT_EQ((*plan)[0].stages, (std::vector<int>{2, 0}));
+  EXPECT_EQ((*plan)[1].stages, (std::vector<int>{3, 1}));
+  EXPECT_TRUE((*plan)[0].atRankEnd);
+  EXPECT_DOUBLE_EQ((*plan)[0].bytes, 16);
+  EXPECT_DOUBLE_EQ((*plan)[0].durationSec, 2 * 0.5 + 16);
+  Timeline t2;
+  table(s, c, sys, &t2);
+  EXPECT_DOUBLE_EQ(t2.collectives[0].readySec, rankEnd(t2, 0));
+  EXPECT_DOUBLE_EQ(t2.collectives[1].readySec, rankEnd(t2, 1));
+}
+
+TEST(Reductions, ZeroStageOneReduceScattersThenShardsTheOptimizer) {
+  // 1F1B, 4 ranks, D = 2, one link class (alpha 1 s, 1 B/s), 8-byte
+  // stage gradients, optimizer 0.5 s per stage. ZeRO-1: per rank one
+  // reduce-scatter + all-gather of (p - 1) = 1 step each of 8 / 2 bytes:
+  // 2 * (1 + 4) = 10 s, against 2 * (1 + 4) = 10 s for the all-reduce
+  // (the same volume), and the optimizer over half the elements: 0.25 s.
+  Schedule s = make("1f1b", 4, 4);
+  CostTable c = unitTable(4, 8);
+  for (StageCost &st : c.stages)
+    st.optimizerSec = 0.5;
+  Machine sys = oneLink(1.0, 1.0);
+  sys.simulation.dataParallel = 2;
+  EXPECT_DOUBLE_EQ(ringReduceScatterSec(8, std::vector<int>{0, 4}, sys), 5);
+  EXPECT_DOUBLE_EQ(ringReduceScatterSec(8, std::vector<int>{0}, sys), 0);
+  // Four ranks: 3 steps of alpha + bytes / 4 each.
+  EXPECT_DOUBLE_EQ(ringReduceScatterSec(8, std::vector<int>{0, 1, 2, 3}, sys),
+                   3 * (1 + 2));
+  Metrics plain = table(s, c, sys);
+  // Rank 0 ends its schedule at 21; all-reduce 10 s; optimizer 0.5 s.
+  EXPECT_DOUBLE_EQ(plain.makespanSec, 21 + 10 + 0.5);
+  EXPECT_DOUBLE_EQ(plain.optimizerSec, 0.5);
+  // The event level also pays the point-to-point transfers (1 s each).
+  const double plainEvents = events(s, c, sys).makespanSec;
+  sys.simulation.zeroStage = 1;
+  llvm::Expected<std::vector<GradientReduction>> plan =
+      planGradientReductions(s, c, sys);
+  ASSERT_TRUE(static_cast<bool>(plan));
+  ASSERT_EQ(plan->size(), 4u);
+  for (const GradientReduction &g : *plan) {
+    EXPECT_TRUE(g.zero);
+    EXPECT_TRUE(g.atRankEnd);
+    EXPECT_DOUBLE_EQ(g.durationSec, 10);
+  }
+  Timeline tl;
+  Metrics z = table(s, c, sys, &tl);
+  EXPECT_DOUBLE_EQ(z.makespanSec, 21 + 10 + 0.25);
+  EXPECT_DOUBLE_EQ(z.optimizerSec, 0.25);
+  // Same exchange time, half the optimizer.
+  EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, plainEvents - 0.25);
+  // A bad stage is an error that names it.
+  sys.simulation.zeroStage = 2;
+  llvm::Expected<Metrics> bad = simulateTable(s, c, sys);
+  ASSERT_FALSE(static_cast<bool>(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("ZeRO stage must be 0 or 1"),
+            std::string::npos);
+}
+
+TEST(Reductions, GradientAccumulationLengthensEveryWeightGradient) {
+  // 1F1B, S = 4, M = 4, F = B = W = 1 s: 21 s. The runtime's gradient
+  // accumulation, 0.25 s per W / BW, lengthens every backward to 2.25 s:
+  // the 1F1B makespan (M + S - 1) (F + BW) = 7 * 3.25 = 22.75 s.
+  Schedule s = make("1f1b", 4, 4);
+  CostTable c = unitTable(4, 2);
+  Machine sys = oneLink(0, 0);
+  EXPECT_DOUBLE_EQ(table(s, c, sys).makespanSec, 21);
+  for (StageCost &st : c.stages)
+    st.gradientAccumulateSec = 0.25;
+  EXPECT_DOUBLE_EQ(table(s, c, sys).makespanSec, 7 * 3.25);
+  EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, 7 * 3.25);
+  // Resampling 4 entries onto 2 stages sums them.
+  CostTable two = c.resample(2);
+  EXPECT_DOUBLE_EQ(two.stages[0].gradientAccumulateSec, 0.5);
+  // Zero-bubble H1 splits B and W: only W carries it.
+  Schedule zb = make("zb-h1", 4, 4);
+  Timeline tl;
+  table(zb, c, sys, &tl);
+  for (const TimedCompute &tc : tl.compute) {
+    double len = tc.endSec - tc.startSec;
+    if (tc.action.phase == schedule::Phase::W)
+      EXPECT_DOUBLE_EQ(len, 1.25);
+    else if (tc.action.phase == schedule::Phase::B)
+      EXPECT_DOUBLE_EQ(len, 1.0);
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // Defaults, asynchronous schedules, reports
 //===----------------------------------------------------------------------===//
 

@@ -130,6 +130,32 @@ struct Device {
   /// 1 MiB inputs into fresh buffers, caches evicted before each round).
   /// JSON "input_copy_bandwidth".
   double inputCopyBytesPerSecond = 0;
+  /// Seconds per parameter element that pipeopt's runtime spends
+  /// accumulating one microbatch's weight gradient on the host
+  /// (pipeopt_rt_gradient: the gradient copied into a host buffer, then
+  /// added in double to the parameter's per-step sum; runtime/lib/Abi.cpp,
+  /// rt::addToSum). When > 0 the table and event levels add (the stage's
+  /// parameter elements) x this to every W and BW action of the stage
+  /// (StageCost::gradientAccumulateSec, set by pipe-simulate). 0 (every
+  /// preset): not charged. pipeopt-calibrate measures it by running that
+  /// copy and rt::addToSum on a 256 x 256 f32 gradient (median
+  /// repetition). JSON "gradient_accumulate_s_per_element" (s, [0, 1)).
+  double gradientAccumulateSecondsPerElement = 0;
+  /// Seconds per parameter element of the runtime's host update at the end
+  /// of a synchronous training step, per optimizer ("none", "sgd",
+  /// "momentum", "adamw"; runtime/lib/TrainingStep.cpp reduceAndUpdate):
+  /// the per-step gradient sum copied into the exchange buffer, summed
+  /// over the parameter's ranks into a fresh vector and divided by the
+  /// microbatch count, the weight widened to double (rt::tensorToDoubles),
+  /// the optimizer's loop in double (rt::optimizerStep) and the weight
+  /// rounded back (rt::doublesToTensor). pipe-simulate optimizer-step=true
+  /// charges (parameter elements updated) x this per stage when the
+  /// build's optimizer has an entry, else the memory-bound formula of its
+  /// `optimizer-step` option. Empty (every preset): the formula.
+  /// pipeopt-calibrate measures each optimizer on a 256 x 256 f32
+  /// parameter (median repetition). JSON "optimizer_s_per_element":
+  /// {"sgd": s, ...} (each in [0, 1)).
+  std::map<std::string, double> optimizerSecondsPerElement;
   /// Cores (CPU threads) of the device; 0 = not given. Informational: no
   /// cost formula reads it.
   int cores = 0;
@@ -226,6 +252,22 @@ struct SimulationSettings {
   /// data-parallel peers of a rank may sit on other nodes. Only replica 0
   /// is simulated; the others run the same timeline.
   int dataParallel = 1;
+  /// ZeRO stage of the data-parallel gradient exchange and optimizer
+  /// (machine JSON "zero_stage", pipe-simulate `zero-stage=`): 0 = every
+  /// rank all-reduces its gradient sums over the D replicas and runs the
+  /// optimizer over all its parameters; 1 (ZeRO-1, optimizer-state
+  /// sharding) = a reduce-scatter of the gradient sums, the optimizer over
+  /// 1/D of the elements, then an all-gather of the updated weights. Only
+  /// 0 and 1 are valid; with dataParallel == 1 both mean the same.
+  int zeroStage = 0;
+  /// Capacity of a data-parallel gradient bucket (bytes of the runtime's
+  /// double gradient sums; pipeopt-run --bucket-mb, default 25 MiB): a
+  /// rank's parameters join the open bucket when their last weight
+  /// gradient of the step is complete, a bucket that reaches the capacity
+  /// starts its all-reduce over the D replicas, and the rest starts at the
+  /// end of the rank's schedule (sim::planGradientReductions). > 0. Machine
+  /// JSON "bucket_bytes", pipe-simulate `bucket-mb=`.
+  double gradientBucketBytes = 25.0 * 1024 * 1024;
   /// Memory of one device (bytes) that a rank's peak activations plus
   /// weights must fit in; 0 = no limit; not set = the device's capacity.
   std::optional<double> memoryLimitBytes;

@@ -36,15 +36,36 @@
 /// which is the formula above on one link class. p = 2 is one exchange of
 /// n / 2 bytes each way per phase: 2 alpha + n / bandwidth.
 ///
+/// Data parallelism as pipeopt's runtime runs it (D > 1, a stage held by
+/// one rank of the replica): every rank keeps its parameters' per-step
+/// gradient sums in double (StageCost::exchangeBytes(), 8 bytes per
+/// element in pipe-simulate's tables). A stage's parameters join the
+/// rank's open bucket when the stage's last W / BW action of the step on
+/// the rank ends; a bucket that reaches SimulationSettings::
+/// gradientBucketBytes starts its all-reduce over the D replicas of the
+/// rank (ring {d * P + r}) then, overlapping the rest of the rank's
+/// backward; the last bucket starts at the end of the rank's schedule. A
+/// rank's buckets run one after another (one collective channel per
+/// rank). The rank's optimizer steps wait for all its buckets. With
+/// SimulationSettings::zeroStage == 1 (ZeRO-1, Rajbhandari et al., SC'20
+/// §5.1) the rank instead reduce-scatters all its sums at the end of its
+/// schedule, updates 1/D of the elements (optimizer steps of
+/// StageCost::optimizerSec / D) and all-gathers the updated weights
+/// (doubles); both collectives are one GradientReduction whose duration
+/// is their sum, (p - 1) ring steps of bytes / p each
+/// (ringReduceScatterSec, ringAllGatherSec): the rank runs the three one
+/// after another, so charging the all-gather before the optimizer leaves
+/// the rank's end time unchanged.
+///
 /// Not modeled: asynchronous schedules (PipeDream's per-microbatch updates
 /// have no end-of-batch reduction; the simulators skip these actions for
-/// them), tree or hierarchical all-reduce algorithms, bucketing gradients
-/// to overlap the all-reduce with earlier backwards of the same stage, and
-/// the traffic of data-parallel replicas other than replica 0 on NICs that
-/// replica 0 shares with them (only when P is not a multiple of
-/// gpusPerNode), and the bandwidth all-reduces share with point-to-point
-/// transfers on a link or NIC (see simulateEvents(): all-reduces contend
-/// with each other, not with the pipeline's transfers).
+/// them), tree or hierarchical all-reduce algorithms, buckets that split
+/// one stage's parameters (a stage's parameters join a bucket together,
+/// at the stage's last weight gradient), and the traffic of data-parallel
+/// replicas other than replica 0 on NICs that replica 0 shares with them (only
+/// when P is not a multiple of gpusPerNode), and the bandwidth all-reduces
+/// share with point-to-point transfers on a link or NIC (see simulateEvents():
+/// all-reduces contend with each other, not with the pipeline's transfers).
 ///
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +96,13 @@ double ringAllReduceSec(double bytes, int p, const machine::Link &link);
 double ringAllReduceSec(double bytes, llvm::ArrayRef<int> ring,
                         const machine::Machine &sys);
 
+/// Ring reduce-scatter (or all-gather) time (s) of `bytes` bytes (the whole
+/// vector) over the global ranks `ring`: p - 1 steps of bytes / p each,
+/// every step as long as its slowest link (Thakur et al. 2005, §4: half of
+/// the ring all-reduce). 0 for fewer than 2 ranks.
+double ringReduceScatterSec(double bytes, llvm::ArrayRef<int> ring,
+                            const machine::Machine &sys);
+
 /// Bytes one rank sends in a ring all-reduce: 2 (p-1)/p * bytes.
 double ringAllReduceBytesPerRank(double bytes, int p);
 
@@ -90,6 +118,15 @@ struct GradientReduction {
   std::vector<int> ring;
   double bytes = 0;       ///< Gradient bytes reduced.
   double durationSec = 0; ///< ringAllReduceSec(bytes, ring, sys).
+  /// A data-parallel bucket of one rank (ranks == {r}); its stages are
+  /// the stages whose parameters it carries.
+  bool bucket = false;
+  /// Starts at the end of the rank's schedule (the last bucket, and the
+  /// ZeRO-1 reduce-scatter), not at its stages' last weight gradient.
+  bool atRankEnd = false;
+  /// ZeRO-1: a reduce-scatter of the sums and an all-gather of the updated
+  /// weights; durationSec is 2 x ringReduceScatterSec(bytes, ring, sys).
+  bool zero = false;
 };
 
 /// The gradient all-reduces of one iteration of `s` (synchronous training
@@ -97,10 +134,13 @@ struct GradientReduction {
 /// has s.numStages entries (CostTable::resample()). A stage is held by the
 /// ranks that run its W or BW actions; a stage all-reduce exists when its
 /// holders times sys.simulation.dataParallel are at least 2 and its gradient
-/// bytes are > 0; a tied all-reduce when at least 2 distinct ranks hold the
-/// group's stages. Order: stage all-reduces by stage, then tied groups in table
-/// order. Errors: sys.simulation.dataParallel < 1, a tied group's stage out of
-/// range.
+/// bytes (StageCost::exchangeBytes()) are > 0; with D > 1 the stages held by
+/// one rank go into that rank's buckets (or its ZeRO-1 reduction) instead,
+/// see the file comment; a tied all-reduce when at least 2 distinct ranks
+/// hold the group's stages. Order: stage all-reduces by stage, then each
+/// rank's buckets in order (ranks ascending), then tied groups in table
+/// order. Errors: sys.simulation.dataParallel < 1, zeroStage not 0 or 1,
+/// gradientBucketBytes not > 0, a tied group's stage out of range.
 llvm::Expected<std::vector<GradientReduction>>
 planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
                        const machine::Machine &sys);

@@ -56,12 +56,32 @@ struct StageCost {
   /// move (Chimera replicas, data parallelism). Negative (the default):
   /// weightBytes, i.e. the table counts parameters only.
   double gradientBytes = -1;
+  /// Bytes the runtime's gradient exchanges (data-parallel buckets, Chimera
+  /// replicas) move for this entry. pipeopt's runtime keeps each
+  /// parameter's per-step gradient sum in double, 8 bytes per element, and
+  /// exchanges those (pipe-simulate sets 8 x the parameter elements).
+  /// Negative (the default): reducedGradientBytes().
+  double exchangedGradientBytes = -1;
+  /// Runtime time of accumulating this entry's weight gradients of one
+  /// microbatch into the per-step sums (s on the reference device; added
+  /// to every W and BW action of the entry; machine::Device::
+  /// gradientAccumulateSecondsPerElement x parameter elements). 0: none.
+  double gradientAccumulateSec = 0;
+  /// Parameter elements of this entry (what the runtime's optimizer loop
+  /// and gradient sums run over; 0 = not known).
+  double parameterElements = 0;
 
   /// Full backward (BW = B + W) time (s).
   double backwardSec() const { return backwardInputSec + backwardWeightSec; }
   /// Bytes a gradient all-reduce of this entry moves (bytes).
   double reducedGradientBytes() const {
     return gradientBytes >= 0 ? gradientBytes : weightBytes;
+  }
+  /// Bytes a gradient exchange of this entry moves: exchangedGradientBytes
+  /// when set (>= 0), else reducedGradientBytes().
+  double exchangeBytes() const {
+    return exchangedGradientBytes >= 0 ? exchangedGradientBytes
+                                       : reducedGradientBytes();
   }
   /// The parameters alone, without the gradients and optimizer state that
   /// weightBytes may count (bytes): gradientBytes where the table sets it

@@ -11,8 +11,10 @@
 /// levels (Simulator.h), rank the schedules of every (S, M, system) per
 /// level, find the configurations where the best schedule differs between
 /// levels ("ranking flips"), drop configurations over a per-device memory
-/// limit and recommend one configuration per system. pipeopt-explore and
-/// the `schedule=auto` choice of pipeopt-pipeline (pipe-auto-schedule) are
+/// limit and recommend one configuration per system; and the split of N
+/// devices into D data-parallel replicas x P pipeline ranks with each
+/// rank's training memory (searchSplits(), recommendSplits()). pipeopt-explore
+/// and the `schedule=auto` choice of pipeopt-pipeline (pipe-auto-schedule) are
 /// adapters over it; pipe-simulate writes its rows with rowJSON().
 ///
 /// No MLIR here: the cost table of each configuration comes from a caller
@@ -259,6 +261,207 @@ void writeRowsCSV(llvm::raw_ostream &os,
 /// `boundary_bytes`), as the explorer's model partitions and pipe-simulate's
 /// report list them.
 llvm::json::Object stageCostJSON(const StageCost &c);
+
+//===----------------------------------------------------------------------===//
+// Device split: data parallelism D x pipeline parallelism P on N devices
+//===----------------------------------------------------------------------===//
+
+/// The optimizers of the runtime (runtime/, docs/Training.md), for the
+/// memory of their state.
+enum class OptimizerKind { SGD, Momentum, AdamW };
+
+/// "sgd", "momentum", "adamw".
+llvm::StringRef optimizerKindName(OptimizerKind k);
+/// Parses "sgd", "momentum" (or "sgd-momentum") and "adamw"
+/// (case-insensitive); an error naming the accepted values otherwise.
+llvm::Expected<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
+/// Bytes of optimizer state per parameter element as the runtime keeps it
+/// (in double): SGD 0, SGD with momentum 8 (the velocity), AdamW 16 (the
+/// first and second moments).
+double optimizerStateBytesPerElement(OptimizerKind k);
+
+/// Byte sizes per parameter element of a training step's persistent memory.
+struct TrainingMemoryModel {
+  /// Bytes per element of the parameters in their dtype (f32: 4, bf16 and
+  /// f16: 2, f64: 8).
+  double weightElementBytes = 4;
+  /// Bytes per element of the gradient sums (the runtime accumulates
+  /// gradients over the microbatches in double: 8).
+  double gradientElementBytes = 8;
+  /// Bytes per element of the optimizer state, unsharded (see
+  /// optimizerStateBytesPerElement(); AdamW by default).
+  double optimizerStateElementBytes = 16;
+};
+
+/// Parameter elements of a cost table entry: its parameter_elements when
+/// given (> 0), else parameterBytes() / mm.weightElementBytes.
+double parameterElementsOf(const StageCost &c, const TrainingMemoryModel &mm);
+
+/// Memory of one pipeline rank during a training step (bytes).
+struct RankMemory {
+  int rank = 0;
+  double weightBytes = 0;         ///< Parameters in their dtype.
+  double gradientBytes = 0;       ///< Gradient sums.
+  double optimizerStateBytes = 0; ///< This rank's share of the state.
+  double activationBytes = 0;     ///< Peak of the in-flight microbatches.
+  double total() const {
+    return weightBytes + gradientBytes + optimizerStateBytes + activationBytes;
+  }
+};
+
+/// Memory of every rank of one replica of `s` (table `table`, event-level
+/// metrics `event` of the same schedule and table) when D = `dataParallel`
+/// replicas train it with ZeRO stage `zeroStage` (0: none; 1: optimizer
+/// state sharded over the D replicas of each stage). The table is mapped
+/// onto the schedule's stages as the simulator maps it
+/// (CostTable::resample()). Per distinct stage st that rank r holds (a
+/// stage two pipelines put on one rank counts once):
+///
+///   P_st = table.stages[st].parameterBytes()       (bytes)
+///   E_st = parameterElementsOf(table.stages[st])   (elements: the
+///          entry's parameter_elements, else P_st / weightElementBytes)
+///   weights          += P_st
+///   gradients        += E_st * gradientElementBytes
+///   optimizer state  += E_st * optimizerStateElementBytes / Z,
+///                       Z = dataParallel with zeroStage >= 1, else 1
+///   activations       = event.peakActivationBytes[r] (the event level's
+///                       peak over time of the activations its in-flight
+///                       microbatches keep, from activation_bytes).
+///
+/// Not counted: transient buffers (a send/recv in flight, the all-reduce
+/// or all-gather staging buffers) and the runtime's own allocations.
+/// Errors: a weightElementBytes <= 0, dataParallel < 1, zeroStage not 0 or
+/// 1, or metrics whose rank count differs from the schedule's.
+llvm::Expected<std::vector<RankMemory>>
+trainingRankMemory(const schedule::Schedule &s, const CostTable &table,
+                   const Metrics &event, const TrainingMemoryModel &mm,
+                   int dataParallel, int zeroStage);
+
+/// What searchSplits() searches.
+struct SplitOptions {
+  int devices = 1;                    ///< N = D x P.
+  std::vector<std::string> schedules; ///< Canonical registry names.
+  /// Global microbatch counts: each is the number of microbatches of the
+  /// cost table's (fixed) microbatch size in one step over all replicas;
+  /// every replica runs M / D of them.
+  std::vector<int> globalMicrobatches;
+  /// ZeRO stages to consider (each of 0 and 1); ZeRO-1 only with D > 1
+  /// (with D = 1 it is ZeRO-0).
+  std::vector<int> zeroStages = {0, 1};
+  std::vector<machine::Machine> systems;
+  int virtualStages = 0; ///< As SweepOptions::virtualStages.
+  int waves = 1;         ///< As SweepOptions::waves.
+  uint64_t maxActions = 20000000;
+  /// As SweepOptions::memoryLimitBytes.
+  double memoryLimitBytes = 0;
+  TrainingMemoryModel memory;
+};
+
+/// One evaluated (D, P, schedule, M, ZeRO, system).
+struct SplitPoint {
+  /// The replica's evaluation: `stages` = P, `microbatches` = M / D, the
+  /// system's data_parallel set to D. Its peakMemoryBytes is
+  /// peak.total() (not the cost table's weight_bytes rule of sweep()).
+  ExplorePoint point;
+  int dataParallel = 1;       ///< D.
+  int globalMicrobatches = 0; ///< M of the whole step.
+  int zeroStage = 0;
+  RankMemory peak; ///< The rank with the largest total.
+
+  int pipelineRanks() const { return point.stages; }
+  /// Event-level time of one training step (s): all replicas run the
+  /// same timeline, so it is the simulated replica's makespan.
+  double stepSec() const { return point.eval.event.makespanSec; }
+  /// stepSec() / globalMicrobatches (s per microbatch of the fixed size).
+  double secondsPerMicrobatch() const;
+  bool overMemory() const { return point.overMemory(); }
+};
+
+/// Result of searchSplits().
+struct SplitSearch {
+  /// Order: P ascending, then M, ZeRO stage, schedule, system.
+  std::vector<SplitPoint> points;
+  /// The P (divisors of N) searched, ascending.
+  std::vector<int> pipelineRanks;
+  /// Why a configuration was not evaluated ("D=2 x P=4 gpipe S=4 M=8:
+  /// ..."), in order.
+  std::vector<std::string> skipped;
+  std::vector<std::string> tooLarge; ///< The subset over maxActions.
+};
+
+/// Evaluates every split D x P = opts.devices (P every divisor of N, D =
+/// N / P) with every schedule, global M, ZeRO stage and system at the
+/// three levels (sweep() with S = P, M / D microbatches per replica and
+/// the system's data_parallel = D and zero_stage = the ZeRO stage), then
+/// the memory of every rank with trainingRankMemory(). The runtime
+/// exchanges its gradient sums: an entry without exchanged_gradient_bytes
+/// gets parameterElementsOf() x memory.gradientElementBytes (8: double).
+/// Skipped, with the reason: a D that does not divide M, asynchronous schedules
+/// (their updates have no global batch), and whatever sweep() skips. Errors:
+/// devices < 1, an empty list, a ZeRO stage other than 0 and 1, or a failing
+/// trainingRankMemory().
+llvm::Expected<SplitSearch> searchSplits(const SplitOptions &opts,
+                                         const CostTableFor &tableFor);
+
+/// The state of one split (D, P) on one system.
+struct SplitStatus {
+  int dataParallel = 1, pipelineRanks = 1;
+  int evaluated = 0, overMemory = 0;
+  const SplitPoint *best = nullptr;     ///< Fastest fitting; null: none.
+  const SplitPoint *smallest = nullptr; ///< Least peak memory; null: none.
+};
+
+/// The recommended split of one system.
+struct SplitRecommendation {
+  std::string system;
+  double memoryLimitBytes = 0; ///< 0: none.
+  /// Fastest fitting configuration by seconds per (global) microbatch;
+  /// configurations within the tie tolerance of it keep search order (a
+  /// smaller P first, ZeRO-0 before ZeRO-1). Null when none fits.
+  const SplitPoint *best = nullptr;
+  /// Fastest fitting configuration of another split (D, P); null: none.
+  const SplitPoint *runnerUp = nullptr;
+  /// 100 x (t_runner - t_best) / t_runner, per microbatch.
+  double marginPercent = 0;
+  /// Every split evaluated on this system, P ascending.
+  std::vector<SplitStatus> splits;
+  /// With best == null: the configuration with the least peak memory.
+  const SplitPoint *closest = nullptr;
+};
+
+/// One recommendation per system of `points` (in order of first
+/// appearance); `tol` as recommendationLine()'s.
+std::vector<SplitRecommendation>
+recommendSplits(const std::vector<SplitPoint> &points, double tol = 1e-3);
+
+/// "D=4 x P=2 1f1b M=32 (8 per replica) v=1 ZeRO-1" (plus " on <system>").
+std::string describeSplitPoint(const SplitPoint &p, bool withSystem = false);
+
+/// The recommendation with its reasons: "recommended: D=4 x P=2 ... on
+/// <system>: 1.234 s per step (38.56 ms per microbatch), peak memory 61.2
+/// GiB of 80 GiB (rank 0); 12.3% faster than the best other split D=2 x
+/// P=4 ... (1.407 s per step); over the memory limit: D=8 x P=1 (needs at
+/// least 93.1 GiB, 13.1 GiB over)". Without a fitting configuration: "no
+/// D x P split of N devices fits the 80 GiB memory limit on <system>; the
+/// closest is ... needing 93.1 GiB (13.1 GiB over)".
+std::string splitRecommendationLine(const SplitRecommendation &r,
+                                    double tol = 1e-3);
+
+/// The JSON of a split configuration: `data_parallel`, `pipeline_ranks`,
+/// `schedule`, `virtual_stages`, `global_microbatches`,
+/// `replica_microbatches`, `zero_stage`, `system`, `step_s`,
+/// `seconds_per_microbatch`, `allreduce_s`, `peak_memory_bytes`,
+/// `memory_limit_bytes` (null: none), `fits`, `peak_rank` and `memory`
+/// (`weights_bytes`, `gradients_bytes`, `optimizer_state_bytes`,
+/// `activations_bytes` of the peak rank).
+llvm::json::Object splitPointJSON(const SplitPoint &p);
+/// The JSON of a recommendation: `system`, `fits`, `line`, `best` and
+/// `runner_up` (splitPointJSON() or null), `margin_percent`, `closest`
+/// (without a fitting one, else null) and `splits` (per split:
+/// `data_parallel`, `pipeline_ranks`, `evaluated`, `over_memory`, `best`,
+/// `smallest_memory_bytes`).
+llvm::json::Object splitRecommendationJSON(const SplitRecommendation &r,
+                                           double tol = 1e-3);
 
 } // namespace sim
 } // namespace pipeopt

@@ -907,7 +907,7 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     with more than one system, bad option values, `trace` / `svg` with more
     than one scheduled function, an unreadable or malformed profile, a
     profile whose stages do not match the programs', `data-parallel` < 1,
-    and unwritable output files. The IR is not modified.
+    `zero-stage` other than -1, 0 or 1, and unwritable output files. The IR is not modified.
   }];
   // The generated backward that costs B and W of training schedules.
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
@@ -961,10 +961,22 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
            "Data-parallel degree D >= 1: D replicas of the pipeline "
            "all-reduce their weight gradients after the backward pass "
            "(replica d's rank r is global rank d * ranks + r)">,
+    Option<"zeroStage", "zero-stage", "int64_t", "-1",
+           "ZeRO stage of the data-parallel exchange: 0 = all-reduce of the "
+           "gradients, 1 = reduce-scatter, optimizer over 1/D of the "
+           "elements, all-gather of the weights; -1 = the machine's "
+           "\"zero_stage\" (default 0)">,
+    Option<"bucketMb", "bucket-mb", "double", "-1",
+           "Capacity of a data-parallel gradient bucket in MiB of the "
+           "runtime's double sums (pipeopt-run --bucket-mb); -1 = the "
+           "machine's \"bucket_bytes\" (default 25 MiB)">,
     Option<"optimizerStep", "optimizer-step", "bool", "false",
            "Cost an optimizer step per stage after its gradients are "
-           "reduced: (2 (1 + optimizer-factor) - 1) * parameter bytes / the "
-           "device's memory bandwidth (a memory-bound fused update)">,
+           "reduced: parameter elements x the machine's "
+           "optimizer_s_per_element of the build's optimizer (pipe.optimizer, "
+           "default sgd) when given, else (2 (1 + optimizer-factor) - 1) * "
+           "parameter bytes / the device's memory bandwidth (a memory-bound "
+           "fused update)">,
   ];
 }
 

@@ -53,6 +53,16 @@
 //                         evicts the weights from the caches; median
 //                         round), counted as memory_bandwidth is
 //   op_overhead_s         one small library call (8 x 8 x 8 GEMM, median)
+//   gradient_accumulate_s_per_element
+//                         the runtime's host gradient accumulation of a
+//                         training step (pipeopt_rt_gradient: a fresh host
+//                         copy, then rt::addToSum in double) on a 256 x 256
+//                         f32 gradient, median call, per element
+//   optimizer_s_per_element.{none,sgd,momentum,adamw}
+//                         the runtime's end-of-step host update of that
+//                         parameter (reduceAndUpdate's copies, sum and
+//                         mean, rt::tensorToDoubles, rt::optimizerStep,
+//                         rt::doublesToTensor), median call, per element
 //   topology.cores_per_node
 //                         the cores the node's ranks get together: R rank
 //                         threads each run two 128^3 GEMMs from a common
@@ -114,6 +124,8 @@
 #include "pipeopt/runtime/Context.h"
 #include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Npy.h"
+#include "pipeopt/runtime/Optimizer.h"
+#include "pipeopt/runtime/Reduce.h"
 #include "pipeopt/runtime/Types.h"
 #include "pipeopt/runtime/pipeopt_runtime.h"
 
@@ -641,6 +653,66 @@ double inputCopyRate(int64_t floats, int tensors, int reps, size_t evictBytes) {
   return 2.0 * double(floats) * 4 * tensors / upperMedian(t);
 }
 
+/// Seconds per element of the runtime's host gradient accumulation
+/// (pipeopt_rt_gradient on a CPU build, runtime/lib/Abi.cpp): the
+/// gradient of one microbatch copied into a fresh host buffer, then added
+/// in double to the parameter's per-step sum (rt::addToSum). `n` f32
+/// elements, the median of `reps` calls.
+double gradientAccumulateTime(int64_t n, int reps) {
+  std::vector<float> grad(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    grad[size_t(i)] = float(i % 97) * 0.01f;
+  std::vector<double> sum(size_t(n), 0.0);
+  double t = medianTime(reps, [&] {
+    std::vector<uint8_t> packed(size_t(n) * sizeof(float));
+    std::memcpy(packed.data(), grad.data(), packed.size());
+    addToSum(DType::F32, packed.data(), sum);
+  });
+  return t / double(n);
+}
+
+/// Seconds per element of the runtime's host update at the end of a
+/// synchronous training step, for one parameter of `n` f32 elements held
+/// by one rank, with `kind`'s optimizer: the steps of reduceAndUpdate
+/// (runtime/lib/TrainingStep.cpp): the per-step sum copied into an
+/// exchange buffer (with M = 8 microbatch flags), summed into a fresh
+/// vector, divided by M, the weight widened to double, rt::optimizerStep,
+/// the weight rounded back. The median of `reps` calls.
+double hostUpdateTime(OptimizerKind kind, int64_t n, int reps) {
+  const size_t M = 8, count = size_t(n);
+  TrainingConfig config;
+  config.optimizer = kind;
+  config.lr = kind == OptimizerKind::None ? 0 : 1e-3;
+  OptimizerState state;
+  std::vector<double> gradSum(count), meanGrad;
+  for (size_t i = 0; i < count; ++i)
+    gradSum[i] = double(i % 89) * 1e-3;
+  HostTensor value;
+  value.dtype = DType::F32;
+  value.shape = {n};
+  value.data.assign(count * sizeof(float), 0);
+  double t = medianTime(reps, [&] {
+    const size_t sumBytes = count * sizeof(double);
+    std::vector<uint8_t> mine(sumBytes + M, 0);
+    std::memcpy(mine.data(), gradSum.data(), sumBytes);
+    for (size_t mb = 0; mb < M; ++mb)
+      mine[sumBytes + mb] = 1;
+    std::vector<double> total(count, 0.0);
+    for (size_t i = 0; i < count; ++i) {
+      double x;
+      std::memcpy(&x, mine.data() + i * sizeof(double), sizeof(double));
+      total[i] += x;
+    }
+    for (double &x : total)
+      x /= double(M);
+    std::vector<double> w = tensorToDoubles(value);
+    optimizerStep(config, w, total, state);
+    doublesToTensor(w, value);
+    meanGrad = std::move(total);
+  });
+  return t / double(n);
+}
+
 /// "<before><seconds, %.2g> s<after>", or "" when seconds is 0.
 std::string idleText(const char *before, double seconds,
                      const char *after = "") {
@@ -956,6 +1028,22 @@ int main(int argc, char **argv) {
           inputCopyRate(int64_t(1) << 18, 8, quick ? 5 : 25, mb) * share;
     }
 
+    // The runtime's own host loops of a training step, on a 256 x 256 f32
+    // parameter (mlp8's weight; docs/CostModel.md "Training steps").
+    progress("training-step host work (gradient accumulation, optimizer "
+             "updates of a 256 x 256 parameter)");
+    const int64_t updateElements = 256 * 256;
+    const int updateReps = quick ? 31 : 201;
+    double accumulatePerElement =
+        gradientAccumulateTime(updateElements, updateReps) / share;
+    std::vector<std::pair<const char *, double>> updatePerElement;
+    for (auto [key, kind] : {std::pair{"none", OptimizerKind::None},
+                             std::pair{"sgd", OptimizerKind::Sgd},
+                             std::pair{"momentum", OptimizerKind::Momentum},
+                             std::pair{"adamw", OptimizerKind::AdamW}})
+      updatePerElement.push_back(
+          {key, hostUpdateTime(kind, updateElements, updateReps) / share});
+
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
 
@@ -1044,6 +1132,10 @@ int main(int argc, char **argv) {
     if (inputCopyBandwidth > 0)
       j["input_copy_bandwidth"] = inputCopyBandwidth;
     j["op_overhead_s"] = overhead;
+    j["gradient_accumulate_s_per_element"] = accumulatePerElement;
+    j["optimizer_s_per_element"] = nlohmann::ordered_json::object();
+    for (const auto &[key, v] : updatePerElement)
+      j["optimizer_s_per_element"][key] = v;
     j["cores"] = cores;
     // The MPI link is between two processes of this node: at least two
     // ranks share it, else every link of a pipeline would be inter-node
