@@ -175,12 +175,35 @@ void DataParallelRank::finishStep(RankContext &ctx, int step,
     }
   }
   busy += std::max(0.0, curE - curB);
-  inFlightS.push_back(busy);
-  waitS.push_back(waitEnd - waitBegin);
-  if (!learned) {
+  if (learned) {
+    inFlightS.push_back(busy);
+    waitS.push_back(waitEnd - waitBegin);
+  } else {
     lastAction = seen;
     learned = true;
   }
+}
+
+void DataParallelRank::groupTotals(RankContext &ctx, double timeoutS) {
+  double mine[3] = {0, 0, double(inFlightS.size())};
+  for (size_t k = 0; k < inFlightS.size(); ++k) {
+    mine[0] += inFlightS[k];
+    mine[1] += waitS[k];
+  }
+  std::vector<double> every(3 * size_t(replicas));
+  group->startAllGather(mine, every.data(), sizeof(mine))->wait(timeoutS);
+  TraceEvent e;
+  e.kind = TraceDataParallelTotals;
+  e.stage = -1;
+  e.microbatch = -1;
+  e.iteration = 0;
+  e.peer = 0;
+  for (int d = 0; d < replicas; ++d) {
+    e.beginS += every[3 * size_t(d)];
+    e.endS += every[3 * size_t(d) + 1];
+    e.peer += int(every[3 * size_t(d) + 2]);
+  }
+  ctx.events.push_back(e);
 }
 
 } // namespace rt

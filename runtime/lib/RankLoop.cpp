@@ -84,6 +84,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
   const bool gatherOnly = o.iterations == 0 && o.warmup == 0;
   // The rank's parameter state, carried from the previous run (no copy).
   ctx.parameters = std::move(parameters);
+  if (dataParallel) {
+    dataParallel->inFlightS.clear();
+    dataParallel->waitS.clear();
+  }
   try {
     if (device) {
       phase = "binding the rank to CUDA device " + std::to_string(device->id());
@@ -126,6 +130,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (measured && globalRank == o.faultKillRank &&
           first + it - o.warmup + 1 == o.faultKillStep)
         ::raise(SIGKILL);
+      // Only replica 0's events reach the trace and the profile: the other
+      // replicas keep none (they would grow with every step).
+      if (dataParallel && dataParallel->replica != 0)
+        ctx.events.clear();
       ctx.beginCall();
       // Warm-up calls read step 0's slice of a dataset.
       ctx.dataStep = measured ? first + it - o.warmup : 0;
@@ -215,6 +223,11 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         }
         comm.flush(o.timeoutS);
       }
+    }
+    if (!ctx.isPoisoned() && dataParallel && dataParallel->zeroStage == 0 &&
+        !gatherOnly) {
+      phase = "adding up the data-parallel all-reduce times";
+      dataParallel->groupTotals(ctx, o.timeoutS);
     }
     if (!ctx.isPoisoned() && m.hasParameters && gather) {
       phase = "gathering the parameters";
