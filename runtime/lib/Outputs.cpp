@@ -566,8 +566,8 @@ void printSummary(const Manifest &m, const RunOptions &o,
     std::snprintf(line, sizeof(line),
                   "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
                   "microbatch(es), %d %s(s)\n",
-                  m.numRanks, commName.c_str(), m.numStages,
-                  m.numMicrobatches, o.iterations, iteration);
+                  m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
+                  o.iterations, iteration);
   out << line;
   std::snprintf(line, sizeof(line),
                 "pipeopt-run: median %s %.6f s, throughput %.2f "

@@ -107,11 +107,11 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     // --pin-ranks: this rank's slot in `pinning`.
-    const size_t slot = pinning ? size_t(std::find(pinning->ranks.begin(),
-                                                   pinning->ranks.end(),
-                                                   globalRank) -
-                                         pinning->ranks.begin())
-                                : 0;
+    const size_t slot =
+        pinning ? size_t(std::find(pinning->ranks.begin(), pinning->ranks.end(),
+                                   globalRank) -
+                         pinning->ranks.begin())
+                : 0;
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
       bool measured = it >= o.warmup;
       // Iteration 0 starts right after the start barrier.
@@ -197,8 +197,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
           phase =
               "writing the checkpoint of step " + std::to_string(measuredStep);
           std::map<int, GatheredParameter> params;
-          std::string error = gatherReplicaParameters(
-              ctx, comm, m, step, true, o.timeoutS, &params);
+          std::string error = gatherReplicaParameters(ctx, comm, m, step, true,
+                                                      o.timeoutS, &params);
           if (!error.empty()) {
             ctx.fail(error);
             break;
@@ -217,8 +217,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
             barrier(comm, o.timeoutS);
             char mine = 0;
             std::vector<char> every(size_t(dataParallel->replicas));
-            dataParallel->group->startAllGather(&mine, every.data(), 1)->wait(
-                o.timeoutS);
+            dataParallel->group->startAllGather(&mine, every.data(), 1)
+                ->wait(o.timeoutS);
           }
         }
         comm.flush(o.timeoutS);
@@ -231,9 +231,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
     }
     if (!ctx.isPoisoned() && m.hasParameters && gather) {
       phase = "gathering the parameters";
-      std::string error = gatherReplicaParameters(
-          ctx, comm, m, first + o.warmup + o.iterations, true, o.timeoutS,
-          &result.parameters);
+      std::string error =
+          gatherReplicaParameters(ctx, comm, m, first + o.warmup + o.iterations,
+                                  true, o.timeoutS, &result.parameters);
       if (!error.empty())
         ctx.fail(error);
       comm.flush(o.timeoutS);

@@ -94,8 +94,8 @@ struct Session::Impl {
     return " (with --data-parallel " + std::to_string(replicas()) +
            " a microbatched input takes the global batch: " +
            std::to_string(replicas()) + " replicas x " +
-           std::to_string(m.numMicrobatches) + " microbatches = " +
-           std::to_string(inputManifest.numMicrobatches) +
+           std::to_string(m.numMicrobatches) +
+           " microbatches = " + std::to_string(inputManifest.numMicrobatches) +
            " microbatches of the build's size, and replica d trains on the "
            "d-th " +
            std::to_string(m.numMicrobatches) + ")";
@@ -258,9 +258,9 @@ void Session::Impl::loadUnchecked(int *argc, char ***argv) {
   checkInputSizes(inputManifest);
   const int worldRanks = m.numRanks * replicas();
   if (!world.distributed() && replicas() > 1 && worldRanks > 1024)
-    throw RuntimeError("--data-parallel " + std::to_string(replicas()) +
-                       " x " + std::to_string(m.numRanks) + " ranks = " +
-                       std::to_string(worldRanks) +
+    throw RuntimeError("--data-parallel " + std::to_string(replicas()) + " x " +
+                       std::to_string(m.numRanks) +
+                       " ranks = " + std::to_string(worldRanks) +
                        " threads of one process (loopback): at most 1024; "
                        "run that many ranks as processes (mpirun -np " +
                        std::to_string(worldRanks) + " ... --comm mpi)");
@@ -268,11 +268,11 @@ void Session::Impl::loadUnchecked(int *argc, char ***argv) {
     if (world.procSize != worldRanks)
       throw RuntimeError(
           "the model has " + std::to_string(m.numRanks) + " ranks" +
-          (replicas() > 1 ? " and --data-parallel " +
-                                std::to_string(replicas()) +
-                                " runs that many replicas of them (" +
-                                std::to_string(worldRanks) + " ranks)"
-                          : std::string()) +
+          (replicas() > 1
+               ? " and --data-parallel " + std::to_string(replicas()) +
+                     " runs that many replicas of them (" +
+                     std::to_string(worldRanks) + " ranks)"
+               : std::string()) +
           ", but " + std::to_string(world.procSize) +
           " processes were started (use mpirun -np " +
           std::to_string(worldRanks) + ")");
@@ -455,8 +455,7 @@ Status Session::setInputFromNpy(const std::string &name,
     if (in->classIndices)
       checkClassIndices(*in, t, path);
     if (impl->inputs) { // in place, as setInput
-      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, t,
-                        dataSteps);
+      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, t, dataSteps);
       impl->sliceReplicaInputs(int(in->index));
     }
   } catch (const std::exception &e) {
@@ -477,9 +476,9 @@ Status Session::setInputsFrom(const std::string &dirOrNpz) {
         continue;
       const ManifestInput &in = *impl->m.findInput(index);
       int dataSteps = 0;
-      HostTensor t = checkInputTensor(impl->inputManifest, in,
-                                      std::move(entry.first), entry.second,
-                                      impl->o.iterations, dataSteps);
+      HostTensor t =
+          checkInputTensor(impl->inputManifest, in, std::move(entry.first),
+                           entry.second, impl->o.iterations, dataSteps);
       if (in.classIndices)
         checkClassIndices(in, t, entry.second);
       checked[index] = {std::move(t), entry.second};
@@ -854,8 +853,8 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
       groupComms[i]->close();
       comms[i]->close();
       if (!results[i].ok)
-        results[i].error = "replica " + std::to_string(d) + ", " +
-                           results[i].error;
+        results[i].error =
+            "replica " + std::to_string(d) + ", " + results[i].error;
     }
   };
 
@@ -866,10 +865,9 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
   const int kernelThreads =
       ro.threads > 0
           ? ro.threads
-          : defaultKernelThreads(usableCores(),
-                                 world.distributed()
-                                     ? ranksOnThisNode(m, true)
-                                     : int(localRanks.size()));
+          : defaultKernelThreads(usableCores(), world.distributed()
+                                                    ? ranksOnThisNode(m, true)
+                                                    : int(localRanks.size()));
   if (kernelThreads != kernelThreadsSet) {
     setKernelThreads(kernelThreads);
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -952,11 +950,10 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
           for (size_t i = 0; i < localRanks.size(); ++i)
             if (!done[i])
               printError(
-                  (D > 1 ? "replica " + std::to_string(localRanks[i] / P) +
-                               "'s "
-                         : std::string()) +
-                  describeStuckRank(m, localRanks[i] % P, progress[i],
-                                    graceS));
+                  (D > 1
+                       ? "replica " + std::to_string(localRanks[i] / P) + "'s "
+                       : std::string()) +
+                  describeStuckRank(m, localRanks[i] % P, progress[i], graceS));
           std::fflush(stdout);
           std::fflush(stderr);
           std::_Exit(1);

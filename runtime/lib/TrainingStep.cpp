@@ -362,8 +362,8 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
       meanGrads[index] = std::move(st.meanGrad);
     st.meanGrad.clear();
   }
-  dp.sharded = std::make_shared<ShardedOptimizer>(sizes, dp.replicas,
-                                                  dp.replica);
+  dp.sharded =
+      std::make_shared<ShardedOptimizer>(sizes, dp.replicas, dp.replica);
   dp.sharded->load(full, meanGrads.size() == sizes.size()
                              ? meanGrads
                              : std::map<int, std::vector<double>>());
@@ -375,8 +375,8 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
 /// group); then replica 0 gathers as one pipeline does, and the other
 /// replicas, whose copies are the same, return at once.
 std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
-                                    const Manifest &m, int step,
-                                    bool withState, double timeoutS,
+                                    const Manifest &m, int step, bool withState,
+                                    double timeoutS,
                                     std::map<int, GatheredParameter> *out) {
   DataParallelRank *dp = ctx.dataParallel;
   if (!dp)
