@@ -470,6 +470,9 @@ class Session:
                  bucket_mb: float = 25.0):
         if not timeout_s > 0:
             raise UsageError(f"timeout_s must be > 0 seconds, got {timeout_s}")
+        for name, value in (("data_parallel", data_parallel), ("zero", zero)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"{name} must be an integer, got {value!r}")
         if isinstance(build, Build):
             model, manifest_path = build.model_path, build.manifest_path
             self.build = build
@@ -531,9 +534,11 @@ class Session:
         NumPy array or anything `numpy.asarray` takes; copied).
 
         A microbatched input takes the whole batch, ``[M * rows, ...]`` or
-        ``[M, rows, ...]`` (M = the build's microbatches); other inputs
-        their exact shape.  For a new batch per step, set it before each
-        ``run(1)``.
+        ``[M, rows, ...]`` (M = the build's microbatches; with
+        ``data_parallel=D`` the global batch, ``[D * M * rows, ...]`` or
+        ``[D * M, rows, ...]``, replica d training on its d-th part); other
+        inputs their exact shape.  For a new batch per step, set it before
+        each ``run(1)``.
 
         Raises:
           UsageError: unknown input, wrong dtype or shape (the message says

@@ -21,8 +21,7 @@ void DataParallelRank::beginStep() {
   buckets.clear();
 }
 
-void DataParallelRank::onGradient(RankContext &ctx, int index,
-                                  int microbatch) {
+void DataParallelRank::onGradient(RankContext &ctx, int index, int microbatch) {
   if (zeroStage > 0)
     return;
   size_t action = ctx.actionsBegun > 0 ? ctx.actionsBegun - 1 : 0;
@@ -31,7 +30,8 @@ void DataParallelRank::onGradient(RankContext &ctx, int index,
     throw RuntimeError(
         "the gradient of " + runner::parameterName(*ctx.manifest, index) +
         " for microbatch " + std::to_string(microbatch) + " came in action " +
-        std::to_string(action) + " of the step, after its data-parallel "
+        std::to_string(action) +
+        " of the step, after its data-parallel "
         "all-reduce had started (in the first step its last contribution "
         "came in action " +
         (it == lastAction.end() ? std::string("?")
@@ -95,8 +95,7 @@ void DataParallelRank::onActionsCompleted(RankContext &ctx, size_t completed) {
     start(ctx, done);
 }
 
-void DataParallelRank::finishStep(RankContext &ctx, int step,
-                                  double timeoutS) {
+void DataParallelRank::finishStep(RankContext &ctx, int step, double timeoutS) {
   if (zeroStage > 0)
     return;
   // What the schedule left: every sum in the first step, else the
@@ -118,8 +117,7 @@ void DataParallelRank::finishStep(RankContext &ctx, int step,
         throw RuntimeError("step " + std::to_string(step) +
                            ": the data-parallel all-reduce of bucket " +
                            std::to_string(k) + " (" +
-                           std::to_string(b.params.size()) +
-                           " parameter(s), " +
+                           std::to_string(b.params.size()) + " parameter(s), " +
                            std::to_string(b.sums.size() * sizeof(double)) +
                            " bytes) over replicas 0.." +
                            std::to_string(replicas - 1) + ": " + e.what());
@@ -175,12 +173,35 @@ void DataParallelRank::finishStep(RankContext &ctx, int step,
     }
   }
   busy += std::max(0.0, curE - curB);
-  inFlightS.push_back(busy);
-  waitS.push_back(waitEnd - waitBegin);
-  if (!learned) {
+  if (learned) {
+    inFlightS.push_back(busy);
+    waitS.push_back(waitEnd - waitBegin);
+  } else {
     lastAction = seen;
     learned = true;
   }
+}
+
+void DataParallelRank::groupTotals(RankContext &ctx, double timeoutS) {
+  double mine[3] = {0, 0, double(inFlightS.size())};
+  for (size_t k = 0; k < inFlightS.size(); ++k) {
+    mine[0] += inFlightS[k];
+    mine[1] += waitS[k];
+  }
+  std::vector<double> every(3 * size_t(replicas));
+  group->startAllGather(mine, every.data(), sizeof(mine))->wait(timeoutS);
+  TraceEvent e;
+  e.kind = TraceDataParallelTotals;
+  e.stage = -1;
+  e.microbatch = -1;
+  e.iteration = 0;
+  e.peer = 0;
+  for (int d = 0; d < replicas; ++d) {
+    e.beginS += every[3 * size_t(d)];
+    e.endS += every[3 * size_t(d) + 1];
+    e.peer += int(every[3 * size_t(d) + 2]);
+  }
+  ctx.events.push_back(e);
 }
 
 } // namespace rt

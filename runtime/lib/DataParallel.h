@@ -56,6 +56,14 @@ class ShardedOptimizer;
 enum DataParallelTraceKind : int {
   TraceAllReduce = 24,
   TraceAllReduceWait = 25,
+  /// Not drawn: the run's totals of the rank's data-parallel group
+  /// (groupTotals), which replica 0's ranks report for the summary:
+  /// beginS = seconds in flight, endS = seconds waited, peer = the steps
+  /// they cover (summed over the group's D ranks).
+  TraceDataParallelTotals = 26,
+  /// ZeRO-1's update at the step's end: reduce-scatter, the shard's
+  /// optimizer step, all-gather (bytes: the f64 sums reduce-scattered).
+  TraceZeroUpdate = 27,
 };
 
 /// One rank's data-parallel state (RankContext::dataParallel).
@@ -95,9 +103,14 @@ struct DataParallelRank {
   /// Forgets the step's buckets (RankContext::beginCall).
   void beginStep();
 
-  /// Per step: seconds the all-reduces were in flight (the union of the
-  /// buckets' intervals) and seconds the rank waited for them at the end.
+  /// This run, per step after the one that learned the buckets: seconds
+  /// the all-reduces were in flight (the union of the buckets' intervals)
+  /// and seconds the rank waited for them at the step's end.
   std::vector<double> inFlightS, waitS;
+  /// A collective of the group at the end of a run: appends to ctx.events
+  /// a TraceDataParallelTotals event with the sums of inFlightS and waitS
+  /// and their count over the group's D ranks.
+  void groupTotals(RankContext &ctx, double timeoutS);
 
 private:
   struct Bucket {

@@ -569,8 +569,8 @@ private:
          << seconds(graceS) << " (stopped, stuck in a computation, or dead)";
       for (int r : silent)
         if (!lastReceived[size_t(r)].empty())
-          os << "; the last message this rank received from rank " << r << ": "
-             << lastReceived[size_t(r)];
+          os << "; the last message this rank received from " << label(r)
+             << ": " << lastReceived[size_t(r)];
       // The answers of the ranks that did answer, if any (with 2 ranks
       // there are no others).
       if (silent.size() + 1 < size_t(mySize))

@@ -347,11 +347,17 @@ void writeTrace(const Manifest &m, const RunOptions &o,
                       {"tid", r},
                       {"args", {{"sort_index", r}}}});
     for (const auto &e : reports[r].events) {
+      if (e.kind == TraceDataParallelTotals)
+        continue; // totals, not an interval
       std::string name, cat;
       Json args = {{"iteration", e.iteration}};
       std::string mb = e.microbatch >= 0 ? " mb" + std::to_string(e.microbatch)
                                          : std::string(" (shared)");
-      if (e.kind == TraceAllReduce || e.kind == TraceAllReduceWait) {
+      if (e.kind == TraceZeroUpdate) {
+        cat = "all-reduce";
+        name = "ZeRO-1 reduce-scatter, update, all-gather";
+        args["bytes"] = e.bytes;
+      } else if (e.kind == TraceAllReduce || e.kind == TraceAllReduceWait) {
         cat = "all-reduce";
         name = e.kind == TraceAllReduce
                    ? "all-reduce bucket " + std::to_string(e.peer)
@@ -474,6 +480,8 @@ void writeProfile(const Manifest &m, const RunOptions &o,
                   {"num_ranks", m.numRanks},
                   {"num_stages", m.numStages},
                   {"num_microbatches", m.numMicrobatches},
+                  {"data_parallel", std::max(1, o.dataParallel)},
+                  {"zero_stage", o.zeroStage},
                   {"iterations", o.iterations},
                   {"iteration_s", iterMax},
                   {"iteration_median_s", med},
@@ -486,56 +494,51 @@ void writeProfile(const Manifest &m, const RunOptions &o,
   writeText(o.profilePath, profile.dump(2) + "\n", FollowLinks::UserNamedPath);
 }
 
-/// With --data-parallel D > 1: how long replica 0's ranks had gradient
-/// all-reduces in flight per step (the union of the buckets' intervals,
-/// summed over the ranks and averaged over the steps) and how much of
-/// that they waited for at the step's end; the rest was hidden under the
-/// backward. "" otherwise.
+/// With --data-parallel D > 1: how long the gradient all-reduces were in
+/// flight per rank and step (the union of a step's buckets' intervals) and
+/// how much of that the ranks waited for at the step's end, over every
+/// rank of every replica (each data-parallel group's totals, which replica
+/// 0's ranks report) and every step but the run's first of the build (it
+/// learns the buckets and all-reduces at its end); the rest was hidden
+/// under the backward. "" otherwise.
 std::string dataParallelSummary(const RunOptions &o,
                                 const std::vector<RankReport> &reports) {
   if (o.dataParallel < 2)
     return "";
-  double inFlight = 0, waited = 0;
-  for (const RankReport &r : reports) {
-    std::map<int, std::vector<std::pair<double, double>>> spans;
-    for (const TraceEvent &e : r.events) {
-      if (e.kind == TraceAllReduce)
-        spans[e.iteration].emplace_back(e.beginS, e.endS);
-      else if (e.kind == TraceAllReduceWait)
-        waited += e.endS - e.beginS;
-    }
-    for (auto &[it, v] : spans) {
-      std::sort(v.begin(), v.end());
-      double b = v.front().first, e = v.front().second;
-      for (auto [x, y] : v) {
-        if (x > e) {
-          inFlight += e - b;
-          b = x;
-          e = y;
-        } else {
-          e = std::max(e, y);
-        }
-      }
-      inFlight += e - b;
-    }
-  }
-  const double steps = std::max(1, o.iterations);
-  char line[256];
+  char line[320];
   if (o.zeroStage > 0) {
     std::snprintf(line, sizeof(line),
-                  "data parallel: %d replicas, ZeRO-1 (reduce-scatter and "
-                  "all-gather at the step's end)",
+                  "data parallel: %d replicas, ZeRO-1 (reduce-scatter, "
+                  "update of each replica's shard and all-gather at the "
+                  "step's end)",
+                  o.dataParallel);
+    return line;
+  }
+  double inFlight = 0, waited = 0;
+  long steps = 0;
+  for (const RankReport &r : reports)
+    for (const TraceEvent &e : r.events)
+      if (e.kind == TraceDataParallelTotals) {
+        inFlight += e.beginS;
+        waited += e.endS;
+        steps += e.peer;
+      }
+  if (steps == 0) {
+    std::snprintf(line, sizeof(line),
+                  "data parallel: %d replicas; gradient all-reduce overlap "
+                  "not measured (the first step learns which action "
+                  "completes each gradient and all-reduces at its end)",
                   o.dataParallel);
     return line;
   }
   double hidden = inFlight > 0 ? std::max(0.0, 1.0 - waited / inFlight) : 0;
   std::snprintf(line, sizeof(line),
                 "data parallel: %d replicas; gradient all-reduce in flight "
-                "%.3f ms per step (replica 0's ranks), %.3f ms of it "
-                "waited for at the step's end: %.0f%% hidden under the "
-                "backward",
-                o.dataParallel, 1e3 * inFlight / steps, 1e3 * waited / steps,
-                100 * hidden);
+                "%.3f ms per rank and step, %.3f ms of it waited for at the "
+                "step's end: %.0f%% hidden under the backward (every rank, "
+                "the steps after the first)",
+                o.dataParallel, 1e3 * inFlight / double(steps),
+                1e3 * waited / double(steps), 100 * hidden);
   return line;
 }
 
@@ -563,8 +566,8 @@ void printSummary(const Manifest &m, const RunOptions &o,
     std::snprintf(line, sizeof(line),
                   "pipeopt-run: %d rank(s) over %s, %d stage(s), %d "
                   "microbatch(es), %d %s(s)\n",
-                  m.numRanks, commName.c_str(), m.numStages,
-                  m.numMicrobatches, o.iterations, iteration);
+                  m.numRanks, commName.c_str(), m.numStages, m.numMicrobatches,
+                  o.iterations, iteration);
   out << line;
   std::snprintf(line, sizeof(line),
                 "pipeopt-run: median %s %.6f s, throughput %.2f "

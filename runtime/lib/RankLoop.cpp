@@ -84,6 +84,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
   const bool gatherOnly = o.iterations == 0 && o.warmup == 0;
   // The rank's parameter state, carried from the previous run (no copy).
   ctx.parameters = std::move(parameters);
+  if (dataParallel) {
+    dataParallel->inFlightS.clear();
+    dataParallel->waitS.clear();
+  }
   try {
     if (device) {
       phase = "binding the rank to CUDA device " + std::to_string(device->id());
@@ -103,11 +107,11 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       barrier(comm, o.timeoutS);
     ctx.origin = RankContext::Clock::now();
     // --pin-ranks: this rank's slot in `pinning`.
-    const size_t slot = pinning ? size_t(std::find(pinning->ranks.begin(),
-                                                   pinning->ranks.end(),
-                                                   globalRank) -
-                                         pinning->ranks.begin())
-                                : 0;
+    const size_t slot =
+        pinning ? size_t(std::find(pinning->ranks.begin(), pinning->ranks.end(),
+                                   globalRank) -
+                         pinning->ranks.begin())
+                : 0;
     for (int it = 0; it < o.warmup + o.iterations; ++it) {
       bool measured = it >= o.warmup;
       // Iteration 0 starts right after the start barrier.
@@ -126,6 +130,10 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
       if (measured && globalRank == o.faultKillRank &&
           first + it - o.warmup + 1 == o.faultKillStep)
         ::raise(SIGKILL);
+      // Only replica 0's events reach the trace and the profile: the other
+      // replicas keep none (they would grow with every step).
+      if (dataParallel && dataParallel->replica != 0)
+        ctx.events.clear();
       ctx.beginCall();
       // Warm-up calls read step 0's slice of a dataset.
       ctx.dataStep = measured ? first + it - o.warmup : 0;
@@ -189,8 +197,8 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
           phase =
               "writing the checkpoint of step " + std::to_string(measuredStep);
           std::map<int, GatheredParameter> params;
-          std::string error = gatherReplicaParameters(
-              ctx, comm, m, step, true, o.timeoutS, &params);
+          std::string error = gatherReplicaParameters(ctx, comm, m, step, true,
+                                                      o.timeoutS, &params);
           if (!error.empty()) {
             ctx.fail(error);
             break;
@@ -209,18 +217,23 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
             barrier(comm, o.timeoutS);
             char mine = 0;
             std::vector<char> every(size_t(dataParallel->replicas));
-            dataParallel->group->startAllGather(&mine, every.data(), 1)->wait(
-                o.timeoutS);
+            dataParallel->group->startAllGather(&mine, every.data(), 1)
+                ->wait(o.timeoutS);
           }
         }
         comm.flush(o.timeoutS);
       }
     }
+    if (!ctx.isPoisoned() && dataParallel && dataParallel->zeroStage == 0 &&
+        !gatherOnly) {
+      phase = "adding up the data-parallel all-reduce times";
+      dataParallel->groupTotals(ctx, o.timeoutS);
+    }
     if (!ctx.isPoisoned() && m.hasParameters && gather) {
       phase = "gathering the parameters";
-      std::string error = gatherReplicaParameters(
-          ctx, comm, m, first + o.warmup + o.iterations, true, o.timeoutS,
-          &result.parameters);
+      std::string error =
+          gatherReplicaParameters(ctx, comm, m, first + o.warmup + o.iterations,
+                                  true, o.timeoutS, &result.parameters);
       if (!error.empty())
         ctx.fail(error);
       comm.flush(o.timeoutS);

@@ -69,7 +69,9 @@ std::string runUsage() {
                          the leading dim), or a comma list of M files of shape
                          [...shape]; a shared input: one file of its shape;
                          a dataset: [N, M, ...shape] or [N, M*d0, d1, ...]
-                         for N steps, one slice per step
+                         for N steps, one slice per step (with
+                         --data-parallel D, M is D x the build's: the
+                         global batch)
   --inputs DIR|FILE.npz  every input at once: the .npy files of DIR, or the
                          arrays of an .npz (numpy.savez / savez_compressed),
                          each named by input index (3, arg_3, arg3, input_3;
@@ -119,7 +121,8 @@ std::string runUsage() {
                          state and update over the D replicas (ZeRO stage 1:
                          reduce-scatter, update 1/D, all-gather; default 0)
   --bucket-mb X          the largest data-parallel all-reduce bucket, MiB of
-                         f64 gradient sums (default 25)
+                         f64 gradient sums (default 25; not used with
+                         --zero 1)
   --quiet                print only errors
 )";
 }
@@ -331,6 +334,19 @@ int runner::lossOutput(const Manifest &m) {
 }
 
 void checkDataParallelOptions(const Manifest &m, const RunOptions &o) {
+  // The values, for a Session loaded without the command line's parser.
+  if (o.dataParallel < 1)
+    throw RuntimeError("--data-parallel expects an integer >= 1, got " +
+                       std::to_string(o.dataParallel));
+  if (o.zeroStage != 0 && o.zeroStage != 1)
+    throw RuntimeError("--zero expects 0 or 1 (ZeRO stage 1 shards the "
+                       "optimizer state; stages 2 and 3 are not "
+                       "implemented), got " +
+                       std::to_string(o.zeroStage));
+  if (!(o.bucketMiB > 0) || !std::isfinite(o.bucketMiB) || o.bucketMiB > 1e6)
+    throw RuntimeError("--bucket-mb expects a positive number of MiB up to "
+                       "1e6, got " +
+                       std::to_string(o.bucketMiB));
   if (o.zeroStage > 0 && o.dataParallel < 2)
     throw RuntimeError("--zero " + std::to_string(o.zeroStage) +
                        " shards the optimizer state over data-parallel "
@@ -358,11 +374,6 @@ void checkDataParallelOptions(const Manifest &m, const RunOptions &o) {
     throw RuntimeError(d + ": the manifest " + o.manifestPath +
                        " is a cuda build, whose gradient sums stay on the "
                        "device; data parallelism runs cpu builds for now");
-  if (o.saveGrads)
-    throw RuntimeError(d + " with --save-grads: the gradient outputs would be "
-                       "replica 0's alone; drop --save-grads (the weights "
-                       "and optimizer state of --output-dir are the "
-                       "replicas' common ones)");
   if (int64_t(o.dataParallel) * m.numRanks > (1 << 20))
     throw RuntimeError(d + " x " + std::to_string(m.numRanks) +
                        " ranks exceeds 1048576 ranks");

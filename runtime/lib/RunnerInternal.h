@@ -151,8 +151,8 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp);
 /// gatherParameters, with data-parallel replicas (RankContext::
 /// dataParallel): ZeRO-1 shards gathered first; only replica 0 gathers.
 std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
-                                    const Manifest &m, int step,
-                                    bool withState, double timeoutS,
+                                    const Manifest &m, int step, bool withState,
+                                    double timeoutS,
                                     std::map<int, GatheredParameter> *out);
 /// reduceAndUpdate, then the step's loss and time to rank 0, which prints
 /// the progress line. Returns false (ctx failed) on an error.

@@ -88,14 +88,14 @@ struct Session::Impl {
   std::map<int, InputStore> replicaInputs;
   int replicas() const { return std::max(1, o.dataParallel); }
   /// "" or, with D > 1, what a microbatched input takes (for its errors).
-  std::string globalBatchHint() const {
-    if (replicas() == 1)
+  std::string globalBatchHint(const std::string &error) const {
+    if (replicas() == 1 || error.find("microbatch") == std::string::npos)
       return "";
     return " (with --data-parallel " + std::to_string(replicas()) +
            " a microbatched input takes the global batch: " +
            std::to_string(replicas()) + " replicas x " +
-           std::to_string(m.numMicrobatches) + " microbatches = " +
-           std::to_string(inputManifest.numMicrobatches) +
+           std::to_string(m.numMicrobatches) +
+           " microbatches = " + std::to_string(inputManifest.numMicrobatches) +
            " microbatches of the build's size, and replica d trains on the "
            "d-th " +
            std::to_string(m.numMicrobatches) + ")";
@@ -257,15 +257,22 @@ void Session::Impl::loadUnchecked(int *argc, char ***argv) {
   inputManifest.numMicrobatches = m.numMicrobatches * replicas();
   checkInputSizes(inputManifest);
   const int worldRanks = m.numRanks * replicas();
+  if (!world.distributed() && replicas() > 1 && worldRanks > 1024)
+    throw RuntimeError("--data-parallel " + std::to_string(replicas()) + " x " +
+                       std::to_string(m.numRanks) +
+                       " ranks = " + std::to_string(worldRanks) +
+                       " threads of one process (loopback): at most 1024; "
+                       "run that many ranks as processes (mpirun -np " +
+                       std::to_string(worldRanks) + " ... --comm mpi)");
   if (world.distributed()) {
     if (world.procSize != worldRanks)
       throw RuntimeError(
           "the model has " + std::to_string(m.numRanks) + " ranks" +
-          (replicas() > 1 ? " and --data-parallel " +
-                                std::to_string(replicas()) +
-                                " runs that many replicas of them (" +
-                                std::to_string(worldRanks) + " ranks)"
-                          : std::string()) +
+          (replicas() > 1
+               ? " and --data-parallel " + std::to_string(replicas()) +
+                     " runs that many replicas of them (" +
+                     std::to_string(worldRanks) + " ranks)"
+               : std::string()) +
           ", but " + std::to_string(world.procSize) +
           " processes were started (use mpirun -np " +
           std::to_string(worldRanks) + ")");
@@ -427,7 +434,7 @@ Status Session::setInput(int index, HostTensor tensor) {
       impl->sliceReplicaInputs(index);
     }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what() + impl->globalBatchHint());
+    return Status::error(2, e.what() + impl->globalBatchHint(e.what()));
   }
   impl->given[index] = {std::move(checked), label};
   return Status();
@@ -448,12 +455,11 @@ Status Session::setInputFromNpy(const std::string &name,
     if (in->classIndices)
       checkClassIndices(*in, t, path);
     if (impl->inputs) { // in place, as setInput
-      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, t,
-                        dataSteps);
+      impl->inputs->set(*in, impl->inputManifest.numMicrobatches, t, dataSteps);
       impl->sliceReplicaInputs(int(in->index));
     }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what() + impl->globalBatchHint());
+    return Status::error(2, e.what() + impl->globalBatchHint(e.what()));
   }
   impl->given[in->index] = {std::move(t), path};
   return Status();
@@ -470,15 +476,15 @@ Status Session::setInputsFrom(const std::string &dirOrNpz) {
         continue;
       const ManifestInput &in = *impl->m.findInput(index);
       int dataSteps = 0;
-      HostTensor t = checkInputTensor(impl->inputManifest, in,
-                                      std::move(entry.first), entry.second,
-                                      impl->o.iterations, dataSteps);
+      HostTensor t =
+          checkInputTensor(impl->inputManifest, in, std::move(entry.first),
+                           entry.second, impl->o.iterations, dataSteps);
       if (in.classIndices)
         checkClassIndices(in, t, entry.second);
       checked[index] = {std::move(t), entry.second};
     }
   } catch (const std::exception &e) {
-    return Status::error(2, e.what() + impl->globalBatchHint());
+    return Status::error(2, e.what() + impl->globalBatchHint(e.what()));
   }
   for (auto &[index, entry] : checked)
     impl->given[index] = std::move(entry);
@@ -503,7 +509,7 @@ Status Session::prepareInputs() {
     impl->sliceReplicaInputs(-1);
   } catch (const std::exception &e) {
     impl->inputs.reset();
-    return Status::error(2, e.what() + impl->globalBatchHint());
+    return Status::error(2, e.what() + impl->globalBatchHint(e.what()));
   }
   return Status();
 }
@@ -807,6 +813,37 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
       dpr->bucketBytes = std::max<size_t>(
           sizeof(double), size_t(ro.bucketMiB * 1024.0 * 1024.0));
       pipeline = pipelineComms[i].get();
+      // Every process must run the same data-parallel options (mismatched
+      // collectives would corrupt each other's buffers under MPI).
+      try {
+        const double mine[4] = {double(ro.zeroStage), double(dpr->bucketBytes),
+                                double(ro.iterations),
+                                double(ro.checkpointEvery)};
+        std::vector<double> every(4 * size_t(D));
+        groupComms[i]
+            ->startAllGather(mine, every.data(), sizeof(mine))
+            ->wait(ro.timeoutS);
+        const char *names[4] = {"--zero", "--bucket-mb (bytes)",
+                                "--steps / run()", "--checkpoint-every"};
+        for (int e = 0; e < D; ++e)
+          for (int k = 0; k < 4; ++k)
+            if (every[4 * size_t(e) + size_t(k)] != mine[k]) {
+              std::ostringstream os;
+              os << "rank " << g << " (" << labelOf(g) << ") runs with "
+                 << names[k] << " " << mine[k] << " but " << labelOf(e * P + r)
+                 << " with " << every[4 * size_t(e) + size_t(k)]
+                 << ": every process of a data-parallel run must be started "
+                    "with the same options";
+              throw RuntimeError(os.str());
+            }
+      } catch (const std::exception &e) {
+        results[i].ok = false;
+        results[i].error = e.what();
+        groupComms[i]->close();
+        pipelineComms[i]->close();
+        comms[i]->close();
+        return;
+      }
     }
     runRank(r, *pipeline, m, inputsOf(i), entries[size_t(r)], ro, stepsDone,
             rankParams[i], gather, devices.empty() ? nullptr : &devices[i],
@@ -816,8 +853,8 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
       groupComms[i]->close();
       comms[i]->close();
       if (!results[i].ok)
-        results[i].error = "replica " + std::to_string(d) + ", " +
-                           results[i].error;
+        results[i].error =
+            "replica " + std::to_string(d) + ", " + results[i].error;
     }
   };
 
@@ -828,10 +865,9 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
   const int kernelThreads =
       ro.threads > 0
           ? ro.threads
-          : defaultKernelThreads(usableCores(),
-                                 world.distributed()
-                                     ? ranksOnThisNode(m, true)
-                                     : int(localRanks.size()));
+          : defaultKernelThreads(usableCores(), world.distributed()
+                                                    ? ranksOnThisNode(m, true)
+                                                    : int(localRanks.size()));
   if (kernelThreads != kernelThreadsSet) {
     setKernelThreads(kernelThreads);
     mallopt(M_MMAP_THRESHOLD, 1 << 30);
@@ -914,11 +950,10 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
           for (size_t i = 0; i < localRanks.size(); ++i)
             if (!done[i])
               printError(
-                  (D > 1 ? "replica " + std::to_string(localRanks[i] / P) +
-                               "'s "
-                         : std::string()) +
-                  describeStuckRank(m, localRanks[i] % P, progress[i],
-                                    graceS));
+                  (D > 1
+                       ? "replica " + std::to_string(localRanks[i] / P) + "'s "
+                       : std::string()) +
+                  describeStuckRank(m, localRanks[i] % P, progress[i], graceS));
           std::fflush(stdout);
           std::fflush(stderr);
           std::_Exit(1);
@@ -1231,8 +1266,9 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
   if (impl->o.zeroStage > 0)
     return Status::error(
         2, "setOptimizerState: " + name +
-               ": with --zero 1 the replicas hold shards of the optimizer "
-               "state; set it through a checkpoint (resume) instead");
+               ": with ZeRO-1 (--zero 1, Python zero=1) the replicas hold "
+               "shards of the optimizer state; set it through a checkpoint "
+               "(resume) instead");
   if (step < 0)
     return Status::error(2, "setOptimizerState: " + name +
                                 ": the step count must be >= 0, got " +

@@ -13,6 +13,9 @@
 namespace pipeopt {
 namespace rt {
 
+/// The control tag of a replica's block of ZeRO-1's gather.
+static constexpr int32_t kGatherTag = 0x5A31; // "Z1"
+
 namespace {
 
 /// Elements [lo, hi) of `v`.
@@ -167,12 +170,42 @@ ShardedOptimizer::gather(Communicator &dp, double timeoutS) {
       std::copy(parts[j]->begin(), parts[j]->end(),
                 mine.begin() + long(4 * P + j * shard + at));
   }
-  std::vector<double> every(block * size_t(replicas));
-  dp.startAllGather(mine.data(), every.data(), block * sizeof(double))
-      ->wait(timeoutS);
+  // To replica 0 only (a point-to-point message from each replica, in
+  // replica order): an all-gather would give every replica the full
+  // state, the memory that ZeRO-1 saves.
   std::map<int, std::pair<OptimizerState, std::vector<double>>> out;
-  if (replica != 0)
+  MessageHeader h;
+  h.kind = MessageHeader::Control;
+  h.tag = kGatherTag;
+  h.dtype = uint8_t(DType::F64);
+  h.setShape({int64_t(block)});
+  h.bytes = int64_t(block * sizeof(double));
+  if (replica != 0) {
+    h.srcRank = dp.rank();
+    h.dstRank = 0;
+    h.seal();
+    dp.send(0, h, mine.data(), block * sizeof(double), timeoutS);
+    dp.flush(timeoutS);
     return out;
+  }
+  std::vector<double> every(block * size_t(replicas));
+  std::copy(mine.begin(), mine.end(), every.begin());
+  for (int e = 1; e < replicas; ++e) {
+    Message msg = dp.recv(e, timeoutS);
+    std::string bad = msg.header.validate();
+    if (bad.empty() && (msg.header.kind != MessageHeader::Control ||
+                        msg.header.tag != kGatherTag ||
+                        msg.payload.size() != block * sizeof(double)))
+      bad = "expected its " + std::to_string(block * sizeof(double)) +
+            "-byte block of the optimizer state, got " +
+            std::to_string(msg.payload.size()) + " bytes (tag " +
+            std::to_string(msg.header.tag) + ")";
+    if (!bad.empty())
+      throw RuntimeError("ZeRO-1 gather from replica " + std::to_string(e) +
+                         ": " + bad);
+    std::memcpy(every.data() + size_t(e) * block, msg.payload.data(),
+                block * sizeof(double));
+  }
   k = 0;
   for (const auto &entry : slices) {
     int p = entry.first;

@@ -94,10 +94,12 @@ public:
   /// optimizer state and mean gradient (for a checkpoint or --output-dir);
   /// other ranks get an empty map. A part of the state that does not exist
   /// yet (before the first step; `second` but for AdamW; `first` for SGD)
-  /// is an empty vector, as in the unsharded OptimizerState. Implemented as
-  /// one all-gather: every replica briefly holds D * (3*S + 4*P) doubles
-  /// (P parameters). Throws RuntimeError if the replicas counted different
-  /// numbers of steps.
+  /// is an empty vector, as in the unsharded OptimizerState. Every other
+  /// replica sends its block of 3*S + 4*P doubles (P parameters) to dp rank
+  /// 0, which alone holds all D of them (an all-gather would give every
+  /// replica the full state that ZeRO-1 saves). Throws RuntimeError if the
+  /// replicas counted different numbers of steps or a block is malformed;
+  /// TimeoutError / PeerExitedError from the messages.
   std::map<int, std::pair<OptimizerState, std::vector<double>>>
   gather(Communicator &dp, double timeoutS);
 

@@ -207,6 +207,14 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     std::map<int, std::vector<double>> weights;
     for (auto &[index, st] : ctx.parameters)
       weights[index] = tensorToDoubles(st.value);
+    TraceEvent e;
+    e.kind = TraceZeroUpdate;
+    e.stage = -1;
+    e.microbatch = -1;
+    e.iteration = ctx.iteration;
+    e.beginS = ctx.now();
+    for (const auto &[index, sums] : zeroSums)
+      e.bytes += int64_t(sums.size() * sizeof(double));
     try {
       dp->sharded->step(*dp->group, m.training, zeroSums, weights,
                         1.0 / (double(M) * double(dp->replicas)), timeoutS);
@@ -215,6 +223,9 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                          ": the ZeRO-1 update over replicas 0.." +
                          std::to_string(dp->replicas - 1) + ": " + e.what());
     }
+    e.endS = ctx.now();
+    if (ctx.iteration >= 0)
+      ctx.events.push_back(e);
     for (auto &[index, st] : ctx.parameters) {
       doublesToTensor(weights.at(index), st.value);
       st.meanGrad.clear(); // the shards' parts: ShardedOptimizer::gather
@@ -351,8 +362,8 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
       meanGrads[index] = std::move(st.meanGrad);
     st.meanGrad.clear();
   }
-  dp.sharded = std::make_shared<ShardedOptimizer>(sizes, dp.replicas,
-                                                  dp.replica);
+  dp.sharded =
+      std::make_shared<ShardedOptimizer>(sizes, dp.replicas, dp.replica);
   dp.sharded->load(full, meanGrads.size() == sizes.size()
                              ? meanGrads
                              : std::map<int, std::vector<double>>());
@@ -364,8 +375,8 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
 /// group); then replica 0 gathers as one pipeline does, and the other
 /// replicas, whose copies are the same, return at once.
 std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
-                                    const Manifest &m, int step,
-                                    bool withState, double timeoutS,
+                                    const Manifest &m, int step, bool withState,
+                                    double timeoutS,
                                     std::map<int, GatheredParameter> *out) {
   DataParallelRank *dp = ctx.dataParallel;
   if (!dp)

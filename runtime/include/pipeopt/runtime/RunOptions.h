@@ -116,11 +116,13 @@ std::string outputFileName(const ManifestOutput &output,
 /// two outputs may get the same file. Throws RuntimeError naming the
 /// problem (pipeopt-run exits with 2).
 void checkTrainingOptions(const Manifest &manifest, const RunOptions &options);
-/// Checks --data-parallel, --zero and --bucket-mb against the manifest
-/// (checkTrainingOptions calls it): D > 1 needs a cpu training build with
-/// parameters and a synchronous schedule (an asynchronous one updates
-/// each parameter as its gradients arrive, which D replicas cannot agree
-/// on); --zero 1 needs D > 1. Throws RuntimeError naming the problem.
+/// Checks --data-parallel, --zero and --bucket-mb, their values (for a
+/// Session loaded without parseRunOptions) and against the manifest
+/// (checkTrainingOptions calls it): D >= 1, --zero 0 or 1, a bucket of
+/// (0, 1e6] MiB; D > 1 needs a cpu training build with parameters and a
+/// synchronous schedule (an asynchronous one updates each parameter as
+/// its gradients arrive, which D replicas cannot agree on); --zero 1
+/// needs D > 1. Throws RuntimeError naming the problem.
 void checkDataParallelOptions(const Manifest &manifest,
                               const RunOptions &options);
 /// The CUDA device of each of `localRanks` of a cuda build, out of
