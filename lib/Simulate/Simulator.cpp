@@ -734,7 +734,21 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
 
   std::vector<double> start(V, 0), end(V, 0), ready(V, 0);
   int ran = 0;
-  const bool shared = sys.topology.sharesCores(R);
+  // Data-parallel replicas on the simulated replica's nodes run the same
+  // timeline and take the same share of the node's cores: replica 0's
+  // ranks on node n get coresPerNode x (its ranks on n) / (all D x R
+  // global ranks on n) (replicaCoreShare).
+  const int D = std::max(sys.simulation.dataParallel, 1);
+  const bool shared = sys.topology.sharesCores(R * D);
+  auto replicaCoreShare = [&](int node) {
+    int mine = 0, all = 0;
+    for (int r = 0; r < R * D; ++r)
+      if (sys.topology.nodeOf(r) == node) {
+        ++all;
+        mine += r < R;
+      }
+    return all > 0 ? double(mine) / all : 1.0;
+  };
   // Messages to an idle core cost more (Link::idleReceiver*): the run
   // has to know which cores are busy, so it runs with processor sharing
   // even when nothing shares a core (each rank then a group of its own
@@ -776,6 +790,9 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
           load[size_t(rankOfVertex[v])] += dur[v];
       const int perNode = int(std::ceil(topo.coresPerNode - 1e-9));
       cores.assign(size_t(numNodes * perNode), topo.coresPerNode / perNode);
+      for (int node = 0; node < numNodes; ++node)
+        for (int c = 0; c < perNode; ++c)
+          cores[size_t(node * perNode + c)] *= replicaCoreShare(node);
       for (int node = 0; node < numNodes; ++node) {
         std::vector<int> ranks;
         std::vector<double> loads;
@@ -792,6 +809,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       for (int r = 0; r < R; ++r)
         groupOf[size_t(r)] = topo.nodeOf(r);
       cores.assign(size_t(numNodes), topo.coresPerNode);
+      for (int node = 0; node < numNodes; ++node)
+        cores[size_t(node)] *= replicaCoreShare(node);
     }
     std::vector<int> cpuNode(V, -1);
     for (int v = 0; v < V; ++v)
@@ -877,7 +896,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
                    ? " core(s), each rank pinned to one (longest compute "
                      "first onto the least loaded core; processor sharing "
                      "per core)"
-                   : " core(s) (processor sharing)");
+                   : " core(s) (processor sharing)") +
+              (D > 1 ? " with the other data-parallel replicas' ranks on the "
+                       "node"
+                     : "");
   }
   if (sendCalls)
     m.note += "; senders pay a per-message overhead";

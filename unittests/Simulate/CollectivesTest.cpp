@@ -473,6 +473,29 @@ TEST(Reductions, ZeroStageOneReduceScattersThenShardsTheOptimizer) {
             std::string::npos);
 }
 
+TEST(Reductions, DataParallelReplicasShareTheNodesCores) {
+  // 1F1B on P = 2 ranks, M = 4, no parameters (no exchange), free links.
+  // All D x P ranks on one node of 2 cores: with D = 2 the other replica's
+  // two ranks run the same timeline on the same cores, so replica 0 runs
+  // as 2 ranks on 1 core would: the same makespan as D = 1 on 1 core, and
+  // longer than D = 1 on 2 cores (a core per rank).
+  Schedule s = make("1f1b", 2, 4);
+  CostTable c = unitTable(2, 0);
+  Machine sys = oneLink(0, 0, /*perNode=*/4);
+  sys.topology.coresPerNode = 2;
+  const double alone = events(s, c, sys).makespanSec;
+  EXPECT_DOUBLE_EQ(alone, table(s, c, sys).makespanSec);
+  sys.simulation.dataParallel = 2;
+  const double replicas = events(s, c, sys).makespanSec;
+  Machine oneCore = oneLink(0, 0, /*perNode=*/4);
+  oneCore.topology.coresPerNode = 1;
+  EXPECT_DOUBLE_EQ(replicas, events(s, c, oneCore).makespanSec);
+  EXPECT_GT(replicas, alone);
+  // Two ranks per node: each replica has a node of its own, nothing shared.
+  sys.topology.ranksPerNode = 2;
+  EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, alone);
+}
+
 TEST(Reductions, GradientAccumulationLengthensEveryWeightGradient) {
   // 1F1B, S = 4, M = 4, F = B = W = 1 s: 21 s. The runtime's gradient
   // accumulation, 0.25 s per W / BW, lengthens every backward to 2.25 s:

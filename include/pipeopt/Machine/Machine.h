@@ -250,7 +250,9 @@ struct SimulationSettings {
   /// its own P ranks, all-reduce their weight gradients after the backward
   /// pass. Pipeline rank r of replica d is global rank d * P + r, so the
   /// data-parallel peers of a rank may sit on other nodes. Only replica 0
-  /// is simulated; the others run the same timeline.
+  /// is simulated; the others run the same timeline, and those on the
+  /// simulated ranks' nodes take their share of the node's cores
+  /// (Topology::coresPerNode) at the event level.
   int dataParallel = 1;
   /// ZeRO stage of the data-parallel gradient exchange and optimizer
   /// (machine JSON "zero_stage", pipe-simulate `zero-stage=`): 0 = every
