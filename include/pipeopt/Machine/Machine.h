@@ -263,12 +263,11 @@ struct SimulationSettings {
   /// 0 and 1 are valid; with dataParallel == 1 both mean the same.
   int zeroStage = 0;
   /// Capacity of a data-parallel gradient bucket (bytes of the runtime's
-  /// double gradient sums; pipeopt-run --bucket-mb, default 25 MiB): a
-  /// rank's parameters join the open bucket when their last weight
-  /// gradient of the step is complete, a bucket that reaches the capacity
-  /// starts its all-reduce over the D replicas, and the rest starts at the
-  /// end of the rank's schedule (sim::planGradientReductions). > 0. Machine
-  /// JSON "bucket_bytes", pipe-simulate `bucket-mb=`.
+  /// double gradient sums; pipeopt-run --bucket-mb, default 25 MiB): the
+  /// sums a rank's action completes go into buckets of at most this many
+  /// bytes, whose all-reduces over the D replicas start when the action
+  /// ends (sim::planGradientReductions). > 0. Machine JSON "bucket_bytes",
+  /// pipe-simulate `bucket-mb=`.
   double gradientBucketBytes = 25.0 * 1024 * 1024;
   /// Memory of one device (bytes) that a rank's peak activations plus
   /// weights must fit in; 0 = no limit; not set = the device's capacity.
