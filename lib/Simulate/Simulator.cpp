@@ -187,7 +187,8 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
   return post;
 }
 
-/// Table-level times of the after-backward actions: no contention,
+/// Table-level times of the after-backward actions: no contention between
+/// reductions (but a rank's data-parallel buckets one after another),
 /// reductions after their gradients, optimizer steps after the rank's
 /// table actions and their reductions. `taskEnd` and `rankEnd` (the end of
 /// each rank's last table action) come from the run the actions follow.
@@ -199,14 +200,23 @@ static PostTimes timePostTable(const PostBackward &post,
   pt.redReady.assign(n, 0);
   pt.redStart.assign(n, 0);
   pt.redEnd.assign(n, 0);
+  // A rank's data-parallel buckets share its ring: one after another.
+  std::map<int, double> bucketChannelFree;
   for (size_t i = 0; i < n; ++i) {
+    const GradientReduction &red = post.reductions[i];
     double ready = 0;
     for (int t : post.taskDeps[i])
       ready = std::max(ready, taskEnd[t]);
     for (int k : post.reductionDeps[i])
       ready = std::max(ready, pt.redEnd[k]);
-    pt.redReady[i] = pt.redStart[i] = ready;
-    pt.redEnd[i] = ready + post.reductions[i].durationSec;
+    pt.redReady[i] = ready;
+    double start = ready;
+    if (red.bucket && !red.ranks.empty())
+      start = std::max(start, bucketChannelFree[red.ranks.front()]);
+    pt.redStart[i] = start;
+    pt.redEnd[i] = start + red.durationSec;
+    if (red.bucket && !red.ranks.empty())
+      bucketChannelFree[red.ranks.front()] = pt.redEnd[i];
   }
   pt.stepStart.resize(post.steps.size());
   pt.stepEnd.resize(post.steps.size());

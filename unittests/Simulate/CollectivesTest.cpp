@@ -422,6 +422,15 @@ TEST(Reductions, DataParallelBucketsStartWhenTheirStageIsDone) {
   EXPECT_DOUBLE_EQ((*plan)[1].bytes, 3);
   EXPECT_DOUBLE_EQ((*plan)[2].bytes, 2);
   EXPECT_DOUBLE_EQ((*plan)[2].durationSec, 2 * 0.5 + 2);
+  // They share the rank's ring: one after another at the table level too,
+  // 4 + 4 + 3 = 11 s from the stage's last backward.
+  Timeline t3;
+  table(s, c, sys, &t3);
+  ASSERT_EQ(t3.collectives.size(), 12u);
+  EXPECT_DOUBLE_EQ(t3.collectives[0].startSec, stage2);
+  EXPECT_DOUBLE_EQ(t3.collectives[1].startSec, t3.collectives[0].endSec);
+  EXPECT_DOUBLE_EQ(t3.collectives[2].endSec, stage2 + 11);
+  EXPECT_DOUBLE_EQ(t3.collectives[1].readySec, stage2);
   // A capacity of 0 is an error.
   sys.simulation.gradientBucketBytes = 0;
   plan = planGradientReductions(s, c, sys);
