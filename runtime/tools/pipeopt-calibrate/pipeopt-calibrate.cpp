@@ -57,12 +57,15 @@
 //                         the runtime's host gradient accumulation of a
 //                         training step (pipeopt_rt_gradient: a fresh host
 //                         copy, then rt::addToSum in double) on a 256 x 256
-//                         f32 gradient, median call, per element
+//                         f32 gradient, median call, per element, each
+//                         call after 2 x cache_bytes written elsewhere
+//                         (the rank's other actions run in between)
 //   optimizer_s_per_element.{none,sgd,momentum,adamw}
 //                         the runtime's end-of-step host update of that
 //                         parameter (reduceAndUpdate's copies, sum and
 //                         mean, rt::tensorToDoubles, rt::optimizerStep,
-//                         rt::doublesToTensor), median call, per element
+//                         rt::doublesToTensor), median call, per element,
+//                         caches evicted as above
 //   topology.cores_per_node
 //                         the cores the node's ranks get together: R rank
 //                         threads each run two 128^3 GEMMs from a common
@@ -1040,28 +1043,40 @@ int main(int argc, char **argv) {
              "updates of a 256 x 256 parameter)");
     // Interleaved rounds (as the GEMMs above): load that comes and goes
     // slows every kind alike instead of the one measured at that moment.
+    // Each timed call comes after writing 2 x cache_bytes elsewhere: in a
+    // step the rank's other actions run between two accumulations of a
+    // parameter, and the whole backward before the update, so its sums
+    // and weights are no longer in this core's L2.
     const int64_t updateElements = 256 * 256;
     const std::pair<const char *, OptimizerKind> kinds[] = {
         {"none", OptimizerKind::None},
         {"sgd", OptimizerKind::Sgd},
         {"momentum", OptimizerKind::Momentum},
         {"adamw", OptimizerKind::AdamW}};
-    RoundKernel accumulate{gradientAccumulateCall(updateElements), 1, 3, {}};
-    std::vector<RoundKernel> updates;
+    std::vector<std::function<void()>> hostCalls{
+        gradientAccumulateCall(updateElements)};
     for (const auto &kind : kinds)
-      updates.push_back(
-          {hostUpdateCall(kind.second, updateElements), 1, 3, {}});
-    std::vector<RoundKernel *> hostKernels{&accumulate};
-    for (RoundKernel &k : updates)
-      hostKernels.push_back(&k);
-    runRounds(hostKernels, quick ? 9 : 49);
+      hostCalls.push_back(hostUpdateCall(kind.second, updateElements));
+    std::vector<uint8_t> evictHost(2 * cacheBytes);
+    std::vector<RoundTimes> hostTimes(hostCalls.size());
+    for (auto &call : hostCalls)
+      call(); // warm-up: the allocator's first large blocks
+    for (int round = 0, rounds = quick ? 9 : 49; round < rounds; ++round)
+      for (size_t k = 0; k < hostCalls.size(); ++k) {
+        std::vector<double> t;
+        for (int c = 0; c < 3; ++c) {
+          std::memset(evictHost.data(), round + c + 1, evictHost.size());
+          t.push_back(callTimes(1, hostCalls[k]).front());
+        }
+        hostTimes[k].push_back(std::move(t));
+      }
     const double perElement = 1.0 / double(updateElements) / share;
     double accumulatePerElement =
-        pooledTime(accumulate.times, fastest) * perElement;
+        pooledTime(hostTimes[0], fastest) * perElement;
     std::vector<std::pair<const char *, double>> updatePerElement;
-    for (size_t i = 0; i < updates.size(); ++i)
+    for (size_t i = 0; i < std::size(kinds); ++i)
       updatePerElement.push_back(
-          {kinds[i].first, pooledTime(updates[i].times, fastest) * perElement});
+          {kinds[i].first, pooledTime(hostTimes[i + 1], fastest) * perElement});
 
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
