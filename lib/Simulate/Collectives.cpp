@@ -115,37 +115,46 @@ sim::planGradientReductions(const schedule::Schedule &s, const CostTable &costs,
     std::vector<int> ring;
     for (int d = 0; d < D; ++d)
       ring.push_back(d * P + r);
-    GradientReduction open;
-    auto close = [&](bool atEnd) {
-      if (open.bytes <= 0) {
-        open = GradientReduction();
-        return;
-      }
-      open.bucket = true;
-      open.atRankEnd = atEnd;
-      open.ranks = {r};
-      open.ring = ring;
+    auto add = [&](std::vector<int> stages, double bytes, bool atEnd) {
+      GradientReduction b;
+      b.bucket = true;
+      b.atRankEnd = atEnd;
+      b.stages = std::move(stages);
+      b.ranks = {r};
+      b.ring = ring;
+      b.bytes = bytes;
       if (sys.simulation.zeroStage == 1) {
-        open.zero = true;
-        open.durationSec = 2 * ringReduceScatterSec(open.bytes, ring, sys);
+        b.zero = true;
+        b.durationSec = 2 * ringReduceScatterSec(bytes, ring, sys);
       } else {
-        open.durationSec = ringAllReduceSec(open.bytes, ring, sys);
+        b.durationSec = ringAllReduceSec(bytes, ring, sys);
       }
-      out.push_back(std::move(open));
-      open = GradientReduction();
+      out.push_back(std::move(b));
     };
-    for (int st : order) {
-      const double bytes = costs.stages[st].exchangeBytes();
-      if (bytes <= 0)
-        continue;
-      open.stages.push_back(st);
-      open.bytes += bytes;
-      // ZeRO-1 exchanges everything at the end of the step.
-      if (sys.simulation.zeroStage == 0 &&
-          open.bytes >= sys.simulation.gradientBucketBytes)
-        close(/*atEnd=*/false);
+    if (sys.simulation.zeroStage == 1) {
+      // ZeRO-1 exchanges all the rank's sums at the end of its schedule.
+      std::vector<int> stages;
+      double bytes = 0;
+      for (int st : order)
+        if (costs.stages[st].exchangeBytes() > 0) {
+          stages.push_back(st);
+          bytes += costs.stages[st].exchangeBytes();
+        }
+      if (bytes > 0)
+        add(stages, bytes, /*atEnd=*/true);
+      continue;
     }
-    close(/*atEnd=*/true);
+    // The sums a stage's last weight gradient completes: buckets of at most
+    // the capacity, started as soon as that action ends.
+    const double cap = sys.simulation.gradientBucketBytes;
+    for (int st : order) {
+      double left = costs.stages[st].exchangeBytes();
+      while (left > 0) {
+        double bytes = std::min(left, cap);
+        add({st}, bytes, /*atEnd=*/false);
+        left -= bytes;
+      }
+    }
   }
   for (const TiedGroup &t : costs.tied) {
     std::set<int> ranks;

@@ -187,7 +187,8 @@ planPostBackward(const schedule::Schedule &s, const CostTable &costs,
   return post;
 }
 
-/// Table-level times of the after-backward actions: no contention,
+/// Table-level times of the after-backward actions: no contention between
+/// reductions (but a rank's data-parallel buckets one after another),
 /// reductions after their gradients, optimizer steps after the rank's
 /// table actions and their reductions. `taskEnd` and `rankEnd` (the end of
 /// each rank's last table action) come from the run the actions follow.
@@ -199,14 +200,23 @@ static PostTimes timePostTable(const PostBackward &post,
   pt.redReady.assign(n, 0);
   pt.redStart.assign(n, 0);
   pt.redEnd.assign(n, 0);
+  // A rank's data-parallel buckets share its ring: one after another.
+  std::map<int, double> bucketChannelFree;
   for (size_t i = 0; i < n; ++i) {
+    const GradientReduction &red = post.reductions[i];
     double ready = 0;
     for (int t : post.taskDeps[i])
       ready = std::max(ready, taskEnd[t]);
     for (int k : post.reductionDeps[i])
       ready = std::max(ready, pt.redEnd[k]);
-    pt.redReady[i] = pt.redStart[i] = ready;
-    pt.redEnd[i] = ready + post.reductions[i].durationSec;
+    pt.redReady[i] = ready;
+    double start = ready;
+    if (red.bucket && !red.ranks.empty())
+      start = std::max(start, bucketChannelFree[red.ranks.front()]);
+    pt.redStart[i] = start;
+    pt.redEnd[i] = start + red.durationSec;
+    if (red.bucket && !red.ranks.empty())
+      bucketChannelFree[red.ranks.front()] = pt.redEnd[i];
   }
   pt.stepStart.resize(post.steps.size());
   pt.stepEnd.resize(post.steps.size());
@@ -734,7 +744,21 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
 
   std::vector<double> start(V, 0), end(V, 0), ready(V, 0);
   int ran = 0;
-  const bool shared = sys.topology.sharesCores(R);
+  // Data-parallel replicas on the simulated replica's nodes run the same
+  // timeline and take the same share of the node's cores: replica 0's
+  // ranks on node n get coresPerNode x (its ranks on n) / (all D x R
+  // global ranks on n) (replicaCoreShare).
+  const int D = std::max(sys.simulation.dataParallel, 1);
+  const bool shared = sys.topology.sharesCores(R * D);
+  auto replicaCoreShare = [&](int node) {
+    int mine = 0, all = 0;
+    for (int r = 0; r < R * D; ++r)
+      if (sys.topology.nodeOf(r) == node) {
+        ++all;
+        mine += r < R;
+      }
+    return all > 0 ? double(mine) / all : 1.0;
+  };
   // Messages to an idle core cost more (Link::idleReceiver*): the run
   // has to know which cores are busy, so it runs with processor sharing
   // even when nothing shares a core (each rank then a group of its own
@@ -776,6 +800,9 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
           load[size_t(rankOfVertex[v])] += dur[v];
       const int perNode = int(std::ceil(topo.coresPerNode - 1e-9));
       cores.assign(size_t(numNodes * perNode), topo.coresPerNode / perNode);
+      for (int node = 0; node < numNodes; ++node)
+        for (int c = 0; c < perNode; ++c)
+          cores[size_t(node * perNode + c)] *= replicaCoreShare(node);
       for (int node = 0; node < numNodes; ++node) {
         std::vector<int> ranks;
         std::vector<double> loads;
@@ -792,6 +819,8 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
       for (int r = 0; r < R; ++r)
         groupOf[size_t(r)] = topo.nodeOf(r);
       cores.assign(size_t(numNodes), topo.coresPerNode);
+      for (int node = 0; node < numNodes; ++node)
+        cores[size_t(node)] *= replicaCoreShare(node);
     }
     std::vector<int> cpuNode(V, -1);
     for (int v = 0; v < V; ++v)
@@ -877,7 +906,10 @@ llvm::Expected<Metrics> sim::simulateEvents(const schedule::Schedule &s,
                    ? " core(s), each rank pinned to one (longest compute "
                      "first onto the least loaded core; processor sharing "
                      "per core)"
-                   : " core(s) (processor sharing)");
+                   : " core(s) (processor sharing)") +
+              (D > 1 ? " with the other data-parallel replicas' ranks on the "
+                       "node"
+                     : "");
   }
   if (sendCalls)
     m.note += "; senders pay a per-message overhead";

@@ -361,7 +361,7 @@ double rankEnd(const Timeline &tl, int r) {
   return end;
 }
 
-TEST(Reductions, DataParallelBucketsFillInCompletionOrder) {
+TEST(Reductions, DataParallelBucketsStartWhenTheirStageIsDone) {
   // Interleaved 1F1B, 2 ranks, 4 stages: rank 0 holds stages 0 and 2,
   // rank 1 stages 1 and 3; a rank's later chunk finishes its backward
   // first. Each stage exchanges 8 bytes (exchangedGradientBytes: the
@@ -373,9 +373,8 @@ TEST(Reductions, DataParallelBucketsFillInCompletionOrder) {
     st.exchangedGradientBytes = 8;
   Machine sys = oneLink(0.5, 1.0);
   sys.simulation.dataParallel = 2;
-  // Capacity 8 bytes: every stage fills a bucket of its own, which starts
-  // at the stage's last weight gradient.
-  sys.simulation.gradientBucketBytes = 8;
+  // The default capacity (25 MiB): one bucket per stage, in the order the
+  // stages' last backwards end, each started at that end.
   llvm::Expected<std::vector<GradientReduction>> plan =
       planGradientReductions(s, c, sys);
   ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
@@ -402,28 +401,42 @@ TEST(Reductions, DataParallelBucketsFillInCompletionOrder) {
   EXPECT_DOUBLE_EQ(tl.collectives[0].readySec, stage2);
   EXPECT_DOUBLE_EQ(tl.collectives[0].startSec, stage2);
   EXPECT_LT(stage2, rankEnd(tl, 0));
+  EXPECT_DOUBLE_EQ(tl.collectives[1].readySec, lastWeightGradientEnd(tl, 0, 0));
+  EXPECT_DOUBLE_EQ(m.collectiveBytes, 4 * 8.0);
   // The rank's buckets run one after another on its collective channel.
   Timeline te;
-  Metrics e = events(s, c, sys, &te);
+  events(s, c, sys, &te);
+  ASSERT_EQ(te.collectives.size(), 4u);
   EXPECT_GE(te.collectives[1].startSec, te.collectives[0].endSec);
-  EXPECT_DOUBLE_EQ(m.collectiveBytes, 4 * 8.0);
-  EXPECT_GT(e.makespanSec, 0);
 
-  // Capacity 25 MiB (the default): one bucket per rank with both stages,
-  // in completion order, started at the end of the rank's schedule.
-  sys.simulation.gradientBucketBytes = 25.0 * 1024 * 1024;
+  // Capacity 3 bytes: each stage's 8 bytes go in buckets of 3, 3 and 2
+  // bytes, all ready at the stage's last backward.
+  sys.simulation.gradientBucketBytes = 3;
   plan = planGradientReductions(s, c, sys);
   ASSERT_TRUE(static_cast<bool>(plan));
-  ASSERT_EQ(plan->size(), 2u);
-  EXPECT_EQ((*plan)[0].stages, (std::vector<int>{2, 0}));
-  EXPECT_EQ((*plan)[1].stages, (std::vector<int>{3, 1}));
-  EXPECT_TRUE((*plan)[0].atRankEnd);
-  EXPECT_DOUBLE_EQ((*plan)[0].bytes, 16);
-  EXPECT_DOUBLE_EQ((*plan)[0].durationSec, 2 * 0.5 + 16);
-  Timeline t2;
-  table(s, c, sys, &t2);
-  EXPECT_DOUBLE_EQ(t2.collectives[0].readySec, rankEnd(t2, 0));
-  EXPECT_DOUBLE_EQ(t2.collectives[1].readySec, rankEnd(t2, 1));
+  ASSERT_EQ(plan->size(), 12u);
+  EXPECT_EQ((*plan)[0].stages, std::vector<int>{2});
+  EXPECT_EQ((*plan)[2].stages, std::vector<int>{2});
+  EXPECT_EQ((*plan)[3].stages, std::vector<int>{0});
+  EXPECT_DOUBLE_EQ((*plan)[0].bytes, 3);
+  EXPECT_DOUBLE_EQ((*plan)[1].bytes, 3);
+  EXPECT_DOUBLE_EQ((*plan)[2].bytes, 2);
+  EXPECT_DOUBLE_EQ((*plan)[2].durationSec, 2 * 0.5 + 2);
+  // They share the rank's ring: one after another at the table level too,
+  // 4 + 4 + 3 = 11 s from the stage's last backward.
+  Timeline t3;
+  table(s, c, sys, &t3);
+  ASSERT_EQ(t3.collectives.size(), 12u);
+  EXPECT_DOUBLE_EQ(t3.collectives[0].startSec, stage2);
+  EXPECT_DOUBLE_EQ(t3.collectives[1].startSec, t3.collectives[0].endSec);
+  EXPECT_DOUBLE_EQ(t3.collectives[2].endSec, stage2 + 11);
+  EXPECT_DOUBLE_EQ(t3.collectives[1].readySec, stage2);
+  // A capacity of 0 is an error.
+  sys.simulation.gradientBucketBytes = 0;
+  plan = planGradientReductions(s, c, sys);
+  ASSERT_FALSE(static_cast<bool>(plan));
+  EXPECT_NE(llvm::toString(plan.takeError()).find("bucket capacity"),
+            std::string::npos);
 }
 
 TEST(Reductions, ZeroStageOneReduceScattersThenShardsTheOptimizer) {
@@ -471,6 +484,29 @@ TEST(Reductions, ZeroStageOneReduceScattersThenShardsTheOptimizer) {
   ASSERT_FALSE(static_cast<bool>(bad));
   EXPECT_NE(llvm::toString(bad.takeError()).find("ZeRO stage must be 0 or 1"),
             std::string::npos);
+}
+
+TEST(Reductions, DataParallelReplicasShareTheNodesCores) {
+  // 1F1B on P = 2 ranks, M = 4, no parameters (no exchange), free links.
+  // All D x P ranks on one node of 2 cores: with D = 2 the other replica's
+  // two ranks run the same timeline on the same cores, so replica 0 runs
+  // as 2 ranks on 1 core would: the same makespan as D = 1 on 1 core, and
+  // longer than D = 1 on 2 cores (a core per rank).
+  Schedule s = make("1f1b", 2, 4);
+  CostTable c = unitTable(2, 0);
+  Machine sys = oneLink(0, 0, /*perNode=*/4);
+  sys.topology.coresPerNode = 2;
+  const double alone = events(s, c, sys).makespanSec;
+  EXPECT_DOUBLE_EQ(alone, table(s, c, sys).makespanSec);
+  sys.simulation.dataParallel = 2;
+  const double replicas = events(s, c, sys).makespanSec;
+  Machine oneCore = oneLink(0, 0, /*perNode=*/4);
+  oneCore.topology.coresPerNode = 1;
+  EXPECT_DOUBLE_EQ(replicas, events(s, c, oneCore).makespanSec);
+  EXPECT_GT(replicas, alone);
+  // Two ranks per node: each replica has a node of its own, nothing shared.
+  sys.topology.ranksPerNode = 2;
+  EXPECT_DOUBLE_EQ(events(s, c, sys).makespanSec, alone);
 }
 
 TEST(Reductions, GradientAccumulationLengthensEveryWeightGradient) {

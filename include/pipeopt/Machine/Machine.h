@@ -250,7 +250,9 @@ struct SimulationSettings {
   /// its own P ranks, all-reduce their weight gradients after the backward
   /// pass. Pipeline rank r of replica d is global rank d * P + r, so the
   /// data-parallel peers of a rank may sit on other nodes. Only replica 0
-  /// is simulated; the others run the same timeline.
+  /// is simulated; the others run the same timeline, and those on the
+  /// simulated ranks' nodes take their share of the node's cores
+  /// (Topology::coresPerNode) at the event level.
   int dataParallel = 1;
   /// ZeRO stage of the data-parallel gradient exchange and optimizer
   /// (machine JSON "zero_stage", pipe-simulate `zero-stage=`): 0 = every
@@ -261,12 +263,11 @@ struct SimulationSettings {
   /// 0 and 1 are valid; with dataParallel == 1 both mean the same.
   int zeroStage = 0;
   /// Capacity of a data-parallel gradient bucket (bytes of the runtime's
-  /// double gradient sums; pipeopt-run --bucket-mb, default 25 MiB): a
-  /// rank's parameters join the open bucket when their last weight
-  /// gradient of the step is complete, a bucket that reaches the capacity
-  /// starts its all-reduce over the D replicas, and the rest starts at the
-  /// end of the rank's schedule (sim::planGradientReductions). > 0. Machine
-  /// JSON "bucket_bytes", pipe-simulate `bucket-mb=`.
+  /// double gradient sums; pipeopt-run --bucket-mb, default 25 MiB): the
+  /// sums a rank's action completes go into buckets of at most this many
+  /// bytes, whose all-reduces over the D replicas start when the action
+  /// ends (sim::planGradientReductions). > 0. Machine JSON "bucket_bytes",
+  /// pipe-simulate `bucket-mb=`.
   double gradientBucketBytes = 25.0 * 1024 * 1024;
   /// Memory of one device (bytes) that a rank's peak activations plus
   /// weights must fit in; 0 = no limit; not set = the device's capacity.

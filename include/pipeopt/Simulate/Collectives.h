@@ -37,31 +37,33 @@
 /// n / 2 bytes each way per phase: 2 alpha + n / bandwidth.
 ///
 /// Data parallelism as pipeopt's runtime runs it (D > 1, a stage held by
-/// one rank of the replica): every rank keeps its parameters' per-step
-/// gradient sums in double (StageCost::exchangeBytes(), 8 bytes per
-/// element in pipe-simulate's tables). A stage's parameters join the
-/// rank's open bucket when the stage's last W / BW action of the step on
-/// the rank ends; a bucket that reaches SimulationSettings::
-/// gradientBucketBytes starts its all-reduce over the D replicas of the
-/// rank (ring {d * P + r}) then, overlapping the rest of the rank's
-/// backward; the last bucket starts at the end of the rank's schedule. A
-/// rank's buckets run one after another (one collective channel per
-/// rank). The rank's optimizer steps wait for all its buckets. With
-/// SimulationSettings::zeroStage == 1 (ZeRO-1, Rajbhandari et al., SC'20
-/// §5.1) the rank instead reduce-scatters all its sums at the end of its
-/// schedule, updates 1/D of the elements (optimizer steps of
-/// StageCost::optimizerSec / D) and all-gathers the updated weights
-/// (doubles); both collectives are one GradientReduction whose duration
-/// is their sum, (p - 1) ring steps of bytes / p each
-/// (ringReduceScatterSec, ringAllGatherSec): the rank runs the three one
-/// after another, so charging the all-gather before the optimizer leaves
-/// the rank's end time unchanged.
+/// one rank of the replica; docs/Runtime.md "Data parallelism"): every
+/// rank keeps its parameters' per-step gradient sums in double
+/// (StageCost::exchangeBytes(), 8 bytes per element in pipe-simulate's
+/// tables). When a stage's last W / BW action of the step on the rank
+/// ends, the sums it completed form buckets of at most
+/// SimulationSettings::gradientBucketBytes (pipeopt-run --bucket-mb) whose
+/// all-reduces over the D replicas of the rank (ring {d * P + r}) start at
+/// once and overlap the rest of the rank's backward (PyTorch DDP's
+/// bucketing, Li et al., VLDB 2020, §3.2.3). A rank's buckets run one
+/// after another (one collective channel per rank); its optimizer steps
+/// wait for all of them. With SimulationSettings::zeroStage == 1 (ZeRO-1,
+/// Rajbhandari et al., SC'20, §5.1) the rank instead reduce-scatters all
+/// its sums at the end of its schedule, updates 1/D of the elements
+/// (optimizer steps of StageCost::optimizerSec / D) and all-gathers the
+/// updated weights (doubles); both collectives are one GradientReduction
+/// whose duration is their sum, (p - 1) ring steps of bytes / p each
+/// (ringReduceScatterSec): the rank runs the three one after another, so
+/// charging the all-gather before the optimizer leaves the rank's end
+/// time unchanged. The runtime's first step, which learns where each sum
+/// completes and all-reduces everything at its end, is not modeled (the
+/// prediction is of the steady steps).
 ///
 /// Not modeled: asynchronous schedules (PipeDream's per-microbatch updates
 /// have no end-of-batch reduction; the simulators skip these actions for
-/// them), tree or hierarchical all-reduce algorithms, buckets that split
-/// one stage's parameters (a stage's parameters join a bucket together,
-/// at the stage's last weight gradient), and the traffic of data-parallel
+/// them), tree or hierarchical all-reduce algorithms, the runtime's
+/// progress points of nonblocking collectives (a bucket is modeled as
+/// progressing on its own), and the traffic of data-parallel
 /// replicas other than replica 0 on NICs that replica 0 shares with them (only
 /// when P is not a multiple of gpusPerNode), and the bandwidth all-reduces
 /// share with point-to-point transfers on a link or NIC (see simulateEvents():
@@ -136,7 +138,8 @@ struct GradientReduction {
 /// holders times sys.simulation.dataParallel are at least 2 and its gradient
 /// bytes (StageCost::exchangeBytes()) are > 0; with D > 1 the stages held by
 /// one rank go into that rank's buckets (or its ZeRO-1 reduction) instead,
-/// see the file comment; a tied all-reduce when at least 2 distinct ranks
+/// see the file comment: per rank, in the order the stages' last weight
+/// gradients end; a tied all-reduce when at least 2 distinct ranks
 /// hold the group's stages. Order: stage all-reduces by stage, then each
 /// rank's buckets in order (ranks ascending), then tied groups in table
 /// order. Errors: sys.simulation.dataParallel < 1, zeroStage not 0 or 1,

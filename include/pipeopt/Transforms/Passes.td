@@ -856,12 +856,21 @@ def SimulatePass : Pass<"pipe-simulate", "::mlir::ModuleOp"> {
     table and event levels): stages that more than one rank holds
     (Chimera's two pipelines) and, with `data-parallel=D` > 1, every
     stage's copies on the D pipeline replicas all-reduce the stage's weight
-    gradients (the parameter bytes, without the optimizer factor) in a
-    ring; a model argument that several stages' `pipe.gradient` ops
-    contribute to (a tied weight, in materialized training programs) gets
-    a tied-weight all-reduce among the ranks holding those stages (its
-    tensor's bytes); with `optimizer-step` each stage's optimizer step
-    follows on its rank. The report gives the all-reduce and optimizer
+    gradients in a ring: the runtime's per-step double sums, 8 bytes per
+    parameter element; with D > 1 a rank's stages go in buckets of at most
+    `bucket-mb` MiB, each all-reduced over the rank's D replicas as soon as
+    the stage's last weight gradient ends, and with `zero-stage=1` (ZeRO-1)
+    in one reduce-scatter + all-gather at the end of the rank's schedule,
+    the optimizer then updating 1/D of the elements; a model argument that
+    several stages' `pipe.gradient` ops contribute to (a tied weight, in
+    materialized training programs) gets a tied-weight all-reduce among
+    the ranks holding those stages; with `optimizer-step` each stage's
+    optimizer step follows on its rank. Training schedules also pay the
+    runtime's gradient accumulation at every W / BW action when the
+    machine gives `gradient_accumulate_s_per_element`, and the optimizer
+    step is the machine's `optimizer_s_per_element` of the module's
+    `pipe.optimizer` (default sgd) when given (docs/CostModel.md
+    "Training steps"). The report gives the all-reduce and optimizer
     seconds per level.
 
     Measured times: `profile=<file>` (the JSON `pipeopt-run --profile`

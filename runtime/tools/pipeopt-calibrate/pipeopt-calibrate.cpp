@@ -57,12 +57,15 @@
 //                         the runtime's host gradient accumulation of a
 //                         training step (pipeopt_rt_gradient: a fresh host
 //                         copy, then rt::addToSum in double) on a 256 x 256
-//                         f32 gradient, median call, per element
+//                         f32 gradient, median call, per element, each
+//                         call after 2 x cache_bytes written elsewhere
+//                         (the rank's other actions run in between)
 //   optimizer_s_per_element.{none,sgd,momentum,adamw}
 //                         the runtime's end-of-step host update of that
 //                         parameter (reduceAndUpdate's copies, sum and
 //                         mean, rt::tensorToDoubles, rt::optimizerStep,
-//                         rt::doublesToTensor), median call, per element
+//                         rt::doublesToTensor), median call, per element,
+//                         caches evicted as above
 //   topology.cores_per_node
 //                         the cores the node's ranks get together: R rank
 //                         threads each run two 128^3 GEMMs from a common
@@ -653,48 +656,55 @@ double inputCopyRate(int64_t floats, int tensors, int reps, size_t evictBytes) {
   return 2.0 * double(floats) * 4 * tensors / upperMedian(t);
 }
 
-/// Seconds per element of the runtime's host gradient accumulation
-/// (pipeopt_rt_gradient on a CPU build, runtime/lib/Abi.cpp): the
-/// gradient of one microbatch copied into a fresh host buffer, then added
-/// in double to the parameter's per-step sum (rt::addToSum). `n` f32
-/// elements, the median of `reps` calls.
-double gradientAccumulateTime(int64_t n, int reps) {
-  std::vector<float> grad(static_cast<size_t>(n));
+/// One call of the runtime's host gradient accumulation (pipeopt_rt_gradient
+/// on a CPU build, runtime/lib/Abi.cpp) on a gradient of `n` f32 elements:
+/// the gradient of one microbatch copied into a fresh host buffer, then
+/// added in double to the parameter's per-step sum (rt::addToSum).
+std::function<void()> gradientAccumulateCall(int64_t n) {
+  struct State {
+    std::vector<float> grad;
+    std::vector<double> sum;
+  };
+  auto st = std::make_shared<State>();
+  st->grad.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    grad[size_t(i)] = float(i % 97) * 0.01f;
-  std::vector<double> sum(size_t(n), 0.0);
-  double t = medianTime(reps, [&] {
-    std::vector<uint8_t> packed(size_t(n) * sizeof(float));
-    std::memcpy(packed.data(), grad.data(), packed.size());
-    addToSum(DType::F32, packed.data(), sum);
-  });
-  return t / double(n);
+    st->grad[size_t(i)] = float(i % 97) * 0.01f;
+  st->sum.assign(size_t(n), 0.0);
+  return [st] {
+    std::vector<uint8_t> packed(st->grad.size() * sizeof(float));
+    std::memcpy(packed.data(), st->grad.data(), packed.size());
+    addToSum(DType::F32, packed.data(), st->sum);
+  };
 }
 
-/// Seconds per element of the runtime's host update at the end of a
-/// synchronous training step, for one parameter of `n` f32 elements held
-/// by one rank, with `kind`'s optimizer: the steps of reduceAndUpdate
+/// One call of the runtime's host update at the end of a synchronous
+/// training step, for one parameter of `n` f32 elements held by one rank,
+/// with `kind`'s optimizer: the steps of reduceAndUpdate
 /// (runtime/lib/TrainingStep.cpp): the per-step sum copied into an
 /// exchange buffer (with M = 8 microbatch flags), summed into a fresh
 /// vector, divided by M, the weight widened to double, rt::optimizerStep,
-/// the weight rounded back. The median of `reps` calls.
-double hostUpdateTime(OptimizerKind kind, int64_t n, int reps) {
-  const size_t M = 8, count = size_t(n);
-  TrainingConfig config;
-  config.optimizer = kind;
-  config.lr = kind == OptimizerKind::None ? 0 : 1e-3;
-  OptimizerState state;
-  std::vector<double> gradSum(count), meanGrad;
+/// the weight rounded back.
+std::function<void()> hostUpdateCall(OptimizerKind kind, int64_t n) {
+  struct State {
+    TrainingConfig config;
+    OptimizerState optimizer;
+    std::vector<double> gradSum, meanGrad;
+    HostTensor value;
+  };
+  auto st = std::make_shared<State>();
+  st->config.optimizer = kind;
+  st->config.lr = kind == OptimizerKind::None ? 0 : 1e-3;
+  const size_t count = size_t(n);
+  st->gradSum.resize(count);
   for (size_t i = 0; i < count; ++i)
-    gradSum[i] = double(i % 89) * 1e-3;
-  HostTensor value;
-  value.dtype = DType::F32;
-  value.shape = {n};
-  value.data.assign(count * sizeof(float), 0);
-  double t = medianTime(reps, [&] {
-    const size_t sumBytes = count * sizeof(double);
+    st->gradSum[i] = double(i % 89) * 1e-3;
+  st->value.dtype = DType::F32;
+  st->value.shape = {n};
+  st->value.data.assign(count * sizeof(float), 0);
+  return [st, count] {
+    const size_t M = 8, sumBytes = count * sizeof(double);
     std::vector<uint8_t> mine(sumBytes + M, 0);
-    std::memcpy(mine.data(), gradSum.data(), sumBytes);
+    std::memcpy(mine.data(), st->gradSum.data(), sumBytes);
     for (size_t mb = 0; mb < M; ++mb)
       mine[sumBytes + mb] = 1;
     std::vector<double> total(count, 0.0);
@@ -705,12 +715,11 @@ double hostUpdateTime(OptimizerKind kind, int64_t n, int reps) {
     }
     for (double &x : total)
       x /= double(M);
-    std::vector<double> w = tensorToDoubles(value);
-    optimizerStep(config, w, total, state);
-    doublesToTensor(w, value);
-    meanGrad = std::move(total);
-  });
-  return t / double(n);
+    std::vector<double> w = tensorToDoubles(st->value);
+    optimizerStep(st->config, w, total, st->optimizer);
+    doublesToTensor(w, st->value);
+    st->meanGrad = std::move(total);
+  };
 }
 
 /// "<before><seconds, %.2g> s<after>", or "" when seconds is 0.
@@ -1032,17 +1041,42 @@ int main(int argc, char **argv) {
     // parameter (mlp8's weight; docs/CostModel.md "Training steps").
     progress("training-step host work (gradient accumulation, optimizer "
              "updates of a 256 x 256 parameter)");
+    // Interleaved rounds (as the GEMMs above): load that comes and goes
+    // slows every kind alike instead of the one measured at that moment.
+    // Each timed call comes after writing 2 x cache_bytes elsewhere: in a
+    // step the rank's other actions run between two accumulations of a
+    // parameter, and the whole backward before the update, so its sums
+    // and weights are no longer in this core's L2.
     const int64_t updateElements = 256 * 256;
-    const int updateReps = quick ? 31 : 201;
+    const std::pair<const char *, OptimizerKind> kinds[] = {
+        {"none", OptimizerKind::None},
+        {"sgd", OptimizerKind::Sgd},
+        {"momentum", OptimizerKind::Momentum},
+        {"adamw", OptimizerKind::AdamW}};
+    std::vector<std::function<void()>> hostCalls{
+        gradientAccumulateCall(updateElements)};
+    for (const auto &kind : kinds)
+      hostCalls.push_back(hostUpdateCall(kind.second, updateElements));
+    std::vector<uint8_t> evictHost(2 * cacheBytes);
+    std::vector<RoundTimes> hostTimes(hostCalls.size());
+    for (auto &call : hostCalls)
+      call(); // warm-up: the allocator's first large blocks
+    for (int round = 0, rounds = quick ? 9 : 49; round < rounds; ++round)
+      for (size_t k = 0; k < hostCalls.size(); ++k) {
+        std::vector<double> t;
+        for (int c = 0; c < 3; ++c) {
+          std::memset(evictHost.data(), round + c + 1, evictHost.size());
+          t.push_back(callTimes(1, hostCalls[k]).front());
+        }
+        hostTimes[k].push_back(std::move(t));
+      }
+    const double perElement = 1.0 / double(updateElements) / share;
     double accumulatePerElement =
-        gradientAccumulateTime(updateElements, updateReps) / share;
+        pooledTime(hostTimes[0], fastest) * perElement;
     std::vector<std::pair<const char *, double>> updatePerElement;
-    for (auto [key, kind] : {std::pair{"none", OptimizerKind::None},
-                             std::pair{"sgd", OptimizerKind::Sgd},
-                             std::pair{"momentum", OptimizerKind::Momentum},
-                             std::pair{"adamw", OptimizerKind::AdamW}})
+    for (size_t i = 0; i < std::size(kinds); ++i)
       updatePerElement.push_back(
-          {key, hostUpdateTime(kind, updateElements, updateReps) / share});
+          {kinds[i].first, pooledTime(hostTimes[i + 1], fastest) * perElement});
 
     progress("per-call overhead (8 x 8 x 8 GEMM)");
     double overhead = gemmTime<float>(8, quick ? 101 : 1001, false);
