@@ -15,6 +15,22 @@
 namespace pipeopt {
 namespace rt {
 
+void recordEvent(RankContext &ctx, int kind, double beginS, double endS,
+                 int peer, int64_t bytes) {
+  if (ctx.iteration < 0)
+    return; // a warm-up iteration
+  TraceEvent e;
+  e.kind = kind;
+  e.stage = -1;
+  e.microbatch = -1;
+  e.iteration = ctx.iteration;
+  e.beginS = beginS;
+  e.endS = endS;
+  e.peer = peer;
+  e.bytes = bytes;
+  ctx.events.push_back(e);
+}
+
 void DataParallelRank::beginStep() {
   seen.clear();
   started.clear();
@@ -137,29 +153,10 @@ void DataParallelRank::finishStep(RankContext &ctx, int step, double timeoutS) {
       at += g.size();
     }
     spans.emplace_back(b.beginS, b.endS);
-    if (ctx.iteration >= 0) {
-      TraceEvent e;
-      e.kind = TraceAllReduce;
-      e.stage = -1;
-      e.microbatch = -1;
-      e.iteration = ctx.iteration;
-      e.beginS = b.beginS;
-      e.endS = b.endS;
-      e.peer = int(k);
-      e.bytes = int64_t(b.sums.size() * sizeof(double));
-      ctx.events.push_back(e);
-    }
+    recordEvent(ctx, TraceAllReduce, b.beginS, b.endS, int(k),
+                int64_t(b.sums.size() * sizeof(double)));
   }
-  if (ctx.iteration >= 0) {
-    TraceEvent w;
-    w.kind = TraceAllReduceWait;
-    w.stage = -1;
-    w.microbatch = -1;
-    w.iteration = ctx.iteration;
-    w.beginS = waitBegin;
-    w.endS = waitEnd;
-    ctx.events.push_back(w);
-  }
+  recordEvent(ctx, TraceAllReduceWait, waitBegin, waitEnd, -1, 0);
   // The union of the buckets' intervals.
   std::sort(spans.begin(), spans.end());
   double busy = 0, curB = 0, curE = -1;

@@ -66,6 +66,11 @@ enum DataParallelTraceKind : int {
   TraceZeroUpdate = 27,
 };
 
+/// Appends a data-parallel event of `kind` (DataParallelTraceKind) to
+/// ctx.events, unless the rank is in a warm-up iteration.
+void recordEvent(RankContext &ctx, int kind, double beginS, double endS,
+                 int peer, int64_t bytes);
+
 /// One rank's data-parallel state (RankContext::dataParallel).
 struct DataParallelRank {
   /// The data-parallel group: D ranks, this one's rank in it = `replica`.

@@ -74,6 +74,13 @@ struct Op {
 struct Group {
   uint64_t id = 0;
   std::vector<int> members; ///< [rank] -> world rank
+  /// "rank 1", or in a split group "rank 1 (world rank 3)".
+  std::string label(int r) const {
+    if (id == 0)
+      return "rank " + std::to_string(r);
+    return "rank " + std::to_string(r) + " (world rank " +
+           std::to_string(members[size_t(r)]) + ")";
+  }
   std::vector<bool> closed; ///< [rank], guarded by the world's closedMu
   std::mutex mu;            ///< guards ops
   std::condition_variable cv;
@@ -303,12 +310,7 @@ public:
   int newRank = -1;
 
 private:
-  std::string label(int r) const {
-    if (group->id == 0)
-      return "rank " + std::to_string(r);
-    return "rank " + std::to_string(r) + " (world rank " +
-           std::to_string(group->members[size_t(r)]) + ")";
-  }
+  std::string label(int r) const { return group->label(r); }
   std::string what() const {
     std::ostringstream os;
     os << "collective #" << seq << " (" << describeOp(kind, count) << ")";
@@ -483,12 +485,7 @@ public:
   }
 
 private:
-  std::string label(int r) const {
-    if (group->id == 0)
-      return "rank " + std::to_string(r);
-    return "rank " + std::to_string(r) + " (world rank " +
-           std::to_string(group->members[size_t(r)]) + ")";
-  }
+  std::string label(int r) const { return group->label(r); }
 
   void checkDestination(int dst) {
     if (dst < 0 || dst >= size())

@@ -207,14 +207,10 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     std::map<int, std::vector<double>> weights;
     for (auto &[index, st] : ctx.parameters)
       weights[index] = tensorToDoubles(st.value);
-    TraceEvent e;
-    e.kind = TraceZeroUpdate;
-    e.stage = -1;
-    e.microbatch = -1;
-    e.iteration = ctx.iteration;
-    e.beginS = ctx.now();
+    const double beginS = ctx.now();
+    int64_t bytes = 0;
     for (const auto &[index, sums] : zeroSums)
-      e.bytes += int64_t(sums.size() * sizeof(double));
+      bytes += int64_t(sums.size() * sizeof(double));
     try {
       dp->sharded->step(*dp->group, m.training, zeroSums, weights,
                         1.0 / (double(M) * double(dp->replicas)), timeoutS);
@@ -223,9 +219,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                          ": the ZeRO-1 update over replicas 0.." +
                          std::to_string(dp->replicas - 1) + ": " + e.what());
     }
-    e.endS = ctx.now();
-    if (ctx.iteration >= 0)
-      ctx.events.push_back(e);
+    recordEvent(ctx, TraceZeroUpdate, beginS, ctx.now(), -1, bytes);
     for (auto &[index, st] : ctx.parameters) {
       doublesToTensor(weights.at(index), st.value);
       st.meanGrad.clear(); // the shards' parts: ShardedOptimizer::gather
