@@ -594,9 +594,14 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       st.microbatches.insert(int(mb));
       return;
     }
-    std::vector<uint8_t> packed(v.byteSize());
-    memorySpace(ctx).toHost(v, packed.data());
-    addToSum(dtype, packed.data(), st.gradSum);
+    if (!ctx.device && v.isContiguous() && numElements(v.sizes) > 0) {
+      // Host memory (no device in cpu builds): added where it lies.
+      addToSum(dtype, v.base, st.gradSum);
+    } else {
+      std::vector<uint8_t> packed(v.byteSize());
+      memorySpace(ctx).toHost(v, packed.data());
+      addToSum(dtype, packed.data(), st.gradSum);
+    }
     st.microbatches.insert(int(mb));
     if (ctx.dataParallel)
       ctx.dataParallel->onGradient(ctx, param->index, int(mb));
@@ -606,9 +611,7 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       // earlier reads keep theirs (the program holds their buffers).
       for (double &x : st.gradSum)
         x /= double(k);
-      std::vector<double> w = tensorToDoubles(st.value);
-      optimizerStep(m->training, w, st.gradSum, st.optimizer);
-      doublesToTensor(w, st.value);
+      optimizerStepTensor(m->training, st.value, st.gradSum, st.optimizer);
       st.meanGrad = st.gradSum;
       std::fill(st.gradSum.begin(), st.gradSum.end(), 0.0);
       st.pending = 0;

@@ -3,56 +3,48 @@
 #include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 namespace pipeopt {
 namespace rt {
 
 namespace {
 
-/// torch.lerp(start, end, weight) for one element, in the form torch's CPU
-/// kernel uses (the two branches round differently).
-double lerp(double start, double end, double weight) {
-  return std::fabs(weight) < 0.5 ? start + weight * (end - start)
-                                 : end - (end - start) * (1 - weight);
-}
-
-} // namespace
-
-void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
-                   const std::vector<double> &g, OptimizerState &state) {
-  if (w.size() != g.size())
-    throw RuntimeError("optimizer step: " + std::to_string(g.size()) +
-                       " gradient elements for " + std::to_string(w.size()) +
-                       " weights");
-  size_t n = w.size();
-  ++state.step;
+/// One optimizer step of elements [begin, end) of weights read by `load`
+/// and written by `store` (both take the element index), the same
+/// arithmetic as optimizerStep's loops (which it serves too). `first` /
+/// `second` are the state's buffers (null when the optimizer keeps none),
+/// `firstStep`: the momentum buffer is created by this step.
+template <typename Load, typename Store>
+void updateRange(const TrainingConfig &c, size_t begin, size_t end,
+                 const double *g, double *first, double *second,
+                 bool firstStep, double t, Load load, Store store) {
   switch (c.optimizer) {
   case OptimizerKind::None:
     return;
   case OptimizerKind::Sgd:
     // torch.optim.SGD (momentum 0): grad = grad.add(param, alpha=wd);
     // param.add_(grad, alpha=-lr).
-    for (size_t i = 0; i < n; ++i) {
-      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w[i] : g[i];
-      w[i] = w[i] + -c.lr * gi;
+    for (size_t i = begin; i < end; ++i) {
+      double w = load(i);
+      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w : g[i];
+      store(i, w + -c.lr * gi);
     }
     return;
-  case OptimizerKind::Momentum: {
+  case OptimizerKind::Momentum:
     // torch.optim.SGD(momentum=mu, dampening=0, nesterov=False): the buffer
     // is a clone of the first gradient, then buf.mul_(mu).add_(grad).
-    bool first = state.first.empty();
-    if (first)
-      state.first.assign(n, 0.0);
-    for (size_t i = 0; i < n; ++i) {
-      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w[i] : g[i];
-      double &b = state.first[i];
-      b = first ? gi : b * c.momentum + gi;
-      w[i] = w[i] + -c.lr * b;
+    for (size_t i = begin; i < end; ++i) {
+      double w = load(i);
+      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w : g[i];
+      double b = firstStep ? gi : first[i] * c.momentum + gi;
+      first[i] = b;
+      store(i, w + -c.lr * b);
     }
     return;
-  }
   case OptimizerKind::AdamW: {
     // torch.optim.AdamW, single-tensor, amsgrad False:
     //   param.mul_(1 - lr * wd); exp_avg.lerp_(grad, 1 - beta1);
@@ -60,27 +52,123 @@ void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
     //   step_size = lr / (1 - beta1^t);
     //   denom = (exp_avg_sq.sqrt() / sqrt(1 - beta2^t)).add_(eps);
     //   param.addcdiv_(exp_avg, denom, value=-step_size).
-    if (state.first.empty())
-      state.first.assign(n, 0.0);
-    if (state.second.empty())
-      state.second.assign(n, 0.0);
-    double t = double(state.step);
-    double stepSize = c.lr / (1 - std::pow(c.beta1, t));
-    double bc2Sqrt = std::sqrt(1 - std::pow(c.beta2, t));
-    double decay = 1 - c.lr * c.weightDecay;
-    for (size_t i = 0; i < n; ++i) {
-      double &m = state.first[i];
-      double &v = state.second[i];
+    const double stepSize = c.lr / (1 - std::pow(c.beta1, t));
+    const double bc2Sqrt = std::sqrt(1 - std::pow(c.beta2, t));
+    const double decay = 1 - c.lr * c.weightDecay;
+    const double weight = 1 - c.beta1;
+    // torch.lerp(start, end, weight) in the form of torch's CPU kernel,
+    // whose two branches round differently; the branch is decided once.
+    const bool small = std::fabs(weight) < 0.5;
+    for (size_t i = begin; i < end; ++i) {
+      double w = load(i);
       if (c.weightDecay != 0)
-        w[i] = w[i] * decay;
-      m = lerp(m, g[i], 1 - c.beta1);
-      v = v * c.beta2 + (1 - c.beta2) * g[i] * g[i];
+        w = w * decay;
+      double m = first[i], gi = g[i];
+      m = small ? m + weight * (gi - m) : gi - (gi - m) * (1 - weight);
+      double v = second[i] * c.beta2 + (1 - c.beta2) * gi * gi;
+      first[i] = m;
+      second[i] = v;
       double denom = std::sqrt(v) / bc2Sqrt + c.eps;
-      w[i] = w[i] + -stepSize * (m / denom);
+      store(i, w + -stepSize * (m / denom));
     }
     return;
   }
   }
+}
+
+/// Runs fn(begin, end) over [0, n) split into `threads` contiguous parts
+/// (in this thread alone below 2^16 elements per thread).
+template <typename Fn>
+void parallelRanges(size_t n, int threads, Fn fn) {
+  size_t parts = std::max<size_t>(
+      1, std::min<size_t>(size_t(std::max(1, threads)), n >> 16));
+  if (parts == 1) {
+    fn(size_t(0), n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  size_t chunk = (n + parts - 1) / parts;
+  for (size_t k = 1; k < parts; ++k)
+    pool.emplace_back(fn, k * chunk, std::min(n, (k + 1) * chunk));
+  fn(size_t(0), std::min(n, chunk));
+  for (std::thread &th : pool)
+    th.join();
+}
+
+/// Makes the state's buffers of `c` (zeros until the first step) and says
+/// whether the momentum buffer is new.
+bool prepareState(const TrainingConfig &c, size_t n, OptimizerState &state) {
+  bool firstStep = false;
+  if (c.optimizer == OptimizerKind::Momentum ||
+      c.optimizer == OptimizerKind::AdamW) {
+    firstStep = state.first.empty();
+    if (firstStep)
+      state.first.assign(n, 0.0);
+  }
+  if (c.optimizer == OptimizerKind::AdamW && state.second.empty())
+    state.second.assign(n, 0.0);
+  return firstStep;
+}
+
+} // namespace
+
+void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
+                         const std::vector<double> &g, OptimizerState &state,
+                         int threads) {
+  const size_t n = size_t(numElements(value.shape));
+  if (value.dtype != DType::F32 && value.dtype != DType::F64) {
+    std::vector<double> w = tensorToDoubles(value);
+    optimizerStep(c, w, g, state);
+    doublesToTensor(w, value);
+    return;
+  }
+  if (g.size() != n || value.data.size() != n * dtypeSize(value.dtype))
+    throw RuntimeError("optimizer step: " + std::to_string(g.size()) +
+                       " gradient elements for " +
+                       typeString(value.dtype, value.shape));
+  ++state.step;
+  if (c.optimizer == OptimizerKind::None)
+    return;
+  const bool firstStep = prepareState(c, n, state);
+  double *first = state.first.empty() ? nullptr : state.first.data();
+  double *second = state.second.empty() ? nullptr : state.second.data();
+  const double t = double(state.step);
+  if (value.dtype == DType::F32) {
+    float *w = reinterpret_cast<float *>(value.data.data());
+    parallelRanges(n, threads, [&](size_t b, size_t e) {
+      updateRange(
+          c, b, e, g.data(), first, second, firstStep, t,
+          [w](size_t i) { return double(w[i]); },
+          [w](size_t i, double x) { w[i] = float(x); });
+    });
+  } else {
+    double *w = reinterpret_cast<double *>(value.data.data());
+    parallelRanges(n, threads, [&](size_t b, size_t e) {
+      updateRange(
+          c, b, e, g.data(), first, second, firstStep, t,
+          [w](size_t i) { return w[i]; },
+          [w](size_t i, double x) { w[i] = x; });
+    });
+  }
+}
+
+void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
+                   const std::vector<double> &g, OptimizerState &state) {
+  if (w.size() != g.size())
+    throw RuntimeError("optimizer step: " + std::to_string(g.size()) +
+                       " gradient elements for " + std::to_string(w.size()) +
+                       " weights");
+  ++state.step;
+  if (c.optimizer == OptimizerKind::None)
+    return;
+  const bool firstStep = prepareState(c, w.size(), state);
+  double *data = w.data();
+  updateRange(
+      c, 0, w.size(), g.data(),
+      state.first.empty() ? nullptr : state.first.data(),
+      state.second.empty() ? nullptr : state.second.data(), firstStep,
+      double(state.step), [data](size_t i) { return data[i]; },
+      [data](size_t i, double x) { data[i] = x; });
 }
 
 std::vector<double> tensorToDoubles(const HostTensor &t) {

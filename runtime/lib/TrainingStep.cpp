@@ -10,6 +10,7 @@
 #include "RunnerInternal.h"
 #include "ShardedOptimizer.h"
 #include "pipeopt/runtime/Device.h"
+#include "pipeopt/runtime/Kernels.h"
 #include "pipeopt/runtime/Optimizer.h"
 #include "pipeopt/runtime/Reduce.h"
 
@@ -196,9 +197,9 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       st.meanGrad = std::move(total);
       continue;
     }
-    std::vector<double> w = tensorToDoubles(st.value);
-    optimizerStep(m.training, w, total, st.optimizer);
-    doublesToTensor(w, st.value);
+    // In place, on the rank's kernel threads (Optimizer.h).
+    optimizerStepTensor(m.training, st.value, total, st.optimizer,
+                        kernelThreads());
     st.meanGrad = std::move(total);
   }
   if (zero) {

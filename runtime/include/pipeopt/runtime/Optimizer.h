@@ -44,6 +44,16 @@ struct OptimizerState {
 void optimizerStep(const TrainingConfig &config, std::vector<double> &w,
                    const std::vector<double> &g, OptimizerState &state);
 
+/// optimizerStep on the weights stored in `value` (f32, f64, f16 or bf16),
+/// rounded back to value.dtype once (to nearest, ties to even): the same
+/// bits as tensorToDoubles + optimizerStep + doublesToTensor, without the
+/// f64 copy of the weights, element-wise in one pass, split over
+/// `threads` threads (>= 1; an element's result does not depend on the
+/// split) for large tensors. `g` holds value's element count.
+void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
+                         const std::vector<double> &g, OptimizerState &state,
+                         int threads = 1);
+
 /// The elements of a floating-point tensor, in double. Throws RuntimeError
 /// for other dtypes.
 std::vector<double> tensorToDoubles(const HostTensor &t);
