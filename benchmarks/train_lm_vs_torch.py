@@ -44,8 +44,9 @@ shows the median over all measured steps of all rounds and its ratio to
 torch eager's, the first loss of each side (they start from the same
 weights and data, so the losses must agree), and the peak resident memory
 (ru_maxrss) of each side's process: the torch worker (model, optimizer,
-activations, and torch itself) and pipeopt-run (its largest over the
-rounds).
+activations, and torch itself; for Schedule1F1B the largest rank's) and
+pipeopt-run (the largest over the rounds, polled every 10 ms; not measured
+under mpirun), as VmHWM of /proc/<pid>/status.
 
 Also printed: pipeopt-compile's time per phase (--timing: parse,
 schedule, lower, llvm-opt, codegen, link) for every build, the export time,
@@ -72,13 +73,13 @@ import importlib.util
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -98,6 +99,21 @@ DEFAULT_MODELS = "gpt2-4x128,llama-4x128"
 
 def die(msg):
     sys.exit("train_lm_vs_torch.py: error: " + msg)
+
+
+def peak_rss(pid="self"):
+    """VmHWM of /proc/<pid>/status in bytes: the peak resident set of the
+    process's current address space (since its exec). Not ru_maxrss: Linux
+    keeps that across fork and exec, so a process started from this large
+    Python process would report this one's size. 0 where unreadable."""
+    try:
+        with open("/proc/%s/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 # ---------------------------------------------------------------------------
@@ -187,8 +203,7 @@ def torch_worker(conn, name, compiled, threads):
                 times.append(time.perf_counter() - t)
             conn.send(times)
         elif cmd[0] == "rss":
-            conn.send(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                      * 1024)
+            conn.send(peak_rss())
         else:
             return
 
@@ -305,8 +320,7 @@ def torchpp_worker(rank, ranks, name, microbatches, threads, steps, warmup,
             times.append(dt.item())
         if losses and first_loss is None:
             first_loss = torch.stack(losses).mean().item()
-    rss = torch.tensor([resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                        * 1024.0])
+    rss = torch.tensor([float(peak_rss())])
     dist.all_reduce(rss, op=dist.ReduceOp.MAX)
     if rank == ranks - 1:
         result.put((times, first_loss, rss.item()))
@@ -339,17 +353,19 @@ def run_torchpp(name, ranks, microbatches, threads, steps, warmup):
 def exporter():
     """python/pipeopt/torch/_export.py by path (needs torch only, not the
     compiled pipeopt package)."""
-    path = os.path.join(ROOT, "python", "pipeopt", "torch", "_export.py")
-    spec = importlib.util.spec_from_file_location("_pipeopt_export", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    name = "_pipeopt_torch_export"
+    if name not in sys.modules:
+        path = os.path.join(ROOT, "python", "pipeopt", "torch", "_export.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        # Registered before it runs: its dataclasses look their module up.
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
 
 
 def export(name, microbatches, work):
     """Exports the model for batch / microbatches rows; returns (compile
     flags, pipeopt-run input flags, seconds)."""
-    import numpy as np
     model = build_model(name)
     ids, target = make_data(name)
     t0 = time.perf_counter()
@@ -358,10 +374,9 @@ def export(name, microbatches, work):
         num_microbatches=microbatches, attention_mask="ones")
     secs = time.perf_counter() - t0
     d = os.path.join(work, "%s-m%d" % (name, microbatches))
-    inputs = step.write(d, {"input_ids": ids})
-    tpath = os.path.join(d, "target.npy")
-    np.save(tpath, target.numpy())
-    inputs += ["--input", "%d=%s" % (len(step.args), tpath)]
+    # The target (i64 class indices, the argument pipeopt appends for
+    # --loss cross-entropy) is the step's "target" record.
+    inputs = step.write(d, {"input_ids": ids}, target)
     return os.path.join(d, "model.mlir"), step.compile_flags(), inputs, secs
 
 
@@ -400,9 +415,23 @@ def run_pipeopt(tools, so, inputs, steps, warmup, threads, prefix=(),
         cmd += ["--profile", profile]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
+    # pipeopt-run's peak resident set, polled while it runs (loopback: all
+    # ranks are this one process; under mpirun the ranks are not measured).
+    rss = [0]
+    done = threading.Event()
+
+    def poll():
+        while not done.wait(0.01):
+            rss[0] = max(rss[0], peak_rss(p.pid))
+
+    poller = threading.Thread(target=poll, daemon=True)
+    if not prefix:
+        poller.start()
     out = p.stdout.read()
-    _, status, usage = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
+    p.wait()
+    done.set()
+    if not prefix:
+        poller.join()
     if p.returncode != 0:
         raise RuntimeError("pipeopt-run failed (%d): %s\n%s" % (
             p.returncode, " ".join(map(shlex.quote, cmd[:6])), out[-600:]))
@@ -411,10 +440,7 @@ def run_pipeopt(tools, so, inputs, steps, warmup, threads, prefix=(),
     if len(steps_seen) != warmup + steps:
         raise RuntimeError("could not read pipeopt-run's step lines:\n" +
                            out[-600:])
-    # mpirun's own rusage is not the ranks'; ru_maxrss of the waited child
-    # is the largest of its descendants that were waited for (Linux).
-    return ([t for _, t in steps_seen[warmup:]], steps_seen[0][0],
-            usage.ru_maxrss * 1024)
+    return [t for _, t in steps_seen[warmup:]], steps_seen[0][0], rss[0]
 
 
 def profile_breakdown(path, step_s):
@@ -429,8 +455,10 @@ def profile_breakdown(path, step_s):
                        ("backward_full_s", "BW")):
             if st.get(k) is not None:
                 parts.append("%s %.2f ms" % (lab, 1e3 * st[k]))
-        lines.append("      stage %d (rank %s), per microbatch: %s" % (
-            st["stage"], ",".join(map(str, st["ranks"])), ", ".join(parts)))
+        lines.append("      stage %d (rank %s), per microbatch: %s%s" % (
+            st["stage"], ",".join(map(str, st["ranks"])), ", ".join(parts),
+            " (unpartitioned: F is the whole forward and backward)"
+            if prof.get("schedule") == "unpartitioned" else ""))
     for r in prof["ranks"]:
         rest = step_s - r["busy_s"] - r["send_s"] - r["recv_s"] - \
             r["input_s"] - r["output_s"]
