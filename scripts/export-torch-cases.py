@@ -58,7 +58,9 @@ the committed arg_<i>.npy / target.npy bit for bit, and leaves every other
 file alone.
 
 Needs torch and numpy, and torch-mlir from PyPI (pip install torch-mlir
-packaging; the cases were generated with TORCH_MLIR_VERSION below). The
+packaging; the cases were generated with TORCH_MLIR_VERSION below), and
+for gpt2_tiny and llama_tiny (also with --train-only) transformers (5.25
+here). The
 tests read the committed files only; CI never runs this script. Seeds are
 fixed and torch runs on one CPU thread, so a rerun with the same versions
 writes the same files.
