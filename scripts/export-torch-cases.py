@@ -341,8 +341,20 @@ def perturb_norms(model, g):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
 
 
+def import_transformers():
+    """transformers, for the gpt2_tiny and llama_tiny cases only."""
+    try:
+        import transformers
+    except ImportError as e:  # pragma: no cover - developer tool
+        sys.exit("export-torch-cases.py: error: %s (gpt2_tiny and "
+                 "llama_tiny need transformers: pip install transformers; "
+                 "--case NAME selects the other cases)" % e)
+    return transformers
+
+
 def build_gpt2_tiny(g):
-    from transformers import GPT2Config, GPT2LMHeadModel
+    tf = import_transformers()
+    GPT2Config, GPT2LMHeadModel = tf.GPT2Config, tf.GPT2LMHeadModel
     vocab = 64
     config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=vocab,
                         n_positions=LM_SEQ, initializer_range=0.1,
@@ -362,7 +374,8 @@ def build_gpt2_tiny(g):
 
 
 def build_llama_tiny(g):
-    from transformers import LlamaConfig, LlamaForCausalLM
+    tf = import_transformers()
+    LlamaConfig, LlamaForCausalLM = tf.LlamaConfig, tf.LlamaForCausalLM
     vocab = 64
     config = LlamaConfig(vocab_size=vocab, hidden_size=32,
                          intermediate_size=64, num_hidden_layers=2,
