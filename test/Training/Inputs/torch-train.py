@@ -14,6 +14,8 @@ pipeopt-npy-diff; CASE is the case's directory. For every optimizer
    --train --loss <case.json loss> --trainable=<params>
    --microbatch-args=<data> --num-stages 2 --num-microbatches 2
    --schedule S -O N (default 0) [--partition-options OPTS]
+   (--num-stages 4 for the schedules that put two stages on every rank,
+   TWO_CHUNK: always 2 ranks)
    <the optimizer's flags in config.json> -o OUTDIR/<opt>-<S>.so;
 2. pipeopt-run --steps <config.json steps> with every committed argument
    CASE/arg_<i>.npy (the data whole: the runtime splits the batch of 4 into
@@ -48,6 +50,12 @@ def run(cmd):
 
 def usage(msg):
     sys.exit("torch-train.py: error: %s\n\n%s" % (msg, __doc__))
+
+
+# Schedules that place two stages (chunks) on every rank: 2 ranks need 4
+# stages (as in train-matrix.py).
+TWO_CHUNK = {"interleaved-1f1b", "looped-bfs", "zb-v", "dualpipev", "hanayo",
+             "interleaved-zb"}
 
 
 def parse(argv):
@@ -105,7 +113,8 @@ def job(tools, case, out, meta, config, opt, schedule, level, overrides,
                    "--train", "--loss=" + meta["loss"],
                    "--trainable=" + ",".join(trainable),
                    "--microbatch-args=" + ",".join(data),
-                   "--num-stages", "2", "--num-microbatches", "2",
+                   "--num-stages", "4" if schedule in TWO_CHUNK else "2",
+                   "--num-microbatches", "2",
                    "--schedule", schedule, "-O" + level] + partition + \
         flags + ["-o", so]
     rc, log = run(compile_cmd)
