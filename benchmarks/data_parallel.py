@@ -90,8 +90,8 @@ def main():
                 r"step (\d+)/\d+: loss \S+ \(([0-9.]+) s\)", out)
                 if int(k) > 1]
             steps[name] += times
-            m = re.search(r"in flight ([0-9.]+) ms per step .*?, ([0-9.]+) ms "
-                          r"of it waited", out)
+            m = re.search(r"in flight ([0-9.]+) ms per rank and step, "
+                          r"([0-9.]+) ms of it waited", out)
             if m:
                 dp[name].append((float(m.group(1)), float(m.group(2))))
     base = statistics.median(steps[configs[0][0]])
@@ -100,7 +100,7 @@ def main():
           (os.path.basename(a.model), a.schedule, a.ranks, a.microbatches,
            a.steps, a.rounds))
     print("| configuration | ranks | median step | per microbatch of the "
-          "global batch | all-reduce in flight / waited per step | hidden |")
+          "global batch | all-reduce in flight / waited per rank and step | hidden |")
     print("|---|---|---|---|---|---|")
     for name, d, zero, mpi in configs:
         med = statistics.median(steps[name])
