@@ -20,8 +20,8 @@ namespace {
 /// `firstStep`: the momentum buffer is created by this step.
 template <typename Load, typename Store>
 void updateRange(const TrainingConfig &c, size_t begin, size_t end,
-                 const double *g, double *first, double *second,
-                 bool firstStep, double t, Load load, Store store) {
+                 const double *g, double *first, double *second, bool firstStep,
+                 double t, Load load, Store store) {
   switch (c.optimizer) {
   case OptimizerKind::None:
     return;
