@@ -6,7 +6,7 @@
 # --ranks 4`, then pipeopt-run's median step (steps 3-100 of the per-step
 # lines) and pipe-simulate's event-level makespan (optimizer-step=true) for
 # P = 4, P = 2 and D = 2 x P = 2 (pipeopt-run --data-parallel 2, loopback
-# and MPI; both predicted from the loopback calibration). docs/Performance.md,
+# and MPI; MPI predicted from an MPI calibration, `--bind-to none`). docs/Performance.md,
 # "Predicted against measured: training steps", has the figures.
 #
 #   benchmarks/training_prediction.sh [BIN_DIR [WORK_DIR [ROUNDS]]]
@@ -45,11 +45,15 @@ for r in $(seq "$R"); do
   a=$("$B/pipeopt-run" t4.so --steps 100 --seed 7 2> /dev/null | med)
   b=$("$B/pipeopt-run" t2.so --steps 100 --seed 7 2> /dev/null | med)
   c=$("$B/pipeopt-run" t2.so --data-parallel 2 --steps 100 --seed 7 2> /dev/null | med)
-  d=-
+  pc=$(sim t2.mlir host.json "data-parallel=2")
+  d=- pd=-
   if command -v mpirun > /dev/null; then
+    # Unbound, as the oversubscribed run (docs/Runtime.md).
+    mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+      "$B/pipeopt-calibrate" --comm mpi --ranks 4 -o host-mpi.json > /dev/null 2>&1
     d=$(mpirun --allow-run-as-root --oversubscribe -np 4 "$B/pipeopt-run" t2.so \
       --comm mpi --data-parallel 2 --steps 100 --seed 7 2> /dev/null | med)
+    pd=$(sim t2.mlir host-mpi.json "data-parallel=2")
   fi
-  pc=$(sim t2.mlir host.json "data-parallel=2")
-  echo "$r: $a / $(sim t4.mlir host.json "") | $b / $(sim t2.mlir host.json "") | $c / $pc | $d / $pc"
+  echo "$r: $a / $(sim t4.mlir host.json "") | $b / $(sim t2.mlir host.json "") | $c / $pc | $d / $pd"
 done
