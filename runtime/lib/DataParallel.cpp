@@ -180,25 +180,28 @@ void DataParallelRank::finishStep(RankContext &ctx, int step, double timeoutS) {
 }
 
 void DataParallelRank::groupTotals(RankContext &ctx, double timeoutS) {
-  double mine[3] = {0, 0, double(inFlightS.size())};
+  std::vector<double> mine = {0, 0, double(inFlightS.size())};
   for (size_t k = 0; k < inFlightS.size(); ++k) {
     mine[0] += inFlightS[k];
     mine[1] += waitS[k];
   }
-  std::vector<double> every(3 * size_t(replicas));
-  group->startAllGather(mine, every.data(), sizeof(mine))->wait(timeoutS);
-  TraceEvent e;
-  e.kind = TraceDataParallelTotals;
-  e.stage = -1;
-  e.microbatch = -1;
-  e.iteration = 0;
-  e.peer = 0;
+  std::vector<double> every = allGatherValues(*group, mine, timeoutS);
+  double inFlight = 0, waited = 0, steps = 0;
   for (int d = 0; d < replicas; ++d) {
-    e.beginS += every[3 * size_t(d)];
-    e.endS += every[3 * size_t(d) + 1];
-    e.peer += int(every[3 * size_t(d) + 2]);
+    inFlight += every[3 * size_t(d)];
+    waited += every[3 * size_t(d) + 1];
+    steps += every[3 * size_t(d) + 2];
   }
-  ctx.events.push_back(e);
+  recordEvent(ctx, TraceDataParallelTotals, inFlight, waited, int(steps), 0);
+}
+
+std::vector<double> allGatherValues(Communicator &group,
+                                    const std::vector<double> &mine,
+                                    double timeoutS) {
+  std::vector<double> every(mine.size() * size_t(group.size()));
+  group.startAllGather(mine.data(), every.data(), mine.size() * sizeof(double))
+      ->wait(timeoutS);
+  return every;
 }
 
 } // namespace rt

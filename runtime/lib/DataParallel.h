@@ -132,10 +132,13 @@ private:
   void start(RankContext &ctx, const std::vector<int> &params);
 };
 
-/// The data-parallel rank of the calling thread's context, or nullptr.
-inline DataParallelRank *dataParallelOf(RankContext &ctx) {
-  return ctx.dataParallel;
-}
+/// Collective over `group`: every rank contributes `mine` (the same
+/// count on every rank) and gets every rank's values, rank k's at
+/// [k * mine.size(), (k + 1) * mine.size()). Throws as
+/// CollectiveRequest::wait after `timeoutS` seconds.
+std::vector<double> allGatherValues(Communicator &group,
+                                    const std::vector<double> &mine,
+                                    double timeoutS);
 
 } // namespace rt
 } // namespace pipeopt

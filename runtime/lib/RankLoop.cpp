@@ -215,10 +215,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
             phase = "waiting for rank 0 to write the checkpoint of step " +
                     std::to_string(measuredStep);
             barrier(comm, o.timeoutS);
-            char mine = 0;
-            std::vector<char> every(size_t(dataParallel->replicas));
-            dataParallel->group->startAllGather(&mine, every.data(), 1)
-                ->wait(o.timeoutS);
+            allGatherValues(*dataParallel->group, {0.0}, o.timeoutS);
           }
         }
         comm.flush(o.timeoutS);

@@ -816,13 +816,11 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
       // Every process must run the same data-parallel options (mismatched
       // collectives would corrupt each other's buffers under MPI).
       try {
-        const double mine[4] = {double(ro.zeroStage), double(dpr->bucketBytes),
-                                double(ro.iterations),
-                                double(ro.checkpointEvery)};
-        std::vector<double> every(4 * size_t(D));
-        groupComms[i]
-            ->startAllGather(mine, every.data(), sizeof(mine))
-            ->wait(ro.timeoutS);
+        const std::vector<double> mine = {
+            double(ro.zeroStage), double(dpr->bucketBytes),
+            double(ro.iterations), double(ro.checkpointEvery)};
+        std::vector<double> every =
+            allGatherValues(*groupComms[i], mine, ro.timeoutS);
         const char *names[4] = {"--zero", "--bucket-mb (bytes)",
                                 "--steps / run()", "--checkpoint-every"};
         for (int e = 0; e < D; ++e)

@@ -443,12 +443,10 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
   if (DataParallelRank *dp = ctx.dataParallel) {
     // Rank 0 of every replica: the replicas' loss sums, counts and times,
     // added in replica order (the same bits everywhere).
-    std::vector<double> mineAll = {sum, count, slowest};
-    std::vector<double> every(3 * size_t(dp->replicas));
-    auto request = dp->group->startAllGather(mineAll.data(), every.data(),
-                                             3 * sizeof(double));
+    std::vector<double> every;
     try {
-      request->wait(2 * o.timeoutS);
+      every =
+          allGatherValues(*dp->group, {sum, count, slowest}, 2 * o.timeoutS);
     } catch (const RuntimeError &e) {
       throw RuntimeError("collecting the loss of step " + std::to_string(step) +
                          " from the rank 0 of every replica: " + e.what());
