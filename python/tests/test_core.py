@@ -60,6 +60,22 @@ def mlp4_mse_grads(x, t, params):
     return loss, grads
 
 
+def assert_sgd_matches_numpy(x, t, params, lr, steps, losses, trained):
+    """`losses` (one per step) and `trained` (input index -> weight) are
+    those of `steps` SGD steps on the whole batch x, t from `params`, in
+    float64 NumPy."""
+    ref = [p.astype(np.float64) for p in params]
+    xr = x.reshape(-1, 64).astype(np.float64)
+    tr = t.reshape(-1, 16).astype(np.float64)
+    for step in range(steps):
+        loss, grads = mlp4_mse_grads(xr, tr, ref)
+        np.testing.assert_allclose(losses[step], loss, rtol=1e-5)
+        ref = [p - lr * g for p, g in zip(ref, grads)]
+    for i in range(8):
+        np.testing.assert_allclose(trained[i + 1], ref[i], rtol=1e-5,
+                                   atol=1e-6)
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     return tmp_path_factory.mktemp("core")
@@ -114,16 +130,7 @@ def test_training_steps_match_numpy_sgd(workdir, data, schedule):
         assert s.steps_done == steps
     with pytest.raises(pipeopt.UsageError, match="closed"):
         s.run(1)
-    ref = [p.astype(np.float64) for p in params]
-    xr = x.reshape(-1, 64).astype(np.float64)
-    tr = t.reshape(-1, 16).astype(np.float64)
-    for step in range(steps):
-        loss, grads = mlp4_mse_grads(xr, tr, ref)
-        np.testing.assert_allclose(losses[step], loss, rtol=1e-5)
-        ref = [p - lr * g for p, g in zip(ref, grads)]
-    for i in range(8):
-        np.testing.assert_allclose(trained[i + 1], ref[i], rtol=1e-5,
-                                   atol=1e-6)
+    assert_sgd_matches_numpy(x, t, params, lr, steps, losses, trained)
 
 
 @pytest.mark.parametrize("zero", [0, 1])
@@ -153,16 +160,7 @@ def test_data_parallel_matches_numpy_on_the_global_batch(workdir, data, zero):
             s.run(1)
         losses = s.losses()
         trained = s.weights()
-    ref = [p.astype(np.float64) for p in params]
-    xr = x.reshape(-1, 64).astype(np.float64)
-    tr = t.reshape(-1, 16).astype(np.float64)
-    for step in range(steps):
-        loss, grads = mlp4_mse_grads(xr, tr, ref)
-        np.testing.assert_allclose(losses[step], loss, rtol=1e-5)
-        ref = [p - lr * g for p, g in zip(ref, grads)]
-    for i in range(8):
-        np.testing.assert_allclose(trained[i + 1], ref[i], rtol=1e-5,
-                                   atol=1e-6)
+    assert_sgd_matches_numpy(x, t, params, lr, steps, losses, trained)
 
 
 def test_adamw_checkpoint_resume_equals_uninterrupted(workdir, data):
