@@ -344,6 +344,16 @@ Ranking sim::rankPoints(const std::vector<ExplorePoint> &points, double tol) {
   }
   return out;
 }
+/// How much less time per microbatch `best` takes than `runnerUp`, in
+/// percent of the runner-up's (0 without a runner-up or with a zero time).
+template <typename Point>
+static double marginPercent(const Point &best, const Point *runnerUp) {
+  if (!runnerUp || runnerUp->secondsPerMicrobatch() <= 0)
+    return 0;
+  return 100.0 *
+         (runnerUp->secondsPerMicrobatch() - best.secondsPerMicrobatch()) /
+         runnerUp->secondsPerMicrobatch();
+}
 
 //===----------------------------------------------------------------------===//
 // Recommendation
@@ -380,11 +390,7 @@ sim::recommend(const std::vector<ExplorePoint> &points) {
           (!r.runnerUp ||
            p.secondsPerMicrobatch() < r.runnerUp->secondsPerMicrobatch()))
         r.runnerUp = &p;
-    if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() > 0)
-      r.marginPercent = 100.0 *
-                        (r.runnerUp->secondsPerMicrobatch() -
-                         r.best->secondsPerMicrobatch()) /
-                        r.runnerUp->secondsPerMicrobatch();
+    r.marginPercent = marginPercent(*r.best, r.runnerUp);
   }
   return out;
 }
@@ -867,11 +873,7 @@ sim::recommendSplits(const std::vector<SplitPoint> &points, double tol) {
           (!r.runnerUp ||
            s.best->secondsPerMicrobatch() < r.runnerUp->secondsPerMicrobatch()))
         r.runnerUp = s.best;
-    if (r.runnerUp && r.runnerUp->secondsPerMicrobatch() > 0)
-      r.marginPercent = 100.0 *
-                        (r.runnerUp->secondsPerMicrobatch() -
-                         r.best->secondsPerMicrobatch()) /
-                        r.runnerUp->secondsPerMicrobatch();
+    r.marginPercent = marginPercent(*r.best, r.runnerUp);
   }
   return out;
 }
