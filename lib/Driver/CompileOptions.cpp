@@ -212,6 +212,13 @@ struct CompileCLOptions {
                "the runtime's memory (default); =false: copy them into new "
                "buffers at every call, as cuda builds do (for comparisons)"),
       cl::init(true), cl::cat(category)};
+  cl::opt<bool> outlineLoopNests{
+      "outline-loop-nests",
+      cl::desc("Compile each distinct loop nest once, as a function called "
+               "wherever it occurs, so that repeated layers add calls, not "
+               "code (default); =false: every loop nest inline in its "
+               "stage function (for comparisons)"),
+      cl::init(true), cl::cat(category)};
 
   cl::opt<bool> saveTemps{
       "save-temps",
@@ -255,6 +262,7 @@ struct CompileCLOptions {
             &fuse,
             &approximateMath,
             &inputViews,
+            &outlineLoopNests,
             &saveTemps,
             &timing};
   }
@@ -309,6 +317,7 @@ CompileOptions pipeopt::driver::getCompileOptionsFromCL() {
   o.fuse = cli.fuse;
   o.approximateMath = cli.approximateMath;
   o.inputViews = cli.inputViews;
+  o.outlineLoopNests = cli.outlineLoopNests;
   for (cl::Option *opt : cli.all())
     if (opt->getNumOccurrences())
       o.given.insert(opt->ArgStr);

@@ -189,6 +189,10 @@ llvm::Error pipeopt::driver::checkOptions(CompileOptions &o) {
   if (o.target == "cuda" && o.approximateMath)
     return makeError("--approximate-math applies only to --target=cpu (on the "
                      "GPU math functions are CUDA's libdevice)");
+  if (o.target == "cuda" && o.isGiven("outline-loop-nests"))
+    return makeError("--outline-loop-nests applies only to --target=cpu (a "
+                     "cuda build's loop nests are GPU kernels, outlined by "
+                     "gpu-kernel-outlining)");
   if (o.target == "cuda")
     if (llvm::Error e = checkCUDAChip(o.cudaArch))
       return makeError("--cuda-arch: " + llvm::toString(std::move(e)));
@@ -663,6 +667,7 @@ llvm::Error pipeopt::driver::lowerToLLVMDialect(ModuleOp module,
     common(options);
     options.approximateMath = o.approximateMath;
     options.inputViews = o.inputViews;
+    options.outlineLoopNests = o.outlineLoopNests;
     buildLowerToLLVMPipeline(pm, options);
   }
   return runPasses(pm, module,

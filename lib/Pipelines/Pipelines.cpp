@@ -244,6 +244,12 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   if (options.kernels)
     pm.addPass(createConvertLinalgToRuntimeKernelsPass());
 
+  // Each distinct loop nest that is left becomes one function, called
+  // wherever it occurs: LLVM compiles a repeated transformer block's loop
+  // nests once.
+  if (options.outlineLoopNests)
+    pm.addPass(createOutlineLoopNestsPass());
+
   // Linalg -> loops (everything the kernels do not take).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 

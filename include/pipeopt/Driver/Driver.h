@@ -130,6 +130,8 @@ struct CompileOptions {
   bool fuse = true;
   bool approximateMath = false;
   bool inputViews = true;
+  /// pipeopt-outline-loop-nests (cpu only).
+  bool outlineLoopNests = true;
 
   /// Options set explicitly, by command-line name ("lr", "schedule", ...).
   llvm::StringSet<> given;

@@ -159,6 +159,13 @@ struct LowerToLLVMOptions
                      "copying them into new buffers at every call "
                      "(convert-pipe-to-runtime input-views)"),
       llvm::cl::init(true)};
+  Option<bool> outlineLoopNests{
+      *this, "outline-loop-nests",
+      llvm::cl::desc("Compile each distinct loop nest once, as a function "
+                     "called wherever it occurs "
+                     "(pipeopt-outline-loop-nests); off: every loop nest "
+                     "inline in its function"),
+      llvm::cl::init(true)};
 };
 
 /// The options of the front part that pipeopt-lower-to-llvm and
