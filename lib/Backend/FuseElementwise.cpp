@@ -32,36 +32,86 @@ bool isKernelOp(Operation *op) {
                       linalg::isaConvolutionOpInterface(linalgOp));
 }
 
-/// True for a linalg.generic that only transposes the last two dimensions
-/// of one input: its body yields the input element, its input map swaps
-/// the last two dimensions and keeps the others in place, its output map is
-/// the identity. Fused into a contraction it becomes a transposed operand
-/// map, which the BLAS kernel reads in place instead of materializing the
-/// copy. Other permutations (attention's head transposes [1, 0, 2]) would
-/// move the batch dimension out of the leading position, where the kernel
-/// cannot take it, so they are not fused.
-bool isPurePermutation(Operation *op) {
+/// For a linalg.generic that only permutes one input (its body yields the
+/// input element, both indexing maps are permutations), the map P with
+/// out[i] = in[P(i)]; else nothing.
+std::optional<AffineMap> permutationOf(Operation *op) {
   auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||
       generic.getNumDpsInits() != 1 ||
       generic.getNumLoops() != generic.getNumParallelLoops())
-    return false;
+    return std::nullopt;
   Block &body = generic.getRegion().front();
   auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
   if (!yield || body.getOperations().size() != 1 ||
       yield.getNumOperands() != 1 || yield.getOperand(0) != body.getArgument(0))
-    return false;
+    return std::nullopt;
   SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
-  unsigned n = maps[0].getNumResults();
-  if (n < 2 || !maps[0].isPermutation() || !maps[1].isIdentity())
+  if (!maps[0].isPermutation() || !maps[1].isPermutation())
+    return std::nullopt;
+  // out[outMap(l)] = in[inMap(l)]: with l = outMap^-1(i), out[i] =
+  // in[inMap(outMap^-1(i))].
+  return maps[0].compose(inversePermutation(maps[1]));
+}
+
+/// True for a linalg.generic that only transposes the last two dimensions
+/// of one input (permutationOf swaps the last two dimensions and keeps the
+/// others in place). Fused into a contraction it becomes a transposed
+/// operand map, which the BLAS kernel reads in place instead of
+/// materializing the copy. Other permutations (attention's head transposes
+/// [1, 0, 2]) would move the batch dimension out of the leading position,
+/// where the kernel cannot take it, so they are not fused.
+bool isPurePermutation(Operation *op) {
+  std::optional<AffineMap> p = permutationOf(op);
+  if (!p)
+    return false;
+  unsigned n = p->getNumResults();
+  if (n < 2)
     return false;
   SmallVector<unsigned> perm;
-  for (AffineExpr e : maps[0].getResults())
+  for (AffineExpr e : p->getResults())
     perm.push_back(cast<AffineDimExpr>(e).getPosition());
   for (unsigned i = 0; i + 2 < n; ++i)
     if (perm[i] != i)
       return false;
   return perm[n - 2] == n - 1 && perm[n - 1] == n - 2;
+}
+
+/// Rewrites `transpose` (a pure permutation) of the only result of a
+/// contraction generic whose init is a linalg.fill into that contraction
+/// writing the permuted layout: a new fill of the transpose's init, the
+/// contraction's output map composed with the inverse permutation. Leaves
+/// anything else alone.
+void foldTransposeIntoContraction(RewriterBase &rewriter,
+                                  linalg::GenericOp transpose) {
+  auto producer =
+      transpose.getDpsInputs().front().getDefiningOp<linalg::GenericOp>();
+  if (!producer || !isKernelOp(producer) || producer->getNumResults() != 1 ||
+      !producer->hasOneUse() || producer.getNumDpsInits() != 1)
+    return;
+  auto fill = producer.getDpsInits().front().getDefiningOp<linalg::FillOp>();
+  if (!fill || !fill.hasPureTensorSemantics())
+    return;
+  // transpose: out[i] = in[perm(i)], so in[c] lands at out[perm^-1(c)].
+  AffineMap perm = *permutationOf(transpose);
+  SmallVector<AffineMap> maps = producer.getIndexingMapsArray();
+  maps.back() = inversePermutation(perm).compose(maps.back());
+
+  rewriter.setInsertionPoint(transpose);
+  Value init = transpose.getDpsInits().front();
+  Value filled =
+      linalg::FillOp::create(rewriter, fill.getLoc(), fill.getInputs(), init)
+          .getResult(0);
+  auto fused = linalg::GenericOp::create(
+      rewriter, producer.getLoc(), TypeRange{init.getType()},
+      producer.getDpsInputs(), ValueRange{filled}, maps,
+      producer.getIteratorTypesArray());
+  rewriter.cloneRegionBefore(producer.getRegion(), fused.getRegion(),
+                             fused.getRegion().begin());
+  rewriter.replaceOp(transpose, fused->getResults());
+  rewriter.eraseOp(producer);
+  if (fill->use_empty())
+    rewriter.eraseOp(fill);
 }
 
 struct FuseElementwisePass
@@ -125,6 +175,43 @@ struct FuseElementwisePass
       linalg::populateFoldUnitExtentDimsCanonicalizationPatterns(unit, control);
       if (failed(applyPatternsGreedily(module, std::move(unit))))
         return signalPassFailure();
+    }
+
+    // A transpose that feeds several contractions (a tied embedding table:
+    // the LM head's forward and its backward both read it transposed) is
+    // copied once per contraction, so that the fusion below folds each copy
+    // into its contraction's operand map; the original goes if nothing
+    // else reads it.
+    {
+      SmallVector<linalg::GenericOp> shared;
+      module.walk([&](linalg::GenericOp op) {
+        if (isPurePermutation(op) && !op->hasOneUse())
+          shared.push_back(op);
+      });
+      for (linalg::GenericOp transpose : shared) {
+        for (OpOperand &use :
+             llvm::make_early_inc_range(transpose->getResult(0).getUses())) {
+          if (!isKernelOp(use.getOwner()) || transpose->hasOneUse())
+            continue;
+          rewriter.setInsertionPointAfter(transpose);
+          use.set(rewriter.clone(*transpose)->getResult(0));
+        }
+      }
+    }
+
+    // A transpose of a contraction's result (the gradient of a transposed
+    // weight: dW^T computed as X^T dY, then transposed back into W's
+    // layout) becomes the contraction's output map: the contraction writes
+    // the transposed layout directly, which the BLAS call then produces as
+    // B^T A^T, and the transposed copy is never materialized.
+    {
+      SmallVector<linalg::GenericOp> transposes;
+      module.walk([&](linalg::GenericOp op) {
+        if (isPurePermutation(op))
+          transposes.push_back(op);
+      });
+      for (linalg::GenericOp transpose : transposes)
+        foldTransposeIntoContraction(rewriter, transpose);
     }
 
     RewritePatternSet patterns(&getContext());

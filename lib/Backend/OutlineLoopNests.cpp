@@ -69,9 +69,9 @@ struct OutlineLoopNestsPass
       for (Value v : args)
         argTypes.push_back(v.getType());
 
-      auto fn = func::FuncOp::create(
-          moduleBuilder, op.getLoc(), kNamePrefix,
-          FunctionType::get(&getContext(), argTypes, {}));
+      auto fn =
+          func::FuncOp::create(moduleBuilder, op.getLoc(), kNamePrefix,
+                               FunctionType::get(&getContext(), argTypes, {}));
       Block *entry = fn.addEntryBlock();
       OpBuilder b = OpBuilder::atBlockBegin(entry);
       IRMapping map;
@@ -81,7 +81,9 @@ struct OutlineLoopNestsPass
       b.clone(*op, map);
       func::ReturnOp::create(b, op.getLoc());
       fn.setPrivate();
-      fn.setNoInline(true);
+      // func.func's no_inline does not reach llvm.func (func-to-llvm drops
+      // inherent attributes); LLVM's own attribute does.
+      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
       fn->setAttr(kLoopNestAttr, b.getUnitAttr());
       fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
                                       &getContext(), LLVM::Linkage::Internal));

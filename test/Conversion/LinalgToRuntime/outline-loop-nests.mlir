@@ -19,9 +19,9 @@
 // CHECK-NEXT:    call @pipeopt_loop_nest_1(%[[X]], %[[B1]], %[[Y1]])
 // CHECK-NEXT:    call @pipeopt_loop_nest_2(%[[X]], %[[B1]], %[[Y2]])
 // CHECK-NEXT:    return
-// CHECK:       func.func private @pipeopt_loop_nest_0(%{{.*}}: f32, %{{.*}}: memref<4x8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, no_inline, pipeopt.loop_nest}
+// CHECK:       func.func private @pipeopt_loop_nest_0(%{{.*}}: f32, %{{.*}}: memref<4x8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"], pipeopt.loop_nest}
 // CHECK:         linalg.fill
-// CHECK:       func.func private @pipeopt_loop_nest_1(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<4x8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, no_inline, pipeopt.loop_nest}
+// CHECK:       func.func private @pipeopt_loop_nest_1(%{{.*}}: memref<4x8xf32>, %{{.*}}: memref<8xf32>, %{{.*}}: memref<4x8xf32>) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"], pipeopt.loop_nest}
 // CHECK-NEXT:    arith.constant 1.250000e-01 : f32
 // CHECK-NEXT:    linalg.generic
 // CHECK:       func.func private @pipeopt_loop_nest_2(
