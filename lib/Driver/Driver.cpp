@@ -765,6 +765,8 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
                      "-Wl,--enable-new-dtags",
                      "-Wl,-rpath," PIPEOPT_RUNTIME_LIB_DIR,
                      "-Wl,-rpath," PIPEOPT_CUDA_LIB_DIR};
+  if (target::needsVectorMath(*llvmModule))
+    extraLinkArgs.push_back("-lmvec");
   llvm::Error linked = target::linkSharedLibrary(
       objPath, o.outputFile, o.cc, target::needsCRunnerUtils(*llvmModule),
       extraLinkArgs);

@@ -262,6 +262,14 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   // affine.apply left by expand-strided-metadata -> arith.
   pm.addPass(createLowerAffinePass());
 
+  // Buffers are allocated and freed through _mlir_memref_to_llvm_alloc /
+  // _mlir_memref_to_llvm_free, which the runtime's buffer cache defines
+  // (runtime/include/pipeopt/runtime/BufferCache.h): a step's buffers are
+  // reused at the next step instead of being mapped afresh.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+
   // Everything -> LLVM dialect; functions with llvm.emit_c_interface (the
   // runtime ABI) are called through their _mlir_ciface_ wrappers.
   pm.addPass(createConvertToLLVMPass());

@@ -8,18 +8,20 @@
 #include "pipeopt/Support/FileOutput.h"
 #include "pipeopt/runtime/ManifestKeys.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/SystemLibraries.h"
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Object/ELF.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -97,11 +99,45 @@ target::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     return makeError("translation to LLVM IR failed");
   llvmModule->setTargetTriple(tm.getTargetTriple());
   llvmModule->setDataLayout(tm.createDataLayout());
-  if (llvm::Error e =
-          mlir::makeOptimizingTransformer(optLevel, 0, &tm)(llvmModule.get()))
-    return makeError("LLVM optimization failed: " +
-                     llvm::toString(std::move(e)));
+  optimizeModule(*llvmModule, tm, optLevel);
   return std::move(llvmModule);
+}
+
+void target::optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
+                            unsigned optLevel) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopVectorization = optLevel > 1;
+  tuning.SLPVectorization = optLevel > 1;
+  llvm::PassBuilder builder(&tm, tuning);
+  // Registered before the builder's defaults, so this one is used.
+  llvm::TargetLibraryInfoImpl libraryInfo(module.getTargetTriple());
+  libraryInfo.addVectorizableFunctionsFromVecLib(llvm::VectorLibrary::LIBMVEC,
+                                                 module.getTargetTriple());
+  fam.registerPass([&] { return llvm::TargetLibraryAnalysis(libraryInfo); });
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::OptimizationLevel level = optLevel == 0   ? llvm::OptimizationLevel::O0
+                                  : optLevel == 1 ? llvm::OptimizationLevel::O1
+                                  : optLevel == 2 ? llvm::OptimizationLevel::O2
+                                                  : llvm::OptimizationLevel::O3;
+  llvm::ModulePassManager passes =
+      optLevel == 0 ? builder.buildO0DefaultPipeline(level)
+                    : builder.buildPerModuleDefaultPipeline(level);
+  passes.run(module, mam);
+}
+
+bool target::needsVectorMath(const llvm::Module &module) {
+  for (const llvm::Function &f : module)
+    if (f.isDeclaration() && f.getName().starts_with("_ZGV"))
+      return true;
+  return false;
 }
 
 llvm::Error target::emitObjectFile(llvm::Module &module,

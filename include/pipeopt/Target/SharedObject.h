@@ -61,13 +61,26 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createHostTargetMachine(const TargetOptions &options);
 
 /// Translates `module` (LLVM dialect only) to LLVM IR in `context`, named
-/// `name`, sets `tm`'s triple and data layout and runs LLVM's optimization
-/// pipeline at `optLevel`. Errors: "translation to LLVM IR failed" (after
-/// the MLIR diagnostics of the translation), "LLVM optimization failed: ...".
+/// `name`, sets `tm`'s triple and data layout and runs optimizeModule.
+/// Errors: "translation to LLVM IR failed" (after the MLIR diagnostics of
+/// the translation).
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                      llvm::TargetMachine &tm, unsigned optLevel,
                      llvm::StringRef name);
+
+/// Runs LLVM's default optimization pipeline at `optLevel` (0-3; the loop
+/// and SLP vectorizers from 2 on) for `tm`, with glibc's vector math
+/// library (libmvec) known to the vectorizer: a loop that calls exp or tanh
+/// (softmax, GELU, SiLU) vectorizes with _ZGV* calls instead of staying a
+/// scalar loop around libm. libmvec's functions are within a few ulp of
+/// libm's (glibc's manual, "Known Maximum Errors in Math Functions").
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &tm,
+                    unsigned optLevel);
+
+/// True if `module` calls libmvec (optimizeModule vectorized a math call),
+/// so the link needs -lmvec.
+bool needsVectorMath(const llvm::Module &module);
 
 /// Writes `module` as an object file to `path` (created or replaced).
 /// Errors: the file cannot be written; the target cannot emit objects (the
