@@ -14,6 +14,8 @@ function):
                 seq 64
   gpt2-12x768   GPT-2 small's shape: 12 x 768, 12 heads, vocab 50257, batch
                 8 x seq 16 (a short sequence, so that it runs here)
+  gpt2-16x512   gpt2-8x512 with twice the layers, for the compile time
+                (--models gpt2-16x512 --sides reference)
 
 and measures, in alternating rounds (every side once per round, in the
 same order; a shared machine's load changes), the training step (AdamW,
@@ -58,6 +60,12 @@ accumulation and exchange between ranks, and whatever else runs outside the
 actions). The profile does not split the actions into GEMM, other kernels
 and copies.
 
+pipeopt-run runs without an OPENBLAS_CORETYPE of this environment (this
+host sets OPENBLAS_CORETYPE=Haswell, which would hold OpenBLAS to its AVX2
+kernels on an AVX-512 CPU): the runtime then picks the kernels as it does
+for any user who did not set it; --keep-blas-coretype keeps the variable.
+The kernels pipeopt-run used are printed at the end.
+
 Needs torch, torch-mlir and transformers (never needed by the build or the
 tests), a build with pipeopt-compile and pipeopt-run, and mpirun for the MPI
 row. Not a test: nothing asserts on these numbers.
@@ -86,6 +94,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LR, BETAS, EPS, WEIGHT_DECAY = 1e-4, (0.9, 0.999), 1e-8, 0.01
 
+# pipeopt-run's environment (set in main: without OPENBLAS_CORETYPE unless
+# --keep-blas-coretype) and the "kernels:" lines it printed.
+PIPEOPT_ENV = None
+KERNELS_SEEN = set()
+
 # name -> (family, layers, width, heads, kv heads, mlp width, vocab, batch,
 #          seq)
 MODELS = collections.OrderedDict([
@@ -93,6 +106,8 @@ MODELS = collections.OrderedDict([
     ("llama-4x128", ("llama", 4, 128, 4, 2, 352, 4096, 8, 32)),
     ("gpt2-8x512", ("gpt2", 8, 512, 8, 8, 2048, 50257, 8, 64)),
     ("gpt2-12x768", ("gpt2", 12, 768, 12, 12, 3072, 50257, 8, 16)),
+    # Twice gpt2-8x512's depth: for the compile time (--sides reference).
+    ("gpt2-16x512", ("gpt2", 16, 512, 8, 8, 2048, 50257, 8, 64)),
 ])
 DEFAULT_MODELS = "gpt2-4x128,llama-4x128"
 
@@ -414,7 +429,7 @@ def run_pipeopt(tools, so, inputs, steps, warmup, threads, prefix=(),
     if profile:
         cmd += ["--profile", profile]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True)
+                         stderr=subprocess.STDOUT, text=True, env=PIPEOPT_ENV)
     # pipeopt-run's peak resident set, polled while it runs (loopback: all
     # ranks are this one process; under mpirun the ranks are not measured).
     rss = [0]
@@ -440,6 +455,9 @@ def run_pipeopt(tools, so, inputs, steps, warmup, threads, prefix=(),
     if len(steps_seen) != warmup + steps:
         raise RuntimeError("could not read pipeopt-run's step lines:\n" +
                            out[-600:])
+    kernels = re.search(r"kernels: (.*)", out)
+    if kernels:
+        KERNELS_SEEN.add(kernels.group(1).strip())
     return [t for _, t in steps_seen[warmup:]], steps_seen[0][0], rss[0]
 
 
@@ -516,6 +534,12 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--mpirun", default="mpirun --allow-run-as-root "
                     "--oversubscribe")
+    ap.add_argument("--keep-blas-coretype", action="store_true",
+                    help="run pipeopt-run with this environment's "
+                    "OPENBLAS_CORETYPE (default: without it, so that the "
+                    "runtime picks OpenBLAS's kernels for this CPU as it "
+                    "does for a user who did not set it; torch's matmuls "
+                    "are its own, whatever it says)")
     ap.add_argument("--workdir", default=None,
                     help="keep the exports and builds here (default: a "
                          "temporary directory, removed)")
@@ -562,9 +586,20 @@ def main():
     print("threads per rank %d, %d rounds x %d steps (+%d warm-up), -O%s, "
           "work %s" % (a.threads, a.rounds, a.steps, a.warmup, a.opt_level,
                        work), flush=True)
+    global PIPEOPT_ENV
+    PIPEOPT_ENV = dict(os.environ)
+    if not a.keep_blas_coretype and PIPEOPT_ENV.pop("OPENBLAS_CORETYPE",
+                                                    None) is not None:
+        print("pipeopt-run runs without this environment's "
+              "OPENBLAS_CORETYPE=%s (the runtime picks the kernels; "
+              "--keep-blas-coretype keeps it)" % os.environ[
+                  "OPENBLAS_CORETYPE"], flush=True)
     try:
         for name in models:
             bench_model(a, tools, name, sides, pipelined, work)
+        if KERNELS_SEEN:
+            print("\npipeopt-run's kernels: " + "; ".join(
+                sorted(KERNELS_SEEN)))
     finally:
         if not a.workdir:
             shutil.rmtree(work, ignore_errors=True)

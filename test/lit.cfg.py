@@ -17,6 +17,10 @@ config.excludes = ["Inputs", "CMakeLists.txt", "README.md", "lit.cfg.py",
                    "lit.site.cfg.py", "consumer"]
 
 config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+# pipeopt-compile's object cache (docs/Runtime.md, "The object cache") in
+# the build tree, not in the home directory of whoever runs the tests.
+config.environment["PIPEOPT_CACHE_DIR"] = os.path.join(
+    config.pipeopt_obj_root, "test", "object-cache")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%models", config.models_dir))

@@ -196,16 +196,15 @@ struct FuseElementwisePass
         if (isPurePermutation(op) && !op->hasOneUse())
           shared.push_back(op);
       });
-      if (!getenv("NOA"))
-        for (linalg::GenericOp transpose : shared) {
-          for (OpOperand &use :
-               llvm::make_early_inc_range(transpose->getResult(0).getUses())) {
-            if (!isKernelOp(use.getOwner()) || transpose->hasOneUse())
-              continue;
-            rewriter.setInsertionPointAfter(transpose);
-            use.set(rewriter.clone(*transpose)->getResult(0));
-          }
+      for (linalg::GenericOp transpose : shared) {
+        for (OpOperand &use :
+             llvm::make_early_inc_range(transpose->getResult(0).getUses())) {
+          if (!isKernelOp(use.getOwner()) || transpose->hasOneUse())
+            continue;
+          rewriter.setInsertionPointAfter(transpose);
+          use.set(rewriter.clone(*transpose)->getResult(0));
         }
+      }
     }
 
     // A transpose of a contraction's result (the gradient of a transposed
@@ -220,9 +219,8 @@ struct FuseElementwisePass
             p && swapsLastTwo(*p))
           transposes.push_back(op);
       });
-      if (!getenv("NOB"))
-        for (linalg::GenericOp transpose : transposes)
-          foldTransposeIntoContraction(rewriter, transpose);
+      for (linalg::GenericOp transpose : transposes)
+        foldTransposeIntoContraction(rewriter, transpose);
     }
 
     RewritePatternSet patterns(&getContext());

@@ -220,6 +220,19 @@ struct CompileCLOptions {
                "stage function (for comparisons)"),
       cl::init(true), cl::cat(category)};
 
+  cl::opt<bool> cache{
+      "cache",
+      cl::desc("Keep compiled objects in the object cache and reuse them: "
+               "a rebuild of an unchanged model skips LLVM's optimization and "
+               "code generation (default; =false: neither read nor write it)"),
+      cl::init(true), cl::cat(category)};
+  cl::opt<std::string> cacheDir{
+      "cache-dir",
+      cl::desc("The object cache's directory (default: $PIPEOPT_CACHE_DIR, "
+               "else $XDG_CACHE_HOME/pipeopt/objects, else "
+               "~/.cache/pipeopt/objects)"),
+      cl::cat(category)};
+
   cl::opt<bool> saveTemps{
       "save-temps",
       cl::desc("Keep <output stem>.scheduled.mlir, .llvm.mlir, .ll and .o "
@@ -263,6 +276,8 @@ struct CompileCLOptions {
             &approximateMath,
             &inputViews,
             &outlineLoopNests,
+            &cache,
+            &cacheDir,
             &saveTemps,
             &timing};
   }
@@ -318,6 +333,8 @@ CompileOptions pipeopt::driver::getCompileOptionsFromCL() {
   o.approximateMath = cli.approximateMath;
   o.inputViews = cli.inputViews;
   o.outlineLoopNests = cli.outlineLoopNests;
+  o.cache = cli.cache;
+  o.cacheDir = cli.cacheDir;
   for (cl::Option *opt : cli.all())
     if (opt->getNumOccurrences())
       o.given.insert(opt->ArgStr);

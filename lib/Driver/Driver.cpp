@@ -27,6 +27,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/FileSystem.h"
@@ -189,6 +190,9 @@ llvm::Error pipeopt::driver::checkOptions(CompileOptions &o) {
   if (o.target == "cuda" && o.approximateMath)
     return makeError("--approximate-math applies only to --target=cpu (on the "
                      "GPU math functions are CUDA's libdevice)");
+  if (!o.cache && o.isGiven("cache-dir"))
+    return makeError("--cache-dir applies only with the object cache on "
+                     "(--cache=false turns it off)");
   if (o.target == "cuda" && o.isGiven("outline-loop-nests"))
     return makeError("--outline-loop-nests applies only to --target=cpu (a "
                      "cuda build's loop nests are GPU kernels, outlined by "
@@ -696,22 +700,49 @@ private:
 };
 } // namespace
 
+static llvm::Error linkModel(const CompileOptions &o, PendingManifest &manifest,
+                             StageTimer &timer, const std::string &objPath,
+                             bool temporaryObject, bool needsCRunnerUtils,
+                             bool needsVectorMath);
+
 /// Stage 5: LLVM IR, optimization, object and link; writes what `o.emit`
 /// asks for (and the --save-temps files).
 static llvm::Error emit(ModuleOp module, const CompileOptions &o,
-                        PendingManifest &manifest, StageTimer &timer) {
+                        PendingManifest &manifest, StageTimer &timer,
+                        llvm::ArrayRef<llvm::StringRef> cacheInputs) {
   std::string outStem = stemOf(o.outputFile);
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
       target::createHostTargetMachine({o.cpu, o.optLevel});
   if (!tm)
     return tm.takeError();
   llvm::LLVMContext llvmContext;
-  llvm::Expected<std::unique_ptr<llvm::Module>> optimized =
-      target::translateAndOptimize(module, llvmContext, **tm, o.optLevel,
-                                   llvm::sys::path::filename(outStem));
-  if (!optimized)
-    return optimized.takeError();
-  std::unique_ptr<llvm::Module> llvmModule = std::move(*optimized);
+  llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+      target::translateToLLVMIR(module, llvmContext, **tm,
+                                llvm::sys::path::filename(outStem));
+  if (!translated)
+    return translated.takeError();
+  std::unique_ptr<llvm::Module> llvmModule = std::move(*translated);
+
+  // The object cache (SharedObject.h): an unchanged module is not
+  // optimized and compiled again.
+  std::string cacheDir, cacheKey;
+  std::optional<target::CachedObject> cached;
+  if (!cacheInputs.empty()) {
+    cacheDir =
+        o.cacheDir.empty() ? target::defaultObjectCacheDir() : o.cacheDir;
+    if (!cacheDir.empty()) {
+      cacheKey = target::objectCacheKey(cacheInputs, **tm, o.optLevel);
+      if (!cacheKey.empty())
+        cached = target::lookupCachedObject(cacheDir, cacheKey);
+    }
+  }
+  if (cached) {
+    timer.done("cached");
+    return linkModel(o, manifest, timer, cached->objectPath,
+                     /*temporaryObject=*/false, cached->needsCRunnerUtils,
+                     cached->needsVectorMath);
+  }
+  target::optimizeModule(*llvmModule, **tm, o.optLevel);
   timer.done("llvm-opt");
   if (o.saveTemps || o.emit == Emit::LLVMIR) {
     std::string path = o.emit == Emit::LLVMIR ? o.outputFile : outStem + ".ll";
@@ -747,8 +778,26 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
     return e;
   }
   timer.done("codegen");
-  if (o.emit == Emit::Object)
+  bool crunner = target::needsCRunnerUtils(*llvmModule);
+  bool mvec = target::needsVectorMath(*llvmModule);
+  if (!cacheKey.empty())
+    target::storeCachedObject(cacheDir, cacheKey, objPath, crunner, mvec);
+  return linkModel(o, manifest, timer, objPath, temporaryObject, crunner, mvec);
+}
+
+/// Links the object at `objPath` into the model .so (or, with --emit=obj,
+/// copies a cached object to the output) and records the .so in the
+/// manifest; removes a temporary object.
+static llvm::Error linkModel(const CompileOptions &o, PendingManifest &manifest,
+                             StageTimer &timer, const std::string &objPath,
+                             bool temporaryObject, bool needsCRunnerUtils,
+                             bool needsVectorMath) {
+  if (o.emit == Emit::Object) {
+    if (objPath != o.outputFile)
+      if (std::error_code ec = llvm::sys::fs::copy_file(objPath, o.outputFile))
+        return makeError("cannot write " + o.outputFile + ": " + ec.message());
     return llvm::Error::success();
+  }
 
   // A cuda model calls the mgpu* functions and pipeopt_rt_gpu_* kernels of
   // libpipeopt_rt_cuda.so, which runs them with the CUDA runtime and cuBLAS:
@@ -765,11 +814,10 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
                      "-Wl,--enable-new-dtags",
                      "-Wl,-rpath," PIPEOPT_RUNTIME_LIB_DIR,
                      "-Wl,-rpath," PIPEOPT_CUDA_LIB_DIR};
-  if (target::needsVectorMath(*llvmModule))
+  if (needsVectorMath)
     extraLinkArgs.push_back("-lmvec");
   llvm::Error linked = target::linkSharedLibrary(
-      objPath, o.outputFile, o.cc, target::needsCRunnerUtils(*llvmModule),
-      extraLinkArgs);
+      objPath, o.outputFile, o.cc, needsCRunnerUtils, extraLinkArgs);
   if (temporaryObject)
     llvm::sys::fs::remove(objPath);
   if (linked)
@@ -821,6 +869,25 @@ llvm::Error pipeopt::driver::compile(CompileOptions o) {
       return llvm::Error::success();
   }
 
+  // The object cache's key (Target/SharedObject.h, objectCacheKey): the
+  // scheduled module and what the lowering does with it, taken before the
+  // lowering, whose output differs from run to run. Not with --save-temps
+  // or --emit=llvm-ir, which want the optimized IR.
+  std::string cacheModule, cacheOptions;
+  llvm::SmallVector<llvm::StringRef, 2> cacheInputs;
+  if (o.cache && !o.saveTemps && o.emit != Emit::LLVMIR &&
+      o.emit != Emit::LLVMDialect) {
+    llvm::raw_string_ostream os(cacheModule);
+    (*module)->print(os);
+    cacheOptions = llvm::formatv(
+        "target={0} cuda-arch={1} kernels={2} fuse={3} approximate-math={4} "
+        "input-views={5} outline-loop-nests={6} microbatch-args={7}",
+        o.target, o.cudaArch, o.kernels, o.fuse, o.approximateMath,
+        o.inputViews, o.outlineLoopNests,
+        llvm::join(built->microbatchArgs, ","));
+    cacheInputs = {cacheModule, cacheOptions};
+  }
+
   // Every later successful return commits the manifest.
   PendingManifest manifest;
   llvm::Expected<std::string> manifestPath = manifest.start(o.manifestFile);
@@ -837,7 +904,7 @@ llvm::Error pipeopt::driver::compile(CompileOptions o) {
       return e;
   }
   if (o.emit != Emit::LLVMDialect)
-    if (llvm::Error e = emit(**module, o, manifest, timer))
+    if (llvm::Error e = emit(**module, o, manifest, timer, cacheInputs))
       return e;
   return manifest.commit();
 }

@@ -13,6 +13,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Config/llvm-config.h"
@@ -26,7 +27,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/SHA256.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
@@ -35,9 +38,12 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -91,6 +97,16 @@ llvm::Expected<std::unique_ptr<llvm::Module>>
 target::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                              llvm::TargetMachine &tm, unsigned optLevel,
                              llvm::StringRef name) {
+  llvm::Expected<std::unique_ptr<llvm::Module>> llvmModule =
+      translateToLLVMIR(module, context, tm, name);
+  if (llvmModule)
+    optimizeModule(**llvmModule, tm, optLevel);
+  return llvmModule;
+}
+
+llvm::Expected<std::unique_ptr<llvm::Module>>
+target::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                          llvm::TargetMachine &tm, llvm::StringRef name) {
   mlir::registerBuiltinDialectTranslation(*module.getContext());
   mlir::registerLLVMDialectTranslation(*module.getContext());
   std::unique_ptr<llvm::Module> llvmModule =
@@ -99,7 +115,6 @@ target::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
     return makeError("translation to LLVM IR failed");
   llvmModule->setTargetTriple(tm.getTargetTriple());
   llvmModule->setDataLayout(tm.createDataLayout());
-  optimizeModule(*llvmModule, tm, optLevel);
   return std::move(llvmModule);
 }
 
@@ -166,6 +181,129 @@ llvm::Error target::emitObjectFile(llvm::Module &module,
     return makeError("cannot write " + path + ": " + writeError.message());
   }
   return llvm::Error::success();
+}
+
+/// The SHA-256 (hex) of the file that holds this code (pipeopt-compile, or
+/// the Python extension): a rebuilt compiler makes other objects from the
+/// same input. "" if it cannot be read.
+static const std::string &compilerIdentity() {
+  static const std::string identity = [] {
+    Dl_info info;
+    if (!dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) ||
+        !info.dli_fname)
+      return std::string();
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(info.dli_fname, /*IsText=*/false,
+                                    /*RequiresNullTerminator=*/false);
+    if (!file)
+      return std::string();
+    return llvm::toHex(
+        llvm::SHA256::hash(llvm::arrayRefFromStringRef((*file)->getBuffer())),
+        /*LowerCase=*/true);
+  }();
+  return identity;
+}
+
+std::string target::objectCacheKey(llvm::ArrayRef<llvm::StringRef> inputs,
+                                   const llvm::TargetMachine &tm,
+                                   unsigned optLevel) {
+  if (compilerIdentity().empty())
+    return "";
+  llvm::SHA256 hash;
+  auto add = [&](llvm::StringRef text) {
+    hash.update(text);
+    hash.update(llvm::StringRef("\0", 1));
+  };
+  // Bump the version when the entries' format changes.
+  add("pipeopt-object-cache-v1");
+  add(compilerIdentity());
+  add(LLVM_VERSION_STRING);
+  add(tm.getTargetTriple().str());
+  add(tm.getTargetCPU());
+  add(tm.getTargetFeatureString());
+  add(std::to_string(optLevel));
+  for (llvm::StringRef input : inputs)
+    add(input);
+  return llvm::toHex(hash.final(), /*LowerCase=*/true);
+}
+
+std::string target::defaultObjectCacheDir() {
+  if (const char *dir = std::getenv("PIPEOPT_CACHE_DIR"); dir && *dir)
+    return dir;
+  llvm::SmallString<256> path;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    path = xdg;
+  else if (!llvm::sys::path::home_directory(path))
+    return "";
+  else
+    llvm::sys::path::append(path, ".cache");
+  llvm::sys::path::append(path, "pipeopt", "objects");
+  return std::string(path);
+}
+
+std::optional<target::CachedObject>
+target::lookupCachedObject(llvm::StringRef dir, llvm::StringRef key) {
+  llvm::SmallString<256> object(dir), info(dir);
+  llvm::sys::path::append(object, key + ".o");
+  llvm::sys::path::append(info, key + ".link");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(info, /*IsText=*/true);
+  uint64_t size = 0;
+  if (!text || llvm::sys::fs::file_size(object, size))
+    return std::nullopt;
+  // "<object bytes> <c runner utils 0/1> <libmvec 0/1>": an entry whose
+  // object is not the size it was written with (cut short) is a miss.
+  unsigned long long bytes = 0;
+  int crunner = 0, mvec = 0;
+  if (std::sscanf((*text)->getBuffer().str().c_str(), "%llu %d %d", &bytes,
+                  &crunner, &mvec) != 3 ||
+      bytes != size)
+    return std::nullopt;
+  return CachedObject{std::string(object), crunner != 0, mvec != 0};
+}
+
+void target::storeCachedObject(llvm::StringRef dir, llvm::StringRef key,
+                               llvm::StringRef objectPath,
+                               bool needsCRunnerUtils, bool needsVectorMath) {
+  // Best effort: a cache that cannot be written costs the next build its
+  // time, never this one its result. Each file is written to a temporary
+  // and renamed, the object before its .link, so a reader sees a complete
+  // entry or none.
+  if (llvm::sys::fs::create_directories(dir))
+    return;
+  uint64_t size = 0;
+  if (llvm::sys::fs::file_size(objectPath, size))
+    return;
+  auto publish = [&](llvm::StringRef name,
+                     llvm::function_ref<bool(llvm::StringRef)> write) {
+    llvm::SmallString<256> final(dir), tmp;
+    llvm::sys::path::append(final, name);
+    if (llvm::sys::fs::createUniqueFile(final + ".tmp-%%%%%%", tmp))
+      return false;
+    if (!write(tmp) || llvm::sys::fs::rename(tmp, final)) {
+      llvm::sys::fs::remove(tmp);
+      return false;
+    }
+    return true;
+  };
+  if (!publish((key + ".o").str(), [&](llvm::StringRef tmp) {
+        return !llvm::sys::fs::copy_file(objectPath, tmp);
+      }))
+    return;
+  publish((key + ".link").str(), [&](llvm::StringRef tmp) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_Text);
+    if (ec)
+      return false;
+    os << size << " " << int(needsCRunnerUtils) << " " << int(needsVectorMath)
+       << "\n";
+    os.close();
+    if (os.has_error()) {
+      os.clear_error();
+      return false;
+    }
+    return true;
+  });
 }
 
 bool target::needsCRunnerUtils(const llvm::Module &module) {

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 namespace pipeopt {
@@ -47,6 +48,36 @@ std::string rankList(const std::vector<int> &ranks) {
 /// that every rank reported and every microbatch is covered, divide by M
 /// and apply the optimizer. Returns an error message ("" if none); throws
 /// on communication errors.
+/// The error for microbatch `mb` of `M`, for which no rank of parameter
+/// `index`'s `ranks` reported a gradient (`got`: those reported).
+static std::string missingMicrobatchError(const Manifest &m, int index,
+                                          const std::vector<int> &ranks,
+                                          const std::set<int> &got, size_t mb,
+                                          size_t M, int step) {
+  std::string list;
+  for (int k : got)
+    list += (list.empty() ? "" : ", ") + std::to_string(k);
+  return parameterName(m, index) + ": no rank of its \"ranks\" (" +
+         rankList(ranks) + ") reported a gradient for microbatch " +
+         std::to_string(mb) + " of " + std::to_string(M) + " in step " +
+         std::to_string(step) + " (reported for microbatch(es) " + list +
+         "): the schedule misses a weight-gradient (W or backward) action";
+}
+
+/// The sums of M microbatches (of D replicas with `dp`) -> their mean over
+/// the D x M microbatches of the global batch.
+static void scaleGradientSum(std::vector<double> &sums, size_t M,
+                             const DataParallelRank *dp) {
+  if (dp) {
+    const double scale = 1.0 / (double(M) * double(dp->replicas));
+    for (double &x : sums)
+      x *= scale;
+  } else {
+    for (double &x : sums)
+      x /= double(M);
+  }
+}
+
 std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                             const Manifest &m, int step, double timeoutS) {
   const size_t M = size_t(m.numMicrobatches);
@@ -82,6 +113,27 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     size_t n =
         onDevice ? size_t(numElements(st.value.shape)) : st.gradSum.size();
     size_t sumBytes = deviceOnly ? 0 : n * sizeof(double);
+    if (!onDevice && !zero && ranks.size() == 1) {
+      // Only this rank reads the parameter: its sums are the total. They
+      // are scaled and applied where they lie, and the buffer becomes the
+      // mean gradient, with no copy of it (a tied 50257 x 512 embedding's
+      // sums are 206 MB); last step's mean-gradient buffer, of the same
+      // size, takes the next step's sums (zeroed by beginCall).
+      for (size_t mb = 0; mb < M; ++mb)
+        if (!st.microbatches.count(int(mb)))
+          return missingMicrobatchError(m, index, ranks, st.microbatches, mb, M,
+                                        step);
+      std::vector<double> total;
+      total.swap(st.gradSum);
+      scaleGradientSum(total, M, dp);
+      optimizerStepTensor(m.training, st.value, total, st.optimizer,
+                          kernelThreads());
+      st.gradSum.swap(st.meanGrad);
+      st.meanGrad = std::move(total);
+      if (st.gradSum.size() != n)
+        st.gradSum.assign(n, 0.0);
+      continue;
+    }
     // Payload: the n sums, then one byte per microbatch (reported or not).
     std::vector<uint8_t> mine(sumBytes + M, 0);
     if (!onDevice)
@@ -155,16 +207,11 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     for (size_t mb = 0; mb < M; ++mb) {
       if (covered[mb])
         continue;
-      std::string got;
+      std::set<int> got;
       for (size_t k = 0; k < M; ++k)
         if (covered[k])
-          got += (got.empty() ? "" : ", ") + std::to_string(k);
-      return parameterName(m, index) + ": no rank of its \"ranks\" (" +
-             rankList(ranks) + ") reported a gradient for microbatch " +
-             std::to_string(mb) + " of " + std::to_string(M) + " in step " +
-             std::to_string(step) + " (reported for microbatch(es) " + got +
-             "): the schedule misses a weight-gradient (W or backward) "
-             "action";
+          got.insert(int(k));
+      return missingMicrobatchError(m, index, ranks, got, mb, M, step);
     }
     if (deviceOnly) {
       DeviceParameterState &d = *st.device;
@@ -179,15 +226,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       zeroSums[index] = std::move(total);
       continue;
     }
-    if (dp) {
-      // The mean over the D x M microbatches of the global batch.
-      const double scale = 1.0 / (double(M) * double(dp->replicas));
-      for (double &x : total)
-        x *= scale;
-    } else {
-      for (double &x : total)
-        x /= double(M);
-    }
+    scaleGradientSum(total, M, dp);
     if (onDevice) {
       DeviceParameterState &d = *st.device;
       ctx.device->copy(d.gradSum.data(), total.data(), sumBytes);

@@ -123,7 +123,8 @@ TEST_F(BufferCacheTest, ThreadsShareItSafely) {
     threads.emplace_back([t] {
       for (int i = 0; i < 200; ++i) {
         size_t size = (1 + (i + t) % 3) * kMiB;
-        auto *p = static_cast<unsigned char *>(_mlir_memref_to_llvm_alloc(size));
+        auto *p =
+            static_cast<unsigned char *>(_mlir_memref_to_llvm_alloc(size));
         p[0] = p[size - 1] = static_cast<unsigned char>(t);
         _mlir_memref_to_llvm_free(p);
       }

@@ -132,6 +132,10 @@ struct CompileOptions {
   bool inputViews = true;
   /// pipeopt-outline-loop-nests (cpu only).
   bool outlineLoopNests = true;
+  /// The object cache (Target/SharedObject.h): read and write it.
+  bool cache = true;
+  /// Its directory; empty: target::defaultObjectCacheDir().
+  std::string cacheDir;
 
   /// Options set explicitly, by command-line name ("lr", "schedule", ...).
   llvm::StringSet<> given;

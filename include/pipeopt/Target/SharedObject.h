@@ -36,6 +36,7 @@
 #include "llvm/Target/TargetMachine.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace pipeopt {
@@ -68,6 +69,55 @@ llvm::Expected<std::unique_ptr<llvm::Module>>
 translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                      llvm::TargetMachine &tm, unsigned optLevel,
                      llvm::StringRef name);
+
+/// Translates `module` (LLVM dialect only) to LLVM IR in `context`, named
+/// `name`, with `tm`'s triple and data layout, unoptimized. Errors:
+/// "translation to LLVM IR failed" (after the MLIR diagnostics).
+llvm::Expected<std::unique_ptr<llvm::Module>>
+translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
+                  llvm::TargetMachine &tm, llvm::StringRef name);
+
+/// The object cache: an object compiled by the same compiler from the same
+/// input for the same target is the same object, so pipeopt-compile keeps
+/// objects under a key (objectCacheKey, 64 hex digits) and a rebuild of an
+/// unchanged model skips LLVM's optimization and code generation. An entry
+/// is `<dir>/<key>.o` and `<dir>/<key>.link` ("<object bytes> <needs C
+/// runner utils> <needs libmvec>").
+///
+/// The key is the SHA-256 of the compiler itself (the file that holds this
+/// code: pipeopt-compile or the Python extension), LLVM's version, `tm`'s
+/// triple, CPU and features, `optLevel` and `inputs` (the driver's: the
+/// scheduled module as text and the lowering options). It is computed
+/// before lowering: MLIR 22's buffer deallocation orders some of the
+/// conditions it emits by pointer, so the lowered IR of one model differs
+/// from run to run and cannot serve as a key. "" (no caching) when the
+/// compiler's file cannot be read.
+std::string objectCacheKey(llvm::ArrayRef<llvm::StringRef> inputs,
+                           const llvm::TargetMachine &tm, unsigned optLevel);
+
+/// $PIPEOPT_CACHE_DIR, else $XDG_CACHE_HOME/pipeopt/objects, else
+/// ~/.cache/pipeopt/objects; "" when there is no home directory.
+std::string defaultObjectCacheDir();
+
+/// A cache entry: the object's path and what its link needs.
+struct CachedObject {
+  std::string objectPath;
+  bool needsCRunnerUtils = false;
+  bool needsVectorMath = false;
+};
+
+/// The entry `key` in `dir`, if it is complete (its object has the size
+/// its .link records); otherwise nothing (a miss).
+std::optional<CachedObject> lookupCachedObject(llvm::StringRef dir,
+                                               llvm::StringRef key);
+
+/// Copies the object at `objectPath` into `dir` (created if missing) as the
+/// entry `key`. Best effort and silent: a cache that cannot be written
+/// never fails the build. Each file goes through a temporary and a rename,
+/// so a concurrent build reads a complete entry or none.
+void storeCachedObject(llvm::StringRef dir, llvm::StringRef key,
+                       llvm::StringRef objectPath, bool needsCRunnerUtils,
+                       bool needsVectorMath);
 
 /// Runs LLVM's default optimization pipeline at `optLevel` (0-3; the loop
 /// and SLP vectorizers from 2 on) for `tm`, with glibc's vector math

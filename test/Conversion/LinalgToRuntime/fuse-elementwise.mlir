@@ -1,4 +1,5 @@
 // RUN: pipeopt %s -pipeopt-fuse-elementwise | FileCheck %s
+// RUN: pipeopt %s -pipeopt-fuse-elementwise -mlir-print-local-scope | FileCheck %s --check-prefix=LOCAL
 
 // A bias add (linalg.broadcast + linalg.map) followed by a ReLU generic
 // becomes one generic; the matmul that produces the input is not fused into
@@ -126,4 +127,73 @@ func.func @reads_its_outs(%x: tensor<2x4xf32>, %w: tensor<4xf32>) -> tensor<2x4x
     linalg.yield %s : f32
   } -> tensor<2x4xf32>
   return %z : tensor<2x4xf32>
+}
+
+// A tied embedding table read transposed by two contractions (the LM
+// head's forward and its input gradient): the transpose is copied for each
+// and folded into both operand maps; no transpose is left.
+// CHECK-LABEL: func.func @tied_head
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[LOGITS:.*]] = linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<16x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%arg2, %arg1 : tensor<4x16xf32>, tensor<16x8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// The table is read as [j, k] by the logits and as [k, j] by dh.
+// LOCAL-LABEL: func.func @tied_head
+// LOCAL: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+// LOCAL: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+func.func @tied_head(%h: tensor<4x8xf32>, %table: tensor<16x8xf32>, %dlogits: tensor<4x16xf32>) -> (tensor<4x16xf32>, tensor<4x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<8x16xf32>
+  %t = linalg.transpose ins(%table : tensor<16x8xf32>) outs(%et : tensor<8x16xf32>) permutation = [1, 0]
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %logits = linalg.matmul ins(%h, %t : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  // dh = dlogits x table = dlogits x t^T.
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %dh = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, k)>, affine_map<(i, j, k) -> (j, k)>, affine_map<(i, j, k) -> (i, j)>],
+                        iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%dlogits, %t : tensor<4x16xf32>, tensor<8x16xf32>) outs(%f2 : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %logits, %dh : tensor<4x16xf32>, tensor<4x8xf32>
+}
+
+// The gradient of a transposed weight, dW^T = X^T dY, transposed back into
+// W's layout (written through a permuted output map, as the differentiated
+// code does): the contraction writes W's layout itself, into a fill of the
+// transpose's init; the transpose is gone.
+// CHECK-LABEL: func.func @transposed_gradient
+// CHECK: %[[E:.*]] = tensor.empty() : tensor<16x8xf32>
+// CHECK: %[[F:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[E]] : tensor<16x8xf32>)
+// CHECK: %[[DW:.*]] = linalg.generic {indexing_maps = [#[[XM:.*]], #[[DYM:.*]], #[[OUTM:.*]]], iterator_types = ["reduction", "parallel", "parallel"]} ins(%arg0, %arg1 : tensor<4x8xf32>, tensor<4x16xf32>) outs(%[[F]] : tensor<16x8xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[DW]]
+// dW[j, i] = sum_k X[k, i] dY[k, j]: the output map is (k, i, j) -> (j, i).
+// LOCAL-LABEL: func.func @transposed_gradient
+// LOCAL: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>], iterator_types = ["reduction", "parallel", "parallel"]}
+func.func @transposed_gradient(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) -> tensor<16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>
+  %dwt = linalg.generic {indexing_maps = [affine_map<(k, i, j) -> (k, i)>, affine_map<(k, i, j) -> (k, j)>, affine_map<(k, i, j) -> (i, j)>],
+                         iterator_types = ["reduction", "parallel", "parallel"]}
+      ins(%x, %dy : tensor<4x8xf32>, tensor<4x16xf32>) outs(%f : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x16xf32>
+  %e2 = tensor.empty() : tensor<16x8xf32>
+  %dw = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j, i)>],
+                        iterator_types = ["parallel", "parallel"]}
+      ins(%dwt : tensor<8x16xf32>) outs(%e2 : tensor<16x8xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    linalg.yield %v : f32
+  } -> tensor<16x8xf32>
+  return %dw : tensor<16x8xf32>
 }
