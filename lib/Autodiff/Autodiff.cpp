@@ -1038,6 +1038,23 @@ bool isCheap(Operation *op) {
            op->getDialect()->getNamespace() == "math"));
 }
 
+/// True for ops that only move data: a linalg op whose body yields one of
+/// its inputs unchanged (a copy, transpose or broadcast), reshapes.
+bool isLayoutOp(Operation *op) {
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp>(op))
+    return true;
+  auto l = dyn_cast<linalg::LinalgOp>(op);
+  if (!l || l.getNumReductionLoops() != 0 || l->getNumRegions() != 1 ||
+      l.hasIndexSemantics())
+    return false;
+  Block &body = l->getRegion(0).front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  return yield && body.getOperations().size() == 1 &&
+         yield.getNumOperands() == 1 &&
+         llvm::is_contained(body.getArguments().take_front(l.getNumDpsInputs()),
+                            yield.getOperand(0));
+}
+
 LogicalResult checkSymbol(func::FuncOp f, StringRef name) {
   auto module = f->getParentOfType<ModuleOp>();
   if (module && module.lookupSymbol(name))
@@ -1187,6 +1204,26 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
             needed.insert(v);
     });
   }
+  // Layout ops (transposes, broadcasts, reshapes) that read only weights:
+  // their values are the same for every microbatch, so the backward
+  // recomputes them instead of every microbatch's forward saving a copy
+  // (GPT-2's tied LM head saved its 50257 x 512 transposed table per
+  // microbatch; recomputed, the transpose folds into the backward's BLAS
+  // call and is never materialized).
+  llvm::DenseSet<Operation *> weightLayout;
+  for (Operation *op : d.fwdOps) {
+    if (!isLayoutOp(op))
+      continue;
+    if (llvm::all_of(readValues(op), [&](Value v) {
+          if (auto a = dyn_cast<BlockArgument>(v))
+            return a.getOwner() == &bb &&
+                   llvm::is_contained(options.weights, a.getArgNumber());
+          Operation *def = v.getDefiningOp();
+          return def &&
+                 (!argDependent.contains(def) || weightLayout.contains(def));
+        }))
+      weightLayout.insert(op);
+  }
   llvm::SetVector<Value> saved;
   if (options.recompute != Recompute::All) {
     SmallVector<Value> work(needed.begin(), needed.end());
@@ -1197,7 +1234,8 @@ FailureOr<Gradient> autodiff::differentiate(func::FuncOp f,
       if (!def || !fwdSet.contains(def) || !argDependent.contains(def) ||
           !seen.insert(v).second)
         continue;
-      if (options.recompute == Recompute::Elementwise && isCheap(def)) {
+      if ((options.recompute == Recompute::Elementwise && isCheap(def)) ||
+          weightLayout.contains(def)) {
         for (Value r : readValues(def))
           work.push_back(r);
         continue;
