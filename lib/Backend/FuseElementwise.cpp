@@ -161,6 +161,13 @@ struct FuseElementwisePass
       if (isa<linalg::BatchMatmulOp>(op.getOperation()) &&
           op.getStaticLoopRanges().front() == 1)
         return true;
+      // A contraction whose only user transposes its result: the transpose
+      // becomes its output map (foldTransposeIntoContraction, below).
+      if (op->getNumResults() == 1 && op->hasOneUse())
+        if (std::optional<AffineMap> p =
+                permutationOf(*op->getResult(0).getUsers().begin());
+            p && swapsLastTwo(*p))
+          return true;
       return llvm::any_of(op.getDpsInputs(), [](Value v) {
         return isPurePermutation(v.getDefiningOp());
       });

@@ -44,6 +44,7 @@
 #include <optional>
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -192,8 +193,15 @@ static const std::string &compilerIdentity() {
     if (!dladdr(reinterpret_cast<void *>(&compilerIdentity), &info) ||
         !info.dli_fname)
       return std::string();
+    // For the main program dladdr gives argv[0], which may be a bare name
+    // found on PATH (or anything the caller passed): its file is
+    // /proc/self/exe. A shared library's name is the path it was loaded
+    // from.
+    std::string path = info.dli_fname;
+    if (path == program_invocation_name || path.find('/') == std::string::npos)
+      path = "/proc/self/exe";
     llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-        llvm::MemoryBuffer::getFile(info.dli_fname, /*IsText=*/false,
+        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                     /*RequiresNullTerminator=*/false);
     if (!file)
       return std::string();
@@ -202,6 +210,12 @@ static const std::string &compilerIdentity() {
         /*LowerCase=*/true);
   }();
   return identity;
+}
+
+/// The SHA-256 of `bytes`, 64 lower-case hex digits.
+static std::string sha256Hex(llvm::StringRef bytes) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)),
+                     /*LowerCase=*/true);
 }
 
 std::string target::objectCacheKey(llvm::ArrayRef<llvm::StringRef> inputs,
@@ -251,13 +265,21 @@ target::lookupCachedObject(llvm::StringRef dir, llvm::StringRef key) {
   uint64_t size = 0;
   if (!text || llvm::sys::fs::file_size(object, size))
     return std::nullopt;
-  // "<object bytes> <c runner utils 0/1> <libmvec 0/1>": an entry whose
-  // object is not the size it was written with (cut short) is a miss.
+  // "<object bytes> <c runner utils 0/1> <libmvec 0/1> <object SHA-256>":
+  // an entry whose object is not the one written (cut short, damaged) is a
+  // miss.
   unsigned long long bytes = 0;
   int crunner = 0, mvec = 0;
-  if (std::sscanf((*text)->getBuffer().str().c_str(), "%llu %d %d", &bytes,
-                  &crunner, &mvec) != 3 ||
+  char digest[65] = {0};
+  if (std::sscanf((*text)->getBuffer().str().c_str(), "%llu %d %d %64s", &bytes,
+                  &crunner, &mvec, digest) != 4 ||
       bytes != size)
+    return std::nullopt;
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytesRead =
+      llvm::MemoryBuffer::getFile(object, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!bytesRead ||
+      sha256Hex((*bytesRead)->getBuffer()) != llvm::StringRef(digest))
     return std::nullopt;
   return CachedObject{std::string(object), crunner != 0, mvec != 0};
 }
@@ -271,9 +293,13 @@ void target::storeCachedObject(llvm::StringRef dir, llvm::StringRef key,
   // entry or none.
   if (llvm::sys::fs::create_directories(dir))
     return;
-  uint64_t size = 0;
-  if (llvm::sys::fs::file_size(objectPath, size))
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> objectBytes =
+      llvm::MemoryBuffer::getFile(objectPath, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!objectBytes)
     return;
+  uint64_t size = (*objectBytes)->getBufferSize();
+  std::string digest = sha256Hex((*objectBytes)->getBuffer());
   auto publish = [&](llvm::StringRef name,
                      llvm::function_ref<bool(llvm::StringRef)> write) {
     llvm::SmallString<256> final(dir), tmp;
@@ -296,7 +322,7 @@ void target::storeCachedObject(llvm::StringRef dir, llvm::StringRef key,
     if (ec)
       return false;
     os << size << " " << int(needsCRunnerUtils) << " " << int(needsVectorMath)
-       << "\n";
+       << " " << digest << "\n";
     os.close();
     if (os.has_error()) {
       os.clear_error();

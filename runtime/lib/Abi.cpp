@@ -594,6 +594,7 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       st.microbatches.insert(int(mb));
       return;
     }
+    const double addBeginS = ctx.now();
     if (!ctx.device && v.isContiguous() && numElements(v.sizes) > 0) {
       // Host memory (no device in cpu builds): added where it lies.
       addToSum(dtype, v.base, st.gradSum);
@@ -602,6 +603,7 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       memorySpace(ctx).toHost(v, packed.data());
       addToSum(dtype, packed.data(), st.gradSum);
     }
+    ctx.addTime(ctx.gradientS, ctx.now() - addBeginS);
     st.microbatches.insert(int(mb));
     if (ctx.dataParallel)
       ctx.dataParallel->onGradient(ctx, param->index, int(mb));

@@ -152,7 +152,13 @@ int32_t kernelGuard(const char *fn, F &&f) {
   if (ctx && ctx->isPoisoned())
     return 1;
   try {
-    f();
+    if (ctx) {
+      double beginS = ctx->now();
+      f();
+      ctx->addTime(ctx->kernelS, ctx->now() - beginS);
+    } else {
+      f();
+    }
     return 0;
   } catch (const std::exception &e) {
     std::string where;

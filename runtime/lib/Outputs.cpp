@@ -445,6 +445,10 @@ void writeProfile(const Manifest &m, const RunOptions &o,
          {"recv_s", callS(TraceRecv)},
          {"input_s", callS(TraceInput)},
          {"output_s", callS(TraceOutput)},
+         {"kernel_s", o.iterations ? reports[r].kernelS / o.iterations : 0.0},
+         {"gradient_s",
+          o.iterations ? reports[r].gradientS / o.iterations : 0.0},
+         {"update_s", o.iterations ? reports[r].updateS / o.iterations : 0.0},
          {"iteration_s", median(reports[r].iterationS)},
          {"bubble_ratio", med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});
   }

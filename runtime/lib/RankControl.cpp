@@ -101,6 +101,8 @@ void sendReport(Communicator &c, const RankContext &ctx,
                 double timeoutS) {
   sendControl(c, 0, TagStats, iterS.data(), iterS.size() * sizeof(double),
               timeoutS, DType::F64, {int64_t(iterS.size())});
+  const double times[3] = {ctx.kernelS, ctx.gradientS, ctx.updateS};
+  sendControl(c, 0, TagTimes, times, sizeof(times), timeoutS, DType::F64, {3});
   std::vector<PackedEvent> ev;
   for (const auto &e : ctx.events)
     ev.push_back({e.kind, e.stage, e.microbatch, e.iteration, e.beginS, e.endS,
@@ -158,6 +160,12 @@ RankReport recvReport(Communicator &c, int src, double timeoutS) {
   RankReport r;
   Message m = recvControl(c, src, TagStats, timeoutS);
   r.iterationS = payloadAs<double>(m);
+  m = recvControl(c, src, TagTimes, timeoutS);
+  if (std::vector<double> times = payloadAs<double>(m); times.size() == 3) {
+    r.kernelS = times[0];
+    r.gradientS = times[1];
+    r.updateS = times[2];
+  }
   m = recvControl(c, src, TagEvents, timeoutS);
   std::vector<PackedEvent> ev = payloadAs<PackedEvent>(m);
   for (const auto &e : ev)

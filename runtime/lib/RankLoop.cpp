@@ -271,6 +271,9 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
         result.reports[0].outputsWritten = std::move(own.outputsWritten);
         result.reports[0].stashUsed = ctx.stashUsed;
         result.reports[0].stashPeak = ctx.stashPeakBytes;
+        result.reports[0].kernelS = ctx.kernelS;
+        result.reports[0].gradientS = ctx.gradientS;
+        result.reports[0].updateS = ctx.updateS;
         if (withOutputs) {
           result.reports[0].outputs = ctx.outputs;
           for (const auto &[index, acc] : ctx.reducedOutputs)

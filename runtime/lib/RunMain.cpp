@@ -9,7 +9,12 @@
 
 #include "RunnerInternal.h"
 
+#include "pipeopt/runtime/BufferCache.h"
+
 #include <iostream>
+#include <limits>
+
+#include <malloc.h>
 
 namespace pipeopt {
 namespace rt {
@@ -17,6 +22,22 @@ namespace rt {
 using namespace runner;
 
 int pipeoptRunMain(int argc, char **argv) {
+  // Large buffers stay with the allocator instead of being mapped and
+  // unmapped on every call: every step allocates the same activations and
+  // exchange buffers again, and page faults on fresh mappings were a tenth
+  // of a small model's run time and 700 ms of GPT-2 8 x 512's 2-rank step
+  // (its tied embedding's 206 MB of f64 sums cross between the ranks).
+  // glibc maps every request above 32 MiB (it refuses a larger
+  // M_MMAP_THRESHOLD) and, in any arena but the main one, every request
+  // larger than its 64 MiB heaps: so one arena, no mappings, no trimming.
+  // Only pipeopt-run, a process of its own, does this; a Session in
+  // another program (Python) leaves that program's allocator alone. The
+  // model's own buffers go through the buffer cache (BufferCache.h) either
+  // way.
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+
   RunOptions o;
   try {
     o = parseRunOptions(argc, argv);

@@ -46,6 +46,7 @@ enum ControlTag : int32_t {
   TagParamState = 12, ///< its mean gradient and optimizer state (f64)
   TagStash = 13,      ///< a rank's peak stashed bytes
   TagDone = 14,       ///< rank 0 has every rank's results (the run's end)
+  TagTimes = 15,      ///< a rank's kernel, gradient and update seconds
 };
 
 /// What rank 0 collects from every rank.
@@ -66,6 +67,8 @@ struct RankReport {
   /// pipeopt_rt_stash: whether the rank called it, and its peak total.
   bool stashUsed = false;
   int64_t stashPeak = 0;
+  /// RankContext's kernelS, gradientS and updateS over the run.
+  double kernelS = 0, gradientS = 0, updateS = 0;
 };
 
 /// Kinds of the (kind, index, microbatch) triples of a TagModelEvidence

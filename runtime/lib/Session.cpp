@@ -9,6 +9,7 @@
 
 #include "DataParallel.h"
 #include "RunnerInternal.h"
+#include "pipeopt/runtime/BufferCache.h"
 #include "pipeopt/runtime/CommRegistry.h"
 #include "pipeopt/runtime/Device.h"
 #include "pipeopt/runtime/ElfCheck.h"
@@ -188,6 +189,11 @@ Session::Session() : impl(std::make_unique<Impl>()) {}
 Session::~Session() {
   impl->communicators.comms.clear();
   impl->communicators.world.reset();
+  // The model's idle buffers go back to the process's allocator, and what
+  // it holds free to the system (a Python process goes on after a session).
+  impl.reset();
+  releaseIdleBuffers();
+  malloc_trim(0);
 }
 
 bool Session::loaded() const { return impl->loaded; }
@@ -857,16 +863,7 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
     }
   };
 
-  // Kernel threads, before any kernel runs. Large buffers are kept by the
-  // allocator instead of being mapped and unmapped on every call (each
-  // iteration allocates the same activations again, and a training step the
-  // same exchange buffers: page faults on fresh mappings were a tenth of a
-  // small model's run time, and 700 ms of GPT-2 8 x 512's 2-rank step,
-  // whose tied embedding's 206 MB of f64 sums cross between the ranks).
-  // glibc maps every request above 32 MiB (it refuses a larger
-  // M_MMAP_THRESHOLD), and in any arena but the main one also every request
-  // larger than its 64 MiB heaps: so one arena, no mappings, no trimming.
-  // The model's own buffers go through the buffer cache (BufferCache.h).
+  // Kernel threads, before any kernel runs.
   const int kernelThreads =
       ro.threads > 0
           ? ro.threads
@@ -875,9 +872,6 @@ void Session::Impl::runUnchecked(int steps, bool gatherOnly,
                                                     : int(localRanks.size()));
   if (kernelThreads != kernelThreadsSet) {
     setKernelThreads(kernelThreads);
-    mallopt(M_ARENA_MAX, 1);
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
     kernelThreadsSet = kernelThreads;
   }
 

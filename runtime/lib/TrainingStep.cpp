@@ -64,6 +64,19 @@ static std::string missingMicrobatchError(const Manifest &m, int index,
          "): the schedule misses a weight-gradient (W or backward) action";
 }
 
+/// The error for rank `r` of parameter `index`'s `ranks`, which reported
+/// no gradient for it in `step`.
+static std::string noGradientError(const Manifest &m, int index,
+                                   const std::vector<int> &ranks, int r,
+                                   int step) {
+  return parameterName(m, index) + ": rank " + std::to_string(r) +
+         " is in its \"ranks\" (" + rankList(ranks) + ") in the manifest " +
+         m.source + " but reported no gradient for it in step " +
+         std::to_string(step) +
+         " (a rank that reads a parameter reports its gradient with "
+         "pipeopt_rt_gradient)";
+}
+
 /// The sums of M microbatches (of D replicas with `dp`) -> their mean over
 /// the D x M microbatches of the global batch.
 static void scaleGradientSum(std::vector<double> &sums, size_t M,
@@ -119,6 +132,8 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       // mean gradient, with no copy of it (a tied 50257 x 512 embedding's
       // sums are 206 MB); last step's mean-gradient buffer, of the same
       // size, takes the next step's sums (zeroed by beginCall).
+      if (st.microbatches.empty())
+        return noGradientError(m, index, ranks, ctx.rank, step);
       for (size_t mb = 0; mb < M; ++mb)
         if (!st.microbatches.count(int(mb)))
           return missingMicrobatchError(m, index, ranks, st.microbatches, mb, M,
@@ -191,13 +206,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
           any = true;
         }
       if (!any)
-        return parameterName(m, index) + ": rank " + std::to_string(r) +
-               " is in its \"ranks\" (" + rankList(ranks) +
-               ") in the manifest " + m.source +
-               " but reported no gradient for it in step " +
-               std::to_string(step) +
-               " (a rank that reads a parameter reports its gradient with "
-               "pipeopt_rt_gradient)";
+        return noGradientError(m, index, ranks, r, step);
       for (size_t i = 0; i < total.size(); ++i) {
         double x;
         std::memcpy(&x, bytes.data() + i * sizeof(double), sizeof(double));
@@ -445,7 +454,9 @@ bool endTrainingStep(RankContext &ctx, Communicator &comm, const Manifest &m,
                      const RunOptions &o, int step, bool measured,
                      int measuredStep, int totalSteps, double t0,
                      RankResult &result) {
+  const double updateBeginS = ctx.now();
   std::string error = reduceAndUpdate(ctx, comm, m, step, o.timeoutS);
+  ctx.addTime(ctx.updateS, ctx.now() - updateBeginS);
   if (!error.empty()) {
     ctx.fail(error);
     return false;

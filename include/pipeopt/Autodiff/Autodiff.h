@@ -66,8 +66,11 @@ namespace pipeopt::autodiff {
 /// What the forward saves for the backward versus what the backward
 /// recomputes from the arguments and the saved values.
 enum class Recompute {
-  /// Save every forward value the backward reads (except constants and
-  /// values that depend on no argument, which are always recomputed).
+  /// Save every forward value the backward reads, except what is always
+  /// recomputed: constants, values that depend on no argument, and layout
+  /// ops (transpose, broadcast, reshape) that read only weights, whose
+  /// value is the same for every microbatch (saving a tied embedding's
+  /// transpose per microbatch cost 103 MB each and a copy).
   None,
   /// Recompute values produced by cheap element-wise or data-movement ops
   /// (all-parallel linalg ops, reshapes, slices, pads) from their operands;

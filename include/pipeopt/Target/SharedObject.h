@@ -82,7 +82,7 @@ translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
 /// objects under a key (objectCacheKey, 64 hex digits) and a rebuild of an
 /// unchanged model skips LLVM's optimization and code generation. An entry
 /// is `<dir>/<key>.o` and `<dir>/<key>.link` ("<object bytes> <needs C
-/// runner utils> <needs libmvec>").
+/// runner utils> <needs libmvec> <the object's SHA-256>").
 ///
 /// The key is the SHA-256 of the compiler itself (the file that holds this
 /// code: pipeopt-compile or the Python extension), LLVM's version, `tm`'s
@@ -106,8 +106,8 @@ struct CachedObject {
   bool needsVectorMath = false;
 };
 
-/// The entry `key` in `dir`, if it is complete (its object has the size
-/// its .link records); otherwise nothing (a miss).
+/// The entry `key` in `dir`, if it is complete and intact (its object has
+/// the size and SHA-256 its .link records); otherwise nothing (a miss).
 std::optional<CachedObject> lookupCachedObject(llvm::StringRef dir,
                                                llvm::StringRef key);
 

@@ -65,7 +65,8 @@ inline llvm::cl::ValuesClass lossOptionValues() {
 inline llvm::cl::ValuesClass recomputeOptionValues() {
   return llvm::cl::values(
       clEnumValN(autodiff::Recompute::None, "none",
-                 "save every forward value the backward reads"),
+                 "save every forward value the backward reads (except "
+                 "constants and layout ops of weights: always recomputed)"),
       clEnumValN(autodiff::Recompute::Elementwise, "elementwise",
                  "recompute cheap element-wise and data-movement results"),
       clEnumValN(autodiff::Recompute::All, "all",

@@ -197,3 +197,21 @@ func.func @transposed_gradient(%x: tensor<4x8xf32>, %dy: tensor<4x16xf32>) -> te
   } -> tensor<16x8xf32>
   return %dw : tensor<16x8xf32>
 }
+
+// A named matmul whose only user transposes its result: generalized, and
+// the transpose becomes its output map.
+// LOCAL-LABEL: func.func @named_transposed_result
+// LOCAL: linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d1, d0)>], iterator_types = ["parallel", "parallel", "reduction"]}
+// LOCAL-SAME: outs(%{{.*}} : tensor<16x4xf32>)
+// LOCAL-NOT: linalg.transpose
+// LOCAL-NOT: linalg.generic
+// LOCAL: return
+func.func @named_transposed_result(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<16x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %et = tensor.empty() : tensor<16x4xf32>
+  %t = linalg.transpose ins(%mm : tensor<4x16xf32>) outs(%et : tensor<16x4xf32>) permutation = [1, 0]
+  return %t : tensor<16x4xf32>
+}

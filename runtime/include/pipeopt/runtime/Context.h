@@ -232,6 +232,19 @@ public:
   int64_t stashPeakBytes = 0;
   bool stashUsed = false;
 
+  /// Seconds of the measured iterations (iteration >= 0) spent in the
+  /// library kernels (pipeopt_rt_matmul_* / conv2d_*: OpenBLAS GEMM and
+  /// im2col), in adding gradients to their sums (pipeopt_rt_gradient_*) and
+  /// in the end-of-step update (the gradient exchange between ranks, the
+  /// data-parallel wait and the optimizer). The profile's kernel_s,
+  /// gradient_s and update_s (docs/Runtime.md, "Profile JSON").
+  double kernelS = 0, gradientS = 0, updateS = 0;
+  /// Adds `seconds` to `total` if this is a measured iteration.
+  void addTime(double &total, double seconds) {
+    if (iteration >= 0)
+      total += seconds;
+  }
+
   /// With --data-parallel D > 1: this rank's part in its data-parallel
   /// group (the gradient all-reduce buckets; runtime/lib/DataParallel.h).
   /// Null otherwise. Not owned.
