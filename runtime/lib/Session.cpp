@@ -189,8 +189,9 @@ Session::Session() : impl(std::make_unique<Impl>()) {}
 Session::~Session() {
   impl->communicators.comms.clear();
   impl->communicators.world.reset();
-  // The model's idle buffers go back to the process's allocator, and what
-  // it holds free to the system (a Python process goes on after a session).
+  // The model's idle buffers go back to the allocator, and the allocator's
+  // free memory back to the kernel: a Python process goes on after a
+  // session ends.
   impl.reset();
   releaseIdleBuffers();
   malloc_trim(0);
