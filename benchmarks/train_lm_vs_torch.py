@@ -482,17 +482,17 @@ def profile_breakdown(path, step_s):
             if prof.get("schedule") == "unpartitioned" else ""))
     for r in prof["ranks"]:
         if "kernel_s" in r:
+            # Means over all the run's steps (the first, with its
+            # first-touch costs, included), unlike the median step.
             lines.append(
-                "      rank %d, per step: GEMM and other library kernels %.1f ms"
-                " (%.0f%%), other code in the actions (loop nests, copies, "
-                "fills) %.1f ms (%.0f%%), gradient accumulation %.1f ms, "
-                "update (exchange, optimizer) %.1f ms (%.0f%%)" % (
+                "      rank %d, mean per step: GEMM and other library kernels "
+                "%.1f ms, other code in the actions (loop nests, copies, "
+                "fills) %.1f ms, gradient accumulation %.1f ms, update "
+                "(gradient exchange with its wait for the peer, optimizer) "
+                "%.1f ms" % (
                     r["rank"], 1e3 * r["kernel_s"],
-                    100 * r["kernel_s"] / step_s,
                     1e3 * (r["busy_s"] - r["kernel_s"]),
-                    100 * (r["busy_s"] - r["kernel_s"]) / step_s,
-                    1e3 * r["gradient_s"], 1e3 * r["update_s"],
-                    100 * r["update_s"] / step_s))
+                    1e3 * r["gradient_s"], 1e3 * r["update_s"]))
         rest = step_s - r["busy_s"] - r["send_s"] - r["recv_s"] - \
             r["input_s"] - r["output_s"]
         lines.append(
