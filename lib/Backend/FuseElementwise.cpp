@@ -70,6 +70,13 @@ bool swapsLastTwo(AffineMap p) {
 }
 
 /// True for a linalg.generic that only transposes the last two dimensions
+/// of one input, through either indexing map (permutationOf, swapsLastTwo).
+bool isMatrixTranspose(Operation *op) {
+  std::optional<AffineMap> p = permutationOf(op);
+  return p && swapsLastTwo(*p);
+}
+
+/// True for a linalg.generic that only transposes the last two dimensions
 /// of one input, read through its input map (the output map is the
 /// identity). Fused into a contraction it becomes a transposed operand map,
 /// which the BLAS kernel reads in place instead of materializing the copy.
@@ -79,10 +86,8 @@ bool swapsLastTwo(AffineMap p) {
 /// permuted output map, whose fused maps the GPU kernels' matcher does not
 /// take (measured: ResNet-50's classifier lost its cuBLAS call).
 bool isPurePermutation(Operation *op) {
-  std::optional<AffineMap> p = permutationOf(op);
-  return p &&
-         cast<linalg::GenericOp>(op).getIndexingMapsArray()[1].isIdentity() &&
-         swapsLastTwo(*p);
+  return isMatrixTranspose(op) &&
+         cast<linalg::GenericOp>(op).getIndexingMapsArray()[1].isIdentity();
 }
 
 /// Rewrites `transpose` (a pure permutation) of the only result of a
@@ -163,11 +168,9 @@ struct FuseElementwisePass
         return true;
       // A contraction whose only user transposes its result: the transpose
       // becomes its output map (foldTransposeIntoContraction, below).
-      if (op->getNumResults() == 1 && op->hasOneUse())
-        if (std::optional<AffineMap> p =
-                permutationOf(*op->getResult(0).getUsers().begin());
-            p && swapsLastTwo(*p))
-          return true;
+      if (op->getNumResults() == 1 && op->hasOneUse() &&
+          isMatrixTranspose(*op->getResult(0).getUsers().begin()))
+        return true;
       return llvm::any_of(op.getDpsInputs(), [](Value v) {
         return isPurePermutation(v.getDefiningOp());
       });
@@ -222,8 +225,7 @@ struct FuseElementwisePass
     {
       SmallVector<linalg::GenericOp> transposes;
       module.walk([&](linalg::GenericOp op) {
-        if (std::optional<AffineMap> p = permutationOf(op);
-            p && swapsLastTwo(*p))
+        if (isMatrixTranspose(op))
           transposes.push_back(op);
       });
       for (linalg::GenericOp transpose : transposes)

@@ -715,16 +715,8 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
       target::createHostTargetMachine({o.cpu, o.optLevel});
   if (!tm)
     return tm.takeError();
-  llvm::LLVMContext llvmContext;
-  llvm::Expected<std::unique_ptr<llvm::Module>> translated =
-      target::translateToLLVMIR(module, llvmContext, **tm,
-                                llvm::sys::path::filename(outStem));
-  if (!translated)
-    return translated.takeError();
-  std::unique_ptr<llvm::Module> llvmModule = std::move(*translated);
-
   // The object cache (SharedObject.h): an unchanged module is not
-  // optimized and compiled again.
+  // translated, optimized and compiled again.
   std::string cacheDir, cacheKey;
   std::optional<target::CachedObject> cached;
   if (!cacheInputs.empty()) {
@@ -742,6 +734,13 @@ static llvm::Error emit(ModuleOp module, const CompileOptions &o,
                      /*temporaryObject=*/false, cached->needsCRunnerUtils,
                      cached->needsVectorMath);
   }
+  llvm::LLVMContext llvmContext;
+  llvm::Expected<std::unique_ptr<llvm::Module>> translated =
+      target::translateToLLVMIR(module, llvmContext, **tm,
+                                llvm::sys::path::filename(outStem));
+  if (!translated)
+    return translated.takeError();
+  std::unique_ptr<llvm::Module> llvmModule = std::move(*translated);
   target::optimizeModule(*llvmModule, **tm, o.optLevel);
   timer.done("llvm-opt");
   if (o.saveTemps || o.emit == Emit::LLVMIR) {

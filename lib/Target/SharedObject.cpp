@@ -184,6 +184,20 @@ llvm::Error target::emitObjectFile(llvm::Module &module,
   return llvm::Error::success();
 }
 
+/// The SHA-256 of `bytes`, 64 lower-case hex digits.
+static std::string sha256Hex(llvm::StringRef bytes) {
+  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)),
+                     /*LowerCase=*/true);
+}
+
+/// The contents of the file at `path`; nothing if it cannot be read.
+static std::unique_ptr<llvm::MemoryBuffer> readBytes(const llvm::Twine &path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  return file ? std::move(*file) : nullptr;
+}
+
 /// The SHA-256 (hex) of the file that holds this code (pipeopt-compile, or
 /// the Python extension): a rebuilt compiler makes other objects from the
 /// same input. "" if it cannot be read.
@@ -200,22 +214,10 @@ static const std::string &compilerIdentity() {
     std::string path = info.dli_fname;
     if (path == program_invocation_name || path.find('/') == std::string::npos)
       path = "/proc/self/exe";
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-        llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                    /*RequiresNullTerminator=*/false);
-    if (!file)
-      return std::string();
-    return llvm::toHex(
-        llvm::SHA256::hash(llvm::arrayRefFromStringRef((*file)->getBuffer())),
-        /*LowerCase=*/true);
+    std::unique_ptr<llvm::MemoryBuffer> file = readBytes(path);
+    return file ? sha256Hex(file->getBuffer()) : std::string();
   }();
   return identity;
-}
-
-/// The SHA-256 of `bytes`, 64 lower-case hex digits.
-static std::string sha256Hex(llvm::StringRef bytes) {
-  return llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(bytes)),
-                     /*LowerCase=*/true);
 }
 
 std::string target::objectCacheKey(llvm::ArrayRef<llvm::StringRef> inputs,
@@ -260,10 +262,9 @@ target::lookupCachedObject(llvm::StringRef dir, llvm::StringRef key) {
   llvm::SmallString<256> object(dir), info(dir);
   llvm::sys::path::append(object, key + ".o");
   llvm::sys::path::append(info, key + ".link");
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
-      llvm::MemoryBuffer::getFile(info, /*IsText=*/true);
-  uint64_t size = 0;
-  if (!text || llvm::sys::fs::file_size(object, size))
+  std::unique_ptr<llvm::MemoryBuffer> text = readBytes(info);
+  std::unique_ptr<llvm::MemoryBuffer> bytesRead = readBytes(object);
+  if (!text || !bytesRead)
     return std::nullopt;
   // "<object bytes> <c runner utils 0/1> <libmvec 0/1> <object SHA-256>":
   // an entry whose object is not the one written (cut short, damaged) is a
@@ -271,15 +272,10 @@ target::lookupCachedObject(llvm::StringRef dir, llvm::StringRef key) {
   unsigned long long bytes = 0;
   int crunner = 0, mvec = 0;
   char digest[65] = {0};
-  if (std::sscanf((*text)->getBuffer().str().c_str(), "%llu %d %d %64s", &bytes,
+  if (std::sscanf(text->getBuffer().str().c_str(), "%llu %d %d %64s", &bytes,
                   &crunner, &mvec, digest) != 4 ||
-      bytes != size)
-    return std::nullopt;
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytesRead =
-      llvm::MemoryBuffer::getFile(object, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!bytesRead ||
-      sha256Hex((*bytesRead)->getBuffer()) != llvm::StringRef(digest))
+      bytes != bytesRead->getBufferSize() ||
+      sha256Hex(bytesRead->getBuffer()) != llvm::StringRef(digest))
     return std::nullopt;
   return CachedObject{std::string(object), crunner != 0, mvec != 0};
 }
@@ -293,43 +289,32 @@ void target::storeCachedObject(llvm::StringRef dir, llvm::StringRef key,
   // entry or none.
   if (llvm::sys::fs::create_directories(dir))
     return;
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> objectBytes =
-      llvm::MemoryBuffer::getFile(objectPath, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!objectBytes)
+  std::unique_ptr<llvm::MemoryBuffer> object = readBytes(objectPath);
+  if (!object)
     return;
-  uint64_t size = (*objectBytes)->getBufferSize();
-  std::string digest = sha256Hex((*objectBytes)->getBuffer());
-  auto publish = [&](llvm::StringRef name,
-                     llvm::function_ref<bool(llvm::StringRef)> write) {
+  // Writes `bytes` as `<dir>/<name>` through a temporary and a rename.
+  auto publish = [&](const llvm::Twine &name, llvm::StringRef bytes) {
     llvm::SmallString<256> final(dir), tmp;
     llvm::sys::path::append(final, name);
-    if (llvm::sys::fs::createUniqueFile(final + ".tmp-%%%%%%", tmp))
+    int fd = -1;
+    if (llvm::sys::fs::createUniqueFile(final + ".tmp-%%%%%%", fd, tmp))
       return false;
-    if (!write(tmp) || llvm::sys::fs::rename(tmp, final)) {
+    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
+    os << bytes;
+    os.close();
+    bool written = !os.has_error();
+    os.clear_error();
+    if (!written || llvm::sys::fs::rename(tmp, final)) {
       llvm::sys::fs::remove(tmp);
       return false;
     }
     return true;
   };
-  if (!publish((key + ".o").str(), [&](llvm::StringRef tmp) {
-        return !llvm::sys::fs::copy_file(objectPath, tmp);
-      }))
-    return;
-  publish((key + ".link").str(), [&](llvm::StringRef tmp) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_Text);
-    if (ec)
-      return false;
-    os << size << " " << int(needsCRunnerUtils) << " " << int(needsVectorMath)
-       << " " << digest << "\n";
-    os.close();
-    if (os.has_error()) {
-      os.clear_error();
-      return false;
-    }
-    return true;
-  });
+  std::string link = llvm::formatv("{0} {1} {2} {3}\n", object->getBufferSize(),
+                                   int(needsCRunnerUtils), int(needsVectorMath),
+                                   sha256Hex(object->getBuffer()));
+  if (publish(key + ".o", object->getBuffer()))
+    publish(key + ".link", link);
 }
 
 bool target::needsCRunnerUtils(const llvm::Module &module) {

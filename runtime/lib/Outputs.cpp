@@ -433,10 +433,12 @@ void writeProfile(const Manifest &m, const RunOptions &o,
       if (std::find(sr.begin(), sr.end(), r) == sr.end())
         sr.push_back(r);
     }
-    double perIter = o.iterations ? busy / o.iterations : 0;
+    auto perIteration = [&](double totalS) {
+      return o.iterations ? totalS / o.iterations : 0.0;
+    };
+    double perIter = perIteration(busy);
     auto callS = [&](int kind) {
-      return o.iterations ? calls[size_t(kind - TraceSend)] / o.iterations
-                          : 0.0;
+      return perIteration(calls[size_t(kind - TraceSend)]);
     };
     ranks.push_back(
         {{"rank", r},
@@ -445,10 +447,9 @@ void writeProfile(const Manifest &m, const RunOptions &o,
          {"recv_s", callS(TraceRecv)},
          {"input_s", callS(TraceInput)},
          {"output_s", callS(TraceOutput)},
-         {"kernel_s", o.iterations ? reports[r].kernelS / o.iterations : 0.0},
-         {"gradient_s",
-          o.iterations ? reports[r].gradientS / o.iterations : 0.0},
-         {"update_s", o.iterations ? reports[r].updateS / o.iterations : 0.0},
+         {"kernel_s", perIteration(reports[r].kernelS)},
+         {"gradient_s", perIteration(reports[r].gradientS)},
+         {"update_s", perIteration(reports[r].updateS)},
          {"iteration_s", median(reports[r].iterationS)},
          {"bubble_ratio", med > 0 ? std::max(0.0, 1.0 - perIter / med) : 0.0}});
   }

@@ -9,8 +9,6 @@
 
 #include "RunnerInternal.h"
 
-#include "pipeopt/runtime/BufferCache.h"
-
 #include <iostream>
 #include <limits>
 

@@ -19,7 +19,6 @@
 #include "pipeopt/runtime/Watchdog.h"
 
 #include <dlfcn.h>
-#include <limits>
 #include <malloc.h>
 
 #include <algorithm>

@@ -41,13 +41,6 @@ std::string rankList(const std::vector<int> &ranks) {
   return s;
 }
 
-/// The end of a training step on one rank (a manifest with parameters):
-/// for every parameter this rank keeps, the ranks of its list exchange
-/// their accumulators (pairwise, in a global order that is deadlock-free
-/// even with rendezvous sends), sum them in ascending rank order, check
-/// that every rank reported and every microbatch is covered, divide by M
-/// and apply the optimizer. Returns an error message ("" if none); throws
-/// on communication errors.
 /// The error for microbatch `mb` of `M`, for which no rank of parameter
 /// `index`'s `ranks` reported a gradient (`got`: those reported).
 static std::string missingMicrobatchError(const Manifest &m, int index,
@@ -91,6 +84,13 @@ static void scaleGradientSum(std::vector<double> &sums, size_t M,
   }
 }
 
+/// The end of a training step on one rank (a manifest with parameters):
+/// for every parameter this rank keeps, the ranks of its list exchange
+/// their accumulators (pairwise, in a global order that is deadlock-free
+/// even with rendezvous sends), sum them in ascending rank order, check
+/// that every rank reported and every microbatch is covered, divide by M
+/// and apply the optimizer. Returns an error message ("" if none); throws
+/// on communication errors.
 std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
                             const Manifest &m, int step, double timeoutS) {
   const size_t M = size_t(m.numMicrobatches);
