@@ -202,8 +202,9 @@ struct CompileCLOptions {
       cl::init(true), cl::cat(category)};
   cl::opt<bool> approximateMath{
       "approximate-math",
-      cl::desc("Approximate f32 exp, log, tanh, ... with vectorizable "
-               "polynomials instead of libm calls (erf/erfc always are)"),
+      cl::desc("Approximate f32 exp, log, ... with vectorizable "
+               "polynomials instead of libm calls (erf, erfc and tanh "
+               "always are)"),
       cl::init(false), cl::cat(category)};
 
   cl::opt<bool> inputViews{

@@ -81,6 +81,63 @@ TEST(Optimizer, AdamW) {
   EXPECT_EQ(st.step, 2);
 }
 
+// optimizerStepTensor's AdamW on f32 weights runs a vectorized loop (one
+// clone per x86-64 vector width); it must give the bits of the scalar
+// path (weights widened to double, optimizerStep, rounded once), for both
+// of torch's lerp branches, with and without weight decay, on several
+// threads, over steps whose state the loop carries.
+TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
+  const size_t n = 200003; // vector tails; 3 ranges of 2^16 for 2 threads
+  std::vector<float> w0(n);
+  std::vector<std::vector<double>> grads(3, std::vector<double>(n));
+  uint64_t x = 88172645463325252ull;
+  auto next = [&x] { // xorshift64: values in [-1, 1)
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return double(x >> 11) / double(1ull << 52) - 1.0;
+  };
+  for (size_t i = 0; i < n; ++i)
+    w0[i] = float(next());
+  for (auto &g : grads)
+    for (double &gi : g)
+      gi = next() * 1e-3;
+  for (double beta1 : {0.9, 0.3})
+    for (double decay : {0.0, 0.01}) {
+      TrainingConfig c;
+      c.optimizer = OptimizerKind::AdamW;
+      c.lr = 1e-3;
+      c.beta1 = beta1;
+      c.beta2 = 0.999;
+      c.eps = 1e-8;
+      c.weightDecay = decay;
+      HostTensor t;
+      t.dtype = DType::F32;
+      t.shape = {int64_t(n)};
+      t.data.resize(n * 4);
+      std::memcpy(t.data.data(), w0.data(), n * 4);
+      std::vector<float> want = w0;
+      OptimizerState fast, scalar;
+      for (const auto &g : grads) {
+        optimizerStepTensor(c, t, g, fast, /*threads=*/2);
+        std::vector<double> w(want.begin(), want.end());
+        optimizerStep(c, w, g, scalar);
+        for (size_t i = 0; i < n; ++i)
+          want[i] = float(w[i]);
+      }
+      std::vector<float> got(n);
+      std::memcpy(got.data(), t.data.data(), n * 4);
+      size_t differ = 0;
+      for (size_t i = 0; i < n; ++i)
+        differ += std::memcmp(&got[i], &want[i], 4) != 0;
+      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay "
+                            << decay;
+      EXPECT_EQ(fast.first, scalar.first);
+      EXPECT_EQ(fast.second, scalar.second);
+      EXPECT_EQ(fast.step, 3);
+    }
+}
+
 TEST(Optimizer, NoneChangesNothing) {
   TrainingConfig c;
   OptimizerState st;

@@ -28,6 +28,19 @@ func.func @f64(%x: f64) -> (f64, f64) {
   return %a, %b : f64, f64
 }
 
+// f32 tanh is approximated by default (the vectorizer has no vector tanhf
+// to call); f64 tanh stays for LLVM (libm's tanh).
+// CHECK-LABEL: func.func @tanh
+// CHECK-NOT: math.tanh %{{.*}} : f32
+// CHECK: math.tanh %{{.*}} : f64
+// CHECK-NOT: math.tanh
+// CHECK: return
+func.func @tanh(%x: f32, %y: f64) -> (f32, f64) {
+  %a = math.tanh %x : f32
+  %b = math.tanh %y : f64
+  return %a, %b : f32, f64
+}
+
 // Math on tensors is left to convert-elementwise-to-linalg: exp stays (it
 // has an LLVM lowering once it is a scalar in a linalg body) even with
 // approximate-all.
