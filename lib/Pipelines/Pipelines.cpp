@@ -240,6 +240,9 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   front.inputViews = options.inputViews;
   addBufferizedLoweringPasses(pm, front);
 
+  // Temporaries are freed after their last use, not when the step returns.
+  pm.addPass(createFreeBuffersEarlyPass());
+
   // Contractions and convolutions -> calls of the runtime's BLAS kernels.
   if (options.kernels)
     pm.addPass(createConvertLinalgToRuntimeKernelsPass());

@@ -614,7 +614,8 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       for (double &x : st.gradSum)
         x /= double(k);
       optimizerStepTensor(m->training, st.value, st.gradSum, st.optimizer);
-      st.meanGrad = st.gradSum;
+      if (ctx.keepMeanGradients)
+        st.meanGrad = st.gradSum;
       std::fill(st.gradSum.begin(), st.gradSum.end(), 0.0);
       st.pending = 0;
     }

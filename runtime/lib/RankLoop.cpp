@@ -62,6 +62,7 @@ void runRank(int rank, Communicator &comm, const Manifest &m,
   const int globalRank =
       dataParallel ? dataParallel->replica * m.numRanks + rank : rank;
   ctx.recordCalls = !o.tracePath.empty() || !o.profilePath.empty();
+  ctx.keepMeanGradients = o.saveGrads;
   ScopedContext scope(&ctx);
   std::vector<double> iterS;
   PhaseText phase{progress, ""};

@@ -128,10 +128,11 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     size_t sumBytes = deviceOnly ? 0 : n * sizeof(double);
     if (!onDevice && !zero && ranks.size() == 1) {
       // Only this rank reads the parameter: its sums are the total. They
-      // are scaled and applied where they lie, and the buffer becomes the
-      // mean gradient, with no copy of it (a tied 50257 x 512 embedding's
-      // sums are 206 MB); last step's mean-gradient buffer, of the same
-      // size, takes the next step's sums (zeroed by beginCall).
+      // are scaled and applied where they lie, with no copy (a tied
+      // 50257 x 512 embedding's sums are 206 MB). The buffer then takes the
+      // next step's sums (zeroed by beginCall), or, when the mean gradient
+      // is kept (--save-grads), becomes it and last step's mean-gradient
+      // buffer takes the sums.
       if (st.microbatches.empty())
         return noGradientError(m, index, ranks, ctx.rank, step);
       for (size_t mb = 0; mb < M; ++mb)
@@ -143,8 +144,12 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       scaleGradientSum(total, M, dp);
       optimizerStepTensor(m.training, st.value, total, st.optimizer,
                           kernelThreads());
-      st.gradSum.swap(st.meanGrad);
-      st.meanGrad = std::move(total);
+      if (ctx.keepMeanGradients) {
+        st.gradSum.swap(st.meanGrad);
+        st.meanGrad = std::move(total);
+      } else {
+        st.gradSum = std::move(total);
+      }
       if (st.gradSum.size() != n)
         st.gradSum.assign(n, 0.0);
       continue;
@@ -248,7 +253,8 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     // In place, on the rank's kernel threads (Optimizer.h).
     optimizerStepTensor(m.training, st.value, total, st.optimizer,
                         kernelThreads());
-    st.meanGrad = std::move(total);
+    if (ctx.keepMeanGradients)
+      st.meanGrad = std::move(total);
   }
   if (zero) {
     // ZeRO-1: reduce-scatter, this replica's shard of the update,

@@ -128,7 +128,8 @@ struct ParameterState {
   std::vector<double> gradSum;
   std::set<int> microbatches;
   /// The last step's mean gradient g over all ranks of the parameter (after
-  /// the reduction), for --save-grads.
+  /// the reduction), for --save-grads; empty unless the rank's context
+  /// keeps mean gradients (RankContext::keepMeanGradients).
   std::vector<double> meanGrad;
   OptimizerState optimizer;
   /// Asynchronous updates ("update_every" k): contributions in gradSum
@@ -174,6 +175,11 @@ public:
   /// Whether send, recv, input and output calls are recorded as events too
   /// (pipeopt-run sets it when it writes a trace or a profile).
   bool recordCalls = false;
+  /// Whether a training step keeps each parameter's mean gradient
+  /// (ParameterState::meanGrad) after its update, for --save-grads. Without
+  /// it the buffer that held the mean takes the next step's sums: one
+  /// buffer of 8 bytes per weight instead of two.
+  bool keepMeanGradients = false;
   /// Appends a call event from `beginS` to now (when recordCalls).
   void recordCall(int kind, int stage, int microbatch, int peer, int64_t bytes,
                   double beginS);
