@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "RunnerInternal.h"
-#include "pipeopt/runtime/BufferCache.h"
 
 #include <iostream>
 #include <limits>
@@ -109,7 +108,6 @@ int pipeoptRunMain(int argc, char **argv) {
     return 1;
   }
   st = session.writeResults(std::cout);
-  if (getenv("PIPEOPT_DEBUG_BUF")) { auto b = pipeopt::rt::bufferCacheStats(); fprintf(stderr, "DEBUG buffers: peak %.1f MiB live %.1f idle %.1f hits %lu misses %lu released %.1f\n", b.peakBytes/1048576.0, b.liveBytes/1048576.0, b.idleBytes/1048576.0, (unsigned long)b.hits, (unsigned long)b.misses, b.releasedBytes/1048576.0); }
   if (!st) {
     printError(st.message());
     return 1;
