@@ -65,8 +65,8 @@ inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
                          const double *__restrict g, double *__restrict m,
                          double *__restrict v, size_t begin, size_t end) {
   for (size_t i = begin; i < end; ++i)
-    w[i] = float(adamwElementOf<Small, Decays>(k, double(w[i]), g[i], m[i],
-                                                v[i]));
+    w[i] =
+        float(adamwElementOf<Small, Decays>(k, double(w[i]), g[i], m[i], v[i]));
 }
 
 /// AdamW on elements [begin, end) of f32 weights: the same arithmetic as

@@ -304,6 +304,7 @@ Trained train(const Manifest &m, const InputStore &in, Communicator &comm,
               int rank, const Device *device, int steps, std::string *error) {
   RankContext ctx(rank, &comm, &m, &in, 5);
   ctx.device = device;
+  ctx.keepMeanGradients = true; // compared below, as --save-grads keeps them
   ScopedContext scope(&ctx);
   Trained out;
   auto fail = [&](const std::string &what) {

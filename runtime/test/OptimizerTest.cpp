@@ -130,8 +130,7 @@ TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
       size_t differ = 0;
       for (size_t i = 0; i < n; ++i)
         differ += std::memcmp(&got[i], &want[i], 4) != 0;
-      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay "
-                            << decay;
+      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay " << decay;
       EXPECT_EQ(fast.first, scalar.first);
       EXPECT_EQ(fast.second, scalar.second);
       EXPECT_EQ(fast.step, 3);
