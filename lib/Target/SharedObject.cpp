@@ -105,6 +105,18 @@ target::translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
   return llvmModule;
 }
 
+unsigned target::markEntryPointsOptNone(llvm::Module &module) {
+  unsigned marked = 0;
+  for (llvm::Function &f : module) {
+    if (f.isDeclaration() || !f.getName().starts_with("pipeopt_rank_"))
+      continue;
+    f.addFnAttr(llvm::Attribute::NoInline);
+    f.addFnAttr(llvm::Attribute::OptimizeNone);
+    ++marked;
+  }
+  return marked;
+}
+
 llvm::Expected<std::unique_ptr<llvm::Module>>
 target::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
                           llvm::TargetMachine &tm, llvm::StringRef name) {
@@ -116,6 +128,7 @@ target::translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
     return makeError("translation to LLVM IR failed");
   llvmModule->setTargetTriple(tm.getTargetTriple());
   llvmModule->setDataLayout(tm.createDataLayout());
+  markEntryPointsOptNone(*llvmModule);
   return std::move(llvmModule);
 }
 

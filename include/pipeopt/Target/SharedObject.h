@@ -70,8 +70,21 @@ translateAndOptimize(mlir::ModuleOp module, llvm::LLVMContext &context,
                      llvm::TargetMachine &tm, unsigned optLevel,
                      llvm::StringRef name);
 
+/// Marks the rank entry points of `module` (`pipeopt_rank_<r>`, defined
+/// here) `optnone noinline`; returns how many. An entry point is a
+/// straight-line sequence of runtime calls and stage calls, run once per
+/// step: optimizing it gains nothing measurable, but instruction selection
+/// compares the stores of a call's stack arguments in pairs, and a stage
+/// function takes every weight, gradient and activation buffer as five or
+/// more scalars (GPT-2 16 x 512's training step: 2,240 arguments). That
+/// made code generation grow with the square of the model's depth (16 x
+/// 512: 5.7 of 8.0 s in the entry point). With optnone the entry point
+/// goes through the fast instruction selector.
+unsigned markEntryPointsOptNone(llvm::Module &module);
+
 /// Translates `module` (LLVM dialect only) to LLVM IR in `context`, named
-/// `name`, with `tm`'s triple and data layout, unoptimized. Errors:
+/// `name`, with `tm`'s triple and data layout, unoptimized; the entry
+/// points are marked optnone (markEntryPointsOptNone). Errors:
 /// "translation to LLVM IR failed" (after the MLIR diagnostics).
 llvm::Expected<std::unique_ptr<llvm::Module>>
 translateToLLVMIR(mlir::ModuleOp module, llvm::LLVMContext &context,
