@@ -20,11 +20,20 @@ namespace pipeopt {
 
 using namespace mlir;
 
+/// Whether a result of this type can carry a buffer to a later use that
+/// the pass would not see as a memref (a tensor of it, an LLVM struct or
+/// pointer of its descriptor): anything but memrefs, integers, indices and
+/// floats.
+static bool mayHideBuffer(Type type) {
+  return !isa<BaseMemRefType, IntegerType, IndexType, FloatType>(type);
+}
+
 /// The op of `block` after which `alloc`'s buffer is no longer used
 /// (through any value that may alias it), or null when a use cannot be
 /// followed: the buffer (or an alias) is passed to a terminator of the
-/// block, freed elsewhere, turned into a pointer or an LLVM value, or used
-/// outside the block.
+/// block, freed elsewhere, stored into memory, turned into a pointer, an
+/// LLVM value or any result that is not a memref or a number (a tensor,
+/// a struct), or used outside the block.
 static Operation *lastUseInBlock(memref::AllocOp alloc,
                                  memref::DeallocOp dealloc) {
   Block *block = alloc->getBlock();
@@ -54,7 +63,12 @@ static Operation *lastUseInBlock(memref::AllocOp alloc,
         continue;
       if (isa<memref::DeallocOp, memref::ExtractAlignedPointerAsIndexOp>(
               user) ||
-          isa_and_nonnull<LLVM::LLVMDialect>(user->getDialect()))
+          isa_and_nonnull<LLVM::LLVMDialect>(user->getDialect()) ||
+          llvm::any_of(user->getResultTypes(), mayHideBuffer))
+        return nullptr;
+      // The buffer itself stored as a value (into a memref of memrefs).
+      if (auto store = dyn_cast<memref::StoreOp>(user);
+          store && store.getValueToStore() == v)
         return nullptr;
       Operation *ancestor = block->findAncestorOpInBlock(*user);
       if (!ancestor)

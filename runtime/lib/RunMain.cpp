@@ -61,12 +61,13 @@ int pipeoptRunMain(int argc, char **argv) {
     return setupFailed(st);
   // Outputs travel to rank 0 only for --output-dir.
   session.setCollectOutputs(false);
-  // So do the parameters after the run, and where a parameter has several
-  // copies (on several ranks or replicas): the gathering checks them bit
-  // for bit. Otherwise the gathered copy of every weight with its
-  // optimizer state (1.2 GB for GPT-2 8 x 512, the run's peak memory)
-  // would serve nothing. Checkpoints gather their own.
-  bool copies = o.dataParallel > 1;
+  // So do the parameters after the run, and where a parameter has copies
+  // on several ranks of the pipeline: the gathering checks them bit for
+  // bit (replica 0's ranks only: the replicas are not compared).
+  // Otherwise the gathered copy of every weight with its optimizer state
+  // (1.2 GB for GPT-2 8 x 512, the run's peak memory) would serve nothing.
+  // Checkpoints gather their own.
+  bool copies = false;
   for (const ManifestParameter &p : session.manifest().parameters)
     copies = copies || p.ranks.size() > 1;
   session.setGatherAfterRun(!o.outputDir.empty() || copies);

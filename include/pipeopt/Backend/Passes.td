@@ -113,11 +113,14 @@ def FreeBuffersEarlyPass
     memref block argument of its regions, is taken as an alias and its uses
     count too. A dealloc stays where it is when a use cannot be followed:
     the buffer or an alias reaches a terminator of the block (returned,
-    passed to a successor block), is freed elsewhere, becomes a pointer
-    (`memref.extract_aligned_pointer_as_index`, LLVM ops) or is used
-    outside the block. Runs after buffer deallocation and before the
-    conversion to LLVM; deallocs in nested regions and of buffers
-    allocated elsewhere are left alone.
+    passed to a successor block), is freed elsewhere, is stored as a value
+    (into a memref of memrefs), becomes a pointer
+    (`memref.extract_aligned_pointer_as_index`, LLVM ops) or a result that
+    is neither a memref nor a number (`bufferization.to_tensor`, an
+    unrealized cast to a descriptor struct), or is used outside the block.
+    Runs after buffer deallocation and before the conversion to LLVM. A
+    dealloc inside a nested block (a loop body) moves within that block
+    the same way; deallocs of buffers allocated in another block stay.
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect"];
 }

@@ -93,3 +93,72 @@ func.func @passed_to_a_successor() {
 ^bb1(%x: memref<?xf32>):
   return
 }
+
+// -----
+
+// A buffer that reaches a later read through a value that is not a memref
+// keeps its dealloc: a tensor of it, a cast to its descriptor struct, or
+// the buffer stored into a memref of memrefs.
+
+// CHECK-LABEL: func.func @to_tensor
+// CHECK:      tensor.extract
+// CHECK-NEXT: memref.dealloc
+func.func private @other()
+func.func @to_tensor() -> f32 {
+  %c0 = arith.constant 0 : index
+  %a = memref.alloc() : memref<4xf32>
+  %t = bufferization.to_tensor %a restrict : memref<4xf32> to tensor<4xf32>
+  call @other() : () -> ()
+  %x = tensor.extract %t[%c0] : tensor<4xf32>
+  memref.dealloc %a : memref<4xf32>
+  return %x : f32
+}
+
+// CHECK-LABEL: func.func @descriptor_cast
+// CHECK:      llvm.load
+// CHECK-NEXT: memref.dealloc
+func.func @descriptor_cast() -> i64 {
+  %a = memref.alloc() : memref<4xf32>
+  %d = builtin.unrealized_conversion_cast %a : memref<4xf32> to !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  call @other() : () -> ()
+  %p = llvm.extractvalue %d[1] : !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+  %v = llvm.load %p : !llvm.ptr -> i64
+  memref.dealloc %a : memref<4xf32>
+  return %v : i64
+}
+
+// CHECK-LABEL: func.func @stored_as_a_value
+// CHECK:      memref.load %{{.*}} : memref<4xf32>
+// CHECK-NEXT: memref.dealloc
+func.func @stored_as_a_value() -> f32 {
+  %c0 = arith.constant 0 : index
+  %mm = memref.alloca() : memref<1xmemref<4xf32>>
+  %a = memref.alloc() : memref<4xf32>
+  memref.store %a, %mm[%c0] : memref<1xmemref<4xf32>>
+  call @other() : () -> ()
+  %b = memref.load %mm[%c0] : memref<1xmemref<4xf32>>
+  %x = memref.load %b[%c0] : memref<4xf32>
+  memref.dealloc %a : memref<4xf32>
+  return %x : f32
+}
+
+// A dealloc in a loop body moves within the body.
+// CHECK-LABEL: func.func @in_a_loop
+// CHECK:      scf.for
+// CHECK:        memref.alloc
+// CHECK-NEXT:   call @use4
+// CHECK-NEXT:   memref.dealloc
+// CHECK-NEXT:   call @other()
+func.func private @use4(memref<4xf32>)
+func.func @in_a_loop() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  scf.for %i = %c0 to %c4 step %c1 {
+    %a = memref.alloc() : memref<4xf32>
+    func.call @use4(%a) : (memref<4xf32>) -> ()
+    func.call @other() : () -> ()
+    memref.dealloc %a : memref<4xf32>
+  }
+  return
+}
