@@ -44,6 +44,11 @@ void InputStore::set(const ManifestInput &meta, int numMicrobatches,
     steps.erase(meta.index);
 }
 
+void InputStore::releaseData(int index) {
+  if (auto it = entries.find(index); it != entries.end())
+    std::vector<uint8_t>().swap(it->second.second.data);
+}
+
 const std::pair<ManifestInput, HostTensor> *InputStore::find(int index) const {
   auto it = entries.find(index);
   return it == entries.end() ? nullptr : &it->second;

@@ -71,6 +71,8 @@ int pipeoptRunMain(int argc, char **argv) {
   for (const ManifestParameter &p : session.manifest().parameters)
     copies = copies || p.ranks.size() > 1;
   session.setGatherAfterRun(!o.outputDir.empty() || copies);
+  // The ranks' parameter state is the only copy of the weights it needs.
+  session.setReleaseParameterInputs(true);
   // Inputs without --input: seeded random data.
   session.setRandomInputs(true, o.seed);
   st = session.prepareInputs();

@@ -133,6 +133,8 @@ struct Session::Impl {
   /// The loss of every measured step (rank 0's process).
   std::vector<float> losses;
   bool gatherAfterRun = true;
+  /// setReleaseParameterInputs.
+  bool releaseParameterInputs = false;
   /// The communicators may serve the next run (one process per rank,
   /// after a run that succeeded).
   bool commsReusable = false;
@@ -635,6 +637,10 @@ void Session::setGatherAfterRun(bool enabled) {
   impl->gatherAfterRun = enabled;
 }
 
+void Session::setReleaseParameterInputs(bool enabled) {
+  impl->releaseParameterInputs = enabled;
+}
+
 Status Session::synchronize() {
   if (!impl->loaded)
     return notLoaded();
@@ -712,6 +718,14 @@ Status Session::Impl::ensureRankState() {
       made[i] = std::move(init.parameters);
     }
     rankParams = std::move(made);
+    // The rank state is now the copy of the weights that is read; the
+    // inputs' copies go (setReleaseParameterInputs).
+    if (releaseParameterInputs)
+      for (const ManifestParameter &p : m.parameters) {
+        inputs->releaseData(p.index);
+        for (auto &[replica, store] : replicaInputs)
+          store.releaseData(p.index);
+      }
     // ZeRO-1: the shards are cut anew from this state at the next run.
     for (auto &dpr : dataParallelRanks)
       if (dpr)

@@ -815,6 +815,36 @@ TEST(SessionLoop, ABatchPerStepEqualsADataset) {
   EXPECT_EQ(bytesOf(loop, "b"), bytesOf(whole, "b"));
 }
 
+TEST(SessionLoop, ReleasedParameterInputs) {
+  // With the inputs' copies of the parameters freed after the first run
+  // (setReleaseParameterInputs, as pipeopt-run does), training, a failed
+  // run continued from the gathered state, and resume() give the bits of a
+  // session that keeps them.
+  std::string dir = tmpDir("released");
+  Session keep, freed;
+  for (Session *x : {&keep, &freed}) {
+    ASSERT_OK(x->load(options(FAKE_PDP_MANIFEST)));
+    setTrainingInputs(*x, kStart);
+  }
+  freed.setReleaseParameterInputs(true);
+  ASSERT_OK(keep.run(2));
+  ASSERT_OK(freed.run(2));
+  EXPECT_EQ(bytesOf(freed, "w"), bytesOf(keep, "w"));
+  ASSERT_OK(freed.writeCheckpoint(dir + "/ck"));
+  ::setenv("PIPEOPT_FAKE_MODEL_BUG", "p-none", 1);
+  Status failed = freed.run(1);
+  ::unsetenv("PIPEOPT_FAKE_MODEL_BUG");
+  expectError(failed, 1, "rank");
+  ASSERT_OK(keep.run(1));
+  ASSERT_OK(freed.run(1)); // from the state gathered after step 2
+  EXPECT_EQ(bytesOf(freed, "w"), bytesOf(keep, "w"));
+  EXPECT_EQ(bytesOf(freed, "b"), bytesOf(keep, "b"));
+  ASSERT_OK(freed.resume(dir + "/ck"));
+  ASSERT_OK(freed.run(1));
+  EXPECT_EQ(bytesOf(freed, "w"), bytesOf(keep, "w"));
+  EXPECT_EQ(freed.losses(), keep.losses());
+}
+
 TEST(SessionLoop, AfterAFailedRun) {
   // A failed run (rank 1 reports no gradient of w: PIPEOPT_FAKE_MODEL_BUG
   // p-none) does not count: a loopback session that gathered after its

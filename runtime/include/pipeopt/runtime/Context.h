@@ -51,6 +51,9 @@ public:
   }
   /// Number of inputs set.
   size_t size() const { return entries.size(); }
+  /// Frees the data of input `index` (if set); find() still returns its
+  /// entry, whose tensor then has its dtype and shape but no bytes.
+  void releaseData(int index);
 
 private:
   std::map<int, std::pair<ManifestInput, HostTensor>> entries;

@@ -183,13 +183,24 @@ public:
   void setCollectOutputs(bool enabled);
 
   /// Whether rank 0 gathers every parameter and its optimizer state at the
-  /// end of each run() (default: true, as pipeopt-run does). Off, a
+  /// end of each run() (default: true; pipeopt-run turns it off unless it
+  /// writes --output-dir or a parameter has copies on several ranks). Off, a
   /// training loop of run(1) copies no weights between steps; weight(),
   /// optimizerState(), writeCheckpoint() and writeResults() (with
   /// options.outputDir) then need synchronize() first, which a loopback
   /// session does by itself (an MPI session returns an error instead).
   /// The losses reach rank 0 either way.
   void setGatherAfterRun(bool enabled);
+  /// Whether the inputs' copies of the parameters are freed once the
+  /// ranks' parameter state has been made from them (at the first run(),
+  /// setWeight() or the like; default: false). The rank state is then the
+  /// only copy of the weights: for f32 parameters 4 bytes per weight less
+  /// (GPT-2 8 x 512: 196 MiB). Nothing the session does afterwards reads
+  /// them: a failed run continues from the gathered state or loses the
+  /// state (as without this), resume() and setWeight() replace it. A later
+  /// setInput() of a parameter stores a new copy that the rank state does
+  /// not read, as always. pipeopt-run turns it on.
+  void setReleaseParameterInputs(bool enabled);
 
   /// Runs `steps` measured iterations (>= 1) after options.warmup
   /// unmeasured ones: an inference build's forward passes, or a training
