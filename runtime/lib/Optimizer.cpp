@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <thread>
+#include <type_traits>
 
 namespace pipeopt {
 namespace rt {
@@ -36,7 +37,8 @@ struct AdamWConstants {
 
 /// One AdamW element in double: weight w, gradient gi, state m and v
 /// (updated); returns the new weight. `Small` and `Decays` are k.small and
-/// k.decays (template arguments, so that the loops below have no branch).
+/// k.decays (template arguments, so that the loops have no branch:
+/// withAdamWBranches).
 template <bool Small, bool Decays>
 inline double adamwElementOf(const AdamWConstants &k, double w, double gi,
                              double &m, double &v) {
@@ -51,26 +53,28 @@ inline double adamwElementOf(const AdamWConstants &k, double w, double gi,
   return w + -k.stepSize * (mi / denom);
 }
 
-inline double adamwElement(const AdamWConstants &k, double w, double gi,
-                           double &m, double &v) {
-  if (k.small)
-    return k.decays ? adamwElementOf<true, true>(k, w, gi, m, v)
-                    : adamwElementOf<true, false>(k, w, gi, m, v);
-  return k.decays ? adamwElementOf<false, true>(k, w, gi, m, v)
-                  : adamwElementOf<false, false>(k, w, gi, m, v);
+/// Calls fn(small, decays) with k.small and k.decays as
+/// std::integral_constant<bool, ...> arguments, so that fn's loop can
+/// instantiate adamwElementOf without a branch per element.
+template <typename Fn>
+inline void withAdamWBranches(const AdamWConstants &k, Fn &&fn) {
+  using T = std::true_type;
+  using F = std::false_type;
+  if (k.small) {
+    if (k.decays)
+      fn(T(), T());
+    else
+      fn(T(), F());
+  } else {
+    if (k.decays)
+      fn(F(), T());
+    else
+      fn(F(), F());
+  }
 }
 
-template <bool Small, bool Decays>
-inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
-                         const double *__restrict g, double *__restrict m,
-                         double *__restrict v, size_t begin, size_t end) {
-  for (size_t i = begin; i < end; ++i)
-    w[i] =
-        float(adamwElementOf<Small, Decays>(k, double(w[i]), g[i], m[i], v[i]));
-}
-
-/// AdamW on elements [begin, end) of f32 weights: the same arithmetic as
-/// adamwElement (the file is compiled with -ffp-contract=off, so no clone
+/// AdamW on elements [begin, end) of f32 weights: adamwElementOf's
+/// arithmetic (the file is compiled with -ffp-contract=off, so no clone
 /// fuses a multiply-add and every clone gives the same bits), in loops
 /// the compiler vectorizes; on x86-64 one clone per vector width, picked
 /// for the CPU at load time. Most of a transformer's weights take this
@@ -78,19 +82,14 @@ inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
-void adamwF32(const AdamWConstants &k, float *w, const double *g, double *m,
-              double *v, size_t begin, size_t end) {
-  if (k.small) {
-    if (k.decays)
-      adamwF32Loop<true, true>(k, w, g, m, v, begin, end);
-    else
-      adamwF32Loop<true, false>(k, w, g, m, v, begin, end);
-  } else {
-    if (k.decays)
-      adamwF32Loop<false, true>(k, w, g, m, v, begin, end);
-    else
-      adamwF32Loop<false, false>(k, w, g, m, v, begin, end);
-  }
+void adamwF32(const AdamWConstants &k, float *__restrict w,
+              const double *__restrict g, double *__restrict m,
+              double *__restrict v, size_t begin, size_t end) {
+  withAdamWBranches(k, [&](auto small, auto decays) {
+    for (size_t i = begin; i < end; ++i)
+      w[i] = float(adamwElementOf<small.value, decays.value>(k, double(w[i]),
+                                                             g[i], m[i], v[i]));
+  });
 }
 
 /// One optimizer step of elements [begin, end) of weights read by `load`
@@ -127,8 +126,11 @@ void updateRange(const TrainingConfig &c, size_t begin, size_t end,
     return;
   case OptimizerKind::AdamW: {
     const AdamWConstants k(c, t);
-    for (size_t i = begin; i < end; ++i)
-      store(i, adamwElement(k, load(i), g[i], first[i], second[i]));
+    withAdamWBranches(k, [&](auto small, auto decays) {
+      for (size_t i = begin; i < end; ++i)
+        store(i, adamwElementOf<small.value, decays.value>(
+                     k, load(i), g[i], first[i], second[i]));
+    });
     return;
   }
   }

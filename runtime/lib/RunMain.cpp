@@ -9,6 +9,7 @@
 
 #include "RunnerInternal.h"
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 
@@ -67,9 +68,11 @@ int pipeoptRunMain(int argc, char **argv) {
   // Otherwise the gathered copy of every weight with its optimizer state
   // (1.2 GB for GPT-2 8 x 512, the run's peak memory) would serve nothing.
   // Checkpoints gather their own.
-  bool copies = false;
-  for (const ManifestParameter &p : session.manifest().parameters)
-    copies = copies || p.ranks.size() > 1;
+  const std::vector<ManifestParameter> &params = session.manifest().parameters;
+  bool copies =
+      std::any_of(params.begin(), params.end(), [](const ManifestParameter &p) {
+        return p.ranks.size() > 1;
+      });
   session.setGatherAfterRun(!o.outputDir.empty() || copies);
   // The ranks' parameter state is the only copy of the weights it needs.
   session.setReleaseParameterInputs(true);
