@@ -78,6 +78,7 @@ void RankContext::initParameters() {
     st.param = &p;
     st.input = manifest->findInput(p.index);
     st.value = entry->second; // this rank's own copy
+    st.optimizer.dtype = optimizerStateDType(st.value.dtype, manifest->target);
     st.gradSum.assign(size_t(numElements(st.value.shape)), 0.0);
   }
 }

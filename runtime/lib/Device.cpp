@@ -246,8 +246,10 @@ void initDeviceParameters(RankContext &ctx) {
     dev.zero(d->gradSum.data(), d->gradSum.size());
     d->lastGradSum = DeviceBuffer(dev, n * sizeof(double));
     dev.zero(d->lastGradSum.data(), d->lastGradSum.size());
-    auto state = [&](bool want, const std::vector<double> &host,
+    // The device kernels keep f64 state (optimizerStateDType).
+    auto state = [&](bool want, const StateBuffer &stateBuffer,
                      DeviceBuffer &buf, const char *what) {
+      std::vector<double> host = stateBuffer.toDoubles();
       if (!want)
         return;
       buf = DeviceBuffer(dev, n * sizeof(double));
@@ -300,12 +302,13 @@ void refreshHostParameter(RankContext &ctx, ParameterState &st) {
   // As optimizerStep keeps it on the host: empty until the first step.
   if (st.optimizer.step > 0) {
     if (d.first) {
-      st.optimizer.first.assign(n, 0.0);
-      dev.copy(st.optimizer.first.data(), d.first.data(), d.first.size());
+      st.optimizer.first = StateBuffer(n, DType::F64);
+      dev.copy(st.optimizer.first.f64Data(), d.first.data(), d.first.size());
     }
     if (d.second) {
-      st.optimizer.second.assign(n, 0.0);
-      dev.copy(st.optimizer.second.data(), d.second.data(), d.second.size());
+      st.optimizer.second = StateBuffer(n, DType::F64);
+      dev.copy(st.optimizer.second.f64Data(), d.second.data(),
+               d.second.size());
     }
   }
   d.hostStale = false;

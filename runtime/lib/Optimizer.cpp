@@ -36,21 +36,21 @@ struct AdamWConstants {
 };
 
 /// One AdamW element in double: weight w, gradient gi, state m and v
-/// (updated); returns the new weight. `Small` and `Decays` are k.small and
-/// k.decays (template arguments, so that the loops have no branch:
-/// withAdamWBranches).
-template <bool Small, bool Decays>
+/// (updated, stored as S: float or double); returns the new weight. The
+/// update reads the stored (for f32 state: rounded) m and v, as torch's
+/// f32 state does. `Small` and `Decays` are k.small and k.decays (template
+/// arguments, so that the loops have no branch: withAdamWBranches).
+template <bool Small, bool Decays, typename S>
 inline double adamwElementOf(const AdamWConstants &k, double w, double gi,
-                             double &m, double &v) {
+                             S &m, S &v) {
   if (Decays)
     w = w * k.decay;
   double mi = m;
   mi = Small ? mi + k.weight * (gi - mi) : gi - (gi - mi) * (1 - k.weight);
-  double vi = v * k.beta2 + (1 - k.beta2) * gi * gi;
-  m = mi;
-  v = vi;
-  double denom = std::sqrt(vi) / k.bc2Sqrt + k.eps;
-  return w + -k.stepSize * (mi / denom);
+  m = S(mi);
+  v = S(double(v) * k.beta2 + (1 - k.beta2) * gi * gi);
+  double denom = std::sqrt(double(v)) / k.bc2Sqrt + k.eps;
+  return w + -k.stepSize * (double(m) / denom);
 }
 
 /// Calls fn(small, decays) with k.small and k.decays as
@@ -79,12 +79,14 @@ inline void withAdamWBranches(const AdamWConstants &k, Fn &&fn) {
 /// the compiler vectorizes; on x86-64 one clone per vector width, picked
 /// for the CPU at load time. Most of a transformer's weights take this
 /// path (the scalar loop took 10% of a GPT-2 training step).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/// `S` is the state's storage (float or double).
+template <typename S>
+#if defined(__GNUC__)
+__attribute__((always_inline))
 #endif
-void adamwF32(const AdamWConstants &k, float *__restrict w,
-              const double *__restrict g, double *__restrict m,
-              double *__restrict v, size_t begin, size_t end) {
+inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
+                         const double *__restrict g, S *__restrict m,
+                         S *__restrict v, size_t begin, size_t end) {
   withAdamWBranches(k, [&](auto small, auto decays) {
     for (size_t i = begin; i < end; ++i)
       w[i] = float(adamwElementOf<small.value, decays.value>(k, double(w[i]),
@@ -92,14 +94,36 @@ void adamwF32(const AdamWConstants &k, float *__restrict w,
   });
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define PIPEOPT_ADAMW_CLONES                                                   \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define PIPEOPT_ADAMW_CLONES
+#endif
+
+/// With f32 state (cpu builds).
+PIPEOPT_ADAMW_CLONES
+void adamwF32(const AdamWConstants &k, float *w, const double *g, float *m,
+              float *v, size_t begin, size_t end) {
+  adamwF32Loop(k, w, g, m, v, begin, end);
+}
+
+/// With f64 state (cuda builds' host path).
+PIPEOPT_ADAMW_CLONES
+void adamwF32(const AdamWConstants &k, float *w, const double *g, double *m,
+              double *v, size_t begin, size_t end) {
+  adamwF32Loop(k, w, g, m, v, begin, end);
+}
+
 /// One optimizer step of elements [begin, end) of weights read by `load`
 /// and written by `store` (both take the element index), the same
 /// arithmetic as optimizerStep's loops (which it serves too). `first` /
-/// `second` are the state's buffers (null when the optimizer keeps none),
-/// `firstStep`: the momentum buffer is created by this step.
-template <typename Load, typename Store>
+/// `second` are the state's buffers (null when the optimizer keeps none;
+/// S: float or double), `firstStep`: the momentum buffer is created by this
+/// step.
+template <typename S, typename Load, typename Store>
 void updateRange(const TrainingConfig &c, size_t begin, size_t end,
-                 const double *g, double *first, double *second, bool firstStep,
+                 const double *g, S *first, S *second, bool firstStep,
                  double t, Load load, Store store) {
   switch (c.optimizer) {
   case OptimizerKind::None:
@@ -119,9 +143,9 @@ void updateRange(const TrainingConfig &c, size_t begin, size_t end,
     for (size_t i = begin; i < end; ++i) {
       double w = load(i);
       double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w : g[i];
-      double b = firstStep ? gi : first[i] * c.momentum + gi;
-      first[i] = b;
-      store(i, w + -c.lr * b);
+      double b = firstStep ? gi : double(first[i]) * c.momentum + gi;
+      first[i] = S(b);
+      store(i, w + -c.lr * double(first[i]));
     }
     return;
   case OptimizerKind::AdamW: {
@@ -163,11 +187,30 @@ bool prepareState(const TrainingConfig &c, size_t n, OptimizerState &state) {
       c.optimizer == OptimizerKind::AdamW) {
     firstStep = state.first.empty();
     if (firstStep)
-      state.first.assign(n, 0.0);
+      state.first = StateBuffer(n, state.dtype);
   }
   if (c.optimizer == OptimizerKind::AdamW && state.second.empty())
-    state.second.assign(n, 0.0);
+    state.second = StateBuffer(n, state.first.dtype());
   return firstStep;
+}
+
+/// Calls fn(first, second) with the state's buffers as float* (f32 state)
+/// or double* (f64 state), null where the optimizer keeps none. Throws
+/// RuntimeError if they differ in dtype or size from `n`.
+template <typename Fn>
+void withStatePointers(OptimizerState &state, size_t n, Fn &&fn) {
+  for (const StateBuffer *b : {&state.first, &state.second})
+    if (!b->empty() && b->size() != n)
+      throw RuntimeError("optimizer step: " + std::to_string(b->size()) +
+                         " optimizer state elements for " + std::to_string(n) +
+                         " weights");
+  if (!state.first.empty() && !state.second.empty() &&
+      state.first.dtype() != state.second.dtype())
+    throw RuntimeError("optimizer step: the two state buffers differ in dtype");
+  if (state.first.dtype() == DType::F32)
+    fn(state.first.f32Data(), state.second.f32Data());
+  else
+    fn(state.first.f64Data(), state.second.f64Data());
 }
 
 } // namespace
@@ -190,32 +233,32 @@ void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
   if (c.optimizer == OptimizerKind::None)
     return;
   const bool firstStep = prepareState(c, n, state);
-  double *first = state.first.empty() ? nullptr : state.first.data();
-  double *second = state.second.empty() ? nullptr : state.second.data();
   const double t = double(state.step);
-  if (value.dtype == DType::F32 && c.optimizer == OptimizerKind::AdamW) {
-    float *w = reinterpret_cast<float *>(value.data.data());
-    const AdamWConstants k(c, t);
-    parallelRanges(n, threads, [&](size_t b, size_t e) {
-      adamwF32(k, w, g.data(), first, second, b, e);
-    });
-  } else if (value.dtype == DType::F32) {
-    float *w = reinterpret_cast<float *>(value.data.data());
-    parallelRanges(n, threads, [&](size_t b, size_t e) {
-      updateRange(
-          c, b, e, g.data(), first, second, firstStep, t,
-          [w](size_t i) { return double(w[i]); },
-          [w](size_t i, double x) { w[i] = float(x); });
-    });
-  } else {
-    double *w = reinterpret_cast<double *>(value.data.data());
-    parallelRanges(n, threads, [&](size_t b, size_t e) {
-      updateRange(
-          c, b, e, g.data(), first, second, firstStep, t,
-          [w](size_t i) { return w[i]; },
-          [w](size_t i, double x) { w[i] = x; });
-    });
-  }
+  withStatePointers(state, n, [&](auto *first, auto *second) {
+    if (value.dtype == DType::F32 && c.optimizer == OptimizerKind::AdamW) {
+      float *w = reinterpret_cast<float *>(value.data.data());
+      const AdamWConstants k(c, t);
+      parallelRanges(n, threads, [&](size_t b, size_t e) {
+        adamwF32(k, w, g.data(), first, second, b, e);
+      });
+    } else if (value.dtype == DType::F32) {
+      float *w = reinterpret_cast<float *>(value.data.data());
+      parallelRanges(n, threads, [&](size_t b, size_t e) {
+        updateRange(
+            c, b, e, g.data(), first, second, firstStep, t,
+            [w](size_t i) { return double(w[i]); },
+            [w](size_t i, double x) { w[i] = float(x); });
+      });
+    } else {
+      double *w = reinterpret_cast<double *>(value.data.data());
+      parallelRanges(n, threads, [&](size_t b, size_t e) {
+        updateRange(
+            c, b, e, g.data(), first, second, firstStep, t,
+            [w](size_t i) { return w[i]; },
+            [w](size_t i, double x) { w[i] = x; });
+      });
+    }
+  });
 }
 
 void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
@@ -229,12 +272,46 @@ void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
     return;
   const bool firstStep = prepareState(c, w.size(), state);
   double *data = w.data();
-  updateRange(
-      c, 0, w.size(), g.data(),
-      state.first.empty() ? nullptr : state.first.data(),
-      state.second.empty() ? nullptr : state.second.data(), firstStep,
-      double(state.step), [data](size_t i) { return data[i]; },
-      [data](size_t i, double x) { data[i] = x; });
+  withStatePointers(state, w.size(), [&](auto *first, auto *second) {
+    updateRange(
+        c, 0, w.size(), g.data(), first, second, firstStep,
+        double(state.step), [data](size_t i) { return data[i]; },
+        [data](size_t i, double x) { data[i] = x; });
+  });
+}
+
+DType optimizerStateDType(DType param, Target target) {
+  return param == DType::F32 && target == Target::Cpu ? DType::F32
+                                                      : DType::F64;
+}
+
+StateBuffer::StateBuffer(size_t n, DType dtype) : isF32(dtype == DType::F32) {
+  if (isF32)
+    f32.assign(n, 0.0f);
+  else
+    f64.assign(n, 0.0);
+}
+
+StateBuffer::StateBuffer(const std::vector<double> &values, DType dtype)
+    : isF32(dtype == DType::F32) {
+  if (isF32)
+    f32.assign(values.begin(), values.end());
+  else
+    f64 = values;
+}
+
+std::vector<double> StateBuffer::toDoubles() const {
+  return isF32 ? std::vector<double>(f32.begin(), f32.end()) : f64;
+}
+
+StateBuffer StateBuffer::slice(size_t lo, size_t hi) const {
+  StateBuffer out;
+  out.isF32 = isF32;
+  if (isF32)
+    out.f32.assign(f32.begin() + long(lo), f32.begin() + long(hi));
+  else
+    out.f64.assign(f64.begin() + long(lo), f64.begin() + long(hi));
+  return out;
 }
 
 std::vector<double> tensorToDoubles(const HostTensor &t) {

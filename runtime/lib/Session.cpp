@@ -711,8 +711,8 @@ Status Session::Impl::ensureRankState() {
                                parameterName(m, index));
           const GatheredParameter &g = it->second;
           st.value = g.value;
-          st.optimizer.first = g.first;
-          st.optimizer.second = g.second;
+          st.optimizer.first = StateBuffer(g.first, st.optimizer.dtype);
+          st.optimizer.second = StateBuffer(g.second, st.optimizer.dtype);
           st.optimizer.step = g.step;
         }
       made[i] = std::move(init.parameters);
@@ -1317,8 +1317,9 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
     return st;
   for (auto &params : impl->rankParams)
     if (auto it = params.find(index); it != params.end()) {
-      it->second.optimizer.first = moments[0];
-      it->second.optimizer.second = moments[1];
+      OptimizerState &os = it->second.optimizer;
+      os.first = StateBuffer(moments[0], os.dtype);
+      os.second = StateBuffer(moments[1], os.dtype);
       it->second.optimizer.step = step;
     }
   if (impl->state)

@@ -71,8 +71,8 @@ std::pair<size_t, size_t> ShardedOptimizer::ownedRange(int p) const {
 size_t ShardedOptimizer::stateBytes() const {
   size_t n = 0;
   for (const auto &entry : slices)
-    n += entry.second.state.first.size() + entry.second.state.second.size();
-  return n * sizeof(double);
+    n += entry.second.state.first.bytes() + entry.second.state.second.bytes();
+  return n;
 }
 
 void ShardedOptimizer::checkGroup(const Communicator &dp,
@@ -164,11 +164,12 @@ ShardedOptimizer::gather(Communicator &dp, double timeoutS) {
     if (s.lo == s.hi)
       continue;
     size_t at = s.offset + s.lo - base;
-    const std::vector<double> *parts[3] = {&s.state.first, &s.state.second,
-                                           &s.meanGrad};
-    for (size_t j = 0; j < 3; ++j)
-      std::copy(parts[j]->begin(), parts[j]->end(),
-                mine.begin() + long(4 * P + j * shard + at));
+    const StateBuffer *parts[2] = {&s.state.first, &s.state.second};
+    for (size_t j = 0; j < 2; ++j)
+      for (size_t i = 0; i < parts[j]->size(); ++i)
+        mine[4 * P + j * shard + at + i] = (*parts[j])[i];
+    std::copy(s.meanGrad.begin(), s.meanGrad.end(),
+              mine.begin() + long(4 * P + 2 * shard + at));
   }
   // To replica 0 only (a point-to-point message from each replica, in
   // replica order): an all-gather would give every replica the full
@@ -211,8 +212,9 @@ ShardedOptimizer::gather(Communicator &dp, double timeoutS) {
     int p = entry.first;
     const Slice &s = entry.second;
     OptimizerState st;
-    std::vector<double> mean;
-    std::vector<double> *parts[3] = {&st.first, &st.second, &mean};
+    st.dtype = s.state.dtype;
+    std::vector<double> first, second, mean;
+    std::vector<double> *parts[3] = {&first, &second, &mean};
     st.step = int64_t(every[4 * k + 3]);
     // A part exists if the replicas owning elements of the parameter have
     // it (they all do or none does: they applied the same steps).
@@ -247,6 +249,11 @@ ShardedOptimizer::gather(Communicator &dp, double timeoutS) {
                   parts[j]->begin() + long(r.first));
       }
     }
+    // Exact: an f32 state's values travel as doubles.
+    if (!first.empty())
+      st.first = StateBuffer(first, st.dtype);
+    if (!second.empty())
+      st.second = StateBuffer(second, st.dtype);
     out[p] = {std::move(st), std::move(mean)};
     ++k;
   }
@@ -256,16 +263,26 @@ ShardedOptimizer::gather(Communicator &dp, double timeoutS) {
 void ShardedOptimizer::load(
     const std::map<int, OptimizerState> &full,
     const std::map<int, std::vector<double>> &meanGrads) {
+  auto checkSize = [](size_t size, const Slice &s, int p, const char *what) {
+    if (size != s.size)
+      throw RuntimeError("ZeRO-1 load: the " + std::string(what) +
+                         " of parameter " + std::to_string(p) + " has " +
+                         std::to_string(size) + " elements, expected " +
+                         std::to_string(s.size));
+  };
   auto part = [&](const std::vector<double> &v, const Slice &s, int p,
                   const char *what) {
     if (v.empty())
       return std::vector<double>();
-    if (v.size() != s.size)
-      throw RuntimeError("ZeRO-1 load: the " + std::string(what) +
-                         " of parameter " + std::to_string(p) + " has " +
-                         std::to_string(v.size()) + " elements, expected " +
-                         std::to_string(s.size));
+    checkSize(v.size(), s, p, what);
     return sliceOf(v, s.lo, s.hi);
+  };
+  auto statePart = [&](const StateBuffer &v, const Slice &s, int p,
+                       const char *what) {
+    if (v.empty())
+      return StateBuffer();
+    checkSize(v.size(), s, p, what);
+    return v.slice(s.lo, s.hi);
   };
   // Everything is checked before anything changes.
   std::map<int, std::pair<OptimizerState, std::vector<double>>> next;
@@ -277,8 +294,10 @@ void ShardedOptimizer::load(
       throw RuntimeError("ZeRO-1 load: no optimizer state for parameter " +
                          std::to_string(p));
     OptimizerState mine;
-    mine.first = part(it->second.first, s, p, "optimizer state (first)");
-    mine.second = part(it->second.second, s, p, "optimizer state (second)");
+    mine.dtype = it->second.dtype;
+    mine.first = statePart(it->second.first, s, p, "optimizer state (first)");
+    mine.second =
+        statePart(it->second.second, s, p, "optimizer state (second)");
     mine.step = it->second.step;
     auto m = meanGrads.find(p);
     std::vector<double> mean;

@@ -38,9 +38,10 @@
 // replica ends with the same weights in any case (the all-gather copies
 // the owner's bits).
 //
-// Memory. The state of AdamW is two doubles per element (m and v), 16*N
-// bytes per rank unsharded; sharded, a rank keeps 16*S = 16*ceil(N/D)
-// bytes (momentum: 8*S instead of 8*N; SGD keeps none), plus the owned
+// Memory. The state of AdamW is two values per element (m and v), 16*N
+// bytes per rank unsharded in f64 (8*N in f32: optimizerStateDType);
+// sharded, a rank keeps 16*S = 16*ceil(N/D) bytes (8*S in f32; momentum:
+// half of that; SGD keeps none), plus the owned
 // part of the mean gradient, 8*S bytes instead of 8*N. A step needs
 // transient buffers of (D + 2) * S doubles (the padded gradient sums, the
 // owned sums, the gathered weights).
@@ -120,7 +121,7 @@ public:
   /// own numbering (first == second if none).
   std::pair<size_t, size_t> ownedRange(int p) const;
   /// Bytes of optimizer state this replica holds (the `first` and `second`
-  /// vectors of its slices): 16*S or less for AdamW.
+  /// buffers of its slices): at most 16*S for AdamW (8*S in f32).
   size_t stateBytes() const;
 
 private:

@@ -307,11 +307,11 @@ std::string gatherParameters(RankContext &ctx, Communicator &comm,
                   st.value.data.size(), timeoutS, st.value.dtype,
                   st.value.shape, p.index, step);
       if (withState && ctx.rank == owner) {
+        // The state travels as doubles (exact for f32 state).
         std::vector<double> state = st.meanGrad;
-        state.insert(state.end(), st.optimizer.first.begin(),
-                     st.optimizer.first.end());
-        state.insert(state.end(), st.optimizer.second.begin(),
-                     st.optimizer.second.end());
+        for (const StateBuffer *b : {&st.optimizer.first, &st.optimizer.second})
+          for (size_t i = 0; i < b->size(); ++i)
+            state.push_back((*b)[i]);
         state.push_back(double(st.optimizer.step));
         state.push_back(double(st.meanGrad.size()));
         state.push_back(double(st.optimizer.first.size()));
@@ -330,8 +330,8 @@ std::string gatherParameters(RankContext &ctx, Communicator &comm,
         copy = st.value;
         if (r == owner && withState) {
           g.meanGrad = st.meanGrad;
-          g.first = st.optimizer.first;
-          g.second = st.optimizer.second;
+          g.first = st.optimizer.first.toDoubles();
+          g.second = st.optimizer.second.toDoubles();
           g.step = st.optimizer.step;
         }
       } else {
@@ -406,7 +406,7 @@ void loadShardedState(RankContext &ctx, DataParallelRank &dp) {
   for (auto &[index, st] : ctx.parameters) {
     sizes[index] = size_t(numElements(st.value.shape));
     full[index] = std::move(st.optimizer);
-    st.optimizer = OptimizerState();
+    st.optimizer.clear();
     if (st.meanGrad.size() == sizes[index])
       meanGrads[index] = std::move(st.meanGrad);
     st.meanGrad.clear();
@@ -445,7 +445,7 @@ std::string gatherReplicaParameters(RankContext &ctx, Communicator &comm,
   if (zero)
     for (auto &[index, st] : ctx.parameters) {
       // The shards stay the state; the full copy was for the gathering.
-      st.optimizer = OptimizerState();
+      st.optimizer.clear();
       st.meanGrad.clear();
     }
   return error;

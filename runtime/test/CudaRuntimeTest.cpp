@@ -597,12 +597,12 @@ void compareOptimizer(OptimizerKind kind, DType dt) {
   if (!state.first.empty()) {
     std::vector<double> first(static_cast<size_t>(n));
     dfirst.download(first.data());
-    EXPECT_EQ(first, state.first);
+    EXPECT_EQ(first, state.first.toDoubles());
   }
   if (!state.second.empty()) {
     std::vector<double> second(static_cast<size_t>(n));
     dsecond.download(second.data());
-    EXPECT_EQ(second, state.second);
+    EXPECT_EQ(second, state.second.toDoubles());
   }
 }
 

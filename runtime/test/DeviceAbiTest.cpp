@@ -372,8 +372,8 @@ Trained train(const Manifest &m, const InputStore &in, Communicator &comm,
   refreshHostParameter(ctx, st);
   out.value = st.value.data;
   out.meanGrad = st.meanGrad;
-  out.first = st.optimizer.first;
-  out.second = st.optimizer.second;
+  out.first = st.optimizer.first.toDoubles();
+  out.second = st.optimizer.second.toDoubles();
   out.step = st.optimizer.step;
   return out;
 }

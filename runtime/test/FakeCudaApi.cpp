@@ -311,16 +311,17 @@ int32_t optimizerStepFn(const pipeopt_rt_cuda_optimizer *c, void *weights,
   OptimizerState st;
   st.step = step - 1;
   if (step > 1 && first)
-    st.first.assign(first, first + n);
+    st.first = StateBuffer(std::vector<double>(first, first + n), DType::F64);
   if (step > 1 && second)
-    st.second.assign(second, second + n);
+    st.second =
+        StateBuffer(std::vector<double>(second, second + n), DType::F64);
   optimizerStep(cfg, wd, g, st);
   doublesToTensor(wd, w);
   std::memcpy(weights, w.data.data(), w.data.size());
   if (first && !st.first.empty())
-    std::memcpy(first, st.first.data(), size_t(n) * 8);
+    std::memcpy(first, st.first.f64Data(), size_t(n) * 8);
   if (second && !st.second.empty())
-    std::memcpy(second, st.second.data(), size_t(n) * 8);
+    std::memcpy(second, st.second.f64Data(), size_t(n) * 8);
   return 0;
 }
 

@@ -55,7 +55,7 @@ TEST(Optimizer, Momentum) {
   c.weightDecay = 0.01;
   OptimizerState st;
   expectNear(twoSteps(c, st), {0.5195605, -0.964121, 1.912232});
-  expectNear(st.first, {-0.300605, -0.14879000000000003, 0.55768});
+  expectNear(st.first.toDoubles(), {-0.300605, -0.14879000000000003, 0.55768});
   // The first step's buffer is the gradient itself (no (1 - mu) factor,
   // no decay from zero): w = w - lr * (g + wd*w).
   OptimizerState one;
@@ -75,9 +75,10 @@ TEST(Optimizer, AdamW) {
   OptimizerState st;
   expectNear(twoSteps(c, st),
              {0.4946055357475128, -0.9833163191095446, 1.9761002719460945});
-  expectNear(st.first, {-0.030999999999999993, -0.013, 0.05199999999999999});
-  expectNear(st.second, {0.00016999000000000018, 4.2460000000000044e-05,
-                         0.00015241000000000012});
+  expectNear(st.first.toDoubles(), {-0.030999999999999993, -0.013, 0.05199999999999999});
+  expectNear(st.second.toDoubles(),
+             {0.00016999000000000018, 4.2460000000000044e-05,
+              0.00015241000000000012});
   EXPECT_EQ(st.step, 2);
 }
 
@@ -85,7 +86,8 @@ TEST(Optimizer, AdamW) {
 // clone per x86-64 vector width); it must give the bits of the scalar
 // path (weights widened to double, optimizerStep, rounded once), for both
 // of torch's lerp branches, with and without weight decay, on several
-// threads, over steps whose state the loop carries.
+// threads, over steps whose state the loop carries, with f32 state (cpu
+// builds) and f64 state (cuda builds' host path).
 TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
   const size_t n = 200003; // vector tails; 3 ranges of 2^16 for 2 threads
   std::vector<float> w0(n);
@@ -102,6 +104,7 @@ TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
   for (auto &g : grads)
     for (double &gi : g)
       gi = next() * 1e-3;
+  for (DType stateDType : {DType::F32, DType::F64})
   for (double beta1 : {0.9, 0.3})
     for (double decay : {0.0, 0.01}) {
       TrainingConfig c;
@@ -118,6 +121,7 @@ TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
       std::memcpy(t.data.data(), w0.data(), n * 4);
       std::vector<float> want = w0;
       OptimizerState fast, scalar;
+      fast.dtype = scalar.dtype = stateDType;
       for (const auto &g : grads) {
         optimizerStepTensor(c, t, g, fast, /*threads=*/2);
         std::vector<double> w(want.begin(), want.end());
@@ -130,11 +134,77 @@ TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
       size_t differ = 0;
       for (size_t i = 0; i < n; ++i)
         differ += std::memcmp(&got[i], &want[i], 4) != 0;
-      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay " << decay;
+      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay " << decay
+                            << ", state " << dtypeName(stateDType);
+      EXPECT_EQ(fast.first.dtype(), stateDType);
       EXPECT_EQ(fast.first, scalar.first);
       EXPECT_EQ(fast.second, scalar.second);
       EXPECT_EQ(fast.step, 3);
     }
+}
+
+// f32 optimizer state (the f32 parameters of cpu builds, as torch.optim
+// keeps it): after the first step m and v are the f64 state's values
+// rounded once; the weights stay within what that rounding can move them.
+// Bound: AdamW's step is stepSize * m / (sqrt(v)/bc2 + eps), and rounding m
+// and v to f32 changes m/denom by at most 2^-24 (m) + 2^-25 (the root of
+// v) relative, so each step moves a weight by at most lr/(1-b1^t) *
+// |m/denom| * 1.5 * 2^-24 more, plus one f32 rounding of the weight.
+TEST(Optimizer, F32StateIsTheF64StateRoundedOnce) {
+  EXPECT_EQ(optimizerStateDType(DType::F32, Target::Cpu), DType::F32);
+  EXPECT_EQ(optimizerStateDType(DType::F32, Target::Cuda), DType::F64);
+  EXPECT_EQ(optimizerStateDType(DType::F64, Target::Cpu), DType::F64);
+  EXPECT_EQ(optimizerStateDType(DType::BF16, Target::Cpu), DType::F64);
+  const size_t n = 4099;
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return double(x >> 11) / double(1ull << 52) - 1.0;
+  };
+  HostTensor t32;
+  t32.dtype = DType::F32;
+  t32.shape = {int64_t(n)};
+  t32.data.resize(n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    float w = float(next());
+    std::memcpy(t32.data.data() + 4 * i, &w, 4);
+  }
+  HostTensor t64 = t32;
+  TrainingConfig c;
+  c.optimizer = OptimizerKind::AdamW;
+  c.lr = 1e-2;
+  c.weightDecay = 0.01;
+  OptimizerState s32, s64;
+  s32.dtype = DType::F32;
+  s64.dtype = DType::F64;
+  const int steps = 3;
+  for (int step = 1; step <= steps; ++step) {
+    std::vector<double> g(n);
+    for (double &gi : g)
+      gi = next() * std::pow(10.0, -1 - 4 * std::fabs(next()));
+    optimizerStepTensor(c, t32, g, s32);
+    optimizerStepTensor(c, t64, g, s64);
+    ASSERT_EQ(s32.first.dtype(), DType::F32);
+    ASSERT_EQ(s32.first.bytes(), 4 * n);
+    ASSERT_EQ(s64.first.bytes(), 8 * n);
+    if (step == 1)
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(s32.first[i], double(float(s64.first[i]))) << i;
+        ASSERT_EQ(s32.second[i], double(float(s64.second[i]))) << i;
+      }
+  }
+  std::vector<double> w32 = tensorToDoubles(t32), w64 = tensorToDoubles(t64);
+  double differ = 0;
+  for (size_t i = 0; i < n; ++i) {
+    double bound = steps * c.lr / (1 - c.beta1) * 1.5 * std::ldexp(1.0, -24) +
+                   std::ldexp(std::fabs(w64[i]), -23);
+    EXPECT_LE(std::fabs(w32[i] - w64[i]), bound) << i;
+    differ += w32[i] != w64[i];
+  }
+  // The rounding does change some weights (the state is really f32).
+  EXPECT_GT(differ, 0);
 }
 
 TEST(Optimizer, NoneChangesNothing) {

@@ -43,6 +43,15 @@ uint64_t bits(double x) {
   return ::testing::AssertionSuccess();
 }
 
+/// The same dtype and the same bits in every element.
+::testing::AssertionResult sameState(const StateBuffer &a,
+                                     const StateBuffer &b) {
+  if (a.dtype() != b.dtype())
+    return ::testing::AssertionFailure()
+           << dtypeName(a.dtype()) << " and " << dtypeName(b.dtype());
+  return sameBits(a.toDoubles(), b.toDoubles());
+}
+
 /// Deterministic values of mixed signs and magnitudes (1e-2 .. 1e2), so
 /// that sums depend on their order.
 double value(uint64_t seed) {
@@ -88,9 +97,11 @@ struct Reference {
   std::map<int, OptimizerState> states;
 };
 Reference reference(const TrainingConfig &c, int r, int D, int steps,
-                    double scale) {
+                    double scale, DType stateDType) {
   Reference ref;
   ref.weights = initialWeights(r);
+  for (auto &e : sizesOf(r))
+    ref.states[e.first].dtype = stateDType;
   for (int s = 0; s < steps; ++s)
     for (auto &e : sizesOf(r)) {
       int p = e.first;
@@ -159,21 +170,30 @@ TrainingConfig adamw() {
 
 /// 3 steps of ZeRO-1 on D replicas of 2 pipeline ranks; after every step
 /// every replica's weights, and after the last the state gathered on dp
-/// rank 0, must have the bits of the unsharded update.
-void checkAgainstUnsharded(const TrainingConfig &c, int D) {
+/// rank 0, must have the bits of the unsharded update. `stateDType`: the
+/// dtype of the optimizer state (F32 for the f32 parameters of cpu builds),
+/// given to the shards by load() as pipeopt-run does.
+void checkAgainstUnsharded(const TrainingConfig &c, int D,
+                           DType stateDType = DType::F64) {
+  SCOPED_TRACE(std::to_string(D) + " replicas, state " +
+               dtypeName(stateDType));
   const int P = 2, steps = 3, M = 4;
   const double scale = 1.0 / double(D * M);
   std::vector<Reference> refs;
   std::vector<std::vector<Vectors>> refWeightsPerStep(P);
   for (int r = 0; r < P; ++r) {
-    refs.push_back(reference(c, r, D, steps, scale));
+    refs.push_back(reference(c, r, D, steps, scale, stateDType));
     for (int s = 1; s <= steps; ++s)
       refWeightsPerStep[size_t(r)].push_back(
-          reference(c, r, D, s, scale).weights);
+          reference(c, r, D, s, scale, stateDType).weights);
   }
   std::vector<size_t> stateBytes(size_t(D * P));
   runGroups(D, P, [&](int d, int r, Communicator &dp) {
     ShardedOptimizer opt(sizesOf(r), D, d);
+    std::map<int, OptimizerState> empty;
+    for (auto &e : sizesOf(r))
+      empty[e.first].dtype = stateDType;
+    opt.load(empty);
     Vectors w = initialWeights(r);
     for (int s = 0; s < steps; ++s) {
       Vectors sums;
@@ -188,7 +208,7 @@ void checkAgainstUnsharded(const TrainingConfig &c, int D) {
     }
     stateBytes[size_t(d * P + r)] = opt.stateBytes();
     EXPECT_LE(opt.stateBytes(),
-              opt.shardElements() * sizeof(double) *
+              opt.shardElements() * dtypeSize(stateDType) *
                   (c.optimizer == OptimizerKind::AdamW ? 2 : 1));
     auto full = opt.gather(dp, 10);
     if (d != 0) {
@@ -201,8 +221,8 @@ void checkAgainstUnsharded(const TrainingConfig &c, int D) {
       int p = e.first;
       const OptimizerState &want = ref.states.at(p);
       EXPECT_EQ(e.second.first.step, want.step) << p;
-      EXPECT_TRUE(sameBits(e.second.first.first, want.first)) << p;
-      EXPECT_TRUE(sameBits(e.second.first.second, want.second)) << p;
+      EXPECT_TRUE(sameState(e.second.first.first, want.first)) << p;
+      EXPECT_TRUE(sameState(e.second.first.second, want.second)) << p;
       EXPECT_TRUE(sameBits(e.second.second, ref.means.at(p))) << p;
     }
   });
@@ -212,7 +232,7 @@ void checkAgainstUnsharded(const TrainingConfig &c, int D) {
     for (int d = 0; d < D; ++d)
       sum += stateBytes[size_t(d * P + r)];
     for (auto &e : refs[size_t(r)].states)
-      want += (e.second.first.size() + e.second.second.size()) * sizeof(double);
+      want += e.second.first.bytes() + e.second.second.bytes();
     EXPECT_EQ(sum, want) << "rank " << r;
   }
 }
@@ -230,6 +250,14 @@ TEST(ShardedOptimizer, MomentumWithWeightDecayMatchesUnshardedBitForBit) {
 TEST(ShardedOptimizer, AdamWMatchesUnshardedBitForBit) {
   checkAgainstUnsharded(adamw(), 2);
   checkAgainstUnsharded(adamw(), 3);
+}
+
+// The f32 state of f32 parameters (cpu builds): the shards round their
+// state as the unsharded update does, and gather() returns it as f32.
+TEST(ShardedOptimizer, F32StateMatchesUnshardedBitForBit) {
+  checkAgainstUnsharded(momentum(), 2, DType::F32);
+  checkAgainstUnsharded(adamw(), 2, DType::F32);
+  checkAgainstUnsharded(adamw(), 3, DType::F32);
 }
 
 TEST(ShardedOptimizer, LayoutAndStateBytes) {
@@ -308,8 +336,8 @@ TEST(ShardedOptimizer, GatherLoadRoundTripAcrossReplicaCounts) {
       for (auto &e : again) {
         const auto &want = first.at(e.first);
         EXPECT_EQ(e.second.first.step, want.first.step);
-        EXPECT_TRUE(sameBits(e.second.first.first, want.first.first));
-        EXPECT_TRUE(sameBits(e.second.first.second, want.first.second));
+        EXPECT_TRUE(sameState(e.second.first.first, want.first.first));
+        EXPECT_TRUE(sameState(e.second.first.second, want.first.second));
         EXPECT_TRUE(sameBits(e.second.second, want.second));
       }
     Vectors w = weights, sums;
@@ -322,7 +350,8 @@ TEST(ShardedOptimizer, GatherLoadRoundTripAcrossReplicaCounts) {
     if (d == 0)
       for (auto &e : after) {
         EXPECT_EQ(e.second.first.step, 4);
-        EXPECT_TRUE(sameBits(e.second.first.second, refStates[e.first].second));
+        EXPECT_TRUE(
+            sameState(e.second.first.second, refStates[e.first].second));
       }
   });
 }
@@ -357,8 +386,8 @@ TEST(ShardedOptimizer, BadInputIsAClearError) {
     }
     std::map<int, OptimizerState> bad;
     for (auto &e : sizesOf(0))
-      bad[e.first].first.assign(e.second, 0.0);
-    bad[2].first.assign(3, 0.0);
+      bad[e.first].first = StateBuffer(e.second, DType::F64);
+    bad[2].first = StateBuffer(3, DType::F64);
     try {
       opt.load(bad);
       ADD_FAILURE() << "no error";

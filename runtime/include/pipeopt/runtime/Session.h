@@ -292,7 +292,10 @@ public:
   /// optimizer does not keep must be empty. `step` (>= 0): the updates
   /// applied so far (AdamW's bias correction). Errors (code 2): as
   /// setWeight, a wrong dtype or shape, a moment the optimizer does not
-  /// keep, a negative step.
+  /// keep, a negative step. A parameter whose state is kept in f32 (f32
+  /// parameters of cpu builds: optimizerStateDType in Optimizer.h) stores
+  /// each value rounded once to f32; optimizerState() returns the stored
+  /// values, exactly, as f64.
   Status setOptimizerState(const std::string &name, const HostTensor &first,
                            const HostTensor &second, int64_t step);
   Status setOptimizerState(int index, const HostTensor &first,
