@@ -595,13 +595,20 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
       return;
     }
     const double addBeginS = ctx.now();
-    if (!ctx.device && v.isContiguous() && numElements(v.sizes) > 0) {
+    const size_t n = size_t(numElements(v.sizes));
+    if (!ctx.device && v.isContiguous() && n > 0 && dtype == DType::F32 &&
+        st.optimizer.dtype == DType::F32 && m->numMicrobatches == 1 &&
+        k == 0 && !ctx.dataParallel && st.microbatches.empty()) {
+      // The step's only gradient (so far): kept in f32 (soleGradient).
+      const float *g = reinterpret_cast<const float *>(v.base);
+      st.soleGradient.assign(g, g + n);
+    } else if (!ctx.device && v.isContiguous() && n > 0) {
       // Host memory (no device in cpu builds): added where it lies.
-      addToSum(dtype, v.base, st.gradSum);
+      addToSum(dtype, v.base, gradientSumOf(st));
     } else {
       std::vector<uint8_t> packed(v.byteSize());
       memorySpace(ctx).toHost(v, packed.data());
-      addToSum(dtype, packed.data(), st.gradSum);
+      addToSum(dtype, packed.data(), gradientSumOf(st));
     }
     ctx.addTime(ctx.gradientS, ctx.now() - addBeginS);
     st.microbatches.insert(int(mb));

@@ -79,8 +79,21 @@ void RankContext::initParameters() {
     st.input = manifest->findInput(p.index);
     st.value = entry->second; // this rank's own copy
     st.optimizer.dtype = optimizerStateDType(st.value.dtype, manifest->target);
-    st.gradSum.assign(size_t(numElements(st.value.shape)), 0.0);
   }
+}
+
+std::vector<double> &gradientSumOf(ParameterState &st) {
+  const size_t n = size_t(numElements(st.value.shape));
+  if (st.gradSum.size() != n)
+    st.gradSum.assign(n, 0.0);
+  if (!st.soleGradient.empty()) {
+    // gradSum is zero here (beginCall): the sum the gradient would have
+    // been added to.
+    for (size_t i = 0; i < n; ++i)
+      st.gradSum[i] += double(st.soleGradient[i]);
+    std::vector<float>().swap(st.soleGradient);
+  }
+  return st.gradSum;
 }
 
 void RankContext::beginCall() {
@@ -90,6 +103,7 @@ void RankContext::beginCall() {
       device->zero(st.device->gradSum.data(), st.device->gradSum.size());
     else
       std::fill(st.gradSum.begin(), st.gradSum.end(), 0.0);
+    st.soleGradient.clear();
     st.microbatches.clear();
   }
   actionsBegun = 0;

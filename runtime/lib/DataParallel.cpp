@@ -69,7 +69,7 @@ void DataParallelRank::start(RankContext &ctx, const std::vector<int> &params) {
     Bucket b;
     b.params = pack;
     for (int p : pack) {
-      const std::vector<double> &g = ctx.parameters.at(p).gradSum;
+      const std::vector<double> &g = gradientSumOf(ctx.parameters.at(p));
       b.sums.insert(b.sums.end(), g.begin(), g.end());
       started.insert(p);
     }
@@ -80,7 +80,7 @@ void DataParallelRank::start(RankContext &ctx, const std::vector<int> &params) {
     bytes = 0;
   };
   for (int p : params) {
-    size_t n = ctx.parameters.at(p).gradSum.size() * sizeof(double);
+    size_t n = gradientSumOf(ctx.parameters.at(p)).size() * sizeof(double);
     if (!pack.empty() && bytes + n > bucketBytes)
       flush();
     pack.push_back(p);
@@ -148,7 +148,7 @@ void DataParallelRank::finishStep(RankContext &ctx, int step, double timeoutS) {
     Bucket &b = buckets[k];
     size_t at = 0;
     for (int p : b.params) {
-      std::vector<double> &g = ctx.parameters.at(p).gradSum;
+      std::vector<double> &g = gradientSumOf(ctx.parameters.at(p));
       std::memcpy(g.data(), b.sums.data() + at, g.size() * sizeof(double));
       at += g.size();
     }

@@ -53,6 +53,11 @@ inline double adamwElementOf(const AdamWConstants &k, double w, double gi,
   return w + -k.stepSize * (double(m) / denom);
 }
 
+/// A gradient element in double: an f32 one as the f64 sum that holds it
+/// alone would (0 + x, which makes -0 +0; ParameterState::soleGradient).
+inline double gradientValue(double x) { return x; }
+inline double gradientValue(float x) { return 0.0 + double(x); }
+
 /// Calls fn(small, decays) with k.small and k.decays as
 /// std::integral_constant<bool, ...> arguments, so that fn's loop can
 /// instantiate adamwElementOf without a branch per element.
@@ -79,18 +84,18 @@ inline void withAdamWBranches(const AdamWConstants &k, Fn &&fn) {
 /// the compiler vectorizes; on x86-64 one clone per vector width, picked
 /// for the CPU at load time. Most of a transformer's weights take this
 /// path (the scalar loop took 10% of a GPT-2 training step).
-/// `S` is the state's storage (float or double).
-template <typename S>
+/// `G` is the gradient's and `S` the state's storage (float or double).
+template <typename G, typename S>
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
 inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
-                         const double *__restrict g, S *__restrict m,
+                         const G *__restrict g, S *__restrict m,
                          S *__restrict v, size_t begin, size_t end) {
   withAdamWBranches(k, [&](auto small, auto decays) {
     for (size_t i = begin; i < end; ++i)
-      w[i] = float(adamwElementOf<small.value, decays.value>(k, double(w[i]),
-                                                             g[i], m[i], v[i]));
+      w[i] = float(adamwElementOf<small.value, decays.value>(
+          k, double(w[i]), gradientValue(g[i]), m[i], v[i]));
   });
 }
 
@@ -115,16 +120,32 @@ void adamwF32(const AdamWConstants &k, float *w, const double *g, double *m,
   adamwF32Loop(k, w, g, m, v, begin, end);
 }
 
+/// With an f32 gradient and f32 state (a sole f32 gradient, cpu builds).
+PIPEOPT_ADAMW_CLONES
+void adamwF32(const AdamWConstants &k, float *w, const float *g, float *m,
+              float *v, size_t begin, size_t end) {
+  adamwF32Loop(k, w, g, m, v, begin, end);
+}
+
+/// With an f32 gradient and f64 state (the public API allows it).
+PIPEOPT_ADAMW_CLONES
+void adamwF32(const AdamWConstants &k, float *w, const float *g, double *m,
+              double *v, size_t begin, size_t end) {
+  adamwF32Loop(k, w, g, m, v, begin, end);
+}
+
 /// One optimizer step of elements [begin, end) of weights read by `load`
 /// and written by `store` (both take the element index), the same
 /// arithmetic as optimizerStep's loops (which it serves too). `first` /
 /// `second` are the state's buffers (null when the optimizer keeps none;
 /// S: float or double), `firstStep`: the momentum buffer is created by this
 /// step.
-template <typename S, typename Load, typename Store>
+template <typename G, typename S, typename Load, typename Store>
 void updateRange(const TrainingConfig &c, size_t begin, size_t end,
-                 const double *g, S *first, S *second, bool firstStep,
+                 const G *grad, S *first, S *second, bool firstStep,
                  double t, Load load, Store store) {
+  // The gradient in double (exact for an f32 one).
+  auto g = [grad](size_t i) { return gradientValue(grad[i]); };
   switch (c.optimizer) {
   case OptimizerKind::None:
     return;
@@ -133,7 +154,7 @@ void updateRange(const TrainingConfig &c, size_t begin, size_t end,
     // param.add_(grad, alpha=-lr).
     for (size_t i = begin; i < end; ++i) {
       double w = load(i);
-      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w : g[i];
+      double gi = c.weightDecay != 0 ? g(i) + c.weightDecay * w : g(i);
       store(i, w + -c.lr * gi);
     }
     return;
@@ -142,7 +163,7 @@ void updateRange(const TrainingConfig &c, size_t begin, size_t end,
     // is a clone of the first gradient, then buf.mul_(mu).add_(grad).
     for (size_t i = begin; i < end; ++i) {
       double w = load(i);
-      double gi = c.weightDecay != 0 ? g[i] + c.weightDecay * w : g[i];
+      double gi = c.weightDecay != 0 ? g(i) + c.weightDecay * w : g(i);
       double b = firstStep ? gi : double(first[i]) * c.momentum + gi;
       first[i] = S(b);
       store(i, w + -c.lr * double(first[i]));
@@ -153,7 +174,7 @@ void updateRange(const TrainingConfig &c, size_t begin, size_t end,
     withAdamWBranches(k, [&](auto small, auto decays) {
       for (size_t i = begin; i < end; ++i)
         store(i, adamwElementOf<small.value, decays.value>(
-                     k, load(i), g[i], first[i], second[i]));
+                     k, load(i), g(i), first[i], second[i]));
     });
     return;
   }
@@ -213,15 +234,18 @@ void withStatePointers(OptimizerState &state, size_t n, Fn &&fn) {
     fn(state.first.f64Data(), state.second.f64Data());
 }
 
-} // namespace
 
-void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
-                         const std::vector<double> &g, OptimizerState &state,
-                         int threads) {
+/// optimizerStepTensor for a gradient of doubles or floats (G).
+template <typename G>
+void stepTensor(const TrainingConfig &c, HostTensor &value,
+                const std::vector<G> &g, OptimizerState &state, int threads) {
   const size_t n = size_t(numElements(value.shape));
   if (value.dtype != DType::F32 && value.dtype != DType::F64) {
     std::vector<double> w = tensorToDoubles(value);
-    optimizerStep(c, w, g, state);
+    std::vector<double> gd(g.size());
+    for (size_t i = 0; i < g.size(); ++i)
+      gd[i] = gradientValue(g[i]);
+    optimizerStep(c, w, gd, state);
     doublesToTensor(w, value);
     return;
   }
@@ -259,6 +283,20 @@ void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
       });
     }
   });
+}
+
+} // namespace
+
+void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
+                         const std::vector<double> &g, OptimizerState &state,
+                         int threads) {
+  stepTensor(c, value, g, state, threads);
+}
+
+void optimizerStepTensor(const TrainingConfig &c, HostTensor &value,
+                         const std::vector<float> &g, OptimizerState &state,
+                         int threads) {
+  stepTensor(c, value, g, state, threads);
 }
 
 void optimizerStep(const TrainingConfig &c, std::vector<double> &w,

@@ -123,8 +123,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     // that is not an input or output) and the mean goes back to the device.
     bool onDevice = st.device != nullptr;
     bool deviceOnly = onDevice && ranks.size() == 1;
-    size_t n =
-        onDevice ? size_t(numElements(st.value.shape)) : st.gradSum.size();
+    size_t n = size_t(numElements(st.value.shape));
     size_t sumBytes = deviceOnly ? 0 : n * sizeof(double);
     if (!onDevice && !zero && ranks.size() == 1) {
       // Only this rank reads the parameter: its sums are the total. They
@@ -139,8 +138,20 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
         if (!st.microbatches.count(int(mb)))
           return missingMicrobatchError(m, index, ranks, st.microbatches, mb, M,
                                         step);
+      if (!st.soleGradient.empty()) {
+        // One f32 gradient (M = 1): the mean is that gradient (x / 1 is
+        // exact), read as the f64 sum would hold it (Context.h).
+        optimizerStepTensor(m.training, st.value, st.soleGradient,
+                            st.optimizer, kernelThreads());
+        if (ctx.keepMeanGradients) {
+          st.meanGrad.resize(n);
+          for (size_t i = 0; i < n; ++i)
+            st.meanGrad[i] = 0.0 + double(st.soleGradient[i]);
+        }
+        continue;
+      }
       std::vector<double> total;
-      total.swap(st.gradSum);
+      total.swap(gradientSumOf(st));
       scaleGradientSum(total, M, dp);
       optimizerStepTensor(m.training, st.value, total, st.optimizer,
                           kernelThreads());
@@ -157,7 +168,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
     // Payload: the n sums, then one byte per microbatch (reported or not).
     std::vector<uint8_t> mine(sumBytes + M, 0);
     if (!onDevice)
-      std::memcpy(mine.data(), st.gradSum.data(), sumBytes);
+      std::memcpy(mine.data(), gradientSumOf(st).data(), sumBytes);
     else if (!deviceOnly)
       ctx.device->copy(mine.data(), st.device->gradSum.data(), sumBytes);
     for (int mb : st.microbatches)

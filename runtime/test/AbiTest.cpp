@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -473,34 +474,39 @@ TEST(Abi, UnbalancedActionsAreErrors) {
 /// Two ranks, 4 microbatches; input 1 = w f32[3] is a parameter of rank 0
 /// only, input 2 = an i32[2] shared input, input 0 = microbatched data.
 struct TrainAbi {
-  Manifest man = parseManifest(R"({"num_ranks": 2, "num_stages": 2,
-      "num_microbatches": 4,
+  int M;
+  Manifest man;
+  InputStore inputs;
+  /// `microbatches`: the manifest's num_microbatches.
+  explicit TrainAbi(int microbatches = 4)
+      : M(microbatches),
+        man(parseManifest(R"({"num_ranks": 2, "num_stages": 2,
+      "num_microbatches": )" + std::to_string(microbatches) +
+                              R"(,
       "inputs": [{"index": 0, "shape": [2], "dtype": "f32",
                   "microbatched": true},
                  {"index": 1, "shape": [3], "dtype": "f32", "name": "w"},
                  {"index": 2, "shape": [2], "dtype": "i32"}],
       "training": {"optimizer": "sgd", "lr": 0.5},
       "parameters": [{"index": 1, "ranks": [0]}]})",
-                               "m.json");
-  InputStore inputs;
-  TrainAbi() {
+                          "m.json")) {
     HostTensor x;
     x.dtype = DType::F32;
-    x.shape = {4, 2};
-    x.data.assign(32, 0);
-    inputs.set(man.inputs[0], 4, x);
+    x.shape = {M, 2};
+    x.data.assign(size_t(8 * M), 0);
+    inputs.set(man.inputs[0], M, x);
     HostTensor w;
     w.dtype = DType::F32;
     w.shape = {3};
     float wv[3] = {1, 2, 3};
     w.data.assign(reinterpret_cast<uint8_t *>(wv),
                   reinterpret_cast<uint8_t *>(wv) + 12);
-    inputs.set(man.inputs[1], 4, w);
+    inputs.set(man.inputs[1], M, w);
     HostTensor i;
     i.dtype = DType::I32;
     i.shape = {2};
     i.data.assign(8, 0);
-    inputs.set(man.inputs[2], 4, i);
+    inputs.set(man.inputs[2], M, i);
   }
   /// Runs `body` on rank `rank` (the other rank does nothing); returns its
   /// first error.
@@ -562,6 +568,54 @@ TEST(AbiTraining, GradientsAccumulateInDouble) {
   ctxs[0]->beginCall();
   EXPECT_EQ(ctxs[0]->parameters.at(1).gradSum, (std::vector<double>{0, 0, 0}));
   EXPECT_TRUE(ctxs[0]->parameters.at(1).microbatches.empty());
+}
+
+// One microbatch per step (the unpartitioned training step): the step's
+// first f32 gradient is kept as reported, in f32, with no f64 sum; a
+// second contribution moves it into the f64 sum, exactly.
+TEST(AbiTraining, SoleF32GradientOfOneMicrobatchStaysF32) {
+  TrainAbi t(1);
+  std::vector<std::unique_ptr<RankContext>> ctxs;
+  std::string err = t.run(
+      0,
+      [] {
+        const ParameterState &st = currentContext()->parameters.at(1);
+        float a[3] = {1e8f, -0.0f, 3}, b[3] = {1, 0.5f, 0.25f};
+        MemRef<1> ma(a, {3}), mb(b, {3});
+        if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 0, ma.get()))
+          return 1;
+        if (st.soleGradient != std::vector<float>{1e8f, -0.0f, 3} ||
+            !std::signbit(st.soleGradient[1]) || !st.gradSum.empty())
+          return 2;
+        // The same microbatch again (a tied weight's second stage).
+        if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 1, 0, mb.get()))
+          return 3;
+        if (!st.soleGradient.empty() || st.soleGradient.capacity() != 0 ||
+            st.gradSum != std::vector<double>{1e8 + 1, 0.5, 3.25} ||
+            std::signbit(st.gradSum[1]))
+          return 4;
+        return 0;
+      },
+      &ctxs);
+  EXPECT_EQ(err, "");
+  ctxs[0]->beginCall();
+  EXPECT_TRUE(ctxs[0]->parameters.at(1).soleGradient.empty());
+}
+
+// With several microbatches every gradient goes into the f64 sum.
+TEST(AbiTraining, GradientsOfSeveralMicrobatchesAreSummedInDouble) {
+  TrainAbi t(4);
+  std::string err = t.run(0, [] {
+    const ParameterState &st = currentContext()->parameters.at(1);
+    float a[3] = {1, 2, 3};
+    MemRef<1> ma(a, {3});
+    if (_mlir_ciface_pipeopt_rt_gradient_f32(1, 0, 0, ma.get()))
+      return 1;
+    return st.soleGradient.empty() && st.gradSum == std::vector<double>{1, 2, 3}
+               ? 0
+               : 2;
+  });
+  EXPECT_EQ(err, "");
 }
 
 TEST(AbiTraining, GradientErrors) {

@@ -207,6 +207,41 @@ TEST(Optimizer, F32StateIsTheF64StateRoundedOnce) {
   EXPECT_GT(differ, 0);
 }
 
+// A sole f32 gradient (ParameterState::soleGradient) gives the bits of the
+// f64 sum that would hold it (0 + x), for every optimizer, f32 and f64
+// state, including -0 gradients next to -0 weights (where 0 + x matters).
+TEST(Optimizer, F32GradientGivesTheBitsOfItsF64Sum) {
+  const std::vector<float> w0 = {0.5f, -0.0f, -0.0f, 2.0f, -3.0f};
+  const std::vector<std::vector<float>> grads = {
+      {0.1f, -0.0f, 0.25f, -0.0f, 1e-30f}, {-0.4f, -0.0f, -0.0f, 0.5f, 0.0f}};
+  for (OptimizerKind kind :
+       {OptimizerKind::Sgd, OptimizerKind::Momentum, OptimizerKind::AdamW})
+    for (DType stateDType : {DType::F32, DType::F64}) {
+      SCOPED_TRACE(std::to_string(int(kind)) + " " + dtypeName(stateDType));
+      TrainingConfig c;
+      c.optimizer = kind;
+      c.lr = 0.1;
+      HostTensor a;
+      a.dtype = DType::F32;
+      a.shape = {int64_t(w0.size())};
+      a.data.resize(4 * w0.size());
+      std::memcpy(a.data.data(), w0.data(), a.data.size());
+      HostTensor b = a;
+      OptimizerState sa, sb;
+      sa.dtype = sb.dtype = stateDType;
+      for (const auto &g : grads) {
+        std::vector<double> sum(g.size(), 0.0);
+        for (size_t i = 0; i < g.size(); ++i)
+          sum[i] += double(g[i]);
+        optimizerStepTensor(c, a, g, sa);
+        optimizerStepTensor(c, b, sum, sb);
+      }
+      EXPECT_EQ(a.data, b.data);
+      EXPECT_EQ(sa.first, sb.first);
+      EXPECT_EQ(sa.second, sb.second);
+    }
+}
+
 TEST(Optimizer, NoneChangesNothing) {
   TrainingConfig c;
   OptimizerState st;

@@ -127,9 +127,18 @@ struct ParameterState {
   HostTensor value;
   /// This step's sum of the reported contributions (pipeopt_rt_gradient_*),
   /// in double, and the microbatches they were reported for. Reset by
-  /// beginCall().
+  /// beginCall(). Made when first needed: read it through gradientSumOf().
   std::vector<double> gradSum;
   std::set<int> microbatches;
+  /// The step's first contribution, as reported, while it is the only one
+  /// (an f32 gradient of a build of one microbatch per step, cpu, f32
+  /// optimizer state, synchronous updates, no data parallelism: the
+  /// unpartitioned training step). A sum of one value is that value, so
+  /// it stays in f32 (4 bytes per weight instead of the sum's 8) and the
+  /// optimizer reads it (optimizerStepTensor's f32 overload) with the bits
+  /// the f64 sum would give; a second contribution moves it into gradSum
+  /// (gradientSumOf). Emptied by beginCall(), which keeps its capacity.
+  std::vector<float> soleGradient;
   /// The last step's mean gradient g over all ranks of the parameter (after
   /// the reduction), for --save-grads; empty unless the rank's context
   /// keeps mean gradients (RankContext::keepMeanGradients).
@@ -145,6 +154,11 @@ struct ParameterState {
   /// (refreshHostParameter), `gradSum` is unused. Null for cpu builds.
   std::shared_ptr<DeviceParameterState> device;
 };
+
+/// `st`'s f64 gradient sum of this step: made (zeros, numElements of the
+/// value) if it does not exist yet, holding the sole f32 gradient if one
+/// is kept (which then goes).
+std::vector<double> &gradientSumOf(ParameterState &st);
 
 /// State of one rank.
 class RankContext {

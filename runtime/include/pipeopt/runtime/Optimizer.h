@@ -111,6 +111,13 @@ void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
                          const std::vector<double> &g, OptimizerState &state,
                          int threads = 1);
 
+/// optimizerStepTensor with the mean gradient in f32 (`g`): the same bits as
+/// passing the doubles 0.0 + double(g[i]) (an f64 sum of the one value). For a parameter whose mean gradient is
+/// a sole f32 gradient (ParameterState::soleGradient in Context.h).
+void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
+                         const std::vector<float> &g, OptimizerState &state,
+                         int threads = 1);
+
 /// The elements of a floating-point tensor, in double. Throws RuntimeError
 /// for other dtypes.
 std::vector<double> tensorToDoubles(const HostTensor &t);
