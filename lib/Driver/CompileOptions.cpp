@@ -220,6 +220,14 @@ struct CompileCLOptions {
                "code (default); =false: every loop nest inline in its "
                "stage function (for comparisons)"),
       cl::init(true), cl::cat(category)};
+  cl::opt<bool> outlineRepeats{
+      "outline-repeats",
+      cl::desc("Compile each distinct repeated op sequence (a transformer "
+               "layer's forward or backward code) once, as a function called "
+               "wherever it occurs, so that build time hardly grows with "
+               "depth (default); =false: every layer inline in its stage "
+               "function (for comparisons)"),
+      cl::init(true), cl::cat(category)};
 
   cl::opt<bool> cache{
       "cache",
@@ -277,6 +285,7 @@ struct CompileCLOptions {
             &approximateMath,
             &inputViews,
             &outlineLoopNests,
+            &outlineRepeats,
             &cache,
             &cacheDir,
             &saveTemps,
@@ -334,6 +343,7 @@ CompileOptions pipeopt::driver::getCompileOptionsFromCL() {
   o.approximateMath = cli.approximateMath;
   o.inputViews = cli.inputViews;
   o.outlineLoopNests = cli.outlineLoopNests;
+  o.outlineRepeats = cli.outlineRepeats;
   o.cache = cli.cache;
   o.cacheDir = cli.cacheDir;
   for (cl::Option *opt : cli.all())

@@ -672,6 +672,7 @@ llvm::Error pipeopt::driver::lowerToLLVMDialect(ModuleOp module,
     options.approximateMath = o.approximateMath;
     options.inputViews = o.inputViews;
     options.outlineLoopNests = o.outlineLoopNests;
+    options.outlineRepeats = o.outlineRepeats;
     buildLowerToLLVMPipeline(pm, options);
   }
   return runPasses(pm, module,
@@ -880,9 +881,10 @@ llvm::Error pipeopt::driver::compile(CompileOptions o) {
     (*module)->print(os);
     cacheOptions = llvm::formatv(
         "target={0} cuda-arch={1} kernels={2} fuse={3} approximate-math={4} "
-        "input-views={5} outline-loop-nests={6} microbatch-args={7}",
+        "input-views={5} outline-loop-nests={6} outline-repeats={7} "
+        "microbatch-args={8}",
         o.target, o.cudaArch, o.kernels, o.fuse, o.approximateMath,
-        o.inputViews, o.outlineLoopNests,
+        o.inputViews, o.outlineLoopNests, o.outlineRepeats,
         llvm::join(built->microbatchArgs, ","));
     cacheInputs = {cacheModule, cacheOptions};
   }

@@ -253,6 +253,11 @@ void pipeopt::buildLowerToLLVMPipeline(OpPassManager &pm,
   if (options.outlineLoopNests)
     pm.addPass(createOutlineLoopNestsPass());
 
+  // Each distinct repeated op sequence (a layer's forward or backward glue
+  // code) becomes one function too: LLVM's time stops growing with depth.
+  if (options.outlineRepeats)
+    pm.addPass(createOutlineRepeatsPass());
+
   // Linalg -> loops (everything the kernels do not take).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
 

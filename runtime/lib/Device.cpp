@@ -307,8 +307,7 @@ void refreshHostParameter(RankContext &ctx, ParameterState &st) {
     }
     if (d.second) {
       st.optimizer.second = StateBuffer(n, DType::F64);
-      dev.copy(st.optimizer.second.f64Data(), d.second.data(),
-               d.second.size());
+      dev.copy(st.optimizer.second.f64Data(), d.second.data(), d.second.size());
     }
   }
   d.hostStale = false;

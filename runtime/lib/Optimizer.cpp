@@ -41,8 +41,8 @@ struct AdamWConstants {
 /// f32 state does. `Small` and `Decays` are k.small and k.decays (template
 /// arguments, so that the loops have no branch: withAdamWBranches).
 template <bool Small, bool Decays, typename S>
-inline double adamwElementOf(const AdamWConstants &k, double w, double gi,
-                             S &m, S &v) {
+inline double adamwElementOf(const AdamWConstants &k, double w, double gi, S &m,
+                             S &v) {
   if (Decays)
     w = w * k.decay;
   double mi = m;
@@ -89,9 +89,10 @@ template <typename G, typename S>
 #if defined(__GNUC__)
 __attribute__((always_inline))
 #endif
-inline void adamwF32Loop(const AdamWConstants &k, float *__restrict w,
-                         const G *__restrict g, S *__restrict m,
-                         S *__restrict v, size_t begin, size_t end) {
+inline void
+adamwF32Loop(const AdamWConstants &k, float *__restrict w,
+             const G *__restrict g, S *__restrict m, S *__restrict v,
+             size_t begin, size_t end) {
   withAdamWBranches(k, [&](auto small, auto decays) {
     for (size_t i = begin; i < end; ++i)
       w[i] = float(adamwElementOf<small.value, decays.value>(
@@ -142,8 +143,8 @@ void adamwF32(const AdamWConstants &k, float *w, const float *g, double *m,
 /// step.
 template <typename G, typename S, typename Load, typename Store>
 void updateRange(const TrainingConfig &c, size_t begin, size_t end,
-                 const G *grad, S *first, S *second, bool firstStep,
-                 double t, Load load, Store store) {
+                 const G *grad, S *first, S *second, bool firstStep, double t,
+                 Load load, Store store) {
   // The gradient in double (exact for an f32 one).
   auto g = [grad](size_t i) { return gradientValue(grad[i]); };
   switch (c.optimizer) {
@@ -234,7 +235,6 @@ void withStatePointers(OptimizerState &state, size_t n, Fn &&fn) {
     fn(state.first.f64Data(), state.second.f64Data());
 }
 
-
 /// optimizerStepTensor for a gradient of doubles or floats (G).
 template <typename G>
 void stepTensor(const TrainingConfig &c, HostTensor &value,
@@ -312,15 +312,14 @@ void optimizerStep(const TrainingConfig &c, std::vector<double> &w,
   double *data = w.data();
   withStatePointers(state, w.size(), [&](auto *first, auto *second) {
     updateRange(
-        c, 0, w.size(), g.data(), first, second, firstStep,
-        double(state.step), [data](size_t i) { return data[i]; },
+        c, 0, w.size(), g.data(), first, second, firstStep, double(state.step),
+        [data](size_t i) { return data[i]; },
         [data](size_t i, double x) { data[i] = x; });
   });
 }
 
 DType optimizerStateDType(DType param, Target target) {
-  return param == DType::F32 && target == Target::Cpu ? DType::F32
-                                                      : DType::F64;
+  return param == DType::F32 && target == Target::Cpu ? DType::F32 : DType::F64;
 }
 
 StateBuffer::StateBuffer(size_t n, DType dtype) : isF32(dtype == DType::F32) {

@@ -141,8 +141,8 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
       if (!st.soleGradient.empty()) {
         // One f32 gradient (M = 1): the mean is that gradient (x / 1 is
         // exact), read as the f64 sum would hold it (Context.h).
-        optimizerStepTensor(m.training, st.value, st.soleGradient,
-                            st.optimizer, kernelThreads());
+        optimizerStepTensor(m.training, st.value, st.soleGradient, st.optimizer,
+                            kernelThreads());
         if (ctx.keepMeanGradients) {
           st.meanGrad.resize(n);
           for (size_t i = 0; i < n; ++i)

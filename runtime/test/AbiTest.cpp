@@ -479,17 +479,16 @@ struct TrainAbi {
   InputStore inputs;
   /// `microbatches`: the manifest's num_microbatches.
   explicit TrainAbi(int microbatches = 4)
-      : M(microbatches),
-        man(parseManifest(R"({"num_ranks": 2, "num_stages": 2,
+      : M(microbatches), man(parseManifest(R"({"num_ranks": 2, "num_stages": 2,
       "num_microbatches": )" + std::to_string(microbatches) +
-                              R"(,
+                                               R"(,
       "inputs": [{"index": 0, "shape": [2], "dtype": "f32",
                   "microbatched": true},
                  {"index": 1, "shape": [3], "dtype": "f32", "name": "w"},
                  {"index": 2, "shape": [2], "dtype": "i32"}],
       "training": {"optimizer": "sgd", "lr": 0.5},
       "parameters": [{"index": 1, "ranks": [0]}]})",
-                          "m.json")) {
+                                           "m.json")) {
     HostTensor x;
     x.dtype = DType::F32;
     x.shape = {M, 2};

@@ -75,10 +75,11 @@ TEST(Optimizer, AdamW) {
   OptimizerState st;
   expectNear(twoSteps(c, st),
              {0.4946055357475128, -0.9833163191095446, 1.9761002719460945});
-  expectNear(st.first.toDoubles(), {-0.030999999999999993, -0.013, 0.05199999999999999});
-  expectNear(st.second.toDoubles(),
-             {0.00016999000000000018, 4.2460000000000044e-05,
-              0.00015241000000000012});
+  expectNear(st.first.toDoubles(),
+             {-0.030999999999999993, -0.013, 0.05199999999999999});
+  expectNear(
+      st.second.toDoubles(),
+      {0.00016999000000000018, 4.2460000000000044e-05, 0.00015241000000000012});
   EXPECT_EQ(st.step, 2);
 }
 
@@ -105,42 +106,42 @@ TEST(Optimizer, AdamWOnF32TensorsMatchesScalarPath) {
     for (double &gi : g)
       gi = next() * 1e-3;
   for (DType stateDType : {DType::F32, DType::F64})
-  for (double beta1 : {0.9, 0.3})
-    for (double decay : {0.0, 0.01}) {
-      TrainingConfig c;
-      c.optimizer = OptimizerKind::AdamW;
-      c.lr = 1e-3;
-      c.beta1 = beta1;
-      c.beta2 = 0.999;
-      c.eps = 1e-8;
-      c.weightDecay = decay;
-      HostTensor t;
-      t.dtype = DType::F32;
-      t.shape = {int64_t(n)};
-      t.data.resize(n * 4);
-      std::memcpy(t.data.data(), w0.data(), n * 4);
-      std::vector<float> want = w0;
-      OptimizerState fast, scalar;
-      fast.dtype = scalar.dtype = stateDType;
-      for (const auto &g : grads) {
-        optimizerStepTensor(c, t, g, fast, /*threads=*/2);
-        std::vector<double> w(want.begin(), want.end());
-        optimizerStep(c, w, g, scalar);
+    for (double beta1 : {0.9, 0.3})
+      for (double decay : {0.0, 0.01}) {
+        TrainingConfig c;
+        c.optimizer = OptimizerKind::AdamW;
+        c.lr = 1e-3;
+        c.beta1 = beta1;
+        c.beta2 = 0.999;
+        c.eps = 1e-8;
+        c.weightDecay = decay;
+        HostTensor t;
+        t.dtype = DType::F32;
+        t.shape = {int64_t(n)};
+        t.data.resize(n * 4);
+        std::memcpy(t.data.data(), w0.data(), n * 4);
+        std::vector<float> want = w0;
+        OptimizerState fast, scalar;
+        fast.dtype = scalar.dtype = stateDType;
+        for (const auto &g : grads) {
+          optimizerStepTensor(c, t, g, fast, /*threads=*/2);
+          std::vector<double> w(want.begin(), want.end());
+          optimizerStep(c, w, g, scalar);
+          for (size_t i = 0; i < n; ++i)
+            want[i] = float(w[i]);
+        }
+        std::vector<float> got(n);
+        std::memcpy(got.data(), t.data.data(), n * 4);
+        size_t differ = 0;
         for (size_t i = 0; i < n; ++i)
-          want[i] = float(w[i]);
+          differ += std::memcmp(&got[i], &want[i], 4) != 0;
+        EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay " << decay
+                              << ", state " << dtypeName(stateDType);
+        EXPECT_EQ(fast.first.dtype(), stateDType);
+        EXPECT_EQ(fast.first, scalar.first);
+        EXPECT_EQ(fast.second, scalar.second);
+        EXPECT_EQ(fast.step, 3);
       }
-      std::vector<float> got(n);
-      std::memcpy(got.data(), t.data.data(), n * 4);
-      size_t differ = 0;
-      for (size_t i = 0; i < n; ++i)
-        differ += std::memcmp(&got[i], &want[i], 4) != 0;
-      EXPECT_EQ(differ, 0u) << "beta1 " << beta1 << ", weight decay " << decay
-                            << ", state " << dtypeName(stateDType);
-      EXPECT_EQ(fast.first.dtype(), stateDType);
-      EXPECT_EQ(fast.first, scalar.first);
-      EXPECT_EQ(fast.second, scalar.second);
-      EXPECT_EQ(fast.step, 3);
-    }
 }
 
 // f32 optimizer state (the f32 parameters of cpu builds, as torch.optim

@@ -175,8 +175,7 @@ TrainingConfig adamw() {
 /// given to the shards by load() as pipeopt-run does.
 void checkAgainstUnsharded(const TrainingConfig &c, int D,
                            DType stateDType = DType::F64) {
-  SCOPED_TRACE(std::to_string(D) + " replicas, state " +
-               dtypeName(stateDType));
+  SCOPED_TRACE(std::to_string(D) + " replicas, state " + dtypeName(stateDType));
   const int P = 2, steps = 3, M = 4;
   const double scale = 1.0 / double(D * M);
   std::vector<Reference> refs;

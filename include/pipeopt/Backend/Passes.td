@@ -162,6 +162,48 @@ def OutlineLoopNestsPass
   ];
 }
 
+def OutlineRepeatsPass : Pass<"pipeopt-outline-repeats", "::mlir::ModuleOp"> {
+  let summary = "Compile each distinct repeated op sequence (a layer) once.";
+  let description = [{
+    Finds, in the body of every function with one block, the longest run of
+    at least two consecutive repetitions of a sequence of `min-ops` or more
+    ops (the layers of a transformer: its forward blocks, then the
+    backward blocks that differentiation generated), and moves each
+    repetition into a private function, `@pipeopt_repeat_<N>`, called where
+    the repetition was; then looks again in what is left. Ops repeat when
+    they print the same without SSA names (op, attributes, callee, types,
+    regions). Two repetitions share one function where their functions
+    print the same (the same data flow): LLVM then optimizes and generates
+    code for a layer's glue code (buffer allocation, views, the calls of
+    the loop nests and kernels) once, and a deeper model adds calls, not
+    code. With `pipeopt-outline-loop-nests` this makes the time of LLVM's
+    optimization and code generation nearly independent of depth.
+
+    A repetition's arguments are the values it uses from outside, in the
+    order of their first use, except constants, which are cloned into the
+    function; its results are the values it defines that are used after
+    it, in the order of their definition. Buffers it allocates and returns,
+    and buffers it frees that were allocated before it, keep their meaning:
+    buffer deallocation has already run. A repetition that contains a
+    `memref.alloca` (its buffer would not outlive the call) is left in
+    place. The functions are `noinline` with internal linkage (inlining
+    would undo the sharing). Runs after `pipeopt-free-buffers-early` and
+    `pipeopt-outline-loop-nests`, before the conversion to LLVM; functions
+    this pass made are left alone.
+  }];
+  let options = [
+    Option<"minOps", "min-ops", "unsigned", /*default=*/"16",
+           "The fewest ops a repeated sequence has (shorter ones stay)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::LLVM::LLVMDialect"];
+  let statistics = [
+    Statistic<"numOutlined", "num-outlined", "Repetitions outlined">,
+    Statistic<"numFunctions", "num-functions",
+              "Distinct repetition functions created">,
+  ];
+}
+
 def ExpandMathPass : Pass<"pipeopt-expand-math", "::mlir::ModuleOp"> {
   let summary = "Lower math functions that have no LLVM intrinsic.";
   let description = [{

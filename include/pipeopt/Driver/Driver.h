@@ -132,6 +132,8 @@ struct CompileOptions {
   bool inputViews = true;
   /// pipeopt-outline-loop-nests (cpu only).
   bool outlineLoopNests = true;
+  /// pipeopt-outline-repeats (cpu only).
+  bool outlineRepeats = true;
   /// The object cache (Target/SharedObject.h): read and write it.
   bool cache = true;
   /// Its directory; empty: target::defaultObjectCacheDir().

@@ -166,6 +166,13 @@ struct LowerToLLVMOptions
                      "(pipeopt-outline-loop-nests); off: every loop nest "
                      "inline in its function"),
       llvm::cl::init(true)};
+  Option<bool> outlineRepeats{
+      *this, "outline-repeats",
+      llvm::cl::desc("Compile each distinct repeated op sequence (a layer) "
+                     "once, as a function called wherever it occurs "
+                     "(pipeopt-outline-repeats); off: every layer inline in "
+                     "its function"),
+      llvm::cl::init(true)};
 };
 
 /// The options of the front part that pipeopt-lower-to-llvm and

@@ -6,8 +6,9 @@
 // stored weights, the stored state and the step's mean gradient; the caller
 // rounds the result once to the parameter's dtype. The optimizer state is
 // kept per element in f32 for the f32 parameters of cpu builds (as
-// torch.optim does) and in f64 otherwise (optimizerStateDType). The formulas and their operation order follow torch.optim's
-// single-tensor implementations (SGD, SGD with momentum, AdamW).
+// torch.optim does) and in f64 otherwise (optimizerStateDType). The formulas
+// and their operation order follow torch.optim's single-tensor implementations
+// (SGD, SGD with momentum, AdamW).
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,8 +113,9 @@ void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
                          int threads = 1);
 
 /// optimizerStepTensor with the mean gradient in f32 (`g`): the same bits as
-/// passing the doubles 0.0 + double(g[i]) (an f64 sum of the one value). For a parameter whose mean gradient is
-/// a sole f32 gradient (ParameterState::soleGradient in Context.h).
+/// passing the doubles 0.0 + double(g[i]) (an f64 sum of the one value). For a
+/// parameter whose mean gradient is a sole f32 gradient
+/// (ParameterState::soleGradient in Context.h).
 void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
                          const std::vector<float> &g, OptimizerState &state,
                          int threads = 1);

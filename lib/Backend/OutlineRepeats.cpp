@@ -1,0 +1,247 @@
+//===- OutlineRepeats.cpp - pipeopt-outline-repeats -------------*- C++ -*-===//
+//
+// Part of pipeopt. Finds runs of repeated op sequences in a function's body
+// (the layers of a transformer, forward and backward) and moves each
+// repetition into a function, one function per distinct repetition, so that
+// LLVM compiles a layer's glue code once. See the pass description in
+// Backend/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "pipeopt/Backend/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/Hashing.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace pipeopt {
+#define GEN_PASS_DEF_OUTLINEREPEATSPASS
+#include "pipeopt/Backend/Passes.h.inc"
+} // namespace pipeopt
+
+using namespace mlir;
+
+/// Marks the functions this pass creates (a second run leaves them alone).
+static constexpr llvm::StringLiteral kRepeatAttr = "pipeopt.repeat";
+static constexpr llvm::StringLiteral kNamePrefix = "pipeopt_repeat_";
+
+namespace {
+
+/// A run of `copies` consecutive repetitions of `period` ops starting at op
+/// index `start` of a block.
+struct Run {
+  size_t start = 0, period = 0, copies = 0;
+  size_t covered() const { return period * copies; }
+};
+
+/// The signature of an op for finding repetitions: its name, attributes,
+/// properties, result types and operand types, and the same of the ops in
+/// its regions (with their blocks' argument types), not which values it
+/// uses. Two repetitions of a layer have the same signatures; whether their
+/// data flow is the same too is decided later, by the outlined functions'
+/// text.
+uint64_t signatureOf(Operation *op) {
+  auto typeHash = [](Value v) {
+    return llvm::hash_value(v.getType().getAsOpaquePointer());
+  };
+  llvm::hash_code h = OperationEquivalence::computeHash(
+      op, typeHash, typeHash, OperationEquivalence::IgnoreLocations);
+  for (Region &region : op->getRegions())
+    for (Block &block : region) {
+      h = llvm::hash_combine(h, block.getNumArguments());
+      for (BlockArgument a : block.getArguments())
+        h = llvm::hash_combine(h, typeHash(a));
+      for (Operation &nested : block)
+        h = llvm::hash_combine(h, signatureOf(&nested));
+    }
+  return h;
+}
+
+/// The longest run (most ops covered, then the shortest period) of at
+/// least two consecutive repetitions of a sequence of `minPeriod` or more
+/// signatures. O(N^2) comparisons of hashes for N ops: N is a few thousand
+/// for a 16-layer transformer's training step.
+Run findRun(llvm::ArrayRef<uint64_t> sig, size_t minPeriod) {
+  Run best;
+  const size_t n = sig.size();
+  for (size_t p = minPeriod; p <= n / 2; ++p) {
+    size_t run = 0;
+    for (size_t i = 0; i + p < n; ++i) {
+      run = sig[i] == sig[i + p] ? run + 1 : 0;
+      // [i - run + 1, i + p] repeats with period p: (run + p) / p copies.
+      size_t copies = (run + p) / p;
+      if (copies < 2)
+        continue;
+      Run r{i + 1 - run, p, copies};
+      if (r.covered() > best.covered() ||
+          (r.covered() == best.covered() && p < best.period))
+        best = r;
+    }
+  }
+  return best;
+}
+
+struct OutlineRepeatsPass
+    : pipeopt::impl::OutlineRepeatsPassBase<OutlineRepeatsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    llvm::SmallVector<func::FuncOp> fns;
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isExternal() && !fn->hasAttr(kRepeatAttr) &&
+          fn.getBody().hasOneBlock())
+        fns.push_back(fn);
+    for (func::FuncOp fn : fns) {
+      // Outline the longest run, then look again (the forward layers, then
+      // the backward ones); each outlined repetition is one call, shorter
+      // than minPeriod, so it is not found again.
+      for (;;) {
+        Block &block = fn.getBody().front();
+        llvm::SmallVector<Operation *> ops;
+        for (Operation &op : block.without_terminator())
+          ops.push_back(&op);
+        if (ops.size() < 2 * size_t(minOps))
+          break;
+        llvm::SmallVector<uint64_t> sig;
+        for (Operation *op : ops)
+          sig.push_back(signatureOf(op));
+        Run run = findRun(sig, size_t(minOps));
+        if (run.copies < 2)
+          break;
+        bool any = false;
+        for (size_t c = 0; c < run.copies; ++c) {
+          llvm::ArrayRef<Operation *> chunk(
+              ops.data() + run.start + c * run.period, run.period);
+          any |= outline(chunk, symbols);
+        }
+        if (!any)
+          break;
+      }
+    }
+  }
+
+  /// Moves the ops of `chunk` (consecutive ops of one block) into a
+  /// function, or calls an identical one made before; returns false (and
+  /// changes nothing) where a chunk cannot leave its function.
+  bool outline(llvm::ArrayRef<Operation *> chunk, SymbolTable &symbols) {
+    llvm::DenseSet<Operation *> inside;
+    for (Operation *op : chunk) {
+      // A stack buffer does not outlive the function it is made in.
+      bool bad = false;
+      op->walk([&](memref::AllocaOp) { bad = true; });
+      if (bad)
+        return false;
+      inside.insert(op);
+    }
+    // Arguments: the values the chunk uses from outside, in first-use
+    // order (so that two repetitions agree), except constants, which are
+    // cloned in. Results: the values it defines that are used after it,
+    // in definition order.
+    llvm::SetVector<Value> args;
+    llvm::SetVector<Operation *> constants;
+    auto use = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (def && inside.contains(def))
+        return;
+      if (def && def->getNumResults() == 1 && def->getNumOperands() == 0 &&
+          def->getNumRegions() == 0 && matchPattern(v, m_Constant()))
+        constants.insert(def);
+      else
+        args.insert(v);
+    };
+    for (Operation *op : chunk) {
+      for (Value v : op->getOperands())
+        use(v);
+      llvm::SetVector<Value> above;
+      getUsedValuesDefinedAbove(op->getRegions(), above);
+      for (Value v : above)
+        use(v);
+    }
+    llvm::SmallVector<Value> results;
+    for (Operation *op : chunk)
+      for (Value r : op->getResults())
+        if (llvm::any_of(r.getUsers(), [&](Operation *user) {
+              return !inside.contains(
+                  chunk.front()->getBlock()->findAncestorOpInBlock(*user));
+            }))
+          results.push_back(r);
+
+    Operation *first = chunk.front();
+    MLIRContext *ctx = first->getContext();
+    ModuleOp module = first->getParentOfType<ModuleOp>();
+    OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+    llvm::SmallVector<Type> argTypes, resultTypes;
+    for (Value v : args)
+      argTypes.push_back(v.getType());
+    for (Value v : results)
+      resultTypes.push_back(v.getType());
+    auto fn =
+        func::FuncOp::create(moduleBuilder, first->getLoc(), kNamePrefix,
+                             FunctionType::get(ctx, argTypes, resultTypes));
+    Block *entry = fn.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    IRMapping map;
+    map.map(args.getArrayRef(), entry->getArguments());
+    for (Operation *c : constants)
+      b.clone(*c, map);
+    for (Operation *op : chunk)
+      b.clone(*op, map);
+    llvm::SmallVector<Value> returned;
+    for (Value r : results)
+      returned.push_back(map.lookup(r));
+    func::ReturnOp::create(b, first->getLoc(), returned);
+    fn.setPrivate();
+    // As pipeopt-outline-loop-nests: LLVM's own noinline (func.func's does
+    // not reach llvm.func), internal linkage.
+    fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    fn->setAttr(kRepeatAttr, b.getUnitAttr());
+    fn->setAttr("llvm.linkage",
+                LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+
+    std::string text;
+    {
+      llvm::raw_string_ostream os(text);
+      fn->print(os, OpPrintingFlags().useLocalScope());
+    }
+    auto [it, inserted] = byText.try_emplace(text, fn);
+    if (inserted) {
+      std::string name;
+      do
+        name = (kNamePrefix + llvm::Twine(nextId++)).str();
+      while (symbols.lookup(name));
+      fn.setSymName(name);
+      symbols.insert(fn);
+      ++numFunctions;
+    } else {
+      fn.erase();
+      fn = it->second;
+    }
+    OpBuilder callBuilder(first);
+    auto call = func::CallOp::create(callBuilder, first->getLoc(), fn,
+                                     args.getArrayRef());
+    for (auto [r, c] : llvm::zip(results, call.getResults()))
+      r.replaceAllUsesWith(c);
+    for (Operation *op : llvm::reverse(chunk)) {
+      op->dropAllUses();
+      op->erase();
+    }
+    ++numOutlined;
+    return true;
+  }
+
+  /// The printed form of each function made so far (with the placeholder
+  /// name) -> that function.
+  llvm::StringMap<func::FuncOp> byText;
+  unsigned nextId = 0;
+};
+
+} // namespace
