@@ -701,6 +701,8 @@ std::function<void()> hostUpdateCall(OptimizerKind kind, int64_t n) {
   st->value.dtype = DType::F32;
   st->value.shape = {n};
   st->value.data.assign(count * sizeof(float), 0);
+  // The state of an f32 parameter of a cpu build (Optimizer.h).
+  st->optimizer.dtype = optimizerStateDType(DType::F32, Target::Cpu);
   return [st, count] {
     const size_t M = 8, sumBytes = count * sizeof(double);
     std::vector<uint8_t> mine(sumBytes + M, 0);
