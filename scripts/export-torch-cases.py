@@ -59,7 +59,8 @@ file alone.
 
 Needs torch and numpy, and torch-mlir from PyPI (pip install torch-mlir
 packaging; the cases were generated with TORCH_MLIR_VERSION below), and
-for gpt2_tiny and llama_tiny (also with --train-only) transformers (5.25
+for gpt2_tiny, gpt2_4layers and llama_tiny (also with --train-only)
+transformers (5.25
 here). The
 tests read the committed files only; CI never runs this script. Seeds are
 fixed and torch runs on one CPU thread, so a rerun with the same versions
@@ -342,21 +343,21 @@ def perturb_norms(model, g):
 
 
 def import_transformers():
-    """transformers, for the gpt2_tiny and llama_tiny cases only."""
+    """transformers, for the gpt2_tiny, gpt2_4layers and llama_tiny cases."""
     try:
         import transformers
     except ImportError as e:  # pragma: no cover - developer tool
-        sys.exit("export-torch-cases.py: error: %s (gpt2_tiny and "
-                 "llama_tiny need transformers: pip install transformers; "
+        sys.exit("export-torch-cases.py: error: %s (gpt2_tiny, gpt2_4layers "
+                 "and llama_tiny need transformers: pip install transformers; "
                  "--case NAME selects the other cases)" % e)
     return transformers
 
 
-def build_gpt2_tiny(g):
+def build_gpt2_tiny(g, layers=2):
     tf = import_transformers()
     GPT2Config, GPT2LMHeadModel = tf.GPT2Config, tf.GPT2LMHeadModel
     vocab = 64
-    config = GPT2Config(n_layer=2, n_embd=32, n_head=4, vocab_size=vocab,
+    config = GPT2Config(n_layer=layers, n_embd=32, n_head=4, vocab_size=vocab,
                         n_positions=LM_SEQ, initializer_range=0.1,
                         bos_token_id=0, eos_token_id=0,
                         attn_implementation="eager")
@@ -371,6 +372,10 @@ def build_gpt2_tiny(g):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
     ids, target = lm_data(g, vocab)
     return CausalLm(m), [("ids", ids)], "cross-entropy", target
+
+
+def build_gpt2_4layers(g):
+    return build_gpt2_tiny(g, layers=4)
 
 
 def build_llama_tiny(g):
@@ -419,6 +424,12 @@ CASES = collections.OrderedDict([
                    "LM head tied to the token embedding; ids [4,8] int64; "
                    "output logits [4,8,64]; loss cross-entropy over the "
                    "next token at every position")),
+    ("gpt2_4layers", (build_gpt2_4layers,
+                      "gpt2_tiny with 4 layers: its two middle layers are "
+                      "the same code on different weights, which "
+                      "pipeopt-outline-repeats compiles once; ids [4,8] "
+                      "int64; output logits [4,8,64]; loss cross-entropy "
+                      "over the next token at every position")),
     ("llama_tiny", (build_llama_tiny,
                     "transformers LlamaForCausalLM, 2 layers, width 32, 4 "
                     "query heads and 2 key/value heads (grouped-query "
@@ -767,15 +778,14 @@ OPTIMIZERS = collections.OrderedDict([
 # key bias by about lr x noise / eps, and every weight agrees to 1.1e-6.
 # The per-array exception for a zero gradient (weight_tolerance) cannot
 # serve here: it would loosen the query and value biases of the same array.
-CASE_OPTIMIZERS = {
-    "gpt2_tiny": {"adamw": {
+GPT2_ADAMW = {"adamw": {
         "eps": 1e-3,
         "why": "the key bias (elements 32-63 of c_attn.bias, arguments 5 "
                "and 17) has an exact gradient of zero; with eps 1e-8 AdamW "
                "turns its f32 rounding noise into steps of about lr (torch "
                "f32 vs f64: 5.0e-3 and 3.0e-3 relative, the other weights "
-               "<= 4e-6); eps 1e-3 keeps every weight within 1.1e-6"}},
-}
+               "<= 4e-6); eps 1e-3 keeps every weight within 1.1e-6"}}
+CASE_OPTIMIZERS = {"gpt2_tiny": GPT2_ADAMW, "gpt2_4layers": GPT2_ADAMW}
 
 
 def optimizer_spec(case, opt_name):
