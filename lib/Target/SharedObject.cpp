@@ -120,8 +120,8 @@ static bool callsRepeats(const llvm::Function &f) {
 unsigned target::markEntryPointsOptNone(llvm::Module &module) {
   unsigned marked = 0;
   for (llvm::Function &f : module) {
-    if (f.isDeclaration() || (!f.getName().starts_with("pipeopt_rank_") &&
-                              !callsRepeats(f)))
+    if (f.isDeclaration() ||
+        (!f.getName().starts_with("pipeopt_rank_") && !callsRepeats(f)))
       continue;
     f.addFnAttr(llvm::Attribute::NoInline);
     f.addFnAttr(llvm::Attribute::OptimizeNone);
