@@ -6,15 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Outlining.h"
 #include "pipeopt/Backend/Passes.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringMap.h"
 
 namespace pipeopt {
 #define GEN_PASS_DEF_OUTLINELOOPNESTSPASS
@@ -35,7 +33,6 @@ struct OutlineLoopNestsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTable symbols(module);
     llvm::SmallVector<linalg::LinalgOp> ops;
     for (auto fn : module.getOps<func::FuncOp>()) {
       if (fn.isExternal() || fn->hasAttr(kLoopNestAttr))
@@ -46,11 +43,7 @@ struct OutlineLoopNestsPass
       });
     }
 
-    // The printed form of each function created so far (with a placeholder
-    // name) -> that function.
-    llvm::StringMap<func::FuncOp> byText;
-    unsigned nextId = 0;
-    OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+    pipeopt::DistinctFunctions functions(module, kNamePrefix, kLoopNestAttr);
     for (linalg::LinalgOp op : ops) {
       // Arguments: the operands, then the non-constant values the regions
       // use from above; constants are cloned into the function.
@@ -69,9 +62,8 @@ struct OutlineLoopNestsPass
       for (Value v : args)
         argTypes.push_back(v.getType());
 
-      auto fn =
-          func::FuncOp::create(moduleBuilder, op.getLoc(), kNamePrefix,
-                               FunctionType::get(&getContext(), argTypes, {}));
+      func::FuncOp fn = functions.create(
+          op.getLoc(), FunctionType::get(&getContext(), argTypes, {}));
       Block *entry = fn.addEntryBlock();
       OpBuilder b = OpBuilder::atBlockBegin(entry);
       IRMapping map;
@@ -80,37 +72,13 @@ struct OutlineLoopNestsPass
         b.clone(*c, map);
       b.clone(*op, map);
       func::ReturnOp::create(b, op.getLoc());
-      fn.setPrivate();
-      // func.func's no_inline does not reach llvm.func (func-to-llvm drops
-      // inherent attributes); LLVM's own attribute does.
-      fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
-      fn->setAttr(kLoopNestAttr, b.getUnitAttr());
-      fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(
-                                      &getContext(), LLVM::Linkage::Internal));
-
-      std::string text;
-      {
-        llvm::raw_string_ostream os(text);
-        fn->print(os, OpPrintingFlags().useLocalScope());
-      }
-      auto [it, inserted] = byText.try_emplace(text, fn);
-      if (inserted) {
-        std::string name;
-        do
-          name = (kNamePrefix + llvm::Twine(nextId++)).str();
-        while (symbols.lookup(name));
-        fn.setSymName(name);
-        symbols.insert(fn);
-        ++numFunctions;
-      } else {
-        fn.erase();
-        fn = it->second;
-      }
+      fn = functions.intern(fn);
       OpBuilder callBuilder(op);
       func::CallOp::create(callBuilder, op.getLoc(), fn, args);
       op->erase();
       ++numOutlined;
     }
+    numFunctions = functions.size();
   }
 };
 

@@ -8,18 +8,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Outlining.h"
 #include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/ADT/StringMap.h"
 
 namespace pipeopt {
 #define GEN_PASS_DEF_OUTLINEREPEATSPASS
@@ -88,13 +88,38 @@ Run findRun(llvm::ArrayRef<uint64_t> sig, size_t minPeriod) {
   return best;
 }
 
+/// Interrupts a walk at an op that allocates on its function's stack
+/// (memref.alloca, llvm.alloca, ...): its buffer would not outlive an
+/// outlined function.
+WalkResult allocatesOnStack(Operation *op) {
+  if (isa<LLVM::AllocaOp>(op))
+    return WalkResult::interrupt();
+  if (auto effects = dyn_cast<MemoryEffectOpInterface>(op)) {
+    llvm::SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (const MemoryEffects::EffectInstance &e : list)
+      if (isa<MemoryEffects::Allocate>(e.getEffect()) &&
+          e.getResource() ==
+              SideEffects::AutomaticAllocationScopeResource::get())
+        return WalkResult::interrupt();
+  }
+  return WalkResult::advance();
+}
+
 struct OutlineRepeatsPass
     : pipeopt::impl::OutlineRepeatsPassBase<OutlineRepeatsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTable symbols(module);
+    // A repetition of one op would become one call, found again.
+    if (minOps < 2) {
+      module.emitError() << "pipeopt-outline-repeats: min-ops must be at "
+                            "least 2, got "
+                         << unsigned(minOps);
+      return signalPassFailure();
+    }
+    pipeopt::DistinctFunctions functions(module, kNamePrefix, kRepeatAttr);
     llvm::SmallVector<func::FuncOp> fns;
     for (auto fn : module.getOps<func::FuncOp>())
       if (!fn.isExternal() && !fn->hasAttr(kRepeatAttr) &&
@@ -121,24 +146,24 @@ struct OutlineRepeatsPass
         for (size_t c = 0; c < run.copies; ++c) {
           llvm::ArrayRef<Operation *> chunk(
               ops.data() + run.start + c * run.period, run.period);
-          any |= outline(chunk, symbols);
+          any |= outline(chunk, functions);
         }
         if (!any)
           break;
       }
     }
+    numFunctions = functions.size();
   }
 
   /// Moves the ops of `chunk` (consecutive ops of one block) into a
   /// function, or calls an identical one made before; returns false (and
   /// changes nothing) where a chunk cannot leave its function.
-  bool outline(llvm::ArrayRef<Operation *> chunk, SymbolTable &symbols) {
+  bool outline(llvm::ArrayRef<Operation *> chunk,
+               pipeopt::DistinctFunctions &functions) {
     llvm::DenseSet<Operation *> inside;
     for (Operation *op : chunk) {
       // A stack buffer does not outlive the function it is made in.
-      bool bad = false;
-      op->walk([&](memref::AllocaOp) { bad = true; });
-      if (bad)
+      if (op->walk(allocatesOnStack).wasInterrupted())
         return false;
       inside.insert(op);
     }
@@ -177,16 +202,13 @@ struct OutlineRepeatsPass
 
     Operation *first = chunk.front();
     MLIRContext *ctx = first->getContext();
-    ModuleOp module = first->getParentOfType<ModuleOp>();
-    OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
     llvm::SmallVector<Type> argTypes, resultTypes;
     for (Value v : args)
       argTypes.push_back(v.getType());
     for (Value v : results)
       resultTypes.push_back(v.getType());
-    auto fn =
-        func::FuncOp::create(moduleBuilder, first->getLoc(), kNamePrefix,
-                             FunctionType::get(ctx, argTypes, resultTypes));
+    func::FuncOp fn = functions.create(
+        first->getLoc(), FunctionType::get(ctx, argTypes, resultTypes));
     Block *entry = fn.addEntryBlock();
     OpBuilder b = OpBuilder::atBlockBegin(entry);
     IRMapping map;
@@ -199,32 +221,7 @@ struct OutlineRepeatsPass
     for (Value r : results)
       returned.push_back(map.lookup(r));
     func::ReturnOp::create(b, first->getLoc(), returned);
-    fn.setPrivate();
-    // As pipeopt-outline-loop-nests: LLVM's own noinline (func.func's does
-    // not reach llvm.func), internal linkage.
-    fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
-    fn->setAttr(kRepeatAttr, b.getUnitAttr());
-    fn->setAttr("llvm.linkage",
-                LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-
-    std::string text;
-    {
-      llvm::raw_string_ostream os(text);
-      fn->print(os, OpPrintingFlags().useLocalScope());
-    }
-    auto [it, inserted] = byText.try_emplace(text, fn);
-    if (inserted) {
-      std::string name;
-      do
-        name = (kNamePrefix + llvm::Twine(nextId++)).str();
-      while (symbols.lookup(name));
-      fn.setSymName(name);
-      symbols.insert(fn);
-      ++numFunctions;
-    } else {
-      fn.erase();
-      fn = it->second;
-    }
+    fn = functions.intern(fn);
     OpBuilder callBuilder(first);
     auto call = func::CallOp::create(callBuilder, first->getLoc(), fn,
                                      args.getArrayRef());
@@ -237,11 +234,6 @@ struct OutlineRepeatsPass
     ++numOutlined;
     return true;
   }
-
-  /// The printed form of each function made so far (with the placeholder
-  /// name) -> that function.
-  llvm::StringMap<func::FuncOp> byText;
-  unsigned nextId = 0;
 };
 
 } // namespace

@@ -606,7 +606,8 @@ llvm::Expected<OptimizerKind> sim::parseOptimizerKind(llvm::StringRef name) {
 }
 
 double sim::optimizerStateBytesPerElement(OptimizerKind k) {
-  // The runtime keeps optimizer state in double (8 bytes per value).
+  // The runtime's f64 optimizer state (8 bytes per value; Explore.h: the
+  // f32 state of cpu builds' f32 parameters is half of it).
   switch (k) {
   case OptimizerKind::SGD:
     return 0;

@@ -1312,6 +1312,11 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
                  " (or empty), got " + typeString(t.dtype, t.shape));
     moments[k].resize(n);
     std::memcpy(moments[k].data(), t.data.data(), t.data.size());
+    // Rounded to the state's dtype here, so that the gathered copy below
+    // holds what the ranks hold (optimizerState() returns it).
+    moments[k] =
+        StateBuffer(moments[k], optimizerStateDType(in->dtype, impl->m.target))
+            .toDoubles();
   }
   if (Status st = impl->rankStateForUpdate(*this); !st)
     return st;

@@ -923,6 +923,20 @@ TEST(SessionLoop, OptimizerStateRoundTrip) {
   EXPECT_EQ(b.losses()[0], a.losses()[3]);
   EXPECT_EQ(b.losses()[1], a.losses()[4]);
 
+  // "w" is f32 on a cpu build: its state is f32, so what is set is rounded
+  // once to f32 and read back as the ranks hold it, also from the copy
+  // gathered after a run.
+  ASSERT_OK(b.setOptimizerState("w", f64({3}, {0.1, -1.0 / 3, 1e-40}),
+                                f64({3}, {0.2, 0.3, 0.7}), 5));
+  Moments r = momentsOf(b, "w");
+  double first[3], second[3];
+  std::memcpy(first, r.first.data.data(), sizeof(first));
+  std::memcpy(second, r.second.data.data(), sizeof(second));
+  EXPECT_EQ(first[0], double(0.1f));
+  EXPECT_EQ(first[1], double(float(-1.0 / 3)));
+  EXPECT_EQ(first[2], double(float(1e-40)));
+  EXPECT_EQ(second[2], double(0.7f));
+
   expectError(b.setOptimizerState("w", f64({2}, {1, 2}), HostTensor(), 1), 2,
               "parameter 1 ('w'): the first moment must be f64[3] (or "
               "empty), got f64[2]");

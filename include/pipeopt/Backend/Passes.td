@@ -184,16 +184,22 @@ def OutlineRepeatsPass : Pass<"pipeopt-outline-repeats", "::mlir::ModuleOp"> {
     function; its results are the values it defines that are used after
     it, in the order of their definition. Buffers it allocates and returns,
     and buffers it frees that were allocated before it, keep their meaning:
-    buffer deallocation has already run. A repetition that contains a
-    `memref.alloca` (its buffer would not outlive the call) is left in
-    place. The functions are `noinline` with internal linkage (inlining
+    buffer deallocation has already run. A repetition that contains an op
+    that allocates on the function's stack (`memref.alloca`, `llvm.alloca`,
+    any op with an allocation effect on the automatic allocation scope:
+    its buffer would not outlive the call) is left in place. Two
+    repetitions share a function only where their functions print the same
+    with every attribute element and region printed, whatever the command
+    line's printing flags. `min-ops` below 2 is an error (a one-op
+    repetition would become one call, found again). The functions are `noinline` with internal linkage (inlining
     would undo the sharing). Runs after `pipeopt-free-buffers-early` and
     `pipeopt-outline-loop-nests`, before the conversion to LLVM; functions
     this pass made are left alone.
   }];
   let options = [
     Option<"minOps", "min-ops", "unsigned", /*default=*/"16",
-           "The fewest ops a repeated sequence has (shorter ones stay)">,
+           "The fewest ops a repeated sequence has, at least 2 (shorter "
+           "ones stay)">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::LLVM::LLVMDialect"];

@@ -276,8 +276,11 @@ llvm::StringRef optimizerKindName(OptimizerKind k);
 /// (case-insensitive); an error naming the accepted values otherwise.
 llvm::Expected<OptimizerKind> parseOptimizerKind(llvm::StringRef name);
 /// Bytes of optimizer state per parameter element as the runtime keeps it
-/// (in double): SGD 0, SGD with momentum 8 (the velocity), AdamW 16 (the
-/// first and second moments).
+/// in f64 (cuda builds, and parameters that are not f32): SGD 0, SGD with
+/// momentum 8 (the velocity), AdamW 16 (the first and second moments). The
+/// f32 parameters of cpu builds keep f32 state, half of this
+/// (rt::optimizerStateDType); the explorer's memory model does not tell
+/// the two apart and counts f64, an upper bound.
 double optimizerStateBytesPerElement(OptimizerKind k);
 
 /// Byte sizes per parameter element of a training step's persistent memory.
@@ -286,7 +289,9 @@ struct TrainingMemoryModel {
   /// f16: 2, f64: 8).
   double weightElementBytes = 4;
   /// Bytes per element of the gradient sums (the runtime accumulates
-  /// gradients over the microbatches in double: 8).
+  /// gradients over the microbatches in double: 8; a one-microbatch step
+  /// on a cpu build keeps its f32 gradient instead, 4, which this model
+  /// does not tell apart: an upper bound).
   double gradientElementBytes = 8;
   /// Bytes per element of the optimizer state, unsharded (see
   /// optimizerStateBytesPerElement(); AdamW by default).

@@ -682,13 +682,13 @@ std::function<void()> gradientAccumulateCall(int64_t n) {
 /// with `kind`'s optimizer: the steps of reduceAndUpdate
 /// (runtime/lib/TrainingStep.cpp): the per-step sum copied into an
 /// exchange buffer (with M = 8 microbatch flags), summed into a fresh
-/// vector, divided by M, the weight widened to double, rt::optimizerStep,
-/// the weight rounded back.
+/// vector, divided by M, rt::optimizerStepTensor on the f32 weights in
+/// place with f32 state (an f32 parameter of a cpu build), on one thread.
 std::function<void()> hostUpdateCall(OptimizerKind kind, int64_t n) {
   struct State {
     TrainingConfig config;
     OptimizerState optimizer;
-    std::vector<double> gradSum, meanGrad;
+    std::vector<double> gradSum;
     HostTensor value;
   };
   auto st = std::make_shared<State>();
@@ -717,10 +717,7 @@ std::function<void()> hostUpdateCall(OptimizerKind kind, int64_t n) {
     }
     for (double &x : total)
       x /= double(M);
-    std::vector<double> w = tensorToDoubles(st->value);
-    optimizerStep(st->config, w, total, st->optimizer);
-    doublesToTensor(w, st->value);
-    st->meanGrad = std::move(total);
+    optimizerStepTensor(st->config, st->value, total, st->optimizer);
   };
 }
 

@@ -1,5 +1,6 @@
 // RUN: pipeopt %s -pipeopt-outline-repeats=min-ops=3 -split-input-file | FileCheck %s
 // RUN: pipeopt %s -pipeopt-outline-repeats=min-ops=3 -pipeopt-outline-repeats=min-ops=3 -split-input-file | FileCheck %s --check-prefix=TWICE
+// RUN: pipeopt %s -pipeopt-outline-repeats=min-ops=3 -split-input-file --mlir-elide-elementsattrs-if-larger=2 | FileCheck %s --check-prefix=ELIDE
 
 // Three layers of the same seven ops on different weights: one function,
 // three calls, each layer's output the next one's input. The constants
@@ -101,7 +102,7 @@ func.func @different_flow(%x: memref<4xf32>, %w: memref<4xf32>,
 // -----
 
 // A repetition with a stack buffer stays where it is (its buffer would not
-// outlive the call).
+// outlive the call): memref.alloca here, llvm.alloca below.
 
 // CHECK-LABEL: func.func @stack_buffer(
 // CHECK-NOT:     call @pipeopt_repeat
@@ -120,5 +121,57 @@ func.func @stack_buffer(%x: memref<4xf32>, %w: memref<4xf32>) {
   %c = memref.alloca() : memref<4xf32>
   call @k(%x, %w, %c) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
   call @k(%c, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @llvm_stack_buffer(
+// CHECK-NOT:     call @pipeopt_repeat
+// CHECK-COUNT-2: llvm.alloca
+// CHECK-NOT:   func.func private @pipeopt_repeat
+
+func.func private @use(!llvm.ptr)
+
+func.func @llvm_stack_buffer() {
+  %one = arith.constant 1 : i64
+  %a = llvm.alloca %one x f32 : (i64) -> !llvm.ptr
+  call @use(%a) : (!llvm.ptr) -> ()
+  call @use(%a) : (!llvm.ptr) -> ()
+  %b = llvm.alloca %one x f32 : (i64) -> !llvm.ptr
+  call @use(%b) : (!llvm.ptr) -> ()
+  call @use(%b) : (!llvm.ptr) -> ()
+  return
+}
+
+// -----
+
+// Two repetitions that differ only in a constant's elements: two functions,
+// also when the command line elides large elements attributes when
+// printing (the comparison prints every element).
+
+// CHECK-LABEL: func.func @constants_differ(
+// CHECK:         call @pipeopt_repeat_0(%{{.*}})
+// CHECK-NEXT:    call @pipeopt_repeat_1(%{{.*}})
+// CHECK:       func.func private @pipeopt_repeat_0(
+// CHECK-NEXT:    arith.constant dense<[1, 2, 3, 4]>
+// CHECK:       func.func private @pipeopt_repeat_1(
+// CHECK-NEXT:    arith.constant dense<[5, 6, 7, 8]>
+// ELIDE-LABEL: func.func @constants_differ(
+// ELIDE:         call @pipeopt_repeat_0(%{{.*}})
+// ELIDE-NEXT:    call @pipeopt_repeat_1(%{{.*}})
+
+func.func private @v(vector<4xi32>)
+func.func private @k1(memref<4xf32>)
+
+func.func @constants_differ(%x: memref<4xf32>) {
+  %c1 = arith.constant dense<[1, 2, 3, 4]> : vector<4xi32>
+  %c2 = arith.constant dense<[5, 6, 7, 8]> : vector<4xi32>
+  call @v(%c1) : (vector<4xi32>) -> ()
+  call @k1(%x) : (memref<4xf32>) -> ()
+  call @k1(%x) : (memref<4xf32>) -> ()
+  call @v(%c2) : (vector<4xi32>) -> ()
+  call @k1(%x) : (memref<4xf32>) -> ()
+  call @k1(%x) : (memref<4xf32>) -> ()
   return
 }
