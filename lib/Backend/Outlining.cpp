@@ -11,8 +11,7 @@ using namespace mlir;
 pipeopt::DistinctFunctions::DistinctFunctions(ModuleOp module,
                                               llvm::StringRef prefix,
                                               llvm::StringRef mark)
-    : module(module), symbols(module), prefix(prefix.str()),
-      mark(mark.str()) {}
+    : module(module), symbols(module), prefix(prefix.str()), mark(mark.str()) {}
 
 func::FuncOp pipeopt::DistinctFunctions::create(Location loc,
                                                 FunctionType type) {
