@@ -126,9 +126,9 @@ struct OutlineRepeatsPass
           fn.getBody().hasOneBlock())
         fns.push_back(fn);
     for (func::FuncOp fn : fns) {
-      // Outline the longest run, then look again (the forward layers, then
-      // the backward ones); each outlined repetition is one call, shorter
-      // than minPeriod, so it is not found again.
+      // Outline the longest run, then look again (a transformer's backward
+      // layers, then its forward ones); each outlined repetition is one
+      // call, shorter than min-ops, so it is not found again.
       for (;;) {
         Block &block = fn.getBody().front();
         llvm::SmallVector<Operation *> ops;
