@@ -121,14 +121,22 @@ struct OutlineRepeatsPass
     }
     pipeopt::DistinctFunctions functions(module, kNamePrefix, kRepeatAttr);
     llvm::SmallVector<func::FuncOp> fns;
-    for (auto fn : module.getOps<func::FuncOp>())
+    // The functions of this pass (this run's and an earlier one's): a call
+    // of one is never part of a repetition, so that 32 layers become 32
+    // calls of one function, not 2 calls of a function of 16 calls.
+    llvm::DenseSet<StringAttr> outlined;
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (fn->hasAttr(kRepeatAttr))
+        outlined.insert(fn.getSymNameAttr());
       if (!fn.isExternal() && !fn->hasAttr(kRepeatAttr) &&
           fn.getBody().hasOneBlock())
         fns.push_back(fn);
+    }
     for (func::FuncOp fn : fns) {
       // Outline the longest run, then look again (a transformer's backward
-      // layers, then its forward ones); each outlined repetition is one
-      // call, shorter than min-ops, so it is not found again.
+      // layers, then its forward ones). Each outlined repetition becomes
+      // one call, which no later run includes: the ops left decrease with
+      // every run outlined, and the loop ends.
       for (;;) {
         Block &block = fn.getBody().front();
         llvm::SmallVector<Operation *> ops;
@@ -137,8 +145,14 @@ struct OutlineRepeatsPass
         if (ops.size() < 2 * size_t(minOps))
           break;
         llvm::SmallVector<uint64_t> sig;
-        for (Operation *op : ops)
-          sig.push_back(signatureOf(op));
+        for (Operation *op : ops) {
+          auto call = dyn_cast<func::CallOp>(op);
+          // A signature no other op has (the op's address).
+          sig.push_back(
+              call && outlined.contains(call.getCalleeAttr().getAttr())
+                  ? uint64_t(reinterpret_cast<uintptr_t>(op))
+                  : signatureOf(op));
+        }
         Run run = findRun(sig, size_t(minOps));
         if (run.copies < 2)
           break;
@@ -146,7 +160,10 @@ struct OutlineRepeatsPass
         for (size_t c = 0; c < run.copies; ++c) {
           llvm::ArrayRef<Operation *> chunk(
               ops.data() + run.start + c * run.period, run.period);
-          any |= outline(chunk, functions);
+          if (func::FuncOp callee = outline(chunk, functions)) {
+            outlined.insert(callee.getSymNameAttr());
+            any = true;
+          }
         }
         if (!any)
           break;
@@ -156,15 +173,16 @@ struct OutlineRepeatsPass
   }
 
   /// Moves the ops of `chunk` (consecutive ops of one block) into a
-  /// function, or calls an identical one made before; returns false (and
-  /// changes nothing) where a chunk cannot leave its function.
-  bool outline(llvm::ArrayRef<Operation *> chunk,
-               pipeopt::DistinctFunctions &functions) {
+  /// function, or calls an identical one made before, and returns the
+  /// function called; returns null (and changes nothing) where a chunk
+  /// cannot leave its function.
+  func::FuncOp outline(llvm::ArrayRef<Operation *> chunk,
+                       pipeopt::DistinctFunctions &functions) {
     llvm::DenseSet<Operation *> inside;
     for (Operation *op : chunk) {
       // A stack buffer does not outlive the function it is made in.
       if (op->walk(allocatesOnStack).wasInterrupted())
-        return false;
+        return nullptr;
       inside.insert(op);
     }
     // Arguments: the values the chunk uses from outside, in first-use
@@ -232,7 +250,7 @@ struct OutlineRepeatsPass
       op->erase();
     }
     ++numOutlined;
-    return true;
+    return fn;
   }
 };
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -208,6 +209,14 @@ private:
     return parseNpy(bytes, ck + "/" + name);
   }
 
+  /// `x` as printf's %.9g (std::to_string would print -1e-30 as
+  /// -0.000000).
+  static std::string numberText(double x) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.9g", x);
+    return text;
+  }
+
   /// Weights and optimizer state are finite: a NaN or infinity would train
   /// on silently (the checksum only proves the file is what was written).
   static void checkFinite(const std::vector<double> &v,
@@ -371,8 +380,24 @@ private:
           if (!(g.second[e] >= 0))
             throw RuntimeError(ck + "/adam_v_" + i + ".npy: element " +
                                std::to_string(e) + " is " +
-                               std::to_string(g.second[e]) +
+                               numberText(g.second[e]) +
                                " (a second moment is >= 0)");
+      }
+      // An f32 parameter of a cpu build keeps f32 state: a value beyond
+      // f32's range would become an infinity when it is loaded.
+      if (optimizerStateDType(in->dtype, m.target) == DType::F32) {
+        const char *kind =
+            k == OptimizerKind::Momentum ? "momentum_" : "adam_m_";
+        const std::pair<const std::vector<double> *, std::string> parts[2] = {
+            {&g.first, kind}, {&g.second, "adam_v_"}};
+        for (const auto &[values, file] : parts)
+          for (size_t e = 0; e < values->size(); ++e)
+            if (std::isinf(float((*values)[e])))
+              throw RuntimeError(ck + "/" + file + i + ".npy: element " +
+                                 std::to_string(e) + " is " +
+                                 numberText((*values)[e]) +
+                                 ", beyond the range of the f32 optimizer "
+                                 "state of an f32 parameter");
       }
       if (!ps.contains(i) || !ps[i].is_object())
         throw RuntimeError(oj + ": field \"parameters." + i +

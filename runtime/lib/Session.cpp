@@ -22,6 +22,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -1313,10 +1314,32 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
     moments[k].resize(n);
     std::memcpy(moments[k].data(), t.data.data(), t.data.size());
     // Rounded to the state's dtype here, so that the gathered copy below
-    // holds what the ranks hold (optimizerState() returns it).
-    moments[k] =
-        StateBuffer(moments[k], optimizerStateDType(in->dtype, impl->m.target))
-            .toDoubles();
+    // holds what the ranks hold (optimizerState() returns it). A value
+    // that would not train on (a NaN, an infinity, one beyond f32's range
+    // for f32 state, a negative second moment) is refused, as a
+    // checkpoint's is.
+    const DType stateDType = optimizerStateDType(in->dtype, impl->m.target);
+    moments[k] = StateBuffer(moments[k], stateDType).toDoubles();
+    for (size_t e = 0; e < n; ++e) {
+      double x = moments[k][e];
+      if (!std::isfinite(x) || (k == 1 && !(x >= 0))) {
+        double raw;
+        std::memcpy(&raw, t.data.data() + e * sizeof(double), sizeof(raw));
+        char given[32];
+        std::snprintf(given, sizeof(given), "%.9g", raw);
+        return Status::error(
+            2, std::string("setOptimizerState: ") + name + ": element " +
+                   std::to_string(e) + " of the " + what + " moment is " +
+                   given +
+                   (k == 1 && std::isfinite(x)
+                        ? " (a second moment is >= 0)"
+                        : std::string(" (it must be finite") +
+                              (stateDType == DType::F32
+                                   ? " and within f32's range: this "
+                                     "parameter's state is f32)"
+                                   : ")")));
+      }
+    }
   }
   if (Status st = impl->rankStateForUpdate(*this); !st)
     return st;

@@ -944,6 +944,19 @@ TEST(SessionLoop, OptimizerStateRoundTrip) {
               "the second moment must be f64[3]");
   expectError(b.setOptimizerState("w", HostTensor(), HostTensor(), -1), 2,
               "the step count must be >= 0, got -1");
+  // Values that would not train on are refused, as in a checkpoint: beyond
+  // f32's range for this f32 parameter's state, not finite, a negative
+  // second moment (printed so that its sign shows).
+  expectError(
+      b.setOptimizerState("w", f64({3}, {0, 1e300, 0}), HostTensor(), 1), 2,
+      "parameter 1 ('w'): element 1 of the first moment is 1e+300 (it "
+      "must be finite and within f32's range: this parameter's state "
+      "is f32)");
+  expectError(b.setOptimizerState("w", f64({3}, {NAN, 0, 0}), HostTensor(), 1),
+              2, "element 0 of the first moment is nan");
+  expectError(
+      b.setOptimizerState("w", HostTensor(), f64({3}, {0, 0, -1e-30}), 1), 2,
+      "element 2 of the second moment is -1e-30 (a second moment is >= 0)");
 }
 
 //===----------------------------------------------------------------------===//

@@ -175,3 +175,37 @@ func.func @constants_differ(%x: memref<4xf32>) {
   call @k1(%x) : (memref<4xf32>) -> ()
   return
 }
+
+// -----
+
+// Six layers: six calls of one function. The calls themselves repeat, but
+// a call of an outlined function is never part of a repetition (no
+// function of two calls of a function of three).
+
+// CHECK-LABEL: func.func @six_layers(
+// CHECK-COUNT-6: call @pipeopt_repeat_0(
+// CHECK-NOT:     @pipeopt_repeat_1
+
+func.func private @k(memref<4xf32>, memref<4xf32>, memref<4xf32>)
+
+func.func @six_layers(%x: memref<4xf32>, %w: memref<4xf32>) {
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %w, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%w, %x, %x) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  call @k(%x, %x, %w) : (memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+  return
+}

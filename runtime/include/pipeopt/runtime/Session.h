@@ -292,10 +292,11 @@ public:
   /// optimizer does not keep must be empty. `step` (>= 0): the updates
   /// applied so far (AdamW's bias correction). Errors (code 2): as
   /// setWeight, a wrong dtype or shape, a moment the optimizer does not
-  /// keep, a negative step. A parameter whose state is kept in f32 (f32
-  /// parameters of cpu builds: optimizerStateDType in Optimizer.h) stores
-  /// each value rounded once to f32; optimizerState() returns the stored
-  /// values, exactly, as f64.
+  /// keep, a negative step, a moment element that is not finite (or beyond
+  /// f32's range for f32 state), a negative second moment. A parameter
+  /// whose state is kept in f32 (f32 parameters of cpu builds:
+  /// optimizerStateDType in Optimizer.h) stores each value rounded once to
+  /// f32; optimizerState() returns the stored values, exactly, as f64.
   Status setOptimizerState(const std::string &name, const HostTensor &first,
                            const HostTensor &second, int64_t step);
   Status setOptimizerState(int index, const HostTensor &first,
