@@ -223,8 +223,12 @@ llvm::Error pipeopt::driver::checkOptions(CompileOptions &o) {
   if (o.isGiven("manifest") && o.manifestFile.empty())
     return makeError("--manifest needs a file name (got an empty one)");
   if (o.manifestFile.empty() && o.emit != Emit::Scheduled) {
-    // -o /dev/null would put the manifest at /dev/null.manifest.json.
+    // -o /dev/null would put the manifest at /dev/null.manifest.json, and
+    // -o - (standard output) at ./-.manifest.json.
     llvm::sys::fs::file_status status;
+    if (o.outputFile == "-")
+      return makeError("-o - is standard output, so the manifest's path "
+                       "cannot be derived from it; give --manifest=<file>");
     if (!llvm::sys::fs::status(o.outputFile, status) &&
         llvm::sys::fs::exists(status) &&
         !llvm::sys::fs::is_regular_file(status) &&
