@@ -9,8 +9,6 @@
 #include "Outlining.h"
 #include "pipeopt/Backend/Passes.h"
 
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -52,30 +50,12 @@ struct OutlineLoopNestsPass
       getUsedValuesDefinedAbove(op->getRegions(), above);
       llvm::SmallVector<Operation *> constants;
       for (Value v : above) {
-        Operation *def = v.getDefiningOp();
-        if (def && def->getNumResults() == 1 && matchPattern(v, m_Constant()))
-          constants.push_back(def);
+        if (pipeopt::DistinctFunctions::isClonedConstant(v))
+          constants.push_back(v.getDefiningOp());
         else
           args.push_back(v);
       }
-      llvm::SmallVector<Type> argTypes;
-      for (Value v : args)
-        argTypes.push_back(v.getType());
-
-      func::FuncOp fn = functions.create(
-          op.getLoc(), FunctionType::get(&getContext(), argTypes, {}));
-      Block *entry = fn.addEntryBlock();
-      OpBuilder b = OpBuilder::atBlockBegin(entry);
-      IRMapping map;
-      map.map(args, entry->getArguments());
-      for (Operation *c : constants)
-        b.clone(*c, map);
-      b.clone(*op, map);
-      func::ReturnOp::create(b, op.getLoc());
-      fn = functions.intern(fn);
-      OpBuilder callBuilder(op);
-      func::CallOp::create(callBuilder, op.getLoc(), fn, args);
-      op->erase();
+      functions.outline(op.getOperation(), args, constants, {});
       ++numOutlined;
     }
     numFunctions = functions.size();

@@ -12,9 +12,6 @@
 #include "pipeopt/Backend/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
@@ -195,8 +192,7 @@ struct OutlineRepeatsPass
       Operation *def = v.getDefiningOp();
       if (def && inside.contains(def))
         return;
-      if (def && def->getNumResults() == 1 && def->getNumOperands() == 0 &&
-          def->getNumRegions() == 0 && matchPattern(v, m_Constant()))
+      if (pipeopt::DistinctFunctions::isClonedConstant(v))
         constants.insert(def);
       else
         args.insert(v);
@@ -218,37 +214,8 @@ struct OutlineRepeatsPass
             }))
           results.push_back(r);
 
-    Operation *first = chunk.front();
-    MLIRContext *ctx = first->getContext();
-    llvm::SmallVector<Type> argTypes, resultTypes;
-    for (Value v : args)
-      argTypes.push_back(v.getType());
-    for (Value v : results)
-      resultTypes.push_back(v.getType());
-    func::FuncOp fn = functions.create(
-        first->getLoc(), FunctionType::get(ctx, argTypes, resultTypes));
-    Block *entry = fn.addEntryBlock();
-    OpBuilder b = OpBuilder::atBlockBegin(entry);
-    IRMapping map;
-    map.map(args.getArrayRef(), entry->getArguments());
-    for (Operation *c : constants)
-      b.clone(*c, map);
-    for (Operation *op : chunk)
-      b.clone(*op, map);
-    llvm::SmallVector<Value> returned;
-    for (Value r : results)
-      returned.push_back(map.lookup(r));
-    func::ReturnOp::create(b, first->getLoc(), returned);
-    fn = functions.intern(fn);
-    OpBuilder callBuilder(first);
-    auto call = func::CallOp::create(callBuilder, first->getLoc(), fn,
-                                     args.getArrayRef());
-    for (auto [r, c] : llvm::zip(results, call.getResults()))
-      r.replaceAllUsesWith(c);
-    for (Operation *op : llvm::reverse(chunk)) {
-      op->dropAllUses();
-      op->erase();
-    }
+    func::FuncOp fn = functions.outline(chunk, args.getArrayRef(),
+                                        constants.getArrayRef(), results);
     ++numOutlined;
     return fn;
   }

@@ -3,6 +3,8 @@
 #include "Outlining.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 #include <limits>
 
@@ -13,15 +15,53 @@ pipeopt::DistinctFunctions::DistinctFunctions(ModuleOp module,
                                               llvm::StringRef mark)
     : module(module), symbols(module), prefix(prefix.str()), mark(mark.str()) {}
 
-func::FuncOp pipeopt::DistinctFunctions::create(Location loc,
-                                                FunctionType type) {
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, prefix, type);
+bool pipeopt::DistinctFunctions::isClonedConstant(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && def->getNumResults() == 1 && def->getNumOperands() == 0 &&
+         def->getNumRegions() == 0 && matchPattern(v, m_Constant());
+}
+
+func::FuncOp pipeopt::DistinctFunctions::outline(
+    llvm::ArrayRef<Operation *> ops, llvm::ArrayRef<Value> args,
+    llvm::ArrayRef<Operation *> constants, llvm::ArrayRef<Value> results) {
+  Operation *first = ops.front();
+  llvm::SmallVector<Type> argTypes, resultTypes;
+  for (Value v : args)
+    argTypes.push_back(v.getType());
+  for (Value v : results)
+    resultTypes.push_back(v.getType());
+  OpBuilder moduleBuilder = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(
+      moduleBuilder, first->getLoc(), prefix,
+      FunctionType::get(module.getContext(), argTypes, resultTypes));
   fn.setPrivate();
-  fn->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
-  fn->setAttr(mark, b.getUnitAttr());
+  fn->setAttr("passthrough", moduleBuilder.getArrayAttr(
+                                 {moduleBuilder.getStringAttr("noinline")}));
+  fn->setAttr(mark, moduleBuilder.getUnitAttr());
   fn->setAttr("llvm.linkage", LLVM::LinkageAttr::get(module.getContext(),
                                                      LLVM::Linkage::Internal));
+  Block *entry = fn.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  IRMapping map;
+  map.map(args, entry->getArguments());
+  for (Operation *c : constants)
+    b.clone(*c, map);
+  for (Operation *op : ops)
+    b.clone(*op, map);
+  llvm::SmallVector<Value> returned;
+  for (Value r : results)
+    returned.push_back(map.lookup(r));
+  func::ReturnOp::create(b, first->getLoc(), returned);
+  fn = intern(fn);
+
+  OpBuilder callBuilder(first);
+  auto call = func::CallOp::create(callBuilder, first->getLoc(), fn, args);
+  for (auto [r, c] : llvm::zip(results, call.getResults()))
+    Value(r).replaceAllUsesWith(c);
+  for (Operation *op : llvm::reverse(ops)) {
+    op->dropAllUses();
+    op->erase();
+  }
   return fn;
 }
 

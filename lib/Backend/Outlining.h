@@ -29,23 +29,35 @@ public:
   DistinctFunctions(mlir::ModuleOp module, llvm::StringRef prefix,
                     llvm::StringRef mark);
 
-  /// Creates an empty private function of `type` at the module's end,
-  /// named `prefix` until intern() names it, with LLVM's `noinline`
-  /// (func.func's own does not reach llvm.func) and internal linkage
-  /// (inlining it back would undo the sharing), and the mark.
-  mlir::func::FuncOp create(mlir::Location loc, mlir::FunctionType type);
+  /// Moves `ops` (consecutive ops of one block) into a private function
+  /// that takes `args`, clones `constants` first and returns `results`
+  /// (values `ops` define), or finds an identical one made before; calls
+  /// it in their place (the call's results replace `results`) and returns
+  /// the function called. A new function is named `<prefix><N>`, has
+  /// LLVM's `noinline` (func.func's own does not reach llvm.func) and
+  /// internal linkage (inlining it back would undo the sharing), and the
+  /// mark. Two functions are the same where they print the same with
+  /// every element of every attribute and region, whatever the command
+  /// line's printing flags say.
+  mlir::func::FuncOp outline(llvm::ArrayRef<mlir::Operation *> ops,
+                             llvm::ArrayRef<mlir::Value> args,
+                             llvm::ArrayRef<mlir::Operation *> constants,
+                             llvm::ArrayRef<mlir::Value> results);
 
-  /// `fn` (from create(), its body complete) if no function with the same
-  /// printed form was interned before, then named; otherwise that earlier
-  /// function, and `fn` is erased. The form is printed with every element
-  /// of every attribute and region, whatever the command line's printing
-  /// flags say.
-  mlir::func::FuncOp intern(mlir::func::FuncOp fn);
+  /// Whether an outlined function clones `v` (defined outside the ops it
+  /// holds) instead of taking it as an argument: the one result of a
+  /// constant-like op without operands or regions, so that constants are
+  /// part of what two functions must share.
+  static bool isClonedConstant(mlir::Value v);
 
   /// Distinct functions interned so far.
   unsigned size() const { return count; }
 
 private:
+  /// `fn` if no function with the same printed form was interned before,
+  /// then named; otherwise that earlier function, and `fn` is erased.
+  mlir::func::FuncOp intern(mlir::func::FuncOp fn);
+
   mlir::ModuleOp module;
   mlir::SymbolTable symbols;
   std::string prefix;
