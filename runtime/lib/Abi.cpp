@@ -596,15 +596,17 @@ int32_t gradientImpl(DType dtype, int64_t argIndex, int64_t stage, int64_t mb,
     }
     const double addBeginS = ctx.now();
     const size_t n = size_t(numElements(v.sizes));
-    if (!ctx.device && v.isContiguous() && n > 0 && dtype == DType::F32 &&
-        st.optimizer.dtype == DType::F32 && m->numMicrobatches == 1 && k == 0 &&
-        !ctx.dataParallel && st.microbatches.empty()) {
-      // The step's only gradient (so far): kept in f32 (soleGradient).
-      const float *g = reinterpret_cast<const float *>(v.base);
-      st.soleGradient.assign(g, g + n);
-    } else if (!ctx.device && v.isContiguous() && n > 0) {
-      // Host memory (no device in cpu builds): added where it lies.
-      addToSum(dtype, v.base, gradientSumOf(st));
+    if (!ctx.device && v.isContiguous() && n > 0) {
+      // Host memory (no device in cpu builds): kept or added where it lies.
+      if (dtype == DType::F32 && st.optimizer.dtype == DType::F32 &&
+          m->numMicrobatches == 1 && k == 0 && !ctx.dataParallel &&
+          st.microbatches.empty()) {
+        // The step's only gradient (so far): kept in f32 (soleGradient).
+        const float *g = reinterpret_cast<const float *>(v.base);
+        st.soleGradient.assign(g, g + n);
+      } else {
+        addToSum(dtype, v.base, gradientSumOf(st));
+      }
     } else {
       std::vector<uint8_t> packed(v.byteSize());
       memorySpace(ctx).toHost(v, packed.data());

@@ -29,6 +29,12 @@ namespace rt {
 
 using namespace runner;
 
+std::string runner::numberText(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", x);
+  return text;
+}
+
 using Json = nlohmann::json;
 
 // <dir>/step-<k>/ holds loss.npy, optimizer.json, weight_<i>.npy and the
@@ -207,14 +213,6 @@ private:
   HostTensor npy(const std::string &name) {
     std::vector<uint8_t> bytes = verified(name);
     return parseNpy(bytes, ck + "/" + name);
-  }
-
-  /// `x` as printf's %.9g (std::to_string would print -1e-30 as
-  /// -0.000000).
-  static std::string numberText(double x) {
-    char text[32];
-    std::snprintf(text, sizeof(text), "%.9g", x);
-    return text;
   }
 
   /// Weights and optimizer state are finite: a NaN or infinity would train

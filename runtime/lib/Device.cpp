@@ -249,9 +249,9 @@ void initDeviceParameters(RankContext &ctx) {
     // The device kernels keep f64 state (optimizerStateDType).
     auto state = [&](bool want, const StateBuffer &stateBuffer,
                      DeviceBuffer &buf, const char *what) {
-      std::vector<double> host = stateBuffer.toDoubles();
       if (!want)
         return;
+      std::vector<double> host = stateBuffer.toDoubles();
       buf = DeviceBuffer(dev, n * sizeof(double));
       if (host.empty()) {
         dev.zero(buf.data(), buf.size());

@@ -54,9 +54,9 @@ inline double adamwElementOf(const AdamWConstants &k, double w, double gi, S &m,
 }
 
 /// A gradient element in double: an f32 one as the f64 sum that holds it
-/// alone would (0 + x, which makes -0 +0; ParameterState::soleGradient).
+/// alone would (sumOfOne).
 inline double gradientValue(double x) { return x; }
-inline double gradientValue(float x) { return 0.0 + double(x); }
+inline double gradientValue(float x) { return sumOfOne(x); }
 
 /// Calls fn(small, decays) with k.small and k.decays as
 /// std::integral_constant<bool, ...> arguments, so that fn's loop can

@@ -193,6 +193,9 @@ struct RankPinning {
 
 /// " (1.23 ms)".
 std::string msInParens(double s);
+/// `x` as printf's %.9g, for values in error messages (std::to_string would
+/// print -1e-30 as -0.000000).
+std::string numberText(double x);
 /// The calling thread's CPU time, seconds.
 double threadCpuSeconds();
 /// Pins the calling thread, local rank `slot` of `p`, to its core of the

@@ -1322,23 +1322,19 @@ Status Session::setOptimizerState(int index, const HostTensor &first,
     moments[k] = StateBuffer(moments[k], stateDType).toDoubles();
     for (size_t e = 0; e < n; ++e) {
       double x = moments[k][e];
-      if (!std::isfinite(x) || (k == 1 && !(x >= 0))) {
-        double raw;
-        std::memcpy(&raw, t.data.data() + e * sizeof(double), sizeof(raw));
-        char given[32];
-        std::snprintf(given, sizeof(given), "%.9g", raw);
-        return Status::error(
-            2, std::string("setOptimizerState: ") + name + ": element " +
-                   std::to_string(e) + " of the " + what + " moment is " +
-                   given +
-                   (k == 1 && std::isfinite(x)
-                        ? " (a second moment is >= 0)"
-                        : std::string(" (it must be finite") +
-                              (stateDType == DType::F32
-                                   ? " and within f32's range: this "
-                                     "parameter's state is f32)"
-                                   : ")")));
-      }
+      if (std::isfinite(x) && (k == 0 || x >= 0))
+        continue;
+      double given;
+      std::memcpy(&given, t.data.data() + e * sizeof(double), sizeof(given));
+      const char *why = std::isfinite(x) ? "a second moment is >= 0"
+                        : stateDType == DType::F32
+                            ? "it must be finite and within f32's "
+                              "range: this parameter's state is f32"
+                            : "it must be finite";
+      return Status::error(2, std::string("setOptimizerState: ") + name +
+                                  ": element " + std::to_string(e) +
+                                  " of the " + what + " moment is " +
+                                  numberText(given) + " (" + why + ")");
     }
   }
   if (Status st = impl->rankStateForUpdate(*this); !st)

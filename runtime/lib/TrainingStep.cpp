@@ -146,7 +146,7 @@ std::string reduceAndUpdate(RankContext &ctx, Communicator &comm,
         if (ctx.keepMeanGradients) {
           st.meanGrad.resize(n);
           for (size_t i = 0; i < n; ++i)
-            st.meanGrad[i] = 0.0 + double(st.soleGradient[i]);
+            st.meanGrad[i] = sumOfOne(st.soleGradient[i]);
         }
         continue;
       }

@@ -112,8 +112,12 @@ void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
                          const std::vector<double> &g, OptimizerState &state,
                          int threads = 1);
 
+/// An f32 gradient as the f64 sum that holds it alone does: 0 + x, which
+/// makes -0 +0 (ParameterState::soleGradient in Context.h).
+inline double sumOfOne(float x) { return 0.0 + double(x); }
+
 /// optimizerStepTensor with the mean gradient in f32 (`g`): the same bits as
-/// passing the doubles 0.0 + double(g[i]) (an f64 sum of the one value). For a
+/// passing the doubles sumOfOne(g[i]). For a
 /// parameter whose mean gradient is a sole f32 gradient
 /// (ParameterState::soleGradient in Context.h).
 void optimizerStepTensor(const TrainingConfig &config, HostTensor &value,
